@@ -1,0 +1,66 @@
+"""`numalign replay FILE [--check]`: run recorded scenarios through numalign."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+MAX_LISTED_DIFFERENCES = 5
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "replay",
+        help="replay recorded scenarios (oracle vector format), optionally checking the results",
+        description="Read one scenario per line ({'scenario':..., 'result':...} or a bare scenario), "
+        "print one result per line; with --check compare with each line's result.",
+    )
+    p.add_argument("file", help="JSON-lines file of scenarios, or - for standard input")
+    p.add_argument("--check", action="store_true", help="compare with recorded results; exit 1 on any difference")
+
+
+def run(args: argparse.Namespace) -> int:
+    from numalign.errors import InvalidInputError
+    from numalign.sim.replay import replay_lines
+
+    if args.file == "-":
+        lines = sys.stdin
+        source = "<stdin>"
+        return _run(replay_lines(lines, source), args.check)
+    path = Path(args.file)
+    if not path.is_file():
+        raise InvalidInputError(f"replay: file {str(path)!r} not found; pass a JSON-lines file of scenarios")
+    with path.open(encoding="utf-8") as fh:
+        return _run(replay_lines(fh, str(path)), args.check)
+
+
+def _run(outcomes: Any, check: bool) -> int:
+    total = equal = 0
+    diffs: list[str] = []
+    missing = 0
+    for o in outcomes:
+        total += 1
+        if not check:
+            print(json.dumps({"id": o.scenario_id, "result": o.result}, sort_keys=True))
+            continue
+        if o.expected is None:
+            missing += 1
+            diffs.append(f"{o.scenario_id} (line {o.line_no}): no recorded result to compare")
+        elif o.equal:
+            equal += 1
+        else:
+            diffs.append(
+                f"{o.scenario_id} (line {o.line_no}): expected {json.dumps(o.expected, sort_keys=True)}, "
+                f"got {json.dumps(o.result, sort_keys=True)}"
+            )
+    if not check:
+        return 0
+    for d in diffs[:MAX_LISTED_DIFFERENCES]:
+        print(f"DIFF {d}")
+    if len(diffs) > MAX_LISTED_DIFFERENCES:
+        print(f"... and {len(diffs) - MAX_LISTED_DIFFERENCES} more differences")
+    print(f"{equal}/{total} equal")
+    return 0 if equal == total and total > 0 else 1

@@ -1,0 +1,49 @@
+"""Typed Pod model: the parts of a Pod the resource managers look at.
+
+Parsing of manifests (YAML/JSON, Lists, workload templates) lives in numalign.k8s.manifest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from numalign.k8s.quantity import Quantity
+
+
+@dataclass(frozen=True)
+class Container:
+    name: str
+    requests: Mapping[str, Quantity] = field(default_factory=dict)
+    limits: Mapping[str, Quantity] = field(default_factory=dict)
+    # "Always" on an init container makes it a restartable init container (a sidecar).
+    restart_policy: str | None = None
+    is_init: bool = False
+
+    @property
+    def is_sidecar(self) -> bool:
+        return self.is_init and self.restart_policy == "Always"
+
+
+@dataclass(frozen=True)
+class Pod:
+    name: str
+    namespace: str = "default"
+    uid: str = ""
+    init_containers: tuple[Container, ...] = ()
+    containers: tuple[Container, ...] = ()
+    # pod.spec.overhead (RuntimeClass); added to effective requests unless excluded.
+    overhead: Mapping[str, Quantity] = field(default_factory=dict)
+    # pod.status.qosClass when the manifest carries one; otherwise computed.
+    status_qos_class: str | None = None
+    # Where the pod came from (file and document index), for error messages and reports.
+    source: str = ""
+
+    def all_containers(self) -> Iterator[Container]:
+        """Init containers (sidecars included) in spec order, then app containers: kubelet order."""
+        yield from self.init_containers
+        yield from self.containers
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
