@@ -1,0 +1,52 @@
+"""Replay handler for merge scenarios (oracle merge_vectors.jsonl format)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from numalign.core.bitmask import bits_of
+from numalign.core.hint import ProviderHints, provider_hints_from_json
+from numalign.core.numa import NUMAInfo
+from numalign.core.policies import PolicyOptions, make_policy
+from numalign.errors import InvalidInputError
+
+
+def _require(scenario: Mapping[str, Any], key: str, kind: type) -> Any:
+    if key not in scenario:
+        raise InvalidInputError(f"scenario {scenario.get('id', '?')!r}: missing field {key!r}")
+    value = scenario[key]
+    if not isinstance(value, kind):
+        raise InvalidInputError(
+            f"scenario {scenario.get('id', '?')!r}: field {key!r} must be {kind.__name__}, got {value!r}"
+        )
+    return value
+
+
+def numa_info_from_scenario(scenario: Mapping[str, Any]) -> NUMAInfo:
+    nodes = _require(scenario, "numa_nodes", list)
+    raw = scenario.get("distances")
+    distances = None
+    if raw is not None:
+        if not isinstance(raw, dict):
+            raise InvalidInputError(f"scenario {scenario.get('id', '?')!r}: 'distances' must be an object or null")
+        distances = {int(k): v for k, v in raw.items()}
+    return NUMAInfo.create([int(n) for n in nodes], distances)
+
+
+def replay_merge(scenario: dict[str, Any]) -> dict[str, Any]:
+    numa = numa_info_from_scenario(scenario)
+    opts = PolicyOptions.parse({str(k): str(v) for k, v in (scenario.get("options") or {}).items()})
+    policy = make_policy(str(scenario.get("policy", "best-effort")), numa, opts)
+    raw_providers = _require(scenario, "providers", list)
+    providers: list[ProviderHints] = [
+        provider_hints_from_json(p, f"providers[{i}]") for i, p in enumerate(raw_providers)
+    ]
+    result = policy.merge(providers)
+    mask = result.hint.mask
+    return {
+        "mask": None if mask is None else bits_of(mask),
+        "preferred": result.hint.preferred,
+        "admit": result.admit,
+        "deterministic": True,
+    }
