@@ -31,6 +31,13 @@ OPTION_MATURITY: dict[str, Maturity] = {
     PREFER_CLOSEST_NUMA_NODES: Maturity.STABLE,
     MAX_ALLOWABLE_NUMA_NODES: Maturity.STABLE,
 }
+# Graduation per release, for users pinned to an older kubelet (and for upstream's 1.32-era tests).
+OPTION_MATURITY_BY_RELEASE: dict[str, dict[str, Maturity]] = {
+    "1.28": {PREFER_CLOSEST_NUMA_NODES: Maturity.BETA},
+    "1.31": {PREFER_CLOSEST_NUMA_NODES: Maturity.BETA, MAX_ALLOWABLE_NUMA_NODES: Maturity.BETA},
+    "1.32": {PREFER_CLOSEST_NUMA_NODES: Maturity.STABLE, MAX_ALLOWABLE_NUMA_NODES: Maturity.BETA},
+    "1.35": OPTION_MATURITY,
+}
 # Feature-gate defaults: alpha options off, beta options on.
 DEFAULT_GATES: dict[str, bool] = {ALPHA_GATE: False, BETA_GATE: True}
 
@@ -58,9 +65,11 @@ def go_atoi_error(text: str) -> str | None:
     return None
 
 
-def check_policy_option_available(name: str, gates: Mapping[str, bool] | None = None) -> None:
+def check_policy_option_available(
+    name: str, gates: Mapping[str, bool] | None = None, table: Mapping[str, Maturity] | None = None
+) -> None:
     g = {**DEFAULT_GATES, **(gates or {})}
-    maturity = OPTION_MATURITY.get(name)
+    maturity = (OPTION_MATURITY if table is None else table).get(name)
     if maturity is None:
         raise ConfigError(f'unknown Topology Manager Policy option: "{name}"')
     if maturity is Maturity.ALPHA and not g.get(ALPHA_GATE, False):
@@ -75,14 +84,20 @@ class PolicyOptions:
     max_allowable_numa_nodes: int = DEFAULT_MAX_ALLOWABLE_NUMA_NODES
 
     @classmethod
-    def parse(cls, options: Mapping[str, str] | None, gates: Mapping[str, bool] | None = None) -> PolicyOptions:
+    def parse(
+        cls,
+        options: Mapping[str, str] | None,
+        gates: Mapping[str, bool] | None = None,
+        maturity: Mapping[str, Maturity] | None = None,
+    ) -> PolicyOptions:
         """Upstream NewPolicyOptions. Keys are checked in sorted order so that, unlike Go's random
-        map order, the first error reported is deterministic."""
+        map order, the first error reported is deterministic. `maturity` selects another release's
+        graduation table (see OPTION_MATURITY_BY_RELEASE)."""
         prefer = False
         max_nodes = DEFAULT_MAX_ALLOWABLE_NUMA_NODES
         for name in sorted(options or {}):
             value = (options or {})[name]
-            check_policy_option_available(name, gates)
+            check_policy_option_available(name, gates, maturity)
             if name == PREFER_CLOSEST_NUMA_NODES:
                 parsed = go_parse_bool(value)
                 if parsed is None:

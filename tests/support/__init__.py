@@ -1,0 +1,1 @@
+"""Test-only helpers: reference implementations and Hypothesis strategies."""
