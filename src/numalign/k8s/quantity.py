@@ -16,8 +16,8 @@ Deviations, on purpose and harmless for decisions:
 - `str()` always prints the canonical form. Upstream echoes the input text verbatim when it already
   "looks canonical" (e.g. "+1" or "01" print as given); values are equal either way.
 - Decimal exponents beyond ±1000 are rejected (upstream would wrap int32 or build giant numbers).
-- Values whose canonical decimal exponent is above 18 print with an "E" suffix (e.g. "1000E");
-  upstream finds no suffix there and prints the mantissa alone, which would not round-trip.
+- Printing past the largest suffixes follows the newest upstream: DecimalSI above "E" prints in
+  exponent notation ("1000E" -> "1e21"), BinarySI above "Ei" prints exact decimal ("10e69").
 """
 
 from __future__ import annotations
@@ -71,10 +71,10 @@ def _div_away_from_zero(n: int, d: int) -> int:
     return q if n >= 0 else -q
 
 
-def _remove_factors(value: int, base: int, limit: int | None = None) -> tuple[int, int]:
+def _remove_factors(value: int, base: int) -> tuple[int, int]:
     """Divide out `base` while it divides `value`; return (rest, times). Upstream removeInt64Factors."""
     times = 0
-    while value != 0 and value % base == 0 and (limit is None or times < limit):
+    while value != 0 and value % base == 0:
         value //= base
         times += 1
     return value, times
@@ -311,19 +311,20 @@ class Quantity:
             if abs(n) < 1024 * NANO or n % NANO:
                 fmt = QuantityFormat.DECIMAL_SI
             else:
-                mantissa, power = _remove_factors(n // NANO, 1024, limit=max(_BINARY_BY_POWER))
-                return f"{mantissa}{_BINARY_BY_POWER[power]}"
+                mantissa, power = _remove_factors(n // NANO, 1024)
+                if power in _BINARY_BY_POWER:
+                    return f"{mantissa}{_BINARY_BY_POWER[power]}"
+                # Past "Ei" there is no binary suffix: exact decimal-exponent text instead.
+                fmt = QuantityFormat.DECIMAL_EXPONENT
         mantissa, times = _remove_factors(n, 10)
         exponent = times - 9
         shift = exponent % 3  # Python's modulo floors, so this moves the exponent down to a multiple of 3
         mantissa *= 10**shift
         exponent -= shift
-        if fmt is QuantityFormat.DECIMAL_EXPONENT:
-            return f"{mantissa}e{exponent}" if exponent else str(mantissa)
-        if exponent > 18:
-            mantissa *= 10 ** (exponent - 18)
-            exponent = 18
-        return f"{mantissa}{_DECIMAL_BY_EXPONENT[exponent]}"
+        if fmt is QuantityFormat.DECIMAL_SI and exponent in _DECIMAL_BY_EXPONENT:
+            return f"{mantissa}{_DECIMAL_BY_EXPONENT[exponent]}"
+        # DecimalExponent, or DecimalSI past "E" (upstream falls back to exponent notation there).
+        return f"{mantissa}e{exponent}" if exponent else str(mantissa)
 
     def __repr__(self) -> str:
         return f"Quantity({str(self)!r})"
