@@ -1,0 +1,228 @@
+"""The kubelet's client for one registered device plugin (upstream plugin/v1beta1/client.go + endpoint.go).
+
+`PluginEndpointClient` implements numalign.providers.devices.endpoint.Endpoint over the plugin's unix
+socket, so the device manager calls a real plugin exactly as it calls the in-process StaticEndpoint.
+Every unary call has a deadline: a hung plugin costs at most that long and surfaces as PluginError.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import grpc
+
+from numalign.adapters.grpc import convert
+from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
+from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
+from numalign.adapters.grpc.sockets import dial
+from numalign.errors import PluginError
+from numalign.providers.devices.endpoint import ContainerAllocateResponse, Device, DevicePluginOptions
+
+log = logging.getLogger("numalign.grpc.plugin_client")
+
+DIAL_TIMEOUT_S = 10.0  # upstream dial(): context.WithTimeout(10s)
+# upstream KubeletPreStartContainerRPCTimeoutInSecs; used for every unary call so a hung plugin never
+# blocks admission forever (upstream leaves Allocate and GetPreferredAllocation without a deadline).
+CALL_TIMEOUT_S = 30.0
+OPTIONS_TIMEOUT_S = 10.0
+
+DevicesCallback = Callable[[list[Device]], None]
+EndCallback = Callable[[str], None]
+MalformedCallback = Callable[[str], None]
+
+
+def _rpc_error(resource: str, call: str, err: grpc.RpcError) -> PluginError:
+    code = err.code() if isinstance(err, grpc.Call) else None
+    details = err.details() if isinstance(err, grpc.Call) else str(err)
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return PluginError(
+            f"device plugin {resource!r}: {call} did not answer before its deadline ({details})"
+        )
+    name = code.name if code is not None else "UNKNOWN"
+    return PluginError(f"device plugin {resource!r}: {call} rpc failed with err: {name}: {details}")
+
+
+class PluginEndpointClient:
+    """One connection to a device plugin's DevicePlugin service.
+
+    Lifecycle: `connect()` dials (blocking, `dial_timeout`) and reads GetDevicePluginOptions into
+    `options`; `start_list_and_watch()` follows the ListAndWatch stream in a daemon thread;
+    `close()` cancels everything. The three Endpoint methods are thread-safe.
+    """
+
+    def __init__(
+        self,
+        resource: str,
+        socket_path: Path,
+        *,
+        dial_timeout: float = DIAL_TIMEOUT_S,
+        call_timeout: float = CALL_TIMEOUT_S,
+    ) -> None:
+        self.resource = resource
+        self.socket_path = socket_path
+        self.dial_timeout = dial_timeout
+        self.call_timeout = call_timeout
+        self.options = DevicePluginOptions()
+        self._channel: grpc.Channel | None = None
+        self._stub: pb_grpc.DevicePluginStub | None = None
+        self._stream: grpc.RpcContext | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = threading.Event()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"PluginEndpointClient({self.resource!r}, {str(self.socket_path)!r})"
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def connect(self) -> None:
+        """Dial the plugin and fetch its options. Raises PluginError (and leaves nothing open)."""
+        channel = dial(self.socket_path, self.dial_timeout)
+        stub = pb_grpc.DevicePluginStub(channel)
+        try:
+            opts = stub.GetDevicePluginOptions(pb.Empty(), timeout=min(self.call_timeout, OPTIONS_TIMEOUT_S))
+        except grpc.RpcError as e:
+            channel.close()
+            raise _rpc_error(self.resource, "GetDevicePluginOptions", e) from None
+        with self._lock:
+            self._channel, self._stub = channel, stub
+        self.options = convert.options_from_pb(opts)
+
+    def start_list_and_watch(
+        self,
+        on_devices: DevicesCallback,
+        on_end: EndCallback,
+        on_malformed: MalformedCallback | None = None,
+    ) -> None:
+        """Follow ListAndWatch in a daemon thread.
+
+        Each valid snapshot goes to `on_devices`. A malformed snapshot is logged, reported to
+        `on_malformed` and dropped; the stream goes on. When the stream ends for any reason other than
+        `close()`, `on_end(reason)` is called once; after `close()` it is not called.
+        """
+        stub = self._require_stub()
+        self._thread = threading.Thread(
+            target=self._run,
+            args=(stub, on_devices, on_end, on_malformed),
+            name=f"numalign-listandwatch-{self.resource}",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def close(self) -> None:
+        """Cancel the stream and close the channel; idempotent, never raises."""
+        self._closed.set()
+        with self._lock:
+            stream, channel = self._stream, self._channel
+            self._stream = self._channel = None
+        if stream is not None:
+            stream.cancel()  # type: ignore[no-untyped-call]
+        if channel is not None:
+            channel.close()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    # -- Endpoint protocol -------------------------------------------------------------------------
+
+    def allocate(self, device_ids: Sequence[str]) -> ContainerAllocateResponse:
+        req = pb.AllocateRequest(
+            container_requests=[pb.ContainerAllocateRequest(devices_ids=convert.ids(device_ids))]
+        )
+        try:
+            resp = self._require_stub().Allocate(req, timeout=self.call_timeout)
+        except grpc.RpcError as e:
+            raise _rpc_error(self.resource, "Allocate", e) from None
+        if not resp.container_responses:
+            # upstream: "failed to allocate requested devices: ... the response had no container responses"
+            raise PluginError(
+                f"device plugin {self.resource!r}: Allocate returned no container responses for devices "
+                f"{list(device_ids)}; a plugin must answer one ContainerAllocateResponse per request"
+            )
+        return convert.allocate_response_from_pb(resp.container_responses[0])
+
+    def get_preferred_allocation(
+        self, available: Sequence[str], must_include: Sequence[str], size: int
+    ) -> list[str]:
+        req = pb.PreferredAllocationRequest(
+            container_requests=[
+                pb.ContainerPreferredAllocationRequest(
+                    available_deviceIDs=convert.ids(available),
+                    must_include_deviceIDs=convert.ids(must_include),
+                    allocation_size=size,
+                )
+            ]
+        )
+        try:
+            resp = self._require_stub().GetPreferredAllocation(req, timeout=self.call_timeout)
+        except grpc.RpcError as e:
+            raise _rpc_error(self.resource, "GetPreferredAllocation", e) from None
+        if not resp.container_responses:
+            return []
+        return list(resp.container_responses[0].deviceIDs)
+
+    def pre_start_container(self, device_ids: Sequence[str]) -> None:
+        req = pb.PreStartContainerRequest(devices_ids=convert.ids(device_ids))
+        try:
+            self._require_stub().PreStartContainer(req, timeout=self.call_timeout)
+        except grpc.RpcError as e:
+            raise _rpc_error(self.resource, "PreStartContainer", e) from None
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _require_stub(self) -> pb_grpc.DevicePluginStub:
+        with self._lock:
+            stub = self._stub if self._channel is not None else None
+        if stub is None:
+            raise PluginError(f"endpoint {self.socket_path} has been stopped")  # upstream errEndpointStopped
+        return stub
+
+    def _run(
+        self,
+        stub: pb_grpc.DevicePluginStub,
+        on_devices: DevicesCallback,
+        on_end: EndCallback,
+        on_malformed: MalformedCallback | None,
+    ) -> None:
+        reason = "ListAndWatch stream closed by the plugin"
+        try:
+            stream = stub.ListAndWatch(pb.Empty())
+            with self._lock:
+                if self._closed.is_set():
+                    stream.cancel()  # type: ignore[no-untyped-call]
+                    return
+                self._stream = stream
+            for resp in stream:
+                try:
+                    devices = convert.devices_from_pb(self.resource, resp.devices)
+                except PluginError as e:
+                    log.error("dropping malformed ListAndWatch update: %s", e)
+                    if on_malformed is not None:
+                        _safe(on_malformed, str(e))
+                    continue
+                log.debug("state pushed for device plugin %s: %d devices", self.resource, len(devices))
+                _safe(on_devices, devices)
+        except grpc.RpcError as e:
+            code = e.code() if isinstance(e, grpc.Call) else None
+            details = e.details() if isinstance(e, grpc.Call) else str(e)
+            reason = f"ListAndWatch ended unexpectedly: {code.name if code else 'UNKNOWN'}: {details}"
+        except Exception as e:  # never let a plugin kill the agent's thread silently
+            log.exception("ListAndWatch reader for %s failed", self.resource)
+            reason = f"ListAndWatch reader failed: {e}"
+        if self._closed.is_set():
+            return
+        log.warning("device plugin %s disconnected: %s", self.resource, reason)
+        self.close()
+        _safe(on_end, reason)
+
+
+def _safe(fn: Callable[..., object], *args: object) -> None:
+    """Run a callback; its exceptions are logged, never propagated into gRPC threads."""
+    try:
+        fn(*args)
+    except Exception:
+        log.exception("callback %r failed", fn)

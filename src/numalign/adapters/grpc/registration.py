@@ -1,0 +1,312 @@
+"""The kubelet's device-plugin Registration service (upstream devicemanager/plugin/v1beta1 server.go,
+handler.go), served on <dir>/kubelet.sock.
+
+`RegistrationServer` validates each RegisterRequest as the kubelet does (same error texts), dials the
+plugin, reads its options, follows its ListAndWatch stream and reports everything through callbacks,
+so the node agent can feed the device manager without this module knowing about it:
+
+    server = RegistrationServer(dir, on_register=..., on_devices=..., on_disconnect=...)
+    server.start()      # cleans stale sockets, serves kubelet.sock (0600)
+    ...
+    server.stop()
+
+Differences from upstream, on purpose: the endpoint must be a bare socket file name inside the
+directory (upstream joins any string onto the path); a re-registration closes the previous client
+instead of leaving it running (upstream's old client, when it ends, disconnects the *new* one: a
+known race); a malformed ListAndWatch update is dropped and the stream kept.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import stat
+import threading
+from collections.abc import Callable, Collection
+from pathlib import Path
+
+import grpc
+
+from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
+from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
+from numalign.adapters.grpc.plugin_client import CALL_TIMEOUT_S, DIAL_TIMEOUT_S, PluginEndpointClient
+from numalign.adapters.grpc.resource_names import is_extended_resource_name
+from numalign.adapters.grpc.sockets import MAX_UNIX_PATH, resolve_group, start_unix_server
+from numalign.errors import PluginError
+from numalign.providers.devices.endpoint import Device, Endpoint
+
+log = logging.getLogger("numalign.grpc.registration")
+
+VERSION = "v1beta1"
+SUPPORTED_VERSIONS: tuple[str, ...] = ("v1beta1",)
+KUBELET_SOCKET = "kubelet.sock"
+CHECKPOINT_FILE = "kubelet_internal_checkpoint"
+DEFAULT_DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
+
+OnRegister = Callable[[str, Endpoint], None]
+OnDevices = Callable[[str, list[Device]], None]
+OnResource = Callable[[str], None]
+OnProblem = Callable[[str, str], None]
+
+
+def _go_quote(value: str) -> str:
+    # Go's %q for the ASCII names a plugin sends; close enough for anything else.
+    return json.dumps(value, ensure_ascii=False)
+
+
+def cleanup_plugin_directory(directory: Path, keep: Collection[str] = (CHECKPOINT_FILE,)) -> list[Path]:
+    """Remove every unix socket in `directory` except the names in `keep` (upstream
+    CleanupPluginDirectory). Regular files and directories stay. Returns what was removed.
+
+    This is what makes plugins re-register after a restart: they watch kubelet.sock, and their own
+    sockets disappearing tells them the kubelet is gone.
+    """
+    removed: list[Path] = []
+    for entry in sorted(directory.iterdir()):
+        if entry.name in keep:
+            continue
+        try:
+            mode = entry.stat().st_mode  # follows symlinks, as upstream's os.Stat does
+        except OSError as e:
+            log.error("failed to stat %s during plugin directory cleanup: %s", entry, e)
+            continue
+        if not stat.S_ISSOCK(mode):
+            continue
+        try:
+            entry.unlink()
+            removed.append(entry)
+        except OSError as e:
+            log.error("failed to remove stale socket %s: %s", entry, e)
+    if removed:
+        log.info("removed %d stale socket(s) from %s", len(removed), directory)
+    return removed
+
+
+class RegistrationRefusedError(PluginError):
+    """A RegisterRequest was refused; the message is what the plugin receives."""
+
+
+class _Servicer(pb_grpc.RegistrationServicer):
+    def __init__(self, owner: RegistrationServer) -> None:
+        self._owner = owner
+
+    def Register(self, request: pb.RegisterRequest, context: grpc.ServicerContext) -> pb.Empty:
+        try:
+            self._owner.register(request.version, request.resource_name, request.endpoint)
+        except PluginError as e:
+            # Go returns a plain error from the handler: gRPC code Unknown with the error text.
+            context.abort(grpc.StatusCode.UNKNOWN, str(e))
+        return pb.Empty()
+
+
+class RegistrationServer:
+    """Serves v1beta1.Registration on `directory`/kubelet.sock and manages one client per resource.
+
+    Callbacks (all optional, called from gRPC or stream threads; exceptions are logged):
+    - on_register(resource, endpoint): a plugin connected; `endpoint` implements Endpoint. Raising
+      PluginError refuses the registration with that message.
+    - on_devices(resource, devices): a ListAndWatch snapshot (replaces the previous one).
+    - on_disconnect(resource): the current plugin for `resource` went away (stream ended).
+    - on_refused(resource, message): a RegisterRequest was refused.
+    - on_malformed(resource, message): a ListAndWatch update was malformed and dropped.
+    """
+
+    def __init__(
+        self,
+        directory: Path = DEFAULT_DEVICE_PLUGIN_DIR,
+        *,
+        on_register: OnRegister | None = None,
+        on_devices: OnDevices | None = None,
+        on_disconnect: OnResource | None = None,
+        on_refused: OnProblem | None = None,
+        on_malformed: OnProblem | None = None,
+        socket_group: str | int | None = None,
+        socket_name: str = KUBELET_SOCKET,
+        keep_files: Collection[str] = (CHECKPOINT_FILE,),
+        dial_timeout: float = DIAL_TIMEOUT_S,
+        call_timeout: float = CALL_TIMEOUT_S,
+        max_workers: int = 8,
+    ) -> None:
+        self.directory = Path(directory).absolute()
+        self.socket_path = self.directory / socket_name
+        self._on_register = on_register
+        self._on_devices = on_devices
+        self._on_disconnect = on_disconnect
+        self._on_refused = on_refused
+        self._on_malformed = on_malformed
+        self._gid = resolve_group(socket_group)
+        self._keep = frozenset(keep_files)
+        self.dial_timeout = dial_timeout
+        self.call_timeout = call_timeout
+        self._max_workers = max_workers
+        self._clients: dict[str, PluginEndpointClient] = {}
+        self._lock = threading.Lock()
+        self._server: grpc.Server | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Create the directory (0750), remove stale sockets, serve kubelet.sock."""
+        if self._server is not None:
+            return
+        self.directory.mkdir(mode=0o750, parents=True, exist_ok=True)
+        cleanup_plugin_directory(self.directory, self._keep)
+        self._server = start_unix_server(
+            self.socket_path,
+            lambda s: pb_grpc.add_RegistrationServicer_to_server(_Servicer(self), s),
+            gid=self._gid,
+            max_workers=self._max_workers,
+            what="device-plugin registration",
+        )
+
+    def stop(self, grace: float = 1.0) -> None:
+        """Stop serving and close every plugin client (no on_disconnect callbacks). Idempotent."""
+        server, self._server = self._server, None
+        with self._lock:
+            clients = list(self._clients.values())
+            self._clients.clear()
+        for c in clients:
+            c.close()
+        if server is not None:
+            server.stop(grace).wait(grace + 5)
+            try:
+                if stat.S_ISSOCK(self.socket_path.lstat().st_mode):
+                    self.socket_path.unlink()
+            except FileNotFoundError:
+                pass
+            log.info("stopped device-plugin registration server on %s", self.socket_path)
+
+    def __enter__(self) -> RegistrationServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- queries -----------------------------------------------------------------------------------
+
+    def endpoint(self, resource: str) -> PluginEndpointClient | None:
+        with self._lock:
+            return self._clients.get(resource)
+
+    def resources(self) -> list[str]:
+        with self._lock:
+            return sorted(self._clients)
+
+    # -- registration ------------------------------------------------------------------------------
+
+    def validate(self, version: str, resource: str, endpoint: str) -> None:
+        """Raise RegistrationRefusedError with the kubelet's error text if the request is not acceptable."""
+        if version not in SUPPORTED_VERSIONS:
+            raise RegistrationRefusedError(
+                f"requested API version {_go_quote(version)} is not supported by kubelet. Supported versions "
+                f"are [{' '.join(_go_quote(v) for v in SUPPORTED_VERSIONS)}]"
+            )
+        if not is_extended_resource_name(resource):
+            raise RegistrationRefusedError(f"the ResourceName {_go_quote(resource)} is invalid")
+        bad = (
+            not endpoint
+            or "/" in endpoint
+            or "\\" in endpoint
+            or "\x00" in endpoint
+            or ".." in endpoint
+            or endpoint in (".", self.socket_path.name)
+            or endpoint in self._keep
+        )
+        if bad:
+            raise RegistrationRefusedError(
+                f"the endpoint {_go_quote(endpoint)} of device plugin {_go_quote(resource)} is invalid: it must be "
+                f"the bare file name of the plugin's socket inside {self.directory} (no '/', no '..', not "
+                f"{self.socket_path.name})"
+            )
+        if len(str(self.directory / endpoint)) > MAX_UNIX_PATH:
+            raise RegistrationRefusedError(
+                f"the endpoint {_go_quote(endpoint)} of device plugin {_go_quote(resource)} is invalid: the socket "
+                f"path would exceed {MAX_UNIX_PATH} bytes; use a shorter file name"
+            )
+
+    def register(self, version: str, resource: str, endpoint: str) -> PluginEndpointClient:
+        """Handle one registration: validate, dial, fetch options, start ListAndWatch.
+
+        Raises PluginError (RegistrationRefusedError for a bad request) with the text the plugin gets.
+        """
+        log.info("got registration request from device plugin with resource %s", resource)
+        try:
+            self.validate(version, resource, endpoint)
+        except RegistrationRefusedError as e:
+            log.error("bad registration request from device plugin with resource %r: %s", resource, e)
+            self._notify(self._on_refused, resource, str(e))
+            raise
+        client = PluginEndpointClient(
+            resource,
+            self.directory / endpoint,
+            dial_timeout=self.dial_timeout,
+            call_timeout=self.call_timeout,
+        )
+        try:
+            client.connect()
+            if self._on_register is not None:
+                self._on_register(resource, client)
+        except Exception as e:
+            client.close()
+            log.error("error connecting to device plugin client for %s: %s", resource, e)
+            self._notify(self._on_refused, resource, str(e))
+            if isinstance(e, PluginError):
+                raise
+            raise PluginError(f"device plugin {resource!r} could not be registered: {e}") from e
+        with self._lock:
+            old = self._clients.get(resource)
+            self._clients[resource] = client
+        if old is not None:
+            log.info(
+                "device plugin %s re-registered on %s; closing the previous endpoint %s",
+                resource,
+                endpoint,
+                old.socket_path.name,
+            )
+            old.close()
+        client.start_list_and_watch(
+            on_devices=lambda devs: self._devices(client, devs),
+            on_end=lambda reason: self._ended(client, reason),
+            on_malformed=lambda msg: self._notify(self._on_malformed, resource, msg),
+        )
+        log.info("connected to device plugin %s on %s (options: %s)", resource, endpoint, client.options)
+        return client
+
+    # -- stream events -----------------------------------------------------------------------------
+
+    def _is_current(self, client: PluginEndpointClient) -> bool:
+        with self._lock:
+            return self._clients.get(client.resource) is client
+
+    def _devices(self, client: PluginEndpointClient, devices: list[Device]) -> None:
+        # A replaced client's last messages must not overwrite the new plugin's inventory.
+        if self._is_current(client) and self._on_devices is not None:
+            self._on_devices(client.resource, devices)
+
+    def _ended(self, client: PluginEndpointClient, reason: str) -> None:
+        with self._lock:
+            current = self._clients.get(client.resource) is client
+            if current:
+                del self._clients[client.resource]
+        if current:
+            log.warning("device plugin %s disconnected: %s", client.resource, reason)
+            self._notify1(self._on_disconnect, client.resource)
+
+    @staticmethod
+    def _notify(fn: OnProblem | None, resource: str, message: str) -> None:
+        if fn is None:
+            return
+        try:
+            fn(resource, message)
+        except Exception:
+            log.exception("callback %r failed", fn)
+
+    @staticmethod
+    def _notify1(fn: OnResource | None, resource: str) -> None:
+        if fn is None:
+            return
+        try:
+            fn(resource)
+        except Exception:
+            log.exception("callback %r failed", fn)

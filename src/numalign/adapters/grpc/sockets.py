@@ -1,0 +1,127 @@
+"""Unix-socket plumbing shared by every gRPC server and client numalign runs.
+
+Only unix sockets: numalign never opens a TCP listener for these APIs. Sockets are created 0600, or
+0660 owned by a group when one is given, so that only the agent's user (and that group) can talk to
+the kubelet-side services.
+"""
+
+from __future__ import annotations
+
+import grp
+import logging
+import os
+import stat
+from collections.abc import Callable
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+
+from numalign.errors import InvalidInputError, PluginError
+
+log = logging.getLogger("numalign.grpc")
+
+# Linux sun_path is 108 bytes including the terminating NUL.
+MAX_UNIX_PATH = 107
+
+# Client channel options: unix sockets only, never through an HTTP proxy from the environment, and the
+# authority the kubelet uses when dialing plugins.
+CHANNEL_OPTIONS: list[tuple[str, str | int]] = [
+    ("grpc.default_authority", "localhost"),
+    ("grpc.enable_http_proxy", 0),
+]
+
+
+def unix_target(path: Path) -> str:
+    return f"unix://{path.resolve() if not path.is_absolute() else path}"
+
+
+def check_socket_path(path: Path, what: str) -> None:
+    if len(os.fsencode(str(path))) > MAX_UNIX_PATH:
+        raise InvalidInputError(
+            f"{what} socket path {str(path)!r} is {len(str(path))} bytes long; unix socket paths are limited "
+            f"to {MAX_UNIX_PATH} bytes; choose a shorter directory"
+        )
+
+
+def resolve_group(group: str | int | None) -> int | None:
+    """A group name or gid -> gid; None stays None (sockets then are 0600)."""
+    if group is None:
+        return None
+    if isinstance(group, int):
+        return group
+    if group.isdigit():
+        return int(group)
+    try:
+        return grp.getgrnam(group).gr_gid
+    except KeyError:
+        raise InvalidInputError(
+            f"socket group {group!r} does not exist on this host; pass an existing group name or gid"
+        ) from None
+
+
+def secure_socket(path: Path, gid: int | None) -> None:
+    """Restrict a freshly bound socket: 0600, or 0660 and group `gid`."""
+    if gid is None:
+        path.chmod(0o600)
+    else:
+        os.chown(path, -1, gid)
+        path.chmod(0o660)
+
+
+def remove_stale_socket(path: Path) -> None:
+    """Remove `path` if it is a leftover unix socket; refuse to clobber anything else."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return
+    if stat.S_ISSOCK(st.st_mode):
+        path.unlink()
+        return
+    raise InvalidInputError(
+        f"cannot create socket {str(path)!r}: a non-socket file is in the way; move it away or choose "
+        "another path"
+    )
+
+
+def start_unix_server(
+    path: Path, register: Callable[[grpc.Server], None], *, gid: int | None, max_workers: int, what: str
+) -> grpc.Server:
+    """Bind a gRPC server to a unix socket at `path`, start it and restrict the socket's mode.
+
+    `register` adds the servicers to the server (e.g. a lambda calling add_XServicer_to_server).
+    """
+    check_socket_path(path, what)
+    path.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
+    remove_stale_socket(path)
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"numalign-{what}"),
+        options=[("grpc.so_reuseport", 0)],
+    )
+    register(server)
+    try:
+        server.add_insecure_port(unix_target(path))
+    except RuntimeError as e:
+        raise PluginError(f"cannot listen on {what} socket {str(path)!r}: {e}") from e
+    server.start()
+    secure_socket(path, gid)
+    log.info("serving %s on unix://%s", what, path)
+    return server
+
+
+def dial(path: Path, timeout: float) -> grpc.Channel:
+    """Open a channel to a unix socket and wait (at most `timeout` s) until it is connected.
+
+    Mirrors the kubelet's blocking dial; the error text starts with upstream's "failed to dial device
+    plugin:" so log scrapers written for the kubelet keep working.
+    """
+    channel = grpc.insecure_channel(unix_target(path), options=CHANNEL_OPTIONS)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=timeout)
+    except grpc.FutureTimeoutError:
+        channel.close()
+        raise PluginError(
+            f"failed to dial device plugin: no gRPC server answered on {str(path)!r} within {timeout:g}s; "
+            "the plugin must serve DevicePlugin on that socket before it registers"
+        ) from None
+    return channel
