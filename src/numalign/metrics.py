@@ -1,0 +1,218 @@
+"""The kubelet's resource-manager metrics, under the kubelet's exact names.
+
+prometheus-client renames counters (it appends `_total`), but kubelet names such as
+`kubelet_container_aligned_compute_resources_count` are counters without that suffix. So values live in
+this small store and a custom collector exposes them verbatim through prometheus-client.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import Metric
+from prometheus_client.registry import Collector
+
+LabelKey = tuple[tuple[str, str], ...]
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
+    return tuple(start * factor**i for i in range(count))
+
+
+DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+@dataclass
+class _Family:
+    name: str
+    kind: str  # counter | gauge | histogram
+    doc: str
+    buckets: tuple[float, ...] = ()
+    values: dict[LabelKey, float] = field(default_factory=dict)
+    hist: dict[LabelKey, list[float]] = field(default_factory=dict)  # bucket counts..., sum, count
+
+
+class Metrics:
+    """Thread-safe metric values with exact kubelet names (all ALPHA upstream)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._families: dict[str, _Family] = {}
+        for name, kind, doc, buckets in KUBELET_METRICS:
+            fam = self._families[name] = _Family(name, kind, doc, buckets)
+            if name not in LABELLED:
+                # Metrics without labels exist (at zero) from the start, as client_golang exposes them.
+                if kind == "histogram":
+                    fam.hist[()] = [0.0] * (len(buckets) + 2)
+                else:
+                    fam.values[()] = 0.0
+
+    def _fam(self, name: str, kind: str) -> _Family:
+        fam = self._families.get(name)
+        if fam is None or fam.kind != kind:
+            raise KeyError(f"metric {name!r} is not a registered {kind}")
+        return fam
+
+    def inc(self, name: str, amount: float = 1.0, **labels: str) -> None:
+        with self._lock:
+            fam = self._fam(name, "counter")
+            key = tuple(sorted(labels.items()))
+            fam.values[key] = fam.values.get(key, 0.0) + amount
+
+    def init_series(self, name: str, **labels: str) -> None:
+        """Create a zero-valued series (the kubelet pre-initialises some label sets)."""
+        with self._lock:
+            fam = self._families[name]
+            fam.values.setdefault(tuple(sorted(labels.items())), 0.0)
+
+    def set(self, name: str, value: float, **labels: str) -> None:
+        with self._lock:
+            self._fam(name, "gauge").values[tuple(sorted(labels.items()))] = value
+
+    def add(self, name: str, amount: float, **labels: str) -> None:
+        with self._lock:
+            fam = self._fam(name, "gauge")
+            key = tuple(sorted(labels.items()))
+            fam.values[key] = fam.values.get(key, 0.0) + amount
+
+    def observe(self, name: str, value: float, **labels: str) -> None:
+        with self._lock:
+            fam = self._fam(name, "histogram")
+            key = tuple(sorted(labels.items()))
+            h = fam.hist.setdefault(key, [0.0] * (len(fam.buckets) + 2))
+            for i, bound in enumerate(fam.buckets):
+                if value <= bound:
+                    h[i] += 1
+            h[-2] += value
+            h[-1] += 1
+
+    def value(self, name: str, **labels: str) -> float:
+        """Current value of a counter/gauge series (0 when absent); histogram: its count."""
+        with self._lock:
+            fam = self._families[name]
+            key = tuple(sorted(labels.items()))
+            if fam.kind == "histogram":
+                return fam.hist.get(key, [0.0])[-1]
+            return fam.values.get(key, 0.0)
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            fams = [(f.name, f.kind, f.doc, f.buckets, dict(f.values), {k: list(v) for k, v in f.hist.items()})
+                    for f in self._families.values()]
+        for name, kind, doc, buckets, values, hist in fams:
+            m = _family(name, kind, f"[ALPHA] {doc}")
+            if kind == "histogram":
+                for key, h in hist.items():
+                    labels = dict(key)
+                    for i, bound in enumerate(buckets):
+                        m.add_sample(f"{name}_bucket", {**labels, "le": _fmt(bound)}, h[i])
+                    m.add_sample(f"{name}_bucket", {**labels, "le": "+Inf"}, h[-1])
+                    m.add_sample(f"{name}_sum", labels, h[-2])
+                    m.add_sample(f"{name}_count", labels, h[-1])
+            else:
+                for key, v in values.items():
+                    m.add_sample(name, dict(key), v)
+            yield m
+
+    def registry(self) -> CollectorRegistry:
+        reg = CollectorRegistry(auto_describe=False)
+        reg.register(_Adapter(self))
+        return reg
+
+    def render_text(self) -> bytes:
+        return generate_latest(self.registry())
+
+
+class _Adapter(Collector):
+    def __init__(self, metrics: Metrics) -> None:
+        self._m = metrics
+
+    def collect(self) -> Iterable[Metric]:
+        return list(self._m.collect())
+
+    def describe(self) -> Sequence[Any]:
+        return []
+
+
+def _family(name: str, kind: str, doc: str) -> Metric:
+    """prometheus-client's text format writes a counter family as `<family>_total`. Kubelet counters
+    ending in `_total` map onto that exactly; the few that do not (e.g. ..._aligned_compute_resources_count)
+    are exposed untyped so their sample names stay the kubelet's, which is what queries match on."""
+    if kind == "counter":
+        if name.endswith("_total"):
+            return Metric(name[: -len("_total")], doc, "counter")
+        return Metric(name, doc, "unknown")
+    return Metric(name, doc, kind)
+
+
+def _fmt(bound: float) -> str:
+    return repr(float(bound))
+
+
+TM_ADMISSION_REQUESTS = "kubelet_topology_manager_admission_requests_total"
+TM_ADMISSION_ERRORS = "kubelet_topology_manager_admission_errors_total"
+TM_ADMISSION_DURATION = "kubelet_topology_manager_admission_duration_ms"
+ALIGNED_COUNT = "kubelet_container_aligned_compute_resources_count"
+ALIGNED_FAILURE = "kubelet_container_aligned_compute_resources_failure_count"
+CPU_PINNING_REQUESTS = "kubelet_cpu_manager_pinning_requests_total"
+CPU_PINNING_ERRORS = "kubelet_cpu_manager_pinning_errors_total"
+CPU_SHARED_POOL = "kubelet_cpu_manager_shared_pool_size_millicores"
+CPU_EXCLUSIVE = "kubelet_cpu_manager_exclusive_cpu_allocation_count"
+CPU_PER_NUMA = "kubelet_cpu_manager_allocation_per_numa"
+MEM_PINNING_REQUESTS = "kubelet_memory_manager_pinning_requests_total"
+MEM_PINNING_ERRORS = "kubelet_memory_manager_pinning_errors_total"
+DP_REGISTRATION = "kubelet_device_plugin_registration_total"
+DP_ALLOC_DURATION = "kubelet_device_plugin_alloc_duration_seconds"
+ADMISSION_REJECTIONS = "kubelet_admission_rejections_total"
+PR_REQUESTS = "kubelet_pod_resources_endpoint_requests_total"
+PR_REQUESTS_LIST = "kubelet_pod_resources_endpoint_requests_list"
+PR_REQUESTS_ALLOCATABLE = "kubelet_pod_resources_endpoint_requests_get_allocatable"
+PR_REQUESTS_GET = "kubelet_pod_resources_endpoint_requests_get"
+PR_ERRORS_LIST = "kubelet_pod_resources_endpoint_errors_list"
+PR_ERRORS_ALLOCATABLE = "kubelet_pod_resources_endpoint_errors_get_allocatable"
+PR_ERRORS_GET = "kubelet_pod_resources_endpoint_errors_get"
+
+LABELLED = frozenset({
+    ALIGNED_COUNT, ALIGNED_FAILURE, CPU_PER_NUMA, DP_REGISTRATION, DP_ALLOC_DURATION, ADMISSION_REJECTIONS,
+    PR_REQUESTS, PR_REQUESTS_LIST, PR_REQUESTS_ALLOCATABLE, PR_REQUESTS_GET, PR_ERRORS_LIST,
+    PR_ERRORS_ALLOCATABLE, PR_ERRORS_GET,
+})
+
+KUBELET_METRICS: tuple[tuple[str, str, str, tuple[float, ...]], ...] = (
+    (TM_ADMISSION_REQUESTS, "counter", "Number of admission requests where resources have to be aligned.", ()),
+    (TM_ADMISSION_ERRORS, "counter", "Number of admission request failures where resources could not be aligned.",
+     ()),
+    (TM_ADMISSION_DURATION, "histogram", "Duration in milliseconds to serve a pod admission request.",
+     exponential_buckets(0.05, 2, 15)),
+    (ALIGNED_COUNT, "counter", "Cumulative number of aligned compute resources allocated to containers by "
+     "alignment type.", ()),
+    (ALIGNED_FAILURE, "counter", "Cumulative number of failures to allocate aligned compute resources to "
+     "containers by alignment type.", ()),
+    (CPU_PINNING_REQUESTS, "counter", "The number of cpu core allocations which required pinning.", ()),
+    (CPU_PINNING_ERRORS, "counter", "The number of cpu core allocations which required pinning failed.", ()),
+    (CPU_SHARED_POOL, "gauge", "The size of the shared CPU pool for non-guaranteed QoS pods, in millicores.", ()),
+    (CPU_EXCLUSIVE, "gauge", "The total number of CPUs exclusively allocated to containers running on this node",
+     ()),
+    (CPU_PER_NUMA, "gauge", "Number of CPUs allocated per NUMA node", ()),
+    (MEM_PINNING_REQUESTS, "counter", "The number of memory pages allocations which required pinning.", ()),
+    (MEM_PINNING_ERRORS, "counter", "The number of memory pages allocations which required pinning failed.", ()),
+    (DP_REGISTRATION, "counter", "Cumulative number of device plugin registrations. Broken down by resource name.",
+     ()),
+    (DP_ALLOC_DURATION, "histogram", "Duration in seconds to serve a device plugin Allocation request. Broken down "
+     "by resource name.", DEFAULT_BUCKETS),
+    (ADMISSION_REJECTIONS, "counter", "Cumulative number pod admission rejections by the Kubelet.", ()),
+    (PR_REQUESTS, "counter", "Cumulative number of requests to the PodResource endpoint. Broken down by server "
+     "api version.", ()),
+    (PR_REQUESTS_LIST, "counter", "Number of requests to the PodResource List endpoint.", ()),
+    (PR_REQUESTS_ALLOCATABLE, "counter", "Number of requests to the PodResource GetAllocatableResources endpoint.",
+     ()),
+    (PR_REQUESTS_GET, "counter", "Number of requests to the PodResource Get endpoint.", ()),
+    (PR_ERRORS_LIST, "counter", "Number of requests to the PodResource List endpoint which returned error.", ()),
+    (PR_ERRORS_ALLOCATABLE, "counter", "Number of requests to the PodResource GetAllocatableResources endpoint "
+     "which returned error.", ()),
+    (PR_ERRORS_GET, "counter", "Number of requests to the PodResource Get endpoint which returned error.", ()),
+)
