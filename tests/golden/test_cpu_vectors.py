@@ -1,0 +1,44 @@
+"""Every published cpu_hints / cpu_take golden vector must replay to exactly its recorded result."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from numalign.providers.cpu.replay import replay_cpu_hints, replay_cpu_take
+
+DATA = Path(__file__).parent / "data" / "provider_vectors_cpu.jsonl"
+
+
+def _load() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    out = []
+    for line in DATA.read_text().splitlines():
+        if line.strip():
+            obj = json.loads(line)
+            out.append((obj["scenario"], obj["result"]))
+    return out
+
+
+VECTORS = _load()
+
+
+def test_vector_file_has_both_kinds() -> None:
+    kinds = {s["kind"] for s, _ in VECTORS}
+    assert kinds == {"cpu_hints", "cpu_take"}
+    assert len(VECTORS) >= 1000
+
+
+@pytest.mark.parametrize("kind", ["cpu_hints", "cpu_take"])
+def test_all_vectors_equal(kind: str) -> None:
+    handler = replay_cpu_hints if kind == "cpu_hints" else replay_cpu_take
+    mismatches = []
+    for scenario, expected in VECTORS:
+        if scenario["kind"] != kind:
+            continue
+        got = handler(scenario)
+        if got != expected:
+            mismatches.append((scenario["id"], expected, got))
+    assert mismatches == [], f"{len(mismatches)} {kind} vectors differ; first: {mismatches[:1]}"
