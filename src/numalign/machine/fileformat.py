@@ -1,0 +1,250 @@
+"""The machine description file (JSON or YAML), documented in docs/machine-format.md. Pure: text and
+dicts in, `Machine` out, and back; reading files is the adapters' job.
+
+`machine_from_dict(machine_to_dict(m)) == m` for every machine (lossless round trip).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from numalign.errors import InvalidInputError
+from numalign.machine.cpuset import format_cpuset, parse_cpuset
+from numalign.machine.topology import CPU, HEALTHY, Device, Machine, NUMANode
+
+FORMAT = "numalign.machine/v1"
+
+_TOP_KEYS = {"format", "name", "numa_nodes", "cpus", "offline_cpus", "devices"}
+_NODE_KEYS = {"id", "cpus", "memory_bytes", "distances", "hugepages"}
+_CPU_KEYS = {"id", "socket", "die", "core", "numa_node", "l3", "online"}
+_DEVICE_KEYS = {"id", "resource", "numa_nodes", "pci_address", "vendor", "class", "health"}
+
+_SIZE = re.compile(r"^\s*(\d+)\s*(B|kB|KB|KiB|Ki|MB|MiB|Mi|GB|GiB|Gi)?\s*$")
+_SHIFT = {None: 0, "B": 0, "kB": 10, "KB": 10, "KiB": 10, "Ki": 10, "MB": 20, "MiB": 20, "Mi": 20,
+          "GB": 30, "GiB": 30, "Gi": 30}
+
+
+def machine_to_dict(m: Machine) -> dict[str, Any]:
+    """The file form of a machine: plain JSON-able values, ids ascending."""
+    out: dict[str, Any] = {"format": FORMAT, "name": m.name, "numa_nodes": []}
+    for n in m.numa_nodes:
+        out["numa_nodes"].append(
+            {
+                "id": n.id,
+                "cpus": sorted(n.cpus),
+                "memory_bytes": n.memory_bytes,
+                "hugepages": {str(size): count for size, count in n.hugepages.items()},
+                "distances": None if n.distances is None else list(n.distances),
+            }
+        )
+    out["cpus"] = [
+        {"id": c.id, "socket": c.socket, "die": c.die, "core": c.core, "numa_node": c.numa_node,
+         "l3": c.l3, "online": c.online}
+        for c in sorted(m.cpus, key=lambda c: c.id)
+    ]
+    out["offline_cpus"] = format_cpuset(m.offline_cpus)
+    out["devices"] = [
+        {"id": d.id, "resource": d.resource, "numa_nodes": None if d.numa_nodes is None else list(d.numa_nodes),
+         "pci_address": d.pci_address, "vendor": d.vendor, "class": d.device_class, "health": d.health}
+        for d in m.devices
+    ]
+    return out
+
+
+def machine_from_dict(obj: Any, source: str) -> Machine:
+    """Validate and build a machine; every error names `source`, the field, what was found and what
+    was expected."""
+    top = _mapping(obj, source, _TOP_KEYS)
+    fmt = top.get("format", FORMAT)
+    if fmt != FORMAT:
+        raise InvalidInputError(f"{source}: format {fmt!r} is not supported; expected {FORMAT!r}")
+    name = top.get("name", source)
+    if not isinstance(name, str) or not name:
+        raise InvalidInputError(f"{source}: name must be a non-empty string, got {name!r}")
+    raw_nodes = _list(top.get("numa_nodes"), f"{source}: numa_nodes", required=True)
+    raw_cpus = _list(top.get("cpus"), f"{source}: cpus", required=True)
+    cpus = tuple(_cpu(c, f"{source}: cpus[{i}]") for i, c in enumerate(raw_cpus))
+    nodes = []
+    for i, raw in enumerate(raw_nodes):
+        where = f"{source}: numa_nodes[{i}]"
+        n = _mapping(raw, where, _NODE_KEYS)
+        node_id = _int(n.get("id"), f"{where}.id")
+        if "cpus" in n:
+            node_cpus = _cpu_ids(n["cpus"], f"{where}.cpus")
+        else:  # derived from the CPU list
+            node_cpus = frozenset(c.id for c in cpus if c.online and c.numa_node == node_id)
+        dist = n.get("distances")
+        distances = None if dist is None else tuple(
+            _int(x, f"{where}.distances[{j}]") for j, x in enumerate(_list(dist, f"{where}.distances"))
+        )
+        nodes.append(
+            NUMANode(
+                id=node_id,
+                cpus=node_cpus,
+                memory_bytes=_int(n.get("memory_bytes", 0), f"{where}.memory_bytes"),
+                hugepages=_hugepages(n.get("hugepages", {}), f"{where}.hugepages"),
+                distances=distances,
+            )
+        )
+    offline = top.get("offline_cpus", "")
+    offline_ids = _cpu_ids(offline, f"{source}: offline_cpus")
+    devices = tuple(
+        _device(d, f"{source}: devices[{i}]")
+        for i, d in enumerate(_list(top.get("devices", []), f"{source}: devices"))
+    )
+    try:
+        return Machine(name=name, numa_nodes=tuple(nodes), cpus=cpus, devices=devices, offline_cpus=offline_ids)
+    except InvalidInputError as e:
+        raise InvalidInputError(f"{source}: {e}") from None
+
+
+def machine_to_text(m: Machine, fmt: str) -> str:
+    """`fmt` is "json" or "yaml"."""
+    data = machine_to_dict(m)
+    if fmt == "json":
+        return json.dumps(data, indent=2) + "\n"
+    if fmt == "yaml":
+        import yaml
+
+        return str(yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100))
+    raise InvalidInputError(f"unknown machine output format {fmt!r}; expected 'json' or 'yaml'")
+
+
+def parse_machine_text(text: str, source: str) -> Any:
+    """JSON or YAML text -> plain data (YAML is a superset of JSON, but JSON errors read better)."""
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            raise InvalidInputError(f"{source}: not valid JSON: {e}") from None
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise InvalidInputError(f"{source}: not valid YAML: {e}") from None
+
+
+# ---- field readers ------------------------------------------------------------------------------
+
+
+def _mapping(obj: Any, where: str, allowed: set[str]) -> Mapping[str, Any]:
+    if not isinstance(obj, Mapping):
+        raise InvalidInputError(f"{where}: expected an object, got {type(obj).__name__}")
+    unknown = sorted(str(k) for k in obj if k not in allowed)
+    if unknown:
+        raise InvalidInputError(f"{where}: unknown keys {unknown}; expected some of {sorted(allowed)}")
+    return obj
+
+
+def _list(obj: Any, where: str, required: bool = False) -> list[Any]:
+    if obj is None and not required:
+        return []
+    if not isinstance(obj, list):
+        raise InvalidInputError(f"{where}: expected a list, got {type(obj).__name__}")
+    return obj
+
+
+def _int(obj: Any, where: str) -> int:
+    if isinstance(obj, bool) or not isinstance(obj, int):
+        raise InvalidInputError(f"{where}: expected an integer, got {obj!r}")
+    return obj
+
+
+def _opt_int(obj: Any, where: str) -> int | None:
+    return None if obj is None else _int(obj, where)
+
+
+def _cpu_ids(obj: Any, where: str) -> frozenset[int]:
+    """A list of CPU ids, or cpuset text such as "0-3,8"."""
+    if isinstance(obj, str):
+        return parse_cpuset(obj, where)
+    ids = [_int(x, f"{where}[{i}]") for i, x in enumerate(_list(obj, where))]
+    if len(set(ids)) != len(ids):
+        raise InvalidInputError(f"{where}: CPU ids {ids} contain duplicates; expected unique ids")
+    return frozenset(ids)
+
+
+def page_size_bytes(key: Any, where: str) -> int:
+    """A hugepage size: bytes as an integer or digits, or with a unit ("2Mi", "1GiB", "2048kB")."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return key
+    m = _SIZE.match(str(key))
+    if not m:
+        raise InvalidInputError(
+            f"{where}: page size {key!r} not understood; expected bytes (2097152) or a size like 2Mi, 1Gi, 2048kB"
+        )
+    return int(m.group(1)) << _SHIFT[m.group(2)]
+
+
+def _hugepages(obj: Any, where: str) -> dict[int, int]:
+    if obj is None:
+        return {}
+    if not isinstance(obj, Mapping):
+        raise InvalidInputError(f"{where}: expected an object {{page size: total pages}}, got {obj!r}")
+    out: dict[int, int] = {}
+    for k, v in obj.items():
+        size = page_size_bytes(k, f"{where} key {k!r}")
+        if size in out:
+            raise InvalidInputError(f"{where}: page size {size} bytes appears twice")
+        out[size] = _int(v, f"{where}[{k!r}]")
+    return out
+
+
+def _cpu(obj: Any, where: str) -> CPU:
+    c = _mapping(obj, where, _CPU_KEYS)
+    for key in ("id", "socket", "core"):
+        if key not in c:
+            raise InvalidInputError(f"{where}: missing {key!r}; a CPU needs id, socket, core and numa_node")
+    if "numa_node" not in c:
+        raise InvalidInputError(f"{where}: missing 'numa_node' (use null for a CPU no NUMA node lists)")
+    online = c.get("online", True)
+    if not isinstance(online, bool):
+        raise InvalidInputError(f"{where}.online: expected true or false, got {online!r}")
+    return CPU(
+        id=_int(c["id"], f"{where}.id"),
+        socket=_int(c["socket"], f"{where}.socket"),
+        core=_int(c["core"], f"{where}.core"),
+        numa_node=_opt_int(c["numa_node"], f"{where}.numa_node"),
+        die=_int(c.get("die", 0), f"{where}.die"),
+        l3=_opt_int(c.get("l3"), f"{where}.l3"),
+        online=online,
+    )
+
+
+def _opt_str(obj: Any, where: str) -> str | None:
+    if obj is None or isinstance(obj, str):
+        return obj
+    raise InvalidInputError(f"{where}: expected a string, got {obj!r}")
+
+
+def _device(obj: Any, where: str) -> Device:
+    d = _mapping(obj, where, _DEVICE_KEYS)
+    dev_id = d.get("id")
+    resource = d.get("resource")
+    if not isinstance(dev_id, str) or not dev_id:
+        raise InvalidInputError(f"{where}.id: expected a non-empty string, got {dev_id!r}")
+    if not isinstance(resource, str) or "/" not in resource:
+        raise InvalidInputError(
+            f"{where}.resource: expected an extended resource name like 'nvidia.com/gpu', got {resource!r}"
+        )
+    raw_nodes = d.get("numa_nodes")
+    nodes = None if raw_nodes is None else tuple(
+        _int(x, f"{where}.numa_nodes[{i}]") for i, x in enumerate(_list(raw_nodes, f"{where}.numa_nodes"))
+    )
+    health = d.get("health", HEALTHY)
+    if not isinstance(health, str):
+        raise InvalidInputError(f"{where}.health: expected a string such as 'Healthy', got {health!r}")
+    return Device(
+        id=dev_id,
+        resource=resource,
+        numa_nodes=nodes,
+        pci_address=_opt_str(d.get("pci_address"), f"{where}.pci_address"),
+        vendor=_opt_str(d.get("vendor"), f"{where}.vendor"),
+        device_class=_opt_str(d.get("class"), f"{where}.class"),
+        health=health,
+    )

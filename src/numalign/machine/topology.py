@@ -1,0 +1,277 @@
+"""The machine model: NUMA nodes, CPUs, memory, hugepages, distances and devices. Pure values.
+
+Theory of operation
+-------------------
+A `Machine` holds facts as Linux reports them (sysfs vocabulary): a CPU's `core` is its sysfs
+`core_id`, unique only within its socket (and die); `l3` is the id of its L3 cache. The kubelet never
+sees sysfs directly: cadvisor turns it into MachineInfo and the kubelet derives its CPU topology from
+that. `Machine.cpu_infos()` reproduces that derivation exactly (see hint-providers spec §1.1):
+
+* cadvisor groups a NUMA node's online CPUs into cores by (core_id, socket); the kubelet then names a
+  core by the LOWEST logical CPU id among its threads, so core ids are unique machine-wide;
+* cadvisor reports an L3 as a per-core "uncore" cache only when the number of CPUs sharing it differs
+  from the number of threads of the NUMA node (len(cores) * threads of that core); an L3 that spans
+  exactly the node is a node-level cache, and the kubelet then falls back to the socket id;
+* CPUs that no NUMA node lists, and offline CPUs, are invisible to the kubelet.
+
+Distance rows are indexed like `Machine.numa_nodes` (ascending node id), which is how Linux writes
+`nodeN/distance`. Node ids may be sparse; nothing here renumbers them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from numalign.errors import InvalidInputError
+
+HEALTHY = "Healthy"
+
+
+@dataclass(frozen=True)
+class CPU:
+    """One logical CPU (a hardware thread)."""
+
+    id: int
+    socket: int
+    core: int  # sysfs core_id: unique within (socket, die) only
+    numa_node: int | None  # None: no NUMA node lists this CPU
+    die: int = 0
+    l3: int | None = None  # id of the L3 (uncore) cache, None when unknown
+    online: bool = True
+
+
+@dataclass(frozen=True)
+class NUMANode:
+    """A NUMA node. `cpus` are its ONLINE CPUs; a memory-only node (GPU memory, CXL, HBM) has none."""
+
+    id: int
+    cpus: frozenset[int]
+    memory_bytes: int
+    hugepages: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
+    distances: tuple[int, ...] | None = None  # indexed like Machine.numa_nodes
+
+    def __post_init__(self) -> None:
+        # Keep the value immutable whatever mapping the caller passed.
+        object.__setattr__(self, "hugepages", MappingProxyType(dict(sorted(self.hugepages.items()))))
+        object.__setattr__(self, "cpus", frozenset(self.cpus))
+        if self.distances is not None:
+            object.__setattr__(self, "distances", tuple(self.distances))
+
+    def __hash__(self) -> int:
+        return hash((self.id, self.cpus, self.memory_bytes, tuple(self.hugepages.items()), self.distances))
+
+    @property
+    def has_cpu(self) -> bool:
+        return bool(self.cpus)
+
+    @property
+    def has_memory(self) -> bool:
+        return self.memory_bytes > 0
+
+    def hugepages_bytes(self) -> int:
+        return sum(size * count for size, count in self.hugepages.items())
+
+
+@dataclass(frozen=True)
+class Device:
+    """A device a device plugin would advertise under an extended resource name."""
+
+    id: str
+    resource: str
+    numa_nodes: tuple[int, ...] | None  # None: the device reports no NUMA affinity
+    pci_address: str | None = None
+    vendor: str | None = None  # PCI vendor id, "0x10de"
+    device_class: str | None = None  # PCI class code, "0x030200"
+    health: str = HEALTHY
+
+
+@dataclass(frozen=True)
+class CPUInfo:
+    """What the kubelet's CPU manager knows about one CPU (topology.CPUInfo plus its id)."""
+
+    id: int
+    socket: int
+    numa_node: int
+    core: int  # lowest CPU id among the core's threads
+    uncore: int  # L3 id when cadvisor reports it as an uncore cache, else the socket id
+
+
+@dataclass(frozen=True)
+class Machine:
+    name: str
+    numa_nodes: tuple[NUMANode, ...]
+    cpus: tuple[CPU, ...]
+    devices: tuple[Device, ...] = ()
+    offline_cpus: frozenset[int] = frozenset()  # offline CPUs whose topology is unknown
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "numa_nodes", tuple(self.numa_nodes))
+        object.__setattr__(self, "cpus", tuple(self.cpus))
+        object.__setattr__(self, "devices", tuple(self.devices))
+        object.__setattr__(self, "offline_cpus", frozenset(self.offline_cpus))
+        _validate(self)
+
+    # ---- lookups -------------------------------------------------------------------------------
+
+    def numa_ids(self) -> list[int]:
+        return [n.id for n in self.numa_nodes]
+
+    def cadvisor_numa_order(self) -> list[int]:
+        """Node ids in the order cadvisor lists them: Go's filepath.Glob sorts "nodeN" names as
+        strings, so node10 comes before node2. The kubelet's NUMAInfo keeps this order."""
+        return sorted(self.numa_ids(), key=lambda i: f"node{i}")
+
+    def node(self, node_id: int) -> NUMANode:
+        for n in self.numa_nodes:
+            if n.id == node_id:
+                return n
+        raise InvalidInputError(
+            f"machine {self.name!r}: no NUMA node {node_id}; the machine has nodes {self.numa_ids()}"
+        )
+
+    def cpu(self, cpu_id: int) -> CPU:
+        for c in self.cpus:
+            if c.id == cpu_id:
+                return c
+        raise InvalidInputError(f"machine {self.name!r}: no CPU {cpu_id}")
+
+    def online_cpus(self) -> frozenset[int]:
+        return frozenset(c.id for c in self.cpus if c.online)
+
+    def all_offline_cpus(self) -> frozenset[int]:
+        return self.offline_cpus | frozenset(c.id for c in self.cpus if not c.online)
+
+    def sockets(self) -> list[int]:
+        return sorted({c.socket for c in self.cpus if c.online})
+
+    def physical_cores(self) -> list[frozenset[int]]:
+        """Online threads grouped by (socket, die, core_id): the machine's physical cores, ordered by
+        their lowest CPU id."""
+        groups: dict[tuple[int, int, int], set[int]] = {}
+        for c in self.cpus:
+            if c.online:
+                groups.setdefault((c.socket, c.die, c.core), set()).add(c.id)
+        return sorted((frozenset(g) for g in groups.values()), key=min)
+
+    def distance_matrix(self) -> dict[int, list[int]] | None:
+        """{node id: row}, rows indexed like `numa_ids()`; None unless every node has a row."""
+        if any(n.distances is None for n in self.numa_nodes):
+            return None
+        return {n.id: list(n.distances or ()) for n in self.numa_nodes}
+
+    def memory_by_node(self) -> dict[int, int]:
+        return {n.id: n.memory_bytes for n in self.numa_nodes}
+
+    def hugepages_by_node(self) -> dict[int, dict[int, int]]:
+        """{node id: {page size in bytes: total pages}} (memory manager §2.2)."""
+        return {n.id: dict(n.hugepages) for n in self.numa_nodes}
+
+    def devices_by_resource(self) -> dict[str, list[Device]]:
+        out: dict[str, list[Device]] = {}
+        for d in self.devices:
+            out.setdefault(d.resource, []).append(d)
+        return out
+
+    # ---- the kubelet's view --------------------------------------------------------------------
+
+    def cpu_infos(self) -> list[CPUInfo]:
+        """One record per CPU the kubelet sees, ascending by id (cadvisor + topology.Discover)."""
+        by_id = {c.id: c for c in self.cpus}
+        l3_sharers: dict[int, int] = {}
+        for c in self.cpus:
+            if c.online and c.l3 is not None:
+                l3_sharers[c.l3] = l3_sharers.get(c.l3, 0) + 1
+        out: list[CPUInfo] = []
+        for node in self.cadvisor_nodes():
+            threads_by_core: dict[tuple[int, int], list[int]] = {}
+            for cpu_id in node.cpus:
+                c = by_id[cpu_id]
+                threads_by_core.setdefault((c.core, c.socket), []).append(cpu_id)
+            n_cores = len(threads_by_core)
+            for (_, socket), threads in threads_by_core.items():
+                # cadvisor reads caches through the core's first thread in directory (string) order.
+                first = by_id[min(threads, key=lambda t: f"cpu{t}")]
+                uncore = socket
+                if first.l3 is not None and l3_sharers.get(first.l3, 0) != n_cores * len(threads):
+                    uncore = first.l3
+                core_id = min(threads)
+                out.extend(CPUInfo(t, socket, node.id, core_id, uncore) for t in threads)
+        return sorted(out, key=lambda i: i.id)
+
+    def cadvisor_nodes(self) -> list[NUMANode]:
+        return [self.node(i) for i in self.cadvisor_numa_order()]
+
+
+def _fail(m: Machine, what: str) -> InvalidInputError:
+    return InvalidInputError(f"machine {m.name!r}: {what}")
+
+
+def _dupes(ids: Iterable[int]) -> list[int]:
+    return sorted(i for i, n in Counter(ids).items() if n > 1)
+
+
+def _validate(m: Machine) -> None:
+    node_ids = [n.id for n in m.numa_nodes]
+    if not node_ids:
+        raise _fail(m, "has no NUMA nodes; expected at least one (a machine without NUMA is one node 0)")
+    if any(i < 0 for i in node_ids):
+        raise _fail(m, f"NUMA node ids {node_ids} include a negative id; expected ids >= 0")
+    if d := _dupes(node_ids):
+        raise _fail(m, f"NUMA node ids {d} appear more than once; expected unique ids")
+    if node_ids != sorted(node_ids):
+        raise _fail(m, f"NUMA nodes are listed as {node_ids}; expected ascending ids (rows index by position)")
+    known = set(node_ids)
+    for n in m.numa_nodes:
+        if n.memory_bytes < 0:
+            raise _fail(m, f"NUMA node {n.id} has memory_bytes {n.memory_bytes}; expected >= 0")
+        for size, count in n.hugepages.items():
+            if size <= 0 or count < 0:
+                raise _fail(
+                    m,
+                    f"NUMA node {n.id} hugepages {size}: {count}; expected a positive page size in bytes "
+                    "and a page count >= 0",
+                )
+        if n.distances is not None:
+            if len(n.distances) != len(node_ids):
+                raise _fail(
+                    m,
+                    f"NUMA node {n.id} has {len(n.distances)} distances {list(n.distances)}; expected one per "
+                    f"NUMA node ({len(node_ids)}, in the order {node_ids})",
+                )
+            if any(x <= 0 for x in n.distances):
+                raise _fail(m, f"NUMA node {n.id} distances {list(n.distances)}; expected positive values")
+    cpu_ids = [c.id for c in m.cpus]
+    if d := _dupes(cpu_ids):
+        raise _fail(m, f"CPU ids {d} appear more than once; expected unique ids")
+    if overlap := sorted(m.offline_cpus & set(cpu_ids)):
+        raise _fail(m, f"offline_cpus {overlap} also appear in cpus; list them once (cpus with online: false)")
+    for c in m.cpus:
+        if c.id < 0 or c.socket < 0 or c.core < 0 or c.die < 0:
+            raise _fail(m, f"CPU {c.id} has a negative id/socket/die/core; expected ids >= 0")
+        if c.numa_node is not None and c.numa_node not in known:
+            raise _fail(m, f"CPU {c.id} names NUMA node {c.numa_node}, which is not one of {node_ids}")
+    expected: dict[int, set[int]] = {i: set() for i in node_ids}
+    for c in m.cpus:
+        if c.online and c.numa_node is not None:
+            expected[c.numa_node].add(c.id)
+    for n in m.numa_nodes:
+        if set(n.cpus) != expected[n.id]:
+            raise _fail(
+                m,
+                f"NUMA node {n.id} lists CPUs {sorted(n.cpus)} but the online CPUs naming it are "
+                f"{sorted(expected[n.id])}; make the node's cpus and each CPU's numa_node agree",
+            )
+    dev_ids = [(d.resource, d.id) for d in m.devices]
+    if len(set(dev_ids)) != len(dev_ids):
+        raise _fail(m, "a device id appears twice under one resource; expected unique ids per resource")
+    for dev in m.devices:
+        if not dev.id or not dev.resource:
+            raise _fail(m, f"device {dev.id!r} of resource {dev.resource!r}; expected a non-empty id and resource")
+        if dev.numa_nodes is not None:
+            if unknown := [i for i in dev.numa_nodes if i not in known]:
+                raise _fail(m, f"device {dev.id!r} names NUMA nodes {unknown}, which are not one of {node_ids}")
+            if not dev.numa_nodes:
+                raise _fail(m, f"device {dev.id!r} has an empty numa_nodes list; use null for no topology")
