@@ -1,0 +1,76 @@
+"""Pod QoS class (pkg/apis/core/v1/helper/qos GetPodQOS / ComputePodQOS).
+
+The classic aggregate algorithm of 1.32–1.35 is used; the newest per-container form gives the same
+class for every pod the API server accepts. Only cpu and memory count; extended resources and
+hugepages never change the class. The gated pod-level-resources path is not modelled.
+
+Requests are read after API defaulting (a limit without a request requests the limit), because the
+kubelet only ever sees defaulted pods: `limits: {cpu: 2, memory: 1Gi}` alone is Guaranteed.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+from numalign.errors import InvalidInputError
+from numalign.k8s.pod import Pod
+from numalign.k8s.quantity import Quantity
+from numalign.k8s.requests import container_requests
+from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
+
+
+class QOSClass(StrEnum):
+    GUARANTEED = "Guaranteed"
+    BURSTABLE = "Burstable"
+    BEST_EFFORT = "BestEffort"
+
+    @classmethod
+    def parse(cls, text: str, where: str = "status.qosClass") -> QOSClass:
+        try:
+            return cls(text)
+        except ValueError:
+            raise InvalidInputError(
+                f"{where}: unknown QoS class {text!r}; expected one of "
+                f"{', '.join(repr(c.value) for c in cls)} (case-sensitive), or leave it out to compute it"
+            ) from None
+
+
+# isSupportedQoSComputeResource
+SUPPORTED_QOS_COMPUTE_RESOURCES: Final = frozenset({RESOURCE_CPU, RESOURCE_MEMORY})
+
+
+def get_pod_qos(pod: Pod) -> QOSClass:
+    """GetPodQOS: the pod's status.qosClass when set, otherwise ComputePodQOS."""
+    if pod.status_qos_class:
+        return QOSClass.parse(pod.status_qos_class, where=f"{pod.key}: status.qosClass")
+    return compute_pod_qos(pod)
+
+
+def compute_pod_qos(pod: Pod) -> QOSClass:
+    """ComputePodQOS over every container: init containers (sidecars included) and app containers."""
+    requests: dict[str, Quantity] = {}
+    limits: dict[str, Quantity] = {}
+    is_guaranteed = True
+    for container in pod.all_containers():
+        for name, quantity in container_requests(container).items():
+            if name in SUPPORTED_QOS_COMPUTE_RESOURCES and quantity.sign() > 0:
+                requests[name] = requests[name] + quantity if name in requests else quantity
+        limits_found: set[str] = set()
+        for name, quantity in container.limits.items():
+            if name in SUPPORTED_QOS_COMPUTE_RESOURCES and quantity.sign() > 0:
+                limits_found.add(name)
+                limits[name] = limits[name] + quantity if name in limits else quantity
+        # Every container must limit both cpu and memory for the pod to be Guaranteed.
+        if not limits_found.issuperset(SUPPORTED_QOS_COMPUTE_RESOURCES):
+            is_guaranteed = False
+    if not requests and not limits:
+        return QOSClass.BEST_EFFORT
+    if is_guaranteed:
+        for name, request in requests.items():
+            if name not in limits or limits[name] != request:
+                is_guaranteed = False
+                break
+    if is_guaranteed and len(requests) == len(limits):
+        return QOSClass.GUARANTEED
+    return QOSClass.BURSTABLE
