@@ -22,7 +22,6 @@ COMMANDS: dict[str, str] = {
     "serve": "serve",
     "plugin": "plugin",
     "pods": "pods",
-    "bench": "bench",
 }
 
 EXIT_OK = 0
