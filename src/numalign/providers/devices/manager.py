@@ -16,7 +16,6 @@ kubelet frees a pod's devices only once the pod is no longer active).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,8 @@ from typing import Any
 from numalign.core.hint import TopologyHint
 from numalign.errors import AllocationError, PluginError
 from numalign.k8s.pod import Container, Pod
+from numalign.k8s.quantity import Quantity
+from numalign.k8s.requests import pod_limits
 from numalign.providers.base import AffinityStore
 from numalign.providers.devices import checkpoint
 from numalign.providers.devices.allocation import AllocationRequest, devices_to_allocate
@@ -63,17 +64,9 @@ class DeviceCapacity:
     deleted: list[str]
 
 
-def _pod_limits(pod: Pod) -> Mapping[str, Any]:
-    """component-helpers resource.PodLimits(pod, ExcludeOverhead) from numalign.k8s.requests.
-
-    Resolved at call time while that module lands in parallel; switch to a static import once it has.
-    """
-    fn: Callable[..., Mapping[str, Any]] = importlib.import_module("numalign.k8s.requests").pod_limits
-    return fn(pod, exclude_overhead=True)
-
-
-def _count(limits: Mapping[str, Any], resource: str) -> int:
-    return int(limits[resource].value())
+def _count(limits: Mapping[str, Quantity], resource: str) -> int:
+    """int(quantity.Value()): rounded up to an integer."""
+    return limits[resource].value()
 
 
 class DeviceManager:
@@ -245,7 +238,12 @@ class DeviceManager:
 
     def get_pod_topology_hints(self, pod: Pod) -> dict[str, list[TopologyHint] | None]:
         self.update_allocated_devices()
-        limits = _pod_limits(pod)
+        limits = {r: q.value() for r, q in pod_limits(pod, exclude_overhead=True).items()}
+        # Upstream PodLimits keeps keys whose value is 0 (numalign's drops them); a device limit of
+        # 0 still gets hints (every mask fits), so put those keys back.
+        for c in pod.all_containers():
+            for r in c.limits:
+                limits.setdefault(r, 0)
         hints: dict[str, list[TopologyHint] | None] = {}
         for resource in sorted(limits):
             if not self.is_device_plugin_resource(resource):
@@ -256,7 +254,7 @@ class DeviceManager:
                 allocated=self.pod_devices.pod_devices(pod.uid, resource),
                 available=self._available(resource),
                 reusable=(),
-                request=_count(limits, resource),
+                request=int(limits[resource]),
             )
         return hints
 
