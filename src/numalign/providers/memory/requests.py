@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from numalign.errors import AllocationError
 from numalign.k8s.pod import Container, Pod
+from numalign.k8s.requests import container_requests
 from numalign.providers.memory.state import is_memory_resource
 
 ERR_NOT_INT64 = "[memorymanager] failed to represent quantity as int64"
 
 
 def get_requested_resources(container: Container) -> dict[str, int]:
-    """The container's memory and hugepage requests in bytes; raises AllocationError (upstream's text)
-    when a quantity is not a whole number of bytes that fits int64."""
+    """The container's memory and hugepage requests in bytes (after API defaulting: a limit without a
+    request requests the limit); raises AllocationError (upstream's text) when a quantity is not a
+    whole number of bytes that fits int64."""
     out: dict[str, int] = {}
-    for name, quantity in container.requests.items():
+    for name, quantity in container_requests(container).items():
         if not is_memory_resource(name):
             continue
         value = quantity.as_int64()
