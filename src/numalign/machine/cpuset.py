@@ -38,8 +38,7 @@ def parse_cpuset(text: str, where: str = "cpuset") -> frozenset[int]:
         end = _parse_int(bounds[1].strip(), element, where)
         if start > end:
             raise InvalidInputError(
-                f"{where}: invalid range {element!r} ({start} > {end}); "
-                'expected ranges written low-high, e.g. "2-5"'
+                f'{where}: invalid range {element!r} ({start} > {end}); expected ranges written low-high, e.g. "2-5"'
             )
         out.update(range(start, end + 1))
     return frozenset(out)

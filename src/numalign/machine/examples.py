@@ -86,9 +86,7 @@ def dual_socket() -> Machine:
     for node in range(4):
         devices.append(_dev("nvidia.com/gpu", 0x17 + 0x40 * node, node, NVIDIA, CLASS_3D))
         for fn in range(2):
-            devices.append(
-                _dev("intel.com/sriov_netdevice", 0x18 + 0x40 * node, node, INTEL, CLASS_ETHERNET, fn)
-            )
+            devices.append(_dev("intel.com/sriov_netdevice", 0x18 + 0x40 * node, node, INTEL, CLASS_ETHERNET, fn))
     return Machine("dual-socket", tuple(nodes), tuple(cpus), tuple(devices))
 
 

@@ -23,8 +23,20 @@ _CPU_KEYS = {"id", "socket", "die", "core", "numa_node", "l3", "online"}
 _DEVICE_KEYS = {"id", "resource", "numa_nodes", "pci_address", "vendor", "class", "health"}
 
 _SIZE = re.compile(r"^\s*(\d+)\s*(B|kB|KB|KiB|Ki|MB|MiB|Mi|GB|GiB|Gi)?\s*$")
-_SHIFT = {None: 0, "B": 0, "kB": 10, "KB": 10, "KiB": 10, "Ki": 10, "MB": 20, "MiB": 20, "Mi": 20,
-          "GB": 30, "GiB": 30, "Gi": 30}
+_SHIFT = {
+    None: 0,
+    "B": 0,
+    "kB": 10,
+    "KB": 10,
+    "KiB": 10,
+    "Ki": 10,
+    "MB": 20,
+    "MiB": 20,
+    "Mi": 20,
+    "GB": 30,
+    "GiB": 30,
+    "Gi": 30,
+}
 
 
 def machine_to_dict(m: Machine) -> dict[str, Any]:
@@ -41,14 +53,28 @@ def machine_to_dict(m: Machine) -> dict[str, Any]:
             }
         )
     out["cpus"] = [
-        {"id": c.id, "socket": c.socket, "die": c.die, "core": c.core, "numa_node": c.numa_node,
-         "l3": c.l3, "online": c.online}
+        {
+            "id": c.id,
+            "socket": c.socket,
+            "die": c.die,
+            "core": c.core,
+            "numa_node": c.numa_node,
+            "l3": c.l3,
+            "online": c.online,
+        }
         for c in sorted(m.cpus, key=lambda c: c.id)
     ]
     out["offline_cpus"] = format_cpuset(m.offline_cpus)
     out["devices"] = [
-        {"id": d.id, "resource": d.resource, "numa_nodes": None if d.numa_nodes is None else list(d.numa_nodes),
-         "pci_address": d.pci_address, "vendor": d.vendor, "class": d.device_class, "health": d.health}
+        {
+            "id": d.id,
+            "resource": d.resource,
+            "numa_nodes": None if d.numa_nodes is None else list(d.numa_nodes),
+            "pci_address": d.pci_address,
+            "vendor": d.vendor,
+            "class": d.device_class,
+            "health": d.health,
+        }
         for d in m.devices
     ]
     return out
@@ -77,8 +103,10 @@ def machine_from_dict(obj: Any, source: str) -> Machine:
         else:  # derived from the CPU list
             node_cpus = frozenset(c.id for c in cpus if c.online and c.numa_node == node_id)
         dist = n.get("distances")
-        distances = None if dist is None else tuple(
-            _int(x, f"{where}.distances[{j}]") for j, x in enumerate(_list(dist, f"{where}.distances"))
+        distances = (
+            None
+            if dist is None
+            else tuple(_int(x, f"{where}.distances[{j}]") for j, x in enumerate(_list(dist, f"{where}.distances")))
         )
         nodes.append(
             NUMANode(
@@ -92,8 +120,7 @@ def machine_from_dict(obj: Any, source: str) -> Machine:
     offline = top.get("offline_cpus", "")
     offline_ids = _cpu_ids(offline, f"{source}: offline_cpus")
     devices = tuple(
-        _device(d, f"{source}: devices[{i}]")
-        for i, d in enumerate(_list(top.get("devices", []), f"{source}: devices"))
+        _device(d, f"{source}: devices[{i}]") for i, d in enumerate(_list(top.get("devices", []), f"{source}: devices"))
     )
     try:
         return Machine(name=name, numa_nodes=tuple(nodes), cpus=cpus, devices=devices, offline_cpus=offline_ids)
@@ -233,8 +260,10 @@ def _device(obj: Any, where: str) -> Device:
             f"{where}.resource: expected an extended resource name like 'nvidia.com/gpu', got {resource!r}"
         )
     raw_nodes = d.get("numa_nodes")
-    nodes = None if raw_nodes is None else tuple(
-        _int(x, f"{where}.numa_nodes[{i}]") for i, x in enumerate(_list(raw_nodes, f"{where}.numa_nodes"))
+    nodes = (
+        None
+        if raw_nodes is None
+        else tuple(_int(x, f"{where}.numa_nodes[{i}]") for i, x in enumerate(_list(raw_nodes, f"{where}.numa_nodes")))
     )
     health = d.get("health", HEALTHY)
     if not isinstance(health, str):

@@ -1,0 +1,311 @@
+"""Machine discovery from Linux sysfs under an injectable root, and `load_machine`, the one entry point
+behind every `--machine FILE|NAME` option.
+
+What is read (paths relative to the root):
+  sys/devices/system/cpu/{online, cpuN/online, cpuN/topology/*, cpuN/cache/index*/{level,type,id}}
+  sys/devices/system/node/{online, nodeN/{cpumap|cpulist, meminfo, distance, hugepages/*/nr_hugepages}}
+  sys/bus/pci/devices/*/{class, vendor, numa_node}
+  proc/meminfo and sys/kernel/mm/hugepages when the kernel has no NUMA nodes directory.
+
+Broken firmware follows hwloc's answers: a node whose CPUs were already claimed by an earlier node is
+ignored (its distance column too); CPUs that are offline or have no topology directory are not
+online CPUs. What cannot be made sense of raises DiscoveryError naming the file.
+"""
+
+from __future__ import annotations
+
+import re
+import tarfile
+import tempfile
+from pathlib import Path
+
+from numalign.errors import DiscoveryError, InvalidInputError
+from numalign.machine.sysfstext import (
+    hugepage_dir_size,
+    parse_cpulist,
+    parse_cpumask,
+    parse_distances,
+    parse_int,
+    parse_meminfo_total,
+    pci_resource,
+)
+from numalign.machine.topology import CPU, Device, Machine, NUMANode
+
+_CPU_DIR = re.compile(r"^cpu(\d+)$")
+_NODE_DIR = re.compile(r"^node(\d+)$")
+
+
+def _read(path: Path) -> str | None:
+    try:
+        # hwloc dumps (and some kernels) leave NUL padding after the value.
+        return path.read_text(encoding="utf-8", errors="replace").replace("\x00", "")
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        raise DiscoveryError(f"{path}: cannot read ({e.strerror}); check permissions of the sysfs root") from None
+
+
+def _numbered(directory: Path, pattern: re.Pattern[str]) -> dict[int, Path]:
+    if not directory.is_dir():
+        return {}
+    out = {}
+    for entry in directory.iterdir():
+        m = pattern.match(entry.name)
+        if m:
+            out[int(m.group(1))] = entry
+    return out
+
+
+class _Sysfs:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.system = root / "sys" / "devices" / "system"
+
+    # ---- CPUs ------------------------------------------------------------------------------------
+
+    def online_set(self, cpu_dirs: dict[int, Path]) -> set[int]:
+        online_file = self.system / "cpu" / "online"
+        text = _read(online_file)
+        if text is not None:
+            return set(parse_cpulist(text, str(online_file))) & set(cpu_dirs)
+        online = set()
+        for cpu_id, d in cpu_dirs.items():
+            flag = _read(d / "online")  # cpu0 often has no online file: it cannot be offlined
+            if flag is None or not flag.strip() or parse_int(flag, str(d / "online")) != 0:
+                online.add(cpu_id)
+        return online
+
+    def cpu(self, cpu_id: int, d: Path, online: bool) -> CPU | None:
+        topo = d / "topology"
+        if not topo.is_dir():
+            return None  # offline, or a kernel that does not export it: hwloc does not count it either
+        core_text = _read(topo / "core_id")
+        pkg_text = _read(topo / "physical_package_id")
+        die_text = _read(topo / "die_id")
+        if core_text is not None:
+            core = parse_int(core_text, str(topo / "core_id"))
+        else:  # old kernels/arches export only thread_siblings: name the core by its first thread
+            siblings = _read(topo / "thread_siblings")
+            core = min(parse_cpumask(siblings, str(topo / "thread_siblings")) or {cpu_id}) if siblings else cpu_id
+        socket = parse_int(pkg_text, str(topo / "physical_package_id")) if pkg_text is not None else 0
+        die = parse_int(die_text, str(topo / "die_id")) if die_text is not None else 0
+        # Some kernels report -1 for "unknown"; hwloc then shows one anonymous package/die/core.
+        socket, die = max(socket, 0), max(die, 0)
+        if core < 0:
+            core = cpu_id
+        return CPU(cpu_id, socket, core, None, die, self.l3_id(d), online)
+
+    def l3_id(self, d: Path) -> int | None:
+        cache = d / "cache"
+        if not cache.is_dir():
+            return None
+        for index in sorted(cache.glob("index*")):
+            level = _read(index / "level")
+            kind = _read(index / "type")
+            if level is None or kind is None or level.strip() != "3" or kind.strip() == "Instruction":
+                continue
+            ident = _read(index / "id")
+            return None if ident is None else parse_int(ident, str(index / "id"))
+        return None
+
+    # ---- NUMA nodes ------------------------------------------------------------------------------
+
+    def node_ids(self) -> list[int]:
+        node_root = self.system / "node"
+        dirs = _numbered(node_root, _NODE_DIR)
+        online_file = node_root / "online"
+        text = _read(online_file)
+        if text is not None:
+            ids = sorted(parse_cpulist(text, str(online_file)))
+            missing = [i for i in ids if i not in dirs]
+            if missing:
+                raise DiscoveryError(f"{online_file}: lists nodes {missing} that have no {node_root}/nodeN directory")
+            return ids
+        return sorted(dirs)
+
+    def node_cpus(self, node_dir: Path) -> frozenset[int]:
+        text = _read(node_dir / "cpumap")
+        if text is not None:
+            return parse_cpumask(text, str(node_dir / "cpumap"))
+        text = _read(node_dir / "cpulist")
+        if text is not None:
+            return parse_cpulist(text, str(node_dir / "cpulist"))
+        return frozenset(_numbered(node_dir, _CPU_DIR))
+
+    def node_hugepages(self, hp_dir: Path) -> dict[int, int]:
+        out: dict[int, int] = {}
+        if not hp_dir.is_dir():
+            return out
+        for entry in hp_dir.iterdir():
+            size = hugepage_dir_size(entry.name)
+            if size is None:
+                continue
+            text = _read(entry / "nr_hugepages")
+            if text is None:
+                raise DiscoveryError(f"{entry / 'nr_hugepages'}: missing; expected the number of hugepages")
+            out[size] = parse_int(text, str(entry / "nr_hugepages"))
+        return out
+
+    def distance_row(self, node_dir: Path, ids: list[int]) -> list[int] | None:
+        path = node_dir / "distance"
+        text = _read(path)
+        if text is None:
+            return None
+        row = parse_distances(text, str(path))
+        if any(x <= 0 for x in row):
+            return None  # no SLIT (e.g. "0" on old ia64 kernels): hwloc ignores such a matrix too
+        if len(row) == len(ids):
+            return row
+        # Some kernels (and hand-edited dumps) write a column per POSSIBLE node.
+        possible_text = _read(self.system / "node" / "possible")
+        if possible_text is not None:
+            possible = sorted(parse_cpulist(possible_text, str(self.system / "node" / "possible")))
+            if len(row) == len(possible) and set(ids) <= set(possible):
+                return [row[possible.index(i)] for i in ids]
+        raise DiscoveryError(
+            f"{path}: {len(row)} distances {row}, expected one per online NUMA node ({len(ids)}: {ids}); "
+            "the firmware's SLIT table looks broken"
+        )
+
+    # ---- devices ---------------------------------------------------------------------------------
+
+    def devices(self, node_ids: set[int]) -> list[Device]:
+        pci = self.root / "sys" / "bus" / "pci" / "devices"
+        if not pci.is_dir():
+            return []
+        out = []
+        for entry in sorted(pci.iterdir(), key=lambda p: p.name):
+            cls = _read(entry / "class")
+            vendor = _read(entry / "vendor")
+            if cls is None or vendor is None:
+                continue
+            resource = pci_resource(vendor.strip(), cls.strip())
+            if resource is None:
+                continue
+            numa_text = _read(entry / "numa_node")
+            node = None if numa_text is None else parse_int(numa_text, str(entry / "numa_node"))
+            nodes = (node,) if node is not None and node in node_ids else None
+            out.append(Device(entry.name, resource, nodes, entry.name, vendor.strip(), cls.strip()))
+        return out
+
+
+def discover_sysfs(root: Path | str = "/", name: str | None = None) -> Machine:
+    """Read the machine under `root` (a live "/" or an extracted sysfs dump)."""
+    fs = _Sysfs(Path(root))
+    cpu_root = fs.system / "cpu"
+    cpu_dirs = _numbered(cpu_root, _CPU_DIR)
+    if not cpu_dirs:
+        raise DiscoveryError(f"{cpu_root}: no cpuN directories; point --sysfs-root at a directory holding sys/")
+    online = fs.online_set(cpu_dirs)
+    known: dict[int, CPU] = {}
+    offline_unknown: set[int] = set()
+    for cpu_id in sorted(cpu_dirs):
+        c = fs.cpu(cpu_id, cpu_dirs[cpu_id], cpu_id in online)
+        if c is None:
+            if cpu_id not in online:
+                offline_unknown.add(cpu_id)
+            continue
+        known[cpu_id] = c
+    if not any(c.online for c in known.values()):
+        raise DiscoveryError(
+            f"{cpu_root}: no online CPU has a topology directory (cpuN/topology/core_id); "
+            "cannot tell cores and sockets apart"
+        )
+    nodes, cpu_node = _nodes(fs, known)
+    cpus = tuple(CPU(c.id, c.socket, c.core, cpu_node.get(c.id), c.die, c.l3, c.online) for c in known.values())
+    devices = fs.devices({n.id for n in nodes})
+    return Machine(name or _name(fs.root), tuple(nodes), cpus, tuple(devices), frozenset(offline_unknown))
+
+
+def _nodes(fs: _Sysfs, known: dict[int, CPU]) -> tuple[list[NUMANode], dict[int, int]]:
+    ids = fs.node_ids()
+    online_cpus = {i for i, c in known.items() if c.online}
+    if not ids:  # a kernel without NUMA: one node 0 holding everything, as hwloc shows it
+        meminfo = fs.root / "proc" / "meminfo"
+        text = _read(meminfo)
+        memory = parse_meminfo_total(text, str(meminfo)) if text is not None else 0
+        hugepages = fs.node_hugepages(fs.root / "sys" / "kernel" / "mm" / "hugepages")
+        return [NUMANode(0, frozenset(online_cpus), memory, hugepages, None)], dict.fromkeys(known, 0)
+    claimed: set[int] = set()
+    kept: list[int] = []
+    node_cpu_sets: dict[int, frozenset[int]] = {}
+    for node_id in ids:
+        cpus = fs.node_cpus(fs.system / "node" / f"node{node_id}") & set(known)
+        if cpus & claimed:
+            continue  # buggy firmware lists these CPUs in an earlier node too: hwloc ignores the node
+        claimed |= cpus
+        kept.append(node_id)
+        node_cpu_sets[node_id] = cpus
+    nodes = []
+    cpu_node: dict[int, int] = {}
+    for node_id in kept:
+        d = fs.system / "node" / f"node{node_id}"
+        text = _read(d / "meminfo")
+        memory = parse_meminfo_total(text, str(d / "meminfo")) if text is not None else 0
+        row = fs.distance_row(d, ids)
+        distances = None if row is None else tuple(row[ids.index(k)] for k in kept)
+        cpus = node_cpu_sets[node_id]
+        for c in cpus:
+            cpu_node[c] = node_id
+        nodes.append(NUMANode(node_id, cpus & online_cpus, memory, fs.node_hugepages(d / "hugepages"), distances))
+    return nodes, cpu_node
+
+
+def _name(root: Path) -> str:
+    text = _read(root / "proc" / "sys" / "kernel" / "hostname")
+    if text and text.strip():
+        return text.strip()
+    return root.resolve().name or "localhost"
+
+
+# ---- --machine FILE|NAME ----------------------------------------------------------------------------
+
+
+def load_machine(spec: str) -> Machine:
+    """A built-in machine name, a machine file (.json/.yaml/.yml, or cadvisor MachineInfo JSON), a
+    sysfs root directory, or a sysfs dump tarball (.tar, .tar.gz, .tar.bz2, .tar.xz)."""
+    from numalign.machine.cadvisor import is_cadvisor_machine_info, machine_from_cadvisor
+    from numalign.machine.examples import EXAMPLES, example
+    from numalign.machine.fileformat import machine_from_dict, parse_machine_text
+
+    if spec in EXAMPLES:
+        return example(spec)
+    path = Path(spec)
+    if path.is_dir():
+        return discover_sysfs(_sysfs_root_in(path))
+    if not path.is_file():
+        raise InvalidInputError(
+            f"--machine {spec!r}: not a built-in machine ({', '.join(EXAMPLES)}) and no such file or directory"
+        )
+    if ".tar" in path.suffixes or path.suffix == ".tgz":
+        return _load_tarball(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InvalidInputError(f"--machine {spec!r}: cannot read the file ({e})") from None
+    data = parse_machine_text(text, str(path))
+    if is_cadvisor_machine_info(data):
+        return machine_from_cadvisor(data, str(path))
+    return machine_from_dict(data, str(path))
+
+
+def _sysfs_root_in(path: Path) -> Path:
+    """`path` itself when it holds sys/, else its only subdirectory holding sys/ (hwloc dumps wrap the
+    tree in a directory named after the machine)."""
+    if (path / "sys").is_dir():
+        return path
+    inner = [p for p in path.iterdir() if (p / "sys").is_dir()]
+    if len(inner) == 1:
+        return inner[0]
+    raise DiscoveryError(f"{path}: no sys/ directory inside; expected a sysfs root (a directory holding sys/)")
+
+
+def _load_tarball(path: Path) -> Machine:
+    with tempfile.TemporaryDirectory(prefix="numalign-sysfs-") as tmp:
+        try:
+            with tarfile.open(path) as tf:
+                members = [m for m in tf.getmembers() if "/sys/" in f"/{m.name}" or "/proc/" in f"/{m.name}"]
+                tf.extractall(tmp, members=members, filter="data")
+        except (tarfile.TarError, OSError) as e:
+            raise DiscoveryError(f"{path}: cannot extract the sysfs dump ({e})") from None
+        return discover_sysfs(_sysfs_root_in(Path(tmp)), name=path.name.split(".tar")[0])

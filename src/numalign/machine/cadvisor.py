@@ -1,0 +1,153 @@
+"""cadvisor MachineInfo JSON (what the kubelet reads, e.g. from /api/v2.0/machine or a debug dump)
+to and from a `Machine`. Pure.
+
+MachineInfo keeps one entry per NUMA node with its cores (`core_id` per socket, `thread_ids`,
+`socket_id`, `uncore_caches`), node-level `caches`, `memory`, `hugepages` (page_size in KiB) and a
+`distances` row. cadvisor lists an L3 under a core's `uncore_caches` only when it is not shared by
+exactly the node's threads; otherwise it sits in the node's `caches`. Both map to `CPU.l3`, so
+`Machine.cpu_infos()` derives the same uncore ids as the kubelet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from numalign.errors import InvalidInputError
+from numalign.machine.topology import CPU, Machine, NUMANode
+
+_CADVISOR_KEYS = ("num_cores", "topology")
+
+
+def is_cadvisor_machine_info(obj: Any) -> bool:
+    return isinstance(obj, Mapping) and all(k in obj for k in _CADVISOR_KEYS) and "numa_nodes" not in obj
+
+
+def _int(obj: Any, where: str) -> int:
+    if isinstance(obj, bool) or not isinstance(obj, int):
+        raise InvalidInputError(f"{where}: expected an integer, got {obj!r}")
+    return obj
+
+
+def _list(obj: Any, where: str) -> list[Any]:
+    if obj is None:
+        return []
+    if not isinstance(obj, list):
+        raise InvalidInputError(f"{where}: expected a list, got {type(obj).__name__}")
+    return obj
+
+
+def _map(obj: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(obj, Mapping):
+        raise InvalidInputError(f"{where}: expected an object, got {type(obj).__name__}")
+    return obj
+
+
+def _l3(caches: list[Any], where: str) -> int | None:
+    for i, raw in enumerate(caches):
+        c = _map(raw, f"{where}[{i}]")
+        if c.get("level", 0) >= 3 and c.get("type", "Unified") != "Instruction":
+            return _int(c.get("id", 0), f"{where}[{i}].id")
+    return None
+
+
+def machine_from_cadvisor(obj: Any, source: str) -> Machine:
+    info = _map(obj, source)
+    topology = _list(info.get("topology"), f"{source}: topology")
+    if not topology:
+        raise InvalidInputError(f"{source}: topology is empty; the kubelet needs per-NUMA topology from cadvisor")
+    nodes: list[tuple[int, NUMANode]] = []
+    cpus: list[CPU] = []
+    order = []
+    for i, raw_node in enumerate(topology):
+        where = f"{source}: topology[{i}]"
+        n = _map(raw_node, where)
+        node_id = _int(n.get("node_id", 0), f"{where}.node_id")
+        order.append(node_id)
+        node_l3 = _l3(_list(n.get("caches"), f"{where}.caches"), f"{where}.caches")
+        node_cpus: set[int] = set()
+        for j, raw_core in enumerate(_list(n.get("cores"), f"{where}.cores")):
+            cw = f"{where}.cores[{j}]"
+            core = _map(raw_core, cw)
+            threads = [_int(t, f"{cw}.thread_ids") for t in _list(core.get("thread_ids"), f"{cw}.thread_ids")]
+            if not threads or len(set(threads)) != len(threads):
+                raise InvalidInputError(f"{cw}: thread_ids {threads}; expected unique CPU ids (kubelet: no cpus)")
+            uncore = _l3(_list(core.get("uncore_caches"), f"{cw}.uncore_caches"), f"{cw}.uncore_caches")
+            for t in threads:
+                cpus.append(
+                    CPU(
+                        t,
+                        _int(core.get("socket_id", 0), f"{cw}.socket_id"),
+                        _int(core.get("core_id", 0), f"{cw}.core_id"),
+                        node_id,
+                        0,
+                        uncore if uncore is not None else node_l3,
+                        True,
+                    )
+                )
+                node_cpus.add(t)
+        hugepages: dict[int, int] = {}
+        for j, raw_hp in enumerate(_list(n.get("hugepages"), f"{where}.hugepages")):
+            hp = _map(raw_hp, f"{where}.hugepages[{j}]")
+            hugepages[_int(hp.get("page_size"), f"{where}.hugepages[{j}].page_size") * 1024] = _int(
+                hp.get("num_pages", 0), f"{where}.hugepages[{j}].num_pages"
+            )
+        dist_raw = n.get("distances")
+        distances = None if not dist_raw else tuple(_int(x, f"{where}.distances") for x in _list(dist_raw, where))
+        memory = _int(n.get("memory", 0), f"{where}.memory")
+        nodes.append((node_id, NUMANode(node_id, frozenset(node_cpus), memory, hugepages, distances)))
+    nodes.sort(key=lambda p: p[0])
+    name = info.get("machine_id") or source
+    try:
+        return Machine(str(name), tuple(n for _, n in nodes), tuple(sorted(cpus, key=lambda c: c.id)))
+    except InvalidInputError as e:
+        raise InvalidInputError(f"{source}: {e}") from None
+
+
+def machine_to_cadvisor(m: Machine) -> dict[str, Any]:
+    """The MachineInfo fields the kubelet's managers read, as cadvisor would report this machine."""
+    by_id = {c.id: c for c in m.cpus}
+    sharers: dict[int, int] = {}
+    for c in m.cpus:
+        if c.online and c.l3 is not None:
+            sharers[c.l3] = sharers.get(c.l3, 0) + 1
+    topology = []
+    for node in m.cadvisor_nodes():
+        cores: dict[tuple[int, int], list[int]] = {}
+        for cpu_id in sorted(node.cpus, key=lambda t: f"cpu{t}"):
+            c = by_id[cpu_id]
+            cores.setdefault((c.core, c.socket), []).append(cpu_id)
+        node_caches: list[dict[str, Any]] = []
+        core_list = []
+        for (core_id, socket), threads in cores.items():
+            l3 = by_id[threads[0]].l3
+            uncore: list[dict[str, Any]] = []
+            if l3 is not None:
+                cache = {"id": l3, "size": 0, "type": "Unified", "level": 3}
+                if sharers[l3] == len(cores) * len(threads):
+                    if cache not in node_caches:
+                        node_caches.append(cache)
+                else:
+                    uncore.append(cache)
+            core_list.append(
+                {"core_id": core_id, "thread_ids": threads, "socket_id": socket, "caches": [], "uncore_caches": uncore}
+            )
+        topology.append(
+            {
+                "node_id": node.id,
+                "memory": node.memory_bytes,
+                "hugepages": [{"page_size": size // 1024, "num_pages": n} for size, n in node.hugepages.items()],
+                "cores": core_list,
+                "caches": node_caches,
+                "distances": None if node.distances is None else list(node.distances),
+            }
+        )
+    threads_total = sum(len(n.cpus) for n in m.numa_nodes)
+    return {
+        "num_cores": threads_total,
+        "num_physical_cores": len({(c.socket, c.core) for c in m.cpus if c.online and c.numa_node is not None}),
+        "num_sockets": len(m.sockets()),
+        "memory_capacity": sum(n.memory_bytes for n in m.numa_nodes),
+        "machine_id": m.name,
+        "topology": topology,
+    }
