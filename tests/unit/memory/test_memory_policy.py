@@ -292,3 +292,41 @@ def test_start_with_explicit_state() -> None:
                                HP1G: MemoryTable(GB, 0, GB, GB, 0)}, [0])}
     m.start(ms, {"p": {"c": [Block([0], "memory", GB), Block([0], HP1G, GB)]}})
     assert m.get_memory("p", "c") == [Block([0], "memory", GB), Block([0], HP1G, GB)]
+
+
+# ---- restartable init containers (upstream TestStaticPolicyAllocateWithRestartableInitContainers) -
+
+
+def test_restartable_init_container_memory_is_not_reused() -> None:
+    m = manager(7 * GB + 512 * MB + 7 * GB, 7)
+    assert m.machine_state[0].memory_map["memory"].allocatable == 7 * GB
+    inits = [
+        ctn("initContainer1", "1Gi", "1Gi", init=True),
+        ctn("restartableInitContainer2", "2Gi", "2Gi", init=True, sidecar=True),
+        ctn("initContainer3", "3Gi", "3Gi", init=True),
+        ctn("restartableInitContainer4", "4Gi", "4Gi", init=True, sidecar=True),
+    ]
+    app = ctn("container1", "1Gi", "1Gi")
+    p = pod("pod1", [app], inits)
+    for c in (*inits, app):
+        m.allocate(p, c)
+    expected = {"initContainer1": 0, "restartableInitContainer2": 2, "initContainer3": 0,
+                "restartableInitContainer4": 4, "container1": 1}
+    for name, size in expected.items():
+        assert m.get_memory("pod1", name) == [Block([0], HP1G, size * GB), Block([0], "memory", size * GB)], name
+    node = m.machine_state[0]
+    assert node.number_of_assignments == 10 and node.cells == [0]
+    assert node.memory_map["memory"].free == 0 and node.memory_map["memory"].reserved == 7 * GB
+    assert node.memory_map[HP1G].free == 0 and node.memory_map[HP1G].reserved == 7 * GB
+
+
+def test_restartable_init_containers_already_in_state_are_left_alone() -> None:
+    m = manager(3 * GB, 0)
+    m.machine_state = {0: NUMANodeState(0, {"memory": MemoryTable(3 * GB, 512 * MB, 2560 * MB, 2 * GB, 512 * MB),
+                                            HP1G: MemoryTable(2 * GB, 0, 2 * GB, 0, 2 * GB)}, [])}
+    m.assignments = {"pod1": {"initContainer1": [Block([0], "memory", GB)], "container1": [Block([0], "memory", GB)]}}
+    before = m.snapshot()
+    p = pod("pod1", [ctn("container1", "1Gi", "1Gi")], [ctn("initContainer1", "1Gi", "1Gi", init=True, sidecar=True)])
+    for c in p.all_containers():
+        m.allocate(p, c)
+    assert m.snapshot() == before
