@@ -1,0 +1,400 @@
+"""Read Pods from Kubernetes manifests (YAML or JSON), the way the API server would hand them over.
+
+Accepted documents: a Pod; a List / PodList / <Kind>List (its `items`); a top-level JSON array; the
+pod template of a Deployment, StatefulSet, ReplicaSet, ReplicationController, DaemonSet, Job,
+CronJob (spec.jobTemplate.spec.template) or PodTemplate. Multi-document YAML is read in order;
+empty documents are skipped.
+
+API behaviour applied, because the kubelet only ever sees pods after it:
+- defaulting (SetDefaults_Pod): a resource with a limit but no request requests its limit;
+  namespace defaults to "default";
+- the resource-requirement validation that decides what managers see (ValidateResourceRequirements):
+  non-negative values, integer extended resources, request <= limit, request == limit for extended
+  resources and hugepages, hugepages only next to cpu or memory, container resource names;
+- unique container names across init and app containers.
+
+Identity: `metadata.uid` when given, otherwise a uuid5 of "<namespace>/<name>" so state files stay
+stable from run to run. A workload template becomes a pod named "<workload>-0" (with
+expand_replicas, "<workload>-0" … "<workload>-<n-1>" for spec.replicas / spec.parallelism).
+
+Every error is an InvalidInputError naming the file, the document (1-based) and the field path.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from os import PathLike
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from numalign.errors import InvalidInputError
+from numalign.k8s.pod import Container, Pod
+from numalign.k8s.qos import QOSClass
+from numalign.k8s.quantity import Quantity
+from numalign.k8s.resources import (
+    RESOURCE_CPU,
+    RESOURCE_EPHEMERAL_STORAGE,
+    RESOURCE_MEMORY,
+    hugepage_size_from_resource_name,
+    is_extended_resource_name,
+    is_hugepage_resource_name,
+    is_integer_resource_name,
+    is_native_resource_name,
+    is_overcommit_allowed,
+    is_qualified_name,
+)
+
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# A fixed namespace for derived pod uids; changing it would change every derived uid.
+POD_UID_NAMESPACE: Final = uuid.UUID("6f1d2a34-6b0e-5c1a-9e53-6e756d616c67")
+
+# kind -> path of the pod template inside the object.
+WORKLOAD_TEMPLATES: Final[Mapping[str, tuple[str, ...]]] = {
+    "Deployment": ("spec", "template"),
+    "StatefulSet": ("spec", "template"),
+    "ReplicaSet": ("spec", "template"),
+    "ReplicationController": ("spec", "template"),
+    "DaemonSet": ("spec", "template"),
+    "Job": ("spec", "template"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template"),
+    "PodTemplate": ("template",),
+}
+# Where each workload keeps its pod count (only read with expand_replicas).
+_REPLICA_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
+    "Deployment": ("spec", "replicas"),
+    "StatefulSet": ("spec", "replicas"),
+    "ReplicaSet": ("spec", "replicas"),
+    "ReplicationController": ("spec", "replicas"),
+    "Job": ("spec", "parallelism"),
+}
+SUPPORTED_KINDS: Final = ("Pod", "List (and PodList, <Kind>List)", *WORKLOAD_TEMPLATES)
+_STANDARD_CONTAINER_RESOURCES: Final = frozenset({RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE})
+_INIT_RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
+
+
+def pod_uid(namespace: str, name: str) -> str:
+    """The uid numalign gives a pod whose manifest has none: stable for a given namespace/name."""
+    return str(uuid.uuid5(POD_UID_NAMESPACE, f"{namespace}/{name}"))
+
+
+# ---- entry points ----------------------------------------------------------------------------------
+
+
+def load_pods(path: str | PathLike[str], *, expand_replicas: bool = False) -> list[Pod]:
+    """Read a manifest file. (The only function here that touches the file system.)"""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInputError(f"{p}: cannot read the manifest: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{p}: the manifest is not UTF-8 text ({exc.reason})") from None
+    return pods_from_yaml(text, str(p), expand_replicas=expand_replicas)
+
+
+def pods_from_yaml(text: str, source: str = "<input>", *, expand_replicas: bool = False) -> list[Pod]:
+    """Pods from manifest text (YAML, multi-document YAML or JSON). `source` names it in errors."""
+    pods: list[Pod] = []
+    for index, doc in enumerate(_documents(text, source), start=1):
+        if doc is None:
+            continue
+        where = f"{source}: document {index}"
+        pods.extend(pods_from_object(doc, where, expand_replicas=expand_replicas))
+    return pods
+
+
+def pods_from_object(obj: object, where: str, *, expand_replicas: bool = False) -> list[Pod]:
+    """Pods from one decoded document: a Pod, a List, a workload or a JSON array of those."""
+    if isinstance(obj, list):
+        return _items(obj, where, "", expand_replicas)
+    if not isinstance(obj, Mapping):
+        raise InvalidInputError(
+            f"{where}: expected a mapping (a Pod, a List or a workload such as a Deployment), "
+            f"got {_type_name(obj)}"
+        )
+    kind = obj.get("kind")
+    if kind is None and isinstance(obj.get("spec"), Mapping) and "containers" in obj["spec"]:
+        kind = "Pod"  # a bare pod spec with metadata, as people write in tests
+    if kind == "Pod":
+        return [pod_from_dict(obj, where)]
+    if isinstance(kind, str) and kind.endswith("List"):
+        items = obj.get("items")
+        if items is None:
+            return []
+        if not isinstance(items, list):
+            raise InvalidInputError(f"{where}: items: expected a list of objects, got {_type_name(items)}")
+        return _items(items, where, "items", expand_replicas)
+    if isinstance(kind, str) and kind in WORKLOAD_TEMPLATES:
+        return _workload_pods(obj, kind, where, expand_replicas)
+    raise InvalidInputError(
+        f"{where}: kind: unsupported kind {kind!r}; supported kinds: {', '.join(SUPPORTED_KINDS)}"
+    )
+
+
+def pod_from_dict(obj: Mapping[str, Any], where: str = "pod") -> Pod:
+    """One Pod object (kind Pod, or a bare {metadata, spec}), defaulted and validated."""
+    metadata = _mapping(obj.get("metadata"), where, "metadata")
+    name = _pod_name(metadata, where)
+    namespace = _namespace(metadata, where, "metadata")
+    uid = _optional_str(metadata.get("uid"), where, "metadata.uid") or pod_uid(namespace, name)
+    spec = _mapping(obj.get("spec"), where, "spec", required=True)
+    status = _mapping(obj.get("status"), where, "status")
+    qos = _optional_str(status.get("qosClass"), where, "status.qosClass")
+    if qos:
+        QOSClass.parse(qos, where=f"{where}: status.qosClass")
+    return _build_pod(spec, "spec", where, name=name, namespace=namespace, uid=uid, qos=qos or None)
+
+
+# ---- documents -------------------------------------------------------------------------------------
+
+
+def _documents(text: str, source: str) -> list[Any]:
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        try:
+            return [json.loads(text)]
+        except json.JSONDecodeError:
+            pass  # maybe YAML flow style; let the YAML parser report problems
+    try:
+        return list(yaml.load_all(text, Loader=_Loader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise InvalidInputError(
+            f"{source}: not valid YAML or JSON{at}: {exc.problem or exc}; fix the syntax (indentation, "
+            "quoting, ':' after keys) and try again"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise InvalidInputError(f"{source}: not valid YAML or JSON: {exc}") from None
+
+
+def _items(items: list[Any], where: str, path: str, expand_replicas: bool) -> list[Pod]:
+    pods: list[Pod] = []
+    for i, item in enumerate(items):
+        label = f"{path}[{i}]"
+        if item is None:
+            continue
+        pods.extend(pods_from_object(item, f"{where}: {label}", expand_replicas=expand_replicas))
+    return pods
+
+
+def _workload_pods(obj: Mapping[str, Any], kind: str, where: str, expand_replicas: bool) -> list[Pod]:
+    metadata = _mapping(obj.get("metadata"), where, "metadata")
+    workload = metadata.get("name")
+    if not isinstance(workload, str) or not workload:
+        raise InvalidInputError(f"{where}: metadata.name: a {kind} needs a name (non-empty string)")
+    namespace = _namespace(metadata, where, "metadata")
+    node: Any = obj
+    path = ""
+    for key in WORKLOAD_TEMPLATES[kind]:
+        path = f"{path}.{key}" if path else key
+        node = _mapping(node.get(key), where, path, required=True, what=f"the {kind}'s pod template")
+    template_spec = _mapping(node.get("spec"), where, f"{path}.spec", required=True)
+    count = _replicas(obj, kind, where) if expand_replicas else 1
+    pods = []
+    for i in range(count):
+        name = f"{workload}-{i}"
+        pods.append(
+            _build_pod(template_spec, f"{path}.spec", where, name=name, namespace=namespace,
+                       uid=pod_uid(namespace, name), qos=None)
+        )
+    return pods
+
+
+def _replicas(obj: Mapping[str, Any], kind: str, where: str) -> int:
+    fields = _REPLICA_FIELDS.get(kind)
+    if fields is None:
+        return 1
+    node: Any = obj
+    for key in fields:
+        node = node.get(key) if isinstance(node, Mapping) else None
+    if node is None:
+        return 1
+    if isinstance(node, bool) or not isinstance(node, int) or node < 0:
+        raise InvalidInputError(
+            f"{where}: {'.'.join(fields)}: expected a non-negative integer, got {node!r}"
+        )
+    return node
+
+
+# ---- pod spec --------------------------------------------------------------------------------------
+
+
+def _build_pod(
+    spec: Mapping[str, Any], path: str, where: str, *, name: str, namespace: str, uid: str, qos: str | None
+) -> Pod:
+    raw_containers = spec.get("containers")
+    if not isinstance(raw_containers, list) or not raw_containers:
+        raise InvalidInputError(
+            f"{where}: {path}.containers: a pod needs a non-empty list of containers, "
+            f"got {_type_name(raw_containers)}"
+        )
+    raw_init = spec.get("initContainers") or []
+    if not isinstance(raw_init, list):
+        raise InvalidInputError(f"{where}: {path}.initContainers: expected a list, got {_type_name(raw_init)}")
+    init = tuple(
+        _container(c, f"{path}.initContainers[{i}]", where, is_init=True) for i, c in enumerate(raw_init)
+    )
+    apps = tuple(
+        _container(c, f"{path}.containers[{i}]", where, is_init=False) for i, c in enumerate(raw_containers)
+    )
+    seen: set[str] = set()
+    for c in (*init, *apps):
+        if c.name in seen:
+            raise InvalidInputError(
+                f"{where}: {path}: duplicate container name {c.name!r}; init and app containers share "
+                "one name space, rename one of them"
+            )
+        seen.add(c.name)
+    overhead = _resource_list(spec.get("overhead"), f"{path}.overhead", where)
+    return Pod(
+        name=name,
+        namespace=namespace,
+        uid=uid,
+        init_containers=init,
+        containers=apps,
+        overhead=overhead,
+        status_qos_class=qos,
+        source=where,
+    )
+
+
+def _container(obj: object, path: str, where: str, *, is_init: bool) -> Container:
+    if not isinstance(obj, Mapping):
+        raise InvalidInputError(f"{where}: {path}: expected a container mapping, got {_type_name(obj)}")
+    name = obj.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidInputError(f"{where}: {path}.name: every container needs a name (non-empty string)")
+    resources = _mapping(obj.get("resources"), where, f"{path}.resources")
+    limits = _resource_list(resources.get("limits"), f"{path}.resources.limits", where)
+    requests = _resource_list(resources.get("requests"), f"{path}.resources.requests", where)
+    # SetDefaults_Pod: a limit without a request requests the limit.
+    for resource, limit in limits.items():
+        requests.setdefault(resource, limit)
+    _validate_requirements(requests, limits, f"{path}.resources", where)
+    restart_policy = _optional_str(obj.get("restartPolicy"), where, f"{path}.restartPolicy")
+    if is_init and restart_policy is not None and restart_policy not in _INIT_RESTART_POLICIES:
+        raise InvalidInputError(
+            f"{where}: {path}.restartPolicy: unsupported value {restart_policy!r}; expected \"Always\" "
+            "(a sidecar) or leave it out"
+        )
+    return Container(
+        name=name, requests=requests, limits=limits, restart_policy=restart_policy, is_init=is_init
+    )
+
+
+def _resource_list(obj: object, path: str, where: str) -> dict[str, Quantity]:
+    if obj is None:
+        return {}
+    if not isinstance(obj, Mapping):
+        raise InvalidInputError(
+            f"{where}: {path}: expected a mapping of resource name to quantity (e.g. cpu: 500m), "
+            f"got {_type_name(obj)}"
+        )
+    out: dict[str, Quantity] = {}
+    for key, value in obj.items():
+        if not isinstance(key, str):
+            raise InvalidInputError(f"{where}: {path}: resource names must be strings, got {key!r}")
+        out[key] = Quantity.parse(value, where=f"{where}: {path}.{key}")
+    return out
+
+
+def _validate_requirements(
+    requests: Mapping[str, Quantity], limits: Mapping[str, Quantity], path: str, where: str
+) -> None:
+    """The parts of ValidateContainerResourceRequirements that shape what the managers see."""
+    for kind, values in (("limits", limits), ("requests", requests)):
+        for resource, quantity in values.items():
+            field = f"{where}: {path}.{kind}.{resource}"
+            _validate_resource_name(resource, field)
+            if quantity.sign() < 0:
+                raise InvalidInputError(f"{field}: {quantity} must be greater than or equal to 0")
+            if is_integer_resource_name(resource) and quantity.as_int64() is None:
+                raise InvalidInputError(f"{field}: {quantity} must be an integer (extended resources are counted)")
+    for resource, request in requests.items():
+        field = f"{where}: {path}.requests.{resource}"
+        limit = limits.get(resource)
+        if limit is None:
+            if not is_overcommit_allowed(resource):
+                raise InvalidInputError(
+                    f"{where}: {path}.limits: Limit must be set for non overcommitable resources "
+                    f"({resource} has a request of {request} but no limit; set limits.{resource} equal to it)"
+                )
+            continue
+        if request != limit and not is_overcommit_allowed(resource):
+            raise InvalidInputError(f"{field}: {request} must be equal to {resource} limit of {limit}")
+        if request > limit:
+            raise InvalidInputError(f"{field}: {request} must be less than or equal to {resource} limit of {limit}")
+    names = set(requests) | set(limits)
+    if any(is_hugepage_resource_name(n) for n in names) and not names & {RESOURCE_CPU, RESOURCE_MEMORY}:
+        raise InvalidInputError(f"{where}: {path}: HugePages require cpu or memory (add a cpu or memory request)")
+
+
+def _validate_resource_name(resource: str, field: str) -> None:
+    """validateContainerResourceName."""
+    if not is_qualified_name(resource):
+        raise InvalidInputError(f"{field}: {resource!r} is not a valid resource name")
+    if "/" not in resource:
+        if resource in _STANDARD_CONTAINER_RESOURCES:
+            return
+        if is_hugepage_resource_name(resource):
+            size = hugepage_size_from_resource_name(resource)
+            if size.sign() <= 0:
+                raise InvalidInputError(f"{field}: {resource!r}: the hugepage size must be positive")
+            return
+        raise InvalidInputError(
+            f"{field}: {resource!r} must be a standard resource for containers (cpu, memory, "
+            "ephemeral-storage, hugepages-<size>) or an extended resource like example.com/device"
+        )
+    if not is_native_resource_name(resource) and not is_extended_resource_name(resource):
+        raise InvalidInputError(f"{field}: {resource!r} doesn't follow extended resource name standard")
+
+
+# ---- small field readers ---------------------------------------------------------------------------
+
+
+def _type_name(obj: object) -> str:
+    if obj is None:
+        return "nothing"
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(obj), type(obj).__name__
+    )
+
+
+def _mapping(
+    obj: object, where: str, path: str, *, required: bool = False, what: str = ""
+) -> Mapping[str, Any]:
+    if obj is None:
+        if required:
+            raise InvalidInputError(f"{where}: {path}: missing{' ' + what if what else ''} (expected a mapping)")
+        return {}
+    if not isinstance(obj, Mapping):
+        raise InvalidInputError(f"{where}: {path}: expected a mapping, got {_type_name(obj)}")
+    return obj
+
+
+def _optional_str(obj: object, where: str, path: str) -> str | None:
+    if obj is None:
+        return None
+    if not isinstance(obj, str):
+        raise InvalidInputError(f"{where}: {path}: expected a string, got {_type_name(obj)} {obj!r}")
+    return obj
+
+
+def _namespace(metadata: Mapping[str, Any], where: str, path: str) -> str:
+    return _optional_str(metadata.get("namespace"), where, f"{path}.namespace") or "default"
+
+
+def _pod_name(metadata: Mapping[str, Any], where: str) -> str:
+    name = _optional_str(metadata.get("name"), where, "metadata.name")
+    if name:
+        return name
+    generate = _optional_str(metadata.get("generateName"), where, "metadata.generateName")
+    if generate:
+        return generate + "0"  # deterministic stand-in for the API server's random suffix
+    raise InvalidInputError(f"{where}: metadata.name: a Pod needs a name (or metadata.generateName)")
