@@ -62,7 +62,8 @@ def manager(memory: int, pages_1g: int, nodes: int = 1, hint: TopologyHint | Non
 
 def test_is_a_hint_provider_named_memory() -> None:
     m = manager(4 * GB, 2)
-    assert isinstance(m, HintProvider)
+    provider: HintProvider = m  # checked statically by mypy
+    assert isinstance(provider, HintProvider)
     assert m.name == "memory" and m.policy_name == "Static"
 
 
