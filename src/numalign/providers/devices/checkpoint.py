@@ -92,7 +92,8 @@ def decode(data: Any) -> tuple[list[PodDevicesEntry], dict[str, list[str]]]:
     """Validate the plain-data checkpoint; raises CheckpointError naming the bad field."""
     if not isinstance(data, Mapping):
         raise _fail("Data", "an object", data)
-    raw_entries = data.get("PodDeviceEntries") or []
+    raw_entries = data.get("PodDeviceEntries")
+    raw_entries = [] if raw_entries is None else raw_entries  # Go: a nil slice
     if not isinstance(raw_entries, list):
         raise _fail("PodDeviceEntries", "a list", raw_entries)
     entries: list[PodDevicesEntry] = []
@@ -112,7 +113,8 @@ def decode(data: Any) -> tuple[list[PodDevicesEntry], dict[str, list[str]]]:
                 resp,
             )
         )
-    raw_registered = data.get("RegisteredDevices") or {}
+    raw_registered = data.get("RegisteredDevices")
+    raw_registered = {} if raw_registered is None else raw_registered
     if not isinstance(raw_registered, Mapping):
         raise _fail("RegisteredDevices", "an object {resource: [device ids]}", raw_registered)
     registered = {
