@@ -42,7 +42,8 @@ def parse_json(data: bytes) -> Any:
     try:
         return json.loads(text, object_pairs_hook=_Object, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
-        if e.pos >= len(text.rstrip()):
+        # Python names the open string or the missing value; Go calls any cut-short input this.
+        if e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string"):
             raise CheckpointDecodeError(
                 "unexpected end of JSON input (the file is empty or was cut short)"
             ) from e
