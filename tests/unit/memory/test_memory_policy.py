@@ -11,6 +11,7 @@ from numalign.core.hint import TopologyHint
 from numalign.errors import AllocationError, CheckpointError, ConfigError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
+from numalign.machine.examples import example, example_names
 from numalign.providers.base import HintProvider
 from numalign.providers.memory.policy_static import MemoryManagerStatic
 from numalign.providers.memory.requests import get_pod_requested_resources
@@ -331,3 +332,18 @@ def test_restartable_init_containers_already_in_state_are_left_alone() -> None:
     for c in p.all_containers():
         m.allocate(p, c)
     assert m.snapshot() == before
+
+
+def test_for_machine_reads_memory_and_hugepages_from_the_machine_model() -> None:
+    for name in example_names():
+        machine = example(name)
+        ids = machine.numa_ids()
+        m = MemoryManagerStatic.for_machine(machine, {ids[0]: {"memory": 256 * MB}})
+        assert sorted(m.machine_state) == sorted(ids)
+        for n in machine.numa_nodes:
+            table = m.machine_state[n.id].memory_map["memory"]
+            assert table.total == n.memory_bytes
+            assert table.allocatable == n.memory_bytes - n.hugepages_bytes() - (256 * MB if n.id == ids[0] else 0)
+            for size, count in n.hugepages.items():
+                hp_tables = [t for r, t in m.machine_state[n.id].memory_map.items() if r.startswith("hugepages-")]
+                assert any(t.total == size * count for t in hp_tables)

@@ -16,6 +16,7 @@ from numalign.core.hint import TopologyHint
 from numalign.errors import AllocationError, CheckpointError, ConfigError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.qos import QOSClass, get_pod_qos
+from numalign.machine.topology import Machine
 from numalign.providers.base import AffinityStore
 from numalign.providers.memory.allocate import allocate_blocks, release_blocks
 from numalign.providers.memory.checkpoint import snapshot_from_state, state_from_snapshot
@@ -29,6 +30,7 @@ from numalign.providers.memory.state import (
     RESOURCE_MEMORY,
     Block,
     ContainerMemoryAssignments,
+    HugePagesInfo,
     NUMANodeMap,
     NUMANodeMemory,
     SystemReservedMemory,
@@ -41,6 +43,16 @@ from numalign.providers.memory.state import (
 
 POLICY_NAME = "Static"
 _NO_AFFINITY = TopologyHint(None, False)
+
+
+def numa_memory_of(machine: Machine) -> list[NUMANodeMemory]:
+    """The memory facts the policy needs from the machine model, in cadvisor's node order."""
+    out: list[NUMANodeMemory] = []
+    for node_id in machine.cadvisor_numa_order():
+        node = machine.node(node_id)
+        pages = tuple(HugePagesInfo(size // 1024, count) for size, count in sorted(node.hugepages.items()))
+        out.append(NUMANodeMemory(node.id, node.memory_bytes, pages))
+    return out
 
 
 class MemoryManagerStatic:
@@ -73,6 +85,12 @@ class MemoryManagerStatic:
         self._allocatable = self._compute_allocatable()
         self.pinning_requests_total = 0
         self.pinning_errors_total = 0
+
+    @classmethod
+    def for_machine(
+        cls, machine: Machine, reserved: SystemReservedMemory, affinity: AffinityStore | None = None
+    ) -> MemoryManagerStatic:
+        return cls(numa_memory_of(machine), reserved, affinity)
 
     # ---- state lifecycle ------------------------------------------------------------------------
 
