@@ -55,3 +55,19 @@ def test_allocate_callback_and_unknown_ids() -> None:
         ep.allocate(["a", "zz"])
     with pytest.raises(PluginError, match="PreStartContainer"):
         ep.pre_start_container(["zz"])
+
+
+def test_add_static_plugin_registers_and_lists_devices() -> None:
+    from numalign.core.hint import TopologyHint
+    from numalign.providers.devices import DeviceManager
+
+    class AnyNode:
+        def get_affinity(self, pod_uid: str, container_name: str) -> TopologyHint:
+            return TopologyHint(None, True)
+
+    m = DeviceManager([0, 1], AnyNode())
+    ep = m.add_static_plugin("vendor.com/nic", [Device("n0", topology=(0,)), Device("n1", "Unhealthy")])
+    assert m.endpoints["vendor.com/nic"].endpoint is ep
+    assert m.healthy == {"vendor.com/nic": {"n0"}} and m.unhealthy == {"vendor.com/nic": {"n1"}}
+    cap = m.get_capacity(0.0)
+    assert (cap.capacity, cap.allocatable, cap.deleted) == ({"vendor.com/nic": 2}, {"vendor.com/nic": 1}, [])

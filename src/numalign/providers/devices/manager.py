@@ -12,6 +12,10 @@ Pod garbage collection (UpdateAllocatedDevices) needs the set of active pods. Wi
 `active_pods` callable nothing is collected and the owner calls `remove_pod` when a pod goes away.
 Upstream has no per-container release; `remove_container` exists for the admission layer (the
 kubelet frees a pod's devices only once the pod is no longer active).
+
+Not thread-safe: a caller with several threads (plugin streams, admission) serializes all calls,
+as upstream does with its mutex. Plugin calls (Allocate, GetPreferredAllocation, PreStartContainer)
+go through the Endpoint while the caller's lock is held; they carry their own deadlines.
 """
 
 from __future__ import annotations
@@ -28,7 +32,13 @@ from numalign.k8s.requests import pod_limits
 from numalign.providers.base import AffinityStore
 from numalign.providers.devices import checkpoint
 from numalign.providers.devices.allocation import AllocationRequest, devices_to_allocate
-from numalign.providers.devices.endpoint import HEALTHY, ContainerAllocateResponse, Device, Endpoint
+from numalign.providers.devices.endpoint import (
+    HEALTHY,
+    ContainerAllocateResponse,
+    Device,
+    Endpoint,
+    StaticEndpoint,
+)
 from numalign.providers.devices.hints import resource_topology_hints
 from numalign.providers.devices.pod_devices import (
     NODE_WITHOUT_TOPOLOGY,
@@ -37,6 +47,7 @@ from numalign.providers.devices.pod_devices import (
     RunContainerOptions,
     sorted_ids,
 )
+from numalign.providers.devices.prestart import call_pre_start_if_needed
 
 ENDPOINT_STOP_GRACE_PERIOD = 300.0  # seconds; upstream endpointStopGracePeriod (5 minutes)
 
@@ -107,6 +118,16 @@ class DeviceManager:
     def register_endpoint(self, resource: str, endpoint: Endpoint) -> None:
         """PluginConnected: the latest registration replaces any endpoint of the resource."""
         self.endpoints[resource] = EndpointInfo(endpoint)
+
+    def add_static_plugin(
+        self, resource: str, devices: Sequence[Device], **endpoint_options: Any
+    ) -> StaticEndpoint:
+        """Register an in-process plugin and feed it one ListAndWatch update (CLI, simulation).
+        `endpoint_options` go to StaticEndpoint (options, preferred_fn, allocate_fn)."""
+        endpoint = StaticEndpoint(resource, devices, **endpoint_options)
+        self.register_endpoint(resource, endpoint)
+        self.update_devices(resource, devices)
+        return endpoint
 
     def plugin_disconnected(self, resource: str, now: float, endpoint: Endpoint | None = None) -> None:
         """PluginDisconnected: every device of the resource becomes unhealthy and the endpoint is
@@ -183,24 +204,7 @@ class DeviceManager:
     def get_container_devices(self, pod_uid: str, container_name: str) -> dict[str, dict[str, Device]] | None:
         """GetDevices: a container's devices per resource, each with the NUMA nodes it was recorded
         under (topology None for node -1). None when the container holds nothing."""
-        resources = self.pod_devices.devs.get(pod_uid, {}).get(container_name)
-        if resources is None:
-            return None
-        out: dict[str, dict[str, Device]] = {}
-        for resource in sorted(resources):
-            per_numa = resources[resource].device_ids
-            if not per_numa:
-                continue
-            nodes: dict[str, list[int]] = {}
-            for node in sorted(per_numa):
-                for d in per_numa[node]:
-                    lst = nodes.setdefault(d, [])
-                    if node != NODE_WITHOUT_TOPOLOGY:
-                        lst.append(node)
-            out[resource] = {
-                d: Device(d, HEALTHY, tuple(nodes[d]) if nodes[d] else None) for d in sorted_ids(nodes)
-            }
-        return out
+        return self.pod_devices.get_container_devices(pod_uid, container_name)
 
     # -- hints -------------------------------------------------------------------------------------
 
@@ -353,7 +357,7 @@ class DeviceManager:
         for resource in sorted(container.limits):
             if not self.is_device_plugin_resource(resource) or _count(container.limits, resource) == 0:
                 continue
-            self._call_pre_start_if_needed(pod.uid, container.name, resource)
+            call_pre_start_if_needed(self, pod.uid, container.name, resource)
             if self.active_pods is not None and pod.uid not in set(self.active_pods()):
                 continue
             if self.pod_devices.container_devices(pod.uid, container.name, resource) is None:
@@ -361,25 +365,6 @@ class DeviceManager:
         if needs_reallocate:
             self.allocate(pod, container)
         return self.pod_devices.run_container_options(pod.uid, container.name)
-
-    def _call_pre_start_if_needed(self, pod_uid: str, container_name: str, resource: str) -> None:
-        info = self.endpoints.get(resource)
-        if info is None:
-            raise PluginError(f"endpoint not found in cache for a registered resource: {resource}")
-        if info.endpoint is None or not info.endpoint.options.pre_start_required:
-            return
-        devices = self.pod_devices.container_devices(pod_uid, container_name, resource)
-        if devices is None:
-            raise PluginError(
-                f"no devices found allocated in local cache for pod {pod_uid}, "
-                f"container {container_name}, resource {resource}"
-            )
-        try:
-            if info.stopped:
-                raise PluginError(f"endpoint {resource} has been stopped")
-            info.endpoint.pre_start_container(sorted_ids(devices))
-        except PluginError as e:
-            raise PluginError(f"device plugin PreStartContainer rpc failed with err: {e}") from e
 
     # -- checkpoint --------------------------------------------------------------------------------
 

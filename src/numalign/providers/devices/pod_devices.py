@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from numalign.providers.devices.endpoint import ContainerAllocateResponse, DeviceSpec, Mount
+from numalign.providers.devices.endpoint import ContainerAllocateResponse, Device, DeviceSpec, Mount
 
 NODE_WITHOUT_TOPOLOGY = -1
 
@@ -135,6 +135,26 @@ class PodDevices:
                 if info is not None and device_id in devices_of(info.device_ids):
                     return pod_uid, container
         return None
+
+    def get_container_devices(self, pod_uid: str, container: str) -> dict[str, dict[str, Device]] | None:
+        """getContainerDevices: per resource, each device with the NUMA nodes it is recorded under
+        (topology None for node -1; health is not tracked here and reads Healthy)."""
+        resources = self.devs.get(pod_uid, {}).get(container)
+        if resources is None:
+            return None
+        out: dict[str, dict[str, Device]] = {}
+        for resource in sorted(resources):
+            per_numa = resources[resource].device_ids
+            if not per_numa:
+                continue
+            nodes: dict[str, list[int]] = {}
+            for node in sorted(per_numa):
+                for d in per_numa[node]:
+                    lst = nodes.setdefault(d, [])
+                    if node != NODE_WITHOUT_TOPOLOGY:
+                        lst.append(node)
+            out[resource] = {d: Device(d, topology=tuple(nodes[d]) or None) for d in sorted_ids(nodes)}
+        return out
 
     def entries(self) -> list[tuple[str, str, str, DeviceAllocateInfo]]:
         """(pod, container, resource, info) in sorted order."""
