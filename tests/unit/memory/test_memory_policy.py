@@ -347,3 +347,34 @@ def test_for_machine_reads_memory_and_hugepages_from_the_machine_model() -> None
             for size, count in n.hugepages.items():
                 hp_tables = [t for r, t in m.machine_state[n.id].memory_map.items() if r.startswith("hugepages-")]
                 assert any(t.total == size * count for t in hp_tables)
+
+
+def test_restore_reads_a_kubelet_file_with_the_old_nodes_field() -> None:
+    # Shape of /var/lib/kubelet/memory_manager_state in the memory manager blog post (node 0 as shown
+    # there, node 1 completed consistently): a 150Gi pod over nodes 0 and 1, zero-page hugepage tables.
+    zero = {"total": 0, "systemReserved": 0, "allocatable": 0, "reserved": 0, "free": 0}
+    data = {
+        "policyName": "Static",
+        "machineState": {
+            "0": {"numberOfAssignments": 1, "nodes": [0, 1], "memoryMap": {
+                "hugepages-1Gi": zero,
+                "memory": {"total": 134987354112, "systemReserved": 3221225472, "allocatable": 131766128640,
+                           "reserved": 131766128640, "free": 0}}},
+            "1": {"numberOfAssignments": 1, "nodes": [0, 1], "memoryMap": {
+                "hugepages-1Gi": zero,
+                "memory": {"total": 135286722560, "systemReserved": 2252341248, "allocatable": 133034381312,
+                           "reserved": 29295144960, "free": 103739236352}}},
+        },
+        "entries": {"fa9bdd38-6df9-4cf9-aa67-8c4814da37a8": {"guaranteed": [
+            {"numaAffinity": [0, 1], "type": "memory", "size": 161061273600}]}},
+    }
+    m = MemoryManagerStatic(
+        [NUMANodeMemory(0, 134987354112, (HugePagesInfo(PAGE_1G_KIB, 0),)),
+         NUMANodeMemory(1, 135286722560, (HugePagesInfo(PAGE_1G_KIB, 0),))],
+        {0: {"memory": 3221225472}, 1: {"memory": 2252341248}},
+    )
+    m.restore(data)
+    assert m.machine_state[1].cells == [0, 1]
+    assert m.get_memory("fa9bdd38-6df9-4cf9-aa67-8c4814da37a8", "guaranteed") == [
+        Block([0, 1], "memory", 161061273600)]
+    assert m.snapshot()["machineState"]["0"]["cells"] == [0, 1]

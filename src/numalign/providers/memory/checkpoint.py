@@ -110,7 +110,9 @@ def state_from_snapshot(data: Mapping[str, Any]) -> tuple[str, NUMANodeMap, Cont
             tables[str(r)] = MemoryTable(
                 *(_uint(t.get(json_key, 0), f"{where}.memoryMap.{r}.{json_key}") for _, json_key in _TABLE_KEYS)
             )
-        ms[nid] = NUMANodeState(noa, tables, _ids(node.get("cells"), f"{where}.cells"))
+        # Kubelets before the Cells rename (≤1.22) wrote the same list under "nodes".
+        cells_key = "cells" if "cells" in node or "nodes" not in node else "nodes"
+        ms[nid] = NUMANodeState(noa, tables, _ids(node.get(cells_key), f"{where}.{cells_key}"))
     assignments: ContainerMemoryAssignments = {}
     for pod, containers in _obj(data.get("entries"), "entries").items():
         per_pod = assignments.setdefault(str(pod), {})
