@@ -110,7 +110,7 @@ def state_from_snapshot(data: Mapping[str, Any]) -> tuple[str, NUMANodeMap, Cont
             tables[str(r)] = MemoryTable(
                 *(_uint(t.get(json_key, 0), f"{where}.memoryMap.{r}.{json_key}") for _, json_key in _TABLE_KEYS)
             )
-        # Kubelets before the Cells rename (≤1.22) wrote the same list under "nodes".
+        # Older kubelets (the 1.22 memory manager blog post shows such a file) wrote the list as "nodes".
         cells_key = "cells" if "cells" in node or "nodes" not in node else "nodes"
         ms[nid] = NUMANodeState(noa, tables, _ids(node.get(cells_key), f"{where}.{cells_key}"))
     assignments: ContainerMemoryAssignments = {}
