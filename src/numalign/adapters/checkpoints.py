@@ -209,10 +209,15 @@ class CheckpointStore:
             force,
         )
 
-    def load_memory(self, policy_name: str | None = None) -> MemoryManagerCheckpoint | None:
+    def load_memory(
+        self, policy_name: str | None = None, *, accept_zero_checksum: bool = False
+    ) -> MemoryManagerCheckpoint | None:
+        """The memory_manager_state content (a 0 checksum is corrupt up to 1.35; see the codec)."""
         return self._load(
             self.memory_path,
-            lambda b: decode_memory_checkpoint(b, policy_name=policy_name),
+            lambda b: decode_memory_checkpoint(
+                b, policy_name=policy_name, accept_zero_checksum=accept_zero_checksum
+            ),
             "memory_manager_state",
         )
 

@@ -9,9 +9,11 @@ Layout, as json.Marshal writes `state.MemoryManagerCheckpoint`:
      "entries":{"<podUID>":{"<container>":[{"numaAffinity":[0],"type":"memory","size":1073741824}]}},
      "checksum":N}
 `entries` is omitempty. The checksum is FNV-1a-32 over the spew dump of the pointer to the struct
-with Checksum zeroed (machine state values and memory tables are pointers: spew prints `<*>{…}`);
-0 is accepted as "no checksum". 1.36+ adds podEntries and a data/dataChecksum wrapper [gated/new],
-which this codec does not write.
+with Checksum zeroed (machine state values and memory tables are pointers: spew prints `<*>{…}`).
+Unlike the CPU manager, the released (1.22-1.35) memory verifier has no "0 means no checksum"
+escape: a 0 is compared like any other value. Only 1.36+, when it reads this layout as its legacy
+"v1", accepts 0 (`accept_zero_checksum=True`). 1.36+ also adds podEntries and a data/dataChecksum
+wrapper [gated/new], which this codec does not write.
 """
 
 from __future__ import annotations
@@ -173,14 +175,16 @@ def _from_go(value: Mapping[str, Any]) -> MemoryManagerCheckpoint:
     return MemoryManagerCheckpoint(value["PolicyName"], machine, entries, value["Checksum"])
 
 
-def decode_memory_checkpoint(data: bytes, *, policy_name: str | None = None) -> MemoryManagerCheckpoint:
+def decode_memory_checkpoint(
+    data: bytes, *, policy_name: str | None = None, accept_zero_checksum: bool = False
+) -> MemoryManagerCheckpoint:
     """Read and verify, as GetCheckpoint + restoreState's policy check (kubelet <= 1.35)."""
     j = gojson.parse_json(data)
     # NewMemoryManagerCheckpoint pre-makes Entries and MachineState (absent key: map[], not <nil>).
     initial = {"PolicyName": "", "MachineState": {}, "Entries": {}, "Checksum": 0}
     value: dict[str, Any] = gojson.decode(_CHECKPOINT, j, initial, "MemoryManagerCheckpoint")
     stored = int(value["Checksum"])
-    if stored != 0:
+    if stored != 0 or not accept_zero_checksum:
         actual = go_checksum(Ptr(_CHECKPOINT), {**value, "Checksum": 0})
         if actual != stored:
             raise CorruptCheckpointError(

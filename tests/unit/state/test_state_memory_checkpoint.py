@@ -65,8 +65,12 @@ def test_layout_orders_numa_keys_as_strings_and_omits_empty_entries() -> None:
     assert json.loads(doc)["checksum"] == memory_checkpoint_checksum(cp)
 
 
-def test_zero_checksum_is_accepted() -> None:
-    cp = decode_memory_checkpoint(b'{"policyName":"Static","machineState":{},"checksum":0}')
+def test_zero_checksum_is_rejected_as_in_1_35_and_accepted_on_request() -> None:
+    blob = b'{"policyName":"Static","machineState":{},"checksum":0}'
+    with pytest.raises(CorruptCheckpointError) as info:
+        decode_memory_checkpoint(blob)
+    assert info.value.expected == 0
+    cp = decode_memory_checkpoint(blob, accept_zero_checksum=True)
     assert (cp.policy_name, cp.machine_state, cp.entries, cp.checksum) == ("Static", {}, {}, 0)
 
 
@@ -86,9 +90,11 @@ def test_policy_mismatch_uses_kubelet_wording() -> None:
 
 def test_null_node_state_is_rejected_after_the_checksum() -> None:
     with pytest.raises(CheckpointDecodeError, match=r"machineState\[0\] is null"):
-        decode_memory_checkpoint(b'{"policyName":"Static","machineState":{"0":null},"checksum":0}')
+        decode_memory_checkpoint(
+            b'{"policyName":"Static","machineState":{"0":null},"checksum":0}', accept_zero_checksum=True
+        )
 
 
 def test_wrong_types_name_the_field() -> None:
     with pytest.raises(CheckpointDecodeError, match=r"MachineState\[0\]\.Cells"):
-        decode_memory_checkpoint(b'{"policyName":"Static","machineState":{"0":{"cells":"x"}},"checksum":0}')
+        decode_memory_checkpoint(b'{"policyName":"Static","machineState":{"0":{"cells":"x"}},"checksum":1}')
