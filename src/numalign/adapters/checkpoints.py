@@ -224,8 +224,13 @@ class CheckpointStore:
     def save_memory(self, checkpoint: MemoryManagerCheckpoint, *, force: bool = False) -> None:
         self._save(self.memory_path, encode_memory_checkpoint(checkpoint), decode_memory_checkpoint, force)
 
-    def load_devices(self) -> DeviceCheckpoint | None:
-        return self._load(self.device_path, decode_device_checkpoint, "kubelet_internal_checkpoint")
+    def load_devices(self, *, legacy_fallback: bool = True) -> DeviceCheckpoint | None:
+        """kubelet_internal_checkpoint (legacy_fallback: also read the pre-1.20 flat format)."""
+        return self._load(
+            self.device_path,
+            lambda b: decode_device_checkpoint(b, legacy_fallback=legacy_fallback),
+            "kubelet_internal_checkpoint",
+        )
 
     def save_devices(self, checkpoint: DeviceCheckpoint, *, force: bool = False) -> None:
         self._save(self.device_path, encode_device_checkpoint(checkpoint), decode_device_checkpoint, force)

@@ -12,6 +12,9 @@ kubelets add an omitempty "BootID" outside Data, outside the checksum; it is kep
 
 Legacy format (kubelet <= 1.19): DeviceIDs is a flat list. Its checksum renames
 checkpointDataV1/PodDevicesEntryV1 to the current names, and its devices are read as NUMA node 0.
+Kubelets from about 1.20 to the mid 1.2x read it as a fallback (getCheckpointV1); later ones (the
+generic-sets era, so 1.32-1.35 included) only read the current format and log a decode error for
+a legacy file. `legacy_fallback=False` reproduces that; the result's `version` says which was read.
 
 An empty entry list is written as `null`, as the kubelet does (its toCheckpointData starts from a
 nil slice); registered resources without healthy devices are written as `[]`.
@@ -147,13 +150,15 @@ def _entries(raw: Sequence[Mapping[str, Any]] | None, flat: bool) -> list[PodDev
     return out
 
 
-def decode_device_checkpoint(data: bytes) -> DeviceCheckpoint:
+def decode_device_checkpoint(data: bytes, *, legacy_fallback: bool = True) -> DeviceCheckpoint:
     """Read and verify; fall back to the pre-1.20 flat DeviceIDs format when the current one fails."""
     j = gojson.parse_json(data)
     try:
         value = _load(_FILE, _DATA, j, "checkpoint.Data")
         flat = False
     except CheckpointDecodeError as current_error:
+        if not legacy_fallback:
+            raise
         try:
             value = _load(_FILE_V1, _DATA_V1, j, "checkpoint.DataV1")
         except CheckpointDecodeError as v1_error:

@@ -101,6 +101,8 @@ def test_pre_1_20_flat_device_ids_are_read_as_numa_node_0() -> None:
     cp = decode_device_checkpoint(blob)
     assert cp.version == 1
     assert cp.pod_device_entries == [PodDevicesEntry("p", "c", "r", {0: ["d1", "d2"]}, b"\x08\x01")]
+    with pytest.raises(CheckpointDecodeError, match=r"cannot unmarshal array into .*DeviceIDs"):
+        decode_device_checkpoint(blob, legacy_fallback=False)  # kubelet 1.32-1.35 behaviour
     tampered = blob.replace(b'"DeviceIDs":["d1","d2"]', b'"DeviceIDs":["d1","d3"]')
     assert tampered != blob
     with pytest.raises(CorruptCheckpointError, match=r"pre-1\.20"):
