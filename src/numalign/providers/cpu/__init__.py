@@ -1,1 +1,21 @@
-"""numalign.providers.cpu."""
+"""The CPU manager (static policy): topology, hints, take-by-topology, options, policy, replay."""
+
+from numalign.providers.cpu.manager import NonePolicy, new_cpu_manager_policy
+from numalign.providers.cpu.options import StaticPolicyOptions, new_static_policy_options
+from numalign.providers.cpu.policy_static import StaticPolicy, guaranteed_cpus, pod_guaranteed_cpus
+from numalign.providers.cpu.state import CPUManagerState
+from numalign.providers.cpu.topology import CPUDetails, CPUInfo, CPUTopology
+
+__all__ = [
+    "CPUDetails",
+    "CPUInfo",
+    "CPUManagerState",
+    "CPUTopology",
+    "NonePolicy",
+    "StaticPolicy",
+    "StaticPolicyOptions",
+    "guaranteed_cpus",
+    "new_cpu_manager_policy",
+    "new_static_policy_options",
+    "pod_guaranteed_cpus",
+]

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from numalign.errors import InvalidInputError
+from numalign.machine.topology import Machine
 
 _EMPTY: frozenset[int] = frozenset()
 
@@ -202,6 +203,14 @@ class CPUTopology:
         if not table:
             raise InvalidInputError(f"{where}: no CPUs given; expected at least one logical CPU")
         return cls(table)
+
+    @classmethod
+    def from_machine(cls, machine: Machine) -> CPUTopology:
+        """The kubelet's view of a machine model (cadvisor MachineInfo + topology.Discover)."""
+        return cls.from_cpu_infos(
+            (CPUInfo(i.id, i.numa_node, i.socket, i.core, i.uncore) for i in machine.cpu_infos()),
+            where=f"machine {machine.name!r}",
+        )
 
     def cpu_infos(self) -> list[CPUInfo]:
         return [self._ix.info[c] for c in sorted(self._ix.info)]

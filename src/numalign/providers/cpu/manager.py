@@ -1,0 +1,73 @@
+"""CPU manager construction (upstream NewManager, spec §1.2): pick the policy, work out the reservation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from numalign.core.hint import ProviderHints
+from numalign.errors import ConfigError
+from numalign.k8s.pod import Container, Pod
+from numalign.k8s.quantity import Quantity
+from numalign.providers.base import AffinityStore
+from numalign.providers.cpu.options import check_none_policy_options
+from numalign.providers.cpu.policy_static import StaticPolicy, num_reserved_cpus
+from numalign.providers.cpu.topology import CPUTopology
+
+
+class NonePolicy:
+    """The `none` policy: every container runs on the shared pool; no hints, no allocation."""
+
+    name = "cpu"
+    policy_name = "none"
+
+    def get_topology_hints(self, pod: Pod, container: Container) -> ProviderHints:
+        return None
+
+    def get_pod_topology_hints(self, pod: Pod) -> ProviderHints:
+        return None
+
+    def allocate(self, pod: Pod, container: Container) -> None:
+        return None
+
+    def remove_container(self, pod_uid: str, container_name: str) -> None:
+        return None
+
+
+def new_cpu_manager_policy(
+    policy_name: str,
+    topology: CPUTopology,
+    *,
+    reserved_cpu: Quantity | None = None,
+    reserved_system_cpus: Iterable[int] = (),
+    policy_options: Mapping[str, str] | None = None,
+    feature_gates: Mapping[str, bool] | None = None,
+    topology_manager_policy: str = "none",
+    affinity: AffinityStore | None = None,
+) -> StaticPolicy | NonePolicy:
+    """NewManager's policy choice.
+
+    `reserved_cpu` is kubeReserved.cpu + systemReserved.cpu. When `reserved_system_cpus` is given,
+    the kubelet replaces that reservation by the size of the set, and the set itself is reserved.
+    """
+    options = dict(policy_options or {})
+    if policy_name == "none":
+        check_none_policy_options(options)
+        return NonePolicy()
+    if policy_name != "static":
+        raise ConfigError(f'unknown policy: "{policy_name}" (expected cpuManagerPolicy none or static)')
+    explicit = frozenset(reserved_system_cpus)
+    if explicit:
+        reserved_cpu = Quantity.from_int(len(explicit))
+    count = num_reserved_cpus(reserved_cpu)
+    try:
+        return StaticPolicy(
+            topology,
+            count,
+            reserved_cpus=explicit,
+            affinity=affinity,
+            options=options,
+            feature_gates=feature_gates,
+            topology_manager_policy=topology_manager_policy,
+        )
+    except ConfigError as e:
+        raise ConfigError(f"new static policy error: {e}") from None
