@@ -32,6 +32,17 @@ class _Object(list[tuple[str, Any]]):
     """A JSON object as its ordered (key, value) pairs, duplicates kept (Go applies each in turn)."""
 
 
+class _IntLiteral(int):
+    """An integer that remembers its JSON spelling: Go's ParseUint rejects "-0", ParseInt takes it."""
+
+    text: str
+
+    def __new__(cls, text: str) -> _IntLiteral:
+        value = super().__new__(cls, int(text))
+        value.text = text
+        return value
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"invalid JSON literal {name}")
 
@@ -40,7 +51,9 @@ def parse_json(data: bytes) -> Any:
     """Parse JSON bytes; objects become _Object pair lists. Invalid UTF-8 becomes U+FFFD as in Go."""
     text = data.decode("utf-8", errors="replace")
     try:
-        return json.loads(text, object_pairs_hook=_Object, parse_constant=_reject_constant)
+        return json.loads(
+            text, object_pairs_hook=_Object, parse_constant=_reject_constant, parse_int=_IntLiteral
+        )
     except json.JSONDecodeError as e:
         # Python names the open string or the missing value; Go calls any cut-short input this.
         if e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string"):
@@ -67,6 +80,8 @@ def _json_kind(j: Any) -> str:
         return "array"
     if isinstance(j, bool):
         return "bool"
+    if isinstance(j, _IntLiteral):
+        return f"number {j.text}"
     if isinstance(j, int | float):
         return f"number {j}"
     return "string"
@@ -100,7 +115,9 @@ def _decode_scalar(t: Scalar, j: Any, path: str) -> Any:
         return j
     if isinstance(j, bool) or not isinstance(j, int) or not _int_in_range(t, j):
         raise _type_error(j, t, path)
-    return j
+    if t.kind == "uint" and isinstance(j, _IntLiteral) and j.text.startswith("-"):
+        raise _type_error(j, t, path)  # "-0"
+    return int(j)
 
 
 def _decode_map_key(t: Scalar, key: str, path: str) -> Any:

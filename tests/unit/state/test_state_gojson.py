@@ -47,7 +47,7 @@ def test_null_top_level_is_a_no_op_for_structs() -> None:
     assert _decode("null") == {"Name": "", "DefaultCPUSet": "", "Items": {}, "Count": 0}
 
 
-@pytest.mark.parametrize("count", ["-1", "1.5", "1e3", "true", '"7"', "18446744073709551616"])
+@pytest.mark.parametrize("count", ["-1", "-0", "1.5", "1e3", "true", '"7"', "18446744073709551616"])
 def test_uint_fields_reject_what_go_rejects(count: str) -> None:
     with pytest.raises(CheckpointDecodeError, match=r"cannot unmarshal .* into T\.Count of type uint64"):
         _decode('{"count": ' + count + "}")
@@ -55,6 +55,10 @@ def test_uint_fields_reject_what_go_rejects(count: str) -> None:
 
 def test_uint_accepts_full_range() -> None:
     assert _decode('{"count": 18446744073709551615}')["Count"] == 2**64 - 1
+
+
+def test_signed_ints_accept_minus_zero() -> None:
+    assert decode(INT, parse_json(b"-0"), 5, "i") == 0
 
 
 def test_int_map_keys_parse_like_parseint() -> None:
