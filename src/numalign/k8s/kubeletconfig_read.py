@@ -1,0 +1,361 @@
+"""Reading KubeletConfiguration files and kubelet flags into a KubeletConfig (pure: text in).
+
+File keys are the v1beta1 camelCase names; flag values use the kubelet's pflag value types.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from decimal import Decimal
+from typing import Any, Final
+
+from numalign.errors import ConfigError, InvalidInputError
+from numalign.k8s.kubeletconfig import (
+    API_VERSION,
+    KIND,
+    KubeletConfig,
+    ReservedMemory,
+    go_quote,
+    load_yaml_mapping,
+    parse_eviction_threshold,
+    parse_resource_list,
+)
+from numalign.k8s.quantity import Quantity
+from numalign.k8s.resources import RESOURCE_MEMORY, is_hugepage_resource_name
+
+# ---- Go value parsers -------------------------------------------------------------------------------
+
+_DURATION_UNITS: Final = {
+    "ns": Decimal("1e-9"), "us": Decimal("1e-6"), "µs": Decimal("1e-6"), "μs": Decimal("1e-6"),
+    "ms": Decimal("1e-3"), "s": Decimal(1), "m": Decimal(60), "h": Decimal(3600),
+}
+_DURATION_PART: Final = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_go_duration(text: str) -> float:
+    """time.ParseDuration -> seconds ("10s", "1m30s", "500ms", "0"); ValueError when malformed."""
+    s = text
+    sign = 1
+    if s[:1] in ("+", "-"):
+        sign = -1 if s[0] == "-" else 1
+        s = s[1:]
+    if s == "0":
+        return 0.0
+    if not s:
+        raise ValueError(f"time: invalid duration {go_quote(text)}")
+    total = Decimal(0)
+    pos = 0
+    while pos < len(s):
+        m = _DURATION_PART.match(s, pos)
+        if m is None or m.group(1) in ("", "."):
+            raise ValueError(f"time: invalid duration {go_quote(text)}")
+        total += Decimal(m.group(1)) * _DURATION_UNITS[m.group(2)]
+        pos = m.end()
+    return float(sign * total)
+
+
+_TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_FALSE: Final = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
+def parse_go_bool(text: str) -> bool:
+    """strconv.ParseBool."""
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError(f"strconv.ParseBool: parsing {go_quote(text)}: invalid syntax")
+
+
+# ---- file ---------------------------------------------------------------------------------------------
+
+
+def config_from_yaml(text: str, source: str) -> KubeletConfig:
+    return config_from_dict(load_yaml_mapping(text, source), source)
+
+
+def config_from_dict(obj: Mapping[str, Any], source: str) -> KubeletConfig:
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if api_version != API_VERSION or kind != KIND:
+        raise ConfigError(
+            f"{source}: not a KubeletConfiguration: got apiVersion {api_version!r}, kind {kind!r}; "
+            f"expected apiVersion: {API_VERSION} and kind: {KIND}"
+        )
+    changes: dict[str, Any] = {}
+    for key, (attr, reader) in _FILE_FIELDS.items():
+        value = obj.get(key)
+        if value is not None:  # JSON null leaves the default, as in Go
+            changes[attr] = reader(value, f"{source}: {key}")
+    return replace(KubeletConfig(), **changes)
+
+
+def _type_error(where: str, expected: str, value: object) -> ConfigError:
+    hint = ""
+    if expected.startswith("a string") and isinstance(value, int | float) and not isinstance(value, bool):
+        hint = f' (quote it: "{value}"; the kubelet rejects unquoted numbers here)'
+    return ConfigError(f"{where}: expected {expected}, got {type(value).__name__} {value!r}{hint}")
+
+
+def _read_str(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise _type_error(where, "a string", value)
+    return value
+
+
+def _read_bool(value: object, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise _type_error(where, "true or false", value)
+    return value
+
+
+def _read_str_map(value: object, where: str) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        raise _type_error(where, "a mapping of strings", value)
+    out: dict[str, str] = {}
+    for k, v in value.items():
+        key = _read_str(k, where)
+        out[key] = _read_str(v, f"{where}.{key}") if v is not None else ""
+    return out
+
+
+def _read_bool_map(value: object, where: str) -> dict[str, bool]:
+    if not isinstance(value, Mapping):
+        raise _type_error(where, "a mapping of names to true/false", value)
+    return {_read_str(k, where): _read_bool(v, f"{where}.{k}") for k, v in value.items()}
+
+
+def _read_str_list(value: object, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise _type_error(where, "a list of strings", value)
+    return tuple(_read_str(v, f"{where}[{i}]") for i, v in enumerate(value))
+
+
+def _read_duration(value: object, where: str) -> float:
+    try:
+        return parse_go_duration(_read_str(value, where))
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}; expected a duration such as \"10s\" or \"1m30s\"") from None
+
+
+def _read_reserved(flag: str) -> Callable[[object, str], dict[str, Quantity]]:
+    def read(value: object, where: str) -> dict[str, Quantity]:
+        try:
+            return parse_resource_list(_read_str_map(value, where), flag)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
+    return read
+
+
+def _read_eviction(value: object, where: str) -> dict[str, str]:
+    values = _read_str_map(value, where)
+    for signal, text in values.items():
+        try:
+            parse_eviction_threshold(signal, text)
+        except InvalidInputError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    return values
+
+
+def _read_reserved_memory(value: object, where: str) -> tuple[ReservedMemory, ...]:
+    if not isinstance(value, list):
+        raise _type_error(where, "a list of {numaNode, limits} entries", value)
+    out = []
+    for i, entry in enumerate(value):
+        here = f"{where}[{i}]"
+        if not isinstance(entry, Mapping):
+            raise _type_error(here, "a mapping {numaNode: <int>, limits: {memory: <quantity>}}", entry)
+        node = entry.get("numaNode", 0)
+        if isinstance(node, bool) or not isinstance(node, int) or not -(2**31) <= node < 2**31:
+            raise _type_error(f"{here}.numaNode", "an integer NUMA node id", node)
+        limits_obj = entry.get("limits") or {}
+        if not isinstance(limits_obj, Mapping):
+            raise _type_error(f"{here}.limits", "a mapping of resource name to quantity", limits_obj)
+        try:
+            limits = {
+                _read_str(k, f"{here}.limits"): Quantity.parse(v, where=f"{here}.limits.{k}")
+                for k, v in limits_obj.items()
+            }
+        except ConfigError:
+            raise
+        except InvalidInputError as exc:
+            raise ConfigError(str(exc)) from None
+        out.append(ReservedMemory(node, limits))
+    return tuple(out)
+
+
+_Reader = Callable[[object, str], Any]
+_FILE_FIELDS: Final[Mapping[str, tuple[str, _Reader]]] = {
+    "cpuManagerPolicy": ("cpu_manager_policy", _read_str),
+    "cpuManagerPolicyOptions": ("cpu_manager_policy_options", _read_str_map),
+    "cpuManagerReconcilePeriod": ("cpu_manager_reconcile_period", _read_duration),
+    "memoryManagerPolicy": ("memory_manager_policy", _read_str),
+    "topologyManagerPolicy": ("topology_manager_policy", _read_str),
+    "topologyManagerScope": ("topology_manager_scope", _read_str),
+    "topologyManagerPolicyOptions": ("topology_manager_policy_options", _read_str_map),
+    "reservedSystemCPUs": ("reserved_system_cpus", _read_str),
+    "reservedMemory": ("reserved_memory", _read_reserved_memory),
+    "kubeReserved": ("kube_reserved", _read_reserved("--kube-reserved")),
+    "systemReserved": ("system_reserved", _read_reserved("--system-reserved")),
+    "kubeReservedCgroup": ("kube_reserved_cgroup", _read_str),
+    "systemReservedCgroup": ("system_reserved_cgroup", _read_str),
+    "evictionHard": ("eviction_hard", _read_eviction),
+    "enforceNodeAllocatable": ("enforce_node_allocatable", _read_str_list),
+    "cgroupsPerQOS": ("cgroups_per_qos", _read_bool),
+    "featureGates": ("feature_gates", _read_bool_map),
+}
+
+# ---- flags --------------------------------------------------------------------------------------------
+
+STRING_FLAGS: Final[Mapping[str, str]] = {
+    "topology-manager-policy": "topology_manager_policy",
+    "topology-manager-scope": "topology_manager_scope",
+    "cpu-manager-policy": "cpu_manager_policy",
+    "memory-manager-policy": "memory_manager_policy",
+    "reserved-cpus": "reserved_system_cpus",
+    "kube-reserved-cgroup": "kube_reserved_cgroup",
+    "system-reserved-cgroup": "system_reserved_cgroup",
+}
+# cliflag.NewMapStringStringNoSplit: one key=value per use of the flag.
+NO_SPLIT_MAP_FLAGS: Final[Mapping[str, str]] = {
+    "topology-manager-policy-options": "topology_manager_policy_options",
+    "cpu-manager-policy-options": "cpu_manager_policy_options",
+}
+RESERVED_FLAGS: Final[Mapping[str, str]] = {"kube-reserved": "kube_reserved", "system-reserved": "system_reserved"}
+OTHER_FLAGS: Final = (
+    "cpu-manager-reconcile-period", "reserved-memory", "eviction-hard", "enforce-node-allocatable",
+    "cgroups-per-qos", "feature-gates",
+)
+KUBELET_FLAGS: Final = (*STRING_FLAGS, *NO_SPLIT_MAP_FLAGS, *RESERVED_FLAGS, *OTHER_FLAGS)
+
+
+class _FlagError(Exception):
+    pass
+
+
+def _split_pairs(value: str, sep: str) -> list[tuple[str, str]]:
+    """MapStringString / LangleSeparatedMapStringString / MapStringBool splitting."""
+    out = []
+    for item in value.split(","):
+        if sep == "=":
+            item = item.strip()  # MapStringString trims each item; the others only trim k and v
+        if not item:
+            continue
+        parts = item.split(sep, 1)
+        if len(parts) != 2:
+            raise _FlagError(f"malformed pair, expect string{sep}string")
+        out.append((parts[0].strip(), parts[1].strip()))
+    return out
+
+
+def _parse_reserved_memory(value: str) -> list[ReservedMemory]:
+    """utilflag.ReservedMemoryVar.Set (one flag use; ";" separates NUMA nodes)."""
+    out = []
+    for reservation in value.split(";"):
+        parts = reservation.split(":")
+        if len(parts) != 2:
+            raise _FlagError(
+                "the reserved memory has incorrect format, expected "
+                f"numaNodeID:type=quantity[,type=quantity...], got {reservation}"
+            )
+        if not re.fullmatch(r"[+-]?[0-9]+", parts[0]):
+            raise _FlagError(f"failed to convert the NUMA node ID, exptected integer, got {parts[0]}")
+        node = int(parts[0])
+        limits: dict[str, Quantity] = {}
+        for typed in parts[1].split(","):
+            limit = typed.split("=")
+            if len(limit) != 2:
+                raise _FlagError(f"the reserved limit has incorrect value, expected type=quantatity, got {typed}")
+            name, text = limit
+            if name != RESOURCE_MEMORY and not is_hugepage_resource_name(name):
+                raise _FlagError(f"memory type conversion error, unknown type: {go_quote(name)}")
+            try:
+                limits[name] = Quantity.parse(text)
+            except InvalidInputError:
+                raise _FlagError(f"failed to parse the quantatity, expected quantatity, got {text}") from None
+        out.append(ReservedMemory(node, limits))
+    return out
+
+
+def apply_flags(config: KubeletConfig, flags: Iterable[tuple[str, str]]) -> KubeletConfig:
+    changes: dict[str, Any] = {}
+    initialized: set[str] = set()
+    gates: dict[str, bool] = {}
+    reserved_text: dict[str, dict[str, str]] = {}
+
+    def fresh(attr: str, empty: Any) -> Any:
+        # pflag map/slice values replace the previous value on their first Set, then accumulate.
+        if attr not in initialized:
+            initialized.add(attr)
+            changes[attr] = empty
+        return changes[attr]
+
+    for raw_name, value in flags:
+        name = raw_name.lstrip("-")
+        try:
+            if name in STRING_FLAGS:
+                changes[STRING_FLAGS[name]] = value
+            elif name in NO_SPLIT_MAP_FLAGS:
+                parts = value.split("=", 1)
+                if len(parts) != 2:
+                    raise _FlagError("malformed pair, expect string=string")
+                key, val = parts[0].strip(), parts[1].strip()
+                if re.search(r",\s*[^,=\s]+=", val):
+                    raise _FlagError(
+                        f"the kubelet reads one key=value per use of --{name} (the value of {key!r} would "
+                        f"be {val!r}); repeat the flag for each option"
+                    )
+                fresh(NO_SPLIT_MAP_FLAGS[name], {})[key] = val
+            elif name in RESERVED_FLAGS:
+                attr = RESERVED_FLAGS[name]
+                if attr not in reserved_text:
+                    reserved_text[attr] = {}
+                    fresh(attr, {})
+                reserved_text[attr].update(_split_pairs(value, "="))
+            elif name == "cpu-manager-reconcile-period":
+                changes["cpu_manager_reconcile_period"] = parse_go_duration(value)
+            elif name == "cgroups-per-qos":
+                changes["cgroups_per_qos"] = parse_go_bool(value)
+            elif name == "eviction-hard":
+                pairs = _split_pairs(value, "<")
+                fresh("eviction_hard", {}).update(pairs)
+            elif name == "enforce-node-allocatable":
+                items = next(csv.reader([value])) if value else []
+                changes["enforce_node_allocatable"] = (
+                    (*fresh("enforce_node_allocatable", ()), *items)
+                )
+            elif name == "reserved-memory":
+                if value == "":
+                    initialized.add("reserved_memory")
+                    changes["reserved_memory"] = ()
+                else:
+                    changes["reserved_memory"] = (*fresh("reserved_memory", ()), *_parse_reserved_memory(value))
+            elif name == "feature-gates":
+                for key, val in _split_pairs(value, "="):
+                    try:
+                        gates[key] = parse_go_bool(val)
+                    except ValueError as exc:
+                        raise _FlagError(f"invalid value of {key}: {val}, err: {exc}") from None
+            else:
+                raise ConfigError(
+                    f"unknown kubelet flag --{name}; numalign reads: "
+                    + ", ".join(f"--{f}" for f in KUBELET_FLAGS)
+                )
+        except (_FlagError, ValueError) as exc:
+            hint = ""
+            if name == "eviction-hard" and "<" not in value:
+                hint = ' (the kubelet form is signal<quantity, e.g. "memory.available<100Mi")'
+            raise ConfigError(f"invalid argument {go_quote(value)} for \"--{name}\" flag: {exc}{hint}") from None
+    for attr, texts in reserved_text.items():
+        flag = "--" + attr.replace("_", "-")
+        changes[attr] = parse_resource_list(texts, flag)
+    if "eviction_hard" in changes:
+        for signal, text in changes["eviction_hard"].items():
+            parse_eviction_threshold(signal, text)
+    if gates:
+        # The kubelet re-adds the file's gates that the flags did not set.
+        changes["feature_gates"] = {**config.feature_gates, **gates}
+    return replace(config, **changes)

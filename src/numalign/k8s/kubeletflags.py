@@ -1,0 +1,85 @@
+"""argparse glue shared by the CLI commands that model a kubelet (admit, serve, ...).
+
+`add_kubelet_flags(parser)` adds --config and the kubelet's resource-manager flags under their
+kubelet names; `config_from_args(args)` reads the --config file (the one place this package reads a
+file for kubelet settings), applies the flags in command-line order, validates and returns the
+KubeletConfig. Flags override the file, as in the kubelet.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from numalign.errors import ConfigError
+from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.kubeletconfig_read import KUBELET_FLAGS
+
+CONFIG_DEST: Final = "kubelet_config"
+FLAGS_DEST: Final = "kubelet_flags"
+
+_HELP: Final = {
+    "topology-manager-policy": "none | best-effort | restricted | single-numa-node (default none)",
+    "topology-manager-scope": "container | pod (default container)",
+    "topology-manager-policy-options": "one key=value per use, e.g. prefer-closest-numa-nodes=true",
+    "cpu-manager-policy": "none | static (default none)",
+    "cpu-manager-policy-options": "one key=value per use, e.g. full-pcpus-only=true",
+    "cpu-manager-reconcile-period": "Go duration, e.g. 10s",
+    "memory-manager-policy": "None | Static (default None)",
+    "reserved-cpus": 'CPU list reserved for the system, e.g. "0-1"',
+    "reserved-memory": '<numa>:<type>=<quantity>[,...][;<numa>:...], e.g. "0:memory=1Gi,hugepages-1Gi=2Gi"',
+    "kube-reserved": "cpu=1,memory=1Gi,ephemeral-storage=1Gi,pid=1000",
+    "system-reserved": "cpu=500m,memory=512Mi",
+    "kube-reserved-cgroup": "cgroup of the kube-reserved components",
+    "system-reserved-cgroup": "cgroup of the system-reserved components",
+    "eviction-hard": 'signal<threshold list, e.g. "memory.available<100Mi,nodefs.available<10%%"',
+    "enforce-node-allocatable": "comma list of pods, system-reserved, kube-reserved, none",
+    "cgroups-per-qos": "true | false (default true)",
+    "feature-gates": "A=true,B=false",
+}
+
+
+class _KubeletFlag(argparse.Action):
+    """Collects (flag, value) pairs in command-line order: map flags repeat and merge like pflag."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        collected = list(getattr(namespace, FLAGS_DEST, None) or [])
+        collected.append((self.option_strings[0], str(values)))
+        setattr(namespace, FLAGS_DEST, collected)
+
+
+def add_kubelet_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "kubelet configuration", "a KubeletConfiguration file and the kubelet's own flags (flags win)"
+    )
+    group.add_argument(
+        "--config", dest=CONFIG_DEST, metavar="FILE",
+        help="KubeletConfiguration file (kubelet.config.k8s.io/v1beta1)",
+    )
+    for flag in KUBELET_FLAGS:
+        group.add_argument(
+            f"--{flag}", dest=FLAGS_DEST, action=_KubeletFlag, metavar="VALUE", help=_HELP.get(flag),
+        )
+
+
+def config_from_args(args: argparse.Namespace) -> KubeletConfig:
+    """The effective, validated kubelet configuration of a parsed command line."""
+    config = KubeletConfig()
+    path = getattr(args, CONFIG_DEST, None)
+    if path:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read the kubelet config file: {exc.strerror or exc}") from None
+        config = KubeletConfig.from_yaml(text, str(path))
+    config = config.with_flags(getattr(args, FLAGS_DEST, None) or [])
+    config.validate()
+    return config
