@@ -329,7 +329,8 @@ def take_by_topology_numa_distributed(
             if best_balance == 0:
                 break
             combo_vals = combo.values()
-            if sum(free_count[x] for x in combo_vals) < n:
+            # A set union, as upstream's CPUsInNUMANodes(combo...): a repeated node counts once.
+            if len(acc.free.cpus_in_numa_nodes(*combo_vals)) < n:
                 continue
             if sum(free_count[x] // g for x in combo_vals) * g < n:
                 continue
@@ -344,11 +345,11 @@ def take_by_topology_numa_distributed(
             local_best = math.inf
             local_rem: _SliceRef | None = None
             if remainder == 0:
-                local_best = standard_deviation([after[x] for x in numas])
+                local_best = standard_deviation(list(after.values()))
             s = len(remainder_combo)
             while remainder > 0 and s >= 1:
                 for subset in _go_combinations(remainder_combo, s, alias):
-                    balance = _remainder_balance(after, subset.values(), remainder, g, numas)
+                    balance = _remainder_balance(after, subset.values(), remainder, g)
                     if balance is not None and balance < local_best:
                         local_best = balance
                         local_rem = subset
@@ -398,9 +399,7 @@ def _packed_or_empty(topo: CPUTopology, cpus: frozenset[int], n: int, strategy: 
         return frozenset()
 
 
-def _remainder_balance(
-    after: dict[int, int], subset: list[int], remainder: int, g: int, numas: list[int]
-) -> float | None:
+def _remainder_balance(after: dict[int, int], subset: list[int], remainder: int, g: int) -> float | None:
     """Balance score of handing `remainder` CPUs out round-robin over `subset`, g at a time."""
     if sum(after[x] for x in subset) < remainder:
         return None
@@ -420,7 +419,7 @@ def _remainder_balance(
             # Upstream loops forever when the subset's total suffices but no node holds a whole
             # group; we treat such a subset as unable to take the remainder.
             return None
-    return standard_deviation([left[x] for x in numas])
+    return standard_deviation(list(left.values()))
 
 
 def _range_numa_nodes_needed(acc: _Accumulator, g: int) -> tuple[int, int]:
