@@ -14,6 +14,7 @@ from numalign.providers.cpu.take import (
     PACKED,
     SPREAD,
     _Accumulator,
+    _go_combinations,
     take_by_topology_numa_distributed,
     take_by_topology_numa_packed,
 )
@@ -280,3 +281,29 @@ def test_distributed_common(topo: CPUTopology, avail: str, n: int, err: str, exp
 @pytest.mark.parametrize(("topo", "avail", "n", "group", "expect"), DISTRIBUTED_EXTRA)
 def test_distributed_extra(topo: CPUTopology, avail: str, n: int, group: int, expect: str) -> None:
     assert take_by_topology_numa_distributed(topo, P(avail), n, group) == P(expect)
+
+
+# Dual AMD EPYC 7742, NPS=4: NUMA n holds 16n..16n+15 and 128+16n..; 4 NUMA nodes per socket.
+EPYC_7742_NPS4 = build({c: (c % 128, (c % 128) // 64, (c % 128) // 16, 0) for c in range(256)})
+
+
+def test_distributed_live_machine_regression() -> None:
+    avail = P(
+        "0,128,30,31,158,159,43-47,171-175,62,63,190,191,75-79,203-207,94,96,222,223,101-111,"
+        "229-239,126,127,254,255"
+    )
+    expect = P("43-47,75-79,96,101-105,171-174,203-206,229-232")
+    assert take_by_topology_numa_distributed(EPYC_7742_NPS4, avail, 28, 1) == expect
+
+
+def test_go_combinations_order_and_slice_aliasing() -> None:
+    plain = [c.values() for c in _go_combinations([0, 1, 2, 3, 4], 3, alias=False)]
+    assert plain[:4] == [[0, 1, 2], [0, 1, 3], [0, 1, 4], [0, 2, 3]] and len(plain) == 10
+    # Go appends the 4th element in place into an array shared by sibling combinations, so a kept
+    # reference to (0,1,2,3) reads (0,1,2,5) once its siblings were generated; 5-element ones are fresh.
+    kept = list(_go_combinations([0, 1, 2, 3, 4, 5], 4, alias=True))
+    assert kept[0].values() == [0, 1, 2, 5]
+    assert kept[-1].values() == [2, 3, 4, 5]
+    fresh = list(_go_combinations([0, 1, 2, 3, 4, 5], 5, alias=True))
+    assert fresh[0].values() == [0, 1, 2, 3, 4]
+    assert next(c.values() for c in _go_combinations([0, 1, 2, 3, 4, 5], 4, alias=False)) == [0, 1, 2, 3]
