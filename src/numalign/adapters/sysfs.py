@@ -75,25 +75,29 @@ class _Sysfs:
                 online.add(cpu_id)
         return online
 
-    def cpu(self, cpu_id: int, d: Path, online: bool) -> CPU | None:
+    def cpu(self, cpu_id: int, d: Path, online: bool) -> tuple[CPU, frozenset[int] | None] | None:
+        """The CPU and its thread siblings (None when the kernel does not say)."""
         topo = d / "topology"
         if not topo.is_dir():
             return None  # offline, or a kernel that does not export it: hwloc does not count it either
         core_text = _read(topo / "core_id")
         pkg_text = _read(topo / "physical_package_id")
         die_text = _read(topo / "die_id")
-        if core_text is not None:
-            core = parse_int(core_text, str(topo / "core_id"))
-        else:  # old kernels/arches export only thread_siblings: name the core by its first thread
-            siblings = _read(topo / "thread_siblings")
-            core = min(parse_cpumask(siblings, str(topo / "thread_siblings")) or {cpu_id}) if siblings else cpu_id
+        sib_file = topo / "thread_siblings"
+        sib_text = _read(sib_file)
+        if sib_text is None:  # newer kernels name it core_cpus
+            sib_file = topo / "core_cpus"
+            sib_text = _read(sib_file)
+        siblings = parse_cpumask(sib_text, str(sib_file)) if sib_text else None
+        # Old kernels/arches export only thread_siblings: then name the core by its first thread.
+        core = parse_int(core_text, str(topo / "core_id")) if core_text is not None else min(siblings or {cpu_id})
         socket = parse_int(pkg_text, str(topo / "physical_package_id")) if pkg_text is not None else 0
         die = parse_int(die_text, str(topo / "die_id")) if die_text is not None else 0
         # Some kernels report -1 for "unknown"; hwloc then shows one anonymous package/die/core.
         socket, die = max(socket, 0), max(die, 0)
         if core < 0:
             core = cpu_id
-        return CPU(cpu_id, socket, core, None, die, self.l3_id(d), online)
+        return CPU(cpu_id, socket, core, None, die, self.l3_id(d), online), siblings
 
     def l3_id(self, d: Path) -> int | None:
         cache = d / "cache"
@@ -198,14 +202,17 @@ def discover_sysfs(root: Path | str = "/", name: str | None = None) -> Machine:
         raise DiscoveryError(f"{cpu_root}: no cpuN directories; point --sysfs-root at a directory holding sys/")
     online = fs.online_set(cpu_dirs)
     known: dict[int, CPU] = {}
+    siblings: dict[int, frozenset[int]] = {}
     offline_unknown: set[int] = set()
     for cpu_id in sorted(cpu_dirs):
-        c = fs.cpu(cpu_id, cpu_dirs[cpu_id], cpu_id in online)
-        if c is None:
+        found = fs.cpu(cpu_id, cpu_dirs[cpu_id], cpu_id in online)
+        if found is None:
             if cpu_id not in online:
                 offline_unknown.add(cpu_id)
             continue
-        known[cpu_id] = c
+        known[cpu_id], sib = found
+        if sib is not None:
+            siblings[cpu_id] = sib
     if not any(c.online for c in known.values()):
         raise DiscoveryError(
             f"{cpu_root}: no online CPU has a topology directory (cpuN/topology/core_id); "
@@ -213,6 +220,7 @@ def discover_sysfs(root: Path | str = "/", name: str | None = None) -> Machine:
         )
     nodes, cpu_node = _nodes(fs, known)
     cpus = tuple(CPU(c.id, c.socket, c.core, cpu_node.get(c.id), c.die, c.l3, c.online) for c in known.values())
+    _check_cores(cpu_root, cpus, siblings)
     devices = fs.devices({n.id for n in nodes})
     return Machine(name or _name(fs.root), tuple(nodes), cpus, tuple(devices), frozenset(offline_unknown))
 
@@ -249,6 +257,28 @@ def _nodes(fs: _Sysfs, known: dict[int, CPU]) -> tuple[list[NUMANode], dict[int,
             cpu_node[c] = node_id
         nodes.append(NUMANode(node_id, cpus & online_cpus, memory, fs.node_hugepages(d / "hugepages"), distances))
     return nodes, cpu_node
+
+
+def _check_cores(cpu_root: Path, cpus: tuple[CPU, ...], siblings: dict[int, frozenset[int]]) -> None:
+    """cadvisor pairs threads by (NUMA node, package, core_id); when thread_siblings says two such
+    CPUs are different cores, the firmware contradicts itself and the kubelet would pair CPUs that
+    are not SMT siblings. Say so rather than pick one story."""
+    first: dict[tuple[int | None, int, int, int], int] = {}
+    for c in cpus:
+        if not c.online:
+            continue
+        key = (c.numa_node, c.socket, c.die, c.core)
+        other = first.setdefault(key, c.id)
+        if other == c.id or c.id not in siblings or other not in siblings:
+            continue
+        if other not in siblings[c.id]:
+            raise DiscoveryError(
+                f"{cpu_root}/cpu{c.id}/topology: CPUs {other} and {c.id} both report package {c.socket}, "
+                f"die {c.die}, core_id {c.core} in NUMA node {c.numa_node}, but thread_siblings puts them in "
+                "different cores; the firmware's CPU topology is inconsistent (the kubelet would pair them "
+                "as SMT siblings). Describe the machine in a machine file instead (numalign discover "
+                "--output yaml, then fix the core ids)"
+            )
 
 
 def _name(root: Path) -> str:

@@ -148,12 +148,14 @@ class Machine:
         return sorted({c.socket for c in self.cpus if c.online})
 
     def physical_cores(self) -> list[frozenset[int]]:
-        """Online threads grouped by (socket, die, core_id): the machine's physical cores, ordered by
-        their lowest CPU id."""
-        groups: dict[tuple[int, int, int], set[int]] = {}
+        """Online threads grouped by (NUMA node, socket, die, core_id): the machine's physical cores,
+        ordered by their lowest CPU id. The node is part of the key because old kernels number cores
+        per die without exporting die ids (AMD Magny-Cours: one die per node)."""
+        groups: dict[tuple[int, int, int, int], set[int]] = {}
         for c in self.cpus:
             if c.online:
-                groups.setdefault((c.socket, c.die, c.core), set()).add(c.id)
+                node = -1 if c.numa_node is None else c.numa_node
+                groups.setdefault((node, c.socket, c.die, c.core), set()).add(c.id)
         return sorted((frozenset(g) for g in groups.values()), key=min)
 
     def distance_matrix(self) -> dict[int, list[int]] | None:
