@@ -22,6 +22,7 @@ nil slice); registered resources without healthy devices are written as `[]`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,6 +117,24 @@ def encode_device_checkpoint(cp: DeviceCheckpoint) -> bytes:
     data = _data_value(cp)
     value = {"Data": data, "Checksum": go_checksum(_DATA, data), "BootID": cp.boot_id}
     return gojson.encode(_FILE, value).encode("utf-8")
+
+
+def device_checkpoint_to_document(cp: DeviceCheckpoint) -> dict[str, Any]:
+    """The file's `Data` object with AllocResp as raw protobuf bytes (the device provider's shape;
+    numalign.adapters.grpc turns the bytes into a ContainerAllocateResponse)."""
+    data: dict[str, Any] = json.loads(encode_device_checkpoint(cp))["Data"]
+    for doc_entry, entry in zip(data["PodDeviceEntries"] or [], cp.pod_device_entries, strict=True):
+        doc_entry["AllocResp"] = bytes(entry.alloc_resp)
+    if data["PodDeviceEntries"] is None:
+        data["PodDeviceEntries"] = []
+    return data
+
+
+def device_checkpoint_from_document(data: Mapping[str, Any], boot_id: str = "") -> DeviceCheckpoint:
+    """Inverse of device_checkpoint_to_document (AllocResp: bytes; DeviceIDs keys: int or str)."""
+    inner = gojson.decode(_DATA, gojson.from_python(data), _initial()["Data"], "checkpoint.checkpointData")
+    registered = {r: list(ids or []) for r, ids in (inner["RegisteredDevices"] or {}).items()}
+    return DeviceCheckpoint(_entries(inner["PodDeviceEntries"], False), registered, 0, boot_id)
 
 
 def _initial() -> dict[str, Any]:

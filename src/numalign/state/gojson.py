@@ -65,6 +65,18 @@ def parse_json(data: bytes) -> Any:
         raise CheckpointDecodeError(f"invalid JSON: {e}") from e
 
 
+def from_python(doc: Any) -> Any:
+    """A JSON-shaped Python value (dicts, lists, str, int, bool, None; bytes for []byte fields) as
+    parse_json would have returned it, so documents built in Python go through the same checks."""
+    if isinstance(doc, Mapping):
+        return _Object((str(k), from_python(v)) for k, v in doc.items())
+    if isinstance(doc, list | tuple):
+        return [from_python(v) for v in doc]
+    if isinstance(doc, bytes | bytearray):
+        return base64.b64encode(bytes(doc)).decode("ascii")
+    return doc  # floats stay floats: integer fields reject them, as Go rejects 1.0
+
+
 def is_object(j: Any) -> bool:
     return isinstance(j, _Object)
 

@@ -175,6 +175,20 @@ def _from_go(value: Mapping[str, Any]) -> MemoryManagerCheckpoint:
     return MemoryManagerCheckpoint(value["PolicyName"], machine, entries, value["Checksum"])
 
 
+def memory_checkpoint_to_document(cp: MemoryManagerCheckpoint) -> dict[str, Any]:
+    """The file's JSON object without "checksum" (the memory provider's snapshot/restore shape)."""
+    doc: dict[str, Any] = json.loads(encode_memory_checkpoint(cp))
+    doc.pop("checksum")
+    return doc
+
+
+def memory_checkpoint_from_document(doc: Mapping[str, Any]) -> MemoryManagerCheckpoint:
+    """Inverse of memory_checkpoint_to_document, with the decoder's type checks (checksum 0)."""
+    initial = {"PolicyName": "", "MachineState": {}, "Entries": {}, "Checksum": 0}
+    value = gojson.decode(_CHECKPOINT, gojson.from_python(doc), initial, "MemoryManagerCheckpoint")
+    return _from_go({**value, "Checksum": 0})
+
+
 def decode_memory_checkpoint(
     data: bytes, *, policy_name: str | None = None, accept_zero_checksum: bool = False
 ) -> MemoryManagerCheckpoint:
