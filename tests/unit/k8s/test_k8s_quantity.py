@@ -256,11 +256,9 @@ def quantity_texts(draw: st.DrawFn) -> str:
 
 quantities = st.one_of(
     quantity_texts().map(Quantity.parse),
-    st.builds(
-        Quantity,
-        st.integers(min_value=-(10**40), max_value=10**40),
-        st.sampled_from(list(QuantityFormat)),
-    ),
+    st.builds(Quantity, st.integers(min_value=-(10**40), max_value=10**40), st.sampled_from([DSI, DEX])),
+    # Parsing caps BinarySI at int64 max (upstream maxAllowed), so only values below it round-trip.
+    st.builds(Quantity, st.integers(min_value=-INT64_MAX * NANO, max_value=INT64_MAX * NANO), st.just(BSI)),
 )
 
 
@@ -270,7 +268,11 @@ def test_string_round_trip(q: Quantity) -> None:
     text = str(q)
     back = Quantity.parse(text)
     assert back == q
-    assert str(back) == text  # canonical text is a fixed point
+    # A BinarySI value that is not a multiple of 1024 prints as a plain number, which parses back as
+    # DecimalSI (as upstream); from there the canonical text is a fixed point.
+    again = str(back)
+    assert again == text or q.format is BSI
+    assert str(Quantity.parse(again)) == again
 
 
 @settings(max_examples=150, deadline=None)
