@@ -206,6 +206,10 @@ def test_allocate_remove_round_trip_and_metrics() -> None:
     assert p.state.default_cpu_set == P("0-11") - got
     assert p.pinning_requests_total == 1 and p.exclusive_cpu_allocation_count == 4
     assert p.shared_pool_size_millicores == 7000
+    assert p.get_exclusive_cpus("pod-uid", "app") == got
+    assert p.cpus_for_container("pod-uid", "other") == p.state.default_cpu_set
+    assert p.get_exclusive_cpus("pod-uid", "other") == frozenset()
+    assert p.allocated_per_numa() == {0: 0, 1: 4}
     p.allocate(pd, c)  # idempotent
     assert p.get_cpu_set("pod-uid", "app") == got
     snap = p.snapshot()

@@ -185,8 +185,12 @@ class StaticPolicy:
     def get_cpu_set(self, pod_uid: str, container_name: str) -> frozenset[int] | None:
         return self.state.entries.get(pod_uid, {}).get(container_name)
 
+    def get_exclusive_cpus(self, pod_uid: str, container_name: str) -> frozenset[int]:
+        """Manager GetExclusiveCPUs (PodResources cpu_ids): the exclusive set, or empty."""
+        return self.get_cpu_set(pod_uid, container_name) or frozenset()
+
     def cpus_for_container(self, pod_uid: str, container_name: str) -> frozenset[int]:
-        """What the reconcile loop writes: the exclusive set, or the shared pool."""
+        """Manager GetCPUAffinity, what the reconcile loop writes: the exclusive set, or the shared pool."""
         own = self.get_cpu_set(pod_uid, container_name)
         return own if own is not None else self.state.default_cpu_set
 
