@@ -59,6 +59,8 @@ NODE_CPU = [
     b'{"app":"1-3"}},"checksum":1982473279}',
     b'{"policyName":"static","defaultCpuSet":"0,20-27","entries":{"9388acc6-a396-4f03-a353-ce153da46aaf":'
     b'{"app":"1-13,17-19"},"f21fe02b-e6e2-4d04-9a4a-9e57367fa324":{"app":"14-16"}},"checksum":4055801500}',
+    # A 32-CPU node with strict reservation, as used in siderolabs/talos kubelet state tests.
+    b'{"policyName":"static","defaultCpuSet":"1,3-15,17,19-31","checksum":1902567528}',
 ]
 
 UPSTREAM_MEMORY = (
