@@ -149,7 +149,9 @@ def decode_cpu_checkpoint(
     j = gojson.parse_json(data)
     try:
         v2 = _load_v2(j)
-        cp = CPUManagerCheckpoint(v2["PolicyName"], v2["DefaultCPUSet"], v2["Entries"] or {}, v2["Checksum"])
+        # A null pod entry is a nil inner map in Go: it hashed as <nil>, it restores as no containers.
+        entries = {pod: dict(ctrs or {}) for pod, ctrs in (v2["Entries"] or {}).items()}
+        cp = CPUManagerCheckpoint(v2["PolicyName"], v2["DefaultCPUSet"], entries, v2["Checksum"])
     except (CheckpointDecodeError, CorruptCheckpointError) as v2_error:
         try:
             v1 = _load_v1(j)

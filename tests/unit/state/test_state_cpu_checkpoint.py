@@ -87,6 +87,10 @@ def test_null_entries_hash_as_nil_map_not_empty_map() -> None:
     assert decode_cpu_checkpoint(blob).entries == {}
 
 
+def test_null_pod_entry_restores_as_no_containers() -> None:
+    assert decode_cpu_checkpoint(b'{"policyName":"none","entries":{"pod":null}}').entries == {"pod": {}}
+
+
 def test_policy_mismatch_uses_kubelet_wording() -> None:
     blob = encode_cpu_checkpoint(CPUManagerCheckpoint("none", ""))
     message = r'^configured policy "static" differs from state checkpoint policy "none"$'
