@@ -10,14 +10,8 @@ import pytest
 
 from numalign.errors import AllocationError
 from numalign.machine.cpuset import parse_cpuset
-from numalign.providers.cpu.take import (
-    PACKED,
-    SPREAD,
-    _Accumulator,
-    _go_combinations,
-    take_by_topology_numa_distributed,
-    take_by_topology_numa_packed,
-)
+from numalign.providers.cpu.accumulator import PACKED, SPREAD, CPUAccumulator, take_by_topology_numa_packed
+from numalign.providers.cpu.distributed import _go_combinations, take_by_topology_numa_distributed
 from numalign.providers.cpu.topology import CPUInfo, CPUTopology
 
 
@@ -66,8 +60,8 @@ MULTI = DUAL_SOCKET_MULTI_NUMA_PER_SOCKET_HT
 FAKE = FAKE_MULTI_SOCKET_DUAL_SOCKET_PER_NUMA_HT
 
 
-def acc(topo: CPUTopology, avail: str, n: int = 0) -> _Accumulator:
-    return _Accumulator(topo, P(avail), n, PACKED)
+def acc(topo: CPUTopology, avail: str, n: int = 0) -> CPUAccumulator:
+    return CPUAccumulator(topo, P(avail), n, PACKED)
 
 
 @pytest.mark.parametrize(
