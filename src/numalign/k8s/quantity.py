@@ -22,6 +22,7 @@ Deviations, on purpose and harmless for decisions:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from enum import StrEnum
@@ -143,8 +144,8 @@ class Quantity:
 
     def __init__(self, nanos: int, fmt: QuantityFormat = QuantityFormat.DECIMAL_SI) -> None:
         """Build from an integer count of nano-units (10^-9). Prefer parse()/from_int()."""
-        object.__setattr__(self, "_nanos", int(nanos))
-        object.__setattr__(self, "_format", QuantityFormat(fmt))
+        _SET_NANOS(self, int(nanos))
+        _SET_FORMAT(self, fmt if type(fmt) is QuantityFormat else QuantityFormat(fmt))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Quantity is immutable")
@@ -175,14 +176,14 @@ class Quantity:
                 )
             text = repr(text)
         try:
-            return cls._parse(text)
+            return _parse_cached(text)
         except _FormatError:
             raise InvalidInputError(
                 f"{where}: invalid quantity {text!r}: expected {GRAMMAR}; {_EXAMPLE}"
             ) from None
 
-    @classmethod
-    def _parse(cls, text: str) -> Quantity:
+    @staticmethod
+    def _parse(text: str) -> Quantity:
         if not text:
             raise _FormatError
         positive, num, denom, suffix = _scan(text)
@@ -203,7 +204,7 @@ class Quantity:
             if 0 < nanos < NANO:
                 # Upstream: a binary value below one prints as DecimalSI "to avoid confusion".
                 fmt = QuantityFormat.DECIMAL_SI
-        return cls(nanos if positive else -nanos, fmt)
+        return _make(nanos if positive else -nanos, fmt)
 
     @classmethod
     def from_int(cls, value: int, fmt: QuantityFormat = QuantityFormat.DECIMAL_SI) -> Quantity:
@@ -256,15 +257,15 @@ class Quantity:
     def __add__(self, other: Quantity) -> Quantity:
         if not isinstance(other, Quantity):
             return NotImplemented
-        return Quantity(self._nanos + other._nanos, self._combine_format(other))
+        return _make(self._nanos + other._nanos, self._combine_format(other))
 
     def __sub__(self, other: Quantity) -> Quantity:
         if not isinstance(other, Quantity):
             return NotImplemented
-        return Quantity(self._nanos - other._nanos, self._combine_format(other))
+        return _make(self._nanos - other._nanos, self._combine_format(other))
 
     def __neg__(self) -> Quantity:
-        return Quantity(-self._nanos, self._format)
+        return _make(-self._nanos, self._format)
 
     def cmp(self, other: Quantity) -> int:
         """Upstream Cmp: -1, 0 or 1."""
@@ -329,5 +330,22 @@ class Quantity:
     def __repr__(self) -> str:
         return f"Quantity({str(self)!r})"
 
+
+# Slot setters: Quantity blocks attribute assignment, so its own code writes through the descriptors.
+_SET_NANOS: Final = Quantity.__dict__["_nanos"].__set__
+_SET_FORMAT: Final = Quantity.__dict__["_format"].__set__
+
+
+def _make(nanos: int, fmt: QuantityFormat) -> Quantity:
+    """Trusted constructor (int nanos, a QuantityFormat) for the hot paths: arithmetic and parsing."""
+    q = object.__new__(Quantity)
+    _SET_NANOS(q, nanos)
+    _SET_FORMAT(q, fmt)
+    return q
+
+
+# Quantities are immutable, so parsing the same text twice may return the same object; manifests
+# and vectors repeat a handful of values many times.
+_parse_cached: Final = functools.lru_cache(maxsize=4096)(Quantity._parse)
 
 ZERO: Final = Quantity(0)
