@@ -359,3 +359,27 @@ def apply_flags(config: KubeletConfig, flags: Iterable[tuple[str, str]]) -> Kube
         # The kubelet re-adds the file's gates that the flags did not set.
         changes["feature_gates"] = {**config.feature_gates, **gates}
     return replace(config, **changes)
+
+
+def split_kubelet_args(argv: Iterable[str]) -> list[tuple[str, str]]:
+    """Kubelet command-line words ("--flag=value" or "--flag value") as (flag, value) pairs for
+    KubeletConfig.with_flags; a bare boolean flag (--cgroups-per-qos) means "true", as in pflag."""
+    words = list(argv)
+    pairs: list[tuple[str, str]] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if not word.startswith("--") or len(word) == 2:
+            raise ConfigError(f"kubelet arguments: expected --flag=value or --flag value, got {word!r}")
+        name, eq, value = word.partition("=")
+        if not eq:
+            if name == "--cgroups-per-qos" and (i + 1 == len(words) or words[i + 1].startswith("--")):
+                value = "true"
+            elif i + 1 < len(words):
+                i += 1
+                value = words[i]
+            else:
+                raise ConfigError(f"kubelet arguments: flag needs an argument: {name}")
+        pairs.append((name, value))
+        i += 1
+    return pairs

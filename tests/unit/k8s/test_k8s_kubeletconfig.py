@@ -358,3 +358,22 @@ def test_argparse_helper(tmp_path: Path) -> None:
         config_from_args(parser.parse_args(["--topology-manager-scope", "node"]))
     with pytest.raises(ConfigError, match="cannot read the kubelet config file"):
         config_from_args(parser.parse_args(["--config", str(tmp_path / "missing.yaml")]))
+
+
+def test_split_kubelet_args() -> None:
+    from numalign.k8s.kubeletconfig_read import split_kubelet_args
+
+    pairs = split_kubelet_args([
+        "--topology-manager-policy=single-numa-node", "--reserved-memory", "0:memory=1Gi",
+        "--cgroups-per-qos", "--feature-gates=A=true",
+    ])
+    assert pairs == [
+        ("--topology-manager-policy", "single-numa-node"), ("--reserved-memory", "0:memory=1Gi"),
+        ("--cgroups-per-qos", "true"), ("--feature-gates", "A=true"),
+    ]
+    c = KubeletConfig().with_flags(pairs)
+    assert c.topology_manager_policy == "single-numa-node" and c.feature_gates == {"A": True}
+    with pytest.raises(ConfigError, match="flag needs an argument"):
+        split_kubelet_args(["--reserved-cpus"])
+    with pytest.raises(ConfigError, match="expected --flag=value"):
+        split_kubelet_args(["static"])
