@@ -316,6 +316,14 @@ def _validate_requirements(
                 raise InvalidInputError(f"{field}: {quantity} must be greater than or equal to 0")
             if is_integer_resource_name(resource) and quantity.as_int64() is None:
                 raise InvalidInputError(f"{field}: {quantity} must be an integer (extended resources are counted)")
+            if is_hugepage_resource_name(resource):
+                # validateResourceQuantityHugePageValue: whole pages only.
+                page = hugepage_size_from_resource_name(resource).value()
+                if quantity.value() % page:
+                    raise InvalidInputError(
+                        f"{field}: {quantity} is not positive integer multiple of {resource} "
+                        "(hugepages are requested in whole pages)"
+                    )
     for resource, request in requests.items():
         field = f"{where}: {path}.requests.{resource}"
         limit = limits.get(resource)

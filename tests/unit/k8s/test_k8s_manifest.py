@@ -194,6 +194,8 @@ def test_bad_quantity_in_a_deployment_names_the_template_path() -> None:
         ("kind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, resources: "
          "{limits: {gpu: 1}}}]}\n", "must be a standard resource for containers"),
         ("kind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, resources: "
+         "{limits: {memory: 1Gi, hugepages-2Mi: 3Mi}}}]}\n", "3Mi is not positive integer multiple of hugepages-2Mi"),
+        ("kind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, resources: "
          "{limits: {requests.example.com/gpu: 1}}}]}\n", "doesn't follow extended resource name standard"),
         ("kind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, resources: []}]}\n",
          "resources: expected a mapping"),
