@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from decimal import Decimal
 from enum import StrEnum
 from typing import Final
 
@@ -79,6 +80,15 @@ def _remove_factors(value: int, base: int) -> tuple[int, int]:
         value //= base
         times += 1
     return value, times
+
+
+def _go_json_float(value: float) -> str:
+    """The text Go's encoding/json writes for a float64 (what the API server's YAML-to-JSON step
+    hands to Quantity): shortest digits, positional unless |v| < 1e-6 or >= 1e21."""
+    magnitude = abs(value)
+    if magnitude == 0 or 1e-6 <= magnitude < 1e21:
+        return format(Decimal(repr(value)), "f")
+    return repr(value)
 
 
 class _FormatError(Exception):
@@ -159,8 +169,8 @@ class Quantity:
     def parse(cls, text: str | int | float, where: str = "quantity") -> Quantity:
         """Parse a quantity as the API server does. `where` names the field in error messages.
 
-        ints are exact; floats (what YAML makes of `cpu: 0.5`) go through their shortest repr, the
-        same digits the JSON number carried.
+        ints are exact; floats (what YAML makes of `cpu: 0.5`) are read from the text Go's JSON
+        encoder would write for them, as the API server does.
         """
         if isinstance(text, bool) or not isinstance(text, str | int | float):
             raise InvalidInputError(
@@ -174,7 +184,7 @@ class Quantity:
                 raise InvalidInputError(
                     f"{where}: invalid quantity {text!r}: expected a finite number; {_EXAMPLE}"
                 )
-            text = repr(text)
+            text = _go_json_float(text)
         try:
             return _parse_cached(text)
         except _FormatError:

@@ -113,6 +113,14 @@ def test_yaml_numbers_parse_like_their_json_text(value: float, expected: str) ->
     assert str(Quantity.parse(value)) == expected
 
 
+def test_floats_use_go_json_number_text() -> None:
+    # encoding/json writes 1e16 positionally (DecimalSI) and 1e21 with an exponent.
+    assert Quantity.parse(1e16).format is DSI and str(Quantity.parse(1e16)) == "10P"
+    assert Quantity.parse(1e21).format is DEX and str(Quantity.parse(1e21)) == "1e21"
+    assert Quantity.parse(1e-7) == Quantity.parse("100n")
+    assert Quantity.parse(-0.0).is_zero()
+
+
 # (nanos, format, canonical String()): upstream TestQuantityString and TestQuantityParseEmit.
 STRING_TABLE: list[tuple[int, QuantityFormat, str]] = [
     (nanos(KI**3, 0), BSI, "1Gi"), (nanos(300 * KI**2, 0), BSI, "300Mi"), (nanos(6 * KI, 0), BSI, "6Ki"),
