@@ -109,7 +109,7 @@ class Machine:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "numa_nodes", tuple(self.numa_nodes))
-        object.__setattr__(self, "cpus", tuple(self.cpus))
+        object.__setattr__(self, "cpus", tuple(sorted(self.cpus, key=lambda c: c.id)))  # canonical order
         object.__setattr__(self, "devices", tuple(self.devices))
         object.__setattr__(self, "offline_cpus", frozenset(self.offline_cpus))
         _validate(self)

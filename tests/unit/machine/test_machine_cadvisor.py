@@ -1,0 +1,128 @@
+"""cadvisor MachineInfo JSON: the kubelet's view of the machine."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from numalign.errors import InvalidInputError
+from numalign.machine.cadvisor import is_cadvisor_machine_info, machine_from_cadvisor, machine_to_cadvisor
+from numalign.machine.examples import example, example_names
+from numalign.machine.fileformat import machine_to_dict
+
+# Shaped like `GET /api/v2.0/machine` of a 1-socket SNC2 box: L3 id 0 spans both nodes, so cadvisor
+# reports it per core (uncore_caches); hugepage sizes in KiB.
+MACHINE_INFO: dict[str, Any] = {
+    "num_cores": 8,
+    "num_physical_cores": 4,
+    "num_sockets": 1,
+    "memory_capacity": 34359738368,
+    "machine_id": "abc123",
+    "topology": [
+        {
+            "node_id": 0,
+            "memory": 17179869184,
+            "hugepages": [{"page_size": 1048576, "num_pages": 2}, {"page_size": 2048, "num_pages": 128}],
+            "cores": [
+                {
+                    "core_id": 0,
+                    "thread_ids": [0, 4],
+                    "socket_id": 0,
+                    "caches": [],
+                    "uncore_caches": [{"id": 0, "size": 31457280, "type": "Unified", "level": 3}],
+                },
+                {
+                    "core_id": 1,
+                    "thread_ids": [5, 1],
+                    "socket_id": 0,
+                    "caches": [],
+                    "uncore_caches": [{"id": 0, "size": 31457280, "type": "Unified", "level": 3}],
+                },
+            ],
+            "caches": [],
+            "distances": [10, 11],
+        },
+        {
+            "node_id": 1,
+            "memory": 17179869184,
+            "hugepages": [{"page_size": 2048, "num_pages": 0}],
+            "cores": [
+                {
+                    "core_id": 2,
+                    "thread_ids": [2, 6],
+                    "socket_id": 0,
+                    "uncore_caches": [{"id": 0, "size": 31457280, "type": "Unified", "level": 3}],
+                },
+                {
+                    "core_id": 3,
+                    "thread_ids": [3, 7],
+                    "socket_id": 0,
+                    "uncore_caches": [{"id": 0, "size": 31457280, "type": "Unified", "level": 3}],
+                },
+            ],
+            "distances": [11, 10],
+        },
+    ],
+}
+
+
+def test_import() -> None:
+    assert is_cadvisor_machine_info(MACHINE_INFO)
+    m = machine_from_cadvisor(MACHINE_INFO, "mi.json")
+    assert m.name == "abc123"
+    assert m.numa_ids() == [0, 1]
+    assert m.node(0).cpus == {0, 1, 4, 5}
+    assert dict(m.node(0).hugepages) == {1 << 30: 2, 2 << 20: 128}
+    assert m.distance_matrix() == {0: [10, 11], 1: [11, 10]}
+    infos = {i.id: i for i in m.cpu_infos()}
+    assert infos[5].core == 1 and infos[4].core == 0
+    assert {i.uncore for i in infos.values()} == {0}
+    assert {i.numa_node for i in infos.values() if i.id in (2, 3, 6, 7)} == {1}
+
+
+def test_node_level_l3_means_socket_uncore() -> None:
+    info = json.loads(json.dumps(MACHINE_INFO))
+    for node in info["topology"]:
+        node["caches"] = [{"id": 40 + node["node_id"], "size": 1, "type": "Unified", "level": 3}]
+        for core in node["cores"]:
+            core["uncore_caches"] = []
+            core["socket_id"] = 7
+    m = machine_from_cadvisor(info, "mi.json")
+    assert {i.uncore for i in m.cpu_infos()} == {7}
+
+
+@pytest.mark.parametrize("name", example_names())
+def test_export_import_keeps_the_kubelet_view(name: str) -> None:
+    m = example(name)
+    info = json.loads(json.dumps(machine_to_cadvisor(m)))
+    back = machine_from_cadvisor(info, "x")
+    assert back.cpu_infos() == m.cpu_infos()
+    assert back.memory_by_node() == m.memory_by_node()
+    assert back.hugepages_by_node() == m.hugepages_by_node()
+    assert back.distance_matrix() == m.distance_matrix()
+    assert info["num_cores"] == len(m.cpu_infos())
+
+
+def test_machine_file_is_not_mistaken_for_cadvisor() -> None:
+    assert not is_cadvisor_machine_info(machine_to_dict(example("gb200")))
+    assert not is_cadvisor_machine_info([1])
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda i: i.update(topology=[]), "topology is empty"),
+        (lambda i: i["topology"][0]["cores"][0].update(thread_ids=[0, 0]), "expected unique CPU ids"),
+        (lambda i: i["topology"][0]["cores"][0].update(thread_ids=[]), "expected unique CPU ids"),
+        (lambda i: i["topology"][0].update(memory="big"), "topology[0].memory: expected an integer"),
+        (lambda i: i["topology"][1]["cores"][0].update(thread_ids=[0, 6]), "CPU ids [0] appear more than once"),
+    ],
+)
+def test_errors(edit: Any, message: str) -> None:
+    info = json.loads(json.dumps(MACHINE_INFO))
+    edit(info)
+    with pytest.raises(InvalidInputError) as e:
+        machine_from_cadvisor(info, "mi.json")
+    assert message in str(e.value) and "mi.json" in str(e.value)

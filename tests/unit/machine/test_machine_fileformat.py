@@ -1,0 +1,171 @@
+"""The machine file: lossless round trip (JSON and YAML) and clear errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from numalign.errors import InvalidInputError
+from numalign.machine.examples import example, example_names
+from numalign.machine.fileformat import (
+    machine_from_dict,
+    machine_to_dict,
+    machine_to_text,
+    page_size_bytes,
+    parse_machine_text,
+)
+from numalign.machine.topology import CPU, Device, Machine, NUMANode
+
+
+@pytest.mark.parametrize("name", example_names())
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+def test_examples_round_trip_through_text(name: str, fmt: str) -> None:
+    m = example(name)
+    text = machine_to_text(m, fmt)
+    back = machine_from_dict(parse_machine_text(text, "file"), "file")
+    assert back == m
+    assert back.cpu_infos() == m.cpu_infos()
+
+
+def test_required_json_shape() -> None:
+    d = machine_to_dict(example("dual-socket"))
+    node = d["numa_nodes"][0]
+    assert {"id", "cpus", "distances", "memory_bytes"} <= set(node)
+    assert node["cpus"] == sorted(node["cpus"]) and len(node["distances"]) == len(d["numa_nodes"])
+    assert {"id", "socket", "core", "numa_node"} <= set(d["cpus"][0])
+    json.dumps(d)  # plain JSON values only
+
+
+@st.composite
+def machines(draw: st.DrawFn) -> Machine:
+    n_nodes = draw(st.integers(1, 4))
+    node_ids = sorted(draw(st.sets(st.integers(0, 300), min_size=n_nodes, max_size=n_nodes)))
+    cpus = []
+    cpu_ids = draw(st.lists(st.integers(0, 2000), unique=True, max_size=24))
+    for cid in cpu_ids:
+        online = draw(st.booleans()) or draw(st.booleans())
+        cpus.append(
+            CPU(
+                cid,
+                draw(st.integers(0, 3)),
+                draw(st.integers(0, 40)),
+                draw(st.one_of(st.none(), st.sampled_from(node_ids))),
+                draw(st.integers(0, 2)),
+                draw(st.one_of(st.none(), st.integers(0, 9))),
+                online,
+            )
+        )
+    with_dist = draw(st.booleans())
+    nodes = tuple(
+        NUMANode(
+            i,
+            frozenset(c.id for c in cpus if c.online and c.numa_node == i),
+            draw(st.integers(0, 1 << 42)),
+            draw(st.dictionaries(st.sampled_from([2 << 20, 1 << 30, 64 << 10]), st.integers(0, 5000), max_size=3)),
+            tuple(draw(st.integers(10, 255)) for _ in node_ids) if with_dist else None,
+        )
+        for i in node_ids
+    )
+    devices = tuple(
+        Device(
+            f"dev{k}",
+            draw(st.sampled_from(["a.com/gpu", "b.io/nic"])),
+            draw(st.one_of(st.none(), st.just((node_ids[0],)))),
+        )
+        for k in range(draw(st.integers(0, 3)))
+    )
+    free_ids = [i for i in range(2001, 2010) if draw(st.booleans())]
+    return Machine(draw(st.text(min_size=1, max_size=8)), nodes, tuple(cpus), devices, frozenset(free_ids))
+
+
+@settings(max_examples=60, deadline=None)
+@given(machines())
+def test_round_trip_is_lossless(m: Machine) -> None:
+    assert machine_from_dict(machine_to_dict(m), "x") == m
+    assert machine_from_dict(json.loads(machine_to_text(m, "json")), "x") == m
+
+
+def _minimal() -> dict[str, Any]:
+    return {
+        "numa_nodes": [
+            {"id": 0, "cpus": [0, 1], "distances": [10, 20], "memory_bytes": 1 << 30},
+            {"id": 1, "cpus": [2, 3], "distances": [20, 10], "memory_bytes": 1 << 30},
+        ],
+        "cpus": [{"id": i, "socket": i // 2, "core": i % 2, "numa_node": i // 2} for i in range(4)],
+    }
+
+
+def test_minimal_file_defaults() -> None:
+    m = machine_from_dict(_minimal(), "small.json")
+    assert m.name == "small.json"
+    assert m.cpu(3) == CPU(3, 1, 1, 1, 0, None, True)
+    assert m.distance_matrix() == {0: [10, 20], 1: [20, 10]}
+    assert m.devices == () and m.offline_cpus == frozenset()
+
+
+def test_conveniences_cpuset_text_hugepage_units_and_derived_node_cpus() -> None:
+    d = _minimal()
+    d["numa_nodes"][0]["cpus"] = "0-1"
+    del d["numa_nodes"][1]["cpus"]
+    d["numa_nodes"][0]["hugepages"] = {"2Mi": 512, "1GiB": 2, "2048kB": 0} | {}
+    del d["numa_nodes"][0]["hugepages"]["2048kB"]
+    d["numa_nodes"][1]["hugepages"] = {2097152: 3}
+    m = machine_from_dict(d, "f")
+    assert m.node(0).cpus == {0, 1} and m.node(1).cpus == {2, 3}
+    assert dict(m.node(0).hugepages) == {2 << 20: 512, 1 << 30: 2}
+    assert dict(m.node(1).hugepages) == {2 << 20: 3}
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda d: d["cpus"][0].update(numa_node=7),
+            "f: machine 'f': CPU 0 names NUMA node 7, which is not one of [0, 1]",
+        ),
+        (lambda d: d["numa_nodes"][0].update(distances=[10]), "NUMA node 0 has 1 distances [10]; expected one per"),
+        (lambda d: d["numa_nodes"][1].update(id=0), "NUMA node ids [0] appear more than once"),
+        (lambda d: d["cpus"].append({"id": 1, "socket": 0, "core": 1, "numa_node": 0}), "CPU ids [1] appear"),
+        (lambda d: d["cpus"][0].pop("numa_node"), "f: cpus[0]: missing 'numa_node'"),
+        (lambda d: d["cpus"][0].pop("socket"), "f: cpus[0]: missing 'socket'"),
+        (lambda d: d["cpus"][0].update(sockets=1), "f: cpus[0]: unknown keys ['sockets']"),
+        (lambda d: d.update(nodes=[]), "f: unknown keys ['nodes']"),
+        (lambda d: d.pop("numa_nodes"), "f: numa_nodes: expected a list"),
+        (lambda d: d["numa_nodes"][0].update(memory_bytes="1G"), "numa_nodes[0].memory_bytes: expected an integer"),
+        (lambda d: d["numa_nodes"][0].update(hugepages={"huge": 1}), "page size 'huge' not understood"),
+        (lambda d: d["numa_nodes"][0].update(cpus="0-x"), "numa_nodes[0].cpus: invalid CPU set element"),
+        (lambda d: d["numa_nodes"][0].update(cpus=[0, 0, 1]), "contain duplicates"),
+        (lambda d: d["cpus"][0].update(online="yes"), "cpus[0].online: expected true or false"),
+        (lambda d: d.update(format="other/v9"), "format 'other/v9' is not supported"),
+        (lambda d: d.update(devices=[{"id": "g", "resource": "gpu"}]), "devices[0].resource: expected an extended"),
+        (lambda d: d.update(devices=[{"id": "g", "resource": "a.com/g", "numa_nodes": [4]}]), "names NUMA nodes [4]"),
+    ],
+)
+def test_errors_name_the_field(edit: Any, message: str) -> None:
+    d = _minimal()
+    edit(d)
+    with pytest.raises(InvalidInputError) as e:
+        machine_from_dict(d, "f")
+    assert message in str(e.value)
+
+
+def test_text_parse_errors() -> None:
+    with pytest.raises(InvalidInputError, match=r"m\.json: not valid JSON"):
+        parse_machine_text("{oops", "m.json")
+    with pytest.raises(InvalidInputError, match=r"m\.yaml: not valid YAML"):
+        parse_machine_text("a: [1, 2\n", "m.yaml")
+    with pytest.raises(InvalidInputError, match="expected an object"):
+        machine_from_dict([1, 2], "m.yaml")
+    with pytest.raises(InvalidInputError, match="unknown machine output format"):
+        machine_to_text(example("gb200"), "xml")
+
+
+@pytest.mark.parametrize(
+    ("key", "size"), [(2097152, 2 << 20), ("2097152", 2 << 20), ("2Mi", 2 << 20), ("1Gi", 1 << 30), ("64kB", 64 << 10)]
+)
+def test_page_sizes(key: object, size: int) -> None:
+    assert page_size_bytes(key, "w") == size
