@@ -8,7 +8,7 @@ where upstream recomputes them, and a list may name an element twice when it spa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from numalign.errors import AllocationError
 from numalign.providers.cpu.topology import CPUTopology
@@ -38,7 +38,7 @@ class CPUAccumulator:
     def take(self, cpus: Iterable[int]) -> None:
         got = frozenset(cpus)
         self.result |= got
-        self.free = self.free.keep_only(self.free.cpus() - got)
+        self.free = self.free.without(got)
         # Upstream subtracts the size of what it was handed, even if some were taken already.
         self.needed -= len(got)
 
@@ -52,25 +52,27 @@ class CPUAccumulator:
         return self.needed > len(self.free)
 
     # --- orderings ----------------------------------------------------------------------
-    def _sort(self, ids: Iterable[int], free_of: Callable[[int], frozenset[int]]) -> list[int]:
-        return sorted(ids, key=lambda i: (len(free_of(i)), i))
+    def _sort(self, ids: Iterable[int], attr: str) -> list[int]:
+        """Upstream sort(): ascending by free CPUs in the element, ties by ascending id."""
+        counts = self.free.counts(attr)
+        return sorted(ids, key=lambda i: (counts.get(i, 0), i))
 
     def sort_numa_nodes(self) -> list[int]:
         f = self.free
         if self.numa_first:
-            return self._sort(f.numa_nodes(), f.cpus_in_numa_nodes)
+            return self._sort(f.numa_nodes(), "numa_node")
         out: list[int] = []
         for socket in self.sort_sockets():
-            out += self._sort(f.numa_nodes_in_sockets(socket), f.cpus_in_numa_nodes)
+            out += self._sort(f.numa_nodes_in_sockets(socket), "numa_node")
         return out
 
     def sort_sockets(self) -> list[int]:
         f = self.free
         if not self.numa_first:
-            return self._sort(f.sockets(), f.cpus_in_sockets)
+            return self._sort(f.sockets(), "socket")
         out: list[int] = []
         for numa in self.sort_numa_nodes():
-            out += self._sort(f.sockets_in_numa_nodes(numa), f.cpus_in_sockets)
+            out += self._sort(f.sockets_in_numa_nodes(numa), "socket")
         return out
 
     def sort_cores(self) -> list[int]:
@@ -78,17 +80,17 @@ class CPUAccumulator:
         out: list[int] = []
         if self.numa_first:
             for socket in self.sort_sockets():
-                out += self._sort(f.cores_in_sockets(socket), f.cpus_in_cores)
+                out += self._sort(f.cores_in_sockets(socket), "core")
         else:
             for numa in self.sort_numa_nodes():
-                out += self._sort(f.cores_in_numa_nodes(numa), f.cpus_in_cores)
+                out += self._sort(f.cores_in_numa_nodes(numa), "core")
         return out
 
     def sort_uncore_caches(self) -> list[int]:
         f = self.free
         out: list[int] = []
         for numa in self.sort_numa_nodes():
-            out += self._sort(f.uncore_in_numa_nodes(numa), f.cpus_in_uncore_caches)
+            out += self._sort(f.uncore_in_numa_nodes(numa), "uncore")
         return out
 
     def sort_cpus(self) -> list[int]:
@@ -105,34 +107,42 @@ class CPUAccumulator:
 
     # --- whole elements -----------------------------------------------------------------
     def free_numa_nodes(self) -> list[int]:
-        all_ = self.topo.details
-        return [
-            n for n in self.sort_numa_nodes()
-            if len(self.free.cpus_in_numa_nodes(n)) == len(all_.cpus_in_numa_nodes(n))
-        ]
+        free, total = self.free.counts("numa_node"), self.topo.details.counts("numa_node")
+        return [n for n in self.sort_numa_nodes() if free.get(n, 0) == total.get(n, 0)]
 
     def free_sockets(self) -> list[int]:
-        per = self.topo.cpus_per_socket()
-        return [s for s in self.sort_sockets() if len(self.free.cpus_in_sockets(s)) == per]
+        # Upstream compares with CPUsPerSocket (NumCPUs / NumSockets), not the socket's own size.
+        per, free = self.topo.cpus_per_socket(), self.free.counts("socket")
+        return [s for s in self.sort_sockets() if free.get(s, 0) == per]
 
     def free_uncore_caches(self) -> list[int]:
-        all_ = self.topo.details
-        return [
-            u for u in self.sort_uncore_caches()
-            if len(self.free.cpus_in_uncore_caches(u)) == len(all_.cpus_in_uncore_caches(u))
-        ]
+        free, total = self.free.counts("uncore"), self.topo.details.counts("uncore")
+        return [u for u in self.sort_uncore_caches() if free.get(u, 0) == total.get(u, 0)]
 
     def free_cores(self) -> list[int]:
-        per = self.topo.cpus_per_core()
-        return [c for c in self.sort_cores() if len(self.free.cpus_in_cores(c)) == per]
+        per, free = self.topo.cpus_per_core(), self.free.counts("core")
+        return [c for c in self.sort_cores() if free.get(c, 0) == per]
+
+    def _below_smallest(self, attr: str) -> bool:
+        """True when fewer CPUs are needed than the smallest element of this kind holds: then no
+        take_full_* step can take anything and its (pure) ordering work is skipped."""
+        key = "smallest_" + attr
+        smallest = self.topo.derived.get(key)
+        if smallest is None:
+            smallest = self.topo.derived[key] = min(self.topo.details.counts(attr).values())
+        return bool(self.needed < smallest)
 
     def take_full_numa_nodes(self) -> None:
+        if self._below_smallest("numa_node"):
+            return
         for numa in self.free_numa_nodes():
             cpus = self.topo.details.cpus_in_numa_nodes(numa)
             if self.needs_at_least(len(cpus)):
                 self.take(cpus)
 
     def take_full_sockets(self) -> None:
+        if self._below_smallest("socket"):
+            return
         for socket in self.free_sockets():
             cpus = self.topo.details.cpus_in_sockets(socket)
             if self.needs_at_least(len(cpus)):
@@ -151,6 +161,8 @@ class CPUAccumulator:
             self.take_full_numa_nodes()
 
     def take_full_uncore(self) -> None:
+        if self._below_smallest("uncore"):
+            return
         for uncore in self.free_uncore_caches():
             cpus = self.topo.details.cpus_in_uncore_caches(uncore)
             if self.needs_at_least(len(cpus)):
@@ -182,6 +194,8 @@ class CPUAccumulator:
                 return
 
     def take_full_cores(self) -> None:
+        if self._below_smallest("core"):
+            return
         for core in self.free_cores():
             cpus = self.topo.details.cpus_in_cores(core)
             if self.needs_at_least(len(cpus)):
@@ -202,10 +216,10 @@ def take_by_topology_numa_packed(
     prefer_align_by_uncore_cache: bool = False,
 ) -> frozenset[int]:
     """Upstream takeByTopologyNUMAPacked (spec §1.6.2)."""
+    if n < 1:
+        return frozenset()
     avail = frozenset(available)
     acc = CPUAccumulator(topo, avail, n, strategy)
-    if acc.is_satisfied():
-        return frozenset()
     if acc.is_failed():
         raise not_enough_cpus(n, len(avail))
     acc.take_full_first_level()

@@ -30,6 +30,20 @@ def is_hint_socket_aligned(topo: CPUTopology, mask: int, min_affinity_size: int)
     return len(topo.details.sockets_in_numa_nodes(*bits_of(mask))) == min_sockets
 
 
+def _mask_table(topo: CPUTopology) -> list[tuple[int, tuple[int, ...], int]]:
+    """(mask, its NUMA ids, machine CPUs in it) for every mask, in IterateBitMasks order (cached)."""
+    table = topo.derived.get("cpu_hint_masks")
+    if table is None:
+        numa_ids = sorted(topo.details.numa_nodes())
+        total = {n: len(topo.details.cpus_in_numa_nodes(n)) for n in numa_ids}
+        table = []
+        for mask in iterate_bitmasks(numa_ids):
+            nodes = tuple(bits_of(mask))
+            table.append((mask, nodes, sum(total[n] for n in nodes)))
+        topo.derived["cpu_hint_masks"] = table
+    return table
+
+
 def generate_cpu_topology_hints(
     topo: CPUTopology,
     available: Iterable[int],
@@ -38,37 +52,45 @@ def generate_cpu_topology_hints(
     align_by_socket: bool = False,
 ) -> list[TopologyHint]:
     """All NUMA masks with enough available + reusable CPUs, preferred when minimal (§1.4)."""
-    numa_ids = sorted(topo.details.numa_nodes())
-    total_per_node = {n: len(topo.details.cpus_in_numa_nodes(n)) for n in numa_ids}
-    avail_per_node: dict[int, int] = {}
-    for cpu in set(available):
-        n = _numa_of(topo, cpu)
-        avail_per_node[n] = avail_per_node.get(n, 0) + 1
-    reusable_set = set(reusable)
+    avail = frozenset(available)
+    view = topo.keep_only(avail)
+    avail_per_node = dict.fromkeys(topo.details.numa_nodes(), 0)
+    avail_per_node.update(view.counts("numa_node"))
+    # Upstream reads CPUDetails[cpu] for any CPU; one outside the topology reads NUMA node 0.
+    stray = len(avail) - len(view)
+    if stray:
+        avail_per_node[0] = avail_per_node.get(0, 0) + stray
+    reusable_set = frozenset(reusable)
     reusable_mask = 0
     for cpu in reusable_set:
         reusable_mask |= 1 << _numa_of(topo, cpu)
 
-    min_affinity_size = len(numa_ids)
+    table = _mask_table(topo)
+    min_affinity_size = len(topo.details.numa_nodes())
     masks: list[int] = []
-    for mask in iterate_bitmasks(numa_ids):
-        nodes = bits_of(mask)
+    need_avail = request - len(reusable_set)
+    count_of = avail_per_node.__getitem__
+    for mask, nodes, total in table:
         count = len(nodes)
         # The minimum counts the machine's total CPUs, before any free/reusable filter.
-        if count < min_affinity_size and sum(total_per_node[n] for n in nodes) >= request:
+        if count < min_affinity_size and total >= request:
             min_affinity_size = count
         if reusable_mask & ~mask:
             continue
-        matching = len(reusable_set) + sum(avail_per_node.get(n, 0) for n in nodes)
-        if matching < request:
+        if sum(map(count_of, nodes)) < need_avail:
             continue
         masks.append(mask)
 
+    # Hints are immutable, so one instance per (mask, preferred) is shared across calls.
+    cache: dict[tuple[int, bool], TopologyHint] = topo.derived.setdefault("cpu_hint_objects", {})
     hints: list[TopologyHint] = []
     for mask in masks:
         if align_by_socket and is_hint_socket_aligned(topo, mask, min_affinity_size):
             preferred = True
         else:
             preferred = mask.bit_count() == min_affinity_size
-        hints.append(TopologyHint(mask, preferred))
+        hint = cache.get((mask, preferred))
+        if hint is None:
+            hint = cache[(mask, preferred)] = TopologyHint(mask, preferred)
+        hints.append(hint)
     return hints

@@ -8,8 +8,10 @@ query results are frozensets (upstream returns sorted cpusets; callers sort wher
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from numalign.errors import InvalidInputError
 from numalign.machine.topology import Machine
@@ -28,37 +30,45 @@ class CPUInfo:
     uncore: int
 
 
-def _group(infos: Iterable[CPUInfo], attr: str) -> dict[int, frozenset[int]]:
-    acc: dict[int, set[int]] = {}
-    for info in infos:
-        acc.setdefault(getattr(info, attr), set()).add(info.cpu)
-    return {k: frozenset(v) for k, v in acc.items()}
+_ATTRS = ("numa_node", "socket", "core", "uncore")
 
 
 class _Index:
     """Per-topology precomputed lookups shared by every CPUDetails view."""
 
-    __slots__ = ("all_cpus", "by_core", "by_numa", "by_socket", "by_uncore", "info")
+    __slots__ = ("all_cpus", "by", "info", "of")
 
     def __init__(self, infos: Mapping[int, CPUInfo]) -> None:
         self.info = dict(infos)
         self.all_cpus = frozenset(infos)
-        values = list(infos.values())
-        self.by_numa = _group(values, "numa_node")
-        self.by_socket = _group(values, "socket")
-        self.by_core = _group(values, "core")
-        self.by_uncore = _group(values, "uncore")
+        # attr -> cpu -> id, and attr -> id -> cpus
+        self.of: dict[str, dict[int, int]] = {a: {} for a in _ATTRS}
+        by: dict[str, dict[int, set[int]]] = {a: {} for a in _ATTRS}
+        for cpu, info in infos.items():
+            for a in _ATTRS:
+                value = getattr(info, a)
+                self.of[a][cpu] = value
+                by[a].setdefault(value, set()).add(cpu)
+        self.by: dict[str, dict[int, frozenset[int]]] = {
+            a: {k: frozenset(v) for k, v in table.items()} for a, table in by.items()
+        }
 
 
 class CPUDetails:
-    """The CPUs of `cpus` (a subset of the topology) with upstream's CPUDetails queries."""
+    """The CPUs of `cpus` (a subset of the topology) with upstream's CPUDetails queries.
 
-    __slots__ = ("_cpus", "_full", "_ix")
+    A view never changes, so query results are memoized per view: the accumulator asks the same
+    questions many times between two takes.
+    """
+
+    __slots__ = ("_counts", "_cpus", "_full", "_ix", "_memo")
 
     def __init__(self, index: _Index, cpus: frozenset[int]) -> None:
         self._ix = index
         self._cpus = cpus & index.all_cpus
         self._full = len(self._cpus) == len(index.all_cpus)
+        self._memo: dict[tuple[str, str, tuple[int, ...]], frozenset[int]] = {}
+        self._counts: dict[str, dict[int, int]] = {}
 
     # --- lookups --------------------------------------------------------------------------
     def info(self, cpu: int) -> CPUInfo | None:
@@ -74,69 +84,105 @@ class CPUDetails:
     def keep_only(self, cpus: Iterable[int]) -> CPUDetails:
         return CPUDetails(self._ix, self._cpus & frozenset(cpus))
 
-    def _pick(self, table: dict[int, frozenset[int]], ids: Iterable[int]) -> frozenset[int]:
-        out: frozenset[int] = _EMPTY
-        for i in ids:
-            out = out | table.get(i, _EMPTY)
-        return out if self._full else out & self._cpus
+    def without(self, cpus: Iterable[int]) -> CPUDetails:
+        """This view minus `cpus`; per-id counts already computed here are carried over and
+        decremented instead of being recounted (the accumulator removes a few CPUs at a time)."""
+        gone = self._cpus & frozenset(cpus)
+        view = CPUDetails(self._ix, self._cpus - gone)
+        for attr, counts in self._counts.items():
+            left = dict(counts)
+            of = self._ix.of[attr]
+            for c in gone:
+                k = of[c]
+                if left[k] == 1:
+                    del left[k]
+                else:
+                    left[k] -= 1
+            view._counts[attr] = left
+        return view
 
-    def _attr(self, cpus: Iterable[int], attr: str) -> frozenset[int]:
-        info = self._ix.info
-        return frozenset(getattr(info[c], attr) for c in cpus)
+    def _members(self, attr: str, ids: tuple[int, ...]) -> frozenset[int]:
+        """CPUs of this view whose `attr` is one of `ids`."""
+        key = ("cpus", attr, ids)
+        got = self._memo.get(key)
+        if got is None:
+            table = self._ix.by[attr]
+            if len(ids) == 1:
+                got = table.get(ids[0], _EMPTY)
+            else:
+                got = frozenset().union(*(table.get(i, _EMPTY) for i in ids))
+            if not self._full:
+                got = got & self._cpus
+            self._memo[key] = got
+        return got
+
+    def _ids(self, want: str, attr: str | None = None, ids: tuple[int, ...] = ()) -> frozenset[int]:
+        """Distinct `want` ids of this view's CPUs (restricted to `attr` in `ids` when given)."""
+        key = (want, attr or "", ids)
+        got = self._memo.get(key)
+        if got is None:
+            if attr is None and self._full:
+                got = frozenset(self._ix.by[want])
+            else:
+                cpus = self._cpus if attr is None else self._members(attr, ids)
+                got = frozenset(map(self._ix.of[want].__getitem__, cpus))
+            self._memo[key] = got
+        return got
+
+    def counts(self, attr: str) -> dict[int, int]:
+        """Number of this view's CPUs per NUMA node / socket / core / uncore id (`attr` names which:
+        "numa_node", "socket", "core" or "uncore"); ids without CPUs in the view are absent."""
+        got = self._counts.get(attr)
+        if got is None:
+            got = dict(Counter(map(self._ix.of[attr].__getitem__, self._cpus)))
+            self._counts[attr] = got
+        return got
 
     # --- upstream queries -----------------------------------------------------------------
     def cpus(self) -> frozenset[int]:
         return self._cpus
 
     def numa_nodes(self) -> frozenset[int]:
-        if self._full:
-            return frozenset(self._ix.by_numa)
-        return self._attr(self._cpus, "numa_node")
+        return self._ids("numa_node")
 
     def sockets(self) -> frozenset[int]:
-        if self._full:
-            return frozenset(self._ix.by_socket)
-        return self._attr(self._cpus, "socket")
+        return self._ids("socket")
 
     def cores(self) -> frozenset[int]:
-        if self._full:
-            return frozenset(self._ix.by_core)
-        return self._attr(self._cpus, "core")
+        return self._ids("core")
 
     def uncore_caches(self) -> frozenset[int]:
-        if self._full:
-            return frozenset(self._ix.by_uncore)
-        return self._attr(self._cpus, "uncore")
+        return self._ids("uncore")
 
     def cpus_in_numa_nodes(self, *ids: int) -> frozenset[int]:
-        return self._pick(self._ix.by_numa, ids)
+        return self._members("numa_node", ids)
 
     def cpus_in_sockets(self, *ids: int) -> frozenset[int]:
-        return self._pick(self._ix.by_socket, ids)
+        return self._members("socket", ids)
 
     def cpus_in_cores(self, *ids: int) -> frozenset[int]:
-        return self._pick(self._ix.by_core, ids)
+        return self._members("core", ids)
 
     def cpus_in_uncore_caches(self, *ids: int) -> frozenset[int]:
-        return self._pick(self._ix.by_uncore, ids)
+        return self._members("uncore", ids)
 
     def sockets_in_numa_nodes(self, *ids: int) -> frozenset[int]:
-        return self._attr(self.cpus_in_numa_nodes(*ids), "socket")
+        return self._ids("socket", "numa_node", ids)
 
     def numa_nodes_in_sockets(self, *ids: int) -> frozenset[int]:
-        return self._attr(self.cpus_in_sockets(*ids), "numa_node")
+        return self._ids("numa_node", "socket", ids)
 
     def cores_in_numa_nodes(self, *ids: int) -> frozenset[int]:
-        return self._attr(self.cpus_in_numa_nodes(*ids), "core")
+        return self._ids("core", "numa_node", ids)
 
     def cores_in_sockets(self, *ids: int) -> frozenset[int]:
-        return self._attr(self.cpus_in_sockets(*ids), "core")
+        return self._ids("core", "socket", ids)
 
     def uncore_in_numa_nodes(self, *ids: int) -> frozenset[int]:
-        return self._attr(self.cpus_in_numa_nodes(*ids), "uncore")
+        return self._ids("uncore", "numa_node", ids)
 
     def cores_in_uncore_caches(self, *ids: int) -> frozenset[int]:
-        return self._attr(self.cpus_in_uncore_caches(*ids), "core")
+        return self._ids("core", "uncore", ids)
 
     def cores_needed_in_uncore_cache(self, num_cores_needed: int, *ids: int) -> frozenset[int]:
         """All core ids in those uncore caches if there are <= n of them, else the n lowest."""
@@ -158,6 +204,7 @@ class CPUTopology:
 
     __slots__ = (
         "_ix",
+        "derived",
         "details",
         "num_cores",
         "num_cpus",
@@ -176,12 +223,14 @@ class CPUTopology:
     ) -> None:
         self._ix = _Index(infos)
         self.details = CPUDetails(self._ix, self._ix.all_cpus)
+        # Data other modules derive once per topology (e.g. the hint generator's mask table).
+        self.derived: dict[str, Any] = {}
         # cAdvisor reports NumCores (logical CPUs) and NumSockets itself; by default both are derived.
         self.num_cpus = len(infos) if num_cpus is None else num_cpus
-        self.num_cores = len(self._ix.by_core) if num_cores is None else num_cores
-        self.num_sockets = len(self._ix.by_socket) if num_sockets is None else num_sockets
-        self.num_numa_nodes = len(self._ix.by_numa)
-        self.num_uncore_cache = len(self._ix.by_uncore)
+        self.num_cores = len(self._ix.by["core"]) if num_cores is None else num_cores
+        self.num_sockets = len(self._ix.by["socket"]) if num_sockets is None else num_sockets
+        self.num_numa_nodes = len(self._ix.by["numa_node"])
+        self.num_uncore_cache = len(self._ix.by["uncore"])
 
     @classmethod
     def from_cpu_infos(
