@@ -410,3 +410,12 @@ def test_matches_sysfs_files(tarball: Path, tmp_path_factory: pytest.TempPathFac
     # every online CPU the kubelet would see is in exactly one NUMA node
     infos = machine.cpu_infos()
     assert [i.id for i in infos] == sorted(c for n in machine.numa_nodes for c in n.cpus)
+
+
+def test_fsroot_without_sysfs_is_refused_clearly() -> None:
+    """linux/allowed/test1.fsroot only carries cgroup restrictions for a synthetic hwloc topology."""
+    from numalign.adapters.sysfs import load_machine
+
+    fsroot = HWLOC / "allowed" / "test1.fsroot.tar.bz2"
+    with pytest.raises(DiscoveryError, match="no sys/ directory inside; expected a sysfs root"):
+        load_machine(str(fsroot))

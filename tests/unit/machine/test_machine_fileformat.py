@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -169,3 +170,15 @@ def test_text_parse_errors() -> None:
 )
 def test_page_sizes(key: object, size: int) -> None:
     assert page_size_bytes(key, "w") == size
+
+
+def test_the_documented_example_loads() -> None:
+    doc = Path(__file__).resolve().parents[3] / "docs" / "machine-format.md"
+    text = doc.read_text(encoding="utf-8")
+    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    m = machine_from_dict(parse_machine_text(block, "docs"), "docs")
+    assert m.name == "small-server"
+    assert m.node(1).cpus == {2, 3, 6} and m.all_offline_cpus() == {7}
+    assert dict(m.node(1).hugepages) == dict(m.node(0).hugepages) == {2 << 20: 1024, 1 << 30: 4}
+    assert [(i.id, i.core, i.uncore) for i in m.cpu_infos()][:2] == [(0, 0, 0), (1, 1, 0)]
+    assert m.devices_by_resource()["nvidia.com/gpu"][0].numa_nodes == (1,)
