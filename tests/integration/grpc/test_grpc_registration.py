@@ -1,0 +1,270 @@
+"""SDK plugin <-> RegistrationServer over real unix sockets."""
+
+from __future__ import annotations
+
+import socket
+import stat
+from pathlib import Path
+
+import grpc
+import pytest
+
+from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
+from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
+from numalign.adapters.grpc.plugin_client import PluginEndpointClient
+from numalign.adapters.grpc.registration import RegistrationServer, cleanup_plugin_directory
+from numalign.deviceplugin import HEALTHY, UNHEALTHY, ContainerAllocateResponse, Device, DevicePlugin, Mount
+from numalign.deviceplugin.testing import FakeKubelet, KubeletRecorder
+from numalign.errors import PluginError
+
+GPU = "example.com/gpu"
+
+
+def _devices() -> list[Device]:
+    return [Device("gpu0", HEALTHY, (0,)), Device("gpu1", HEALTHY, (1,)), Device("gpu2", HEALTHY, None)]
+
+
+def test_grpc_register_then_list_and_watch_feeds_callbacks(kubelet: FakeKubelet, sock_dir: Path) -> None:
+    plugin = DevicePlugin(
+        GPU,
+        _devices(),
+        socket_dir=sock_dir,
+        allocate=lambda ids: ContainerAllocateResponse(
+            envs={"GPUS": ",".join(ids)},
+            mounts=(Mount("/dev/x", "/host/x", True),),
+            cdi_devices=("example.com/gpu=a",),
+        ),
+        get_preferred_allocation=lambda avail, must, size: (
+            list(must) + [a for a in avail if a not in must][: size - len(must)]
+        ),
+    )
+    try:
+        plugin.start()
+        kubelet.wait_for(lambda: kubelet.last_devices(GPU) is not None, "first ListAndWatch snapshot")
+        assert [r for r, _ in kubelet.registered] == [GPU]
+        assert kubelet.last_devices(GPU) == _devices()  # None topology stays None, (0,) stays (0,)
+
+        endpoint = kubelet.server.endpoint(GPU)
+        assert endpoint is not None
+        assert endpoint.options.get_preferred_allocation_available
+        assert not endpoint.options.pre_start_required
+        resp = endpoint.allocate(["gpu0", "gpu1"])
+        assert dict(resp.envs) == {"GPUS": "gpu0,gpu1"}
+        assert resp.mounts == (Mount("/dev/x", "/host/x", True),)
+        assert resp.cdi_devices == ("example.com/gpu=a",)
+        assert endpoint.get_preferred_allocation(["gpu0", "gpu1", "gpu2"], ["gpu2"], 2) == ["gpu2", "gpu0"]
+        with pytest.raises(PluginError, match="unknown devices"):
+            endpoint.allocate(["nope"])
+
+        # A health change and a topology change are pushed as full snapshots.
+        plugin.set_health("gpu1", UNHEALTHY)
+        kubelet.wait_for(
+            lambda: (kubelet.last_devices(GPU) or [Device("x")])[1].health == UNHEALTHY, "health update"
+        )
+        plugin.update_devices([Device("gpu0", HEALTHY, ())])
+        kubelet.wait_for(lambda: kubelet.last_devices(GPU) == [Device("gpu0", HEALTHY, ())], "empty topology")
+    finally:
+        plugin.stop()
+    kubelet.wait_for(lambda: kubelet.disconnected == [GPU], "disconnect after the plugin stops")
+    assert kubelet.server.endpoint(GPU) is None
+
+
+def test_grpc_sockets_are_0600_and_stale_sockets_are_cleaned(
+    sock_dir: Path, recorder: KubeletRecorder
+) -> None:
+    stale = sock_dir / "old-plugin.sock"
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(stale))
+    s.close()
+    (sock_dir / "kubelet_internal_checkpoint").write_text("{}")
+    (sock_dir / "notes.txt").write_text("keep")
+    (sock_dir / "subdir").mkdir()
+    server = RegistrationServer(sock_dir, on_devices=recorder.on_devices)
+    server.start()
+    try:
+        assert not stale.exists()
+        assert {p.name for p in sock_dir.iterdir()} == {
+            "kubelet.sock",
+            "kubelet_internal_checkpoint",
+            "notes.txt",
+            "subdir",
+        }
+        mode = (sock_dir / "kubelet.sock").stat().st_mode
+        assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
+        with DevicePlugin(GPU, _devices(), socket_dir=sock_dir, socket_name="p.sock") as plugin:
+            assert stat.S_IMODE((sock_dir / "p.sock").stat().st_mode) == 0o600
+            assert plugin.registrations == 1
+    finally:
+        server.stop(grace=0.2)
+    assert not (sock_dir / "kubelet.sock").exists()
+
+
+def test_grpc_cleanup_keeps_only_non_sockets(sock_dir: Path) -> None:
+    for name in ("a.sock", "kubelet_internal_checkpoint"):
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(str(sock_dir / name))
+        s.close()
+    (sock_dir / "file").write_text("x")
+    removed = cleanup_plugin_directory(sock_dir)
+    assert [p.name for p in removed] == ["a.sock"]
+    assert sorted(p.name for p in sock_dir.iterdir()) == ["file", "kubelet_internal_checkpoint"]
+
+
+def _raw_register(sock_dir: Path, version: str, resource: str, endpoint: str) -> grpc.RpcError | None:
+    with grpc.insecure_channel(f"unix://{sock_dir}/kubelet.sock") as ch:
+        stub = pb_grpc.RegistrationStub(ch)
+        try:
+            stub.Register(
+                pb.RegisterRequest(version=version, endpoint=endpoint, resource_name=resource), timeout=5
+            )
+        except grpc.RpcError as e:
+            return e
+    return None
+
+
+@pytest.mark.parametrize(
+    ("version", "resource", "endpoint", "message"),
+    [
+        (
+            "v1alpha1",
+            GPU,
+            "p.sock",
+            'requested API version "v1alpha1" is not supported by kubelet. Supported versions are ["v1beta1"]',
+        ),
+        (
+            "",
+            GPU,
+            "p.sock",
+            'requested API version "" is not supported by kubelet. Supported versions are ["v1beta1"]',
+        ),
+        ("v1beta1", "gpu", "p.sock", 'the ResourceName "gpu" is invalid'),
+        ("v1beta1", "kubernetes.io/gpu", "p.sock", 'the ResourceName "kubernetes.io/gpu" is invalid'),
+        (
+            "v1beta1",
+            "requests.example.com/gpu",
+            "p.sock",
+            'the ResourceName "requests.example.com/gpu" is invalid',
+        ),
+        ("v1beta1", "Example.com/gpu", "p.sock", 'the ResourceName "Example.com/gpu" is invalid'),
+        (
+            "v1beta1",
+            GPU,
+            "../p.sock",
+            'the endpoint "../p.sock" of device plugin "example.com/gpu" is invalid',
+        ),
+        (
+            "v1beta1",
+            GPU,
+            "/tmp/p.sock",
+            'the endpoint "/tmp/p.sock" of device plugin "example.com/gpu" is invalid',
+        ),
+        ("v1beta1", GPU, "..", 'the endpoint ".." of device plugin "example.com/gpu" is invalid'),
+        ("v1beta1", GPU, "", 'the endpoint "" of device plugin "example.com/gpu" is invalid'),
+        (
+            "v1beta1",
+            GPU,
+            "kubelet.sock",
+            'the endpoint "kubelet.sock" of device plugin "example.com/gpu" is invalid',
+        ),
+        ("v1beta1", GPU, "missing.sock", "failed to dial device plugin:"),
+    ],
+)
+def test_grpc_invalid_registrations_are_refused(
+    kubelet: FakeKubelet,
+    recorder: KubeletRecorder,
+    sock_dir: Path,
+    version: str,
+    resource: str,
+    endpoint: str,
+    message: str,
+) -> None:
+    err = _raw_register(sock_dir, version, resource, endpoint)
+    assert err is not None
+    assert isinstance(err, grpc.Call)
+    assert err.code() == grpc.StatusCode.UNKNOWN  # a plain Go error from the kubelet's handler
+    assert (err.details() or "").startswith(message)
+    assert kubelet.registered == []
+    assert [r for r, _ in kubelet.refused] == [resource]
+    assert kubelet.server.resources() == []
+
+
+def test_grpc_reregistration_replaces_endpoint(kubelet: FakeKubelet, sock_dir: Path) -> None:
+    first = DevicePlugin(GPU, [Device("a", HEALTHY, (0,))], socket_dir=sock_dir, socket_name="first.sock")
+    second = DevicePlugin(GPU, [Device("b", HEALTHY, (1,))], socket_dir=sock_dir, socket_name="second.sock")
+    try:
+        first.start()
+        kubelet.wait_for(
+            lambda: kubelet.last_devices(GPU) == [Device("a", HEALTHY, (0,))], "first plugin's devices"
+        )
+        second.start()
+        kubelet.wait_for(
+            lambda: kubelet.last_devices(GPU) == [Device("b", HEALTHY, (1,))], "second plugin's devices"
+        )
+        endpoint = kubelet.server.endpoint(GPU)
+        assert isinstance(endpoint, PluginEndpointClient)
+        assert endpoint.socket_path.name == "second.sock"
+        # The replaced plugin's updates and its exit no longer affect the resource.
+        first.update_devices([Device("zzz")])
+        first.stop()
+        kubelet.wait_for(lambda: len(kubelet.registered) == 2, "two registrations")
+        assert kubelet.disconnected == []
+        assert kubelet.last_devices(GPU) == [Device("b", HEALTHY, (1,))]
+        assert second.devices == (Device("b", HEALTHY, (1,)),)
+        assert kubelet.server.endpoint(GPU) is endpoint
+    finally:
+        first.stop()
+        second.stop()
+    kubelet.wait_for(lambda: kubelet.disconnected == [GPU], "disconnect of the current plugin")
+
+
+def test_grpc_plugin_reregisters_when_kubelet_restarts(sock_dir: Path, recorder: KubeletRecorder) -> None:
+    def make() -> RegistrationServer:
+        return RegistrationServer(
+            sock_dir,
+            on_register=recorder.on_register,
+            on_devices=recorder.on_devices,
+            on_disconnect=recorder.on_disconnect,
+            dial_timeout=2.0,
+        )
+
+    server = make()
+    server.start()
+    plugin = DevicePlugin(GPU, _devices(), socket_dir=sock_dir, watch_interval=0.05)
+    try:
+        plugin.start()
+        recorder.wait_for(lambda: len(recorder.devices) == 1, "first snapshot")
+        server.stop(grace=0.1)
+        # A new kubelet: removes the plugin's socket at start, then serves a new kubelet.sock.
+        server = make()
+        server.start()
+        assert not plugin.socket_path.exists() or plugin.registrations >= 2
+        recorder.wait_for(lambda: len(recorder.registered) == 2, "re-registration", timeout=8)
+        recorder.wait_for(lambda: len(recorder.devices) == 2, "snapshot after re-registration")
+        assert recorder.last_devices(GPU) == _devices()
+        recorder.wait_for(lambda: plugin.registrations == 2, "the plugin sees its Register succeed")
+        assert plugin.socket_path.exists()
+    finally:
+        plugin.stop()
+        server.stop(grace=0.1)
+
+
+def test_grpc_hung_plugin_hits_deadlines(kubelet: FakeKubelet, sock_dir: Path) -> None:
+    import threading
+
+    release = threading.Event()
+
+    def slow_allocate(ids: object) -> ContainerAllocateResponse:
+        release.wait(5)
+        return ContainerAllocateResponse()
+
+    plugin = DevicePlugin(GPU, _devices(), socket_dir=sock_dir, allocate=slow_allocate)
+    try:
+        plugin.start()
+        endpoint = kubelet.server.endpoint(GPU)
+        assert isinstance(endpoint, PluginEndpointClient)
+        endpoint.call_timeout = 0.3
+        with pytest.raises(PluginError, match="deadline"):
+            endpoint.allocate(["gpu0"])
+    finally:
+        release.set()
+        plugin.stop()
