@@ -1,0 +1,411 @@
+"""The hint merge over explicit and implicit hint lists: upstream's decision without the product.
+
+Theory of operation (the ranking is the closed form of upstream's HintMerger, see core/merge.py):
+
+1. Preferred. A merged hint is preferred iff every chosen hint is preferred and all chosen non-nil
+   raw masks are equal, so the preferred candidates are the raw masks m that every list offers
+   preferred (or accepts through a preferred nil hint). If some explicit list has no preferred nil
+   hint, its preferred masks are a complete candidate list. Otherwise the candidates are the
+   preferred extras of the implicit lists plus masks in the upward part of every implicit list and
+   preferred there; those are found by `search_masks` count by count (fewest nodes first), pruned
+   by each list's optimistic bound. The first mask found is upstream's narrowest (masks of a count
+   come out in increasing numeric order); with prefer-closest every mask of the winning count is
+   compared by average distance.
+2. Non-preferred (only if no preferred candidate). The candidates are the reachable intersections
+   R = { D & h1 & ... & hL }. The winner is the best of R by rule 3: count == B, then counts below B
+   (larger first), then above B (smaller first). We try counts in that order and, per count, walk
+   masks in fitness order, testing membership in R exactly (`_member`).
+   Membership of m: pick per list an option containing m: a rigid mask (an explicit hint, an
+   implicit list's extra; nil means D) or the list's upward part, from which any member h with
+   h >= m may be chosen. With rigid choices intersected to s (a DP keeping only subset-minimal
+   states: a smaller state reaches m whenever a larger one does), m is reachable iff the nodes
+   s - m can be split among the lists using their upward part so that each list's top minus its
+   share still passes (`_cover`; shares can be taken disjoint because the parts are upward closed).
+   When every list is upward closed over D (CPU and device hints, nil/[] lists), R is upward closed
+   (h_i | x stays in list i and (/\\ h_i) | x = /\\ (h_i | x)), so a branch can be cut as soon as
+   the largest mask it still allows is not in R; and a count-B mask is always reachable (the
+   narrowest hint of the list defining B, with D from every other list), so the search ends at B.
+3. Nothing non-empty: {D, non-preferred}, as upstream.
+
+single-numa-node only ever sees preferred single-node hints, at most N per list, so implicit lists
+are turned into those explicit lists and merged by core.merge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import product
+
+from numalign.core.bitmask import bits_of
+from numalign.core.hint import TopologyHint
+from numalign.core.implicit import ImplicitHints, search_masks
+from numalign.core.merge import CANNOT_SATISFY, DONT_CARE, mask_fitter, merge_lists
+from numalign.core.numa import NUMAInfo
+
+Explicit = tuple[TopologyHint, ...]
+Source = Explicit | ImplicitHints
+# What a provider returns when it may describe hints implicitly.
+ResourceSources = Mapping[str, Sequence[TopologyHint] | ImplicitHints | None]
+ProviderSources = ResourceSources | None
+
+
+@dataclass(frozen=True)
+class SourceList:
+    """One normalised hint list (explicit or implicit) and where it came from."""
+
+    provider: int
+    resource: str | None
+    source: Source
+
+
+def normalise(providers: Sequence[ProviderSources]) -> list[SourceList]:
+    """Upstream filterProvidersHints over lists that may be implicit (those are never empty)."""
+    out: list[SourceList] = []
+    for i, pmap in enumerate(providers):
+        if not pmap:
+            out.append(SourceList(i, None, (DONT_CARE,)))
+            continue
+        for resource in sorted(pmap):
+            hints = pmap[resource]
+            if hints is None:
+                out.append(SourceList(i, resource, (DONT_CARE,)))
+            elif isinstance(hints, ImplicitHints):
+                out.append(SourceList(i, resource, hints))
+            elif len(hints) == 0:
+                out.append(SourceList(i, resource, (CANNOT_SATISFY,)))
+            else:
+                out.append(SourceList(i, resource, tuple(hints)))
+    return out
+
+
+def source_min_count(src: Source) -> int | None:
+    """The narrowest non-nil raw mask's count (upstream maxOfMinAffinityCounts' per-list term)."""
+    if isinstance(src, ImplicitHints):
+        return src.min_count
+    counts = [h.mask.bit_count() for h in src if h.mask is not None]
+    return min(counts) if counts else None
+
+
+def best_non_preferred_count(sources: Iterable[Source]) -> int:
+    return max((c for c in map(source_min_count, sources) if c is not None), default=0)
+
+
+class ImplicitMerger:
+    """Upstream HintMerger.Merge for best-effort/restricted over explicit and implicit lists.
+
+    `considered` collects the candidates that were actually evaluated and won a comparison (bounded),
+    for the decision record.
+    """
+
+    MAX_CONSIDERED = 16
+
+    def __init__(self, sources: Sequence[Source], numa: NUMAInfo, use_closest: bool) -> None:
+        self.sources = list(sources)
+        self.numa = numa
+        self.use_closest = use_closest
+        self.default = numa.default_affinity_mask
+        self.fitter = mask_fitter(numa, use_closest)
+        self.explicit = [s for s in self.sources if not isinstance(s, ImplicitHints)]
+        self.implicit = [s for s in self.sources if isinstance(s, ImplicitHints)]
+        self.considered: list[TopologyHint] = []
+        self._member_cache: dict[int, bool] = {}
+
+    # --- bookkeeping ---------------------------------------------------------------------------
+    def _fold(self, best: int | None, cand: int, preferred: bool) -> int:
+        if best is None or (cand != best and self.fitter(best, cand) == cand):
+            if len(self.considered) < self.MAX_CONSIDERED:
+                self.considered.append(TopologyHint(cand, preferred))
+            return cand
+        return best
+
+    # --- 1. preferred --------------------------------------------------------------------------
+    def _pref_in(self, src: Source, m: int) -> bool:
+        if isinstance(src, ImplicitHints):
+            return src.is_preferred_member(m)
+        return any(h.preferred and (h.mask is None or h.mask == m) for h in src)
+
+    def best_preferred(self) -> int | None:
+        d = self.default
+        constraining = [s for s in self.explicit if not any(h.preferred and h.mask is None for h in s)]
+        best: int | None = None
+        if constraining:
+            base = min(constraining, key=len)
+            for m in sorted({h.mask for h in base if h.preferred and h.mask is not None}):
+                if m & d and all(self._pref_in(s, m) for s in self.sources):
+                    best = self._fold(best, m & d, True)
+            return best
+        if not self.implicit:
+            return d if d else None  # every list accepts anything through a preferred nil hint
+        for src in self.implicit:
+            for h in src.extras:
+                if h.preferred and h.mask is not None and h.mask & d and all(
+                    self._pref_in(s, h.mask) for s in self.sources
+                ):
+                    best = self._fold(best, h.mask & d, True)
+        universe = d
+        sizes: set[int] | None = None
+        for src in self.implicit:
+            universe &= src.top
+            if src.pref_sizes is not None:
+                sizes = set(src.pref_sizes) if sizes is None else sizes & src.pref_sizes
+        nodes = bits_of(universe)
+        counts = sorted(sizes) if sizes is not None else range(1, len(nodes) + 1)
+        implicit = self.implicit
+
+        def leaf(m: int) -> bool:
+            return all(s.in_up(m) and s.is_preferred(m) for s in implicit)
+
+        for c in counts:
+            if c < 1 or c > len(nodes) or (best is not None and c > best.bit_count()):
+                continue
+
+            def prune(inc: int, allowed: int, c: int = c) -> bool:
+                return all(s.bound(inc, allowed, c) for s in implicit)
+
+            found = False
+            for m in search_masks(nodes, c, leaf, prune):
+                best = self._fold(best, m, True)
+                found = True
+                if not self.use_closest:
+                    break  # the first of a count is the numerically smallest
+            if found:
+                break  # fewer nodes always win; later counts are wider
+        return best
+
+    # --- 2. non-preferred ----------------------------------------------------------------------
+    def _up_closed(self, src: Source) -> bool:
+        """Is the list, ANDed with D, upward closed within D (and so contains D)."""
+        d = self.default
+        if isinstance(src, ImplicitHints):
+            return src.top == d and not src.extras and src.has_up()
+        masks = {d if h.mask is None else h.mask & d for h in src}
+        for m in masks:
+            rest = d & ~m
+            while rest:
+                low = rest & -rest
+                if m | low not in masks:
+                    return False
+                rest ^= low
+        return True
+
+    def _can_contain(self, inc: int) -> bool:
+        d = self.default
+        for src in self.sources:
+            if isinstance(src, ImplicitHints):
+                if not ((src.has_up() and inc & ~src.top == 0) or any(
+                    h.mask is not None and (h.mask & d) & inc == inc for h in src.extras
+                )):
+                    return False
+            elif not any(h.mask is None or (h.mask & d) & inc == inc for h in src):
+                return False
+        return True
+
+    def member(self, m: int) -> bool:
+        """Is m (a subset of D) the merged mask of some permutation (memoised)."""
+        hit = self._member_cache.get(m)
+        if hit is None:
+            hit = self._member_cache[m] = self._member(m)
+        return hit
+
+    def _member(self, m: int) -> bool:
+        d = self.default
+        rigid: list[list[int]] = []  # per list: rigid option masks containing m (ANDed with D)
+        opts: set[int]
+        flex: list[ImplicitHints | None] = []
+        for src in self.sources:
+            if isinstance(src, ImplicitHints):
+                opts = {h.mask & d for h in src.extras if h.mask is not None and (h.mask & d) & m == m}
+                up = src if (src.has_up() and m & ~src.top == 0) else None
+                if not opts and up is None:
+                    return False
+                rigid.append(_minimal(opts))
+                flex.append(up)
+            else:
+                opts = {t for t in (d if h.mask is None else h.mask & d for h in src) if t & m == m}
+                if not opts:
+                    return False
+                rigid.append(_minimal(opts))
+                flex.append(None)
+        both = [i for i, f in enumerate(flex) if f is not None and rigid[i]]
+        # choose, per list that has both, its upward part (True) or its rigid masks (False)
+        for choice in product((True, False), repeat=len(both)):
+            use_flex = {i for i, f in enumerate(flex) if f is not None and not rigid[i]}
+            use_flex |= {i for i, c in zip(both, choice, strict=True) if c}
+            base = d
+            for i in use_flex:
+                f = flex[i]
+                assert f is not None
+                base &= f.top
+            states = [base]
+            for i, choices in enumerate(rigid):
+                if i not in use_flex:
+                    states = _minimal({s & t for s in states for t in choices})
+            absorbers = [f for i, f in enumerate(flex) if i in use_flex and f is not None]
+            for s in sorted(states, key=int.bit_count):
+                if _cover(s & ~m, absorbers):
+                    return True
+        return False
+
+    def best_non_preferred(self, b: int) -> int | None:
+        d = self.default
+        nodes = bits_of(d)
+        n = len(nodes)
+        up_closed = all(self._up_closed(s) for s in self.sources)
+        order = [c for c in range(b, 0, -1) if c <= n] + list(range(max(b, 0) + 1, n + 1))
+        for c in order:
+
+            def prune(inc: int, allowed: int) -> bool:
+                if not self._can_contain(inc):
+                    return False
+                # R is upward closed: a member below `allowed` puts `allowed` itself in R
+                return not up_closed or self.member(allowed)
+
+            best: int | None = None
+            for m in search_masks(nodes, c, self.member, prune):
+                best = self._fold(best, m, False)
+                if not self.use_closest:
+                    break
+            if best is not None:
+                return best
+        return None
+
+    # --- the merge -----------------------------------------------------------------------------
+    def merge(self) -> TopologyHint:
+        if any(not isinstance(s, ImplicitHints) and len(s) == 0 for s in self.sources):
+            return TopologyHint(self.default, False)
+        pref = self.best_preferred()
+        if pref is not None:
+            return TopologyHint(pref, True)
+        best = self.best_non_preferred(best_non_preferred_count(self.sources))
+        return TopologyHint(self.default if best is None else best, False)
+
+
+def _minimal(masks: Iterable[int]) -> list[int]:
+    """The subset-minimal masks (an antichain); a smaller intersection state dominates a larger one."""
+    out: list[int] = []
+    for m in sorted(set(masks), key=int.bit_count):
+        if not any(o & m == o for o in out):
+            out.append(m)
+    return out
+
+
+def _cover(rest: int, absorbers: Sequence[ImplicitHints]) -> bool:
+    """Can the nodes of `rest` be shared among the lists' upward parts so that each list's top minus
+    its share still passes? (Shares may be disjoint: the parts are upward closed.)"""
+    if rest == 0:
+        return True
+    if not absorbers:
+        return False
+    for a in absorbers:
+        if a.in_up(a.top & ~rest):
+            return True
+    nodes = bits_of(rest)
+    # nodes that fewer lists can take alone go first; a node no list can take ends the search
+    takers = {x: [i for i, a in enumerate(absorbers) if a.in_up(a.top & ~(1 << x))] for x in nodes}
+    if any(not t for t in takers.values()):
+        return False
+    nodes.sort(key=lambda x: len(takers[x]))
+    shares = [0] * len(absorbers)
+    failed: set[tuple[int, tuple[int, ...]]] = set()
+
+    def place(j: int) -> bool:
+        if j == len(nodes):
+            return True
+        key = (j, tuple(shares))
+        if key in failed:
+            return False
+        bit = 1 << nodes[j]
+        for i in takers[nodes[j]]:
+            a = absorbers[i]
+            if a.in_up(a.top & ~(shares[i] | bit)):
+                shares[i] |= bit
+                if place(j + 1):
+                    return True
+                shares[i] &= ~bit
+        failed.add(key)
+        return False
+
+    return place(0)
+
+
+def merge_sources(
+    sources: Sequence[Source], numa: NUMAInfo, use_closest: bool
+) -> tuple[TopologyHint, list[TopologyHint]]:
+    """Upstream HintMerger.Merge (best-effort/restricted) over normalised lists; returns the best
+    hint and the bounded list of candidates that mattered."""
+    d = numa.default_affinity_mask
+    if not any(isinstance(s, ImplicitHints) for s in sources):
+        lists = [s for s in sources if not isinstance(s, ImplicitHints)]
+        best = merge_lists(lists, numa, use_closest)
+        return best, [best]
+    if any(isinstance(s, ImplicitHints) and s.top & ~d for s in sources):
+        # The provider sees nodes the Topology Manager does not: compare raw masks the slow, sure way.
+        lists = [_materialize(s) for s in sources]
+        best = merge_lists(lists, numa, use_closest)
+        return best, [best]
+    merger = ImplicitMerger(sources, numa, use_closest)
+    best = merger.merge()
+    return best, merger.considered + ([best] if best not in merger.considered else [])
+
+
+def _materialize(src: Source) -> Explicit:
+    if not isinstance(src, ImplicitHints):
+        return src
+    if src.materialize is None:
+        raise ValueError(f"implicit hint list {src.label!r} reaches beyond the machine's NUMA nodes and "
+                         "cannot be listed; give it a materialize() function")
+    return tuple(src.materialize())
+
+
+@dataclass(frozen=True)
+class FastMergeResult:
+    """The policy's decision (same hint and admit as make_policy(...).merge on the explicit lists),
+    the normalised lists, B, and `considered`: at most ImplicitMerger.MAX_CONSIDERED + 1 hints that
+    mattered (each candidate that became the best so far, in search order, then the winner)."""
+
+    hint: TopologyHint
+    admit: bool
+    lists: tuple[SourceList, ...]
+    best_non_preferred_affinity_count: int
+    considered: tuple[TopologyHint, ...]
+
+
+def merge_implicit(
+    providers: Sequence[ProviderSources],
+    numa: NUMAInfo,
+    policy: str,
+    prefer_closest_numa: bool = False,
+) -> FastMergeResult:
+    """Upstream policy Merge over provider answers whose hint lists may be ImplicitHints.
+
+    `policy` is the kubelet name (none, best-effort, restricted, single-numa-node). The result's
+    hint and admit equal `make_policy(policy, numa, PolicyOptions(prefer_closest_numa)).merge(...)`
+    on the materialised (exhaustive) lists. max-allowable-numa-nodes is not checked here (the
+    manager enforces it, as upstream's NewManager does).
+    """
+    if policy == "none":
+        return FastMergeResult(TopologyHint(None, False), True, (), 0, ())
+    lists = normalise(providers)
+    if policy == "single-numa-node":
+        single: list[Explicit] = []
+        for sl in lists:
+            src = sl.source
+            if isinstance(src, ImplicitHints):
+                single.append(tuple(src.single_node_preferred(bits_of(src.top))))
+            else:
+                single.append(tuple(h for h in src if h.preferred and (h.mask is None or h.mask.bit_count() == 1)))
+        best = merge_lists(single, numa, False)
+        if best.mask == numa.default_affinity_mask:
+            best = TopologyHint(None, best.preferred)
+        b = best_non_preferred_count(single)
+        kept = tuple(SourceList(s.provider, s.resource, h) for s, h in zip(lists, single, strict=True))
+        return FastMergeResult(best, best.preferred, kept, b, (best,))
+    if policy not in ("best-effort", "restricted"):
+        raise ValueError(f'unknown policy: "{policy}"')
+    if prefer_closest_numa:
+        numa.require_distances()
+    sources = [sl.source for sl in lists]
+    best, considered = merge_sources(sources, numa, prefer_closest_numa)
+    admit = True if policy == "best-effort" else best.preferred
+    return FastMergeResult(best, admit, tuple(lists), best_non_preferred_count(sources), tuple(considered))

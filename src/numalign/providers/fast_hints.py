@@ -1,0 +1,314 @@
+"""Provider hints without listing 2^N masks: the same hint sets as the exhaustive generators
+(providers/cpu/hints.py, devices/hints.py, memory/hints.py), described as ImplicitHints.
+
+Each function returns what the exhaustive generator returns when that is small ([] / {} / a
+fallback list) and otherwise an ImplicitHints holding exactly the generator's masks and flags:
+
+- CPU (generateCPUTopologyHints): a mask passes iff every reusable CPU's node is in it and
+  |reusable| + free CPUs on its nodes >= request: monotone. minAffinitySize = the fewest nodes whose
+  TOTAL CPUs reach the request (a greedy prefix over nodes sorted by size is exact for sums).
+  Preferred: count == minAffinitySize, or (align-by-socket) socket-aligned.
+- Devices (generateDeviceTopologyHints): passes iff every reusable device with topology touches it
+  and |reusable| + available devices touching it >= request: monotone. minAffinitySize counts ALL
+  devices of the resource touching a mask (found by a pruned search, devices may span nodes).
+- Memory (calculateHints): NOT monotone. Its passing masks are (a) masks of unused nodes whose
+  allocatable and free memory cover the request (monotone over the unused nodes), plus a few listed
+  masks: (b) single used nodes, (c) multi-NUMA groups in use, (d) masks holding reusable memory
+  (keyed by the exact mask). A multi-node mask with a used node passes only if it equals that
+  node's group, which is why (a)-(d) are all of them. A state with an unused node inside a group
+  (which the kubelet never writes) falls back to the exhaustive generator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+
+from numalign.core.bitmask import bits_of, mask_of, mask_string
+from numalign.core.hint import TopologyHint
+from numalign.core.implicit import ImplicitHints, UpBound, UpPass, min_member_count, search_masks, topk_sum
+from numalign.providers.cpu.hints import generate_cpu_topology_hints, is_hint_socket_aligned
+from numalign.providers.cpu.topology import CPUTopology
+from numalign.providers.devices.endpoint import Device
+from numalign.providers.devices.hints import (
+    device_has_topology_alignment,
+    device_numa_mask,
+    generate_device_topology_hints,
+)
+from numalign.providers.memory.hints import (
+    Requested,
+    ReusableMemory,
+    calculate_hints,
+    reusable_for,
+    violates_grouping,
+)
+from numalign.providers.memory.state import NUMANodeState
+
+HintSource = list[TopologyHint] | ImplicitHints
+
+
+def _mask_sum(values: Mapping[int, int], mask: int) -> int:
+    return sum(values.get(n, 0) for n in bits_of(mask))
+
+
+# --- CPU -----------------------------------------------------------------------------------------
+def cpu_topology_hints(
+    topo: CPUTopology,
+    available: Iterable[int],
+    reusable: Iterable[int],
+    request: int,
+    align_by_socket: bool = False,
+) -> HintSource:
+    """generate_cpu_topology_hints, described: [] when no mask passes, else an ImplicitHints."""
+    numa_ids = sorted(topo.details.numa_nodes())
+    top = mask_of(numa_ids)
+
+    def numa_of(cpu: int) -> int:
+        # as upstream: a CPU outside the topology reads the zero CPUInfo, i.e. NUMA node 0
+        info = topo.info(cpu)
+        return 0 if info is None else info.numa_node
+
+    avail: dict[int, int] = {}
+    for cpu in set(available):
+        n = numa_of(cpu)
+        avail[n] = avail.get(n, 0) + 1
+    reusable_set = set(reusable)
+    reusable_mask = 0
+    for cpu in reusable_set:
+        reusable_mask |= 1 << numa_of(cpu)
+    need = request - len(reusable_set)
+
+    def up_pass(m: int) -> bool:
+        return reusable_mask & ~m == 0 and _mask_sum(avail, m) >= need
+
+    if not numa_ids or not up_pass(top):
+        return []
+    by_avail = sorted(numa_ids, key=lambda n: -avail.get(n, 0))
+
+    def up_bound(inc: int, allowed: int, size: int) -> bool:
+        mand = inc | reusable_mask
+        if mand & ~allowed:
+            return False
+        r = size - mand.bit_count()
+        return r >= 0 and _mask_sum(avail, mand) + topk_sum(avail, by_avail, allowed & ~mand, r) >= need
+
+    # minAffinitySize: fewest nodes whose TOTAL CPUs reach the request (upstream starts at N)
+    totals = sorted((len(topo.details.cpus_in_numa_nodes(n)) for n in numa_ids), reverse=True)
+    k, acc = len(numa_ids), 0
+    for c, t in enumerate(totals, start=1):
+        acc += t
+        if acc >= request:
+            k = min(k, c)
+            break
+    min_count = min_member_count(numa_ids, up_pass, up_bound)
+    assert min_count is not None  # the full mask passes
+
+    def preferred(m: int) -> bool:
+        if align_by_socket and is_hint_socket_aligned(topo, m, k):
+            return True
+        return m.bit_count() == k
+
+    avail_list, reusable_list = list(set(available)), list(reusable_set)
+    return ImplicitHints(
+        top=top,
+        up_pass=up_pass,
+        is_preferred=preferred,
+        min_count=min_count,
+        pref_sizes=None if align_by_socket else frozenset({k}),
+        up_bound=up_bound,
+        materialize=lambda: generate_cpu_topology_hints(topo, avail_list, reusable_list, request, align_by_socket),
+        label="cpu",
+    )
+
+
+# --- devices -------------------------------------------------------------------------------------
+def device_topology_hints(
+    numa_nodes: Sequence[int],
+    all_devices: Mapping[str, Device],
+    available: Collection[str],
+    reusable: Collection[str],
+    request: int,
+) -> HintSource:
+    """generate_device_topology_hints, described: [] when no mask passes, else an ImplicitHints."""
+    available, reusable = list(dict.fromkeys(available)), list(dict.fromkeys(reusable))
+    nodes = list(dict.fromkeys(numa_nodes))
+    top = mask_of(nodes)
+    all_masks = [device_numa_mask(d) for d in all_devices.values()]
+    reusable_masks = [
+        device_numa_mask(dev) for d in reusable if (dev := all_devices.get(d)) is not None and dev.topology is not None
+    ]
+    available_masks = [device_numa_mask(all_devices.get(d)) for d in available]
+    need = request - len(reusable_masks)
+
+    def up_pass(m: int) -> bool:
+        return all(r & m for r in reusable_masks) and sum(1 for a in available_masks if a & m) >= need
+
+    if not nodes or not up_pass(top):
+        return []
+
+    def coverage_bound(masks: Sequence[int], target: int) -> tuple[UpPass, UpBound]:
+        def passes(m: int) -> bool:
+            return sum(1 for a in masks if a & m) >= target
+
+        def bound(inc: int, allowed: int, size: int) -> bool:
+            # devices already touched + the best per-node counts of the rest (over-counts devices
+            # spanning several nodes, so it is optimistic)
+            covered = sum(1 for a in masks if a & inc)
+            rest = [a for a in masks if not a & inc]
+            per_node = sorted((sum(1 for a in rest if a >> x & 1) for x in bits_of(allowed & ~inc)), reverse=True)
+            return covered + sum(per_node[: max(size - inc.bit_count(), 0)]) >= target
+
+        return passes, bound
+
+    _, up_bound = coverage_bound(available_masks, need)
+    all_pass, all_bound = coverage_bound(all_masks, request)
+    # minAffinitySize: the fewest nodes touched by `request` devices of ANY state (upstream starts at N)
+    k = min(min_member_count(nodes, all_pass, all_bound) or len(numa_nodes), len(numa_nodes))
+    min_count = min_member_count(nodes, up_pass, up_bound)
+    assert min_count is not None
+    nodes_list = list(numa_nodes)
+    return ImplicitHints(
+        top=top,
+        up_pass=up_pass,
+        is_preferred=lambda m: m.bit_count() == k,
+        min_count=min_count,
+        pref_sizes=frozenset({k}),
+        up_bound=up_bound,
+        materialize=lambda: generate_device_topology_hints(nodes_list, all_devices, available, reusable, request),
+        label="devices",
+    )
+
+
+def resource_topology_hints_fast(
+    numa_nodes: Sequence[int],
+    all_devices: Mapping[str, Device],
+    *,
+    allocated: Collection[str] | None,
+    available: Collection[str],
+    reusable: Collection[str],
+    request: int,
+) -> HintSource | None:
+    """devices.hints.resource_topology_hints (steps a-e) with the implicit generator."""
+    if not device_has_topology_alignment(all_devices):
+        return None
+    if allocated:
+        held = set(allocated)
+        if len(held) != request:
+            return []
+        return device_topology_hints(numa_nodes, all_devices, held, (), request)
+    if len(set(available) | set(reusable)) < request:
+        return []
+    return device_topology_hints(numa_nodes, all_devices, available, reusable, request)
+
+
+# --- memory --------------------------------------------------------------------------------------
+def memory_topology_hints(
+    machine_state: Mapping[int, NUMANodeState],
+    requested: Requested,
+    reusable: ReusableMemory | None = None,
+) -> dict[str, HintSource]:
+    """calculate_hints, described: {} when no mask passes, else one (shared) list per resource."""
+    nodes = sorted(machine_state)
+    resources = sorted(requested)
+    if not resources or not nodes:
+        return {}
+    unused = [n for n in nodes if machine_state[n].number_of_assignments == 0]
+    if any(len(machine_state[n].cells) > 1 for n in unused):
+        exhaustive = calculate_hints(machine_state, requested, reusable)
+        return {r: list(h) for r, h in exhaustive.items()}
+    alloc = {r: {n: machine_state[n].table(r).allocatable for n in nodes} for r in resources}
+    free = {r: {n: machine_state[n].table(r).free for n in nodes} for r in resources}
+
+    def covers(table: Mapping[str, Mapping[int, int]], m: int) -> bool:
+        return all(_mask_sum(table[r], m) >= requested[r] for r in resources)
+
+    def bound_for(tables: Sequence[Mapping[str, Mapping[int, int]]]) -> UpBound:
+        orders = [{r: sorted(nodes, key=t[r].__getitem__, reverse=True) for r in resources} for t in tables]
+
+        def bound(inc: int, allowed: int, size: int) -> bool:
+            extra = size - inc.bit_count()
+            return all(
+                _mask_sum(t[r], inc) + topk_sum(t[r], o[r], allowed & ~inc, extra) >= requested[r]
+                for t, o in zip(tables, orders, strict=True)
+                for r in resources
+            )
+
+        return bound
+
+    # minAffinitySize: the fewest nodes whose allocatable covers every request (upstream starts at N)
+    def alloc_pass(m: int) -> bool:
+        return covers(alloc, m)
+
+    k = min_member_count(nodes, alloc_pass, bound_for([alloc])) or len(nodes)
+
+    def passes(m: int) -> bool:
+        """calculateHints' test of one mask, exactly."""
+        bits = bits_of(m)
+        if not covers(alloc, m):
+            return False
+        if len(bits) == 1:
+            if len(machine_state[bits[0]].cells) > 1:
+                return False
+        elif violates_grouping(machine_state, bits):
+            return False
+        return all(_mask_sum(free[r], m) + reusable_for(reusable, m, r) >= requested[r] for r in resources)
+
+    top = mask_of(unused)
+
+    def up_pass(m: int) -> bool:
+        return covers(alloc, m) and covers(free, m)
+
+    up_bound = bound_for([alloc, free])
+
+    has_up = bool(unused) and up_pass(top)
+    # (b)-(d): every other mask that can pass
+    listed: set[int] = set()
+    for n in nodes:
+        st = machine_state[n]
+        if st.number_of_assignments > 0:
+            listed.add(1 << n)
+            if len(st.cells) > 1 and all(c in machine_state for c in st.cells):
+                listed.add(mask_of(st.cells))
+    all_nodes = mask_of(nodes)
+    for key in reusable or {}:
+        try:
+            m = int(key, 2)
+        except ValueError:
+            continue
+        if m and m & ~all_nodes == 0 and mask_string(m) == key:
+            listed.add(m)
+    extras = tuple(
+        TopologyHint(m, m.bit_count() == k)
+        for m in sorted(listed)
+        if passes(m) and not (has_up and m & ~top == 0 and up_pass(m))
+    )
+    if not has_up and not extras:
+        return {}
+    up_min = min_member_count(unused, up_pass, up_bound) if has_up else None
+    min_count = min([c for c in [up_min, *(h.mask.bit_count() for h in extras if h.mask)] if c is not None])
+    state, req, reuse = machine_state, dict(requested), reusable
+
+    def materialize() -> list[TopologyHint]:
+        return list(calculate_hints(state, req, reuse).get(resources[0], []))
+
+    family = ImplicitHints(
+        top=top,
+        up_pass=up_pass if has_up else None,
+        is_preferred=lambda m: m.bit_count() == k,
+        min_count=min_count,
+        pref_sizes=frozenset({k}),
+        up_bound=up_bound,
+        extras=extras,
+        materialize=materialize,
+        label="memory",
+    )
+    return dict.fromkeys(resources, family)
+
+
+__all__ = [
+    "HintSource",
+    "cpu_topology_hints",
+    "device_topology_hints",
+    "memory_topology_hints",
+    "resource_topology_hints_fast",
+    "search_masks",
+]
