@@ -1,0 +1,280 @@
+"""The kubelet's PodResources v1 service (upstream pkg/kubelet/apis/podresources/server_v1.go), served
+on a unix socket (kubelet default /var/lib/kubelet/pod-resources/kubelet.sock).
+
+The server reads everything from a `PodResourcesSource` that returns plain dataclasses, so the node
+agent decides where pods and allocations come from. Devices are reported as the kubelet reports them
+(container_manager's containerDevicesFromResourceDeviceInstances): one ContainerDevices entry per
+device per NUMA node, each with a single device id; a device without topology gets one entry with no
+topology. Ordering is deterministic (resources sorted, devices in source order) where upstream
+iterates Go maps.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn, Protocol
+
+import grpc
+
+from numalign.adapters.grpc.gen.podresources.v1 import api_pb2 as pb
+from numalign.adapters.grpc.gen.podresources.v1 import api_pb2_grpc as pb_grpc
+from numalign.adapters.grpc.sockets import resolve_group, start_unix_server
+
+log = logging.getLogger("numalign.grpc.podresources")
+
+DEFAULT_POD_RESOURCES_SOCKET = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
+SERVER_API_VERSION = "v1"  # the server_api_version label of the kubelet's pod_resources metrics
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBlock:
+    """One memory block of a container (memory manager), or one allocatable (NUMA node, type) entry."""
+
+    memory_type: str  # "memory" or "hugepages-<size>"
+    size: int  # bytes
+    numa_nodes: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AssignedDevices:
+    """Devices of one resource assigned to a container on one NUMA node, as the device manager stores
+    them (deviceIds per NUMA id). `numa_node` None is upstream's -1: the devices have no topology."""
+
+    resource_name: str
+    device_ids: tuple[str, ...]
+    numa_node: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerResources:
+    """What PodResources reports for one container. cpu_ids are exclusive CPUs only (empty for
+    containers in the shared pool)."""
+
+    name: str
+    cpu_ids: tuple[int, ...] = ()
+    memory: tuple[MemoryBlock, ...] = ()
+    devices: tuple[AssignedDevices, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PodResources:
+    """One active pod. `containers` lists restartable init containers (sidecars) first, then the app
+    containers, in spec order: the order upstream reports them."""
+
+    name: str
+    namespace: str
+    containers: tuple[ContainerResources, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatableDevice:
+    """One healthy device. `numa_nodes` None means the plugin sent no topology."""
+
+    resource_name: str
+    device_id: str
+    numa_nodes: tuple[int, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatableResources:
+    cpu_ids: tuple[int, ...] = ()
+    memory: tuple[MemoryBlock, ...] = ()
+    devices: tuple[AllocatableDevice, ...] = ()
+
+
+class PodResourcesSource(Protocol):
+    """Where the server reads pods and allocations from. Called from gRPC threads: be thread-safe."""
+
+    def list_pods(self) -> Sequence[PodResources]: ...
+
+    def get_pod(self, namespace: str, name: str) -> PodResources | None: ...
+
+    def allocatable(self) -> AllocatableResources: ...
+
+
+# (method, failed) -> None; method is "list", "get_allocatable" or "get", as in the kubelet's metrics.
+OnCall = Callable[[str, bool], None]
+
+
+def _topology(nodes: Iterable[int]) -> pb.TopologyInfo:
+    return pb.TopologyInfo(nodes=[pb.NUMANode(ID=n) for n in nodes])
+
+
+def _device_entries(
+    resource: str, device_id: str, nodes: tuple[int, ...] | None
+) -> list[pb.ContainerDevices]:
+    if nodes is None:
+        return [pb.ContainerDevices(resource_name=resource, device_ids=[device_id])]
+    return [
+        pb.ContainerDevices(resource_name=resource, device_ids=[device_id], topology=_topology([n]))
+        for n in nodes
+    ]
+
+
+def container_devices_to_pb(groups: Iterable[AssignedDevices]) -> list[pb.ContainerDevices]:
+    """Flatten per-NUMA device groups the way the kubelet does for List/Get.
+
+    A device listed under several NUMA nodes is reported once per node; a device under "no topology"
+    is reported once without topology.
+    """
+    per_resource: dict[str, dict[str, tuple[int, ...] | None]] = {}
+    for g in groups:
+        devs = per_resource.setdefault(g.resource_name, {})
+        for dev_id in g.device_ids:
+            if g.numa_node is None:
+                devs[dev_id] = None
+            else:
+                prev = devs.get(dev_id) or ()
+                devs[dev_id] = tuple(sorted({*prev, g.numa_node}))
+    out: list[pb.ContainerDevices] = []
+    for resource in sorted(per_resource):
+        for dev_id, nodes in per_resource[resource].items():
+            out.extend(_device_entries(resource, dev_id, nodes))
+    return out
+
+
+def _memory_to_pb(blocks: Iterable[MemoryBlock]) -> list[pb.ContainerMemory]:
+    return [
+        pb.ContainerMemory(memory_type=b.memory_type, size=b.size, topology=_topology(b.numa_nodes))
+        for b in blocks
+    ]
+
+
+def pod_to_pb(pod: PodResources) -> pb.PodResources:
+    return pb.PodResources(
+        name=pod.name,
+        namespace=pod.namespace,
+        containers=[
+            pb.ContainerResources(
+                name=c.name,
+                devices=container_devices_to_pb(c.devices),
+                cpu_ids=list(c.cpu_ids),
+                memory=_memory_to_pb(c.memory),
+            )
+            for c in pod.containers
+        ],
+    )
+
+
+def allocatable_to_pb(res: AllocatableResources) -> pb.AllocatableResourcesResponse:
+    devices: list[pb.ContainerDevices] = []
+    for resource in sorted({d.resource_name for d in res.devices}):
+        for d in res.devices:
+            if d.resource_name == resource:
+                devices.extend(_device_entries(resource, d.device_id, d.numa_nodes))
+    return pb.AllocatableResourcesResponse(
+        devices=devices, cpu_ids=list(res.cpu_ids), memory=_memory_to_pb(res.memory)
+    )
+
+
+class _Servicer(pb_grpc.PodResourcesListerServicer):
+    def __init__(self, source: PodResourcesSource, on_call: OnCall | None) -> None:
+        self._source = source
+        self._on_call = on_call
+
+    def _count(self, method: str, failed: bool) -> None:
+        if self._on_call is not None:
+            try:
+                self._on_call(method, failed)
+            except Exception:
+                log.exception("PodResources on_call callback failed")
+
+    def _internal(self, method: str, context: grpc.ServicerContext, e: Exception) -> NoReturn:
+        log.exception("PodResources %s failed", method)
+        self._count(method, True)
+        context.abort(grpc.StatusCode.UNKNOWN, f"PodResources {method} failed: {e}")
+
+    def List(
+        self, request: pb.ListPodResourcesRequest, context: grpc.ServicerContext
+    ) -> pb.ListPodResourcesResponse:
+        try:
+            resp = pb.ListPodResourcesResponse(pod_resources=[pod_to_pb(p) for p in self._source.list_pods()])
+        except Exception as e:
+            self._internal("list", context, e)
+        self._count("list", False)
+        return resp
+
+    def GetAllocatableResources(
+        self, request: pb.AllocatableResourcesRequest, context: grpc.ServicerContext
+    ) -> pb.AllocatableResourcesResponse:
+        try:
+            resp = allocatable_to_pb(self._source.allocatable())
+        except Exception as e:
+            self._internal("get_allocatable", context, e)
+        self._count("get_allocatable", False)
+        return resp
+
+    def Get(
+        self, request: pb.GetPodResourcesRequest, context: grpc.ServicerContext
+    ) -> pb.GetPodResourcesResponse:
+        try:
+            pod = self._source.get_pod(request.pod_namespace, request.pod_name)
+        except Exception as e:
+            self._internal("get", context, e)
+        if pod is None:
+            self._count("get", True)
+            # Upstream returns a plain Go error here, which gRPC sends as code Unknown.
+            context.abort(
+                grpc.StatusCode.UNKNOWN,
+                f"pod {request.pod_name} in namespace {request.pod_namespace} not found",
+            )
+        try:
+            resp = pb.GetPodResourcesResponse(pod_resources=pod_to_pb(pod))
+        except Exception as e:
+            self._internal("get", context, e)
+        self._count("get", False)
+        return resp
+
+
+class PodResourcesServer:
+    """Serves v1.PodResourcesLister on a unix socket (0600, or 0660 with `socket_group`).
+
+    `on_call(method, failed)` is called once per RPC (method "list", "get_allocatable" or "get"), for
+    the kubelet_pod_resources_endpoint_* metrics.
+    """
+
+    def __init__(
+        self,
+        source: PodResourcesSource,
+        socket_path: Path = DEFAULT_POD_RESOURCES_SOCKET,
+        *,
+        socket_group: str | int | None = None,
+        on_call: OnCall | None = None,
+        max_workers: int = 4,
+    ) -> None:
+        self.source = source
+        self.socket_path = Path(socket_path).absolute()
+        self._gid = resolve_group(socket_group)
+        self._on_call = on_call
+        self._max_workers = max_workers
+        self._server: grpc.Server | None = None
+
+    def start(self) -> None:
+        if self._server is not None:
+            return
+        servicer = _Servicer(self.source, self._on_call)
+        self._server = start_unix_server(
+            self.socket_path,
+            lambda s: pb_grpc.add_PodResourcesListerServicer_to_server(servicer, s),
+            gid=self._gid,
+            max_workers=self._max_workers,
+            what="PodResources v1",
+        )
+
+    def stop(self, grace: float = 1.0) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.stop(grace).wait(grace + 5)
+        self.socket_path.unlink(missing_ok=True)
+        log.info("stopped PodResources server on %s", self.socket_path)
+
+    def __enter__(self) -> PodResourcesServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

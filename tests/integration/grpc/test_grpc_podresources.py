@@ -1,0 +1,183 @@
+"""A PodResources v1 client (raw generated stubs, as an exporter would use) against PodResourcesServer."""
+
+from __future__ import annotations
+
+import stat
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import grpc
+import pytest
+
+from numalign.adapters.grpc.gen.podresources.v1 import api_pb2 as pb
+from numalign.adapters.grpc.gen.podresources.v1 import api_pb2_grpc as pb_grpc
+from numalign.adapters.grpc.podresources import (
+    AllocatableDevice,
+    AllocatableResources,
+    AssignedDevices,
+    ContainerResources,
+    MemoryBlock,
+    PodResources,
+    PodResourcesServer,
+)
+
+GPU = "example.com/gpu"
+NIC = "example.com/nic"
+GI = 1 << 30
+
+
+class FakeSource:
+    def __init__(self, pods: Sequence[PodResources], alloc: AllocatableResources) -> None:
+        self.pods = list(pods)
+        self.alloc = alloc
+        self.lock = threading.Lock()
+
+    def list_pods(self) -> Sequence[PodResources]:
+        with self.lock:
+            return list(self.pods)
+
+    def get_pod(self, namespace: str, name: str) -> PodResources | None:
+        with self.lock:
+            return next((p for p in self.pods if p.namespace == namespace and p.name == name), None)
+
+    def allocatable(self) -> AllocatableResources:
+        return self.alloc
+
+
+PODS = [
+    PodResources(
+        "web",
+        "default",
+        (
+            ContainerResources(
+                "app",
+                cpu_ids=(2, 3),
+                memory=(MemoryBlock("memory", 2 * GI, (0,)), MemoryBlock("hugepages-2Mi", 4 << 20, (0, 1))),
+                devices=(
+                    AssignedDevices(GPU, ("gpu0", "gpu1"), 0),
+                    AssignedDevices(GPU, ("gpu1",), 1),  # gpu1 spans NUMA nodes 0 and 1
+                    AssignedDevices(NIC, ("vf3",), None),  # no topology
+                ),
+            ),
+            ContainerResources("shared"),
+        ),
+    ),
+    PodResources("batch", "jobs", (ContainerResources("main", cpu_ids=(5,)),)),
+]
+ALLOC = AllocatableResources(
+    cpu_ids=(1, 2, 3, 4, 5, 6, 7),
+    memory=(MemoryBlock("memory", 30 * GI, (0,)), MemoryBlock("memory", 31 * GI, (1,))),
+    devices=(
+        AllocatableDevice(NIC, "vf3", None),
+        AllocatableDevice(GPU, "gpu0", (0,)),
+        AllocatableDevice(GPU, "gpu1", (0, 1)),
+    ),
+)
+
+
+def _devs(entries: Sequence[pb.ContainerDevices]) -> list[tuple[str, list[str], list[int] | None]]:
+    return [
+        (
+            e.resource_name,
+            list(e.device_ids),
+            [n.ID for n in e.topology.nodes] if e.HasField("topology") else None,
+        )
+        for e in entries
+    ]
+
+
+@pytest.fixture
+def counted() -> list[tuple[str, bool]]:
+    return []
+
+
+@pytest.fixture
+def stub(sock_dir: Path, counted: list[tuple[str, bool]]) -> Iterator[pb_grpc.PodResourcesListerStub]:
+    server = PodResourcesServer(
+        FakeSource(PODS, ALLOC),
+        sock_dir / "pod-resources" / "kubelet.sock",
+        on_call=lambda m, failed: counted.append((m, failed)),
+    )
+    server.start()
+    channel = grpc.insecure_channel(f"unix://{sock_dir}/pod-resources/kubelet.sock")
+    try:
+        yield pb_grpc.PodResourcesListerStub(channel)
+    finally:
+        channel.close()
+        server.stop(grace=0.2)
+    assert not (sock_dir / "pod-resources" / "kubelet.sock").exists()
+
+
+def test_grpc_podresources_list(
+    stub: pb_grpc.PodResourcesListerStub, counted: list[tuple[str, bool]]
+) -> None:
+    resp = stub.List(pb.ListPodResourcesRequest(), timeout=5)
+    assert [(p.namespace, p.name) for p in resp.pod_resources] == [("default", "web"), ("jobs", "batch")]
+    app, shared = resp.pod_resources[0].containers
+    assert app.name == "app"
+    assert list(app.cpu_ids) == [2, 3]
+    assert [(m.memory_type, m.size, [n.ID for n in m.topology.nodes]) for m in app.memory] == [
+        ("memory", 2 * GI, [0]),
+        ("hugepages-2Mi", 4 << 20, [0, 1]),
+    ]
+    # One entry per device per NUMA node; no topology for devices without one.
+    assert _devs(app.devices) == [
+        (GPU, ["gpu0"], [0]),
+        (GPU, ["gpu1"], [0]),
+        (GPU, ["gpu1"], [1]),
+        (NIC, ["vf3"], None),
+    ]
+    assert shared.name == "shared"
+    assert list(shared.cpu_ids) == [] and list(shared.devices) == [] and list(shared.memory) == []
+    assert counted == [("list", False)]
+
+
+def test_grpc_podresources_get_allocatable(stub: pb_grpc.PodResourcesListerStub) -> None:
+    resp = stub.GetAllocatableResources(pb.AllocatableResourcesRequest(), timeout=5)
+    assert list(resp.cpu_ids) == [1, 2, 3, 4, 5, 6, 7]
+    assert [(m.memory_type, m.size, [n.ID for n in m.topology.nodes]) for m in resp.memory] == [
+        ("memory", 30 * GI, [0]),
+        ("memory", 31 * GI, [1]),
+    ]
+    assert _devs(resp.devices) == [
+        (GPU, ["gpu0"], [0]),
+        (GPU, ["gpu1"], [0]),
+        (GPU, ["gpu1"], [1]),
+        (NIC, ["vf3"], None),
+    ]
+
+
+def test_grpc_podresources_get(stub: pb_grpc.PodResourcesListerStub, counted: list[tuple[str, bool]]) -> None:
+    resp = stub.Get(pb.GetPodResourcesRequest(pod_name="batch", pod_namespace="jobs"), timeout=5)
+    assert resp.pod_resources.name == "batch"
+    assert [list(c.cpu_ids) for c in resp.pod_resources.containers] == [[5]]
+    with pytest.raises(grpc.RpcError) as info:
+        stub.Get(pb.GetPodResourcesRequest(pod_name="web", pod_namespace="jobs"), timeout=5)
+    err = info.value
+    assert isinstance(err, grpc.Call)
+    assert err.code() == grpc.StatusCode.UNKNOWN
+    assert err.details() == "pod web in namespace jobs not found"
+    assert counted == [("get", False), ("get", True)]
+
+
+def test_grpc_podresources_socket_is_0600(stub: pb_grpc.PodResourcesListerStub, sock_dir: Path) -> None:
+    mode = (sock_dir / "pod-resources" / "kubelet.sock").stat().st_mode
+    assert stat.S_ISSOCK(mode)
+    assert stat.S_IMODE(mode) == 0o600
+
+
+def test_grpc_podresources_source_failure_is_an_error_not_a_crash(sock_dir: Path) -> None:
+    class Broken(FakeSource):
+        def list_pods(self) -> Sequence[PodResources]:
+            raise RuntimeError("state unavailable")
+
+    with (
+        PodResourcesServer(Broken([], AllocatableResources()), sock_dir / "pr.sock"),
+        grpc.insecure_channel(f"unix://{sock_dir}/pr.sock") as ch,
+    ):
+        s = pb_grpc.PodResourcesListerStub(ch)
+        with pytest.raises(grpc.RpcError, match="state unavailable"):
+            s.List(pb.ListPodResourcesRequest(), timeout=5)
+        # The server still answers afterwards.
+        assert s.GetAllocatableResources(pb.AllocatableResourcesRequest(), timeout=5).cpu_ids == []
