@@ -42,3 +42,24 @@ def test_all_vectors_equal(kind: str) -> None:
         if got != expected:
             mismatches.append((scenario["id"], expected, got))
     assert mismatches == [], f"{len(mismatches)} {kind} vectors differ; first: {mismatches[:1]}"
+
+
+def test_hint_space_reproduces_every_cpu_hints_vector() -> None:
+    from numalign.providers.cpu.hint_space import CPUHintSpace
+    from numalign.providers.cpu.replay import topology_from_json
+
+    checked = 0
+    for scenario, expected in VECTORS:
+        if scenario["kind"] != "cpu_hints":
+            continue
+        topo = topology_from_json(scenario["machine"], scenario["id"])
+        space = CPUHintSpace(
+            topo,
+            scenario["available"],
+            scenario["reusable"],
+            scenario["request"],
+            scenario["options"].get("align-by-socket") == "true",
+        )
+        assert [h.to_dict() for h in space.iter_hints()] == expected["hints"], scenario["id"]
+        checked += 1
+    assert checked >= 400

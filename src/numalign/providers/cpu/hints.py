@@ -10,7 +10,11 @@ from collections.abc import Iterable
 
 from numalign.core.bitmask import bits_of, iterate_bitmasks
 from numalign.core.hint import TopologyHint
+from numalign.errors import InvalidInputError
 from numalign.providers.cpu.topology import CPUTopology
+
+# 2^20 masks take about a second; beyond that the exhaustive list would run for minutes or years.
+EXACT_GENERATOR_MAX_NUMA_NODES = 20
 
 
 def _numa_of(topo: CPUTopology, cpu: int) -> int:
@@ -35,6 +39,12 @@ def _mask_table(topo: CPUTopology) -> list[tuple[int, tuple[int, ...], int]]:
     table = topo.derived.get("cpu_hint_masks")
     if table is None:
         numa_ids = sorted(topo.details.numa_nodes())
+        if len(numa_ids) > EXACT_GENERATOR_MAX_NUMA_NODES:
+            raise InvalidInputError(
+                f"the exhaustive CPU hint generator lists all 2^{len(numa_ids)} NUMA masks of this "
+                f"machine, which cannot finish (limit {EXACT_GENERATOR_MAX_NUMA_NODES} NUMA nodes); "
+                "query numalign.providers.cpu.hint_space.CPUHintSpace instead"
+            )
         total = {n: len(topo.details.cpus_in_numa_nodes(n)) for n in numa_ids}
         table = []
         for mask in iterate_bitmasks(numa_ids):
