@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from numalign.providers.cpu.replay import replay_cpu_hints, replay_cpu_take
+from numalign.providers.cpu.hint_space import CPUHintSpace
+from numalign.providers.cpu.replay import replay_cpu_hints, replay_cpu_take, topology_from_json
 
 DATA = Path(__file__).parent / "data" / "provider_vectors_cpu.jsonl"
 
@@ -45,9 +46,6 @@ def test_all_vectors_equal(kind: str) -> None:
 
 
 def test_hint_space_reproduces_every_cpu_hints_vector() -> None:
-    from numalign.providers.cpu.hint_space import CPUHintSpace
-    from numalign.providers.cpu.replay import topology_from_json
-
     checked = 0
     for scenario, expected in VECTORS:
         if scenario["kind"] != "cpu_hints":

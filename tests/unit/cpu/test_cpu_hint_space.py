@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from numalign.errors import InvalidInputError
 from numalign.providers.cpu.hint_space import CPUHintSpace
 from numalign.providers.cpu.hints import generate_cpu_topology_hints
 from numalign.providers.cpu.topology import CPUInfo, CPUTopology
@@ -56,10 +58,6 @@ def test_large_machine_queries_without_enumeration() -> None:
 
 
 def test_exhaustive_generator_refuses_what_it_cannot_finish() -> None:
-    import pytest
-
-    from numalign.errors import InvalidInputError
-
     topo = CPUTopology.from_cpu_infos(CPUInfo(c, c, 0, c, 0) for c in range(21))
     with pytest.raises(InvalidInputError, match="2\\^21 NUMA masks"):
         generate_cpu_topology_hints(topo, range(21), (), 1)
