@@ -16,6 +16,7 @@ Upstream facts kept on purpose:
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
 from numalign.core.bitmask import iterate_bitmasks
@@ -53,27 +54,26 @@ def generate_device_topology_hints(
     reusable+available devices, Preferred where the mask is as narrow as the machine allows."""
     # Upstream passes sets: a repeated id counts once.
     available, reusable = list(dict.fromkeys(available)), list(dict.fromkeys(reusable))
-    all_masks = [device_numa_mask(d) for d in all_devices.values()]
+    # Devices are counted by their node mask; distinct masks are few (about one per NUMA node).
+    all_masks = Counter(device_numa_mask(d) for d in all_devices.values())
     # A reusable device without TopologyInfo (or unknown to the inventory: Go reads a zero Device)
     # is skipped; every other reusable device must touch the mask.
-    reusable_masks = [
-        device_numa_mask(all_devices.get(d))
-        for d in reusable
-        if (dev := all_devices.get(d)) is not None and dev.topology is not None
-    ]
-    available_masks = [device_numa_mask(all_devices.get(d)) for d in available]
+    reusable_masks = Counter(
+        device_numa_mask(dev) for d in reusable if (dev := all_devices.get(d)) is not None and dev.topology is not None
+    )
+    num_reusable = sum(reusable_masks.values())
+    available_masks = Counter(device_numa_mask(all_devices.get(d)) for d in available)
 
     min_affinity_size = len(numa_nodes)
     candidates: list[int] = []
     for mask in iterate_bitmasks(list(numa_nodes)):
         count = mask.bit_count()
-        devices_in_mask = sum(1 for m in all_masks if m & mask)
-        if devices_in_mask >= request and count < min_affinity_size:
+        if count < min_affinity_size and sum(n for m, n in all_masks.items() if m & mask) >= request:
             min_affinity_size = count
 
         if any(not (m & mask) for m in reusable_masks):
             continue
-        num_matching = len(reusable_masks) + sum(1 for m in available_masks if m & mask)
+        num_matching = num_reusable + sum(n for m, n in available_masks.items() if m & mask)
         if num_matching >= request:
             candidates.append(mask)
 
