@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from numalign.core.hint import TopologyHint
-from numalign.errors import AllocationError, CheckpointError
+from numalign.errors import AllocationError, CheckpointError, ConfigError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.machine.cpuset import parse_cpuset
@@ -231,3 +231,60 @@ def test_topology_aware_allocate_cpus(n: int, mask: list[int] | None, expect: st
     affinity = None if mask is None else TopologyHint.of(mask, True).mask
     got = allocate_cpus(DSHT, n, affinity, P("0-11"), frozenset(), TakeOptions())
     assert got == P(expect)
+
+
+@pytest.mark.parametrize(
+    ("reserved", "options", "default", "err", "expect"),
+    [
+        ("0,1", None, "", None, "0-11"),
+        ("0,1", {"strict-cpu-reservation": "true"}, "", None, "2-11"),
+        ("0,1", None, "2-5", 'not all reserved cpus: "0-1" are present in defaultCpuSet: "2-5"', None),
+        ("0,1", {"strict-cpu-reservation": "true"}, "0-5",
+         'some of strictly reserved cpus: "0-1" are present in defaultCpuSet: "0-5"', None),
+    ],
+)
+def test_start_with_reserved_list(
+    reserved: str, options: dict[str, str] | None, default: str, err: str | None, expect: str | None
+) -> None:
+    p = StaticPolicy(DSHT, 2, reserved_cpus=P(reserved), options=options)
+    if err is not None:
+        with pytest.raises(CheckpointError) as e:
+            p.start(CPUManagerState("static", P(default)))
+        assert str(e.value).startswith(err)
+        return
+    p.start(CPUManagerState("static", P(default)))
+    assert p.state.default_cpu_set == P(expect or "")
+
+
+def test_reserved_list_size_must_match_count() -> None:
+    with pytest.raises(ConfigError) as e:
+        StaticPolicy(DSHT, 1, reserved_cpus=P("0,1"))
+    assert str(e.value) == "[cpumanager] unable to reserve the required amount of CPUs (size of 0-1 did not equal 1)"
+
+
+@pytest.mark.parametrize(
+    ("count", "reserved", "entries", "default", "name", "cpu", "expect", "err"),
+    [
+        (1, "0", {}, "0-7", "fakeContainer2", "8000m", None,
+         "not enough cpus available to satisfy request: requested=8, available=7"),
+        (2, "0,1", {}, "0-7", "fakeContainer2", "1000m", "4", None),
+        (2, "0,1", {"fakeContainer100": "2,3,6,7"}, "0,1,4,5", "fakeContainer3", "2000m", "4,5", None),
+    ],
+)
+def test_add_with_reserved_list(
+    count: int, reserved: str, entries: dict[str, str], default: str, name: str, cpu: str,
+    expect: str | None, err: str | None,
+) -> None:
+    p = StaticPolicy(SSHT, count, reserved_cpus=P(reserved), affinity=Store(None))
+    set_state(p, default, entries)
+    pod, c = make_pod(name, cpu, cpu)
+    if err is not None:
+        with pytest.raises(AllocationError) as e:
+            p.allocate(pod, c)
+        assert str(e.value) == err
+        assert p.get_cpu_set("fakePod", name) is None
+        return
+    p.allocate(pod, c)
+    got = p.get_cpu_set("fakePod", name)
+    assert got == P(expect or "")
+    assert not got & p.state.default_cpu_set
