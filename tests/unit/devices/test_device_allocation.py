@@ -397,3 +397,76 @@ def test_kubelet_restart_running_container_is_left_alone() -> None:
     other = pod_with(ctr("c", 1), uid="pod-2")
     with pytest.raises(AllocationError, match="no healthy devices present"):
         m.allocate(other, other.containers[0])
+
+
+@pytest.mark.parametrize(
+    ("available", "aligned", "unaligned"),
+    [({"dev1", "dev2"}, {"dev2"}, {"dev1"}), ({"dev1", "dev2", "dev3", "dev4"}, {"dev2", "dev3", "dev4"}, {"dev1"})],
+)
+def test_filter_by_affinity_upstream_cases(available: set[str], aligned: set[str], unaligned: set[str]) -> None:
+    """TestFilterByAffinity: hint {2}; a device on nodes {1,2} counts as aligned."""
+    from numalign.providers.devices.affinity import filter_by_affinity
+
+    inventory = {"dev1": numa("dev1", 1), "dev2": numa("dev2", 1, 2), "dev3": numa("dev3", 2),
+                 "dev4": numa("dev4", 2), "devwithouttopology": Device("dev5")}  # fmt: skip
+    got = filter_by_affinity(TopologyHint.of([2], True), inventory, available)
+    assert (set(got[0]), set(got[1]), set(got[2])) == (aligned, unaligned, set())
+
+
+def test_filter_by_affinity_orders_groups_hint_nodes_then_others_then_no_topology() -> None:
+    from numalign.providers.devices.affinity import filter_by_affinity
+
+    inventory = {"a": numa("a", 3), "b": numa("b", 1), "c": numa("c", 1), "d": Device("d"), "e": numa("e", 0),
+                 "f": numa("f", 2), "g": numa("g", 2), "h": numa("h", 2)}  # fmt: skip
+    aligned, unaligned, none = filter_by_affinity(TopologyHint.of([1, 2], True), inventory, set(inventory))
+    assert aligned == ["b", "c", "f", "g", "h"]  # node 1 (2 devices) before node 2 (3 devices)
+    assert unaligned == ["e", "a"]  # nodes 0 and 3 tie on count: node 0 first
+    assert none == ["d"]
+
+
+def test_pod_container_device_to_allocate_errors() -> None:
+    """TestPodContainerDeviceToAllocate."""
+    r1, r2, r3 = "domain1.com/resource1", "domain2.com/resource2", "domain2.com/resource3"
+    m = DeviceManager([0], FixedAffinity(ANY))
+    m.pod_devices.insert("pod1", "con1", r1, {0: ["dev1", "dev2"]}, ContainerAllocateResponse())
+    m.pod_devices.insert("pod2", "con2", r2, {-1: ["dev5"]}, ContainerAllocateResponse())
+    m.pod_devices.insert("pod3", "con3", r3, {-1: ["dev5"]}, ContainerAllocateResponse())
+    m.healthy = {r1: set(), r3: {"dev7", "dev8"}}
+    cases = [
+        ("pod1", "con1", r1, 2, f"no healthy devices present; cannot allocate unhealthy devices {r1}"),
+        ("pod2", "con2", r2, 1, f"cannot allocate unregistered device {r2}"),
+        ("pod3", "con3", r3, 1, f"previously allocated devices are no longer healthy; cannot allocate unhealthy "
+                                f"devices {r3}"),
+    ]  # fmt: skip
+    for pod_uid, con, res, required, message in cases:
+        with pytest.raises(AllocationError) as e:
+            devices_to_allocate(m, AllocationRequest(pod_uid, con, res, required, set()))
+        assert str(e.value) == message
+
+
+def test_pod_container_device_allocation_sequence() -> None:
+    """TestPodContainerDeviceAllocation: allocations accumulate, a short pod fails with upstream's text."""
+    r1, r2 = "domain1.com/resource1", "domain2.com/resource2"
+    active: list[str] = []
+    m = DeviceManager([0], FixedAffinity(ANY), active_pods=lambda: active)
+    m.add_static_plugin(r1, [numa("dev1", 0), numa("dev2", 0)])
+    m.add_static_plugin(r2, [Device("dev3"), Device("dev4")])
+
+    def make(uid: str, limits: dict[str, int]) -> Pod:
+        c = Container("c", limits={r: Quantity.from_int(n) for r, n in limits.items()})
+        return Pod(uid, uid=uid, containers=(c,))
+
+    p1, p2, p3 = make("p1", {r1: 2, "cpu": 2, r2: 1}), make("p2", {r1: 1}), make("p3", {r2: 1})
+    active.append("p1")
+    m.allocate(p1, p1.containers[0])
+    assert (len(m.allocated[r1]), len(m.allocated[r2])) == (2, 1)
+    active.append("p2")
+    with pytest.raises(AllocationError) as e:
+        m.allocate(p2, p2.containers[0])
+    assert str(e.value) == f"requested number of devices unavailable for {r1}. Requested: 1, Available: 0"
+    # Still active and holding nothing: container start re-runs Allocate, which fails the same way.
+    with pytest.raises(AllocationError, match="requested number of devices unavailable"):
+        m.get_device_run_container_options(p2, p2.containers[0])
+    active.append("p3")
+    m.allocate(p3, p3.containers[0])
+    assert (len(m.allocated[r1]), len(m.allocated[r2])) == (2, 2)
