@@ -8,7 +8,7 @@ Go sets. Our order, which decides nothing upstream defines:
 - nodes: in the hint first, then other nodes, then the fake node -1 (upstream's groups); inside a
   group ascending by number of available devices (upstream's key), then by node id (ours);
 - devices: listed node by node in that order, inside a node in natural id order. The allocator takes
-  devices in list order, so it packs onto the fullest-constrained node first.
+  devices in list order, so it fills the hint node with the fewest free devices first.
 """
 
 from __future__ import annotations
