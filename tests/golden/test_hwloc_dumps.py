@@ -11,6 +11,8 @@ the sysfs files themselves.
 
 from __future__ import annotations
 
+import bz2
+import io
 import os
 import re
 import tarfile
@@ -42,7 +44,8 @@ _KEEP = re.compile(
     r"""^[^/]+/(
        sys/devices/system/(node|cpu)/(online|possible|present|offline)$
      | sys/devices/system/node/node\d+/(cpumap|cpulist|distance|meminfo|hugepages/[^/]+/nr_hugepages)$
-     | sys/devices/system/cpu/cpu\d+/(online|topology/?|topology/\w+|cache/index\d+/(level|type|id))$
+     | sys/devices/system/cpu/cpu\d+/(online|topology/?|cache/index\d+/(level|type|id)
+         |topology/(core_id|physical_package_id|die_id|thread_siblings|core_cpus))$
      | sys/bus/pci/devices/[^/]+$
      | sys/devices/pci[^/]*/(.*/)?(class|vendor|numa_node)$
      | proc/(meminfo|self/cpuset|self/cgroup|mounts|driver/nvidia/gpus/[^/]+/numa_status)$
@@ -64,7 +67,9 @@ _machines: dict[str, Machine] = {}
 def _root(tarball: Path, tmp_factory: pytest.TempPathFactory) -> Path:
     if tarball.name not in _roots:
         dest = tmp_factory.mktemp(tarball.name.split(".")[0])
-        with tarfile.open(tarball) as tf:
+        # Decompress once into memory: tarfile seeks back to extract, which would restart bz2.
+        data = io.BytesIO(bz2.decompress(tarball.read_bytes()))
+        with tarfile.open(fileobj=data) as tf:
             members = [m for m in tf.getmembers() if _KEEP.match(m.name)]
             tf.extractall(dest, members=members, filter="data")
         (inner,) = [p for p in dest.iterdir() if (p / "sys").is_dir()]
@@ -403,6 +408,7 @@ def test_matches_sysfs_files(tarball: Path, tmp_path_factory: pytest.TempPathFac
             for sub in hp_dir.iterdir():
                 size = int(sub.name.removeprefix("hugepages-").removesuffix("kB")) * 1024
                 assert node.hugepages[size] == int((sub / "nr_hugepages").read_text().strip("\x00\n "))
+    _check_distances(system / "node", machine)
     for dev in machine.devices:
         numa = root / "sys" / "bus" / "pci" / "devices" / dev.id / "numa_node"
         value = int(numa.read_text().strip("\x00\n ")) if numa.exists() else -1
@@ -410,6 +416,30 @@ def test_matches_sysfs_files(tarball: Path, tmp_path_factory: pytest.TempPathFac
     # every online CPU the kubelet would see is in exactly one NUMA node
     infos = machine.cpu_infos()
     assert [i.id for i in infos] == sorted(c for n in machine.numa_nodes for c in n.cpus)
+
+
+def _check_distances(node_root: Path, machine: Machine) -> None:
+    """Each kept node's row is its distance file, read at the columns of the kept nodes (the file has
+    a column per online node, or per possible node on hand-edited dumps)."""
+    online_file = node_root / "online"
+    if not online_file.exists():
+        return
+    from numalign.machine.cpuset import parse_cpuset
+
+    online = sorted(parse_cpuset(online_file.read_text().replace("\x00", "")))
+    possible_file = node_root / "possible"
+    possible = sorted(parse_cpuset(possible_file.read_text().replace("\x00", ""))) if possible_file.exists() else []
+    for node in machine.numa_nodes:
+        path = node_root / f"node{node.id}" / "distance"
+        if not path.exists():
+            assert node.distances is None
+            continue
+        row = [int(x) for x in path.read_text().replace("\x00", "").split()]
+        if any(x <= 0 for x in row):
+            assert node.distances is None
+            continue
+        columns = online if len(row) == len(online) else possible
+        assert node.distances == tuple(row[columns.index(k)] for k in machine.numa_ids())
 
 
 def test_fsroot_without_sysfs_is_refused_clearly() -> None:
