@@ -125,6 +125,12 @@ def search_masks(
             return
         if n - i < k or not prune_ok(inc, inc | suffix[i]):
             return
+        if k == 1:
+            # one node left to choose: the candidates in increasing order, no further pruning
+            for x in reversed(order[i:]):
+                if leaf_ok(inc | 1 << x):
+                    yield inc | 1 << x
+            return
         bit = 1 << order[i]
         if n - i - 1 >= k and prune_ok(inc, inc | suffix[i + 1]):
             yield from walk(i + 1, inc, k)
@@ -171,3 +177,55 @@ def topk_sum(values: Mapping[int, int], order_desc: Sequence[int], allowed: int,
 
 def mask_nodes(mask: int) -> list[int]:
     return bits_of(mask)
+
+
+class NodeSums:
+    """Per-node non-negative integers with fast sums over masks and top-k bounds.
+
+    Sums use 8-node lookup tables built on first use (a 64-node mask costs 8 lookups instead of a
+    walk over its bits); `order` lists nodes by value, largest first, for the top-k bound.
+    """
+
+    __slots__ = ("_tables", "_values", "order")
+
+    def __init__(self, values: Mapping[int, int]) -> None:
+        self._values = {n: v for n, v in values.items() if v}
+        width = (max(self._values, default=-1) >> 3) + 1
+        self._tables: list[list[int] | None] = [None] * width
+        self.order = sorted(self._values, key=lambda n: -self._values[n])
+
+    def _table(self, chunk: int) -> list[int]:
+        vals = [self._values.get(chunk * 8 + b, 0) for b in range(8)]
+        table = [0] * 256
+        for i in range(1, 256):
+            low = i & -i
+            table[i] = table[i ^ low] + vals[low.bit_length() - 1]
+        self._tables[chunk] = table
+        return table
+
+    def sum(self, mask: int) -> int:
+        total = 0
+        chunk = 0
+        tables = self._tables
+        width = len(tables)
+        while mask and chunk < width:
+            byte = mask & 255
+            if byte:
+                table = tables[chunk]
+                total += (table if table is not None else self._table(chunk))[byte]
+            mask >>= 8
+            chunk += 1
+        return total
+
+    def topk(self, allowed: int, k: int) -> int:
+        """The sum of the k largest values over nodes in `allowed`."""
+        if k <= 0:
+            return 0
+        total = 0
+        for n in self.order:
+            if allowed >> n & 1:
+                total += self._values[n]
+                k -= 1
+                if k == 0:
+                    break
+        return total

@@ -25,7 +25,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from numalign.core.bitmask import bits_of, mask_of, mask_string
 from numalign.core.hint import TopologyHint
-from numalign.core.implicit import ImplicitHints, UpBound, UpPass, min_member_count, search_masks, topk_sum
+from numalign.core.implicit import ImplicitHints, NodeSums, UpBound, min_member_count, search_masks
 from numalign.providers.cpu.hints import generate_cpu_topology_hints, is_hint_socket_aligned
 from numalign.providers.cpu.topology import CPUTopology
 from numalign.providers.devices.endpoint import Device
@@ -46,8 +46,29 @@ from numalign.providers.memory.state import NUMANodeState
 HintSource = list[TopologyHint] | ImplicitHints
 
 
-def _mask_sum(values: Mapping[int, int], mask: int) -> int:
-    return sum(values.get(n, 0) for n in bits_of(mask))
+class _Coverage:
+    """How many devices touch a mask: single-node devices add up per node; the (few) devices that
+    span several nodes are tested one by one; devices without nodes never count."""
+
+    def __init__(self, masks: Sequence[int]) -> None:
+        per_node: dict[int, int] = {}
+        self.multi: list[int] = []
+        for m in masks:
+            if m.bit_count() == 1:
+                n = m.bit_length() - 1
+                per_node[n] = per_node.get(n, 0) + 1
+            elif m:
+                self.multi.append(m)
+        self.single = NodeSums(per_node)
+
+    def count(self, mask: int) -> int:
+        return self.single.sum(mask) + sum(1 for d in self.multi if d & mask)
+
+    def bound(self, inc: int, allowed: int, size: int, target: int) -> bool:
+        """Optimistic: may some S, inc <= S <= allowed, |S| == size, touch `target` devices."""
+        rest = allowed & ~inc
+        spanning = sum(1 for d in self.multi if d & inc or d & rest)
+        return self.single.sum(inc) + self.single.topk(rest, size - inc.bit_count()) + spanning >= target
 
 
 # --- CPU -----------------------------------------------------------------------------------------
@@ -76,20 +97,20 @@ def cpu_topology_hints(
     for cpu in reusable_set:
         reusable_mask |= 1 << numa_of(cpu)
     need = request - len(reusable_set)
+    sums = NodeSums(avail)
 
     def up_pass(m: int) -> bool:
-        return reusable_mask & ~m == 0 and _mask_sum(avail, m) >= need
+        return reusable_mask & ~m == 0 and sums.sum(m) >= need
 
     if not numa_ids or not up_pass(top):
         return []
-    by_avail = sorted(numa_ids, key=lambda n: -avail.get(n, 0))
 
     def up_bound(inc: int, allowed: int, size: int) -> bool:
         mand = inc | reusable_mask
         if mand & ~allowed:
             return False
         r = size - mand.bit_count()
-        return r >= 0 and _mask_sum(avail, mand) + topk_sum(avail, by_avail, allowed & ~mand, r) >= need
+        return r >= 0 and sums.sum(mand) + sums.topk(allowed & ~mand, r) >= need
 
     # minAffinitySize: fewest nodes whose TOTAL CPUs reach the request (upstream starts at N)
     totals = sorted((len(topo.details.cpus_in_numa_nodes(n)) for n in numa_ids), reverse=True)
@@ -99,8 +120,14 @@ def cpu_topology_hints(
         if acc >= request:
             k = min(k, c)
             break
-    min_count = min_member_count(numa_ids, up_pass, up_bound)
-    assert min_count is not None  # the full mask passes
+    # the narrowest passing mask: the reusable CPUs' nodes, then the freest nodes (sums are additive)
+    count, have = reusable_mask.bit_count(), sums.sum(reusable_mask)
+    for n in sorted(numa_ids, key=lambda x: -avail.get(x, 0)):
+        if count >= 1 and have >= need:
+            break
+        if not reusable_mask >> n & 1:
+            count, have = count + 1, have + avail.get(n, 0)
+    min_count = count
 
     def preferred(m: int) -> bool:
         if align_by_socket and is_hint_socket_aligned(topo, m, k):
@@ -138,31 +165,25 @@ def device_topology_hints(
     ]
     available_masks = [device_numa_mask(all_devices.get(d)) for d in available]
     need = request - len(reusable_masks)
+    avail_cov = _Coverage(available_masks)
 
     def up_pass(m: int) -> bool:
-        return all(r & m for r in reusable_masks) and sum(1 for a in available_masks if a & m) >= need
+        return all(r & m for r in reusable_masks) and avail_cov.count(m) >= need
 
     if not nodes or not up_pass(top):
         return []
 
-    def coverage_bound(masks: Sequence[int], target: int) -> tuple[UpPass, UpBound]:
-        def passes(m: int) -> bool:
-            return sum(1 for a in masks if a & m) >= target
+    def up_bound(inc: int, allowed: int, size: int) -> bool:
+        return avail_cov.bound(inc, allowed, size, need)
 
-        def bound(inc: int, allowed: int, size: int) -> bool:
-            # devices already touched + the best per-node counts of the rest (over-counts devices
-            # spanning several nodes, so it is optimistic)
-            covered = sum(1 for a in masks if a & inc)
-            rest = [a for a in masks if not a & inc]
-            per_node = sorted((sum(1 for a in rest if a >> x & 1) for x in bits_of(allowed & ~inc)), reverse=True)
-            return covered + sum(per_node[: max(size - inc.bit_count(), 0)]) >= target
+    all_cov = _Coverage(all_masks)
 
-        return passes, bound
+    def all_bound(inc: int, allowed: int, size: int) -> bool:
+        return all_cov.bound(inc, allowed, size, request)
 
-    _, up_bound = coverage_bound(available_masks, need)
-    all_pass, all_bound = coverage_bound(all_masks, request)
     # minAffinitySize: the fewest nodes touched by `request` devices of ANY state (upstream starts at N)
-    k = min(min_member_count(nodes, all_pass, all_bound) or len(numa_nodes), len(numa_nodes))
+    k = min(min_member_count(nodes, lambda m: all_cov.count(m) >= request, all_bound) or len(numa_nodes),
+            len(numa_nodes))
     min_count = min_member_count(nodes, up_pass, up_bound)
     assert min_count is not None
     nodes_list = list(numa_nodes)
@@ -215,22 +236,17 @@ def memory_topology_hints(
     if any(len(machine_state[n].cells) > 1 for n in unused):
         exhaustive = calculate_hints(machine_state, requested, reusable)
         return {r: list(h) for r, h in exhaustive.items()}
-    alloc = {r: {n: machine_state[n].table(r).allocatable for n in nodes} for r in resources}
-    free = {r: {n: machine_state[n].table(r).free for n in nodes} for r in resources}
+    alloc = {r: NodeSums({n: machine_state[n].table(r).allocatable for n in nodes}) for r in resources}
+    free = {r: NodeSums({n: machine_state[n].table(r).free for n in nodes}) for r in resources}
 
-    def covers(table: Mapping[str, Mapping[int, int]], m: int) -> bool:
-        return all(_mask_sum(table[r], m) >= requested[r] for r in resources)
+    def covers(table: Mapping[str, NodeSums], m: int) -> bool:
+        return all(table[r].sum(m) >= requested[r] for r in resources)
 
-    def bound_for(tables: Sequence[Mapping[str, Mapping[int, int]]]) -> UpBound:
-        orders = [{r: sorted(nodes, key=t[r].__getitem__, reverse=True) for r in resources} for t in tables]
-
+    def bound_for(tables: Sequence[Mapping[str, NodeSums]]) -> UpBound:
         def bound(inc: int, allowed: int, size: int) -> bool:
             extra = size - inc.bit_count()
-            return all(
-                _mask_sum(t[r], inc) + topk_sum(t[r], o[r], allowed & ~inc, extra) >= requested[r]
-                for t, o in zip(tables, orders, strict=True)
-                for r in resources
-            )
+            rest = allowed & ~inc
+            return all(t[r].sum(inc) + t[r].topk(rest, extra) >= requested[r] for t in tables for r in resources)
 
         return bound
 
@@ -250,7 +266,7 @@ def memory_topology_hints(
                 return False
         elif violates_grouping(machine_state, bits):
             return False
-        return all(_mask_sum(free[r], m) + reusable_for(reusable, m, r) >= requested[r] for r in resources)
+        return all(free[r].sum(m) + reusable_for(reusable, m, r) >= requested[r] for r in resources)
 
     top = mask_of(unused)
 

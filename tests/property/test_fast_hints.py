@@ -1,0 +1,132 @@
+"""Implicit provider hints equal the exhaustive generators, and merging them decides as upstream.
+
+For every mask of random machines (up to 10 NUMA nodes, non-contiguous ids) the implicit family
+holds exactly the exhaustive generator's (mask, preferred) pairs and the same narrowest count; and
+merging CPU + device + memory (+ an explicit list) answers decides exactly like the policies over
+the exhaustive lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.fast_strategies import CPUCase, DeviceCase, MemoryCase, cpu_cases, device_cases, memory_cases
+from support.strategies import hints_for
+
+from numalign.core.bitmask import iterate_bitmasks
+from numalign.core.hint import ProviderHints, TopologyHint
+from numalign.core.implicit import ImplicitHints
+from numalign.core.implicit_merge import ProviderSources, merge_implicit
+from numalign.core.numa import NUMAInfo
+from numalign.core.policies import PolicyOptions, make_policy
+from numalign.providers.cpu.hints import generate_cpu_topology_hints
+from numalign.providers.devices.hints import generate_device_topology_hints
+from numalign.providers.fast_hints import (
+    HintSource,
+    cpu_topology_hints,
+    device_topology_hints,
+    memory_topology_hints,
+)
+from numalign.providers.memory.hints import calculate_hints
+
+
+def pairs(src: HintSource, nodes: Sequence[int]) -> set[tuple[int | None, bool]]:
+    if isinstance(src, list):
+        return {(h.mask, h.preferred) for h in src}
+    out = {(m, src.is_preferred(m)) for m in iterate_bitmasks(sorted(nodes)) if src.in_up(m)}
+    return out | {(h.mask, h.preferred) for h in src.extras}
+
+
+def check_family(src: HintSource, expected: list[TopologyHint], nodes: Sequence[int]) -> None:
+    assert pairs(src, nodes) == {(h.mask, h.preferred) for h in expected}
+    if isinstance(src, ImplicitHints):
+        assert expected, "an implicit list is never empty"
+        assert src.min_count == min(h.mask.bit_count() for h in expected if h.mask is not None)
+        assert src.materialize is not None and src.materialize() == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(cpu_cases(max_nodes=10))
+def test_cpu_family_equals_exhaustive(c: CPUCase) -> None:
+    expected = generate_cpu_topology_hints(c.topo, c.available, c.reusable, c.request, c.align_by_socket)
+    got = cpu_topology_hints(c.topo, c.available, c.reusable, c.request, c.align_by_socket)
+    check_family(got, expected, sorted(c.topo.details.numa_nodes()))
+
+
+@settings(max_examples=150, deadline=None)
+@given(device_cases(max_nodes=10))
+def test_device_family_equals_exhaustive(c: DeviceCase) -> None:
+    expected = generate_device_topology_hints(c.nodes, c.devices, c.available, c.reusable, c.request)
+    got = device_topology_hints(c.nodes, c.devices, c.available, c.reusable, c.request)
+    check_family(got, expected, c.nodes)
+
+
+@settings(max_examples=150, deadline=None)
+@given(memory_cases(max_nodes=9))
+def test_memory_family_equals_exhaustive(c: MemoryCase) -> None:
+    expected = calculate_hints(c.state, c.requested, c.reusable)
+    got = memory_topology_hints(c.state, c.requested, c.reusable)
+    assert sorted(got) == sorted(expected)  # {} exactly when nothing passes
+    for r, hints in expected.items():
+        check_family(got[r], hints, sorted(c.state))
+
+
+Scenario = tuple[list[ProviderSources], list[ProviderHints], NUMAInfo, str, bool]
+
+
+@st.composite
+def admissions(draw: st.DrawFn, max_nodes: int) -> Scenario:
+    c = draw(cpu_cases(max_nodes=max_nodes))
+    nodes = sorted(c.topo.details.numa_nodes())
+    width = max(nodes) + 1
+    dist = {i: [10 if i == j else draw(st.sampled_from([11, 12, 20, 21])) for j in range(width)] for i in nodes}
+    numa = NUMAInfo.create(nodes, dist)
+    fast: list[ProviderSources] = []
+    slow: list[ProviderHints] = []
+    for kind in draw(st.lists(st.sampled_from(["cpu", "gpu", "gpu+nic", "memory", "explicit"]), max_size=4)):
+        if kind == "cpu":
+            args = (c.topo, c.available, c.reusable, c.request, c.align_by_socket)
+            fast.append({"cpu": cpu_topology_hints(*args)})
+            slow.append({"cpu": generate_cpu_topology_hints(*args)})
+        elif kind.startswith("gpu"):
+            fmap: dict[str, HintSource] = {}
+            smap: dict[str, list[TopologyHint] | None] = {}
+            for res in kind.split("+"):
+                d = draw(device_cases(nodes=nodes))
+                dargs = (d.nodes, d.devices, d.available, d.reusable, d.request)
+                fmap[res] = device_topology_hints(*dargs)
+                smap[res] = generate_device_topology_hints(*dargs)
+            fast.append(fmap)
+            slow.append(smap)
+        elif kind == "memory":
+            m = draw(memory_cases(nodes=nodes))
+            fast.append(memory_topology_hints(m.state, m.requested, m.reusable))
+            slow.append(dict(calculate_hints(m.state, m.requested, m.reusable)))
+        else:
+            hints = draw(st.one_of(st.none(), st.lists(hints_for(numa), max_size=3)))
+            fast.append({"x": hints})
+            slow.append({"x": hints})
+    policy = draw(st.sampled_from(["best-effort", "restricted", "single-numa-node"]))
+    return fast, slow, numa, policy, draw(st.booleans())
+
+
+def check_admission(s: Scenario) -> None:
+    fast, slow, numa, policy, closest = s
+    want = make_policy(policy, numa, PolicyOptions(prefer_closest_numa=closest)).merge(slow)
+    got = merge_implicit(fast, numa, policy, closest)
+    assert (got.hint, got.admit) == (want.hint, want.admit)
+    assert got.best_non_preferred_affinity_count == want.best_non_preferred_affinity_count
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(admissions(max_nodes=7))
+def test_merge_of_implicit_provider_hints_equals_exhaustive(s: Scenario) -> None:
+    check_admission(s)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(admissions(max_nodes=10))
+def test_merge_up_to_ten_nodes(s: Scenario) -> None:
+    check_admission(s)
