@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 
 from numalign.errors import InvalidInputError
@@ -181,6 +182,11 @@ class Machine:
 
     def cpu_infos(self) -> list[CPUInfo]:
         """One record per CPU the kubelet sees, ascending by id (cadvisor + topology.Discover)."""
+        return list(self._cpu_infos)
+
+    @cached_property
+    def _cpu_infos(self) -> tuple[CPUInfo, ...]:
+        # Machines are immutable, so the derivation is computed once per machine.
         by_id = {c.id: c for c in self.cpus}
         l3_sharers: dict[int, int] = {}
         for c in self.cpus:
@@ -201,7 +207,7 @@ class Machine:
                     uncore = first.l3
                 core_id = min(threads)
                 out.extend(CPUInfo(t, socket, node.id, core_id, uncore) for t in threads)
-        return sorted(out, key=lambda i: i.id)
+        return tuple(sorted(out, key=lambda i: i.id))
 
     def cadvisor_nodes(self) -> list[NUMANode]:
         return [self.node(i) for i in self.cadvisor_numa_order()]
