@@ -302,7 +302,7 @@ def load_machine(spec: str) -> Machine:
         return example(spec)
     path = Path(spec)
     if path.is_dir():
-        return discover_sysfs(_sysfs_root_in(path))
+        return discover_sysfs(find_sysfs_root(path))
     if not path.is_file():
         raise InvalidInputError(
             f"--machine {spec!r}: not a built-in machine ({', '.join(EXAMPLES)}) and no such file or directory"
@@ -319,9 +319,9 @@ def load_machine(spec: str) -> Machine:
     return machine_from_dict(data, str(path))
 
 
-def _sysfs_root_in(path: Path) -> Path:
-    """`path` itself when it holds sys/, else its only subdirectory holding sys/ (hwloc dumps wrap the
-    tree in a directory named after the machine)."""
+def find_sysfs_root(path: Path) -> Path:
+    """The sysfs root at or in `path`: `path` itself when it holds sys/, else its only subdirectory
+    holding sys/ (hwloc dumps wrap the tree in a directory named after the machine)."""
     if (path / "sys").is_dir():
         return path
     inner = [p for p in path.iterdir() if (p / "sys").is_dir()]
@@ -338,4 +338,4 @@ def _load_tarball(path: Path) -> Machine:
                 tf.extractall(tmp, members=members, filter="data")
         except (tarfile.TarError, OSError) as e:
             raise DiscoveryError(f"{path}: cannot extract the sysfs dump ({e})") from None
-        return discover_sysfs(_sysfs_root_in(Path(tmp)), name=path.name.split(".tar")[0])
+        return discover_sysfs(find_sysfs_root(Path(tmp)), name=path.name.split(".tar")[0])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -28,7 +29,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from numalign.adapters.sysfs import discover_sysfs, load_machine
+    from numalign.adapters.sysfs import discover_sysfs, find_sysfs_root, load_machine
     from numalign.machine.examples import EXAMPLES, example, example_names
     from numalign.machine.fileformat import machine_to_text
     from numalign.machine.render import render_list, render_machine
@@ -44,7 +45,10 @@ def run(args: argparse.Namespace) -> int:
             rows = [{"name": n, "numa_nodes": len(example(n).numa_nodes), "cpus": len(example(n).cpus)} for n in names]
             sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return 0
-    machine = load_machine(args.machine) if args.machine else discover_sysfs(args.sysfs_root or "/")
+    if args.machine:
+        machine = load_machine(args.machine)
+    else:
+        machine = discover_sysfs(find_sysfs_root(Path(args.sysfs_root)) if args.sysfs_root else "/")
     if args.output == "text":
         sys.stdout.write(render_machine(machine))
     else:
