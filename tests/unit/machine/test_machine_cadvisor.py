@@ -6,11 +6,14 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from numalign.errors import InvalidInputError
 from numalign.machine.cadvisor import is_cadvisor_machine_info, machine_from_cadvisor, machine_to_cadvisor
 from numalign.machine.examples import example, example_names
 from numalign.machine.fileformat import machine_to_dict
+from numalign.machine.topology import CPU, Machine, NUMANode
 
 # Shaped like `GET /api/v2.0/machine` of a 1-socket SNC2 box: L3 id 0 spans both nodes, so cadvisor
 # reports it per core (uncore_caches); hugepage sizes in KiB.
@@ -126,3 +129,58 @@ def test_errors(edit: Any, message: str) -> None:
     with pytest.raises(InvalidInputError) as e:
         machine_from_cadvisor(info, "mi.json")
     assert message in str(e.value) and "mi.json" in str(e.value)
+
+
+@st.composite
+def layouts(draw: st.DrawFn) -> Machine:
+    """Random regular machines: sockets x nodes x cores x threads, L3 shared by some cores, CPU ids
+    shuffled, some CPUs offline."""
+    sockets, nodes_per, cores_per, threads = (draw(st.integers(1, 3)) for _ in range(4))
+    cores_per_l3 = draw(st.integers(1, cores_per * nodes_per))
+    n_cores = sockets * nodes_per * cores_per
+    ids = draw(st.permutations(range(n_cores * threads)))
+    cpus = []
+    for g in range(n_cores):
+        node = g // cores_per
+        socket = node // nodes_per
+        for t in range(threads):
+            online = draw(st.integers(0, 9)) > 0
+            cpus.append(
+                CPU(ids[g * threads + t], socket, g % (cores_per * nodes_per), node, 0, g // cores_per_l3, online)
+            )
+    n_nodes = sockets * nodes_per
+    node_list = tuple(
+        NUMANode(
+            i,
+            frozenset(c.id for c in cpus if c.online and c.numa_node == i),
+            1 << 30,
+            {2 << 20: i},
+            tuple(10 if i == j else 20 for j in range(n_nodes)),
+        )
+        for i in range(n_nodes)
+    )
+    return Machine("r", node_list, tuple(cpus))
+
+
+@settings(max_examples=80, deadline=None)
+@given(layouts())
+def test_kubelet_view_invariants_and_cadvisor_round_trip(m: Machine) -> None:
+    infos = m.cpu_infos()
+    by_id = {i.id: i for i in infos}
+    assert set(by_id) == {c.id for c in m.cpus if c.online}
+    for info in infos:
+        cpu = m.cpu(info.id)
+        siblings = [
+            c.id
+            for c in m.cpus
+            if c.online and (c.numa_node, c.socket, c.core) == (cpu.numa_node, cpu.socket, cpu.core)
+        ]
+        assert info.core == min(siblings)
+        assert info.uncore in (cpu.socket, cpu.l3)
+        sharers = sum(1 for c in m.cpus if c.online and c.l3 == cpu.l3)
+        node_cores = {(c.socket, c.core) for c in m.cpus if c.online and c.numa_node == cpu.numa_node}
+        uncore_is_l3 = sharers != len(node_cores) * len(siblings)
+        assert info.uncore == (cpu.l3 if uncore_is_l3 else cpu.socket)
+    back = machine_from_cadvisor(json.loads(json.dumps(machine_to_cadvisor(m))), "x")
+    assert back.cpu_infos() == infos
+    assert back.hugepages_by_node() == m.hugepages_by_node()
