@@ -25,7 +25,13 @@ def register(sub: Any) -> None:
         "a sysfs root directory or a dump tarball",
     )
     src.add_argument("--list", action="store_true", help="list the built-in machines")
-    p.add_argument("--output", "-o", choices=("text", "json", "yaml"), default="text", help="output format")
+    p.add_argument(
+        "--output",
+        "-o",
+        choices=("text", "json", "yaml", "cadvisor"),
+        default="text",
+        help="text tree, the machine file as json or yaml, or cadvisor MachineInfo JSON (the kubelet's view)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,6 +57,12 @@ def run(args: argparse.Namespace) -> int:
         machine = discover_sysfs(find_sysfs_root(Path(args.sysfs_root)) if args.sysfs_root else "/")
     if args.output == "text":
         sys.stdout.write(render_machine(machine))
+    elif args.output == "cadvisor":
+        import json
+
+        from numalign.machine.cadvisor import machine_to_cadvisor
+
+        sys.stdout.write(json.dumps(machine_to_cadvisor(machine), indent=2) + "\n")
     else:
         sys.stdout.write(machine_to_text(machine, args.output))
     return 0

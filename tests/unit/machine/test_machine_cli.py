@@ -54,3 +54,12 @@ def test_bad_machine_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["discover", "--machine", "no-such-machine"]) == EXIT_ERROR
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a built-in machine" in err
+
+
+def test_cadvisor_output_is_the_kubelet_view(capsys: pytest.CaptureFixture[str]) -> None:
+    from numalign.machine.cadvisor import machine_from_cadvisor
+
+    assert main(["discover", "--machine", "snc-16", "-o", "cadvisor"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["num_cores"] == 256 and len(info["topology"]) == 16
+    assert machine_from_cadvisor(info, "out").cpu_infos() == example("snc-16").cpu_infos()
