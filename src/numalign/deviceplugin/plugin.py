@@ -144,7 +144,7 @@ class DevicePlugin:
     def register(self) -> None:
         """Call Registration.Register on kubelet.sock; raise PluginError with the kubelet's answer."""
         identity = _identity(self.kubelet_socket)
-        channel = dial(self.kubelet_socket, min(self.register_timeout, 10.0))
+        channel = dial(self.kubelet_socket, min(self.register_timeout, 5.0), what="kubelet")
         try:
             stub = pb_grpc.RegistrationStub(channel)
             req = pb.RegisterRequest(

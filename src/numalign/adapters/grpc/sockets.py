@@ -109,19 +109,20 @@ def start_unix_server(
     return server
 
 
-def dial(path: Path, timeout: float) -> grpc.Channel:
+def dial(path: Path, timeout: float, what: str = "device plugin") -> grpc.Channel:
     """Open a channel to a unix socket and wait (at most `timeout` s) until it is connected.
 
     Mirrors the kubelet's blocking dial; the error text starts with upstream's "failed to dial device
-    plugin:" so log scrapers written for the kubelet keep working.
+    plugin:" so log scrapers written for the kubelet keep working. A missing socket fails at once.
     """
+    if not path.exists():
+        raise PluginError(f"failed to dial {what}: socket {str(path)!r} does not exist")
     channel = grpc.insecure_channel(unix_target(path), options=CHANNEL_OPTIONS)
     try:
         grpc.channel_ready_future(channel).result(timeout=timeout)
     except grpc.FutureTimeoutError:
         channel.close()
         raise PluginError(
-            f"failed to dial device plugin: no gRPC server answered on {str(path)!r} within {timeout:g}s; "
-            "the plugin must serve DevicePlugin on that socket before it registers"
+            f"failed to dial {what}: no gRPC server answered on {str(path)!r} within {timeout:g}s"
         ) from None
     return channel
