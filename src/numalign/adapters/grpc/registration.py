@@ -30,9 +30,9 @@ import grpc
 from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
 from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
 from numalign.adapters.grpc.plugin_client import CALL_TIMEOUT_S, DIAL_TIMEOUT_S, PluginEndpointClient
-from numalign.adapters.grpc.resource_names import is_extended_resource_name
 from numalign.adapters.grpc.sockets import MAX_UNIX_PATH, resolve_group, start_unix_server
 from numalign.errors import PluginError
+from numalign.k8s.resources import is_extended_resource_name
 from numalign.providers.devices.endpoint import Device, Endpoint
 
 log = logging.getLogger("numalign.grpc.registration")
