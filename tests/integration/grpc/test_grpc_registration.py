@@ -146,6 +146,7 @@ def _raw_register(sock_dir: Path, version: str, resource: str, endpoint: str) ->
             'the ResourceName "requests.example.com/gpu" is invalid',
         ),
         ("v1beta1", "Example.com/gpu", "p.sock", 'the ResourceName "Example.com/gpu" is invalid'),
+        ("v1beta1", "example.com/gpu\n", "p.sock", 'the ResourceName "example.com/gpu\\n" is invalid'),
         (
             "v1beta1",
             GPU,
