@@ -115,3 +115,36 @@ def test_grpc_cli_plugin_bad_input_is_an_error_not_a_traceback(sock_dir: Path) -
     )  # fmt: skip
     assert res.returncode == 3
     assert "Traceback" not in res.stderr
+
+
+def test_grpc_cli_plugin_from_sysfs_pci(sock_dir: Path, kubelet: FakeKubelet) -> None:
+    sysfs = sock_dir / "sys"
+    base = sysfs / "bus" / "pci" / "devices"
+    base.mkdir(parents=True)
+    for addr, cls, numa in [
+        ("0000:3b:00.0", "0x030200", 0),
+        ("0000:af:00.0", "0x030200", -1),
+        ("0000:18:00.0", "0x020000", 0),
+    ]:
+        d = base / addr
+        d.mkdir()
+        (d / "class").write_text(cls + "\n")
+        (d / "vendor").write_text("0x10de\n")
+        (d / "numa_node").write_text(f"{numa}\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "numalign.cli.main", "plugin", "--resource", GPU, "--pci-class", "0x0302",
+         "--pci-vendor", "10de", "--sysfs-root", str(sysfs), "--device-plugin-dir", str(sock_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        kubelet.wait_for(lambda: kubelet.last_devices(GPU) is not None, "PCI devices", timeout=8)
+        assert kubelet.last_devices(GPU) == [
+            Device("0000:3b:00.0", "Healthy", (0,)),
+            Device("0000:af:00.0", "Healthy", None),
+        ]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=10)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import stat
 from pathlib import Path
@@ -16,6 +17,7 @@ from numalign.adapters.grpc.registration import RegistrationServer, cleanup_plug
 from numalign.deviceplugin import HEALTHY, UNHEALTHY, ContainerAllocateResponse, Device, DevicePlugin, Mount
 from numalign.deviceplugin.testing import FakeKubelet, KubeletRecorder
 from numalign.errors import PluginError
+from numalign.providers.devices.endpoint import DevicePluginOptions, Endpoint
 
 GPU = "example.com/gpu"
 
@@ -269,3 +271,27 @@ def test_grpc_hung_plugin_hits_deadlines(kubelet: FakeKubelet, sock_dir: Path) -
     finally:
         release.set()
         plugin.stop()
+
+
+def test_grpc_socket_group_gives_0660(sock_dir: Path) -> None:
+    gid = os.getgid()
+    server = RegistrationServer(sock_dir, socket_group=gid)
+    server.start()
+    try:
+        st = (sock_dir / "kubelet.sock").stat()
+        assert stat.S_IMODE(st.st_mode) == 0o660
+        assert st.st_gid == gid
+    finally:
+        server.stop(grace=0.1)
+
+
+def test_grpc_endpoint_client_implements_the_device_manager_protocol(
+    kubelet: FakeKubelet, sock_dir: Path
+) -> None:
+    with DevicePlugin(GPU, _devices(), socket_dir=sock_dir, pre_start=lambda ids: None) as plugin:
+        endpoint = kubelet.endpoint(GPU)
+        assert isinstance(endpoint, Endpoint)
+        assert endpoint.options == DevicePluginOptions(pre_start_required=True)
+        assert plugin.options == endpoint.options
+        endpoint.pre_start_container(["gpu0"])
+        assert endpoint.get_preferred_allocation(["gpu0"], [], 1) == []  # not offered: empty answer
