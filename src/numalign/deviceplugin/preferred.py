@@ -35,7 +35,9 @@ def _greedy_local(pool: list[PluginDevice], chosen: list[PluginDevice], need: in
     while len(picked) < need and rest:
         base = chosen + picked
         if base:
-            best = max(rest, key=lambda d: (sum(_closeness(d.pci_path, c.pci_path) for c in base), -rest.index(d)))
+            best = max(
+                rest, key=lambda d: (sum(_closeness(d.pci_path, c.pci_path) for c in base), -rest.index(d))
+            )
         else:
             # Best fit: start in the smallest PCIe group (same bridge chain) that holds all we need, so
             # larger groups stay whole for larger requests; if none is big enough, the largest group.

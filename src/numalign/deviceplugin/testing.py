@@ -31,11 +31,16 @@ class KubeletRecorder:
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
+        self.requests: list[str] = []
         self.registered: list[tuple[str, Endpoint]] = []
         self.devices: list[tuple[str, list[Device]]] = []
         self.disconnected: list[str] = []
         self.refused: list[tuple[str, str]] = []
         self.malformed: list[tuple[str, str]] = []
+
+    def on_request(self, resource: str) -> None:
+        with self.lock:
+            self.requests.append(resource)
 
     def on_register(self, resource: str, endpoint: Endpoint) -> None:
         with self.lock:
@@ -86,6 +91,7 @@ class FakeKubelet(KubeletRecorder):
         super().__init__()
         self.server = RegistrationServer(
             Path(directory),
+            on_request=self.on_request,
             on_register=self.on_register,
             on_devices=self.on_devices,
             on_disconnect=self.on_disconnect,

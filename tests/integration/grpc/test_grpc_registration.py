@@ -187,6 +187,7 @@ def test_grpc_invalid_registrations_are_refused(
     assert err.code() == grpc.StatusCode.UNKNOWN  # a plain Go error from the kubelet's handler
     assert (err.details() or "").startswith(message)
     assert kubelet.registered == []
+    assert kubelet.requests == [resource]  # counted before validation, like the kubelet's metric
     assert [r for r, _ in kubelet.refused] == [resource]
     assert kubelet.server.resources() == []
 

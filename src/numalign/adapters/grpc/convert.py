@@ -8,6 +8,7 @@ the two differently.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 
 from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
@@ -19,6 +20,8 @@ from numalign.providers.devices.endpoint import (
     DeviceSpec,
     Mount,
 )
+
+log = logging.getLogger("numalign.grpc.convert")
 
 # Upstream documents a 63-character limit on Device.ID; longer IDs are refused rather than truncated.
 MAX_DEVICE_ID_LENGTH = 63
@@ -57,8 +60,10 @@ def device_to_pb(dev: Device) -> pb.Device:
 def devices_from_pb(resource: str, msgs: Iterable[pb.Device]) -> list[Device]:
     """Validate and convert one ListAndWatch snapshot; raise PluginError for a malformed one.
 
-    A malformed snapshot (empty or over-long ID, duplicate IDs, negative NUMA id) is rejected whole:
-    applying half of it would leave the device manager with an inventory the plugin never sent.
+    A malformed snapshot (an empty ID, duplicate IDs, a negative NUMA id) is rejected whole: applying
+    half of it would leave the device manager with an inventory the plugin never sent. The kubelet
+    does not check these (duplicates silently collapse in its map), but none of them can describe real
+    devices. IDs over the documented 63 characters are accepted with a warning, as the kubelet does.
     """
     devices: list[Device] = []
     seen: set[str] = set()
@@ -68,9 +73,13 @@ def devices_from_pb(resource: str, msgs: Iterable[pb.Device]) -> list[Device]:
         if not dev.id:
             raise PluginError(f"{where}: a device has an empty ID; every device needs a unique ID")
         if len(dev.id) > MAX_DEVICE_ID_LENGTH:
-            raise PluginError(
-                f"{where}: device ID {dev.id[:20]!r}... is {len(dev.id)} characters long; "
-                f"the API allows at most {MAX_DEVICE_ID_LENGTH}"
+            # The kubelet accepts these, so we do too; the limit is only documented.
+            log.warning(
+                "%s: device ID %r is %d characters long; the API documents at most %d",
+                where,
+                dev.id,
+                len(dev.id),
+                MAX_DEVICE_ID_LENGTH,
             )
         if dev.id in seen:
             raise PluginError(f"{where}: device ID {dev.id!r} is listed twice; IDs must be unique")

@@ -13,7 +13,8 @@ so the node agent can feed the device manager without this module knowing about 
 Differences from upstream, on purpose: the endpoint must be a bare socket file name inside the
 directory (upstream joins any string onto the path); a re-registration closes the previous client
 instead of leaving it running (upstream's old client, when it ends, disconnects the *new* one: a
-known race); a malformed ListAndWatch update is dropped and the stream kept.
+known race); a registration that fails to connect leaves an already registered plugin for the same
+resource in place (upstream forgets it); a malformed ListAndWatch update is dropped and the stream kept.
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ class RegistrationServer:
     """Serves v1beta1.Registration on `directory`/kubelet.sock and manages one client per resource.
 
     Callbacks (all optional, called from gRPC or stream threads; exceptions are logged):
+    - on_request(resource): every Register RPC, before validation (kubelet_device_plugin_registration_total).
     - on_register(resource, endpoint): a plugin connected; `endpoint` implements Endpoint. Raising
       PluginError refuses the registration with that message.
     - on_devices(resource, devices): a ListAndWatch snapshot (replaces the previous one).
@@ -115,6 +117,7 @@ class RegistrationServer:
         self,
         directory: Path = DEFAULT_DEVICE_PLUGIN_DIR,
         *,
+        on_request: OnResource | None = None,
         on_register: OnRegister | None = None,
         on_devices: OnDevices | None = None,
         on_disconnect: OnResource | None = None,
@@ -129,6 +132,7 @@ class RegistrationServer:
     ) -> None:
         self.directory = Path(directory).absolute()
         self.socket_path = self.directory / socket_name
+        self._on_request = on_request
         self._on_register = on_register
         self._on_devices = on_devices
         self._on_disconnect = on_disconnect
@@ -231,6 +235,7 @@ class RegistrationServer:
         Raises PluginError (RegistrationRefusedError for a bad request) with the text the plugin gets.
         """
         log.info("got registration request from device plugin with resource %s", resource)
+        self._notify1(self._on_request, resource)
         try:
             self.validate(version, resource, endpoint)
         except RegistrationRefusedError as e:
