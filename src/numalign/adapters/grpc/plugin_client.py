@@ -34,15 +34,25 @@ EndCallback = Callable[[str], None]
 MalformedCallback = Callable[[str], None]
 
 
-def _rpc_error(resource: str, call: str, err: grpc.RpcError) -> PluginError:
-    code = err.code() if isinstance(err, grpc.Call) else None
-    details = err.details() if isinstance(err, grpc.Call) else str(err)
+# Go spells this one differently; every other code is the CamelCase of Python's name.
+_GO_CODE_NAMES = {grpc.StatusCode.CANCELLED: "Canceled"}
+
+
+def go_status_text(err: grpc.RpcError) -> str:
+    """The text Go's grpc status error prints ("rpc error: code = Unknown desc = ..."), so messages that
+    end up in admission failures read exactly as the kubelet's do."""
+    code = err.code() if isinstance(err, grpc.Call) else grpc.StatusCode.UNKNOWN
+    details = (err.details() if isinstance(err, grpc.Call) else None) or ""
+    go_code = _GO_CODE_NAMES.get(code) or "".join(w.capitalize() for w in code.name.split("_"))
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        return PluginError(
-            f"device plugin {resource!r}: {call} did not answer before its deadline ({details})"
-        )
-    name = code.name if code is not None else "UNKNOWN"
-    return PluginError(f"device plugin {resource!r}: {call} rpc failed with err: {name}: {details}")
+        details = "context deadline exceeded"  # what a Go client reports for its own deadline
+    return f"rpc error: code = {go_code} desc = {details}"
+
+
+def _rpc_error(resource: str, call: str, err: grpc.RpcError) -> PluginError:
+    text = go_status_text(err)
+    log.warning("device plugin %s: %s failed: %s", resource, call, text)
+    return PluginError(text)
 
 
 class PluginEndpointClient:
@@ -86,7 +96,8 @@ class PluginEndpointClient:
             opts = stub.GetDevicePluginOptions(pb.Empty(), timeout=min(self.call_timeout, OPTIONS_TIMEOUT_S))
         except grpc.RpcError as e:
             channel.close()
-            raise _rpc_error(self.resource, "GetDevicePluginOptions", e) from None
+            # upstream ManagerImpl.PluginConnected's wording
+            raise PluginError(f"failed to get device plugin options: {go_status_text(e)}") from None
         with self._lock:
             self._channel, self._stub = channel, stub
         self.options = convert.options_from_pb(opts)
@@ -138,11 +149,8 @@ class PluginEndpointClient:
         except grpc.RpcError as e:
             raise _rpc_error(self.resource, "Allocate", e) from None
         if not resp.container_responses:
-            # upstream: "failed to allocate requested devices: ... the response had no container responses"
-            raise PluginError(
-                f"device plugin {self.resource!r}: Allocate returned no container responses for devices "
-                f"{list(device_ids)}; a plugin must answer one ContainerAllocateResponse per request"
-            )
+            # upstream manager: "no containers return in allocation response %v"
+            raise PluginError(f"no containers return in allocation response {resp}".rstrip())
         return convert.allocate_response_from_pb(resp.container_responses[0])
 
     def get_preferred_allocation(
@@ -178,7 +186,7 @@ class PluginEndpointClient:
         with self._lock:
             stub = self._stub if self._channel is not None else None
         if stub is None:
-            raise PluginError(f"endpoint {self.socket_path} has been stopped")  # upstream errEndpointStopped
+            raise PluginError(f"endpoint {self.resource} has been stopped")  # upstream errEndpointStopped
         return stub
 
     def _run(
@@ -207,9 +215,7 @@ class PluginEndpointClient:
                 log.debug("state pushed for device plugin %s: %d devices", self.resource, len(devices))
                 _safe(on_devices, devices)
         except grpc.RpcError as e:
-            code = e.code() if isinstance(e, grpc.Call) else None
-            details = e.details() if isinstance(e, grpc.Call) else str(e)
-            reason = f"ListAndWatch ended unexpectedly: {code.name if code else 'UNKNOWN'}: {details}"
+            reason = f"ListAndWatch ended unexpectedly: {go_status_text(e)}"
         except Exception as e:  # never let a plugin kill the agent's thread silently
             log.exception("ListAndWatch reader for %s failed", self.resource)
             reason = f"ListAndWatch reader failed: {e}"
