@@ -108,8 +108,11 @@ class DevicePlugin:
     def update_devices(self, devices: Iterable[Device]) -> None:
         """Replace the device list and push it to every ListAndWatch stream."""
         devs = tuple(devices)
-        # Reuse the kubelet-side validation so a plugin never sends what the kubelet would drop.
-        convert.devices_from_pb(self.resource_name, (convert.device_to_pb(d) for d in devs))
+        # Reuse the kubelet-side validation so a plugin never sends what numalign's kubelet side drops.
+        try:
+            convert.devices_from_pb(self.resource_name, (convert.device_to_pb(d) for d in devs))
+        except PluginError as e:
+            raise InvalidInputError(f"update_devices: {e}") from None
         with self._cond:
             self._devices = devs
             self._generation += 1

@@ -16,7 +16,7 @@ from numalign.adapters.grpc.plugin_client import PluginEndpointClient
 from numalign.adapters.grpc.registration import RegistrationServer, cleanup_plugin_directory
 from numalign.deviceplugin import HEALTHY, UNHEALTHY, ContainerAllocateResponse, Device, DevicePlugin, Mount
 from numalign.deviceplugin.testing import FakeKubelet, KubeletRecorder
-from numalign.errors import PluginError
+from numalign.errors import InvalidInputError, PluginError
 from numalign.providers.devices.endpoint import DevicePluginOptions, Endpoint
 
 GPU = "example.com/gpu"
@@ -298,3 +298,15 @@ def test_grpc_endpoint_client_implements_the_device_manager_protocol(
         assert plugin.options == endpoint.options
         endpoint.pre_start_container(["gpu0"])
         assert endpoint.get_preferred_allocation(["gpu0"], [], 1) == []  # not offered: empty answer
+
+
+def test_grpc_sdk_refuses_bad_device_lists_and_names(sock_dir: Path) -> None:
+    with pytest.raises(InvalidInputError, match="not an extended resource name"):
+        DevicePlugin("gpu", [], socket_dir=sock_dir)
+    plugin = DevicePlugin(GPU, [], socket_dir=sock_dir)
+    with pytest.raises(InvalidInputError, match="listed twice"):
+        plugin.update_devices([Device("a"), Device("a")])
+    with pytest.raises(InvalidInputError, match="unknown device"):
+        plugin.set_health("zz", UNHEALTHY)
+    with pytest.raises(PluginError, match=r"kubelet\.sock' does not exist"):
+        plugin.register()  # no kubelet: fails at once, no 10 s wait
