@@ -183,3 +183,35 @@ def test_grpc_plugin_that_does_not_answer_options_is_refused(kubelet: FakeKubele
         assert [r for r, _ in kubelet.refused] == [NIC]
     finally:
         server.stop(0.1).wait(5)
+
+
+def test_grpc_plugin_that_hangs_in_options_is_refused_at_the_deadline(sock_dir: Path) -> None:
+    import threading
+
+    release = threading.Event()
+
+    class Hung(RawPlugin):
+        def GetDevicePluginOptions(
+            self, request: pb.Empty, context: grpc.ServicerContext
+        ) -> pb.DevicePluginOptions:
+            release.wait(5)
+            return pb.DevicePluginOptions()
+
+    kubelet = FakeKubelet(sock_dir, call_timeout=0.3)
+    kubelet.start()  # first: its start-up cleanup removes every socket in the directory
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    pb_grpc.add_DevicePluginServicer_to_server(Hung(), server)
+    server.add_insecure_port(f"unix://{sock_dir}/hung.sock")
+    server.start()
+    try:
+        with pytest.raises(grpc.RpcError) as info:
+            _register(sock_dir, "hung.sock")
+        assert isinstance(info.value, grpc.Call)
+        assert info.value.details() == (
+            "failed to get device plugin options: rpc error: code = DeadlineExceeded desc = context deadline exceeded"
+        )
+        assert kubelet.server.resources() == []
+    finally:
+        release.set()
+        kubelet.stop()
+        server.stop(0.1).wait(5)
