@@ -76,6 +76,13 @@ class DevicePlugin:
         self.resource_name = resource_name
         self.socket_dir = Path(socket_dir).absolute()
         default_name = resource_name.replace("/", "_").replace(".", "-") + ".sock"
+        if socket_name is not None and (
+            not socket_name or "/" in socket_name or ".." in socket_name or socket_name == kubelet_socket
+        ):
+            raise InvalidInputError(
+                f"device plugin socket name {socket_name!r} is invalid: it must be a bare file name inside "
+                f"{socket_dir} (no '/', no '..', not {kubelet_socket}); the kubelet refuses anything else"
+            )
         self.socket_path = self.socket_dir / (socket_name or default_name)
         self.kubelet_socket = self.socket_dir / kubelet_socket
         self.options = DevicePluginOptions(

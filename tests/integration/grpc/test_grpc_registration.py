@@ -303,6 +303,9 @@ def test_grpc_endpoint_client_implements_the_device_manager_protocol(
 def test_grpc_sdk_refuses_bad_device_lists_and_names(sock_dir: Path) -> None:
     with pytest.raises(InvalidInputError, match="not an extended resource name"):
         DevicePlugin("gpu", [], socket_dir=sock_dir)
+    for bad in ("../x.sock", "a/b.sock", "kubelet.sock", ""):
+        with pytest.raises(InvalidInputError, match="socket name"):
+            DevicePlugin(GPU, [], socket_dir=sock_dir, socket_name=bad)
     plugin = DevicePlugin(GPU, [], socket_dir=sock_dir)
     with pytest.raises(InvalidInputError, match="listed twice"):
         plugin.update_devices([Device("a"), Device("a")])
