@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import stat
-import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -20,29 +19,12 @@ from numalign.adapters.grpc.podresources import (
     MemoryBlock,
     PodResources,
     PodResourcesServer,
+    SnapshotPodResourcesSource,
 )
 
 GPU = "example.com/gpu"
 NIC = "example.com/nic"
 GI = 1 << 30
-
-
-class FakeSource:
-    def __init__(self, pods: Sequence[PodResources], alloc: AllocatableResources) -> None:
-        self.pods = list(pods)
-        self.alloc = alloc
-        self.lock = threading.Lock()
-
-    def list_pods(self) -> Sequence[PodResources]:
-        with self.lock:
-            return list(self.pods)
-
-    def get_pod(self, namespace: str, name: str) -> PodResources | None:
-        with self.lock:
-            return next((p for p in self.pods if p.namespace == namespace and p.name == name), None)
-
-    def allocatable(self) -> AllocatableResources:
-        return self.alloc
 
 
 PODS = [
@@ -95,7 +77,7 @@ def counted() -> list[tuple[str, bool]]:
 @pytest.fixture
 def stub(sock_dir: Path, counted: list[tuple[str, bool]]) -> Iterator[pb_grpc.PodResourcesListerStub]:
     server = PodResourcesServer(
-        FakeSource(PODS, ALLOC),
+        SnapshotPodResourcesSource(PODS, ALLOC),
         sock_dir / "pod-resources" / "kubelet.sock",
         on_call=lambda m, failed: counted.append((m, failed)),
     )
@@ -168,12 +150,12 @@ def test_grpc_podresources_socket_is_0600(stub: pb_grpc.PodResourcesListerStub, 
 
 
 def test_grpc_podresources_source_failure_is_an_error_not_a_crash(sock_dir: Path) -> None:
-    class Broken(FakeSource):
+    class Broken(SnapshotPodResourcesSource):
         def list_pods(self) -> Sequence[PodResources]:
             raise RuntimeError("state unavailable")
 
     with (
-        PodResourcesServer(Broken([], AllocatableResources()), sock_dir / "pr.sock"),
+        PodResourcesServer(Broken(), sock_dir / "pr.sock"),
         grpc.insecure_channel(f"unix://{sock_dir}/pr.sock") as ch,
     ):
         s = pb_grpc.PodResourcesListerStub(ch)
@@ -181,3 +163,26 @@ def test_grpc_podresources_source_failure_is_an_error_not_a_crash(sock_dir: Path
             s.List(pb.ListPodResourcesRequest(), timeout=5)
         # The server still answers afterwards.
         assert s.GetAllocatableResources(pb.AllocatableResourcesRequest(), timeout=5).cpu_ids == []
+
+
+def test_grpc_podresources_sees_published_snapshots(sock_dir: Path) -> None:
+    source = SnapshotPodResourcesSource()
+    with (
+        PodResourcesServer(source, sock_dir / "pr.sock"),
+        grpc.insecure_channel(f"unix://{sock_dir}/pr.sock") as ch,
+    ):
+        s = pb_grpc.PodResourcesListerStub(ch)
+        assert list(s.List(pb.ListPodResourcesRequest(), timeout=5).pod_resources) == []
+        source.publish(pods=PODS[1:])
+        assert [p.name for p in s.List(pb.ListPodResourcesRequest(), timeout=5).pod_resources] == ["batch"]
+        source.publish(allocatable=ALLOC)
+        assert list(s.GetAllocatableResources(pb.AllocatableResourcesRequest(), timeout=5).cpu_ids) == [
+            1,
+            2,
+            3,
+            4,
+            5,
+            6,
+            7,
+        ]
+        assert [p.name for p in s.List(pb.ListPodResourcesRequest(), timeout=5).pod_resources] == ["batch"]

@@ -12,6 +12,7 @@ iterates Go maps.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +94,43 @@ class PodResourcesSource(Protocol):
     def get_pod(self, namespace: str, name: str) -> PodResources | None: ...
 
     def allocatable(self) -> AllocatableResources: ...
+
+
+class SnapshotPodResourcesSource:
+    """A thread-safe PodResourcesSource holding the latest snapshot the agent pushed.
+
+    The node agent calls `publish(pods, allocatable)` after every admission, release or device update;
+    RPCs read the last published snapshot, so they never observe a half-applied change.
+    """
+
+    def __init__(
+        self, pods: Sequence[PodResources] = (), allocatable: AllocatableResources | None = None
+    ) -> None:
+        self._lock = threading.Lock()
+        self._pods: tuple[PodResources, ...] = tuple(pods)
+        self._allocatable = allocatable or AllocatableResources()
+
+    def publish(
+        self, pods: Sequence[PodResources] | None = None, allocatable: AllocatableResources | None = None
+    ) -> None:
+        """Replace the pods and/or the allocatable resources (None keeps the current value)."""
+        with self._lock:
+            if pods is not None:
+                self._pods = tuple(pods)
+            if allocatable is not None:
+                self._allocatable = allocatable
+
+    def list_pods(self) -> Sequence[PodResources]:
+        with self._lock:
+            return self._pods
+
+    def get_pod(self, namespace: str, name: str) -> PodResources | None:
+        with self._lock:
+            return next((p for p in self._pods if p.namespace == namespace and p.name == name), None)
+
+    def allocatable(self) -> AllocatableResources:
+        with self._lock:
+            return self._allocatable
 
 
 # (method, failed) -> None; method is "list", "get_allocatable" or "get", as in the kubelet's metrics.
