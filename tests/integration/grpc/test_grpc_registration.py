@@ -313,3 +313,19 @@ def test_grpc_sdk_refuses_bad_device_lists_and_names(sock_dir: Path) -> None:
         plugin.set_health("zz", UNHEALTHY)
     with pytest.raises(PluginError, match=r"kubelet\.sock' does not exist"):
         plugin.register()  # no kubelet: fails at once, no 10 s wait
+
+
+def test_grpc_plugin_restart_registers_again(kubelet: FakeKubelet, sock_dir: Path) -> None:
+    first = DevicePlugin(GPU, _devices(), socket_dir=sock_dir)
+    first.start()
+    kubelet.wait_for(lambda: len(kubelet.devices) == 1, "first snapshot")
+    first.stop()
+    kubelet.wait_for(lambda: kubelet.disconnected == [GPU], "disconnect")
+    # The same plugin comes back (same socket name) with one device gone.
+    with DevicePlugin(GPU, _devices()[:2], socket_dir=sock_dir):
+        kubelet.wait_for(
+            lambda: kubelet.last_devices(GPU) == _devices()[:2], "snapshot of the restarted plugin"
+        )
+        assert [r for r, _ in kubelet.registered] == [GPU, GPU]
+        assert kubelet.server.resources() == [GPU]
+        assert kubelet.endpoint(GPU).allocate(["gpu0"]).envs == {}

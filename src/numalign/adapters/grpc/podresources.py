@@ -72,7 +72,8 @@ class PodResources:
 
 @dataclass(frozen=True, slots=True)
 class AllocatableDevice:
-    """One healthy device. `numa_nodes` None means the plugin sent no topology."""
+    """One healthy device. `numa_nodes` None means the plugin sent no topology (reported once, without
+    topology); () means an empty TopologyInfo, which upstream's per-node loop reports not at all."""
 
     resource_name: str
     device_id: str
