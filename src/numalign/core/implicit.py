@@ -229,3 +229,102 @@ class NodeSums:
                 if k == 0:
                     break
         return total
+
+
+def search_closest(
+    nodes: Sequence[int],
+    size: int,
+    leaf_ok: Callable[[int], bool],
+    prune_ok: Callable[[int, int], bool],
+    distances: Mapping[int, Sequence[int]],
+    closest: Callable[[int, int], int],
+) -> int | None:
+    """The count-`size` mask over `nodes` with leaf_ok that upstream's Closest picks: smallest average
+    distance, then numerically smallest. Branch and bound over the same walk as search_masks.
+
+    For a fixed count the average is S / count^2 with S = the sum of d[i][j] over ordered pairs of
+    the mask (self pairs included), an integer; float division by the same count^2 keeps the order
+    of S strictly as long as distances stay far below 2^40, so S orders candidates exactly like the
+    averages upstream compares (leaves are still compared with `closest` itself). A branch is cut
+    when a lower bound on S reaches the best S found: its leaves come later in numeric order, so a
+    tie loses too. Bound: S(inc) + the `rest` smallest per-node costs, where a node's cost is its
+    self distance, its pairs with `inc`, and half of its rest-1 cheapest pairs among the candidates.
+    """
+    order = sorted(set(nodes), reverse=True)
+    n = len(order)
+    if size < 0 or size > n:
+        return None
+    if size == 1:  # single nodes: compare them all (the average is the self distance)
+        single: int | None = None
+        for x in reversed(order):
+            if prune_ok(1 << x, 1 << x) and leaf_ok(1 << x):
+                single = 1 << x if single is None else closest(single, 1 << x)
+        return single
+    dd, pair, near = _distance_tables(order, distances)
+    use_bound = all(0 <= v < 1 << 32 for row in dd for v in row)
+    suffix = [0] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        suffix[i] = suffix[i + 1] | (1 << order[i])
+    add = [0] * n  # add[x] = sum over chosen i of pair[i][x]
+    state = {"s": 0}
+    best: list[int] = []  # [mask, S]
+
+    def lower_bound2(i: int, rest: int) -> int:
+        """2 * (a lower bound on S of any completion choosing `rest` of order[i:])."""
+        costs = []
+        for x in range(i, n):
+            need, half = rest - 1, 0
+            for y in near[x]:
+                if need == 0:
+                    break
+                if y >= i:
+                    half += pair[x][y]
+                    need -= 1
+            costs.append(2 * (dd[x][x] + add[x]) + half)
+        costs.sort()
+        return 2 * state["s"] + sum(costs[:rest])
+
+    def walk(i: int, inc: int, k: int) -> None:
+        if k == 0:
+            if leaf_ok(inc) and (not best or closest(best[0], inc) == inc):
+                best[:] = [inc, state["s"]]
+            return
+        if n - i < k or not prune_ok(inc, inc | suffix[i]):
+            return
+        if best and use_bound and lower_bound2(i, k) >= 2 * best[1]:
+            return
+        walk(i + 1, inc, k)
+        x = i
+        state["s"] += dd[x][x] + add[x]
+        row = pair[x]
+        for y in range(n):
+            add[y] += row[y]
+        walk(i + 1, inc | 1 << order[x], k - 1)
+        for y in range(n):
+            add[y] -= row[y]
+        state["s"] -= dd[x][x] + add[x]
+
+    walk(0, 0, size)
+    return best[0] if best else None
+
+
+_TABLES: dict[tuple[int, tuple[int, ...]], tuple[object, list[list[int]], list[list[int]], list[list[int]]]] = {}
+
+
+def _distance_tables(
+    order: list[int], distances: Mapping[int, Sequence[int]]
+) -> tuple[list[list[int]], list[list[int]], list[list[int]]]:
+    """Distances by position in `order`, pair sums, and each position's others by pair sum.
+    Cached per distance matrix object (kept alive by the cache, so its id cannot be reused)."""
+    key = (id(distances), tuple(order))
+    hit = _TABLES.get(key)
+    if hit is not None and hit[0] is distances:
+        return hit[1], hit[2], hit[3]
+    n = len(order)
+    dd = [[int(distances[a][b]) for b in order] for a in order]
+    pair = [[dd[a][b] + dd[b][a] for b in range(n)] for a in range(n)]
+    near = [sorted((b for b in range(n) if b != a), key=pair[a].__getitem__) for a in range(n)]
+    if len(_TABLES) >= 16:
+        _TABLES.pop(next(iter(_TABLES)))
+    _TABLES[key] = (distances, dd, pair, near)
+    return dd, pair, near

@@ -33,13 +33,13 @@ are turned into those explicit lists and merged by core.merge.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import product
 
 from numalign.core.bitmask import bits_of
 from numalign.core.hint import TopologyHint
-from numalign.core.implicit import ImplicitHints, search_masks
+from numalign.core.implicit import ImplicitHints, search_closest, search_masks
 from numalign.core.merge import CANNOT_SATISFY, DONT_CARE, mask_fitter, merge_lists
 from numalign.core.numa import NUMAInfo
 
@@ -163,13 +163,9 @@ class ImplicitMerger:
             def prune(inc: int, allowed: int, c: int = c) -> bool:
                 return all(s.bound(inc, allowed, c) for s in implicit)
 
-            found = False
-            for m in search_masks(nodes, c, leaf, prune):
-                best = self._fold(best, m, True)
-                found = True
-                if not self.use_closest:
-                    break  # the first of a count is the numerically smallest
-            if found:
+            found = self._search(nodes, c, leaf, prune)
+            if found is not None:
+                best = self._fold(best, found, True)
                 break  # fewer nodes always win; later counts are wider
         return best
 
@@ -261,14 +257,18 @@ class ImplicitMerger:
                 # R is upward closed: a member below `allowed` puts `allowed` itself in R
                 return not up_closed or self.member(allowed)
 
-            best: int | None = None
-            for m in search_masks(nodes, c, self.member, prune):
-                best = self._fold(best, m, False)
-                if not self.use_closest:
-                    break
+            best = self._search(nodes, c, self.member, prune)
             if best is not None:
-                return best
+                return self._fold(None, best, False)
         return None
+
+    def _search(
+        self, nodes: Sequence[int], c: int, leaf: Callable[[int], bool], prune: Callable[[int, int], bool]
+    ) -> int | None:
+        """The fittest count-c mask with `leaf`: the numerically first, or by average distance."""
+        if self.use_closest and self.numa.distances is not None:
+            return search_closest(nodes, c, leaf, prune, self.numa.distances, self.numa.closest)
+        return next(search_masks(nodes, c, leaf, prune), None)
 
     # --- the merge -----------------------------------------------------------------------------
     def merge(self) -> TopologyHint:
