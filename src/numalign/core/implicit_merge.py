@@ -221,7 +221,8 @@ class ImplicitMerger:
                 opts = {t for t in (d if h.mask is None else h.mask & d for h in src) if t & m == m}
                 if not opts:
                     return False
-                rigid.append(_minimal(opts))
+                # m itself is the smallest possible choice: it alone dominates every other option
+                rigid.append([m] if m in opts else _minimal(opts))
                 flex.append(None)
         both = [i for i, f in enumerate(flex) if f is not None and rigid[i]]
         # choose, per list that has both, its upward part (True) or its rigid masks (False)
