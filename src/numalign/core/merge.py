@@ -130,6 +130,27 @@ def reachable_intersections(lists: Sequence[HintList], default: int) -> set[int]
     return reach
 
 
+# Work (reachable states x options) the intersection DP may spend before the rank search takes over.
+_DP_BUDGET = 20_000
+
+
+def _reachable_within_budget(lists: Sequence[HintList], default: int, budget: int) -> set[int] | None:
+    """reachable_intersections, or None as soon as the DP would exceed `budget` steps."""
+    reach = {default}
+    for hs in lists:
+        options = {default if h.mask is None else h.mask & default for h in hs}
+        budget -= len(reach) * len(options)
+        if budget < 0:
+            return None
+        if default in options:
+            reach = reach | {s & m for s in reach for m in options if m != default}
+        else:
+            reach = {s & m for s in reach for m in options}
+        if not reach:
+            break
+    return reach
+
+
 def non_preferred_rank(count: int, b: int) -> tuple[int, int]:
     """Sort key (smaller is better) of rule 3's count preference around B."""
     if count == b:
@@ -159,7 +180,16 @@ def merge_lists(lists: Sequence[HintList], numa: NUMAInfo, use_closest: bool) ->
     if preferred is not None:
         return TopologyHint(preferred, True)
     b = max_of_min_affinity_counts(lists)
-    best = best_non_preferred(reachable_intersections(lists, default), b, fitter)
+    reach = _reachable_within_budget(lists, default, _DP_BUDGET)
+    if reach is None:
+        # Too many intersections to list (long lists over many nodes): search them by rank instead,
+        # testing membership per candidate (core/implicit_merge.py). Imported here: that module
+        # builds on this one.
+        from numalign.core.implicit_merge import ImplicitMerger
+
+        best = ImplicitMerger([tuple(hs) for hs in lists], numa, use_closest).best_non_preferred(b)
+    else:
+        best = best_non_preferred(reach, b, fitter)
     if best is None:
         return TopologyHint(default, False)
     return TopologyHint(best, False)
