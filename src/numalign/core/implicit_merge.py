@@ -42,6 +42,7 @@ from numalign.core.hint import TopologyHint
 from numalign.core.implicit import ImplicitHints, search_closest, search_masks
 from numalign.core.merge import CANNOT_SATISFY, DONT_CARE, mask_fitter, merge_lists
 from numalign.core.numa import NUMAInfo
+from numalign.errors import ConfigError, InvalidInputError
 
 Explicit = tuple[TopologyHint, ...]
 Source = Explicit | ImplicitHints
@@ -110,6 +111,16 @@ class ImplicitMerger:
         self.implicit = [s for s in self.sources if isinstance(s, ImplicitHints)]
         self.considered: list[TopologyHint] = []
         self._member_cache: dict[int, bool] = {}
+        # each list's options as masks ANDed with D (nil hints and implicit tops give D)
+        d = self.default
+        self._options: list[frozenset[int]] = [
+            frozenset(h.mask & d for h in s.extras if h.mask is not None) | ({s.top & d} if s.has_up() else set())
+            if isinstance(s, ImplicitHints)
+            else frozenset(d if h.mask is None else h.mask & d for h in s)
+            for s in self.sources
+        ]
+        # lists holding D itself can contain any mask
+        self._constraining = [opts for opts in self._options if d not in opts]
 
     # --- bookkeeping ---------------------------------------------------------------------------
     def _fold(self, best: int | None, cand: int, preferred: bool) -> int:
@@ -175,7 +186,9 @@ class ImplicitMerger:
         d = self.default
         if isinstance(src, ImplicitHints):
             return src.top == d and not src.extras and src.has_up()
-        masks = {d if h.mask is None else h.mask & d for h in src}
+        masks = frozenset(d if h.mask is None else h.mask & d for h in src)
+        if len(masks - {0}) == (1 << d.bit_count()) - 1:
+            return True  # every non-empty mask (upstream's exhaustive generators at full capacity)
         for m in masks:
             rest = d & ~m
             while rest:
@@ -186,16 +199,8 @@ class ImplicitMerger:
         return True
 
     def _can_contain(self, inc: int) -> bool:
-        d = self.default
-        for src in self.sources:
-            if isinstance(src, ImplicitHints):
-                if not ((src.has_up() and inc & ~src.top == 0) or any(
-                    h.mask is not None and (h.mask & d) & inc == inc for h in src.extras
-                )):
-                    return False
-            elif not any(h.mask is None or (h.mask & d) & inc == inc for h in src):
-                return False
-        return True
+        """Does every list offer an option containing `inc` (an implicit list: its top or an extra)."""
+        return all(any(t & inc == inc for t in opts) for opts in self._constraining)
 
     def member(self, m: int) -> bool:
         """Is m (a subset of D) the merged mask of some permutation (memoised)."""
@@ -218,7 +223,7 @@ class ImplicitMerger:
                 rigid.append(_minimal(opts))
                 flex.append(up)
             else:
-                opts = {t for t in (d if h.mask is None else h.mask & d for h in src) if t & m == m}
+                opts = {t for t in self._options[len(rigid)] if t & m == m}
                 if not opts:
                     return False
                 # m itself is the smallest possible choice: it alone dominates every other option
@@ -354,8 +359,10 @@ def _materialize(src: Source) -> Explicit:
     if not isinstance(src, ImplicitHints):
         return src
     if src.materialize is None:
-        raise ValueError(f"implicit hint list {src.label!r} reaches beyond the machine's NUMA nodes and "
-                         "cannot be listed; give it a materialize() function")
+        raise InvalidInputError(
+            f"implicit hint list {src.label!r}: its masks reach NUMA nodes outside the Topology Manager's "
+            f"nodes and it has no materialize() to list them; give the provider the same NUMA node set"
+        )
     return tuple(src.materialize())
 
 
@@ -403,7 +410,7 @@ def merge_implicit(
         kept = tuple(SourceList(s.provider, s.resource, h) for s, h in zip(lists, single, strict=True))
         return FastMergeResult(best, best.preferred, kept, b, (best,))
     if policy not in ("best-effort", "restricted"):
-        raise ValueError(f'unknown policy: "{policy}"')
+        raise ConfigError(f'unknown policy: "{policy}"')
     if prefer_closest_numa:
         numa.require_distances()
     sources = [sl.source for sl in lists]
