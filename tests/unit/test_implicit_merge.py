@@ -1,0 +1,108 @@
+"""Unit tests of the implicit hint machinery: the searches, the closed-form arguments, big machines."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import pytest
+from support.reference_merge import ref_merge_lists, ref_policy_merge
+
+from numalign.core.bitmask import iterate_bitmasks, mask_of
+from numalign.core.hint import TopologyHint
+from numalign.core.implicit import ImplicitHints, NodeSums, search_closest, search_masks
+from numalign.core.implicit_merge import ImplicitMerger, merge_implicit
+from numalign.core.merge import merge_lists
+from numalign.core.numa import NUMAInfo
+from numalign.errors import ConfigError
+
+
+def up(n: int, *generators: tuple[int, ...]) -> list[int]:
+    """Every mask over n nodes containing one of the generator sets."""
+    gens = [mask_of(g) for g in generators]
+    return [m for m in iterate_bitmasks(list(range(n))) if any(g & m == g for g in gens)]
+
+
+def test_search_masks_walks_one_count_in_numeric_order() -> None:
+    nodes = [0, 2, 3, 5, 7]
+    got = list(search_masks(nodes, 3, lambda m: True, lambda inc, allowed: True))
+    want = sorted(mask_of(c) for c in combinations(nodes, 3))
+    assert got == want
+
+
+def test_search_masks_prunes_only_what_the_bound_excludes() -> None:
+    nodes = list(range(8))
+    def leaf(m: int) -> bool:
+        return m & 0b1000_0001 == 0b1000_0001  # nodes 0 and 7 both
+
+    def prune(inc: int, allowed: int) -> bool:
+        return allowed & 0b1000_0001 == 0b1000_0001
+
+    got = list(search_masks(nodes, 3, leaf, prune))
+    assert got == sorted(m for m in (mask_of(c) for c in combinations(nodes, 3)) if leaf(m))
+
+
+def test_node_sums_match_direct_sums() -> None:
+    values = {0: 3, 5: 1, 9: 7, 63: 2, 64: 5}
+    sums = NodeSums(values)
+    for mask in [0, 1, 1 << 9, (1 << 63) | 1, (1 << 64) | (1 << 5), (1 << 70) - 1]:
+        assert sums.sum(mask) == sum(v for n, v in values.items() if mask >> n & 1)
+    assert sums.topk((1 << 70) - 1, 2) == 12
+    assert sums.topk((1 << 9) | 1, 5) == 10
+
+
+def test_counterexample_count_b_reachable_only_as_intersection() -> None:
+    # B = 2, and {0,1} is reachable only as {0,1,3} & {0,1,2}; it beats every single-list
+    # 2-node member ({2,3}, {0,3}, {1,3}, {0,2}, {1,2} are all numerically larger)
+    numa = NUMAInfo.create([0, 1, 2, 3])
+    u1 = up(4, (2, 3))
+    u2 = sorted(set(up(4, (0, 1, 3)) + up(4, (2,))))
+    u3 = sorted(set(up(4, (0, 1, 2)) + up(4, (3,))))
+    lists = [[TopologyHint(m, False) for m in u] for u in (u1, u2, u3)]
+    assert ref_merge_lists(lists, numa, False) == TopologyHint(0b0011, False)
+    assert merge_lists(lists, numa, False) == TopologyHint(0b0011, False)
+    assert ImplicitMerger([tuple(x) for x in lists], numa, False).merge() == TopologyHint(0b0011, False)
+    # the same lists described implicitly
+    fams = [
+        ImplicitHints(top=0b1111, up_pass=set(u).__contains__, is_preferred=lambda m: False,
+                      min_count=min(m.bit_count() for m in u))
+        for u in (u1, u2, u3)
+    ]
+    got = merge_implicit([{"a": fams[0], "b": fams[1]}, {"c": fams[2]}], numa, "best-effort")
+    assert got.hint == TopologyHint(0b0011, False)
+    assert got.best_non_preferred_affinity_count == 2
+
+
+def test_upward_closed_lists_win_at_count_b() -> None:
+    # upward-closed lists whose narrowest members differ: the winner has exactly B nodes
+    numa = NUMAInfo.create(list(range(5)))
+    lists = [[TopologyHint(m, False) for m in up(5, (4,))], [TopologyHint(m, False) for m in up(5, (0, 1), (2, 3))]]
+    best = ref_merge_lists(lists, numa, False)
+    assert best.mask is not None and best.mask.bit_count() == 2
+    assert ImplicitMerger([tuple(x) for x in lists], numa, False).merge() == best
+
+
+def test_search_closest_picks_lowest_average_then_lowest_mask() -> None:
+    dist = {i: [10 if i == j else 11 if i // 2 == j // 2 else 30 for j in range(6)] for i in range(6)}
+    numa = NUMAInfo.create(list(range(6)), dist)
+    allowed = {0b000011, 0b001100, 0b000101, 0b110000}
+    got = search_closest(range(6), 2, lambda m: m in allowed, lambda inc, a: True, dist, numa.closest)
+    assert got == 0b000011
+    got = search_closest(range(6), 2, lambda m: m in allowed - {0b000011}, lambda inc, a: True, dist, numa.closest)
+    assert got == 0b001100
+
+
+def test_policy_none_and_unknown_policy() -> None:
+    numa = NUMAInfo.create([0, 1])
+    assert merge_implicit([{"cpu": [TopologyHint(1, True)]}], numa, "none").hint == TopologyHint(None, False)
+    with pytest.raises(ConfigError, match='unknown policy: "strict"'):
+        merge_implicit([], numa, "strict")
+
+
+def test_single_numa_node_uses_single_node_preferred_members() -> None:
+    numa = NUMAInfo.create([0, 1, 2])
+    fam = ImplicitHints(top=0b111, up_pass=lambda m: bool(m & 0b110), is_preferred=lambda m: m.bit_count() == 1,
+                        min_count=1)
+    got = merge_implicit([{"cpu": fam}], numa, "single-numa-node")
+    explicit = [{"cpu": [TopologyHint(m, m.bit_count() == 1) for m in iterate_bitmasks([0, 1, 2]) if m & 0b110]}]
+    assert (got.hint, got.admit) == ref_policy_merge("single-numa-node", explicit, numa, False)
+    assert got.hint == TopologyHint(0b010, True)
