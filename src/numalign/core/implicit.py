@@ -195,11 +195,11 @@ class NodeSums:
         self.order = sorted(self._values, key=lambda n: -self._values[n])
 
     def _table(self, chunk: int) -> list[int]:
-        vals = [self._values.get(chunk * 8 + b, 0) for b in range(8)]
-        table = [0] * 256
-        for i in range(1, 256):
-            low = i & -i
-            table[i] = table[i ^ low] + vals[low.bit_length() - 1]
+        # table[i] = sum of the values of the bits set in i, built by doubling (8 list operations)
+        table = [0]
+        for b in range(8):
+            v = self._values.get(chunk * 8 + b, 0)
+            table += [t + v for t in table]
         self._tables[chunk] = table
         return table
 

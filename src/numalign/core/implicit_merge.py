@@ -147,7 +147,12 @@ class ImplicitMerger:
                     best = self._fold(best, m & d, True)
             return best
         if not self.implicit:
-            return d if d else None  # every list accepts anything through a preferred nil hint
+            # every list accepts anything through a preferred nil hint: D, or any preferred raw mask
+            best = d if d else None
+            for m in sorted({h.mask for s in self.explicit for h in s if h.preferred and h.mask is not None}):
+                if m & d:
+                    best = self._fold(best, m & d, True)
+            return best
         for src in self.implicit:
             for h in src.extras:
                 if h.preferred and h.mask is not None and h.mask & d and all(

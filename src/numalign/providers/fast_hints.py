@@ -83,19 +83,19 @@ def cpu_topology_hints(
     numa_ids = sorted(topo.details.numa_nodes())
     top = mask_of(numa_ids)
 
-    def numa_of(cpu: int) -> int:
-        # as upstream: a CPU outside the topology reads the zero CPUInfo, i.e. NUMA node 0
-        info = topo.info(cpu)
-        return 0 if info is None else info.numa_node
-
-    avail: dict[int, int] = {}
-    for cpu in set(available):
-        n = numa_of(cpu)
-        avail[n] = avail.get(n, 0) + 1
-    reusable_set = set(reusable)
-    reusable_mask = 0
-    for cpu in reusable_set:
-        reusable_mask |= 1 << numa_of(cpu)
+    # Per-node counts by set intersection (C speed; 1024 CPUs cost 64 intersections, not 1024 lookups).
+    # As upstream, a CPU outside the topology reads the zero CPUInfo: it counts for NUMA node 0.
+    per_node = {n: topo.details.cpus_in_numa_nodes(n) for n in numa_ids}
+    known = topo.details.cpus()
+    available_set = frozenset(available)
+    avail = {n: len(available_set & cpus) for n, cpus in per_node.items()}
+    if available_set - known:
+        avail[0] = avail.get(0, 0) + len(available_set - known)
+    reusable_set = frozenset(reusable)
+    reusable_mask = 1 if reusable_set - known else 0
+    for n, cpus in per_node.items():
+        if not reusable_set.isdisjoint(cpus):
+            reusable_mask |= 1 << n
     need = request - len(reusable_set)
     sums = NodeSums(avail)
 
@@ -113,7 +113,7 @@ def cpu_topology_hints(
         return r >= 0 and sums.sum(mand) + sums.topk(allowed & ~mand, r) >= need
 
     # minAffinitySize: fewest nodes whose TOTAL CPUs reach the request (upstream starts at N)
-    totals = sorted((len(topo.details.cpus_in_numa_nodes(n)) for n in numa_ids), reverse=True)
+    totals = sorted((len(cpus) for cpus in per_node.values()), reverse=True)
     k, acc = len(numa_ids), 0
     for c, t in enumerate(totals, start=1):
         acc += t
@@ -134,7 +134,7 @@ def cpu_topology_hints(
             return True
         return m.bit_count() == k
 
-    avail_list, reusable_list = list(set(available)), list(reusable_set)
+    avail_list, reusable_list = list(available_set), list(reusable_set)
     return ImplicitHints(
         top=top,
         up_pass=up_pass,
