@@ -10,7 +10,7 @@ from support.reference_merge import ref_merge_lists, ref_policy_merge
 from numalign.core.bitmask import iterate_bitmasks, mask_of
 from numalign.core.hint import TopologyHint
 from numalign.core.implicit import ImplicitHints, NodeSums, search_closest, search_masks
-from numalign.core.implicit_merge import ImplicitMerger, merge_implicit
+from numalign.core.implicit_merge import ImplicitMerger, describe_lists, merge_implicit
 from numalign.core.merge import merge_lists
 from numalign.core.numa import NUMAInfo
 from numalign.errors import ConfigError
@@ -106,3 +106,23 @@ def test_single_numa_node_uses_single_node_preferred_members() -> None:
     explicit = [{"cpu": [TopologyHint(m, m.bit_count() == 1) for m in iterate_bitmasks([0, 1, 2]) if m & 0b110]}]
     assert (got.hint, got.admit) == ref_policy_merge("single-numa-node", explicit, numa, False)
     assert got.hint == TopologyHint(0b010, True)
+
+
+def test_an_implicit_list_without_members_reads_as_cannot_satisfy() -> None:
+    numa = NUMAInfo.create([0, 1])
+    empty = ImplicitHints(top=0b11, up_pass=lambda m: False, is_preferred=lambda m: True, min_count=1)
+    got = merge_implicit([{"cpu": empty}], numa, "restricted")
+    assert (got.hint, got.admit) == ref_policy_merge("restricted", [{"cpu": []}], numa, False)
+
+
+def test_describe_lists_summarises_implicit_lists_without_listing_them() -> None:
+    numa = NUMAInfo.create([0, 1, 2])
+    fam = ImplicitHints(top=0b111, up_pass=lambda m: True, is_preferred=lambda m: m.bit_count() == 1, min_count=1,
+                        pref_sizes=frozenset({1}), extras=(TopologyHint(0b1000, False),), label="cpu")
+    got = merge_implicit([{"cpu": fam}, None], numa, "best-effort")
+    assert describe_lists(got.lists) == [
+        {"provider": 0, "resource": "cpu", "kind": "implicit", "label": "cpu", "nodes": [0, 1, 2],
+         "narrowest_count": 1, "preferred_counts": [1], "listed": [{"mask": [3], "preferred": False}]},
+        {"provider": 1, "resource": None, "kind": "explicit", "hints": [{"mask": None, "preferred": True}]},
+    ]
+    assert got.hint == TopologyHint(0b001, True)

@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import product
+from typing import Any
 
 from numalign.core.bitmask import bits_of
 from numalign.core.hint import TopologyHint
@@ -72,7 +73,9 @@ def normalise(providers: Sequence[ProviderSources]) -> list[SourceList]:
             if hints is None:
                 out.append(SourceList(i, resource, (DONT_CARE,)))
             elif isinstance(hints, ImplicitHints):
-                out.append(SourceList(i, resource, hints))
+                # an implicit list with no member is an empty list: "cannot be satisfied"
+                empty = not hints.has_up() and not any(h.mask is not None for h in hints.extras)
+                out.append(SourceList(i, resource, (CANNOT_SATISFY,) if empty else hints))
             elif len(hints) == 0:
                 out.append(SourceList(i, resource, (CANNOT_SATISFY,)))
             else:
@@ -382,6 +385,28 @@ class FastMergeResult:
     lists: tuple[SourceList, ...]
     best_non_preferred_affinity_count: int
     considered: tuple[TopologyHint, ...]
+
+
+def describe_lists(lists: Sequence[SourceList]) -> list[dict[str, Any]]:
+    """A JSON-able summary of the merged lists for the decision record: explicit lists in full,
+    implicit ones by what defines them (never their 2^N members)."""
+    out: list[dict[str, Any]] = []
+    for sl in lists:
+        entry: dict[str, Any] = {"provider": sl.provider, "resource": sl.resource}
+        src = sl.source
+        if isinstance(src, ImplicitHints):
+            entry.update(
+                kind="implicit",
+                label=src.label,
+                nodes=bits_of(src.top),
+                narrowest_count=src.min_count,
+                preferred_counts=None if src.pref_sizes is None else sorted(src.pref_sizes),
+                listed=[h.to_dict() for h in src.extras],
+            )
+        else:
+            entry.update(kind="explicit", hints=[h.to_dict() for h in src])
+        out.append(entry)
+    return out
 
 
 def merge_implicit(
