@@ -25,6 +25,7 @@ numeric order (the first found is upstream's narrowest; see search_masks).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -262,6 +263,12 @@ def search_closest(
         return single
     dd, pair, near = _distance_tables(order, distances)
     use_bound = all(0 <= v < 1 << 32 for row in dd for v in row)
+    if use_bound:
+        classes = _twin_classes(order, dd)
+        if len(classes) <= _MAX_CLASSES:
+            found, settled = _search_closest_by_class(order, dd, classes, size, leaf_ok, prune_ok)
+            if settled:
+                return found
     suffix = [0] * (n + 1)
     for i in range(n - 1, -1, -1):
         suffix[i] = suffix[i + 1] | (1 << order[i])
@@ -328,3 +335,142 @@ def _distance_tables(
         _TABLES.pop(next(iter(_TABLES)))
     _TABLES[key] = (distances, dd, pair, near)
     return dd, pair, near
+
+
+# Class-level search pays off when the distance matrix has few distinct node roles (sockets, SNC
+# domains, GPU-memory nodes); with many it is the node-level branch and bound.
+_MAX_CLASSES = 12
+# Distinct count vectors the class-level search tries before handing over to the node level.
+_MAX_VECTORS = 400
+
+
+def _twin_classes(order: list[int], dd: list[list[int]]) -> list[list[int]]:
+    """Positions grouped into twin classes: swapping two twins maps the distance matrix onto itself
+    (same self distance, same distances to and from every other node, symmetric between them). Being
+    twins is an equivalence, so comparing with one representative per class is enough."""
+    n = len(order)
+    classes: list[list[int]] = []
+    for x in range(n):
+        for cls in classes:
+            y = cls[0]
+            if (
+                dd[x][x] == dd[y][y]
+                and dd[x][y] == dd[y][x]
+                and all(dd[x][z] == dd[y][z] and dd[z][x] == dd[z][y] for z in range(n) if z != x and z != y)
+            ):
+                cls.append(x)
+                break
+        else:
+            classes.append([x])
+    return classes
+
+
+def _search_closest_by_class(
+    order: list[int],
+    dd: list[list[int]],
+    classes: list[list[int]],
+    size: int,
+    leaf_ok: Callable[[int], bool],
+    prune_ok: Callable[[int, int], bool],
+) -> tuple[int | None, bool]:
+    """search_closest through twin classes. S (the ordered-pair distance sum) depends only on how
+    many nodes a mask takes from each class, so count vectors are generated in increasing S (best
+    first, with a lower bound on the unassigned rest), and for each run of equal S the numerically
+    smallest mask with leaf_ok and one of those vectors is searched. The first run that has one holds
+    the answer. Returns (mask, True), or (None, False) after _MAX_VECTORS vectors (the caller then
+    searches node by node)."""
+    k = len(classes)
+    sizes = [len(c) for c in classes]
+    cmask = [0] * k
+    for a, cls in enumerate(classes):
+        for pos in cls:
+            cmask[a] |= 1 << order[pos]
+    rep = [c[0] for c in classes]
+    self_d = [dd[r][r] for r in rep]
+    intra = [dd[c[0]][c[1]] if len(c) > 1 else 0 for c in classes]
+    cross = [[dd[rep[a]][rep[b]] + dd[rep[b]][rep[a]] for b in range(k)] for a in range(k)]
+    tail_cap = [sum(sizes[j:]) for j in range(k + 1)]
+
+    def rest_bound(vec: tuple[int, ...], j: int, r: int) -> int:
+        """Lower bound on what r more nodes from classes j.. add to S."""
+        if r == 0:
+            return 0
+        unit = sorted(
+            (self_d[b] + sum(v * cross[a][b] for a, v in enumerate(vec)), sizes[b]) for b in range(j, k)
+        )
+        total, left = 0, r
+        for cost, cap in unit:
+            take = min(cap, left)
+            total += take * cost
+            left -= take
+            if left == 0:
+                break
+        pairs = [2 * intra[b] for b in range(j, k) if sizes[b] > 1]
+        pairs += [cross[a][b] for a in range(j, k) for b in range(a + 1, k)]
+        return total + (r * (r - 1) // 2) * (min(pairs) if pairs else 0)
+
+    # Heap of (key, tie, vector so far, exact S so far). A key is a lower bound on S of every
+    # completion, raised to the parent's key so keys never drop along a path; a complete vector's key
+    # is its exact S, so complete vectors leave the heap in increasing S.
+    heap: list[tuple[int, int, tuple[int, ...], int]] = [(rest_bound((), 0, size), 0, (), 0)]
+    counter = [1]
+
+    def expand(key: int, vec: tuple[int, ...], s_part: int) -> None:
+        j, have = len(vec), sum(vec)
+        for v in range(min(sizes[j], size - have) + 1):
+            if have + v + tail_cap[j + 1] < size:
+                continue
+            add = v * self_d[j] + v * (v - 1) * intra[j] + sum(u * v * cross[a][j] for a, u in enumerate(vec))
+            nvec = (*vec, v)
+            child = s_part + add + rest_bound(nvec, j + 1, size - have - v)
+            heapq.heappush(heap, (max(key, child), counter[0], nvec, s_part + add))
+            counter[0] += 1
+
+    tried = 0
+    while heap:
+        key, _, vec, s_part = heapq.heappop(heap)
+        if len(vec) < k:
+            expand(key, vec, s_part)
+            continue
+        # every vector with S == key: complete ones in the heap and those partial ones still make
+        run = [vec]
+        while heap and heap[0][0] == key:
+            key2, _, vec2, s2 = heapq.heappop(heap)
+            if len(vec2) == k:
+                run.append(vec2)
+            else:
+                expand(key2, vec2, s2)
+        tried += len(run)
+        found = _smallest_with_counts(order, size, cmask, run, leaf_ok, prune_ok)
+        if found is not None:
+            return found, True
+        if tried >= _MAX_VECTORS:
+            return None, False
+    return None, True
+
+
+def _smallest_with_counts(
+    order: list[int],
+    size: int,
+    cmask: list[int],
+    vectors: list[tuple[int, ...]],
+    leaf_ok: Callable[[int], bool],
+    prune_ok: Callable[[int, int], bool],
+) -> int | None:
+    """The numerically smallest mask with leaf_ok taking exactly vec[a] nodes of class a, for one of
+    the vectors."""
+    wanted = set(vectors)
+
+    def counts(m: int) -> tuple[int, ...]:
+        return tuple((m & c).bit_count() for c in cmask)
+
+    def leaf(m: int) -> bool:
+        return counts(m) in wanted and leaf_ok(m)
+
+    def prune(inc: int, allowed: int) -> bool:
+        lo, hi = counts(inc), counts(allowed)
+        if not any(all(lo[a] <= v[a] <= hi[a] for a in range(len(cmask))) for v in wanted):
+            return False
+        return prune_ok(inc, allowed)
+
+    return next(search_masks(order, size, leaf, prune), None)
