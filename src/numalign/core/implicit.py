@@ -391,23 +391,42 @@ def _search_closest_by_class(
     cross = [[dd[rep[a]][rep[b]] + dd[rep[b]][rep[a]] for b in range(k)] for a in range(k)]
     tail_cap = [sum(sizes[j:]) for j in range(k + 1)]
 
+    # partners[j][b]: (pair cost, how many) of the nodes a node of class b can pair with among
+    # classes j.. (its own class minus itself included), cheapest first
+    partners = [
+        [
+            sorted([(2 * intra[b], sizes[b] - 1)] + [(cross[b][c], sizes[c]) for c in range(j, k) if c != b])
+            for b in range(k)
+        ]
+        for j in range(k + 1)
+    ]
+
     def rest_bound(vec: tuple[int, ...], j: int, r: int) -> int:
-        """Lower bound on what r more nodes from classes j.. add to S."""
+        """Lower bound on what r more nodes from classes j.. add to S: per node its self distance,
+        its pairs with the nodes already taken, and half of its r-1 cheapest pairs among the rest
+        (each pair is counted from both ends); the r cheapest such nodes within class sizes."""
         if r == 0:
             return 0
-        unit = sorted(
-            (self_d[b] + sum(v * cross[a][b] for a, v in enumerate(vec)), sizes[b]) for b in range(j, k)
-        )
+        unit = []
+        for b in range(j, k):
+            twice = 2 * (self_d[b] + sum(v * cross[a][b] for a, v in enumerate(vec)))
+            left = r - 1
+            for cost, cap in partners[j][b]:
+                if left == 0:
+                    break
+                take = min(cap, left)
+                twice += take * cost
+                left -= take
+            unit.append((twice, sizes[b]))
+        unit.sort()
         total, left = 0, r
-        for cost, cap in unit:
+        for twice, cap in unit:
             take = min(cap, left)
-            total += take * cost
+            total += take * twice
             left -= take
             if left == 0:
                 break
-        pairs = [2 * intra[b] for b in range(j, k) if sizes[b] > 1]
-        pairs += [cross[a][b] for a in range(j, k) for b in range(a + 1, k)]
-        return total + (r * (r - 1) // 2) * (min(pairs) if pairs else 0)
+        return (total + 1) // 2  # S is an integer >= total / 2
 
     # Heap of (key, tie, vector so far, exact S so far). A key is a lower bound on S of every
     # completion, raised to the parent's key so keys never drop along a path; a complete vector's key
