@@ -25,11 +25,12 @@ from numalign.providers.cpu.hints import generate_cpu_topology_hints
 from numalign.providers.devices.hints import generate_device_topology_hints
 from numalign.providers.fast_hints import (
     HintSource,
+    best_member_hint,
     cpu_topology_hints,
     device_topology_hints,
     memory_topology_hints,
 )
-from numalign.providers.memory.hints import calculate_hints
+from numalign.providers.memory.hints import calculate_hints, find_best_hint
 
 
 def pairs(src: HintSource, nodes: Sequence[int]) -> set[tuple[int | None, bool]]:
@@ -130,3 +131,17 @@ def test_merge_of_implicit_provider_hints_equals_exhaustive(s: Scenario) -> None
 @given(admissions(max_nodes=10))
 def test_merge_up_to_ten_nodes(s: Scenario) -> None:
     check_admission(s)
+
+
+@settings(max_examples=150, deadline=None)
+@given(memory_cases(max_nodes=8), st.data())
+def test_best_member_hint_equals_find_best_hint(c: MemoryCase, data: st.DataObject) -> None:
+    nodes = sorted(c.state)
+    containing = 0
+    for n in data.draw(st.sets(st.sampled_from(nodes), max_size=3)):
+        containing |= 1 << n
+    expected = calculate_hints(c.state, c.requested, c.reusable)
+    got = memory_topology_hints(c.state, c.requested, c.reusable)
+    for r, hints in expected.items():
+        want = find_best_hint(h for h in hints if h.mask is not None and h.mask & containing == containing)
+        assert best_member_hint(got[r], containing) == want

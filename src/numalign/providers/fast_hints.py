@@ -38,6 +38,7 @@ from numalign.providers.memory.hints import (
     Requested,
     ReusableMemory,
     calculate_hints,
+    find_best_hint,
     reusable_for,
     violates_grouping,
 )
@@ -320,8 +321,53 @@ def memory_topology_hints(
     return dict.fromkeys(resources, family)
 
 
+def best_member_hint(src: HintSource, containing: int = 0) -> TopologyHint | None:
+    """The memory manager's findBestHint over the hints whose mask contains `containing` (all hints
+    when 0), without listing them: a preferred hint first, then the narrowest (fewest nodes, then
+    numerically smallest). Allocate uses it for the default affinity (`containing` 0) and to widen
+    a merged affinity that cannot hold the request (`containing` = that affinity)."""
+    if isinstance(src, list):
+        return find_best_hint(h for h in src if h.mask is not None and h.mask & containing == containing)
+    listed = [h for h in src.extras if h.mask is not None and h.mask & containing == containing]
+    nodes = bits_of(src.top)
+    lowest = max(containing.bit_count(), 1)
+
+    def narrowest_up(preferred_only: bool) -> int | None:
+        if src.up_pass is None or containing & ~src.top:
+            return None
+        sizes = sorted(src.pref_sizes) if preferred_only and src.pref_sizes is not None else range(1, len(nodes) + 1)
+        for c in sizes:
+            if c < lowest or c > len(nodes):
+                continue
+
+            def leaf(m: int) -> bool:
+                return m & containing == containing and src.in_up(m) and (not preferred_only or src.is_preferred(m))
+
+            def prune(inc: int, allowed: int, c: int = c) -> bool:
+                return allowed & containing == containing and src.bound(inc | containing, allowed, c)
+
+            found = next(search_masks(nodes, c, leaf, prune), None)
+            if found is not None:
+                return found
+        return None
+
+    for preferred_only in (True, False):
+        cands = [h.mask for h in listed if h.mask is not None and (h.preferred or not preferred_only)]
+        up = narrowest_up(preferred_only)
+        if up is not None:
+            cands.append(up)
+        if cands:
+            best = min(cands, key=lambda m: (m.bit_count(), m))
+            preferred = any(h.mask == best and h.preferred for h in listed) or (
+                src.in_up(best) and src.is_preferred(best)
+            )
+            return TopologyHint(best, preferred)
+    return None
+
+
 __all__ = [
     "HintSource",
+    "best_member_hint",
     "cpu_topology_hints",
     "device_topology_hints",
     "memory_topology_hints",
