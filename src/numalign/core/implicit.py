@@ -20,7 +20,12 @@ can instead hand the merge an `ImplicitHints`: the same set of hints, given as
 
 The searches here never enumerate 2^N masks when bounds prune: they walk the nodes from the highest
 id down, trying "leave the node out" before "take it", so masks of one count come out in increasing
-numeric order (the first found is upstream's narrowest; see search_masks).
+numeric order (the first found is upstream's narrowest; see search_masks). With
+prefer-closest-numa-nodes the fittest mask of a count is the one with the smallest sum of pairwise
+distances (search_closest): found through twin classes of nodes (nodes the distance matrix cannot
+tell apart, e.g. the NUMA nodes of one socket) by a best-first walk over per-class counts, or by
+branch and bound node by node when the matrix has many classes. NodeSums makes the capacity sums
+and top-k bounds the providers use cheap at 64 nodes.
 """
 
 from __future__ import annotations
