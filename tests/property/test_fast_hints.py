@@ -18,7 +18,8 @@ from support.strategies import hints_for
 from numalign.core.bitmask import iterate_bitmasks
 from numalign.core.hint import ProviderHints, TopologyHint
 from numalign.core.implicit import ImplicitHints
-from numalign.core.implicit_merge import ProviderSources, merge_implicit
+from numalign.core.implicit_merge import ProviderSources
+from numalign.core.implicit_policy import merge_implicit
 from numalign.core.numa import NUMAInfo
 from numalign.core.policies import PolicyOptions, make_policy
 from numalign.providers.cpu.hints import generate_cpu_topology_hints

@@ -17,7 +17,8 @@ from support.strategies import POLICIES, hints_for, numa_infos
 from numalign.core.bitmask import iterate_bitmasks
 from numalign.core.hint import ProviderHints, TopologyHint
 from numalign.core.implicit import ImplicitHints
-from numalign.core.implicit_merge import ProviderSources, merge_implicit
+from numalign.core.implicit_merge import ProviderSources
+from numalign.core.implicit_policy import merge_implicit
 from numalign.core.numa import NUMAInfo
 
 

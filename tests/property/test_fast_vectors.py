@@ -12,7 +12,8 @@ from typing import Any
 from numalign.core.bitmask import bits_of
 from numalign.core.hint import ProviderHints, TopologyHint, provider_hints_from_json
 from numalign.core.implicit import ImplicitHints
-from numalign.core.implicit_merge import ImplicitMerger, ProviderSources, merge_implicit, normalise
+from numalign.core.implicit_merge import ImplicitMerger, ProviderSources, normalise
+from numalign.core.implicit_policy import merge_implicit
 from numalign.core.policies import PolicyOptions
 from numalign.core.replay_merge import numa_info_from_scenario
 

@@ -8,7 +8,8 @@ import random
 import pytest
 
 from numalign.core.hint import TopologyHint
-from numalign.core.implicit_merge import ProviderSources, merge_implicit
+from numalign.core.implicit_merge import ProviderSources
+from numalign.core.implicit_policy import merge_implicit
 from numalign.core.numa import NUMAInfo
 from numalign.core.policies import PolicyOptions, make_policy
 from numalign.machine.examples import example

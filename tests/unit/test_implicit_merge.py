@@ -9,8 +9,10 @@ from support.reference_merge import ref_merge_lists, ref_policy_merge
 
 from numalign.core.bitmask import iterate_bitmasks, mask_of
 from numalign.core.hint import TopologyHint
-from numalign.core.implicit import ImplicitHints, NodeSums, search_closest, search_masks
-from numalign.core.implicit_merge import ImplicitMerger, describe_lists, merge_implicit
+from numalign.core.implicit import ImplicitHints, NodeSums, search_masks
+from numalign.core.implicit_closest import search_closest
+from numalign.core.implicit_merge import ImplicitMerger
+from numalign.core.implicit_policy import describe_lists, merge_implicit
 from numalign.core.merge import merge_lists
 from numalign.core.numa import NUMAInfo
 from numalign.errors import ConfigError
