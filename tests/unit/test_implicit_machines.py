@@ -93,3 +93,42 @@ def test_epyc8_random_states_equal_exhaustive(seed: int) -> None:
             want = make_policy(policy, box.numa, PolicyOptions(prefer_closest_numa=closest)).merge(slow)
             got = merge_implicit(fast, box.numa, policy, closest)
             assert (got.hint, got.admit) == (want.hint, want.admit)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_twelve_nodes_random_state_equals_exhaustive(seed: int) -> None:
+    from numalign.providers.cpu.topology import CPUInfo
+    from numalign.providers.memory.state import MemoryTable, NUMANodeState
+
+    rnd = random.Random(seed)
+    nodes = list(range(12))
+    infos, cpu = [], 0
+    for n in nodes:
+        for _ in range(4):
+            infos.append(CPUInfo(cpu, n, n // 6, cpu, n))
+            cpu += 1
+    topo = CPUTopology.from_cpu_infos(infos)
+    free = [c for c in range(cpu) if rnd.random() < 0.5]
+    memory = {
+        n: NUMANodeState(0, {"memory": MemoryTable(10, 0, 10, 10 - (f := rnd.randint(0, 10)), f)}, [n]) for n in nodes
+    }
+    devices = {f"g{i}": Device(f"g{i}", topology=(rnd.choice(nodes),)) for i in range(6)}
+    free_devs = [d for d in devices if rnd.random() < 0.5]
+    ncpu, mem = rnd.choice([3, 6, 10]), rnd.choice([4, 12, 25])
+    fast: list[ProviderSources] = [
+        {"cpu": cpu_topology_hints(topo, free, [], ncpu)},
+        memory_topology_hints(memory, {"memory": mem}),
+        {"gpu": device_topology_hints(nodes, devices, free_devs, [], 2)},
+    ]
+    slow = [
+        {"cpu": generate_cpu_topology_hints(topo, free, [], ncpu)},
+        dict(calculate_hints(memory, {"memory": mem})),
+        {"gpu": generate_device_topology_hints(nodes, devices, free_devs, [], 2)},
+    ]
+    dist = {i: [10 if i == j else 12 if i // 6 == j // 6 else 21 for j in nodes] for i in nodes}
+    numa = NUMAInfo.create(nodes, dist)
+    for policy in ("best-effort", "restricted", "single-numa-node"):
+        for closest in (False, True):
+            want = make_policy(policy, numa, PolicyOptions(prefer_closest_numa=closest)).merge(slow)
+            got = merge_implicit(fast, numa, policy, closest)
+            assert (got.hint, got.admit) == (want.hint, want.admit)
