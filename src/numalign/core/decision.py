@@ -52,6 +52,16 @@ def _hint_text(h: TopologyHint) -> str:
     return str(h)
 
 
+MAX_RENDERED_HINTS = 12
+
+
+def _hints_text(hints: Sequence[TopologyHint]) -> str:
+    """At most MAX_RENDERED_HINTS hints (big machines have thousands); the JSON keeps them all."""
+    shown = " ".join(_hint_text(h) for h in hints[:MAX_RENDERED_HINTS])
+    rest = len(hints) - MAX_RENDERED_HINTS
+    return shown if rest <= 0 else f"{shown} ... (+{rest} more)"
+
+
 def _mask_text(mask: int | None) -> str:
     return "any" if mask is None else "{" + ",".join(map(str, bits_of(mask))) + "}"
 
@@ -124,8 +134,7 @@ class DecisionRecord:
                     continue
                 for res in sorted(p.hints):
                     hs = p.hints[res]
-                    text = "don't care" if hs is None else ("cannot be satisfied ([])" if not hs else " ".join(
-                        _hint_text(h) for h in hs))
+                    text = "don't care" if hs is None else ("cannot be satisfied ([])" if not hs else _hints_text(hs))
                     lines.append(f"    {p.provider}/{res}: {text}")
             lines.extend(f"    why: {e}" for e in d.explanation)
             if d.allocation_error:
@@ -156,14 +165,14 @@ def explain(
         pmap = original[f.provider] if f.provider < len(original) else None
         raw = None if not pmap else pmap.get(f.resource)
         if raw is not None and len(raw) == 0:
-            out.append(f"{who(f)} cannot be satisfied on any NUMA placement (the provider returned no hints)")
-        elif raw is not None and not any(h.preferred for h in raw):
             out.append(
-                f"{who(f)} has no preferred placement; it offers only "
-                + " ".join(_hint_text(h) for h in raw)
+                f"{who(f)} cannot be satisfied on any NUMA placement: the provider returned no hints "
+                "(not enough free capacity for the request on this node)"
             )
+        elif raw is not None and not any(h.preferred for h in raw):
+            out.append(f"{who(f)} has no preferred placement; it offers only " + _hints_text(raw))
         elif policy == "single-numa-node" and raw is not None and not f.hints:
-            out.append(f"{who(f)} cannot fit on a single NUMA node; its hints are " + " ".join(map(_hint_text, raw)))
+            out.append(f"{who(f)} cannot fit on a single NUMA node; its hints are " + _hints_text(raw))
     if not out:
         prefs = []
         for f in lists:

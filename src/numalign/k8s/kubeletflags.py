@@ -41,6 +41,15 @@ _HELP: Final = {
 }
 
 
+# Short spellings for numalign's commands; each records under the kubelet flag it stands for.
+ALIASES: Final = {
+    "topology-manager-policy": ("--policy",),
+    "topology-manager-scope": ("--scope",),
+    "topology-manager-policy-options": ("--policy-option",),
+    "cpu-manager-policy-options": ("--cpu-manager-policy-option",),
+}
+
+
 class _KubeletFlag(argparse.Action):
     """Collects (flag, value) pairs in command-line order: map flags repeat and merge like pflag."""
 
@@ -66,7 +75,8 @@ def add_kubelet_flags(parser: argparse.ArgumentParser) -> None:
     )
     for flag in KUBELET_FLAGS:
         group.add_argument(
-            f"--{flag}", dest=FLAGS_DEST, action=_KubeletFlag, metavar="VALUE", help=_HELP.get(flag),
+            f"--{flag}", *ALIASES.get(flag, ()), dest=FLAGS_DEST, action=_KubeletFlag, metavar="VALUE",
+            help=_HELP.get(flag),
         )
 
 
