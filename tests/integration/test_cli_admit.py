@@ -1,0 +1,106 @@
+"""`numalign admit` as a user runs it: a subprocess, real files, the main job with no arguments."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXE = [sys.executable, "-m", "numalign.cli.main"]
+CONFIG = Path(__file__).resolve().parents[2] / "src" / "numalign" / "data" / "example-kubelet-config.yaml"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*EXE, *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_main_job_with_no_arguments_admits_and_explains() -> None:
+    p = run()
+    assert p.returncode == 0, p.stderr
+    assert "machine dual-socket" in p.stdout
+    assert "pod ml/inference-gpu: admitted" in p.stdout
+    assert "pod ml/training-4gpu: REJECTED: TopologyAffinityError" in p.stdout
+    assert "why: devices/nvidia.com/gpu cannot be satisfied" in p.stdout
+    assert "4/5 pods admitted" in p.stdout
+
+
+def test_json_output_and_state_dir_survive_a_restart(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    first = run("admit", "--state-dir", str(state), "--output", "json")
+    assert first.returncode == 0, first.stderr
+    doc = json.loads(first.stdout)
+    server = next(p for p in doc["pods"] if p["pod"] == "ml/inference-gpu")
+    assert server["result"]["admit"] is True
+    gpu_ids = server["allocations"]["server"]["devices"]["nvidia.com/gpu"]
+    assert (state / "cpu_manager_state").exists()
+    assert (state / "memory_manager_state").exists()
+    assert (state / "device-plugins" / "kubelet_internal_checkpoint").exists()
+    pod = tmp_path / "extra.yaml"
+    pod.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: extra}\nspec:\n  containers:\n  - name: c\n"
+        "    resources:\n      limits: {cpu: '4', memory: 8Gi, nvidia.com/gpu: '1'}\n"
+    )
+    second = run("admit", str(pod), "--state-dir", str(state), "--config", str(CONFIG), "--output", "json")
+    assert second.returncode == 0, second.stderr
+    rec = json.loads(second.stdout)["pods"][0]
+    assert rec["result"]["admit"] is True
+    got = rec["allocations"]["c"]["devices"]["nvidia.com/gpu"]
+    assert not set(got) & set(gpu_ids)  # the restored state keeps the first run's GPU taken
+    cpus_first = {server["allocations"]["server"]["cpus"]}
+    assert rec["allocations"]["c"]["cpus"] not in cpus_first
+
+
+def test_kubelet_flags_and_aliases(tmp_path: Path) -> None:
+    pod = tmp_path / "p.yaml"
+    pod.write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n"
+        "      containers:\n      - name: c\n        resources:\n          limits: {cpu: '2', memory: 1Gi}\n"
+    )
+    p = run("admit", str(pod), "--policy", "restricted", "--cpu-manager-policy", "static",
+            "--kube-reserved", "cpu=1", "--output", "json")
+    assert p.returncode == 0, p.stderr
+    rec = json.loads(p.stdout)["pods"][0]
+    assert rec["policy"] == "restricted" and rec["result"]["admit"] is True
+    assert rec["allocations"]["c"]["exclusive_cpus"] is True
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["admit", "--policy", "sometimes"], "topologyManagerPolicy (--topology-manager-policy) \"sometimes\""),
+        (["admit", "--machine", "no-such-machine"], "no-such-machine"),
+        (["admit", "missing.yaml"], "missing.yaml"),
+        (["replay", "missing.jsonl"], "missing.jsonl"),
+    ],
+)
+def test_bad_input_gets_one_clear_line_not_a_traceback(args: list[str], needle: str) -> None:
+    p = run(*args)
+    assert p.returncode != 0
+    assert "Traceback" not in p.stderr
+    assert needle in p.stderr
+
+
+def test_bad_quantity_names_the_field(tmp_path: Path) -> None:
+    pod = tmp_path / "bad.yaml"
+    pod.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: b}\nspec:\n  containers:\n  - name: c\n"
+        "    resources:\n      limits: {cpu: two}\n"
+    )
+    p = run("admit", str(pod))
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    assert "spec.containers[0].resources.limits.cpu" in p.stderr
+
+
+def test_replay_check_reports_equal_count(tmp_path: Path) -> None:
+    data = Path(__file__).resolve().parents[1] / "golden" / "data" / "merge_vectors.jsonl"
+    sample = tmp_path / "v.jsonl"
+    sample.write_text("".join(data.read_text().splitlines(keepends=True)[:50]))
+    p = run("replay", str(sample), "--check")
+    assert p.returncode == 0 and p.stdout.strip().endswith("50/50 equal")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(sample.read_text().splitlines()[0] + "\n{not json\n")
+    q = run("replay", str(broken), "--check")
+    assert q.returncode != 0 and ":2:" in q.stderr

@@ -1,0 +1,147 @@
+"""Random admit/remove sequences through a whole Node, with the kubelet's state files.
+
+Invariants: no CPU or device is held by two pods; memory free + reserved == allocatable on every NUMA
+node; exclusive CPUs never include reserved ones; and a restart from the files reproduces the state.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.pod import Container, Pod
+from numalign.k8s.quantity import Quantity
+from numalign.machine.examples import example
+from numalign.node import Node
+from numalign.providers.cpu.policy_static import StaticPolicy
+from numalign.providers.memory.policy_static import MemoryManagerStatic
+
+CONFIG_YAML = """
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cpuManagerPolicy: static
+reservedSystemCPUs: "0,64"
+memoryManagerPolicy: Static
+topologyManagerPolicy: {policy}
+topologyManagerScope: {scope}
+kubeReserved: {{memory: 1Gi}}
+systemReserved: {{memory: 1Gi}}
+evictionHard: {{memory.available: 100Mi}}
+reservedMemory:
+- numaNode: 0
+  limits: {{memory: 2148Mi}}
+"""
+
+Q = Quantity.parse
+
+
+def container(name: str, cpu: int, mem_gi: int, gpus: int, nics: int, init: bool = False) -> Container:
+    limits = {"cpu": Q(str(cpu)), "memory": Q(f"{mem_gi}Gi")}
+    if gpus:
+        limits["nvidia.com/gpu"] = Q(str(gpus))
+    if nics:
+        limits["intel.com/sriov_netdevice"] = Q(str(nics))
+    return Container(name, requests=dict(limits), limits=limits, is_init=init)
+
+
+pod_shapes = st.tuples(
+    st.integers(1, 24),  # cpus
+    st.integers(1, 300),  # memory GiB
+    st.integers(0, 2),  # gpus
+    st.integers(0, 2),  # nics
+    st.booleans(),  # with an init container
+    st.booleans(),  # Guaranteed or Burstable
+)
+
+
+class NodeMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = Path(tempfile.mkdtemp(prefix="numalign-node-"))
+        self.node: Node | None = None
+        self.count = 0
+
+    @rule(policy=st.sampled_from(["best-effort", "restricted", "single-numa-node"]),
+          scope=st.sampled_from(["container", "pod"]))
+    @precondition(lambda self: self.node is None)
+    def boot(self, policy: str, scope: str) -> None:
+        self.config = KubeletConfig.from_yaml(CONFIG_YAML.format(policy=policy, scope=scope))
+        self.node = Node(example("dual-socket"), self.config, state_dir=self.dir, static_devices=True)
+
+    @rule(shape=pod_shapes)
+    @precondition(lambda self: self.node is not None)
+    def admit(self, shape: tuple[int, int, int, int, bool, bool]) -> None:
+        assert self.node is not None
+        cpu, mem, gpus, nics, with_init, guaranteed = shape
+        self.count += 1
+        app = container("app", cpu, mem, gpus, nics)
+        if not guaranteed:
+            app = Container("app", requests={"cpu": Q("100m")}, limits={"cpu": Q(str(cpu))})
+        inits = (container("init", max(1, cpu // 2), 1, 0, 0, init=True),) if with_init and guaranteed else ()
+        pod = Pod(name=f"p{self.count}", uid=f"uid-{self.count}", init_containers=inits, containers=(app,))
+        self.node.admit(pod)
+
+    @rule(data=st.data())
+    @precondition(lambda self: self.node is not None and bool(self.node.pods))
+    def remove(self, data: st.DataObject) -> None:
+        assert self.node is not None
+        uid = data.draw(st.sampled_from(sorted(self.node.pods)))
+        self.node.remove(uid)
+
+    @rule()
+    @precondition(lambda self: self.node is not None)
+    def restart(self) -> None:
+        assert self.node is not None
+        before = self._state(self.node)
+        self.node = Node(example("dual-socket"), self.config, state_dir=self.dir, static_devices=True)
+        assert self._state(self.node) == before
+
+    @staticmethod
+    def _state(node: Node) -> object:
+        assert isinstance(node.cpu, StaticPolicy) and isinstance(node.memory, MemoryManagerStatic)
+        cpu = node.cpu.snapshot().to_strings()
+        mem = node.memory.snapshot()
+        devs = {
+            (uid, c.name): node.devices.get_container_devices(uid, c.name)
+            for uid, p in node.pods.items()
+            for c in p.all_containers()
+        }
+        return cpu, mem, sorted(node.pods), repr(sorted(devs.items()))
+
+    @invariant()
+    def nothing_given_twice(self) -> None:
+        if self.node is None:
+            return
+        node = self.node
+        assert isinstance(node.cpu, StaticPolicy) and isinstance(node.memory, MemoryManagerStatic)
+        cpu_owner: dict[int, str] = {}
+        dev_owner: dict[str, str] = {}
+        for uid, pod in node.pods.items():
+            for c in pod.all_containers():
+                own = node.cpu.get_cpu_set(uid, c.name) or frozenset()
+                assert not own & node.cpu.reserved_cpus
+                for cpu in own:
+                    assert cpu_owner.setdefault(cpu, uid) == uid, f"CPU {cpu} given to two pods"
+                assert not own & node.cpu.get_default_cpu_set()
+                for res, ids in (node.devices.get_container_devices(uid, c.name) or {}).items():
+                    for d in ids:
+                        assert dev_owner.setdefault(f"{res}/{d}", uid) == uid, f"device {d} given twice"
+        # free + allocated == allocatable: the shared pool plus every exclusive set covers all CPUs
+        exclusive = set(cpu_owner)
+        assert exclusive | node.cpu.get_default_cpu_set() == set(node.cpu.topology.details.cpus())
+        for nid, ns in node.memory.machine_state.items():
+            for res, t in ns.memory_map.items():
+                assert t.free + t.reserved == t.allocatable, (nid, res)
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+NodeMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=12, deadline=None)
+TestNodeStateful = NodeMachine.TestCase
