@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from numalign.core.policies.options import go_parse_bool
 from numalign.errors import ConfigError
 from numalign.providers.cpu.take import TakeOptions
 
@@ -50,17 +51,8 @@ _EXCLUSIVE = (
     (PREFER_ALIGN_CPUS_BY_UNCORECACHE, DISTRIBUTE_CPUS_ACROSS_NUMA),
 )
 
-_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
-
-
-def parse_go_bool(value: str) -> bool | None:
-    """strconv.ParseBool; None when the text is not one of Go's accepted spellings."""
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    return None
+# strconv.ParseBool, shared with the Topology Manager options (None: not a Go boolean spelling).
+parse_go_bool = go_parse_bool
 
 
 @dataclass(frozen=True, slots=True)
