@@ -1,0 +1,325 @@
+"""The node agent: a Node driven by real device plugins, a manifest directory and PodResources clients.
+
+Threads: gRPC servers call back on their own threads, the manifest/capacity loop runs in one daemon
+thread, and `stop()` comes from the main thread. Every touch of the Node (and its DeviceManager, which
+is not thread-safe) happens under ONE lock, `_lock`, as the kubelet serialises its managers. Plugin
+calls made during admission (Allocate, GetPreferredAllocation) carry deadlines, so a hung plugin holds
+the lock for at most that long.
+
+Nothing a plugin or a manifest does may take the agent down: every callback and loop iteration
+catches, logs and counts its failure (`faults`, shown in the status file and as
+numalign_agent_faults_total on /metrics).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter, deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from numalign import metrics as m
+from numalign.adapters.grpc.plugin_client import CALL_TIMEOUT_S, DIAL_TIMEOUT_S
+from numalign.adapters.grpc.podresources import (
+    DEFAULT_POD_RESOURCES_SOCKET,
+    SERVER_API_VERSION,
+    PodResourcesServer,
+    SnapshotPodResourcesSource,
+)
+from numalign.adapters.grpc.registration import DEFAULT_DEVICE_PLUGIN_DIR, RegistrationServer
+from numalign.agent.endpoints import TimedEndpoint, check_topology
+from numalign.agent.manifests import ManifestWatcher
+from numalign.agent.metrics_http import MetricsServer
+from numalign.agent.pods import PodBook
+from numalign.agent.snapshot import allocatable_view, pods_view
+from numalign.agent.status import read_status, write_status
+from numalign.errors import NumalignError
+from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.machine.topology import Machine
+from numalign.node import Node
+from numalign.providers.devices.endpoint import Device, Endpoint
+from numalign.providers.devices.manager import ENDPOINT_STOP_GRACE_PERIOD
+
+log = logging.getLogger("numalign.agent")
+
+DEFAULT_STATE_DIR = Path("/var/lib/kubelet")
+FAULT_LOG_SIZE = 50
+
+_PR_REQUESTS = {"list": m.PR_REQUESTS_LIST, "get_allocatable": m.PR_REQUESTS_ALLOCATABLE, "get": m.PR_REQUESTS_GET}
+_PR_ERRORS = {"list": m.PR_ERRORS_LIST, "get_allocatable": m.PR_ERRORS_ALLOCATABLE, "get": m.PR_ERRORS_GET}
+
+
+@dataclass
+class AgentOptions:
+    machine: Machine
+    config: KubeletConfig
+    device_plugin_dir: Path = DEFAULT_DEVICE_PLUGIN_DIR
+    pod_resources_socket: Path = DEFAULT_POD_RESOURCES_SOCKET
+    manifests: Path | None = None
+    state_dir: Path = DEFAULT_STATE_DIR
+    metrics_address: str | None = None
+    socket_group: str | None = None
+    endpoint_grace_period: float = ENDPOINT_STOP_GRACE_PERIOD
+    poll_interval: float = 0.5
+    capacity_interval: float = 1.0
+    dial_timeout: float = DIAL_TIMEOUT_S
+    call_timeout: float = CALL_TIMEOUT_S
+
+
+class Agent:
+    def __init__(self, options: AgentOptions) -> None:
+        self.options = options
+        self.metrics = m.Metrics()
+        self.faults: Counter[str] = Counter()
+        self.fault_log: deque[str] = deque(maxlen=FAULT_LOG_SIZE)
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._t0 = time.monotonic()
+        self._endpoints: dict[str, Endpoint] = {}
+        self.source = SnapshotPodResourcesSource()
+        self.node: Node | None = None
+        self.book: PodBook | None = None
+        self._watcher = ManifestWatcher(options.manifests) if options.manifests is not None else None
+        self._loop: threading.Thread | None = None
+        self.registration = RegistrationServer(
+            options.device_plugin_dir,
+            on_request=self._on_request,
+            on_register=self._on_register,
+            on_devices=self._on_devices,
+            on_disconnect=self._on_disconnect,
+            on_refused=self._on_refused,
+            on_malformed=self._on_malformed,
+            socket_group=options.socket_group,
+            dial_timeout=options.dial_timeout,
+            call_timeout=options.call_timeout,
+        )
+        self.pod_resources = PodResourcesServer(
+            self.source, options.pod_resources_socket, socket_group=options.socket_group, on_call=self._on_pr_call
+        )
+        self.metrics_server = (
+            MetricsServer(options.metrics_address, self.render_metrics) if options.metrics_address else None
+        )
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def now(self) -> float:
+        """Seconds since start: the device manager's clock (restored endpoints are stopped at 0)."""
+        return time.monotonic() - self._t0
+
+    def start(self) -> None:
+        opts = self.options
+        node = Node(opts.machine, opts.config, state_dir=opts.state_dir, metrics=self.metrics, static_devices=False)
+        node.devices.endpoint_stop_grace_period = opts.endpoint_grace_period
+        previous: dict[str, Any] | None = None
+        try:
+            previous = read_status(opts.state_dir)
+        except NumalignError as e:
+            self._fault("status_unreadable", f"previous status file ignored: {e}")
+        with self._lock:
+            self.node = node
+            self.book = PodBook(node, previous, self._fault)
+            self._publish()
+        self.pod_resources.start()
+        self.registration.start()
+        if self.metrics_server is not None:
+            self.metrics_server.start()
+        # The first scan runs before start() returns, so pods restored from the state are reconciled
+        # with the directory (files removed while we were down release their pods) deterministically.
+        self._scan_manifests(initial=True)
+        self._loop = threading.Thread(target=self._run, name="numalign-agent-loop", daemon=True)
+        self._loop.start()
+        log.info("numalign agent started (state %s, plugins %s, pod-resources %s)", opts.state_dir,
+                 opts.device_plugin_dir, opts.pod_resources_socket)
+
+    def stop(self) -> None:
+        """Stop serving, then save every state file and the status. Idempotent."""
+        self._stop.set()
+        if self._loop is not None:
+            self._loop.join(10)
+            self._loop = None
+        self.registration.stop(grace=0.5)
+        self.pod_resources.stop(grace=0.5)
+        if self.metrics_server is not None:
+            self.metrics_server.stop()
+        with self._lock:
+            if self.node is not None:
+                try:
+                    self.node.save()
+                    self._write_status()
+                except NumalignError as e:
+                    log.error("saving state at shutdown failed: %s", e)
+        log.info("numalign agent stopped")
+
+    def __enter__(self) -> Agent:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def wait(self) -> None:
+        """Block until stop() is called from another thread (or a signal handler)."""
+        while not self._stop.wait(0.5):
+            pass
+
+    # -- the loop ----------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        last_capacity = self.now()
+        while not self._stop.wait(self.options.poll_interval):
+            try:
+                self._scan_manifests()
+                if self.now() - last_capacity >= self.options.capacity_interval:
+                    last_capacity = self.now()
+                    self._capacity_tick()
+            except Exception as e:  # a bug here must not end the loop
+                log.exception("agent loop iteration failed")
+                self._fault("agent_loop_error", str(e))
+
+    def _scan_manifests(self, initial: bool = False) -> None:
+        if self._watcher is None:
+            if initial:
+                with self._lock:
+                    self._write_status()
+            return
+        changes = self._watcher.scan()
+        if not changes and not initial:
+            return
+        with self._lock:
+            book = self._require_book()
+            if initial:
+                # Files the previous run knew that are gone now were removed while we were down.
+                for f in sorted(set(book.files()) - set(self._watcher.known())):
+                    book.remove_file(f)
+            for f in changes.removed:
+                book.remove_file(f)
+            for f in changes.changed:
+                book.sync_file(f)
+            self._after_change()
+
+    def _capacity_tick(self) -> None:
+        with self._lock:
+            node = self._require_node()
+            cap = node.devices.get_capacity(self.now())
+            if not cap.deleted:
+                return
+            for resource in cap.deleted:
+                log.warning("device plugin resource %s dropped: its plugin stayed away longer than %gs",
+                            resource, node.devices.endpoint_stop_grace_period)
+                self._endpoints.pop(resource, None)
+            node.save()
+            self._after_change()
+
+    # -- device-plugin callbacks (gRPC threads) ----------------------------------------------------
+
+    def _on_request(self, resource: str) -> None:
+        self.metrics.inc(m.DP_REGISTRATION, resource_name=resource)
+
+    def _on_register(self, resource: str, endpoint: Endpoint) -> None:
+        with self._lock:
+            wrapped = TimedEndpoint(resource, endpoint, self.metrics)
+            self._endpoints[resource] = wrapped
+            self._require_node().devices.register_endpoint(resource, wrapped)
+            log.info("device plugin %s registered", resource)
+            self._write_status()
+
+    def _on_devices(self, resource: str, devices: list[Device]) -> None:
+        node = self._require_node()
+        numa_ids = set(node.machine.numa_ids())
+
+        def report(dev: Device, bad: list[int]) -> None:
+            self._fault("device_on_missing_numa_node",
+                        f"device plugin {resource}: device {dev.id} reports NUMA node(s) {bad}, which this machine "
+                        f"lacks (it has {sorted(numa_ids)}); the device is marked unhealthy")
+
+        checked = check_topology(devices, numa_ids, report)
+        with self._lock:
+            node.devices.update_devices(resource, checked)
+            node.save()
+            self._require_book().retry_pending()
+            self._after_change()
+
+    def _on_disconnect(self, resource: str) -> None:
+        with self._lock:
+            self._require_node().devices.plugin_disconnected(resource, self.now(), self._endpoints.get(resource))
+            self._fault("plugin_disconnected",
+                        f"device plugin {resource} disconnected; its devices are unhealthy until it re-registers "
+                        f"(dropped after {self.options.endpoint_grace_period:g}s)")
+            self._require_node().save()
+            self._after_change()
+
+    def _on_refused(self, resource: str, message: str) -> None:
+        self._fault("registration_refused", f"registration of {resource!r} refused: {message}")
+        with self._lock:
+            self._write_status()
+
+    def _on_malformed(self, resource: str, message: str) -> None:
+        self._fault("malformed_device_update", f"device plugin {resource}: malformed ListAndWatch update dropped: "
+                    f"{message}")
+        with self._lock:
+            self._write_status()
+
+    def _on_pr_call(self, method: str, failed: bool) -> None:
+        self.metrics.inc(m.PR_REQUESTS, server_api_version=SERVER_API_VERSION)
+        self.metrics.inc(_PR_REQUESTS[method], server_api_version=SERVER_API_VERSION)
+        if failed:
+            self.metrics.inc(_PR_ERRORS[method], server_api_version=SERVER_API_VERSION)
+
+    # -- shared helpers ----------------------------------------------------------------------------
+
+    def _fault(self, kind: str, message: str) -> None:
+        log.error("%s: %s", kind, message)
+        with self._lock:
+            self.faults[kind] += 1
+            self.fault_log.append(f"{kind}: {message}")
+
+    def _require_node(self) -> Node:
+        if self.node is None:
+            raise RuntimeError("the agent is not started")
+        return self.node
+
+    def _require_book(self) -> PodBook:
+        if self.book is None:
+            raise RuntimeError("the agent is not started")
+        return self.book
+
+    def _after_change(self) -> None:
+        self._publish()
+        self._write_status()
+
+    def _publish(self) -> None:
+        node = self._require_node()
+        self.source.publish(pods=pods_view(node), allocatable=allocatable_view(node))
+
+    def _write_status(self) -> None:
+        node, book = self._require_node(), self._require_book()
+        resources = {
+            r: {
+                "healthy": sorted(node.devices.healthy.get(r, set())),
+                "unhealthy": sorted(node.devices.unhealthy.get(r, set())),
+                "connected": r in self._endpoints
+                and (info := node.devices.endpoints.get(r)) is not None
+                and not info.stopped,
+            }
+            for r in sorted(set(node.devices.healthy) | set(node.devices.unhealthy))
+        }
+        doc = {**book.to_dict(), "resources": resources, "faults": dict(sorted(self.faults.items())),
+               "fault_log": list(self.fault_log)}
+        try:
+            write_status(self.options.state_dir, doc)
+        except NumalignError as e:
+            log.error("cannot write the status file: %s", e)
+
+    def render_metrics(self) -> bytes:
+        """The kubelet's metrics, then numalign's own fault counters."""
+        lines = [
+            "# HELP numalign_agent_faults_total Faults the numalign agent survived, by kind.",
+            "# TYPE numalign_agent_faults_total counter",
+        ]
+        with self._lock:
+            faults = sorted(self.faults.items())
+        lines += [f'numalign_agent_faults_total{{kind="{k}"}} {v}' for k, v in faults]
+        return self.metrics.render_text() + ("\n".join(lines) + "\n").encode()

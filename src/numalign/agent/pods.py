@@ -1,0 +1,177 @@
+"""The agent's pod book: which manifest file holds which pods, and what became of each.
+
+Called with the agent's lock held. Rules (the kubelet's static-pod file source, adapted):
+- a new or changed file is loaded; pods that left the file or whose spec changed are removed, new ones
+  admitted; pods already on the node with the same spec (e.g. restored after a restart) are kept;
+- a removed file releases its pods;
+- an invalid file is recorded with its error and changes nothing (its previous pods stay: bad input
+  never loses state);
+- a pod whose uid another file (or an earlier document) already holds is refused and recorded on the
+  file;
+- a pod asking for an extended resource no device plugin has registered yet waits ("pending") and is
+  admitted once the plugin's devices arrive, instead of being admitted without its devices.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from numalign.errors import NumalignError
+from numalign.k8s.manifest import load_pods
+from numalign.k8s.pod import Pod
+from numalign.k8s.resources import is_extended_resource_name
+from numalign.node import Node, pod_to_manifest
+
+log = logging.getLogger("numalign.agent.pods")
+
+ADMITTED = "admitted"
+REJECTED = "rejected"
+PENDING = "pending"
+
+FaultFn = Callable[[str, str], None]
+
+
+class PodBook:
+    def __init__(self, node: Node, previous: dict[str, Any] | None, fault: FaultFn) -> None:
+        self.node = node
+        self._fault = fault
+        self.pods: dict[str, dict[str, Any]] = {}  # uid -> status entry
+        self.manifests: dict[str, dict[str, Any]] = {}  # file -> {"status", "error", "pods"}
+        self.pending: dict[str, Pod] = {}
+        old_pods = (previous or {}).get("pods") or {}
+        for uid, pod in node.pods.items():
+            entry = old_pods.get(uid) if isinstance(old_pods.get(uid), dict) else None
+            self.pods[uid] = self._entry(pod, entry.get("file") if entry else None, ADMITTED, None, "", None)
+            if entry is not None and entry.get("record") is not None:
+                self.pods[uid]["record"] = entry["record"]
+        for uid, e in self.pods.items():
+            if e["file"] is not None:
+                self.manifests.setdefault(e["file"], {"status": "ok", "error": None, "pods": []})["pods"].append(uid)
+        if node.pods:
+            log.info("restored %d pod(s) from %s", len(node.pods), node.state_dir)
+
+    # -- queries -----------------------------------------------------------------------------------
+
+    def files(self) -> list[str]:
+        return sorted(self.manifests)
+
+    def to_dict(self) -> dict[str, Any]:
+        for uid, entry in self.pods.items():
+            if entry["status"] == ADMITTED and uid in self.node.pods:
+                entry["allocations"] = {
+                    c.name: self.node.allocation(uid, c.name).to_dict() for c in self.node.pods[uid].all_containers()
+                }
+        return {"pods": self.pods, "manifests": self.manifests}
+
+    # -- files -------------------------------------------------------------------------------------
+
+    def remove_file(self, path: str) -> None:
+        info = self.manifests.pop(path, None)
+        if info is None:
+            return
+        log.info("manifest %s removed; releasing %d pod(s)", path, len(info["pods"]))
+        for uid in info["pods"]:
+            self._release(uid)
+
+    def sync_file(self, path: str) -> None:
+        try:
+            pods = load_pods(path)
+        except NumalignError as e:
+            self._fault("invalid_manifest", f"{path}: {e}")
+            info = self.manifests.setdefault(path, {"status": "ok", "error": None, "pods": []})
+            info["status"], info["error"] = "invalid", str(e)
+            return
+        old = self.manifests.get(path, {"pods": []})["pods"]
+        new_uids = [p.uid for p in pods]
+        for uid in old:
+            current = self.node.pods.get(uid)
+            keep = uid in new_uids and current is not None and _same(current, _by_uid(pods, uid))
+            if not keep:
+                self._release(uid)
+        info = {"status": "ok", "error": None, "pods": []}
+        self.manifests[path] = info
+        errors: list[str] = []
+        for pod in pods:
+            owner = self._owner(pod.uid)
+            if pod.uid in info["pods"] or (owner is not None and owner != path):
+                where = "earlier in this file" if owner in (None, path) else f"in {owner}"
+                msg = f"pod {pod.key} (uid {pod.uid}) is already defined {where}; give it another name or uid"
+                errors.append(msg)
+                self._fault("duplicate_pod", f"{path}: {msg}")
+                continue
+            info["pods"].append(pod.uid)
+            if pod.uid in self.node.pods:
+                self.pods[pod.uid]["file"] = path  # restored and unchanged: keep its allocation
+                continue
+            self._admit(pod, path)
+        if errors:
+            info["status"], info["error"] = "invalid", "; ".join(errors)
+
+    # -- pods --------------------------------------------------------------------------------------
+
+    def retry_pending(self) -> None:
+        for uid, pod in list(self.pending.items()):
+            if not self._missing_resources(pod):
+                del self.pending[uid]
+                self._admit(pod, self.pods[uid]["file"])
+
+    def _owner(self, uid: str) -> str | None:
+        entry = self.pods.get(uid)
+        return None if entry is None else entry["file"]
+
+    def _missing_resources(self, pod: Pod) -> list[str]:
+        wanted = {r for c in pod.all_containers() for r, q in c.limits.items()
+                  if is_extended_resource_name(r) and q.value() > 0}
+        return sorted(r for r in wanted if not self.node.devices.is_device_plugin_resource(r))
+
+    def _admit(self, pod: Pod, path: str | None) -> None:
+        missing = self._missing_resources(pod)
+        if missing:
+            self.pending[pod.uid] = pod
+            msg = f"waiting for a device plugin to register {', '.join(missing)}"
+            log.info("pod %s pending: %s", pod.key, msg)
+            self.pods[pod.uid] = self._entry(pod, path, PENDING, "WaitingForDevicePlugin", msg, None)
+            return
+        try:
+            rec = self.node.admit(pod)
+        except NumalignError as e:
+            self._fault("admission_error", f"pod {pod.key}: {e}")
+            self.pods[pod.uid] = self._entry(pod, path, REJECTED, "AdmissionError", str(e), None)
+            return
+        except Exception as e:  # a plugin or provider bug must not take the agent down
+            log.exception("admitting pod %s failed", pod.key)
+            self._fault("admission_error", f"pod {pod.key}: {e}")
+            self.pods[pod.uid] = self._entry(pod, path, REJECTED, "AdmissionError", str(e), None)
+            return
+        res = rec.result
+        status = ADMITTED if res.admit else REJECTED
+        log.info("pod %s %s%s", pod.key, status, "" if res.admit else f": {res.reason}: {res.message}")
+        self.pods[pod.uid] = self._entry(pod, path, status, res.reason, res.message or "", rec.to_dict())
+        if res.admit:
+            self.pods[pod.uid]["allocations"] = rec.allocations
+
+    def _release(self, uid: str) -> None:
+        entry = self.pods.pop(uid, None)
+        self.pending.pop(uid, None)
+        if uid in self.node.pods:
+            try:
+                self.node.remove(uid)
+                log.info("released pod %s", "" if entry is None else f"{entry['namespace']}/{entry['name']}")
+            except NumalignError as e:
+                self._fault("release_error", f"pod uid {uid}: {e}")
+
+    @staticmethod
+    def _entry(pod: Pod, path: str | None, status: str, reason: str | None, message: str,
+               record: dict[str, Any] | None) -> dict[str, Any]:
+        return {"uid": pod.uid, "namespace": pod.namespace, "name": pod.name, "file": path, "status": status,
+                "reason": reason, "message": message, "record": record, "allocations": {}}
+
+
+def _by_uid(pods: list[Pod], uid: str) -> Pod:
+    return next(p for p in pods if p.uid == uid)
+
+
+def _same(a: Pod, b: Pod) -> bool:
+    return pod_to_manifest(a) == pod_to_manifest(b)

@@ -1,0 +1,53 @@
+"""numalign_status.json: what the agent did with every manifest and pod, beside the kubelet state.
+
+Written atomically after every change, read by `numalign pods`. Layout (JSON, sorted keys):
+
+    {"version": 1,
+     "pods": {uid: {"namespace", "name", "uid", "file", "status": "admitted"|"rejected",
+                    "reason", "message", "record": DecisionRecord.to_dict() | null,
+                    "allocations": {container: ContainerAllocation.to_dict()}}},
+     "manifests": {file: {"status": "ok"|"invalid", "error": str|null, "pods": [uid, ...]}},
+     "resources": {resource: {"healthy": [...], "unhealthy": [...]}},
+     "faults": {kind: count}, "fault_log": [last messages]}
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from numalign.adapters.checkpoints import write_atomic
+from numalign.errors import CheckpointError
+
+STATUS_FILE = "numalign_status.json"
+VERSION = 1
+
+
+def status_path(state_dir: Path) -> Path:
+    return Path(state_dir) / STATUS_FILE
+
+
+def read_status(state_dir: Path) -> dict[str, Any] | None:
+    """The status document, or None when the agent never wrote one there."""
+    path = status_path(state_dir)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read the agent's status file: {e.strerror or e}") from None
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise CheckpointError(
+            f"{path}: not the JSON numalign serve writes ({e}); remove it, the agent rewrites it at its next change"
+        ) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("pods"), dict):
+        raise CheckpointError(f"{path}: expected an object with a 'pods' object; remove it and restart the agent")
+    return doc
+
+
+def write_status(state_dir: Path, doc: dict[str, Any]) -> None:
+    doc = {"version": VERSION, **doc}
+    write_atomic(status_path(state_dir), json.dumps(doc, indent=1, sort_keys=True).encode() + b"\n", mode=0o644)

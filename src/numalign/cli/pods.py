@@ -1,0 +1,70 @@
+"""`numalign pods`: the node's pods and their allocations, from the status file `numalign serve` keeps."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    from numalign.agent.agent import DEFAULT_STATE_DIR
+
+    p: argparse.ArgumentParser = sub.add_parser(
+        "pods",
+        help="list the node agent's pods, their admission outcome and allocations",
+        description="Read numalign_status.json in the state directory of `numalign serve` and list every pod "
+        "(admitted, rejected or pending) with its CPUs, memory and devices, and every invalid manifest.",
+    )
+    p.add_argument("--state-dir", metavar="DIR", type=Path, default=DEFAULT_STATE_DIR,
+                   help=f"the agent's --state-dir (default {DEFAULT_STATE_DIR})")
+    p.add_argument("--output", choices=("text", "json"), default="text")
+
+
+def run(args: argparse.Namespace) -> int:
+    from numalign.agent.status import STATUS_FILE, read_status
+    from numalign.errors import InvalidInputError
+
+    doc = read_status(args.state_dir)
+    if doc is None:
+        raise InvalidInputError(
+            f"{args.state_dir / STATUS_FILE} does not exist: no `numalign serve` has run with --state-dir "
+            f"{args.state_dir}; pass the agent's --state-dir"
+        )
+    if args.output == "json":
+        json.dump({"pods": doc["pods"], "manifests": doc.get("manifests", {}),
+                   "resources": doc.get("resources", {}), "faults": doc.get("faults", {})},
+                  sys.stdout, indent=2, sort_keys=True)
+        print()
+        return 0
+    _print_text(doc)
+    return 0
+
+
+def _print_text(doc: dict[str, Any]) -> None:
+    pods = sorted(doc["pods"].values(), key=lambda p: (p["namespace"], p["name"]))
+    if not pods:
+        print("no pods")
+    for p in pods:
+        line = f"{p['namespace']}/{p['name']}  {p['status']}"
+        if p["status"] != "admitted":
+            line += f"  {p.get('reason') or ''}: {p.get('message') or ''}"
+        if p.get("file"):
+            line += f"  ({p['file']})"
+        print(line)
+        for cname, a in sorted((p.get("allocations") or {}).items()):
+            pool = "exclusive" if a.get("exclusive_cpus") else "shared pool"
+            parts = [f"cpus {a.get('cpus') or '-'} ({pool})"]
+            for b in a.get("memory", []):
+                parts.append(f"{b['type']} {b['size']} on NUMA {','.join(map(str, b['numa_nodes']))}")
+            for res, devs in sorted(a.get("devices", {}).items()):
+                parts.append(f"{res} {' '.join(sorted(devs))}")
+            print(f"    {cname}: " + "; ".join(parts))
+    bad = {f: m for f, m in sorted(doc.get("manifests", {}).items()) if m.get("status") != "ok"}
+    for f, info in bad.items():
+        print(f"invalid manifest {f}: {info.get('error')}")
+    faults = doc.get("faults") or {}
+    if faults:
+        print("faults: " + ", ".join(f"{k}={v}" for k, v in sorted(faults.items())))

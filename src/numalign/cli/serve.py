@@ -1,0 +1,90 @@
+"""`numalign serve`: the node agent. Device plugins register with it, static-pod manifests are
+admitted by it, PodResources clients read its allocations, all over the kubelet's own sockets.
+
+Runs until SIGTERM or SIGINT, then stops its servers and saves the state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    from numalign.adapters.grpc.podresources import DEFAULT_POD_RESOURCES_SOCKET
+    from numalign.adapters.grpc.registration import DEFAULT_DEVICE_PLUGIN_DIR
+    from numalign.agent.agent import DEFAULT_STATE_DIR
+    from numalign.k8s.kubeletflags import add_kubelet_flags
+    from numalign.providers.devices.manager import ENDPOINT_STOP_GRACE_PERIOD
+
+    p: argparse.ArgumentParser = sub.add_parser(
+        "serve",
+        help="run the node agent: device-plugin registration, static-pod manifests, PodResources, metrics",
+        description="Run numalign as the kubelet's resource-management side: serve device-plugin Registration "
+        "and PodResources v1 on unix sockets, admit the pods of a manifest directory, keep the kubelet's "
+        "state files. Stops cleanly on SIGTERM/SIGINT.",
+    )
+    p.add_argument("--machine", metavar="FILE|NAME", help="machine file, sysfs dump, cadvisor JSON or a built-in "
+                   "name (default: dual-socket)")
+    p.add_argument("--device-plugin-dir", metavar="DIR", type=Path, default=DEFAULT_DEVICE_PLUGIN_DIR,
+                   help="where kubelet.sock is served and plugins put their sockets "
+                   f"(default {DEFAULT_DEVICE_PLUGIN_DIR})")
+    p.add_argument("--pod-resources-socket", metavar="PATH", type=Path, default=DEFAULT_POD_RESOURCES_SOCKET,
+                   help=f"PodResources v1 socket (default {DEFAULT_POD_RESOURCES_SOCKET})")
+    p.add_argument("--manifests", metavar="DIR", type=Path,
+                   help="static-pod manifest directory to watch (*.yaml, *.yml, *.json; default: none)")
+    p.add_argument("--state-dir", metavar="DIR", type=Path, default=DEFAULT_STATE_DIR,
+                   help=f"kubelet state files and numalign_status.json (default {DEFAULT_STATE_DIR})")
+    p.add_argument("--metrics-address", metavar="HOST:PORT",
+                   help="serve Prometheus metrics on http://HOST:PORT/metrics (default: off, no TCP listener)")
+    p.add_argument("--socket-group", metavar="GROUP",
+                   help="make the sockets 0660 owned by this group (default: 0600)")
+    p.add_argument("--endpoint-grace-period", metavar="SECONDS", type=float, default=ENDPOINT_STOP_GRACE_PERIOD,
+                   help="drop a vanished plugin's resource after this long (kubelet: 300)")
+    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    add_kubelet_flags(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from numalign.adapters.sysfs import load_machine
+    from numalign.agent import Agent, AgentOptions
+    from numalign.errors import InvalidInputError
+    from numalign.k8s.kubeletflags import config_from_args
+    from numalign.machine.examples import DEFAULT_MACHINE
+
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.endpoint_grace_period < 0:
+        raise InvalidInputError(f"--endpoint-grace-period {args.endpoint_grace_period:g}: expected seconds >= 0")
+    agent = Agent(AgentOptions(
+        machine=load_machine(args.machine or DEFAULT_MACHINE),
+        config=config_from_args(args),
+        device_plugin_dir=args.device_plugin_dir,
+        pod_resources_socket=args.pod_resources_socket,
+        manifests=args.manifests,
+        state_dir=args.state_dir,
+        metrics_address=args.metrics_address,
+        socket_group=args.socket_group,
+        endpoint_grace_period=args.endpoint_grace_period,
+    ))
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        logging.getLogger("numalign.serve").info("got signal %d, shutting down", signum)
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        agent.start()
+        try:
+            while not stop.wait(0.5):
+                pass
+        finally:
+            agent.stop()
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    return 0
