@@ -40,6 +40,7 @@ from numalign.errors import NumalignError
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.machine.topology import Machine
 from numalign.node import Node
+from numalign.providers.cpu.policy_static import StaticPolicy
 from numalign.providers.devices.endpoint import Device, Endpoint
 from numalign.providers.devices.manager import ENDPOINT_STOP_GRACE_PERIOD
 
@@ -111,6 +112,7 @@ class Agent:
 
     def start(self) -> None:
         opts = self.options
+        opts.state_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
         node = Node(opts.machine, opts.config, state_dir=opts.state_dir, metrics=self.metrics, static_devices=False)
         node.devices.endpoint_stop_grace_period = opts.endpoint_grace_period
         previous: dict[str, Any] | None = None
@@ -293,6 +295,18 @@ class Agent:
     def _publish(self) -> None:
         node = self._require_node()
         self.source.publish(pods=pods_view(node), allocatable=allocatable_view(node))
+        self._update_cpu_gauges(node)
+
+    def _update_cpu_gauges(self, node: Node) -> None:
+        # The static policy's gauges are pure functions of its state, so we set them from the state
+        # after every change rather than tracking the kubelet's incremental Add()s.
+        if not isinstance(node.cpu, StaticPolicy):
+            return
+        available = len(node.cpu.get_available_cpus())
+        self.metrics.set(m.CPU_SHARED_POOL, available * 1000.0)
+        self.metrics.set(m.CPU_EXCLUSIVE, float(len(node.cpu.get_allocatable_cpus()) - available))
+        for numa, count in node.cpu.allocated_per_numa().items():
+            self.metrics.set(m.CPU_PER_NUMA, float(count), numa_node=str(numa))
 
     def _write_status(self) -> None:
         node, book = self._require_node(), self._require_book()
