@@ -9,14 +9,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from numalign import metrics as m
 from numalign.core.decision import AdmitResult, ContainerDecision, ProviderRecord, explain
 from numalign.core.hint import ProviderHints, TopologyHint
+from numalign.core.implicit import ImplicitHints
+from numalign.core.implicit_merge import ProviderSources
+from numalign.core.implicit_policy import merge_implicit
 from numalign.core.policies import Policy, PolicyName, is_alignment_guaranteed
 from numalign.errors import AllocationError
 from numalign.k8s.pod import Container, Pod
 from numalign.providers.base import HintProvider
+from numalign.providers.hint_sources import ImplicitHintProvider
 
 NO_AFFINITY = TopologyHint(None, False)
 
@@ -94,11 +99,36 @@ class Scope:
                 return AdmitResult.from_allocation_error(e.reason, str(e))
         return None
 
-    def _merge(self, container_name: str, hints: Sequence[ProviderHints]) -> ContainerDecision:
-        res = self.policy.merge(hints)
-        why = explain(self.policy.name, self._provider_names(), res.lists, hints, res.hint, res.admit)
-        records = tuple(ProviderRecord(n, h) for n, h in zip(self._provider_names(), hints, strict=True))
-        return ContainerDecision(container_name, records, res.hint, res.admit, why)
+    def _merge(self, container_name: str, hints: Sequence[ProviderSources]) -> ContainerDecision:
+        names = self._provider_names()
+        records = tuple(ProviderRecord(n, h) for n, h in zip(names, hints, strict=True))
+        explicit = _explicit_only(hints)
+        if explicit is not None:
+            res = self.policy.merge(explicit)
+            why = explain(self.policy.name, names, res.lists, hints, res.hint, res.admit)
+            return ContainerDecision(container_name, records, res.hint, res.admit, why)
+        # Some provider described its hints implicitly (a machine with many NUMA nodes): the implicit
+        # merge decides exactly as the policy's merge over the listed hints would.
+        # every merging policy (best-effort, restricted, single-numa-node) has numa and opts
+        pol = cast(Any, self.policy)
+        opts = getattr(pol, "opts", None)
+        fast = merge_implicit(
+            hints, pol.numa, str(self.policy.name),
+            bool(opts is not None and opts.prefer_closest_numa),
+        )
+        why = explain(self.policy.name, names, fast.lists, hints, fast.hint, fast.admit)
+        return ContainerDecision(container_name, records, fast.hint, fast.admit, why, considered=fast.considered)
+
+    def _provider_answers(self, pod: Pod, container: Container | None) -> list[ProviderSources]:
+        """Every provider's answer; implicit lists from providers that can give them."""
+        out: list[ProviderSources] = []
+        for p in self.providers:
+            if isinstance(p, ImplicitHintProvider):
+                out.append(p.pod_topology_hint_sources(pod) if container is None
+                           else p.topology_hint_sources(pod, container))
+            else:
+                out.append(p.get_pod_topology_hints(pod) if container is None else p.get_topology_hints(pod, container))
+        return out
 
     def _count_alignment(self, ok: bool) -> None:
         if is_alignment_guaranteed(self.policy):
@@ -124,7 +154,7 @@ class ContainerScope(Scope):
     def admit(self, pod: Pod) -> ScopeOutcome:
         out = ScopeOutcome(AdmitResult.admitted())
         for c in pod.all_containers():
-            hints = [p.get_topology_hints(pod, c) for p in self.providers]
+            hints = self._provider_answers(pod, c)
             d = self._merge(c.name, hints)
             if not d.admit:
                 self._count_alignment(False)
@@ -149,7 +179,7 @@ class PodScope(Scope):
     name = "pod"
 
     def admit(self, pod: Pod) -> ScopeOutcome:
-        hints = [p.get_pod_topology_hints(pod) for p in self.providers]
+        hints = self._provider_answers(pod, None)
         d = self._merge("", hints)
         if not d.admit:
             self._count_alignment(False)
@@ -166,10 +196,21 @@ class PodScope(Scope):
         return ScopeOutcome(AdmitResult.admitted(), [d])
 
 
+def _explicit_only(hints: Sequence[ProviderSources]) -> list[ProviderHints] | None:
+    """The answers as upstream's explicit lists, or None when any list is implicit."""
+    out: list[ProviderHints] = []
+    for h in hints:
+        if h is not None and any(isinstance(v, ImplicitHints) for v in h.values()):
+            return None
+        out.append(cast(ProviderHints, h))
+    return out
+
+
 def _with_error(d: ContainerDecision, failed: AdmitResult, container: str | None = None) -> ContainerDecision:
     where = f"container {container}: " if container else ""
     return ContainerDecision(
-        d.container, d.providers, d.merged, False, d.explanation, f"{where}{failed.reason}: {failed.message}"
+        d.container, d.providers, d.merged, False, d.explanation, f"{where}{failed.reason}: {failed.message}",
+        d.considered,
     )
 
 

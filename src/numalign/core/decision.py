@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from numalign.core.bitmask import bits_of
-from numalign.core.hint import ProviderHints, TopologyHint, provider_hints_to_json
+from numalign.core.hint import TopologyHint
+from numalign.core.implicit import ImplicitHints, search_masks
+from numalign.core.implicit_merge import ProviderSources, SourceList
 from numalign.core.merge import FilteredList
 
 TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
@@ -62,6 +64,72 @@ def _hints_text(hints: Sequence[TopologyHint]) -> str:
     return shown if rest <= 0 else f"{shown} ... (+{rest} more)"
 
 
+def _implicit_text(src: ImplicitHints) -> str:
+    """An implicit list in words: what defines its members, never the members (up to 2^N of them)."""
+    sizes = "the minimal number of sockets" if src.pref_sizes is None else (
+        " or ".join(map(str, sorted(src.pref_sizes))) + " node(s)")
+    text = (f"every mask of nodes {_mask_text(src.top)} that can hold the request"
+            if src.up_pass is not None else "")
+    if src.extras:
+        listed = _hints_text(src.extras)
+        text = f"{text}, and {listed}" if text else listed
+    return f"{text} (narrowest {src.min_count} node(s); preferred: {sizes})"
+
+
+def _source_text(src: Sequence[TopologyHint] | ImplicitHints) -> str:
+    return _implicit_text(src) if isinstance(src, ImplicitHints) else _hints_text(src)
+
+
+def implicit_to_dict(src: ImplicitHints) -> dict[str, Any]:
+    """The JSON form of an implicit list in a decision record (see core.implicit_policy.describe_lists)."""
+    return {
+        "implicit": True,
+        "label": src.label,
+        "nodes": bits_of(src.top) if src.up_pass is not None else [],
+        "narrowest_count": src.min_count,
+        "preferred_counts": None if src.pref_sizes is None else sorted(src.pref_sizes),
+        "listed": [h.to_dict() for h in src.extras],
+    }
+
+
+def sources_to_json(hints: ProviderSources) -> dict[str, Any] | None:
+    """provider_hints_to_json for answers that may hold implicit lists (explicit ones unchanged)."""
+    if hints is None:
+        return None
+    out: dict[str, Any] = {}
+    for r, hs in hints.items():
+        if hs is None:
+            out[r] = None
+        elif isinstance(hs, ImplicitHints):
+            out[r] = implicit_to_dict(hs)
+        else:
+            out[r] = [h.to_dict() for h in hs]
+    return out
+
+
+def has_preferred(src: Sequence[TopologyHint] | ImplicitHints) -> bool:
+    """Does the list hold a preferred hint (an implicit one is searched, not listed)."""
+    if not isinstance(src, ImplicitHints):
+        return any(h.preferred for h in src)
+    if any(h.preferred for h in src.extras):
+        return True
+    if src.up_pass is None or not src.has_up():
+        return False
+    nodes = bits_of(src.top)
+    sizes = sorted(src.pref_sizes) if src.pref_sizes is not None else range(1, len(nodes) + 1)
+    for c in sizes:
+
+        def leaf(m: int) -> bool:
+            return src.in_up(m) and src.is_preferred(m)
+
+        def prune(inc: int, allowed: int, c: int = c) -> bool:
+            return src.bound(inc, allowed, c)
+
+        if next(search_masks(nodes, c, leaf, prune), None) is not None:
+            return True
+    return False
+
+
 def _mask_text(mask: int | None) -> str:
     return "any" if mask is None else "{" + ",".join(map(str, bits_of(mask))) + "}"
 
@@ -69,10 +137,10 @@ def _mask_text(mask: int | None) -> str:
 @dataclass(frozen=True)
 class ProviderRecord:
     provider: str
-    hints: ProviderHints
+    hints: ProviderSources  # explicit lists, or implicit ones on large machines (see hint_sources)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"provider": self.provider, "hints": provider_hints_to_json(self.hints)}
+        return {"provider": self.provider, "hints": sources_to_json(self.hints)}
 
 
 @dataclass(frozen=True)
@@ -85,9 +153,11 @@ class ContainerDecision:
     admit: bool
     explanation: tuple[str, ...] = ()
     allocation_error: str | None = None
+    # Implicit merges only: the candidates that became the best so far, then the winner (bounded).
+    considered: tuple[TopologyHint, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "container": self.container or None,
             "providers": [p.to_dict() for p in self.providers],
             "merged": None if self.merged is None else self.merged.to_dict(),
@@ -95,6 +165,9 @@ class ContainerDecision:
             "explanation": list(self.explanation),
             "allocation_error": self.allocation_error,
         }
+        if self.considered:
+            out["considered"] = [h.to_dict() for h in self.considered]
+        return out
 
 
 @dataclass(frozen=True)
@@ -134,8 +207,15 @@ class DecisionRecord:
                     continue
                 for res in sorted(p.hints):
                     hs = p.hints[res]
-                    text = "don't care" if hs is None else ("cannot be satisfied ([])" if not hs else _hints_text(hs))
+                    if hs is None:
+                        text = "don't care"
+                    elif isinstance(hs, ImplicitHints):
+                        text = _implicit_text(hs)
+                    else:
+                        text = "cannot be satisfied ([])" if not hs else _hints_text(hs)
                     lines.append(f"    {p.provider}/{res}: {text}")
+            if d.considered:
+                lines.append(f"    considered: {_hints_text(d.considered)}")
             lines.extend(f"    why: {e}" for e in d.explanation)
             if d.allocation_error:
                 lines.append(f"    allocation failed: {d.allocation_error}")
@@ -145,38 +225,48 @@ class DecisionRecord:
 def explain(
     policy: str,
     provider_names: Sequence[str],
-    lists: Sequence[FilteredList],
-    original: Sequence[ProviderHints],
+    lists: Sequence[FilteredList | SourceList],
+    original: Sequence[ProviderSources],
     merged: TopologyHint,
     admit: bool,
 ) -> tuple[str, ...]:
-    """Why a merge was not admitted (or not preferred), naming providers, resources and hints."""
+    """Why a merge was not admitted (or not preferred), naming providers, resources and hints.
+
+    `lists` are the merged lists: FilteredList from the explicit policies, SourceList from the
+    implicit merge (whose implicit lists are described, not listed)."""
     if admit and merged.preferred:
         return ()
     out: list[str] = []
 
-    def who(f: FilteredList) -> str:
+    def who(f: FilteredList | SourceList) -> str:
         name = provider_names[f.provider] if f.provider < len(provider_names) else f"provider {f.provider}"
         return f"{name}/{f.resource}" if f.resource is not None else name
+
+    def merged_list(f: FilteredList | SourceList) -> Sequence[TopologyHint] | ImplicitHints:
+        return f.hints if isinstance(f, FilteredList) else f.source
 
     for f in lists:
         if f.resource is None:
             continue
         pmap = original[f.provider] if f.provider < len(original) else None
         raw = None if not pmap else pmap.get(f.resource)
-        if raw is not None and len(raw) == 0:
+        if raw is not None and not isinstance(raw, ImplicitHints) and len(raw) == 0:
             out.append(
                 f"{who(f)} cannot be satisfied on any NUMA placement: the provider returned no hints "
                 "(not enough free capacity for the request on this node)"
             )
-        elif raw is not None and not any(h.preferred for h in raw):
-            out.append(f"{who(f)} has no preferred placement; it offers only " + _hints_text(raw))
-        elif policy == "single-numa-node" and raw is not None and not f.hints:
-            out.append(f"{who(f)} cannot fit on a single NUMA node; its hints are " + _hints_text(raw))
+        elif raw is not None and not has_preferred(raw):
+            out.append(f"{who(f)} has no preferred placement; it offers only " + _source_text(raw))
+        elif policy == "single-numa-node" and raw is not None and not merged_list(f):
+            out.append(f"{who(f)} cannot fit on a single NUMA node; its hints are " + _source_text(raw))
     if not out:
         prefs = []
         for f in lists:
-            masks = sorted({h.mask for h in f.hints if h.preferred and h.mask is not None})
+            hs = merged_list(f)
+            if isinstance(hs, ImplicitHints):
+                prefs.append(f"{who(f)} prefers any of " + _implicit_text(hs))
+                continue
+            masks = sorted({h.mask for h in hs if h.preferred and h.mask is not None})
             if masks:
                 prefs.append(f"{who(f)} prefers " + " or ".join(_mask_text(m) for m in masks))
         target = "one NUMA node" if policy == "single-numa-node" else "one common NUMA placement"

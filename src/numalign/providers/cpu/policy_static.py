@@ -8,7 +8,8 @@ the `cpu_manager_state` codec writes. Counters mirror the kubelet metrics the po
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, TypeVar
 
 from numalign.core.hint import TopologyHint
 from numalign.errors import AllocationError, CheckpointError, ConfigError
@@ -27,12 +28,19 @@ from numalign.providers.cpu.options import (
 from numalign.providers.cpu.state import CPUManagerState, validate_state
 from numalign.providers.cpu.take import allocate_cpus, smt_alignment_error, take_by_topology
 from numalign.providers.cpu.topology import CPUTopology
+from numalign.providers.hint_sources import use_implicit
 
 POLICY_NAME = "static"
 RESOURCE_CPU = "cpu"
 _NO_AFFINITY = TopologyHint(None, False)
 
 CPUHints = dict[str, list[TopologyHint]]
+if TYPE_CHECKING:
+    # fast_hints imports the provider packages (cpu.hints, devices.endpoint, memory.hints), whose
+    # __init__ imports this module: imported lazily at run time, in _sources
+    from numalign.providers.fast_hints import HintSource
+
+_H = TypeVar("_H", list[TopologyHint], "HintSource")
 
 
 def num_reserved_cpus(reserved_cpu: Quantity | None) -> int:
@@ -212,7 +220,29 @@ class StaticPolicy:
             self.topology, available, reusable, request, self.options.align_by_socket
         )
 
+    def _sources(self, available: Iterable[int], reusable: Iterable[int], request: int) -> HintSource:
+        """The same hints, described implicitly on machines with many NUMA nodes (see hint_sources)."""
+        if not use_implicit(len(self.topology.details.numa_nodes())):
+            return self._hints(available, reusable, request)
+        from numalign.providers.fast_hints import cpu_topology_hints
+
+        return cpu_topology_hints(self.topology, available, reusable, request, self.options.align_by_socket)
+
     def get_topology_hints(self, pod: Pod, container: Container) -> CPUHints | None:
+        return self._container_hints(pod, container, self._hints)
+
+    def topology_hint_sources(self, pod: Pod, container: Container) -> dict[str, HintSource] | None:
+        return self._container_hints(pod, container, self._sources)
+
+    def get_pod_topology_hints(self, pod: Pod) -> CPUHints | None:
+        return self._pod_hints(pod, self._hints)
+
+    def pod_topology_hint_sources(self, pod: Pod) -> dict[str, HintSource] | None:
+        return self._pod_hints(pod, self._sources)
+
+    def _container_hints(
+        self, pod: Pod, container: Container, gen: Callable[[Iterable[int], Iterable[int], int], _H]
+    ) -> dict[str, _H] | None:
         requested = guaranteed_cpus(pod, container)
         if requested == 0:
             return None
@@ -220,11 +250,13 @@ class StaticPolicy:
         if allocated is not None:
             if len(allocated) != requested:
                 return {RESOURCE_CPU: []}
-            return {RESOURCE_CPU: self._hints(allocated, (), requested)}
+            return {RESOURCE_CPU: gen(allocated, (), requested)}
         reusable = self.cpus_to_reuse.get(pod.uid, frozenset())
-        return {RESOURCE_CPU: self._hints(self.get_available_cpus(), reusable, requested)}
+        return {RESOURCE_CPU: gen(self.get_available_cpus(), reusable, requested)}
 
-    def get_pod_topology_hints(self, pod: Pod) -> CPUHints | None:
+    def _pod_hints(
+        self, pod: Pod, gen: Callable[[Iterable[int], Iterable[int], int], _H]
+    ) -> dict[str, _H] | None:
         requested = pod_guaranteed_cpus(pod)
         if requested == 0:
             return None
@@ -237,9 +269,9 @@ class StaticPolicy:
                 return {RESOURCE_CPU: []}
             assigned |= allocated
         if len(assigned) == requested:
-            return {RESOURCE_CPU: self._hints(assigned, (), requested)}
+            return {RESOURCE_CPU: gen(assigned, (), requested)}
         reusable = self.cpus_to_reuse.get(pod.uid, frozenset()) | assigned
-        return {RESOURCE_CPU: self._hints(self.get_available_cpus(), reusable, requested)}
+        return {RESOURCE_CPU: gen(self.get_available_cpus(), reusable, requested)}
 
     # ---- allocation -----------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from numalign.core.hint import TopologyHint
 from numalign.errors import AllocationError, PluginError
@@ -48,6 +48,30 @@ from numalign.providers.devices.pod_devices import (
     sorted_ids,
 )
 from numalign.providers.devices.prestart import call_pre_start_if_needed
+from numalign.providers.hint_sources import use_implicit
+
+if TYPE_CHECKING:
+    # fast_hints imports this package (devices.endpoint): imported lazily at run time, in _sources
+    from numalign.providers.fast_hints import HintSource
+
+_D_co = TypeVar("_D_co", bound="HintSource", covariant=True)
+_D = TypeVar("_D", bound="HintSource")
+
+
+class _Gen(Protocol[_D_co]):
+    """A hint generator with resource_topology_hints' signature (explicit or implicit lists)."""
+
+    def __call__(
+        self,
+        numa_nodes: Sequence[int],
+        all_devices: Mapping[str, Device],
+        *,
+        allocated: Collection[str] | None,
+        available: Collection[str],
+        reusable: Collection[str],
+        request: int,
+    ) -> _D_co | None: ...
+
 
 ENDPOINT_STOP_GRACE_PERIOD = 300.0  # seconds; upstream endpointStopGracePeriod (5 minutes)
 
@@ -225,12 +249,41 @@ class DeviceManager:
         return self.healthy.get(resource, set()) - self.allocated.get(resource, set())
 
     def get_topology_hints(self, pod: Pod, container: Container) -> dict[str, list[TopologyHint] | None]:
+        return self._container_hints(pod, container, resource_topology_hints)
+
+    def topology_hint_sources(self, pod: Pod, container: Container) -> dict[str, HintSource | None]:
+        return self._container_hints(pod, container, self._sources)
+
+    def get_pod_topology_hints(self, pod: Pod) -> dict[str, list[TopologyHint] | None]:
+        return self._pod_hints(pod, resource_topology_hints)
+
+    def pod_topology_hint_sources(self, pod: Pod) -> dict[str, HintSource | None]:
+        return self._pod_hints(pod, self._sources)
+
+    def _sources(
+        self,
+        numa_nodes: Sequence[int],
+        all_devices: Mapping[str, Device],
+        *,
+        allocated: Collection[str] | None,
+        available: Collection[str],
+        reusable: Collection[str],
+        request: int,
+    ) -> HintSource | None:
+        """resource_topology_hints, described implicitly on machines with many NUMA nodes."""
+        from numalign.providers.fast_hints import resource_topology_hints_fast
+
+        gen = resource_topology_hints_fast if use_implicit(len(numa_nodes)) else resource_topology_hints
+        return gen(numa_nodes, all_devices, allocated=allocated, available=available, reusable=reusable,
+                   request=request)
+
+    def _container_hints(self, pod: Pod, container: Container, gen: _Gen[_D]) -> dict[str, _D | None]:
         self.update_allocated_devices()
-        hints: dict[str, list[TopologyHint] | None] = {}
+        hints: dict[str, _D | None] = {}
         for resource in sorted(container.limits):
             if not self.is_device_plugin_resource(resource):
                 continue
-            hints[resource] = resource_topology_hints(
+            hints[resource] = gen(
                 self.numa_nodes,
                 self.all_devices.get(resource, {}),
                 allocated=self.pod_devices.container_devices(pod.uid, container.name, resource),
@@ -240,7 +293,7 @@ class DeviceManager:
             )
         return hints
 
-    def get_pod_topology_hints(self, pod: Pod) -> dict[str, list[TopologyHint] | None]:
+    def _pod_hints(self, pod: Pod, gen: _Gen[_D]) -> dict[str, _D | None]:
         self.update_allocated_devices()
         limits = {r: q.value() for r, q in pod_limits(pod, exclude_overhead=True).items()}
         # Upstream PodLimits keeps keys whose value is 0 (numalign's drops them); a device limit of
@@ -248,11 +301,11 @@ class DeviceManager:
         for c in pod.all_containers():
             for r in c.limits:
                 limits.setdefault(r, 0)
-        hints: dict[str, list[TopologyHint] | None] = {}
+        hints: dict[str, _D | None] = {}
         for resource in sorted(limits):
             if not self.is_device_plugin_resource(resource):
                 continue
-            hints[resource] = resource_topology_hints(
+            hints[resource] = gen(
                 self.numa_nodes,
                 self.all_devices.get(resource, {}),
                 allocated=self.pod_devices.pod_devices(pod.uid, resource),

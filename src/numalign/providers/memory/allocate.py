@@ -8,21 +8,25 @@ runs before the first mutation, so a raised AllocationError leaves the state unt
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, MutableMapping
+from typing import TYPE_CHECKING
 
 from numalign.core.bitmask import bits_of
 from numalign.core.hint import TopologyHint
 from numalign.errors import AllocationError
+from numalign.providers.hint_sources import use_implicit
 from numalign.providers.memory.hints import (
     Requested,
     ReusableMemory,
     calculate_hints,
-    find_best_hint,
     is_affinity_satisfy_request,
-    is_subset_mask,
     reusable_for,
     violates_grouping,
 )
 from numalign.providers.memory.state import RESOURCE_MEMORY, Block, NUMANodeState
+
+if TYPE_CHECKING:
+    # fast_hints imports the provider packages: imported lazily at run time (see _memory_hint_source)
+    from numalign.providers.fast_hints import HintSource
 
 ERR_NO_DEFAULT_AFFINITY = (
     "[memorymanager] failed to get the default NUMA affinity, no NUMA nodes with enough memory is available"
@@ -41,15 +45,16 @@ def choose_affinity(
 ) -> TopologyHint:
     """The hint Allocate will use: the TM affinity, or the default one when the TM had no NUMA
     preference, widened to a superset when the affinity's free memory cannot hold the request."""
+    from numalign.providers.fast_hints import best_member_hint
+
     best = hint
+    source: HintSource | None = None  # calculateHints' memory list, built once and only when needed
     if hint.mask is None:
-        hints = calculate_hints(machine_state, requested, reusable)
-        if not hints:
-            raise AllocationError(ERR_NO_DEFAULT_AFFINITY)
-        default = find_best_hint(hints.get(RESOURCE_MEMORY, []))
+        source = _memory_hint_source(machine_state, requested, reusable)
+        default = None if source is None else best_member_hint(source)
         if default is None:
-            # Upstream would go on with a nil affinity and crash; a Guaranteed pod always requests
-            # memory, so this only happens for hugepage-only requests, which cannot be placed.
+            # calculateHints found nothing; or (upstream would go on with a nil affinity and crash)
+            # only hugepages were requested, which cannot be placed: a Guaranteed pod asks memory.
             raise AllocationError(ERR_NO_DEFAULT_AFFINITY)
         if not default.preferred and best.preferred:
             raise AllocationError(ERR_NO_DEFAULT_PREFERRED)
@@ -58,15 +63,12 @@ def choose_affinity(
     _require_known_nodes(machine_state, best.mask)
 
     # The TM merge ANDs the providers' masks, so the memory hint can come back narrowed to a subset
-    # of what calculateHints proposed; widen it again to the best mask containing it.
+    # of what calculateHints proposed; widen it again to the best mask containing it (found without
+    # listing the 2^N masks on large machines: best_member_hint).
     if not is_affinity_satisfy_request(machine_state, best.mask, requested):
-        current = best.mask
-        candidates = [
-            h
-            for h in calculate_hints(machine_state, requested, reusable).get(RESOURCE_MEMORY, [])
-            if h.mask is not None and is_subset_mask(current, h.mask)
-        ]
-        extended = find_best_hint(candidates)
+        if source is None:
+            source = _memory_hint_source(machine_state, requested, reusable)
+        extended = None if source is None else best_member_hint(source, best.mask)
         if extended is None:
             raise AllocationError(ERR_NO_EXTENSION)
         if not extended.preferred and best.preferred:
@@ -77,6 +79,17 @@ def choose_affinity(
     if violates_grouping(machine_state, bits_of(best.mask)):
         raise AllocationError(ERR_VIOLATES_GROUPING)
     return best
+
+
+def _memory_hint_source(
+    machine_state: Mapping[int, NUMANodeState], requested: Requested, reusable: ReusableMemory | None
+) -> HintSource | None:
+    """calculateHints' list for "memory" (None when it has no entry), implicit on large machines."""
+    if use_implicit(len(machine_state)):
+        from numalign.providers.fast_hints import memory_topology_hints
+
+        return memory_topology_hints(machine_state, requested, reusable).get(RESOURCE_MEMORY)
+    return calculate_hints(machine_state, requested, reusable).get(RESOURCE_MEMORY)
 
 
 def _require_known_nodes(machine_state: Mapping[int, NUMANodeState], mask: int) -> None:

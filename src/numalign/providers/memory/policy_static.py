@@ -8,8 +8,8 @@ Persistence is the caller's: snapshot()/restore() give and take the plain data o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from numalign.core.bitmask import mask_of, mask_string
 from numalign.core.hint import TopologyHint
@@ -18,9 +18,16 @@ from numalign.k8s.pod import Container, Pod
 from numalign.k8s.qos import QOSClass, get_pod_qos
 from numalign.machine.topology import Machine
 from numalign.providers.base import AffinityStore
+from numalign.providers.hint_sources import use_implicit
 from numalign.providers.memory.allocate import allocate_blocks, release_blocks
 from numalign.providers.memory.checkpoint import snapshot_from_state, state_from_snapshot
-from numalign.providers.memory.hints import MemoryHints, calculate_hints, regenerate_hints
+from numalign.providers.memory.hints import (
+    MemoryHints,
+    Requested,
+    ReusableMemory,
+    calculate_hints,
+    regenerate_hints,
+)
 from numalign.providers.memory.requests import (
     get_pod_requested_resources,
     get_requested_resources,
@@ -33,6 +40,7 @@ from numalign.providers.memory.state import (
     HugePagesInfo,
     NUMANodeMap,
     NUMANodeMemory,
+    NUMANodeState,
     SystemReservedMemory,
     clone_assignments,
     clone_blocks,
@@ -43,6 +51,12 @@ from numalign.providers.memory.state import (
 
 POLICY_NAME = "Static"
 _NO_AFFINITY = TopologyHint(None, False)
+if TYPE_CHECKING:
+    # fast_hints imports the provider packages: imported lazily at run time, in _sources
+    from numalign.providers.fast_hints import HintSource
+
+_M = TypeVar("_M", MemoryHints, "Mapping[str, HintSource]")
+_Gen = Callable[[Mapping[int, NUMANodeState], Requested, ReusableMemory | None], _M]
 
 
 def numa_memory_of(machine: Machine) -> list[NUMANodeMemory]:
@@ -123,6 +137,29 @@ class MemoryManagerStatic:
     # ---- hints ----------------------------------------------------------------------------------
 
     def get_topology_hints(self, pod: Pod, container: Container) -> MemoryHints | None:
+        return self._container_hints(pod, container, calculate_hints)
+
+    def topology_hint_sources(self, pod: Pod, container: Container) -> Mapping[str, HintSource] | None:
+        return self._container_hints(pod, container, self._sources)
+
+    def get_pod_topology_hints(self, pod: Pod) -> MemoryHints | None:
+        return self._pod_hints(pod, calculate_hints)
+
+    def pod_topology_hint_sources(self, pod: Pod) -> Mapping[str, HintSource] | None:
+        return self._pod_hints(pod, self._sources)
+
+    @staticmethod
+    def _sources(
+        machine_state: Mapping[int, NUMANodeState], requested: Requested, reusable: ReusableMemory | None
+    ) -> Mapping[str, HintSource]:
+        """calculateHints, described implicitly on machines with many NUMA nodes (see hint_sources)."""
+        if not use_implicit(len(machine_state)):
+            return calculate_hints(machine_state, requested, reusable)
+        from numalign.providers.fast_hints import memory_topology_hints
+
+        return memory_topology_hints(machine_state, requested, reusable)
+
+    def _container_hints(self, pod: Pod, container: Container, gen: _Gen[_M]) -> _M | None:
         if get_pod_qos(pod) != QOSClass.GUARANTEED:
             return None
         try:
@@ -132,9 +169,9 @@ class MemoryManagerStatic:
         blocks = self.assignments.get(pod.uid, {}).get(container.name)
         if blocks is not None:
             return regenerate_hints(blocks, requested)
-        return calculate_hints(self.machine_state, requested, self._reusable.get(pod.uid))
+        return gen(self.machine_state, requested, self._reusable.get(pod.uid))
 
-    def get_pod_topology_hints(self, pod: Pod) -> MemoryHints | None:
+    def _pod_hints(self, pod: Pod, gen: _Gen[_M]) -> _M | None:
         if get_pod_qos(pod) != QOSClass.GUARANTEED:
             return None
         try:
@@ -148,7 +185,7 @@ class MemoryManagerStatic:
             blocks = containers.get(ctn.name)
             if blocks is not None:
                 return regenerate_hints(blocks, requested)
-        return calculate_hints(self.machine_state, requested, self._reusable.get(pod.uid))
+        return gen(self.machine_state, requested, self._reusable.get(pod.uid))
 
     # ---- allocation -----------------------------------------------------------------------------
 
