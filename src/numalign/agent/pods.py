@@ -23,6 +23,7 @@ from numalign.k8s.manifest import load_pods
 from numalign.k8s.pod import Pod
 from numalign.k8s.resources import is_extended_resource_name
 from numalign.node import Node, pod_to_manifest
+from numalign.providers.devices.pod_devices import RunContainerOptions
 
 log = logging.getLogger("numalign.agent.pods")
 
@@ -44,8 +45,10 @@ class PodBook:
         for uid, pod in node.pods.items():
             entry = old_pods.get(uid) if isinstance(old_pods.get(uid), dict) else None
             self.pods[uid] = self._entry(pod, entry.get("file") if entry else None, ADMITTED, None, "", None)
-            if entry is not None and entry.get("record") is not None:
-                self.pods[uid]["record"] = entry["record"]
+            if entry is not None:
+                for key in ("record", "container_errors"):
+                    if entry.get(key):
+                        self.pods[uid][key] = entry[key]
         for uid, e in self.pods.items():
             if e["file"] is not None:
                 self.manifests.setdefault(e["file"], {"status": "ok", "error": None, "pods": []})["pods"].append(uid)
@@ -60,9 +63,14 @@ class PodBook:
     def to_dict(self) -> dict[str, Any]:
         for uid, entry in self.pods.items():
             if entry["status"] == ADMITTED and uid in self.node.pods:
-                entry["allocations"] = {
-                    c.name: self.node.allocation(uid, c.name).to_dict() for c in self.node.pods[uid].all_containers()
-                }
+                containers = list(self.node.pods[uid].all_containers())
+                entry["allocations"] = {c.name: self.node.allocation(uid, c.name).to_dict() for c in containers}
+                runtime = {}
+                for c in containers:
+                    opts = self.node.devices.pod_devices.run_container_options(uid, c.name)
+                    if opts is not None:
+                        runtime[c.name] = _runtime_dict(opts)
+                entry["runtime"] = runtime
         return {"pods": self.pods, "manifests": self.manifests}
 
     # -- files -------------------------------------------------------------------------------------
@@ -151,6 +159,20 @@ class PodBook:
         self.pods[pod.uid] = self._entry(pod, path, status, res.reason, res.message or "", rec.to_dict())
         if res.admit:
             self.pods[pod.uid]["allocations"] = rec.allocations
+            self.pods[pod.uid]["container_errors"] = self._start_containers(pod)
+
+    def _start_containers(self, pod: Pod) -> dict[str, str]:
+        """What the kubelet does next for each container: PreStartContainer where a plugin requires
+        it and the device run options (GetDeviceRunContainerOptions). A failure here fails the
+        container's start, not the admission: the pod keeps its resources, the error is recorded."""
+        errors: dict[str, str] = {}
+        for c in pod.all_containers():
+            try:
+                self.node.devices.get_device_run_container_options(pod, c)
+            except NumalignError as e:
+                errors[c.name] = str(e)
+                self._fault("container_start_error", f"pod {pod.key} container {c.name}: {e}")
+        return errors
 
     def _release(self, uid: str) -> None:
         entry = self.pods.pop(uid, None)
@@ -166,7 +188,21 @@ class PodBook:
     def _entry(pod: Pod, path: str | None, status: str, reason: str | None, message: str,
                record: dict[str, Any] | None) -> dict[str, Any]:
         return {"uid": pod.uid, "namespace": pod.namespace, "name": pod.name, "file": path, "status": status,
-                "reason": reason, "message": message, "record": record, "allocations": {}}
+                "reason": reason, "message": message, "record": record, "allocations": {}, "runtime": {},
+                "container_errors": {}}
+
+
+def _runtime_dict(opts: RunContainerOptions) -> dict[str, Any]:
+    """The device plugins' Allocate answers merged for the container runtime (CRI fields)."""
+    return {
+        "envs": dict(opts.envs),
+        "mounts": [{"container_path": mt.container_path, "host_path": mt.host_path, "read_only": mt.read_only}
+                   for mt in opts.mounts],
+        "devices": [{"container_path": d.container_path, "host_path": d.host_path, "permissions": d.permissions}
+                    for d in opts.devices],
+        "annotations": dict(opts.annotations),
+        "cdi_devices": list(opts.cdi_devices),
+    }
 
 
 def _by_uid(pods: list[Pod], uid: str) -> Pod:

@@ -3,7 +3,7 @@ devices, a raw PodResources v1 client sees CPUs, memory and devices, and a resta
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from integration.agent.conftest import GPU, Layout, gpu_pod, wait_for, wait_pod
@@ -152,3 +152,47 @@ def test_state_files_are_written_beside_the_status(agent: Agent, layout: Layout)
     assert {"cpu_manager_state", "memory_manager_state", "numalign_status.json", "numalign_pods.json"} <= names
     assert (layout.state / "device-plugins" / "kubelet_internal_checkpoint").exists()
     assert Path(layout.plugins / "kubelet.sock").is_socket()
+
+
+def test_allocate_answers_and_prestart_are_recorded_per_container(agent: Agent, layout: Layout) -> None:
+    from numalign.deviceplugin import ContainerAllocateResponse, DeviceSpec, Mount
+
+    prestarted: list[list[str]] = []
+
+    def allocate(ids: Sequence[str]) -> ContainerAllocateResponse:
+        return ContainerAllocateResponse(
+            envs={"GPU_IDS": ",".join(ids)},
+            mounts=(Mount("/usr/lib/gpu", "/opt/gpu/lib", read_only=True),),
+            devices=tuple(DeviceSpec(f"/dev/{i}", f"/dev/{i}", "rw") for i in ids),
+            annotations={"example.com/gpu": "yes"},
+            cdi_devices=tuple(f"example.com/gpu={i}" for i in ids),
+        )
+
+    def pre_start(ids: Sequence[str]) -> None:
+        prestarted.append(list(ids))
+        if "gpu3" in ids:
+            raise RuntimeError("gpu3 failed its reset")
+
+    with DevicePlugin(GPU, GPUS, socket_dir=layout.plugins, allocate=allocate, pre_start=pre_start) as plugin:
+        plugin.register()
+        wait_for(lambda: len(_healthy(layout)) == 4, "gpus")
+        layout.write_manifest("a.yaml", gpu_pod("a"))
+        entry = wait_pod(layout, "a", "admitted")
+        (dev,) = entry["allocations"]["main"]["devices"][GPU]
+        assert prestarted == [[dev]]
+        assert entry["runtime"]["main"] == {
+            "envs": {"GPU_IDS": dev},
+            "mounts": [{"container_path": "/usr/lib/gpu", "host_path": "/opt/gpu/lib", "read_only": True}],
+            "devices": [{"container_path": f"/dev/{dev}", "host_path": f"/dev/{dev}", "permissions": "rw"}],
+            "annotations": {"example.com/gpu": "yes"},
+            "cdi_devices": [f"example.com/gpu={dev}"],
+        }
+        assert entry["container_errors"] == {}
+        # Fill the node's GPUs until gpu3 is handed out: its PreStartContainer fails, which fails the
+        # container's start (recorded) but not the admission.
+        for i in range(3):
+            layout.write_manifest(f"b{i}.yaml", gpu_pod(f"b{i}"))
+            wait_pod(layout, f"b{i}", "admitted")
+        failed = [p for p in layout.status()["pods"].values() if p["container_errors"]]
+        assert len(failed) == 1 and "gpu3 failed its reset" in failed[0]["container_errors"]["main"]
+        assert layout.status()["faults"]["container_start_error"] == 1
