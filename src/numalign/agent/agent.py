@@ -68,6 +68,7 @@ class AgentOptions:
     capacity_interval: float = 1.0
     dial_timeout: float = DIAL_TIMEOUT_S
     call_timeout: float = CALL_TIMEOUT_S
+    wait_for_device_plugins: bool = True
 
 
 class Agent:
@@ -122,7 +123,7 @@ class Agent:
             self._fault("status_unreadable", f"previous status file ignored: {e}")
         with self._lock:
             self.node = node
-            self.book = PodBook(node, previous, self._fault)
+            self.book = PodBook(node, previous, self._fault, wait_for_plugins=opts.wait_for_device_plugins)
             self._publish()
         self.pod_resources.start()
         self.registration.start()

@@ -9,7 +9,9 @@ Called with the agent's lock held. Rules (the kubelet's static-pod file source, 
 - a pod whose uid another file (or an earlier document) already holds is refused and recorded on the
   file;
 - a pod asking for an extended resource no device plugin has registered yet waits ("pending") and is
-  admitted once the plugin's devices arrive, instead of being admitted without its devices.
+  admitted once the plugin's devices arrive. The kubelet instead admits such a pod at once without
+  those devices (its predicate drops extended resources the node does not know, and the device
+  manager skips resources no plugin registered); `wait_for_plugins=False` does exactly that.
 """
 
 from __future__ import annotations
@@ -35,8 +37,11 @@ FaultFn = Callable[[str, str], None]
 
 
 class PodBook:
-    def __init__(self, node: Node, previous: dict[str, Any] | None, fault: FaultFn) -> None:
+    def __init__(
+        self, node: Node, previous: dict[str, Any] | None, fault: FaultFn, *, wait_for_plugins: bool = True
+    ) -> None:
         self.node = node
+        self.wait_for_plugins = wait_for_plugins
         self._fault = fault
         self.pods: dict[str, dict[str, Any]] = {}  # uid -> status entry
         self.manifests: dict[str, dict[str, Any]] = {}  # file -> {"status", "error", "pods"}
@@ -86,7 +91,7 @@ class PodBook:
     def sync_file(self, path: str) -> None:
         try:
             pods = load_pods(path)
-        except NumalignError as e:
+        except Exception as e:  # NumalignError for bad input; anything else must not stop the agent either
             self._fault("invalid_manifest", f"{path}: {e}")
             info = self.manifests.setdefault(path, {"status": "ok", "error": None, "pods": []})
             info["status"], info["error"] = "invalid", str(e)
@@ -110,9 +115,12 @@ class PodBook:
                 self._fault("duplicate_pod", f"{path}: {msg}")
                 continue
             info["pods"].append(pod.uid)
-            if pod.uid in self.node.pods:
+            current = self.node.pods.get(pod.uid)
+            if current is not None and _same(current, pod):
                 self.pods[pod.uid]["file"] = path  # restored and unchanged: keep its allocation
                 continue
+            if current is not None:
+                self._release(pod.uid)  # restored from the state with another spec: admit it afresh
             self._admit(pod, path)
         if errors:
             info["status"], info["error"] = "invalid", "; ".join(errors)
@@ -135,7 +143,7 @@ class PodBook:
         return sorted(r for r in wanted if not self.node.devices.is_device_plugin_resource(r))
 
     def _admit(self, pod: Pod, path: str | None) -> None:
-        missing = self._missing_resources(pod)
+        missing = self._missing_resources(pod) if self.wait_for_plugins else []
         if missing:
             self.pending[pod.uid] = pod
             msg = f"waiting for a device plugin to register {', '.join(missing)}"

@@ -45,6 +45,10 @@ def register(sub: Any) -> None:
                    help="make the sockets 0660 owned by this group (default: 0600)")
     p.add_argument("--endpoint-grace-period", metavar="SECONDS", type=float, default=ENDPOINT_STOP_GRACE_PERIOD,
                    help="drop a vanished plugin's resource after this long (kubelet: 300)")
+    p.add_argument("--no-wait-for-device-plugins", dest="wait_for_device_plugins", action="store_false",
+                   help="admit a pod at once even if a device plugin for its extended resources has not "
+                   "registered yet (the kubelet's behaviour: the pod gets none of those devices); by default "
+                   "such pods stay pending until the plugin's devices arrive")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     add_kubelet_flags(p)
 
@@ -69,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         metrics_address=args.metrics_address,
         socket_group=args.socket_group,
         endpoint_grace_period=args.endpoint_grace_period,
+        wait_for_device_plugins=args.wait_for_device_plugins,
     ))
     stop = threading.Event()
 

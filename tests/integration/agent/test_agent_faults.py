@@ -203,3 +203,14 @@ def test_metrics_endpoint_serves_kubelet_names(layout: Layout) -> None:
         e.value.close()
     finally:
         a.stop()
+
+
+def test_without_waiting_a_pod_is_admitted_without_unregistered_devices(layout: Layout) -> None:
+    a = Agent(layout.options(wait_for_device_plugins=False))
+    a.start()
+    try:
+        layout.write_manifest("early.yaml", gpu_pod("early"))
+        entry = wait_pod(layout, "early", "admitted")
+        assert entry["allocations"]["main"]["devices"] == {}  # what the kubelet does
+    finally:
+        a.stop()

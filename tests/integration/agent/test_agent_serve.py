@@ -196,3 +196,15 @@ def test_allocate_answers_and_prestart_are_recorded_per_container(agent: Agent, 
         failed = [p for p in layout.status()["pods"].values() if p["container_errors"]]
         assert len(failed) == 1 and "gpu3 failed its reset" in failed[0]["container_errors"]["main"]
         assert layout.status()["faults"]["container_start_error"] == 1
+
+
+def test_manifest_changed_while_down_is_admitted_afresh(layout: Layout) -> None:
+    with Agent(layout.options()):
+        layout.write_manifest("x.yaml", gpu_pod("x", gpus=0, cpus=2))
+        wait_pod(layout, "x", "admitted")
+    layout.write_manifest("x.yaml", gpu_pod("x", gpus=0, cpus=6))
+    with Agent(layout.options()) as second:
+        entry = wait_pod(layout, "x", "admitted")
+        assert len(_cpu_list(entry["allocations"]["main"]["cpus"])) == 6
+        assert second.metrics.value(m.TM_ADMISSION_REQUESTS) == 1
+        assert second.node is not None and len(second.node.pods) == 1
