@@ -83,7 +83,7 @@ def pods(draw: st.DrawFn, resources: list[str], uid: int) -> Pod:
         devs = {r: draw(st.integers(0, 2)) for r in resources}
         ctrs.append(container(f"c{i}", draw(st.integers(1, 40)), draw(st.integers(1, 120)),
                               draw(st.sampled_from([0, 0, 4, 512])), devs, False))
-    inits = ()
+    inits: tuple[Container, ...] = ()
     if draw(st.booleans()):
         inits = (container("init", draw(st.integers(1, 8)), draw(st.integers(1, 8)), 0, {}, True),)
     return Pod(name=f"g{uid}", uid=f"uid-{uid}", init_containers=inits, containers=tuple(ctrs))
