@@ -1,0 +1,137 @@
+"""Admission on 16- to 64-NUMA-node machines: refused above max-allowable-numa-nodes as the kubelet
+does, and fast and correctly aligned once the limit is raised (implicit hints, no 2^N walk)."""
+
+from __future__ import annotations
+
+import json
+import time
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from numalign.adapters.sysfs import load_machine
+from numalign.core.bitmask import bits_of
+from numalign.errors import ConfigError
+from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.pod import Container, Pod
+from numalign.k8s.quantity import Quantity
+from numalign.machine.examples import example
+from numalign.machine.topology import Machine
+from numalign.node import Node
+from numalign.providers.cpu.policy_static import StaticPolicy
+
+Q = Quantity.parse
+HWLOC_DIR = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "hwloc" / "linux"
+
+CONFIG_YAML = """
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cpuManagerPolicy: static
+reservedSystemCPUs: "0"
+memoryManagerPolicy: Static
+topologyManagerPolicy: {policy}
+topologyManagerScope: {scope}
+topologyManagerPolicyOptions: {{{options}}}
+kubeReserved: {{memory: 1Gi}}
+systemReserved: {{memory: 1Gi}}
+evictionHard: {{memory.available: 100Mi}}
+reservedMemory:
+- numaNode: 0
+  limits: {{memory: 2148Mi}}
+"""
+
+RAISED = '"max-allowable-numa-nodes": "64"'
+MACHINES = ["snc-16", "gb200", "numa-64", "hwloc:128ia64-17n4s2c", "hwloc:256ia64-64n2s2c"]
+
+
+@cache
+def machine(name: str) -> Machine:
+    if name.startswith("hwloc:"):
+        return load_machine(str(HWLOC_DIR / f"{name[6:]}.tar.bz2"))
+    return example(name)
+
+
+def config(policy: str, scope: str = "container", options: str = RAISED) -> KubeletConfig:
+    return KubeletConfig.from_yaml(CONFIG_YAML.format(policy=policy, scope=scope, options=options))
+
+
+def guaranteed(uid: str, cpus: int, mem_gi: int, devices: dict[str, int] | None = None) -> Pod:
+    limits = {"cpu": Q(str(cpus)), "memory": Q(f"{mem_gi}Gi")}
+    limits.update({r: Q(str(n)) for r, n in (devices or {}).items()})
+    app = Container("app", requests=dict(limits), limits=limits)
+    return Pod(name=uid, uid=uid, containers=(app,))
+
+
+def device_resource(m: Machine) -> str | None:
+    with_nodes = sorted({d.resource for d in m.devices if d.numa_nodes})
+    return with_nodes[0] if with_nodes else None
+
+
+@pytest.mark.parametrize("name", MACHINES)
+def test_more_than_eight_nodes_are_refused_unless_the_limit_is_raised(name: str) -> None:
+    m = machine(name)
+    assert len(m.numa_ids()) > 8
+    with pytest.raises(ConfigError, match="max-allowable-numa-nodes"):
+        Node(m, config("best-effort", options=""))
+    # policy none never looks at the NUMA count, as upstream
+    Node(m, config("none", options=""))
+
+
+@pytest.mark.parametrize("policy", ["best-effort", "restricted", "single-numa-node"])
+@pytest.mark.parametrize("name", MACHINES)
+def test_guaranteed_pods_are_admitted_aligned_and_fast(name: str, policy: str) -> None:
+    m = machine(name)
+    node = Node(m, config(policy))
+    res = device_resource(m)
+    pod = guaranteed("p1", 4, 2, {res: 1} if res else None)
+    t0 = time.perf_counter()
+    rec = node.admit(pod)
+    elapsed = time.perf_counter() - t0
+    assert rec.result.admit, rec.render()
+    merged = rec.decisions[0].merged
+    assert merged is not None and merged.mask is not None and merged.preferred
+    nodes = set(bits_of(merged.mask))
+    alloc = node.allocation("p1", "app")
+    assert len(alloc.cpus) == 4 and alloc.exclusive
+    cpu_nodes = {m.cpu(c).numa_node for c in alloc.cpus}
+    assert cpu_nodes <= nodes
+    assert all(set(b["numa_nodes"]) <= nodes for b in alloc.memory)
+    for devs in alloc.devices.values():
+        for topo in devs.values():
+            assert topo is not None and nodes & set(topo)
+    # the record describes implicit lists instead of listing up to 2^64 masks, and is JSON
+    text = json.dumps(rec.to_dict())
+    assert '"implicit": true' in text and len(text) < 20_000
+    assert elapsed < 2.0, f"{name} {policy}: admission took {elapsed:.3f}s"
+
+
+@pytest.mark.parametrize("name", MACHINES)
+def test_filling_and_draining_keeps_every_cpu_accounted_for(name: str) -> None:
+    m = machine(name)
+    node = Node(m, config("best-effort", "pod"))
+    assert isinstance(node.cpu, StaticPolicy)
+    all_cpus = set(node.cpu.topology.details.cpus())
+    admitted: list[str] = []
+    taken: set[int] = set()
+    for i in range(12):
+        rec = node.admit(guaranteed(f"p{i}", 1 + (i * 7) % 24, 1 + i % 5))
+        if rec.result.admit:
+            admitted.append(f"p{i}")
+            own = set(node.allocation(f"p{i}", "app").cpus)
+            assert not own & taken
+            taken |= own
+    assert admitted
+    assert taken | set(node.cpu.get_default_cpu_set()) == all_cpus
+    for uid in admitted:
+        node.remove(uid)
+    assert set(node.cpu.get_default_cpu_set()) == all_cpus
+
+
+def test_single_numa_node_rejects_what_no_node_holds_and_explains_it() -> None:
+    node = Node(machine("numa-64"), config("single-numa-node"))
+    # a numa-64 node has 16 CPUs: 20 cannot fit on one node
+    rec = node.admit(guaranteed("big", 20, 1))
+    assert not rec.result.admit
+    assert rec.result.reason == "TopologyAffinityError"
+    assert any("single NUMA node" in e or "do not agree" in e for e in rec.decisions[0].explanation)
