@@ -125,13 +125,17 @@ class Agent:
             self.node = node
             self.book = PodBook(node, previous, self._fault, wait_for_plugins=opts.wait_for_device_plugins)
             self._publish()
-        self.pod_resources.start()
-        self.registration.start()
-        if self.metrics_server is not None:
-            self.metrics_server.start()
-        # The first scan runs before start() returns, so pods restored from the state are reconciled
-        # with the directory (files removed while we were down release their pods) deterministically.
-        self._scan_manifests(initial=True)
+        try:
+            self.pod_resources.start()
+            self.registration.start()
+            if self.metrics_server is not None:
+                self.metrics_server.start()
+            # The first scan runs before start() returns, so pods restored from the state are reconciled
+            # with the directory (files removed while we were down release their pods) deterministically.
+            self._scan_manifests(initial=True)
+        except BaseException:
+            self.stop()  # never leave a half-started agent serving sockets
+            raise
         self._loop = threading.Thread(target=self._run, name="numalign-agent-loop", daemon=True)
         self._loop.start()
         log.info("numalign agent started (state %s, plugins %s, pod-resources %s)", opts.state_dir,

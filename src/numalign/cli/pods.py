@@ -62,6 +62,11 @@ def _print_text(doc: dict[str, Any]) -> None:
             for res, devs in sorted(a.get("devices", {}).items()):
                 parts.append(f"{res} {' '.join(sorted(devs))}")
             print(f"    {cname}: " + "; ".join(parts))
+            env = (p.get("runtime") or {}).get(cname, {}).get("envs") or {}
+            if env:
+                print(f"      env {' '.join(f'{k}={v}' for k, v in sorted(env.items()))}")
+        for cname, err in sorted((p.get("container_errors") or {}).items()):
+            print(f"    {cname}: container start failed: {err}")
     bad = {f: m for f, m in sorted(doc.get("manifests", {}).items()) if m.get("status") != "ok"}
     for f, info in bad.items():
         print(f"invalid manifest {f}: {info.get('error')}")

@@ -214,3 +214,13 @@ def test_without_waiting_a_pod_is_admitted_without_unregistered_devices(layout: 
         assert entry["allocations"]["main"]["devices"] == {}  # what the kubelet does
     finally:
         a.stop()
+
+
+def test_a_failed_start_leaves_no_socket_behind(layout: Layout) -> None:
+    from numalign.errors import NumalignError
+
+    too_long = layout.root / ("p" * 120) / "kubelet.sock"
+    a = Agent(layout.options(pod_resources_socket=layout.root / "pr.sock", device_plugin_dir=too_long.parent))
+    with pytest.raises(NumalignError, match="107 bytes"):
+        a.start()
+    assert not (layout.root / "pr.sock").exists()
