@@ -224,3 +224,23 @@ def test_a_failed_start_leaves_no_socket_behind(layout: Layout) -> None:
     with pytest.raises(NumalignError, match="107 bytes"):
         a.start()
     assert not (layout.root / "pr.sock").exists()
+
+
+def test_duplicate_registration_replaces_the_plugin_and_the_old_one_cannot_disturb_it(
+    short_agent: Agent, layout: Layout
+) -> None:
+    old = DevicePlugin(GPU, TWO, socket_dir=layout.plugins, socket_name="old.sock")
+    new = DevicePlugin(GPU, [Device("gpu9", topology=(3,))], socket_dir=layout.plugins, socket_name="new.sock")
+    with old, new:
+        old.register()
+        wait_for(lambda: (_resource(layout) or {}).get("healthy") == ["gpu0", "gpu1"], "old plugin's devices")
+        new.register()
+        wait_for(lambda: (_resource(layout) or {}).get("healthy") == ["gpu9"], "new plugin's devices")
+        old.stop()  # the replaced plugin going away must not make the new plugin's devices unhealthy
+        time.sleep(0.6)  # longer than the grace period
+        res = _resource(layout)
+        assert res is not None and res["healthy"] == ["gpu9"] and res["connected"] is True
+        assert "plugin_disconnected" not in _faults(layout)
+        layout.write_manifest("p.yaml", gpu_pod("p"))
+        entry = wait_pod(layout, "p", "admitted")
+        assert entry["allocations"]["main"]["devices"][GPU] == {"gpu9": [3]}
