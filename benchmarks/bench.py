@@ -25,6 +25,33 @@ from numalign.core.bitmask import iterate_bitmasks  # noqa: E402
 from numalign.core.hint import ProviderHints, TopologyHint  # noqa: E402
 from numalign.core.numa import NUMAInfo  # noqa: E402
 from numalign.core.policies import PolicyOptions, make_policy  # noqa: E402
+from numalign.k8s.kubeletconfig import KubeletConfig  # noqa: E402
+from numalign.k8s.pod import Container, Pod  # noqa: E402
+from numalign.k8s.quantity import Quantity  # noqa: E402
+from numalign.machine.examples import example  # noqa: E402
+from numalign.node import Node  # noqa: E402
+from numalign.providers.hint_sources import implicit_threshold, set_implicit_threshold  # noqa: E402
+
+# The kubelet configuration of every admission benchmark: static CPU manager, Static memory manager,
+# the given Topology Manager policy in container scope, the NUMA-count limit raised to 64.
+KUBELET_YAML = """
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cpuManagerPolicy: static
+reservedSystemCPUs: "0"
+memoryManagerPolicy: Static
+topologyManagerPolicy: {policy}
+topologyManagerScope: container
+topologyManagerPolicyOptions: {{"max-allowable-numa-nodes": "64"}}
+kubeReserved: {{memory: 1Gi}}
+systemReserved: {{memory: 1Gi}}
+evictionHard: {{memory.available: 100Mi}}
+reservedMemory:
+- numaNode: 0
+  limits: {{memory: 2148Mi}}
+"""
+Q = Quantity.parse
+NEVER = 1 << 30  # an implicit-hints threshold no machine reaches: upstream's exhaustive lists
 
 
 def median_time(fn: Callable[[], object], min_runs: int = 5, budget_s: float = 1.0, max_runs: int = 10_000) -> float:
@@ -69,6 +96,111 @@ def bench_merge(quick: bool) -> None:
             print(f"{n:>5} {perms:>14,} {fmt_ms(fast)} {fmt_ms(ref)} {ref / fast:>9.0f}x")
 
 
+def guaranteed(uid: str, cpus: int, mem: str, devices: dict[str, int] | None = None, init: bool = False) -> Pod:
+    limits = {"cpu": Q(str(cpus)), "memory": Q(mem)}
+    limits.update({r: Q(str(n)) for r, n in (devices or {}).items()})
+    app = Container("app", requests=dict(limits), limits=limits)
+    inits = (Container("init", requests={"cpu": Q("1"), "memory": Q("1Gi")},
+                       limits={"cpu": Q("1"), "memory": Q("1Gi")}, is_init=True),) if init else ()
+    return Pod(name=uid, uid=uid, init_containers=inits, containers=(app,))
+
+
+def admit_median(node: Node, make_pod: Callable[[int], Pod], budget_s: float) -> float:
+    """Median time of Node.admit (hints, merge, allocation, record) of a fresh pod, removed untimed."""
+    times: list[float] = []
+    start = time.perf_counter()
+    i = 0
+    while len(times) < 5 or (time.perf_counter() - start < budget_s and len(times) < 2000):
+        pod = make_pod(i)
+        t0 = time.perf_counter()
+        rec = node.admit(pod)
+        times.append(time.perf_counter() - t0)
+        assert rec.result.admit, rec.render()
+        node.remove(pod.uid)
+        i += 1
+    return statistics.median(times)
+
+
+ADMISSION_MACHINES = [
+    ("epyc-nps4", "nvidia.com/gpu"),
+    ("snc-16", "intel.com/sriov_netdevice"),  # snc-16 has no GPU: its SR-IOV NIC stands in
+    ("gb200", "nvidia.com/gpu"),
+    ("numa-64", "nvidia.com/gpu"),
+]
+
+
+def bench_admission(quick: bool) -> None:
+    print("\n## Full admission of a Guaranteed pod (8 CPUs, 4Gi memory, 1 device), restricted, container scope")
+    print(f"{'machine':>10} {'nodes':>5} {'numalign':>13} {'exhaustive':>13} {'ratio':>10}")
+    budget = 0.5 if quick else 1.5
+    for name, resource in ADMISSION_MACHINES:
+        machine = example(name)
+        config = KubeletConfig.from_yaml(KUBELET_YAML.format(policy="restricted"))
+
+        def make(i: int, resource: str = resource) -> Pod:
+            return guaranteed(f"p{i}", 8, "4Gi", {resource: 1})
+
+        fast = admit_median(Node(machine, config), make, budget)
+        nodes = len(machine.numa_ids())
+        if nodes > 8:  # upstream's lists have 2^N - 1 masks: 65,535 at 16 nodes, 2^64 at 64
+            print(f"{name:>10} {nodes:>5} {fmt_ms(fast)} {'(infeasible)':>13} {'':>10}")
+            continue
+        old = set_implicit_threshold(NEVER)
+        try:
+            ref = admit_median(Node(machine, config), make, budget)
+        finally:
+            set_implicit_threshold(old)
+        print(f"{name:>10} {nodes:>5} {fmt_ms(fast)} {fmt_ms(ref)} {ref / fast:>9.1f}x")
+    print(f"(implicit hints from {implicit_threshold()} NUMA nodes up; below that upstream's lists are cheaper)")
+
+
+def pod_mix(cycle: int) -> list[Pod]:
+    """Ten pods as a GPU node sees them: 4 Burstable/BestEffort, 3 small Guaranteed, one with an init
+    container, one with 8 CPUs and a GPU, one with 4 CPUs and an SR-IOV NIC. All fit together."""
+    p = f"c{cycle}-"
+    burst = Container("app", requests={"cpu": Q("500m"), "memory": Q("512Mi")}, limits={"cpu": Q("1")})
+    pods = [Pod(name=f"{p}b{i}", uid=f"{p}b{i}", containers=(burst,)) for i in range(3)]
+    pods.append(Pod(name=f"{p}be", uid=f"{p}be", containers=(Container("app"),)))
+    pods += [guaranteed(f"{p}g{i}", 2, "4Gi") for i in range(3)]
+    pods.append(guaranteed(f"{p}gi", 1, "1Gi", init=True))
+    pods.append(guaranteed(f"{p}gpu", 8, "16Gi", {"nvidia.com/gpu": 1}))
+    pods.append(guaranteed(f"{p}nic", 4, "8Gi", {"intel.com/sriov_netdevice": 1}))
+    return pods
+
+
+def throughput(node: Node, batches: Callable[[int], list[Pod]], budget_s: float) -> float:
+    """Pods admitted and removed per second: admit a batch, remove it, repeat (medians of batches)."""
+    rates: list[float] = []
+    start = time.perf_counter()
+    cycle = 0
+    while len(rates) < 5 or time.perf_counter() - start < budget_s:
+        pods = batches(cycle)
+        t0 = time.perf_counter()
+        for pod in pods:
+            assert node.admit(pod).result.admit
+        for pod in pods:
+            node.remove(pod.uid)
+        rates.append(len(pods) / (time.perf_counter() - t0))
+        cycle += 1
+    return statistics.median(rates)
+
+
+def bench_throughput(quick: bool) -> None:
+    budget = 1.0 if quick else 3.0
+    machine = example("dual-socket")
+    print("\n## Admit+remove throughput on dual-socket (4 NUMA nodes, 128 CPUs), container scope")
+    print(f"{'policy':>17} {'pod mix':>12} {'Guaranteed+GPU only':>20}")
+    for policy in ("best-effort", "restricted", "single-numa-node"):
+        config = KubeletConfig.from_yaml(KUBELET_YAML.format(policy=policy))
+        mix = throughput(Node(machine, config), pod_mix, budget)
+        gpu = throughput(Node(machine, config),
+                         lambda c: [guaranteed(f"{c}-{i}", 8, "16Gi", {"nvidia.com/gpu": 1}) for i in range(4)],
+                         budget)
+        print(f"{policy:>17} {mix:>8,.0f}/s {gpu:>16,.0f}/s")
+    print("(pod mix: 3 Burstable, 1 BestEffort, 3 x 2 CPUs, 1 x 1 CPU + init container, "
+          "1 x 8 CPUs + GPU, 1 x 4 CPUs + NIC)")
+
+
 def bench_cli_start() -> None:
     exe = ROOT / ".venv" / "bin" / "numalign"
     if not exe.exists():
@@ -88,6 +220,8 @@ def main() -> int:
     print(f"# numalign benchmarks on {platform.node()}: {platform.machine()}, "
           f"{platform.python_implementation()} {platform.python_version()}, {_cpu_model()}")
     bench_merge(args.quick)
+    bench_admission(args.quick)
+    bench_throughput(args.quick)
     bench_cli_start()
     return 0
 
