@@ -237,6 +237,7 @@ class Node:
                 "the new pod another name or metadata.uid"
             )
         rec = self.tm.admit(pod)
+        self._sync_provider_metrics()
         if rec.result.admit:
             self.pods[pod.uid] = pod
             for c in pod.all_containers():
@@ -253,9 +254,22 @@ class Node:
             {c.name: self.allocation(pod.uid, c.name).to_dict() for c in pod.all_containers()}
             if rec.result.admit else {},
         )
-        self.records[pod.uid] = rec
+        if rec.result.admit:
+            self.records[pod.uid] = rec
         self.save()
         return rec
+
+    def _sync_provider_metrics(self) -> None:
+        """Providers count pinning requests/errors as plain attributes (pure code); publish the deltas."""
+        for provider, req_name, err_name in (
+            (self.cpu, m.CPU_PINNING_REQUESTS, m.CPU_PINNING_ERRORS),
+            (self.memory, m.MEM_PINNING_REQUESTS, m.MEM_PINNING_ERRORS),
+        ):
+            for attr, name in (("pinning_requests_total", req_name), ("pinning_errors_total", err_name)):
+                now = int(getattr(provider, attr, 0))
+                delta = now - int(self.metrics.value(name))
+                if delta > 0:
+                    self.metrics.inc(name, float(delta))
 
     def remove(self, pod_uid: str) -> Pod:
         pod = self.pods.pop(pod_uid, None)
