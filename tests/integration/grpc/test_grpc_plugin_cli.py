@@ -48,7 +48,7 @@ def test_grpc_cli_plugin_registers_prefers_numa_and_stops_on_sigterm(
     kubelet: FakeKubelet, plugin_proc: tuple[subprocess.Popen[str], Path]
 ) -> None:
     proc, devices = plugin_proc
-    kubelet.wait_for(lambda: kubelet.last_devices(GPU) is not None, "the plugin's devices", timeout=8)
+    kubelet.wait_for(lambda: kubelet.last_devices(GPU) is not None, "the plugin's devices", timeout=20)
     assert kubelet.last_devices(GPU) == [
         Device("gpu0", "Healthy", (0,)),
         Device("gpu1", "Healthy", (0,)),
@@ -84,17 +84,17 @@ def test_grpc_cli_plugin_crash_and_kubelet_restart(
     sock_dir: Path, kubelet: FakeKubelet, plugin_proc: tuple[subprocess.Popen[str], Path]
 ) -> None:
     proc, _ = plugin_proc
-    kubelet.wait_for(lambda: len(kubelet.registered) == 1, "registration", timeout=8)
+    kubelet.wait_for(lambda: len(kubelet.registered) == 1, "registration", timeout=20)
     # The kubelet restarts: stale sockets (the plugin's) go, kubelet.sock comes back; the plugin
     # notices and registers again on a fresh socket.
     kubelet.stop()
     kubelet.start()
-    kubelet.wait_for(lambda: len(kubelet.registered) == 2, "re-registration after kubelet restart", timeout=8)
-    kubelet.wait_for(lambda: len(kubelet.devices) >= 2, "devices after re-registration", timeout=8)
+    kubelet.wait_for(lambda: len(kubelet.registered) == 2, "re-registration after kubelet restart", timeout=20)
+    kubelet.wait_for(lambda: len(kubelet.devices) >= 2, "devices after re-registration", timeout=20)
     # The plugin crashes: the kubelet side sees the stream break.
     proc.kill()
     proc.wait(timeout=10)
-    kubelet.wait_for(lambda: kubelet.disconnected == [GPU], "disconnect after a crash", timeout=8)
+    kubelet.wait_for(lambda: kubelet.disconnected == [GPU], "disconnect after a crash", timeout=20)
     assert kubelet.server.resources() == []
 
 
@@ -137,7 +137,7 @@ def test_grpc_cli_plugin_from_sysfs_pci(sock_dir: Path, kubelet: FakeKubelet) ->
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:
-        kubelet.wait_for(lambda: kubelet.last_devices(GPU) is not None, "PCI devices", timeout=8)
+        kubelet.wait_for(lambda: kubelet.last_devices(GPU) is not None, "PCI devices", timeout=20)
         assert kubelet.last_devices(GPU) == [
             Device("0000:3b:00.0", "Healthy", (0,)),
             Device("0000:af:00.0", "Healthy", None),
