@@ -1,10 +1,11 @@
 """Whole-node admission with implicit hints decides exactly as with upstream's exhaustive lists.
 
-Two Nodes on the same machine and kubelet configuration see the same random sequence of admits and
-removals. One describes every provider's hints implicitly and merges them with merge_implicit (the
-threshold forced to 0 NUMA nodes); the other lists every mask with upstream's generators and merges
-with make_policy(...).merge (the threshold forced out of reach). Every verdict, merged hint,
-rejection reason, CPU set, memory block and device must be the same.
+Two Nodes on the same machine (dual-socket, epyc-nps4, or a small random one) and kubelet
+configuration see the same random sequence of admits and removals. One describes every provider's
+hints implicitly and merges them with merge_implicit (the threshold forced to 0 NUMA nodes); the
+other lists every mask with upstream's generators and merges with make_policy(...).merge (the
+threshold forced out of reach). Every verdict, merged hint, rejection reason, CPU set, memory block
+and device must be the same.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.machine.examples import example
-from numalign.machine.topology import Machine
+from numalign.machine.topology import CPU, Device, Machine, NUMANode
 from numalign.node import Node
 from numalign.providers.hint_sources import set_implicit_threshold
 
@@ -54,6 +55,43 @@ def machine(name: str) -> Machine:
     return _MACHINES[name]
 
 
+GiB = 1 << 30
+
+
+@st.composite
+def small_machines(draw: st.DrawFn) -> Machine:
+    """1-2 sockets of 1-3 NUMA nodes (2-6 cores, SMT 1-2), maybe a CPU-less memory node, random
+    memory, symmetric random distances, and GPUs/NICs on random nodes (some without a node)."""
+    sockets, per_socket = draw(st.integers(1, 2)), draw(st.integers(1, 3))
+    cores, threads = draw(st.integers(2, 6)), draw(st.integers(1, 2))
+    cpu_nodes = sockets * per_socket
+    n_nodes = cpu_nodes + draw(st.integers(0, 1))
+    n_cores = cpu_nodes * cores
+    cpus, node_cpus = [], {i: set[int]() for i in range(n_nodes)}
+    for g in range(n_cores):
+        node = g // cores
+        socket = node // per_socket
+        for t in range(threads):
+            cpus.append(CPU(g + t * n_cores, socket, g - socket * per_socket * cores, node, 0, g // 2))
+            node_cpus[node].add(g + t * n_cores)
+    far = {(i, j): draw(st.integers(11, 40)) for i in range(n_nodes) for j in range(i + 1, n_nodes)}
+
+    def dist(i: int, j: int) -> int:
+        return 10 if i == j else far[min(i, j), max(i, j)]
+
+    nodes = [
+        NUMANode(i, frozenset(node_cpus[i]), draw(st.integers(4, 48)) * GiB, {2 << 20: 512},
+                 tuple(dist(i, j) for j in range(n_nodes)))
+        for i in range(n_nodes)
+    ]
+    devices = []
+    for res in ("nvidia.com/gpu", "intel.com/sriov_netdevice"):
+        for k in range(draw(st.integers(0, 4))):
+            where = draw(st.one_of(st.none(), st.integers(0, n_nodes - 1)))
+            devices.append(Device(f"{res[:3]}{k}", res, None if where is None else (where,)))
+    return Machine("random", tuple(nodes), tuple(sorted(cpus, key=lambda c: c.id)), tuple(devices))
+
+
 @contextmanager
 def implicit_threshold(nodes: int) -> Iterator[None]:
     old = set_implicit_threshold(nodes)
@@ -81,7 +119,7 @@ def pods(draw: st.DrawFn, resources: list[str], uid: int) -> Pod:
     ctrs = []
     for i in range(draw(st.integers(1, 2))):
         devs = {r: draw(st.integers(0, 2)) for r in resources}
-        ctrs.append(container(f"c{i}", draw(st.integers(1, 40)), draw(st.integers(1, 120)),
+        ctrs.append(container(f"c{i}", draw(st.integers(1, 24)), draw(st.integers(1, 64)),
                               draw(st.sampled_from([0, 0, 4, 512])), devs, False))
     inits: tuple[Container, ...] = ()
     if draw(st.booleans()):
@@ -99,9 +137,9 @@ def outcome(node: Node, rec: DecisionRecord) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(
-    name=st.sampled_from(["dual-socket", "epyc-nps4"]),
+    name=st.sampled_from(["dual-socket", "epyc-nps4", "random", "random"]),
     policy=st.sampled_from(["best-effort", "restricted", "single-numa-node"]),
     scope=st.sampled_from(["container", "pod"]),
     closest=st.booleans(),
@@ -110,7 +148,7 @@ def outcome(node: Node, rec: DecisionRecord) -> dict[str, Any]:
 def test_implicit_admission_equals_exhaustive(
     name: str, policy: str, scope: str, closest: bool, data: st.DataObject
 ) -> None:
-    m = machine(name)
+    m = data.draw(small_machines(), label="machine") if name == "random" else machine(name)
     options = '"prefer-closest-numa-nodes": "true"' if closest and policy != "single-numa-node" else ""
     config = KubeletConfig.from_yaml(CONFIG_YAML.format(policy=policy, scope=scope, options=options))
     with implicit_threshold(ALWAYS):
