@@ -194,4 +194,4 @@ def test_fast_path_describes_hints_and_the_record_is_json() -> None:
     assert hints["implicit"] is True and hints["narrowest_count"] == 1
     assert doc["decisions"][0]["considered"]
     json.dumps(doc)
-    assert "every mask of nodes" in rec.render()
+    assert "any mask of nodes {0-7}" in rec.render()

@@ -20,6 +20,7 @@ from numalign.machine.examples import example
 from numalign.machine.topology import Machine
 from numalign.node import Node
 from numalign.providers.cpu.policy_static import StaticPolicy
+from numalign.providers.hint_sources import ImplicitHintProvider
 
 Q = Quantity.parse
 HWLOC_DIR = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "hwloc" / "linux"
@@ -135,3 +136,18 @@ def test_single_numa_node_rejects_what_no_node_holds_and_explains_it() -> None:
     assert not rec.result.admit
     assert rec.result.reason == "TopologyAffinityError"
     assert any("single NUMA node" in e or "do not agree" in e for e in rec.decisions[0].explanation)
+
+
+def test_restricted_rejection_explains_implicit_lists_without_listing_them() -> None:
+    node = Node(machine("gb200"), config("restricted"))
+    # both providers answer implicitly where the machine is large
+    assert isinstance(node.memory, ImplicitHintProvider) and isinstance(node.devices, ImplicitHintProvider)
+    # 100 CPUs need both Grace nodes; memory and the GPU prefer one node: no common preferred mask
+    rec = node.admit(guaranteed("x", 100, 1, {"nvidia.com/gpu": 1}))
+    assert rec.result.reason == "TopologyAffinityError"
+    why = " ".join(rec.decisions[0].explanation)
+    assert "cpu/cpu prefers {0,1}" in why
+    assert "memory/memory prefers masks of 1 node(s) within {0-33}" in why
+    assert "any mask of nodes {0-33}" in rec.render()
+    doc = rec.to_dict()["decisions"][0]["providers"][1]["hints"]["memory"]
+    assert doc["implicit"] is True and doc["nodes"] == list(range(34)) and doc["preferred_counts"] == [1]

@@ -64,16 +64,30 @@ def _hints_text(hints: Sequence[TopologyHint]) -> str:
     return shown if rest <= 0 else f"{shown} ... (+{rest} more)"
 
 
+def _nodes_text(mask: int) -> str:
+    """NUMA ids as ranges ({0-33}): implicit lists span whole machines of up to 64 nodes."""
+    runs: list[list[int]] = []
+    for n in bits_of(mask):
+        if runs and runs[-1][1] == n - 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return "{" + ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs) + "}"
+
+
+def _preferred_sizes_text(src: ImplicitHints) -> str:
+    if src.pref_sizes is None:
+        return "masks spanning the fewest sockets"
+    return "masks of " + " or ".join(map(str, sorted(src.pref_sizes))) + " node(s)"
+
+
 def _implicit_text(src: ImplicitHints) -> str:
     """An implicit list in words: what defines its members, never the members (up to 2^N of them)."""
-    sizes = "the minimal number of sockets" if src.pref_sizes is None else (
-        " or ".join(map(str, sorted(src.pref_sizes))) + " node(s)")
-    text = (f"every mask of nodes {_mask_text(src.top)} that can hold the request"
-            if src.up_pass is not None else "")
+    text = f"any mask of nodes {_nodes_text(src.top)} that can hold the request" if src.up_pass is not None else ""
     if src.extras:
         listed = _hints_text(src.extras)
         text = f"{text}, and {listed}" if text else listed
-    return f"{text} (narrowest {src.min_count} node(s); preferred: {sizes})"
+    return f"{text} (narrowest: {src.min_count} node(s); preferred: {_preferred_sizes_text(src)})"
 
 
 def _source_text(src: Sequence[TopologyHint] | ImplicitHints) -> str:
@@ -264,7 +278,10 @@ def explain(
         for f in lists:
             hs = merged_list(f)
             if isinstance(hs, ImplicitHints):
-                prefs.append(f"{who(f)} prefers any of " + _implicit_text(hs))
+                within = f" within {_nodes_text(hs.top)}" if hs.up_pass is not None else ""
+                listed = sorted({h.mask for h in hs.extras if h.preferred and h.mask is not None})
+                also = "".join(f" or {_mask_text(m)}" for m in listed)
+                prefs.append(f"{who(f)} prefers {_preferred_sizes_text(hs)}{within}{also}")
                 continue
             masks = sorted({h.mask for h in hs if h.preferred and h.mask is not None})
             if masks:
