@@ -40,13 +40,13 @@ from numalign.errors import NumalignError
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.machine.topology import Machine
 from numalign.node import Node
+from numalign.paths import DEFAULT_STATE_DIR as DEFAULT_STATE_DIR  # re-export
 from numalign.providers.cpu.policy_static import StaticPolicy
 from numalign.providers.devices.endpoint import Device, Endpoint
 from numalign.providers.devices.manager import ENDPOINT_STOP_GRACE_PERIOD
 
 log = logging.getLogger("numalign.agent")
 
-DEFAULT_STATE_DIR = Path("/var/lib/kubelet")
 FAULT_LOG_SIZE = 50
 
 _PR_REQUESTS = {"list": m.PR_REQUESTS_LIST, "get_allocatable": m.PR_REQUESTS_ALLOCATABLE, "get": m.PR_REQUESTS_GET}

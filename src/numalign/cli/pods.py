@@ -10,7 +10,7 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
-    from numalign.agent.agent import DEFAULT_STATE_DIR
+    from numalign.paths import DEFAULT_STATE_DIR
 
     p: argparse.ArgumentParser = sub.add_parser(
         "pods",

@@ -15,11 +15,13 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
-    from numalign.adapters.grpc.podresources import DEFAULT_POD_RESOURCES_SOCKET
-    from numalign.adapters.grpc.registration import DEFAULT_DEVICE_PLUGIN_DIR
-    from numalign.agent.agent import DEFAULT_STATE_DIR
     from numalign.k8s.kubeletflags import add_kubelet_flags
-    from numalign.providers.devices.manager import ENDPOINT_STOP_GRACE_PERIOD
+    from numalign.paths import (
+        DEFAULT_DEVICE_PLUGIN_DIR,
+        DEFAULT_POD_RESOURCES_SOCKET,
+        DEFAULT_STATE_DIR,
+        ENDPOINT_STOP_GRACE_PERIOD,
+    )
 
     p: argparse.ArgumentParser = sub.add_parser(
         "serve",

@@ -23,10 +23,10 @@ import grpc
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2 as pb
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2_grpc as pb_grpc
 from numalign.adapters.grpc.sockets import resolve_group, start_unix_server
+from numalign.paths import DEFAULT_POD_RESOURCES_SOCKET as DEFAULT_POD_RESOURCES_SOCKET  # re-export
 
 log = logging.getLogger("numalign.grpc.podresources")
 
-DEFAULT_POD_RESOURCES_SOCKET = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
 SERVER_API_VERSION = "v1"  # the server_api_version label of the kubelet's pod_resources metrics
 
 

@@ -34,6 +34,7 @@ from numalign.adapters.grpc.plugin_client import CALL_TIMEOUT_S, DIAL_TIMEOUT_S,
 from numalign.adapters.grpc.sockets import MAX_UNIX_PATH, resolve_group, start_unix_server
 from numalign.errors import PluginError
 from numalign.k8s.resources import is_extended_resource_name
+from numalign.paths import DEFAULT_DEVICE_PLUGIN_DIR as DEFAULT_DEVICE_PLUGIN_DIR  # re-export
 from numalign.providers.devices.endpoint import Device, Endpoint
 
 log = logging.getLogger("numalign.grpc.registration")
@@ -42,7 +43,6 @@ VERSION = "v1beta1"
 SUPPORTED_VERSIONS: tuple[str, ...] = ("v1beta1",)
 KUBELET_SOCKET = "kubelet.sock"
 CHECKPOINT_FILE = "kubelet_internal_checkpoint"
-DEFAULT_DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
 
 OnRegister = Callable[[str, Endpoint], None]
 OnDevices = Callable[[str, list[Device]], None]

@@ -29,6 +29,7 @@ from numalign.errors import AllocationError, PluginError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.k8s.requests import pod_limits
+from numalign.paths import ENDPOINT_STOP_GRACE_PERIOD as ENDPOINT_STOP_GRACE_PERIOD  # re-export
 from numalign.providers.base import AffinityStore
 from numalign.providers.devices import checkpoint
 from numalign.providers.devices.allocation import AllocationRequest, devices_to_allocate
@@ -73,7 +74,6 @@ class _Gen(Protocol[_D_co]):
     ) -> _D_co | None: ...
 
 
-ENDPOINT_STOP_GRACE_PERIOD = 300.0  # seconds; upstream endpointStopGracePeriod (5 minutes)
 
 
 @dataclass
