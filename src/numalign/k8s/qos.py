@@ -47,8 +47,24 @@ def get_pod_qos(pod: Pod) -> QOSClass:
     return compute_pod_qos(pod)
 
 
+_QOS_MEMO = "_numalign_qos"
+
+
 def compute_pod_qos(pod: Pod) -> QOSClass:
-    """ComputePodQOS over every container: init containers (sidecars included) and app containers."""
+    """ComputePodQOS over every container: init containers (sidecars included) and app containers.
+
+    Memoised on the pod: a Pod is frozen and every provider asks for its class several times per
+    admission. The memo lives in the instance __dict__ (as functools.cached_property does), outside
+    the dataclass fields, so equality, repr and dataclasses.replace() ignore it.
+    """
+    memo: QOSClass | None = pod.__dict__.get(_QOS_MEMO)
+    if memo is None:
+        memo = _compute_pod_qos(pod)
+        pod.__dict__[_QOS_MEMO] = memo
+    return memo
+
+
+def _compute_pod_qos(pod: Pod) -> QOSClass:
     requests: dict[str, Quantity] = {}
     limits: dict[str, Quantity] = {}
     is_guaranteed = True

@@ -10,8 +10,9 @@ Result shapes are upstream's, kept distinct:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import combinations
 
-from numalign.core.bitmask import bits_of, is_narrower, iterate_bitmasks, mask_of, mask_string
+from numalign.core.bitmask import bits_of, is_narrower, mask_of, mask_string
 from numalign.core.hint import TopologyHint
 from numalign.providers.memory.state import Block, NUMANodeState
 
@@ -59,26 +60,40 @@ def calculate_hints(
     means the mask size equals the smallest size whose *allocatable* totals cover the request."""
     nodes = sorted(machine_state)
     resources = sorted(requested)
+    # Per-resource columns of allocatable and free bytes by NUMA id, read once: the mask walk below
+    # only sums them (it runs for every admission, so table lookups per mask add up).
+    columns = [
+        (
+            r,
+            requested[r],
+            {n: machine_state[n].table(r).allocatable for n in nodes},
+            {n: machine_state[n].table(r).free for n in nodes},
+        )
+        for r in resources
+    ]
     min_affinity_size = len(nodes)
     masks: list[int] = []
-    for mask in iterate_bitmasks(nodes):
-        mask_bits = bits_of(mask)
-        tables = [machine_state[n] for n in mask_bits]
-        alloc = {r: sum(t.table(r).allocatable for t in tables) for r in resources}
-        if any(alloc[r] < requested[r] for r in resources):
-            continue
-        # Updated before the grouping and free-memory checks: a mask that is merely busy still
-        # counts as the minimal size, so wider fallbacks are then not preferred.
-        min_affinity_size = min(min_affinity_size, len(mask_bits))
-        if len(mask_bits) == 1:
-            if len(tables[0].cells) > 1:
-                continue  # the node belongs to a multi-NUMA group
-        elif violates_grouping(machine_state, mask_bits):
-            continue
-        free = {r: sum(t.table(r).free for t in tables) for r in resources}
-        if any(free[r] + reusable_for(reusable, mask, r) < requested[r] for r in resources):
-            continue
-        masks.append(mask)
+    for k in range(1, len(nodes) + 1):
+        # combinations of the sorted ids in order == upstream IterateBitMasks
+        for mask_bits in combinations(nodes, k):
+            if any(sum(alloc[n] for n in mask_bits) < need for _, need, alloc, _ in columns):
+                continue
+            # Updated before the grouping and free-memory checks: a mask that is merely busy still
+            # counts as the minimal size, so wider fallbacks are then not preferred.
+            if k < min_affinity_size:
+                min_affinity_size = k
+            if k == 1:
+                if len(machine_state[mask_bits[0]].cells) > 1:
+                    continue  # the node belongs to a multi-NUMA group
+            elif violates_grouping(machine_state, mask_bits):
+                continue
+            mask = mask_of(mask_bits)
+            if any(
+                sum(free[n] for n in mask_bits) + reusable_for(reusable, mask, r) < need
+                for r, need, _, free in columns
+            ):
+                continue
+            masks.append(mask)
 
     hints: MemoryHints = {}
     for r in resources:
