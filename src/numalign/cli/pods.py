@@ -44,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_text(doc: dict[str, Any]) -> None:
+    from numalign.machine.render import human_bytes
+
     pods = sorted(doc["pods"].values(), key=lambda p: (p["namespace"], p["name"]))
     if not pods:
         print("no pods")
@@ -58,7 +60,8 @@ def _print_text(doc: dict[str, Any]) -> None:
             pool = "exclusive" if a.get("exclusive_cpus") else "shared pool"
             parts = [f"cpus {a.get('cpus') or '-'} ({pool})"]
             for b in a.get("memory", []):
-                parts.append(f"{b['type']} {b['size']} on NUMA {','.join(map(str, b['numa_nodes']))}")
+                size = human_bytes(b["size"]) if isinstance(b.get("size"), int) else b.get("size")
+                parts.append(f"{b['type']} {size} on NUMA {','.join(map(str, b['numa_nodes']))}")
             for res, devs in sorted(a.get("devices", {}).items()):
                 parts.append(f"{res} {' '.join(sorted(devs))}")
             print(f"    {cname}: " + "; ".join(parts))

@@ -66,6 +66,7 @@ def test_serve_process_stops_cleanly_on_sigterm_and_pods_lists_the_result(
     assert main(["pods", "--state-dir", str(layout.state)]) == 0
     out = capsys.readouterr().out
     assert "ml/train  admitted" in out and f"{GPU} {dev}" in out
+    assert "memory 4 GiB on NUMA " in out  # sizes are shown as people read them, not raw bytes
 
 
 def test_pods_without_a_status_file_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
