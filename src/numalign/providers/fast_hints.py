@@ -30,9 +30,9 @@ from numalign.providers.cpu.hints import generate_cpu_topology_hints, is_hint_so
 from numalign.providers.cpu.topology import CPUTopology
 from numalign.providers.devices.endpoint import Device
 from numalign.providers.devices.hints import (
-    device_has_topology_alignment,
     device_numa_mask,
     generate_device_topology_hints,
+    resource_hint_steps,
 )
 from numalign.providers.memory.hints import (
     Requested,
@@ -210,16 +210,10 @@ def resource_topology_hints_fast(
     request: int,
 ) -> HintSource | None:
     """devices.hints.resource_topology_hints (steps a-e) with the implicit generator."""
-    if not device_has_topology_alignment(all_devices):
-        return None
-    if allocated:
-        held = set(allocated)
-        if len(held) != request:
-            return []
-        return device_topology_hints(numa_nodes, all_devices, held, (), request)
-    if len(set(available) | set(reusable)) < request:
-        return []
-    return device_topology_hints(numa_nodes, all_devices, available, reusable, request)
+    return resource_hint_steps(
+        numa_nodes, all_devices, device_topology_hints,
+        allocated=allocated, available=available, reusable=reusable, request=request,
+    )
 
 
 # --- memory --------------------------------------------------------------------------------------

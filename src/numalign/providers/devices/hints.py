@@ -17,7 +17,8 @@ Upstream facts kept on purpose:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TypeVar
 
 from numalign.core.bitmask import iterate_bitmasks
 from numalign.core.hint import TopologyHint
@@ -80,6 +81,12 @@ def generate_device_topology_hints(
     return [TopologyHint(m, m.bit_count() == min_affinity_size) for m in candidates]
 
 
+# A hint generator with generate_device_topology_hints' signature: upstream's explicit lists, or
+# fast_hints.device_topology_hints, which describes the same list implicitly on large machines.
+_H = TypeVar("_H")
+HintGenerator = Callable[[Sequence[int], Mapping[str, Device], Collection[str], Collection[str], int], _H]
+
+
 def resource_topology_hints(
     numa_nodes: Sequence[int],
     all_devices: Mapping[str, Device],
@@ -95,17 +102,34 @@ def resource_topology_hints(
     resource; pod scope passes no reusable devices. Returns None for "no topology preference" and []
     for "cannot be satisfied".
     """
+    return resource_hint_steps(
+        numa_nodes, all_devices, generate_device_topology_hints,
+        allocated=allocated, available=available, reusable=reusable, request=request,
+    )
+
+
+def resource_hint_steps(
+    numa_nodes: Sequence[int],
+    all_devices: Mapping[str, Device],
+    generate: HintGenerator[_H],
+    *,
+    allocated: Collection[str] | None,
+    available: Collection[str],
+    reusable: Collection[str],
+    request: int,
+) -> _H | list[TopologyHint] | None:
+    """Steps a-e of resource_topology_hints with the hint list built by `generate`."""
     # a. No device reports NUMA nodes: no preference.
     if not device_has_topology_alignment(all_devices):
         return None
     # b. Already allocated (e.g. after a restart): regenerate from what is held.
     if allocated:
-        allocated = set(allocated)
-        if len(allocated) != request:
+        held = set(allocated)
+        if len(held) != request:
             return []
-        return generate_device_topology_hints(numa_nodes, all_devices, allocated, (), request)
+        return generate(numa_nodes, all_devices, held, (), request)
     # c-d. Not enough free plus reusable devices at all.
     if len(set(available) | set(reusable)) < request:
         return []
     # e.
-    return generate_device_topology_hints(numa_nodes, all_devices, available, reusable, request)
+    return generate(numa_nodes, all_devices, available, reusable, request)
