@@ -29,6 +29,7 @@ from numalign.adapters.grpc.podresources import (
     PodResourcesServer,
     SnapshotPodResourcesSource,
 )
+from numalign.adapters.grpc.podresources import get_enabled as pr_get_enabled  # the KubeletPodResourcesGet gate
 from numalign.adapters.grpc.registration import DEFAULT_DEVICE_PLUGIN_DIR, RegistrationServer
 from numalign.agent.endpoints import TimedEndpoint, check_topology
 from numalign.agent.manifests import ManifestWatcher
@@ -99,7 +100,8 @@ class Agent:
             call_timeout=options.call_timeout,
         )
         self.pod_resources = PodResourcesServer(
-            self.source, options.pod_resources_socket, socket_group=options.socket_group, on_call=self._on_pr_call
+            self.source, options.pod_resources_socket, socket_group=options.socket_group, on_call=self._on_pr_call,
+            get_enabled=pr_get_enabled(options.config.feature_gates),
         )
         self.metrics_server = (
             MetricsServer(options.metrics_address, self.render_metrics) if options.metrics_address else None

@@ -56,11 +56,11 @@ def pods_view(node: Node) -> list[PodResources]:
 
 
 def allocatable_view(node: Node) -> AllocatableResources:
+    cpus: tuple[int, ...] = ()
     if isinstance(node.cpu, StaticPolicy):
         cpus = tuple(sorted(node.cpu.get_allocatable_cpus()))
-    else:
-        # Under the none policy every online CPU is usable by every container; report them all.
-        cpus = tuple(sorted(node.machine.online_cpus()))
+    # Under the none policy upstream reports no CPUs at all: nonePolicy.GetAllocatableCPUs returns
+    # the empty set, as no CPU can be exclusively allocated (clients read "no CPU manager pinning").
     memory = tuple(
         MemoryBlock(b.type, b.size, tuple(b.numa_affinity)) for b in node.memory.get_allocatable_memory()
     )

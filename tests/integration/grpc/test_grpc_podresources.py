@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import grpc
@@ -12,6 +12,8 @@ import pytest
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2 as pb
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2_grpc as pb_grpc
 from numalign.adapters.grpc.podresources import (
+    DEFAULT_BURST_TOKENS,
+    DEFAULT_QPS,
     AllocatableDevice,
     AllocatableResources,
     AssignedDevices,
@@ -19,7 +21,9 @@ from numalign.adapters.grpc.podresources import (
     MemoryBlock,
     PodResources,
     PodResourcesServer,
+    RateLimiter,
     SnapshotPodResourcesSource,
+    get_enabled,
 )
 
 GPU = "example.com/gpu"
@@ -186,3 +190,90 @@ def test_grpc_podresources_sees_published_snapshots(sock_dir: Path) -> None:
             7,
         ]
         assert [p.name for p in s.List(pb.ListPodResourcesRequest(), timeout=5).pod_resources] == ["batch"]
+
+
+class _FrozenClock:
+    """A clock that moves only when the test says so, so the rate-limit test depends on no timing."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_grpc_podresources_rate_limit_is_the_kubelets(sock_dir: Path) -> None:
+    # The kubelet serves every PodResources call through one limiter: 100 QPS, burst 10. Over the
+    # limit a client gets ResourceExhausted "rejected by rate limit", and no metric counts the call.
+    clock = _FrozenClock()
+    limiter = RateLimiter(clock=clock)
+    assert (limiter.qps, limiter.burst) == (DEFAULT_QPS, DEFAULT_BURST_TOKENS) == (100, 10)
+    counted: list[tuple[str, bool]] = []
+    with (
+        PodResourcesServer(
+            SnapshotPodResourcesSource(PODS, ALLOC),
+            sock_dir / "pr.sock",
+            limiter=limiter,
+            on_call=lambda m, failed: counted.append((m, failed)),
+        ),
+        grpc.insecure_channel(f"unix://{sock_dir}/pr.sock") as ch,
+    ):
+        s = pb_grpc.PodResourcesListerStub(ch)
+
+        def list_pods() -> pb.ListPodResourcesResponse:
+            return s.List(pb.ListPodResourcesRequest(), timeout=5)
+
+        def allocatable() -> pb.AllocatableResourcesResponse:
+            return s.GetAllocatableResources(pb.AllocatableResourcesRequest(), timeout=5)
+
+        def get() -> pb.GetPodResourcesResponse:
+            return s.Get(pb.GetPodResourcesRequest(pod_name="batch", pod_namespace="jobs"), timeout=5)
+
+        calls: list[Callable[[], object]] = [list_pods, allocatable, get]
+        for i in range(10):  # the burst: one bucket shared by all three methods
+            calls[i % 3]()
+        for call in calls:
+            with pytest.raises(grpc.RpcError) as info:
+                call()
+            assert isinstance(info.value, grpc.Call)
+            assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert info.value.details() == "rejected by rate limit"
+        assert len(counted) == 10
+        clock.now += 0.015  # 100 tokens per second: 1.5 tokens, so one more call passes
+        assert [p.name for p in list_pods().pod_resources] == ["web", "batch"]
+        with pytest.raises(grpc.RpcError, match="rejected by rate limit"):
+            list_pods()
+        clock.now += 60  # refills to the burst, never above it
+        for i in range(10):
+            calls[i % 3]()
+        with pytest.raises(grpc.RpcError, match="rejected by rate limit"):
+            allocatable()
+        assert len(counted) == 21
+
+
+def test_grpc_podresources_get_disabled_by_feature_gate(sock_dir: Path) -> None:
+    # KubeletPodResourcesGet=false: Get fails with upstream's plain error (code Unknown) and counts as
+    # a Get error; List and GetAllocatableResources (no gate since 1.30) still answer.
+    assert get_enabled({}) is True  # beta, on by default since 1.34
+    assert get_enabled({"KubeletPodResourcesGet": False}) is False
+    counted: list[tuple[str, bool]] = []
+    with (
+        PodResourcesServer(
+            SnapshotPodResourcesSource(PODS, ALLOC),
+            sock_dir / "pr.sock",
+            get_enabled=False,
+            on_call=lambda m, failed: counted.append((m, failed)),
+        ),
+        grpc.insecure_channel(f"unix://{sock_dir}/pr.sock") as ch,
+    ):
+        s = pb_grpc.PodResourcesListerStub(ch)
+        with pytest.raises(grpc.RpcError) as info:
+            s.Get(pb.GetPodResourcesRequest(pod_name="batch", pod_namespace="jobs"), timeout=5)
+        assert isinstance(info.value, grpc.Call)
+        assert info.value.code() == grpc.StatusCode.UNKNOWN
+        assert info.value.details() == "PodResources API Get method disabled"
+        assert len(s.List(pb.ListPodResourcesRequest(), timeout=5).pod_resources) == 2
+        assert list(s.GetAllocatableResources(pb.AllocatableResourcesRequest(), timeout=5).cpu_ids) == [
+            1, 2, 3, 4, 5, 6, 7
+        ]
+    assert counted == [("get", True), ("list", False), ("get_allocatable", False)]

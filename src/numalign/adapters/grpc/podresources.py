@@ -7,13 +7,20 @@ agent decides where pods and allocations come from. Devices are reported as the 
 device per NUMA node, each with a single device id; a device without topology gets one entry with no
 topology. Ordering is deterministic (resources sorted, devices in source order) where upstream
 iterates Go maps.
+
+Like the kubelet (pkg/kubelet/server ListenAndServePodResources), every call first passes one shared
+rate limiter (100 requests/s, bursts of 10; over the limit: ResourceExhausted "rejected by rate
+limit", counted in no metric), and Get answers only while the KubeletPodResourcesGet feature gate is
+on (beta, on by default since 1.34). GetAllocatableResources has no gate any more (GA in 1.28, gate
+removed in 1.30).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn, Protocol
@@ -28,6 +35,47 @@ from numalign.paths import DEFAULT_POD_RESOURCES_SOCKET as DEFAULT_POD_RESOURCES
 log = logging.getLogger("numalign.grpc.podresources")
 
 SERVER_API_VERSION = "v1"  # the server_api_version label of the kubelet's pod_resources metrics
+
+# pkg/kubelet/apis/podresources constants.go: DefaultQPS, DefaultBurstTokens.
+DEFAULT_QPS = 100
+DEFAULT_BURST_TOKENS = 10
+RATE_LIMIT_MESSAGE = "rejected by rate limit"  # pkg/kubelet/apis/grpc ErrorLimitExceeded
+
+GATE_GET = "KubeletPodResourcesGet"
+GET_DISABLED_MESSAGE = "PodResources API Get method disabled"
+
+
+def get_enabled(feature_gates: Mapping[str, bool]) -> bool:
+    """Whether the kubelet would serve Get: the KubeletPodResourcesGet gate, on by default (beta)
+    since 1.34."""
+    return feature_gates.get(GATE_GET, True)
+
+
+class RateLimiter:
+    """A token bucket with golang.org/x/time/rate's Allow semantics: it starts full (`burst` tokens)
+    and refills at `qps` tokens per second, never above `burst`; each request takes one token or is
+    refused. `clock` returns seconds (monotonic); tests pass their own."""
+
+    def __init__(
+        self, qps: float = DEFAULT_QPS, burst: int = DEFAULT_BURST_TOKENS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.qps = qps
+        self.burst = burst
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._tokens = float(burst)
+        self._last = clock()
+
+    def allow(self) -> bool:
+        with self._lock:
+            now = self._clock()
+            elapsed = max(0.0, now - self._last)
+            self._last = now
+            self._tokens = min(float(self.burst), self._tokens + elapsed * self.qps)
+            if self._tokens >= 1.0:
+                self._tokens -= 1.0
+                return True
+            return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,9 +258,13 @@ def allocatable_to_pb(res: AllocatableResources) -> pb.AllocatableResourcesRespo
 
 
 class _Servicer(pb_grpc.PodResourcesListerServicer):
-    def __init__(self, source: PodResourcesSource, on_call: OnCall | None) -> None:
+    def __init__(
+        self, source: PodResourcesSource, on_call: OnCall | None, limiter: RateLimiter, get_enabled: bool
+    ) -> None:
         self._source = source
         self._on_call = on_call
+        self._limiter = limiter
+        self._get_enabled = get_enabled
 
     def _count(self, method: str, failed: bool) -> None:
         if self._on_call is not None:
@@ -226,9 +278,15 @@ class _Servicer(pb_grpc.PodResourcesListerServicer):
         self._count(method, True)
         context.abort(grpc.StatusCode.UNKNOWN, f"PodResources {method} failed: {e}")
 
+    def _limit(self, context: grpc.ServicerContext) -> None:
+        # The kubelet's interceptor refuses the call before the handler runs, so no metric counts it.
+        if not self._limiter.allow():
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, RATE_LIMIT_MESSAGE)
+
     def List(
         self, request: pb.ListPodResourcesRequest, context: grpc.ServicerContext
     ) -> pb.ListPodResourcesResponse:
+        self._limit(context)
         try:
             resp = pb.ListPodResourcesResponse(pod_resources=[pod_to_pb(p) for p in self._source.list_pods()])
         except Exception as e:
@@ -239,6 +297,7 @@ class _Servicer(pb_grpc.PodResourcesListerServicer):
     def GetAllocatableResources(
         self, request: pb.AllocatableResourcesRequest, context: grpc.ServicerContext
     ) -> pb.AllocatableResourcesResponse:
+        self._limit(context)
         try:
             resp = allocatable_to_pb(self._source.allocatable())
         except Exception as e:
@@ -249,6 +308,11 @@ class _Servicer(pb_grpc.PodResourcesListerServicer):
     def Get(
         self, request: pb.GetPodResourcesRequest, context: grpc.ServicerContext
     ) -> pb.GetPodResourcesResponse:
+        self._limit(context)
+        if not self._get_enabled:
+            # Upstream returns a plain Go error (gRPC code Unknown) and counts it as a Get error.
+            self._count("get", True)
+            context.abort(grpc.StatusCode.UNKNOWN, GET_DISABLED_MESSAGE)
         try:
             pod = self._source.get_pod(request.pod_namespace, request.pod_name)
         except Exception as e:
@@ -271,8 +335,10 @@ class _Servicer(pb_grpc.PodResourcesListerServicer):
 class PodResourcesServer:
     """Serves v1.PodResourcesLister on a unix socket (0600, or 0660 with `socket_group`).
 
-    `on_call(method, failed)` is called once per RPC (method "list", "get_allocatable" or "get"), for
-    the kubelet_pod_resources_endpoint_* metrics.
+    `on_call(method, failed)` is called once per RPC that passed the rate limiter (method "list",
+    "get_allocatable" or "get"), for the kubelet_pod_resources_endpoint_* metrics. `limiter` defaults
+    to the kubelet's (100 QPS, burst 10). `get_enabled` is the KubeletPodResourcesGet gate (see
+    `get_enabled()`).
     """
 
     def __init__(
@@ -283,18 +349,22 @@ class PodResourcesServer:
         socket_group: str | int | None = None,
         on_call: OnCall | None = None,
         max_workers: int = 4,
+        limiter: RateLimiter | None = None,
+        get_enabled: bool = True,
     ) -> None:
         self.source = source
         self.socket_path = Path(socket_path).absolute()
         self._gid = resolve_group(socket_group)
         self._on_call = on_call
         self._max_workers = max_workers
+        self._limiter = limiter if limiter is not None else RateLimiter()
+        self._get_enabled = get_enabled
         self._server: grpc.Server | None = None
 
     def start(self) -> None:
         if self._server is not None:
             return
-        servicer = _Servicer(self.source, self._on_call)
+        servicer = _Servicer(self.source, self._on_call, self._limiter, self._get_enabled)
         self._server = start_unix_server(
             self.socket_path,
             lambda s: pb_grpc.add_PodResourcesListerServicer_to_server(servicer, s),
