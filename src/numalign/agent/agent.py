@@ -101,6 +101,7 @@ class Agent:
         )
         self.pod_resources = PodResourcesServer(
             self.source, options.pod_resources_socket, socket_group=options.socket_group, on_call=self._on_pr_call,
+            on_alpha_call=lambda: self.metrics.inc(m.PR_REQUESTS, server_api_version="v1alpha1"),
             get_enabled=pr_get_enabled(options.config.feature_gates),
         )
         self.metrics_server = (

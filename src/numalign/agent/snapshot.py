@@ -43,7 +43,7 @@ def container_resources(node: Node, pod: Pod, container: Container) -> Container
                 per_node.setdefault(numa, []).append(dev_id)
         for numa, dev_ids in sorted(per_node.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
             devices.append(AssignedDevices(resource, tuple(dev_ids), numa))
-    return ContainerResources(container.name, cpus, memory, tuple(devices))
+    return ContainerResources(container.name, cpus, memory, tuple(devices), sidecar=container.is_sidecar)
 
 
 def pods_view(node: Node) -> list[PodResources]:

@@ -2,7 +2,7 @@
 `numalign serve`, compared with what the kubelet's server_v1.go and container manager report for the
 same pods: every active pod (BestEffort ones too), sidecars before app containers, no regular init
 containers; GetAllocatableResources as the CPU and memory managers compute it; the KubeletPodResourcesGet
-feature gate."""
+feature gate; the v1alpha1 List the kubelet still serves on the same socket."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from integration.agent.conftest import Layout, wait_pod
 from numalign import metrics as m
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2 as pr
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2_grpc as pr_grpc
+from numalign.adapters.grpc.gen.podresources.v1alpha1 import api_pb2 as alpha_pb
+from numalign.adapters.grpc.gen.podresources.v1alpha1 import api_pb2_grpc as alpha_grpc
 from numalign.agent import Agent
 from numalign.machine.examples import example
 
@@ -131,6 +133,17 @@ def test_list_reports_every_active_pod_sidecars_first(
     assert agent.metrics.value(m.PR_REQUESTS, server_api_version="v1") == 5
     assert agent.metrics.value(m.PR_REQUESTS_GET, server_api_version="v1") == 4
     assert agent.metrics.value(m.PR_ERRORS_GET, server_api_version="v1") == 1
+
+    # The v1alpha1 List on the same socket: app containers only, counted under its own version.
+    with grpc.insecure_channel(f"unix://{layout.pr_socket}") as ch:
+        alpha = alpha_grpc.PodResourcesListerStub(ch).List(alpha_pb.ListPodResourcesRequest(), timeout=5)
+    assert {p.name: [c.name for c in p.containers] for p in alpha.pod_resources} == {
+        "guaranteed": ["main", "fractional"],
+        "besteffort": ["idle"],
+        "burstable": ["web"],
+    }
+    assert agent.metrics.value(m.PR_REQUESTS, server_api_version="v1alpha1") == 1
+    assert agent.metrics.value(m.PR_REQUESTS, server_api_version="v1") == 5
 
 
 def test_none_cpu_policy_reports_no_allocatable_cpus(

@@ -1,4 +1,5 @@
-"""A PodResources v1 client (raw generated stubs, as an exporter would use) against PodResourcesServer."""
+"""PodResources v1 and v1alpha1 clients (raw generated stubs, as an exporter would use) against
+PodResourcesServer."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2 as pb
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2_grpc as pb_grpc
+from numalign.adapters.grpc.gen.podresources.v1alpha1 import api_pb2 as alpha_pb
+from numalign.adapters.grpc.gen.podresources.v1alpha1 import api_pb2_grpc as alpha_pb_grpc
 from numalign.adapters.grpc.podresources import (
     DEFAULT_BURST_TOKENS,
     DEFAULT_QPS,
@@ -277,3 +280,62 @@ def test_grpc_podresources_get_disabled_by_feature_gate(sock_dir: Path) -> None:
             1, 2, 3, 4, 5, 6, 7
         ]
     assert counted == [("get", True), ("list", False), ("get_allocatable", False)]
+
+
+def test_grpc_podresources_v1alpha1_list_on_the_same_socket(sock_dir: Path) -> None:
+    # The kubelet registers v1alpha1 beside v1 on kubelet.sock. Its List walks pod.Spec.Containers
+    # only (no sidecars) and copies each v1 device entry without its topology.
+    assert alpha_pb.DESCRIPTOR.package == "v1alpha1"
+    svc = alpha_pb.DESCRIPTOR.services_by_name["PodResourcesLister"]
+    assert [m.full_name for m in svc.methods] == ["v1alpha1.PodResourcesLister.List"]
+    assert {f.name: f.number for f in alpha_pb.ContainerDevices.DESCRIPTOR.fields} == {
+        "resource_name": 1,
+        "device_ids": 2,
+    }
+    assert {f.name: f.number for f in alpha_pb.ContainerResources.DESCRIPTOR.fields} == {"name": 1, "devices": 2}
+    pods = [
+        PodResources(
+            "web",
+            "default",
+            (
+                ContainerResources("proxy", cpu_ids=(1,), sidecar=True),
+                *PODS[0].containers,
+            ),
+        ),
+        PODS[1],
+    ]
+    alpha_calls: list[str] = []
+    counted: list[tuple[str, bool]] = []
+    clock = _FrozenClock()
+    with (
+        PodResourcesServer(
+            SnapshotPodResourcesSource(pods, ALLOC),
+            sock_dir / "pr.sock",
+            limiter=RateLimiter(clock=clock),
+            on_call=lambda m, failed: counted.append((m, failed)),
+            on_alpha_call=lambda: alpha_calls.append("list"),
+        ),
+        grpc.insecure_channel(f"unix://{sock_dir}/pr.sock") as ch,
+    ):
+        alpha = alpha_pb_grpc.PodResourcesListerStub(ch)
+        resp = alpha.List(alpha_pb.ListPodResourcesRequest(), timeout=5)
+        assert [(p.namespace, p.name) for p in resp.pod_resources] == [("default", "web"), ("jobs", "batch")]
+        web = resp.pod_resources[0]
+        assert [c.name for c in web.containers] == ["app", "shared"]
+        assert [(d.resource_name, list(d.device_ids)) for d in web.containers[0].devices] == [
+            (GPU, ["gpu0"]),
+            (GPU, ["gpu1"]),
+            (GPU, ["gpu1"]),  # gpu1 spans NUMA nodes 0 and 1: two v1 entries, two v1alpha1 entries
+            (NIC, ["vf3"]),
+        ]
+        assert list(web.containers[1].devices) == []
+        # v1 still reports the sidecar, first.
+        v1 = pb_grpc.PodResourcesListerStub(ch).List(pb.ListPodResourcesRequest(), timeout=5)
+        assert [c.name for c in v1.pod_resources[0].containers] == ["proxy", "app", "shared"]
+        assert alpha_calls == ["list"] and counted == [("list", False)]
+        # One rate limiter for both versions: 2 tokens used, 8 left.
+        for _ in range(8):
+            alpha.List(alpha_pb.ListPodResourcesRequest(), timeout=5)
+        with pytest.raises(grpc.RpcError, match="rejected by rate limit"):
+            alpha.List(alpha_pb.ListPodResourcesRequest(), timeout=5)
+        assert len(alpha_calls) == 9

@@ -1,5 +1,6 @@
 """The kubelet's PodResources v1 service (upstream pkg/kubelet/apis/podresources/server_v1.go), served
-on a unix socket (kubelet default /var/lib/kubelet/pod-resources/kubelet.sock).
+on a unix socket (kubelet default /var/lib/kubelet/pod-resources/kubelet.sock), with the older
+v1alpha1 List (server_v1alpha1.go) beside it on the same socket, as the kubelet still serves it.
 
 The server reads everything from a `PodResourcesSource` that returns plain dataclasses, so the node
 agent decides where pods and allocations come from. Devices are reported as the kubelet reports them
@@ -29,6 +30,8 @@ import grpc
 
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2 as pb
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2_grpc as pb_grpc
+from numalign.adapters.grpc.gen.podresources.v1alpha1 import api_pb2 as alpha_pb
+from numalign.adapters.grpc.gen.podresources.v1alpha1 import api_pb2_grpc as alpha_pb_grpc
 from numalign.adapters.grpc.sockets import resolve_group, start_unix_server
 from numalign.paths import DEFAULT_POD_RESOURCES_SOCKET as DEFAULT_POD_RESOURCES_SOCKET  # re-export
 
@@ -100,12 +103,14 @@ class AssignedDevices:
 @dataclass(frozen=True, slots=True)
 class ContainerResources:
     """What PodResources reports for one container. cpu_ids are exclusive CPUs only (empty for
-    containers in the shared pool)."""
+    containers in the shared pool). `sidecar` marks a restartable init container: v1 reports it,
+    v1alpha1 (which walks pod.Spec.Containers only) does not."""
 
     name: str
     cpu_ids: tuple[int, ...] = ()
     memory: tuple[MemoryBlock, ...] = ()
     devices: tuple[AssignedDevices, ...] = ()
+    sidecar: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +189,8 @@ class SnapshotPodResourcesSource:
 
 # (method, failed) -> None; method is "list", "get_allocatable" or "get", as in the kubelet's metrics.
 OnCall = Callable[[str, bool], None]
+# A v1alpha1 List call: upstream counts it only in ..._requests_total{server_api_version="v1alpha1"}.
+OnAlphaCall = Callable[[], None]
 
 
 def _topology(nodes: Iterable[int]) -> pb.TopologyInfo:
@@ -242,6 +249,26 @@ def pod_to_pb(pod: PodResources) -> pb.PodResources:
                 memory=_memory_to_pb(c.memory),
             )
             for c in pod.containers
+        ],
+    )
+
+
+def pod_to_alpha_pb(pod: PodResources) -> alpha_pb.PodResources:
+    """server_v1alpha1.go List: app containers only, each v1 device entry without its topology
+    (v1DevicesToAlphaV1), so a device on two NUMA nodes appears twice, as upstream sends it."""
+    return alpha_pb.PodResources(
+        name=pod.name,
+        namespace=pod.namespace,
+        containers=[
+            alpha_pb.ContainerResources(
+                name=c.name,
+                devices=[
+                    alpha_pb.ContainerDevices(resource_name=d.resource_name, device_ids=list(d.device_ids))
+                    for d in container_devices_to_pb(c.devices)
+                ],
+            )
+            for c in pod.containers
+            if not c.sidecar
         ],
     )
 
@@ -332,11 +359,38 @@ class _Servicer(pb_grpc.PodResourcesListerServicer):
         return resp
 
 
-class PodResourcesServer:
-    """Serves v1.PodResourcesLister on a unix socket (0600, or 0660 with `socket_group`).
+class _AlphaServicer(alpha_pb_grpc.PodResourcesListerServicer):
+    def __init__(self, source: PodResourcesSource, on_call: OnAlphaCall | None, limiter: RateLimiter) -> None:
+        self._source = source
+        self._on_call = on_call
+        self._limiter = limiter
 
-    `on_call(method, failed)` is called once per RPC that passed the rate limiter (method "list",
-    "get_allocatable" or "get"), for the kubelet_pod_resources_endpoint_* metrics. `limiter` defaults
+    def List(
+        self, request: alpha_pb.ListPodResourcesRequest, context: grpc.ServicerContext
+    ) -> alpha_pb.ListPodResourcesResponse:
+        if not self._limiter.allow():  # one limiter for the whole socket, as upstream's interceptor
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, RATE_LIMIT_MESSAGE)
+        if self._on_call is not None:
+            try:
+                self._on_call()
+            except Exception:
+                log.exception("PodResources on_alpha_call callback failed")
+        try:
+            return alpha_pb.ListPodResourcesResponse(
+                pod_resources=[pod_to_alpha_pb(p) for p in self._source.list_pods()]
+            )
+        except Exception as e:
+            log.exception("PodResources v1alpha1 list failed")
+            context.abort(grpc.StatusCode.UNKNOWN, f"PodResources v1alpha1 list failed: {e}")
+
+
+class PodResourcesServer:
+    """Serves v1.PodResourcesLister and v1alpha1.PodResourcesLister on a unix socket (0600, or 0660
+    with `socket_group`).
+
+    `on_call(method, failed)` is called once per v1 RPC that passed the rate limiter (method "list",
+    "get_allocatable" or "get"), `on_alpha_call()` once per v1alpha1 List, for the
+    kubelet_pod_resources_endpoint_* metrics. `limiter` defaults
     to the kubelet's (100 QPS, burst 10). `get_enabled` is the KubeletPodResourcesGet gate (see
     `get_enabled()`).
     """
@@ -348,6 +402,7 @@ class PodResourcesServer:
         *,
         socket_group: str | int | None = None,
         on_call: OnCall | None = None,
+        on_alpha_call: OnAlphaCall | None = None,
         max_workers: int = 4,
         limiter: RateLimiter | None = None,
         get_enabled: bool = True,
@@ -356,6 +411,7 @@ class PodResourcesServer:
         self.socket_path = Path(socket_path).absolute()
         self._gid = resolve_group(socket_group)
         self._on_call = on_call
+        self._on_alpha_call = on_alpha_call
         self._max_workers = max_workers
         self._limiter = limiter if limiter is not None else RateLimiter()
         self._get_enabled = get_enabled
@@ -365,12 +421,19 @@ class PodResourcesServer:
         if self._server is not None:
             return
         servicer = _Servicer(self.source, self._on_call, self._limiter, self._get_enabled)
+        alpha = _AlphaServicer(self.source, self._on_alpha_call, self._limiter)
+
+        def register(server: grpc.Server) -> None:
+            # Both API versions on one socket, as pkg/kubelet/server ListenAndServePodResources does.
+            alpha_pb_grpc.add_PodResourcesListerServicer_to_server(alpha, server)
+            pb_grpc.add_PodResourcesListerServicer_to_server(servicer, server)
+
         self._server = start_unix_server(
             self.socket_path,
-            lambda s: pb_grpc.add_PodResourcesListerServicer_to_server(servicer, s),
+            register,
             gid=self._gid,
             max_workers=self._max_workers,
-            what="PodResources v1",
+            what="PodResources",
         )
 
     def stop(self, grace: float = 1.0) -> None:
