@@ -146,14 +146,16 @@ class Node:
         from numalign.state.memory_checkpoint import memory_checkpoint_to_document
 
         store = CheckpointStore.under(self.state_dir)
+        # The kubelet opens both managers' checkpoints whatever the policy (the none policies included),
+        # so a file written under another policy is refused here too, never silently ignored.
+        cp = store.load_cpu(policy_name=self.cpu.policy_name)
         if isinstance(self.cpu, StaticPolicy):
-            cp = store.load_cpu(policy_name="static")
             if cp is None:
                 self.cpu.start()
             else:
                 self.cpu.start(CPUManagerState.from_strings(cp.policy_name, cp.default_cpu_set, cp.entries))
+        mcp = store.load_memory(policy_name=self.memory.policy_name)
         if isinstance(self.memory, MemoryManagerStatic):
-            mcp = store.load_memory(policy_name="Static")
             if mcp is None:
                 self.memory.start()
             else:
@@ -208,8 +210,16 @@ class Node:
         store = CheckpointStore.under(self.state_dir)
         if isinstance(self.cpu, StaticPolicy):
             store.save_cpu(CPUManagerCheckpoint(*self.cpu.snapshot().to_strings()), force=True)
+        else:
+            # What the kubelet's none policy leaves: its name and an empty default set.
+            store.save_cpu(CPUManagerCheckpoint(self.cpu.policy_name, ""), force=True)
         if isinstance(self.memory, MemoryManagerStatic):
             store.save_memory(memory_checkpoint_from_document(self.memory.snapshot()), force=True)
+        else:
+            store.save_memory(
+                memory_checkpoint_from_document({"policyName": self.memory.policy_name, "machineState": {}}),
+                force=True,
+            )
         store.device_path.parent.mkdir(parents=True, exist_ok=True)
         store.save_devices(self._device_checkpoint(), force=True)
         pods = [{"uid": p.uid, "manifest": pod_to_manifest(p)} for p in self.pods.values()]
