@@ -85,6 +85,8 @@ def test_grpc_cli_plugin_crash_and_kubelet_restart(
 ) -> None:
     proc, _ = plugin_proc
     kubelet.wait_for(lambda: len(kubelet.registered) == 1, "registration", timeout=20)
+    # The first snapshot must be in before the restart, or "two snapshots" below races the stop.
+    kubelet.wait_for(lambda: len(kubelet.devices) == 1, "first snapshot", timeout=20)
     # The kubelet restarts: stale sockets (the plugin's) go, kubelet.sock comes back; the plugin
     # notices and registers again on a fresh socket.
     kubelet.stop()

@@ -131,13 +131,13 @@ def _raw_register(sock_dir: Path, version: str, resource: str, endpoint: str) ->
             "v1alpha1",
             GPU,
             "p.sock",
-            'requested API version "v1alpha1" is not supported by kubelet. Supported versions are ["v1beta1"]',
+            'requested API version "v1alpha1" is not supported by kubelet. Supported version is ["v1beta1"]',
         ),
         (
             "",
             GPU,
             "p.sock",
-            'requested API version "" is not supported by kubelet. Supported versions are ["v1beta1"]',
+            'requested API version "" is not supported by kubelet. Supported version is ["v1beta1"]',
         ),
         ("v1beta1", "gpu", "p.sock", 'the ResourceName "gpu" is invalid'),
         ("v1beta1", "kubernetes.io/gpu", "p.sock", 'the ResourceName "kubernetes.io/gpu" is invalid'),
@@ -155,21 +155,25 @@ def _raw_register(sock_dir: Path, version: str, resource: str, endpoint: str) ->
             "../p.sock",
             'the endpoint "../p.sock" of device plugin "example.com/gpu" is invalid',
         ),
-        (
-            "v1beta1",
-            GPU,
-            "/tmp/p.sock",
-            'the endpoint "/tmp/p.sock" of device plugin "example.com/gpu" is invalid',
-        ),
         ("v1beta1", GPU, "..", 'the endpoint ".." of device plugin "example.com/gpu" is invalid'),
         ("v1beta1", GPU, "", 'the endpoint "" of device plugin "example.com/gpu" is invalid'),
+        ("v1beta1", GPU, ".", 'the endpoint "." of device plugin "example.com/gpu" is invalid'),
         (
             "v1beta1",
             GPU,
             "kubelet.sock",
             'the endpoint "kubelet.sock" of device plugin "example.com/gpu" is invalid',
         ),
-        ("v1beta1", GPU, "missing.sock", "failed to dial device plugin:"),
+        (
+            "v1beta1",
+            GPU,
+            "kubelet_internal_checkpoint",
+            'the endpoint "kubelet_internal_checkpoint" of device plugin "example.com/gpu" is invalid',
+        ),
+        # upstream's text after its blocking dial gives up (the fixture's dial timeout is 2 s)
+        ("v1beta1", GPU, "missing.sock", "failed to dial device plugin: context deadline exceeded"),
+        # Go's filepath.Join treats a leading '/' as part of a relative path: this is <dir>/tmp/p.sock
+        ("v1beta1", GPU, "/tmp/p.sock", "failed to dial device plugin: context deadline exceeded"),
     ],
 )
 def test_grpc_invalid_registrations_are_refused(

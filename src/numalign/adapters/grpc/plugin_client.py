@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -88,12 +89,24 @@ class PluginEndpointClient:
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    def connect(self) -> None:
-        """Dial the plugin and fetch its options. Raises PluginError (and leaves nothing open)."""
-        channel = dial(self.socket_path, self.dial_timeout)
+    def connect(self, time_limit: float | None = None) -> None:
+        """Dial the plugin and fetch its options. Raises PluginError (and leaves nothing open).
+
+        The dial waits for a socket that does not exist or answer yet, up to `dial_timeout`, as the
+        kubelet's blocking dial does. `time_limit` is what is left of the plugin's Register call: the
+        kubelet dials and asks for the options under that RPC's context, so neither outlives it.
+        """
+        start = time.monotonic()
+
+        def within(limit: float) -> float:
+            if time_limit is None:
+                return limit
+            return max(0.0, min(limit, time_limit - (time.monotonic() - start)))
+
+        channel = dial(self.socket_path, within(self.dial_timeout), wait_for_socket=True)
         stub = pb_grpc.DevicePluginStub(channel)
         try:
-            opts = stub.GetDevicePluginOptions(pb.Empty(), timeout=min(self.call_timeout, OPTIONS_TIMEOUT_S))
+            opts = stub.GetDevicePluginOptions(pb.Empty(), timeout=within(min(self.call_timeout, OPTIONS_TIMEOUT_S)))
         except grpc.RpcError as e:
             channel.close()
             # upstream ManagerImpl.PluginConnected's wording

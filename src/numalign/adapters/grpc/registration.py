@@ -10,17 +10,26 @@ so the node agent can feed the device manager without this module knowing about 
     ...
     server.stop()
 
-Differences from upstream, on purpose: the endpoint must be a bare socket file name inside the
-directory (upstream joins any string onto the path); a re-registration closes the previous client
-instead of leaving it running (upstream's old client, when it ends, disconnects the *new* one: a
-known race); a registration that fails to connect leaves an already registered plugin for the same
-resource in place (upstream forgets it); a malformed ListAndWatch update is dropped and the stream kept.
+As upstream, Register answers only after the plugin was dialed (blocking, up to 10 s, waiting for a
+socket that is not there or not served yet) and its GetDevicePluginOptions answered, both bounded
+by the Register call's own deadline; a plugin must therefore serve its socket before it registers.
+The endpoint is joined onto the directory as Go's filepath.Join does ("sub/p.sock", "/p.sock" and
+"a..b.sock" all name sockets inside it).
+
+Differences from upstream, on purpose: an endpoint that resolves outside the directory, to the
+directory itself, to kubelet.sock or to the checkpoint is refused at once (upstream dials it and
+fails later, or dials itself); a re-registration closes the previous client instead of leaving it
+running (upstream's old client, when it ends, disconnects the *new* one: a known race); a
+registration that fails to connect leaves an already registered plugin for the same resource in
+place (upstream forgets it); a malformed ListAndWatch update is dropped and the stream kept.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import posixpath
 import stat
 import threading
 from collections.abc import Callable, Collection
@@ -93,7 +102,15 @@ class _Servicer(pb_grpc.RegistrationServicer):
 
     def Register(self, request: pb.RegisterRequest, context: grpc.ServicerContext) -> pb.Empty:
         try:
-            self._owner.register(request.version, request.resource_name, request.endpoint)
+            # The kubelet connects under the Register call's context: its deadline bounds the dial and
+            # GetDevicePluginOptions, and a call the plugin gave up on registers nothing.
+            self._owner.register(
+                request.version,
+                request.resource_name,
+                request.endpoint,
+                time_limit=context.time_remaining(),
+                is_active=context.is_active,
+            )
         except PluginError as e:
             # Go returns a plain error from the handler: gRPC code Unknown with the error text.
             context.abort(grpc.StatusCode.UNKNOWN, str(e))
@@ -199,57 +216,78 @@ class RegistrationServer:
 
     # -- registration ------------------------------------------------------------------------------
 
-    def validate(self, version: str, resource: str, endpoint: str) -> None:
-        """Raise RegistrationRefusedError with the kubelet's error text if the request is not acceptable."""
+    def validate(self, version: str, resource: str, endpoint: str) -> Path:
+        """Raise RegistrationRefusedError with the kubelet's error text if the request is not acceptable;
+        return the plugin's socket path."""
         if version not in SUPPORTED_VERSIONS:
+            # upstream errUnsupportedVersion, "%q" of the SupportedVersions array
             raise RegistrationRefusedError(
-                f"requested API version {_go_quote(version)} is not supported by kubelet. Supported versions "
-                f"are [{' '.join(_go_quote(v) for v in SUPPORTED_VERSIONS)}]"
+                f"requested API version {_go_quote(version)} is not supported by kubelet. Supported version "
+                f"is [{' '.join(_go_quote(v) for v in SUPPORTED_VERSIONS)}]"
             )
         if not is_extended_resource_name(resource):
             raise RegistrationRefusedError(f"the ResourceName {_go_quote(resource)} is invalid")
-        bad = (
-            not endpoint
-            or "/" in endpoint
-            or "\\" in endpoint
-            or "\x00" in endpoint
-            or ".." in endpoint
-            or endpoint in (".", self.socket_path.name)
-            or endpoint in self._keep
-        )
-        if bad:
-            raise RegistrationRefusedError(
-                f"the endpoint {_go_quote(endpoint)} of device plugin {_go_quote(resource)} is invalid: it must be "
-                f"the bare file name of the plugin's socket inside {self.directory} (no '/', no '..', not "
-                f"{self.socket_path.name})"
-            )
-        if len(str(self.directory / endpoint)) > MAX_UNIX_PATH:
-            raise RegistrationRefusedError(
-                f"the endpoint {_go_quote(endpoint)} of device plugin {_go_quote(resource)} is invalid: the socket "
-                f"path would exceed {MAX_UNIX_PATH} bytes; use a shorter file name"
+        return self.resolve_endpoint(resource, endpoint)
+
+    def resolve_endpoint(self, resource: str, endpoint: str) -> Path:
+        """<directory>/<endpoint> as Go's filepath.Join builds it (cleaned; a leading '/' does not make
+        it absolute), refused when it is not a socket path inside the directory."""
+        directory = str(self.directory)
+        target = posixpath.normpath(directory + "/" + endpoint) if endpoint else directory
+
+        def refuse(why: str) -> RegistrationRefusedError:
+            return RegistrationRefusedError(
+                f"the endpoint {_go_quote(endpoint)} of device plugin {_go_quote(resource)} is invalid: {why}"
             )
 
-    def register(self, version: str, resource: str, endpoint: str) -> PluginEndpointClient:
+        if "\x00" in endpoint:
+            raise refuse("it contains a NUL byte; send the file name of the plugin's socket")
+        if not target.startswith(directory.rstrip("/") + "/"):
+            raise refuse(
+                f"it resolves to {target}, not to a socket inside {directory}; send the file name of the "
+                "plugin's socket in that directory"
+            )
+        path = Path(target)
+        if path.parent == self.directory and (path.name == self.socket_path.name or path.name in self._keep):
+            raise refuse(f"{path.name} is the kubelet's own file, not a plugin socket; use another file name")
+        if len(os.fsencode(target)) > MAX_UNIX_PATH:
+            raise refuse(f"the socket path would exceed {MAX_UNIX_PATH} bytes; use a shorter file name")
+        return path
+
+    def register(
+        self,
+        version: str,
+        resource: str,
+        endpoint: str,
+        *,
+        time_limit: float | None = None,
+        is_active: Callable[[], bool] | None = None,
+    ) -> PluginEndpointClient:
         """Handle one registration: validate, dial, fetch options, start ListAndWatch.
 
-        Raises PluginError (RegistrationRefusedError for a bad request) with the text the plugin gets.
+        `time_limit` (seconds left of the Register call) bounds the dial and the options call;
+        `is_active` tells whether the plugin is still waiting for the answer. Raises PluginError
+        (RegistrationRefusedError for a bad request) with the text the plugin gets.
         """
         log.info("got registration request from device plugin with resource %s", resource)
         self._notify1(self._on_request, resource)
         try:
-            self.validate(version, resource, endpoint)
+            socket_path = self.validate(version, resource, endpoint)
         except RegistrationRefusedError as e:
             log.error("bad registration request from device plugin with resource %r: %s", resource, e)
             self._notify(self._on_refused, resource, str(e))
             raise
         client = PluginEndpointClient(
             resource,
-            self.directory / endpoint,
+            socket_path,
             dial_timeout=self.dial_timeout,
             call_timeout=self.call_timeout,
         )
         try:
-            client.connect()
+            client.connect(time_limit)
+            if is_active is not None and not is_active():
+                # upstream's context is gone by now too, so its dial or options call fails
+                raise PluginError("context canceled: the plugin abandoned its Register call")
             if self._on_register is not None:
                 self._on_register(resource, client)
         except Exception as e:

@@ -11,6 +11,7 @@ import grp
 import logging
 import os
 import stat
+import urllib.parse
 from collections.abc import Callable
 from concurrent import futures
 from pathlib import Path
@@ -25,15 +26,32 @@ log = logging.getLogger("numalign.grpc")
 MAX_UNIX_PATH = 107
 
 # Client channel options: unix sockets only, never through an HTTP proxy from the environment, and the
-# authority the kubelet uses when dialing plugins.
+# authority the kubelet uses when dialing plugins. The first reconnect comes after 0.1 s instead of
+# gRPC's 1 s, so a plugin whose socket appears just after it registered is reached promptly.
 CHANNEL_OPTIONS: list[tuple[str, str | int]] = [
     ("grpc.default_authority", "localhost"),
     ("grpc.enable_http_proxy", 0),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
 ]
 
 
 def unix_target(path: Path) -> str:
-    return f"unix://{path.resolve() if not path.is_absolute() else path}"
+    """The gRPC target for a socket file. gRPC parses targets as URIs: '%' would be decoded and '?'
+    or '#' would start a query or fragment, so the path is percent-encoded; a Go plugin's socket
+    named "a#b.sock" or "50%.sock" is then still the file it created."""
+    absolute = path if path.is_absolute() else path.resolve()
+    return "unix://" + urllib.parse.quote(str(absolute), safe="/")
+
+
+def check_dialable(path: Path, what: str) -> None:
+    """gRPC's unix resolver splits a target at ',' (a list of addresses), even percent-encoded, so
+    such a path cannot be dialed; say so rather than time out."""
+    if "," in str(path):
+        raise PluginError(
+            f"failed to dial {what}: socket path {str(path)!r} contains ','; gRPC cannot dial such a unix "
+            "socket path; rename the socket (or its directory) without ','"
+        )
 
 
 def check_socket_path(path: Path, what: str) -> None:
@@ -109,20 +127,27 @@ def start_unix_server(
     return server
 
 
-def dial(path: Path, timeout: float, what: str = "device plugin") -> grpc.Channel:
+def dial(path: Path, timeout: float, what: str = "device plugin", *, wait_for_socket: bool = False) -> grpc.Channel:
     """Open a channel to a unix socket and wait (at most `timeout` s) until it is connected.
 
-    Mirrors the kubelet's blocking dial; the error text starts with upstream's "failed to dial device
-    plugin:" so log scrapers written for the kubelet keep working. A missing socket fails at once.
+    Mirrors the kubelet's blocking dial (grpc.WithBlock, 10 s): with `wait_for_socket` a socket that
+    does not exist yet, or does not answer yet, is retried until the deadline, as the kubelet does
+    for a plugin that is still starting. Without it, a missing socket fails at once (the plugin SDK
+    uses that for kubelet.sock). The timeout text starts with upstream's "failed to dial device
+    plugin: context deadline exceeded", so log scrapers written for the kubelet keep working.
     """
-    if not path.exists():
+    check_dialable(path, what)
+    if not wait_for_socket and not path.exists():
         raise PluginError(f"failed to dial {what}: socket {str(path)!r} does not exist")
     channel = grpc.insecure_channel(unix_target(path), options=CHANNEL_OPTIONS)
     try:
         grpc.channel_ready_future(channel).result(timeout=timeout)
     except grpc.FutureTimeoutError:
         channel.close()
+        state = "does not exist" if not path.exists() else "is not served by a gRPC server"
+        hint = "; a device plugin must serve its socket before it calls Register" if what == "device plugin" else ""
         raise PluginError(
-            f"failed to dial {what}: no gRPC server answered on {str(path)!r} within {timeout:g}s"
+            f"failed to dial {what}: context deadline exceeded (socket {str(path)!r} {state} after "
+            f"{timeout:g}s{hint})"
         ) from None
     return channel
