@@ -138,9 +138,16 @@ class PodBook:
         return None if entry is None else entry["file"]
 
     def _missing_resources(self, pod: Pod) -> list[str]:
+        """Extended resources of the pod with no plugin connected right now. A resource known only from
+        the device checkpoint (after a restart, before its plugin re-registers) or whose plugin went
+        away counts as missing: admitting then would fail on devices that are merely not back yet."""
         wanted = {r for c in pod.all_containers() for r, q in c.limits.items()
                   if is_extended_resource_name(r) and q.value() > 0}
-        return sorted(r for r in wanted if not self.node.devices.is_device_plugin_resource(r))
+        return sorted(r for r in wanted if not self._plugin_connected(r))
+
+    def _plugin_connected(self, resource: str) -> bool:
+        info = self.node.devices.endpoints.get(resource)
+        return info is not None and info.endpoint is not None and not info.stopped
 
     def _admit(self, pod: Pod, path: str | None) -> None:
         missing = self._missing_resources(pod) if self.wait_for_plugins else []
