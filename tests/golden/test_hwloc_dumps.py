@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import bz2
 import io
-import os
 import re
 import tarfile
 import xml.etree.ElementTree as ET
@@ -21,21 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from support.shared import hwloc_linux_dir
 
 from numalign.adapters.sysfs import discover_sysfs
 from numalign.errors import DiscoveryError
 from numalign.machine.topology import Machine
 
-
-def _shared() -> Path:
-    env = os.environ.get("NUMALIGN_SHARED")
-    if env:
-        return Path(env)
-    repo = Path(__file__).resolve().parents[2]
-    return (repo.parent / "shared").resolve()
-
-
-HWLOC = _shared() / "fixtures" / "hwloc" / "linux"
+HWLOC = hwloc_linux_dir()
 TESTS = sorted(HWLOC.glob("*.test"))
 TARBALLS = sorted(HWLOC.glob("*.tar.bz2"))
 

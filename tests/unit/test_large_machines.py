@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import time
 from functools import cache
-from pathlib import Path
 
 import pytest
+from support.shared import hwloc_linux_dir
 
 from numalign.adapters.sysfs import load_machine
 from numalign.core.bitmask import bits_of
@@ -23,7 +23,6 @@ from numalign.providers.cpu.policy_static import StaticPolicy
 from numalign.providers.hint_sources import ImplicitHintProvider
 
 Q = Quantity.parse
-HWLOC_DIR = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "hwloc" / "linux"
 
 CONFIG_YAML = """
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -49,7 +48,7 @@ MACHINES = ["snc-16", "gb200", "numa-64", "hwloc:128ia64-17n4s2c", "hwloc:256ia6
 @cache
 def machine(name: str) -> Machine:
     if name.startswith("hwloc:"):
-        return load_machine(str(HWLOC_DIR / f"{name[6:]}.tar.bz2"))
+        return load_machine(str(hwloc_linux_dir() / f"{name[6:]}.tar.bz2"))
     return example(name)
 
 
