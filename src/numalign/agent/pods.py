@@ -92,9 +92,10 @@ class PodBook:
         try:
             pods = load_pods(path)
         except Exception as e:  # NumalignError for bad input; anything else must not stop the agent either
-            self._fault("invalid_manifest", f"{path}: {e}")
+            err = str(e).removeprefix(f"{path}: ")  # manifest errors already start with the file name
+            self._fault("invalid_manifest", f"{path}: {err}")
             info = self.manifests.setdefault(path, {"status": "ok", "error": None, "pods": []})
-            info["status"], info["error"] = "invalid", str(e)
+            info["status"], info["error"] = "invalid", err
             return
         old = self.manifests.get(path, {"pods": []})["pods"]
         new_uids = [p.uid for p in pods]
