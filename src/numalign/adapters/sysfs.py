@@ -17,9 +17,11 @@ from __future__ import annotations
 import re
 import tarfile
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from numalign.errors import DiscoveryError, InvalidInputError
+from numalign.k8s.textfiles import read_text_file
 from numalign.machine.sysfstext import (
     hugepage_dir_size,
     parse_cpulist,
@@ -309,22 +311,50 @@ def load_machine(spec: str) -> Machine:
         )
     if ".tar" in path.suffixes or path.suffix == ".tgz":
         return _load_tarball(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InvalidInputError(f"--machine {spec!r}: cannot read the file ({e})") from None
+    text = read_text_file(path, "the machine file", _expected_machine())
     data = parse_machine_text(text, str(path))
     if is_cadvisor_machine_info(data):
         return machine_from_cadvisor(data, str(path))
+    if isinstance(data, Mapping) and ("apiVersion" in data or "kind" in data):
+        # A Pod or KubeletConfiguration given to the wrong option: "unknown keys" would not say so.
+        raise InvalidInputError(
+            f"{path}: looks like a Kubernetes manifest (apiVersion {data.get('apiVersion')!r}, kind "
+            f"{data.get('kind')!r}), not a machine; --machine expects {_expected_machine()}"
+        )
     return machine_from_dict(data, str(path))
+
+
+def _expected_machine() -> str:
+    from numalign.machine.examples import EXAMPLES
+
+    return (
+        "a machine file (numalign discover --output yaml), cadvisor MachineInfo JSON, a sysfs dump "
+        f"(directory or tarball) or a built-in name ({', '.join(EXAMPLES)})"
+    )
 
 
 def find_sysfs_root(path: Path) -> Path:
     """The sysfs root at or in `path`: `path` itself when it holds sys/, else its only subdirectory
     holding sys/ (hwloc dumps wrap the tree in a directory named after the machine)."""
+    if not path.exists():
+        raise DiscoveryError(
+            f"{path}: no such directory; expected a sysfs root (a directory holding sys/, such as / or an "
+            "extracted sysfs dump); check the path"
+        )
+    if not path.is_dir():
+        raise DiscoveryError(
+            f"{path}: is a file, not a directory; expected a sysfs root (a directory holding sys/); for a "
+            "dump tarball or a machine file use --machine instead"
+        )
     if (path / "sys").is_dir():
         return path
-    inner = [p for p in path.iterdir() if (p / "sys").is_dir()]
+    try:
+        inner = [p for p in path.iterdir() if (p / "sys").is_dir()]
+    except OSError as e:
+        raise DiscoveryError(
+            f"{path}: cannot list the directory ({e.strerror}); expected a readable sysfs root; "
+            "check its permissions"
+        ) from None
     if len(inner) == 1:
         return inner[0]
     raise DiscoveryError(f"{path}: no sys/ directory inside; expected a sysfs root (a directory holding sys/)")

@@ -70,6 +70,11 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"--poll-interval must be > 0 seconds, got {args.poll_interval}")
 
     yaml_path = Path(args.devices) if args.devices else None
+    if yaml_path is not None:
+        # Read once up front so an unreadable, non-UTF-8 or directory path is one clear error line.
+        from numalign.k8s.textfiles import read_text_file
+
+        read_text_file(yaml_path, "the device list", "a YAML list of devices like '- {id: gpu0, numa: 0}'")
 
     def load() -> list[PluginDevice]:
         if yaml_path is not None:

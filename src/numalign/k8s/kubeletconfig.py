@@ -32,9 +32,11 @@ from numalign.k8s.resources import (
     RESOURCE_PIDS,
     is_hugepage_resource_name,
 )
+from numalign.k8s.textfiles import syntax_error_message
 
 API_VERSION: Final = "kubelet.config.k8s.io/v1beta1"
 KIND: Final = "KubeletConfiguration"
+EXPECTED_CONFIG: Final = f"a KubeletConfiguration (apiVersion: {API_VERSION}, kind: {KIND}) in YAML or JSON"
 
 TOPOLOGY_MANAGER_POLICIES: Final = ("none", "best-effort", "restricted", "single-numa-node")
 TOPOLOGY_MANAGER_SCOPES: Final = ("container", "pod")
@@ -429,7 +431,7 @@ def load_yaml_mapping(text: str, source: str) -> Mapping[str, Any]:
     try:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML or JSON: {exc}") from None
+        raise ConfigError(syntax_error_message(exc, source, EXPECTED_CONFIG)) from None
     if len(docs) != 1 or not isinstance(docs[0], Mapping):
         raise ConfigError(
             f"{source}: expected one KubeletConfiguration mapping (apiVersion: {API_VERSION}, kind: {KIND}), "

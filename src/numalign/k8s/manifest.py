@@ -47,6 +47,7 @@ from numalign.k8s.resources import (
     is_overcommit_allowed,
     is_qualified_name,
 )
+from numalign.k8s.textfiles import read_text_file, syntax_error_message
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -73,6 +74,7 @@ _REPLICA_FIELDS: Final[Mapping[str, tuple[str, ...]]] = {
     "Job": ("spec", "parallelism"),
 }
 SUPPORTED_KINDS: Final = ("Pod", "List (and PodList, <Kind>List)", *WORKLOAD_TEMPLATES)
+EXPECTED_MANIFEST: Final = "Kubernetes manifests (YAML or JSON) of kind " + ", ".join(SUPPORTED_KINDS)
 _STANDARD_CONTAINER_RESOURCES: Final = frozenset({RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE})
 _INIT_RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
 
@@ -88,12 +90,7 @@ def pod_uid(namespace: str, name: str) -> str:
 def load_pods(path: str | PathLike[str], *, expand_replicas: bool = False) -> list[Pod]:
     """Read a manifest file. (The only function here that touches the file system.)"""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidInputError(f"{p}: cannot read the manifest: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise InvalidInputError(f"{p}: the manifest is not UTF-8 text ({exc.reason})") from None
+    text = read_text_file(p, "the manifest", EXPECTED_MANIFEST)
     return pods_from_yaml(text, str(p), expand_replicas=expand_replicas)
 
 
@@ -162,15 +159,8 @@ def _documents(text: str, source: str) -> list[Any]:
             pass  # maybe YAML flow style; let the YAML parser report problems
     try:
         return list(yaml.load_all(text, Loader=_Loader))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise InvalidInputError(
-            f"{source}: not valid YAML or JSON{at}: {exc.problem or exc}; fix the syntax (indentation, "
-            "quoting, ':' after keys) and try again"
-        ) from None
     except yaml.YAMLError as exc:
-        raise InvalidInputError(f"{source}: not valid YAML or JSON: {exc}") from None
+        raise InvalidInputError(syntax_error_message(exc, source, EXPECTED_MANIFEST)) from None
 
 
 def _items(items: list[Any], where: str, path: str, expand_replicas: bool) -> list[Pod]:

@@ -16,6 +16,7 @@ from numalign.machine.cpuset import format_cpuset, parse_cpuset
 from numalign.machine.topology import CPU, HEALTHY, Device, Machine, NUMANode
 
 FORMAT = "numalign.machine/v1"
+EXPECTED_FILE = f"a machine file ({FORMAT}, as `numalign discover --output yaml` writes) or cadvisor MachineInfo JSON"
 
 _TOP_KEYS = {"format", "name", "numa_nodes", "cpus", "offline_cpus", "devices"}
 _NODE_KEYS = {"id", "cpus", "memory_bytes", "distances", "hugepages"}
@@ -142,18 +143,20 @@ def machine_to_text(m: Machine, fmt: str) -> str:
 
 def parse_machine_text(text: str, source: str) -> Any:
     """JSON or YAML text -> plain data (YAML is a superset of JSON, but JSON errors read better)."""
+    from numalign.k8s.textfiles import syntax_error_message
+
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         try:
             return json.loads(text)
         except json.JSONDecodeError as e:
-            raise InvalidInputError(f"{source}: not valid JSON: {e}") from None
+            raise InvalidInputError(syntax_error_message(e, source, EXPECTED_FILE)) from None
     import yaml
 
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise InvalidInputError(f"{source}: not valid YAML: {e}") from None
+        raise InvalidInputError(syntax_error_message(e, source, EXPECTED_FILE)) from None
 
 
 # ---- field readers ------------------------------------------------------------------------------

@@ -203,7 +203,7 @@ def test_bad_quantity_in_a_deployment_names_the_template_path() -> None:
          "containers: [{name: c}]}\n", "restartPolicy: unsupported value 'Sometimes'"),
         ("kind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c}]}\nstatus: {qosClass: Gold}\n",
          "unknown QoS class 'Gold'"),
-        ("kind: Pod\nmetadata: {name: a\nspec: {}\n", "not valid YAML or JSON at line"),
+        ("kind: Pod\nmetadata: {name: a\nspec: {}\n", "bad.yaml: line 3, column 5: "),
         ("kind: Deployment\nmetadata: {name: d}\nspec: {}\n", "spec.template: missing the Deployment's pod template"),
         ("kind: List\nitems: {a: 1}\n", "items: expected a list"),
         ("kind: List\nitems:\n- kind: Secret\n", "document 1: items[0]: kind: unsupported kind 'Secret'"),

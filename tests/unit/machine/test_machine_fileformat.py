@@ -155,9 +155,11 @@ def test_errors_name_the_field(edit: Any, message: str) -> None:
 
 
 def test_text_parse_errors() -> None:
-    with pytest.raises(InvalidInputError, match=r"m\.json: not valid JSON"):
+    with pytest.raises(InvalidInputError, match=r"^m\.json: line 1, column 2: Expecting property name .*"
+                       r"\(not valid JSON\); expected a machine file \(numalign\.machine/v1"):
         parse_machine_text("{oops", "m.json")
-    with pytest.raises(InvalidInputError, match=r"m\.yaml: not valid YAML"):
+    with pytest.raises(InvalidInputError, match=r"^m\.yaml: line 2, column 1: expected ',' or '\]'.*"
+                       r"\(not valid YAML or JSON\); expected a machine file .*; fix the syntax"):
         parse_machine_text("a: [1, 2\n", "m.yaml")
     with pytest.raises(InvalidInputError, match="expected an object"):
         machine_from_dict([1, 2], "m.yaml")
