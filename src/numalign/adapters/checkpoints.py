@@ -14,6 +14,7 @@ numalign never overwrites an existing file it could not read unless the caller s
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -71,7 +72,9 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     except OSError as e:
+        problem = _path_kind_problem(target) if e.errno in (errno.EISDIR, errno.ENOTDIR) else None
         raise CheckpointFileError(
+            f"cannot write {target}: {problem}" if problem else
             f"cannot write {target}: cannot create a temporary file in {directory}: {e.strerror or e}; "
             f"expected an existing, writable directory; fix: create {directory} or correct its permissions",
             path=target,
@@ -115,12 +118,34 @@ def read_checkpoint(path: str | os.PathLike[str]) -> bytes | None:
     except FileNotFoundError:
         return None
     except OSError as e:
-        raise CheckpointFileError(
-            f"cannot read {target}: {e.strerror or e}; expected a regular file readable by this user; "
-            f"fix: correct the permissions of {target} (or run as the kubelet's user)",
-            path=target,
-            reason=e,
-        ) from e
+        raise CheckpointFileError(_read_error(target, e), path=target, reason=e) from e
+
+
+def _path_kind_problem(target: Path) -> str | None:
+    """What is in the way when `target` cannot be a regular file: permissions cannot fix these."""
+    if target.is_dir():
+        return (
+            f"{target} is a directory; expected the kubelet state file {target.name} (a regular file) there; "
+            f"fix: move that directory away, or point --state-dir at the right directory"
+        )
+    for parent in target.parents:
+        if parent.exists() and not parent.is_dir():
+            return (
+                f"{parent} is a file; expected a directory holding {target.relative_to(parent)}; "
+                "fix: point --state-dir at a directory (it is created if missing), or move that file away"
+            )
+    return None
+
+
+def _read_error(target: Path, e: OSError) -> str:
+    if e.errno in (errno.EISDIR, errno.ENOTDIR):
+        problem = _path_kind_problem(target)
+        if problem is not None:
+            return f"cannot read {target}: {problem}"
+    return (
+        f"cannot read {target}: {e.strerror or e}; expected a regular file readable by this user; "
+        f"fix: correct the permissions of {target} (or run as the kubelet's user)"
+    )
 
 
 _KUBELET_FIX = {

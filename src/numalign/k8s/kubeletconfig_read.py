@@ -6,6 +6,7 @@ File keys are the v1beta1 camelCase names; flag values use the kubelet's pflag v
 from __future__ import annotations
 
 import csv
+import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -208,6 +209,82 @@ _FILE_FIELDS: Final[Mapping[str, tuple[str, _Reader]]] = {
     "featureGates": ("feature_gates", _read_bool_map),
 }
 
+# Every top-level field of KubeletConfiguration v1beta1 (staging/src/k8s.io/kubelet/config/v1beta1/
+# types.go, json names). numalign reads only _FILE_FIELDS; the others are valid kubelet settings that
+# do not touch resource management, so only a key outside this list earns a warning.
+KUBELET_CONFIGURATION_FIELDS: Final = frozenset({
+    "apiVersion", "kind",
+    "enableServer", "staticPodPath", "podLogsDir", "syncFrequency", "fileCheckFrequency", "httpCheckFrequency",
+    "staticPodURL", "staticPodURLHeader", "address", "port", "readOnlyPort", "tlsCertFile", "tlsPrivateKeyFile",
+    "tlsCipherSuites", "tlsCurvePreferences", "tlsMinVersion", "rotateCertificates", "serverTLSBootstrap",
+    "authentication", "authorization", "registryPullQPS", "registryBurst",
+    "imagePullCredentialsVerificationPolicy", "preloadedImagesVerificationAllowlist", "eventRecordQPS",
+    "eventBurst", "enableDebuggingHandlers", "enableContentionProfiling", "healthzPort", "healthzBindAddress",
+    "oomScoreAdj", "clusterDomain", "clusterDNS", "streamingConnectionIdleTimeout", "nodeStatusUpdateFrequency",
+    "nodeStatusReportFrequency", "nodeLeaseDurationSeconds", "imageMinimumGCAge", "imageMaximumGCAge",
+    "imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "volumeStatsAggPeriod", "kubeletCgroups",
+    "systemCgroups", "cgroupRoot", "cgroupsPerQOS", "cgroupDriver", "cpuManagerPolicy", "singleProcessOOMKill",
+    "cpuManagerPolicyOptions", "cpuManagerReconcilePeriod", "draManagerReconcilePeriod", "memoryManagerPolicy",
+    "topologyManagerPolicy", "topologyManagerScope", "topologyManagerPolicyOptions", "qosReserved",
+    "runtimeRequestTimeout", "hairpinMode", "maxPods", "podCIDR", "podPidsLimit", "resolvConf", "runOnce",
+    "cpuCFSQuota", "cpuCFSQuotaPeriod", "nodeStatusMaxImages", "maxOpenFiles", "contentType", "kubeAPIQPS",
+    "kubeAPIBurst", "serializeImagePulls", "maxParallelImagePulls", "evictionHard", "evictionSoft",
+    "evictionSoftGracePeriod", "evictionPressureTransitionPeriod", "evictionMaxPodGracePeriod",
+    "evictionMinimumReclaim", "mergeDefaultEvictionSettings", "podsPerCore", "enableControllerAttachDetach",
+    "protectKernelDefaults", "makeIPTablesUtilChains", "iptablesMasqueradeBit", "iptablesDropBit",
+    "featureGates", "failSwapOn", "memorySwap", "containerLogMaxSize", "containerLogMaxFiles",
+    "containerLogMaxWorkers", "containerLogMonitorInterval", "configMapAndSecretChangeDetectionStrategy",
+    "systemReserved", "kubeReserved", "reservedSystemCPUs", "showHiddenMetricsForVersion",
+    "systemReservedCgroup", "kubeReservedCgroup", "enforceNodeAllocatable", "allowedUnsafeSysctls",
+    "volumePluginDir", "providerID", "kernelMemcgNotification", "logging", "enableSystemLogHandler",
+    "enableSystemLogQuery", "shutdownGracePeriod", "shutdownGracePeriodCriticalPods",
+    "shutdownGracePeriodByPodPriority", "crashLoopBackOff", "reservedMemory", "enableProfilingHandler",
+    "enableDebugFlagsHandler", "seccompDefault", "memoryThrottlingFactor", "memoryReservationPolicy",
+    "registerWithTaints", "registerNode", "tracing", "localStorageCapacityIsolation",
+    "containerRuntimeEndpoint", "imageServiceEndpoint", "failCgroupV1", "userNamespaces",
+})
+
+# The feature gates numalign's managers read (the CPU manager's and Topology Manager's policy-option
+# gates, and the PodResources Get endpoint's). Any other gate has no effect on what numalign decides.
+KNOWN_FEATURE_GATES: Final = (
+    "CPUManagerPolicyAlphaOptions", "CPUManagerPolicyBetaOptions",
+    "TopologyManagerPolicyAlphaOptions", "TopologyManagerPolicyBetaOptions",
+    "KubeletPodResourcesGet",
+)
+
+
+def unknown_field_warnings(obj: Mapping[str, Any], source: str) -> list[str]:
+    """The kubelet decodes its config file leniently but logs each strict-decoding error (an unknown
+    field) as a warning and carries on; numalign says the same, with the key most likely meant."""
+    out = []
+    by_lower = {f.lower(): f for f in KUBELET_CONFIGURATION_FIELDS}
+    for key in obj:
+        name = str(key)
+        if name in KUBELET_CONFIGURATION_FIELDS:
+            continue
+        guess = by_lower.get(name.lower()) or next(
+            iter(difflib.get_close_matches(name, sorted(KUBELET_CONFIGURATION_FIELDS), n=1, cutoff=0.75)), None
+        )
+        hint = f"; did you mean {go_quote(guess)}?" if guess else ""
+        out.append(
+            f"{source}: unknown field {go_quote(name)} in the KubeletConfiguration (the kubelet ignores it "
+            f"with a strict-decoding warning, so it has no effect){hint}"
+        )
+    return out
+
+
+def unknown_gate_warnings(gates: Mapping[str, bool], where: str) -> list[str]:
+    """The kubelet refuses a gate it does not know ("unrecognized feature gate: X"), but numalign
+    cannot know every kubelet gate, so an unknown one is accepted with a warning instead."""
+    return [
+        f"{where}: feature gate {go_quote(name)} is not known to numalign and has no effect here "
+        f"(numalign uses {', '.join(KNOWN_FEATURE_GATES)}); a kubelet that does not know it either "
+        f"refuses to start: unrecognized feature gate: {name}"
+        for name in gates
+        if name not in KNOWN_FEATURE_GATES
+    ]
+
+
 # ---- flags --------------------------------------------------------------------------------------------
 
 STRING_FLAGS: Final[Mapping[str, str]] = {
@@ -230,6 +307,20 @@ OTHER_FLAGS: Final = (
     "cgroups-per-qos", "feature-gates",
 )
 KUBELET_FLAGS: Final = (*STRING_FLAGS, *NO_SPLIT_MAP_FLAGS, *RESERVED_FLAGS, *OTHER_FLAGS)
+
+
+# What each flag's value looks like, appended to the kubelet's parse errors (which name neither).
+FLAG_VALUE_FORMS: Final[Mapping[str, str]] = {
+    "cgroups-per-qos": "true or false",
+    "feature-gates": "NAME=true|false[,NAME=true|false...], e.g. CPUManagerPolicyAlphaOptions=true",
+    "topology-manager-policy-options": "one KEY=VALUE per use, e.g. prefer-closest-numa-nodes=true",
+    "cpu-manager-policy-options": "one KEY=VALUE per use, e.g. full-pcpus-only=true",
+    "kube-reserved": "KEY=VALUE[,KEY=VALUE...], e.g. cpu=1,memory=1Gi",
+    "system-reserved": "KEY=VALUE[,KEY=VALUE...], e.g. cpu=500m,memory=512Mi",
+    "cpu-manager-reconcile-period": "a Go duration, e.g. 10s or 1m30s",
+    "reserved-memory": "NUMA:TYPE=QUANTITY[,TYPE=QUANTITY...][;NUMA:...], e.g. 0:memory=1Gi;1:memory=1Gi",
+    "eviction-hard": "SIGNAL<QUANTITY[,SIGNAL<QUANTITY...], e.g. memory.available<100Mi",
+}
 
 
 class _FlagError(Exception):
@@ -348,6 +439,8 @@ def apply_flags(config: KubeletConfig, flags: Iterable[tuple[str, str]]) -> Kube
             hint = ""
             if name == "eviction-hard" and "<" not in value:
                 hint = ' (the kubelet form is signal<quantity, e.g. "memory.available<100Mi")'
+            elif name in FLAG_VALUE_FORMS:
+                hint = f"; expected {FLAG_VALUE_FORMS[name]}"
             raise ConfigError(f"invalid argument {go_quote(value)} for \"--{name}\" flag: {exc}{hint}") from None
     for attr, texts in reserved_text.items():
         flag = "--" + attr.replace("_", "-")

@@ -9,13 +9,14 @@ KubeletConfig. Flags override the file, as in the kubelet.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
-from pathlib import Path
+import sys
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from numalign.errors import ConfigError
-from numalign.k8s.kubeletconfig import KubeletConfig
-from numalign.k8s.kubeletconfig_read import KUBELET_FLAGS
+from numalign.k8s.kubeletconfig import EXPECTED_CONFIG, KubeletConfig, load_yaml_mapping
+from numalign.k8s.kubeletconfig_read import KUBELET_FLAGS, unknown_field_warnings, unknown_gate_warnings
+from numalign.k8s.textfiles import read_text_file
 
 CONFIG_DEST: Final = "kubelet_config"
 FLAGS_DEST: Final = "kubelet_flags"
@@ -80,16 +81,36 @@ def add_kubelet_flags(parser: argparse.ArgumentParser) -> None:
         )
 
 
-def config_from_args(args: argparse.Namespace) -> KubeletConfig:
-    """The effective, validated kubelet configuration of a parsed command line."""
-    config = KubeletConfig()
+def _warn_stderr(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def config_from_args(
+    args: argparse.Namespace,
+    base: KubeletConfig | None = None,
+    warn: Callable[[str], None] = _warn_stderr,
+) -> KubeletConfig:
+    """The effective, validated kubelet configuration of a parsed command line.
+
+    `base` stands in for the config file when --config is not given (the kubelet's defaults when
+    None); flags override it field by field either way. Unknown config fields and feature gates are
+    reported through `warn` and otherwise ignored.
+    """
+    config = KubeletConfig() if base is None else base
     path = getattr(args, CONFIG_DEST, None)
     if path:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read the kubelet config file: {exc.strerror or exc}") from None
-        config = KubeletConfig.from_yaml(text, str(path))
-    config = config.with_flags(getattr(args, FLAGS_DEST, None) or [])
+        text = read_text_file(path, "the kubelet config file", EXPECTED_CONFIG, ConfigError)
+        obj = load_yaml_mapping(text, str(path))
+        for message in unknown_field_warnings(obj, str(path)):
+            warn(message)
+        config = KubeletConfig.from_dict(obj, str(path))
+        for message in unknown_gate_warnings(config.feature_gates, f"{path}: featureGates"):
+            warn(message)
+    flags = getattr(args, FLAGS_DEST, None) or []
+    gate_flags = [(name, value) for name, value in flags if name.lstrip("-") == "feature-gates"]
+    if gate_flags:
+        for message in unknown_gate_warnings(KubeletConfig().with_flags(gate_flags).feature_gates, "--feature-gates"):
+            warn(message)
+    config = config.with_flags(flags)
     config.validate()
     return config

@@ -71,7 +71,10 @@ def check_policy_option_available(
     g = {**DEFAULT_GATES, **(gates or {})}
     maturity = (OPTION_MATURITY if table is None else table).get(name)
     if maturity is None:
-        raise ConfigError(f'unknown Topology Manager Policy option: "{name}"')
+        # The kubelet's text first (tests and logs match on it), then what would have been accepted.
+        raise ConfigError(
+            f'unknown Topology Manager Policy option: "{name}"; known options: {", ".join(sorted(OPTION_MATURITY))}'
+        )
     if maturity is Maturity.ALPHA and not g.get(ALPHA_GATE, False):
         raise ConfigError(f'topology manager policy alpha-level options not enabled, but option "{name}" provided')
     if maturity is Maturity.BETA and not g.get(BETA_GATE, True):
@@ -103,12 +106,16 @@ class PolicyOptions:
                 if parsed is None:
                     raise ConfigError(
                         f'bad value for option "{name}": strconv.ParseBool: parsing "{value}": invalid syntax'
+                        "; expected true or false"
                     )
                 prefer = parsed
             elif name == MAX_ALLOWABLE_NUMA_NODES:
                 err = go_atoi_error(value)
                 if err is not None:
-                    raise ConfigError(f'unable to convert policy option to integer "{name}": {err}')
+                    raise ConfigError(
+                        f'unable to convert policy option to integer "{name}": {err}; expected an integer '
+                        f">= {DEFAULT_MAX_ALLOWABLE_NUMA_NODES}"
+                    )
                 n = int(value)
                 if n < DEFAULT_MAX_ALLOWABLE_NUMA_NODES:
                     raise ConfigError(

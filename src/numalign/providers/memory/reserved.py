@@ -15,6 +15,29 @@ from numalign.k8s.quantity import Quantity
 from numalign.providers.memory.state import is_memory_resource
 
 
+class ReservedMemoryMismatchError(ConfigError):
+    """validateReservedMemory's total mismatch; str() is the kubelet's text, verbatim."""
+
+    def __init__(self, message: str, *, resource: str, allocatable: Quantity) -> None:
+        super().__init__(message)
+        self.resource = resource
+        self.allocatable = allocatable
+
+    def fix(self) -> str:
+        """How to make the kubelet accept the configuration."""
+        r, total = self.resource, self.allocatable
+        if total.is_zero():
+            return (
+                f"the Node Allocatable reservation of {r} (kube-reserved + system-reserved + eviction-hard) "
+                f"is 0, so remove the reservedMemory (--reserved-memory) limits of type {r}"
+            )
+        return (
+            f"reservedMemory (--reserved-memory) limits of type {r}, summed over all NUMA nodes, must equal "
+            f"kube-reserved + system-reserved + eviction-hard for {r} = {total} "
+            f"(e.g. --reserved-memory 0:{r}={total})"
+        )
+
+
 @dataclass(frozen=True)
 class MemoryReservation:
     """KubeletConfiguration `reservedMemory[i]`: {numaNode, limits}."""
@@ -77,9 +100,11 @@ def validate_reserved_memory(
         allocatable = zero + node_allocatable_reservation[r] if r in node_allocatable_reservation else zero
         reserved = zero + totals[r] if r in totals else zero
         if allocatable != reserved:
-            raise ConfigError(
+            raise ReservedMemoryMismatchError(
                 f'the total amount "{reserved}" of type "{r}" is not equal to the value "{allocatable}" '
-                "determined by Node Allocatable feature"
+                "determined by Node Allocatable feature",
+                resource=r,
+                allocatable=allocatable,
             )
 
 
@@ -108,5 +133,9 @@ def get_system_reserved_memory(
     """Upstream getSystemReservedMemory: validate, then convert."""
     numa_nodes = list(numa_nodes)
     reserved_memory = list(reserved_memory)
-    validate_reserved_memory(numa_nodes, node_allocatable_reservation, reserved_memory)
+    try:
+        validate_reserved_memory(numa_nodes, node_allocatable_reservation, reserved_memory)
+    except ReservedMemoryMismatchError as exc:
+        # The kubelet's text first (logs and tests match on it), then the fix it does not give.
+        raise ConfigError(f"{exc}; fix: {exc.fix()}") from None
     return convert_reserved(numa_nodes, reserved_memory)

@@ -1,0 +1,88 @@
+"""Unknown KubeletConfiguration fields and feature gates: warned about, never fatal."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from numalign.adapters.grpc.podresources import GATE_GET
+from numalign.core.policies import options as tm_options
+from numalign.errors import ConfigError
+from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.kubeletconfig_read import (
+    _FILE_FIELDS,
+    KNOWN_FEATURE_GATES,
+    KUBELET_CONFIGURATION_FIELDS,
+    unknown_field_warnings,
+    unknown_gate_warnings,
+)
+from numalign.k8s.kubeletflags import CONFIG_DEST, FLAGS_DEST, config_from_args
+from numalign.providers.cpu import options as cpu_options
+
+HEAD = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+
+
+def test_every_field_numalign_reads_is_a_kubelet_field() -> None:
+    assert set(_FILE_FIELDS) <= KUBELET_CONFIGURATION_FIELDS
+
+
+def test_known_gates_are_the_ones_the_managers_read() -> None:
+    used = {cpu_options.ALPHA_GATE, cpu_options.BETA_GATE, tm_options.ALPHA_GATE, tm_options.BETA_GATE, GATE_GET}
+    assert set(KNOWN_FEATURE_GATES) == used
+
+
+@pytest.mark.parametrize(("key", "guess"), [
+    ("cpuManagerPolicyTypo", "cpuManagerPolicy"),
+    ("CPUManagerPolicy", "cpuManagerPolicy"),  # the kubelet's decoder is case-sensitive
+    ("topologyManagerPolicyOption", "topologyManagerPolicyOptions"),
+    ("reservedMemroy", "reservedMemory"),
+    ("somethingElseEntirely", None),
+])
+def test_unknown_field_names_the_likely_key(key: str, guess: str | None) -> None:
+    (message,) = unknown_field_warnings({"apiVersion": "x", key: 1, "maxPods": 110}, "kc.yaml")
+    assert message.startswith(f'kc.yaml: unknown field "{key}" in the KubeletConfiguration (the kubelet ignores it')
+    if guess is None:
+        assert "did you mean" not in message
+    else:
+        assert message.endswith(f'; did you mean "{guess}"?')
+
+
+def test_unknown_gates_only() -> None:
+    assert unknown_gate_warnings({"CPUManagerPolicyAlphaOptions": True}, "--feature-gates") == []
+    (message,) = unknown_gate_warnings({"Nope": True, "KubeletPodResourcesGet": False}, "--feature-gates")
+    assert message.startswith('--feature-gates: feature gate "Nope" is not known to numalign and has no effect here')
+
+
+def test_config_from_args_warns_and_still_reads_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "kc.yaml"
+    path.write_text(HEAD + "cpuManagerPolicy: static\ncpuManagerPolicyTypo: x\nfeatureGates: {Nope: true}\n")
+    warnings: list[str] = []
+    args = argparse.Namespace(**{CONFIG_DEST: str(path), FLAGS_DEST: [("--feature-gates", "Other=false")]})
+    config = config_from_args(args, warn=warnings.append)
+    assert config.cpu_manager_policy == "static"
+    assert config.feature_gates == {"Nope": True, "Other": False}
+    assert len(warnings) == 3
+    assert warnings[0].startswith(f'{path}: unknown field "cpuManagerPolicyTypo"')
+    assert warnings[0].endswith('did you mean "cpuManagerPolicy"?')
+    assert warnings[1].startswith(f'{path}: featureGates: feature gate "Nope" is not known to numalign')
+    assert warnings[2].startswith('--feature-gates: feature gate "Other" is not known to numalign')
+
+
+def test_flags_override_a_base_field_by_field() -> None:
+    base = KubeletConfig(cpu_manager_policy="static", topology_manager_policy="single-numa-node")
+    args = argparse.Namespace(**{CONFIG_DEST: None, FLAGS_DEST: [("--topology-manager-policy", "restricted")]})
+    got = config_from_args(args, base=base)
+    assert (got.cpu_manager_policy, got.topology_manager_policy) == ("static", "restricted")
+    assert config_from_args(argparse.Namespace()) == KubeletConfig()
+
+
+def test_config_file_syntax_error_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "kc.yaml"
+    path.write_text(HEAD + "cpuManagerPolicy: [static\nfoo: 1\n")
+    with pytest.raises(ConfigError) as info:
+        config_from_args(argparse.Namespace(**{CONFIG_DEST: str(path)}))
+    message = str(info.value)
+    assert message.startswith(f"{path}: line 4, column 4: ") and "\n" not in message
+    assert "expected a KubeletConfiguration (apiVersion: kubelet.config.k8s.io/v1beta1" in message
