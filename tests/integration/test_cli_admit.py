@@ -59,8 +59,10 @@ def test_kubelet_flags_and_aliases(tmp_path: Path) -> None:
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n"
         "      containers:\n      - name: c\n        resources:\n          limits: {cpu: '2', memory: 1Gi}\n"
     )
+    # Without --config the built-in example is the base; the first --kube-reserved replaces its
+    # kubeReserved map (as for a file), so memory is kept to match the example's reservedMemory.
     p = run("admit", str(pod), "--policy", "restricted", "--cpu-manager-policy", "static",
-            "--kube-reserved", "cpu=1", "--output", "json")
+            "--kube-reserved", "cpu=1,memory=1Gi", "--output", "json")
     assert p.returncode == 0, p.stderr
     rec = json.loads(p.stdout)["pods"][0]
     assert rec["policy"] == "restricted" and rec["result"]["admit"] is True

@@ -35,46 +35,93 @@ def register(sub: Any) -> None:
     add_kubelet_flags(p)
 
 
+EXAMPLE_CONFIG = "example-kubelet-config.yaml"
+
+
 def _data(name: str) -> Path:
     return Path(__file__).resolve().parent.parent / "data" / name
 
 
 def run(args: argparse.Namespace) -> int:
     from numalign.adapters.sysfs import load_machine
+    from numalign.errors import ConfigError, InvalidInputError
     from numalign.k8s.kubeletconfig import KubeletConfig
     from numalign.k8s.kubeletflags import FLAGS_DEST, config_from_args
-    from numalign.k8s.manifest import load_pods
+    from numalign.k8s.manifest import SUPPORTED_KINDS, load_pods
     from numalign.machine.examples import DEFAULT_MACHINE
     from numalign.node import Node
 
     notes: list[str] = []
     pod_files = [Path(p) for p in args.pods]
-    demo = not pod_files
-    if demo:
+    if not pod_files:
         pod_files = [_data("example-pods.yaml")]
         notes.append(f"no pods given: admitting the built-in examples ({pod_files[0].name})")
-    if demo and not args.kubelet_config and not getattr(args, FLAGS_DEST, None):
-        config = KubeletConfig.from_yaml(_data("example-kubelet-config.yaml").read_text(encoding="utf-8"),
-                                         "built-in example-kubelet-config.yaml")
-        config.validate()
-        notes.append("kubelet config: built-in example (cpuManagerPolicy static, memoryManagerPolicy Static, "
-                     "topologyManagerPolicy single-numa-node); pass --config or kubelet flags to change it")
+    flags: list[tuple[str, str]] = getattr(args, FLAGS_DEST, None) or []
+    base = None
+    if not args.kubelet_config:
+        # Without --config the built-in example stands in for the config file, pods or no pods, and
+        # flags override it field by field as they would a file (so the fix a refusal suggests,
+        # e.g. --policy-option max-allowable-numa-nodes=16, changes only that field).
+        base = KubeletConfig.from_yaml(_data(EXAMPLE_CONFIG).read_text(encoding="utf-8"), f"built-in {EXAMPLE_CONFIG}")
+    config = config_from_args(args, base=base)
+    if base is not None:
+        overrides = ", ".join(dict.fromkeys(name for name, _ in flags))
+        notes.append(
+            f"kubelet config: built-in example {EXAMPLE_CONFIG} (cpuManagerPolicy {base.cpu_manager_policy}, "
+            f"memoryManagerPolicy {base.memory_manager_policy}, topologyManagerPolicy "
+            f"{base.topology_manager_policy})"
+            + (f", overridden by {overrides}" if overrides else "; pass --config or kubelet flags to change it")
+        )
+    elif flags:
+        notes.append(f"kubelet config: {args.kubelet_config}, overridden by "
+                     + ", ".join(dict.fromkeys(name for name, _ in flags)))
     else:
-        config = config_from_args(args)
+        notes.append(f"kubelet config: {args.kubelet_config}")
     if config.topology_manager_policy != "none" and config.cpu_manager_policy == "none":
         notes.append("note: cpuManagerPolicy is none, so CPUs take no part in NUMA alignment "
                      "(add --cpu-manager-policy static and a CPU reservation)")
     machine = load_machine(args.machine or DEFAULT_MACHINE)
-    pods = [pod for f in pod_files for pod in load_pods(f, expand_replicas=args.replicas)]
-    node = Node(machine, config, state_dir=args.state_dir)
+    pods = []
+    for f in pod_files:
+        found = load_pods(f, expand_replicas=args.replicas)
+        if not found:
+            raise InvalidInputError(
+                f"{f}: no Pod (or workload with a pod template) found; expected a manifest of kind "
+                f"{', '.join(SUPPORTED_KINDS)}; check that the file is the one you meant and is not empty"
+            )
+        pods.extend(found)
+    try:
+        node = Node(machine, config, state_dir=args.state_dir)
+    except ConfigError as exc:
+        if base is None:
+            raise
+        # The user never wrote this configuration: say where it came from and how to replace it.
+        raise ConfigError(
+            f"{exc} (the kubelet configuration is the built-in example {EXAMPLE_CONFIG}, used because no "
+            "--config was given; pass --config FILE, or override its fields with kubelet flags such as "
+            "--reserved-cpus, --reserved-memory, --kube-reserved)"
+        ) from None
     records = [node.admit(pod) for pod in pods]
     if args.output == "json":
-        json.dump({"machine": machine.name, "notes": notes, "pods": [r.to_dict() for r in records]},
+        json.dump({"machine": machine.name, "kubelet_config": _config_dict(config), "notes": notes,
+                   "pods": [r.to_dict() for r in records]},
                   sys.stdout, indent=2, sort_keys=True)
         print()
     else:
         _print_text(machine.name, config, notes, records)
     return 0
+
+
+def _config_dict(config: Any) -> dict[str, Any]:
+    """The resource-manager settings in effect, under their KubeletConfiguration names."""
+    return {
+        "topologyManagerPolicy": config.topology_manager_policy,
+        "topologyManagerScope": config.topology_manager_scope,
+        "topologyManagerPolicyOptions": dict(config.topology_manager_policy_options),
+        "cpuManagerPolicy": config.cpu_manager_policy,
+        "cpuManagerPolicyOptions": dict(config.cpu_manager_policy_options),
+        "memoryManagerPolicy": config.memory_manager_policy,
+    }
 
 
 def _print_text(machine: str, config: Any, notes: list[str], records: list[Any]) -> None:

@@ -1,0 +1,304 @@
+"""What a new user sees for wrong files and values: one line naming what, where, what was expected and
+the fix, exit code 3, never a traceback (numalign.cli.main.main in-process, with capsys)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from numalign.cli.main import EXIT_ERROR, main
+from numalign.machine.examples import EXAMPLES
+
+POD = (
+    "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n"
+    "    resources:\n      limits: {cpu: '2', memory: 1Gi}\n"
+)
+CONFIG = (
+    "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+    "cpuManagerPolicy: static\nreservedSystemCPUs: '0'\ntopologyManagerPolicy: best-effort\n"
+)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    out = {
+        "pod": tmp_path / "pod.yaml",
+        "config": tmp_path / "kubelet.yaml",
+        "binary": tmp_path / "bin.yaml",
+        "dir": tmp_path / "a-directory",
+        "unreadable": tmp_path / "unreadable.yaml",
+        "broken": tmp_path / "broken.yaml",
+        "empty": tmp_path / "empty.yaml",
+    }
+    out["pod"].write_text(POD)
+    out["config"].write_text(CONFIG)
+    out["binary"].write_bytes(b"a: \xff\xfe\n")
+    out["dir"].mkdir()
+    out["unreadable"].write_text(CONFIG)
+    out["broken"].write_text("a: [1\nb: 2\n")
+    out["empty"].write_text("")
+    return out
+
+
+def error_of(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """Run the CLI; it must fail with EXIT_ERROR and exactly one line on stderr."""
+    code = main(list(args))
+    err = capsys.readouterr().err
+    assert code == EXIT_ERROR, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"numalign {args[0]}: error: "), err
+    assert "Traceback" not in err and '"<unicode string>"' not in err
+    return lines[0]
+
+
+# ---- 1. files that cannot be read ---------------------------------------------------------------
+
+
+def test_discover_sysfs_root_missing_or_a_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = tmp_path / "nonexistent"
+    msg = error_of(capsys, "discover", "--sysfs-root", str(missing))
+    assert f"{missing}: no such directory" in msg and "expected a sysfs root" in msg and "check the path" in msg
+    a_file = tmp_path / "hostname"
+    a_file.write_text("box\n")
+    msg = error_of(capsys, "discover", "--sysfs-root", str(a_file))
+    assert f"{a_file}: is a file, not a directory" in msg and "use --machine" in msg
+
+
+@pytest.mark.parametrize("command", ["admit", "serve"])
+def test_config_not_utf8_or_a_directory(
+    capsys: pytest.CaptureFixture[str], files: dict[str, Path], command: str
+) -> None:
+    msg = error_of(capsys, command, "--config", str(files["binary"]))
+    assert f"{files['binary']}: cannot read the kubelet config file: not UTF-8 text" in msg
+    assert "expected UTF-8 text (a KubeletConfiguration" in msg and "iconv" in msg
+    msg = error_of(capsys, command, "--config", str(files["dir"]))
+    assert f"{files['dir']}: cannot read the kubelet config file: Is a directory" in msg
+    assert "pass the file itself, not a directory" in msg
+
+
+@pytest.mark.parametrize(("command", "option", "what"), [
+    ("admit", "--config", "the kubelet config file"), ("serve", "--config", "the kubelet config file"),
+    ("admit", "--machine", "the machine file"), ("discover", "--machine", "the machine file"),
+    ("admit", "", "the manifest"),
+])
+def test_unreadable_file(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                         files: dict[str, Path], command: str, option: str, what: str) -> None:
+    """Root (as here and in CI) reads mode-0 files, so the kernel's answer is faked for that file."""
+    target = files["unreadable"]
+    read_text = Path.read_text
+
+    def deny(self: Path, *args: Any, **kwargs: Any) -> str:
+        if self == target:
+            raise PermissionError(13, "Permission denied", str(self))
+        return read_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", deny)
+    msg = error_of(capsys, command, *([option] if option else []), str(target))
+    assert f"{target}: cannot read {what}: Permission denied; expected " in msg
+    assert msg.endswith("; make it readable by this user (chmod/chown) or run as a user who can read it")
+
+
+@pytest.mark.parametrize("command", ["admit", "discover", "serve"])
+def test_machine_not_utf8_or_a_plain_directory(
+    capsys: pytest.CaptureFixture[str], files: dict[str, Path], command: str
+) -> None:
+    msg = error_of(capsys, command, "--machine", str(files["binary"]))
+    assert f"{files['binary']}: cannot read the machine file: not UTF-8 text" in msg
+    msg = error_of(capsys, command, "--machine", str(files["dir"]))
+    assert f"{files['dir']}: no sys/ directory inside; expected a sysfs root" in msg
+
+
+def test_pod_file_not_utf8_or_missing(capsys: pytest.CaptureFixture[str], files: dict[str, Path],
+                                      tmp_path: Path) -> None:
+    msg = error_of(capsys, "admit", str(files["binary"]))
+    assert f"{files['binary']}: cannot read the manifest: not UTF-8 text" in msg
+    missing = tmp_path / "pod-missing.yaml"
+    msg = error_of(capsys, "admit", str(missing))
+    assert msg.endswith("; check the path")
+    assert f"{missing}: cannot read the manifest: No such file or directory; expected Kubernetes manifests" in msg
+
+
+@pytest.mark.parametrize("which", ["binary", "dir"])
+def test_plugin_device_list_unreadable(capsys: pytest.CaptureFixture[str], files: dict[str, Path],
+                                       which: str, tmp_path: Path) -> None:
+    msg = error_of(capsys, "plugin", "--resource", "example.com/gpu", "--devices", str(files[which]),
+                   "--device-plugin-dir", str(tmp_path))
+    assert f"{files[which]}: cannot read the device list" in msg and "expected" in msg
+
+
+# ---- 2. malformed YAML --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("option", "expected"), [
+    ("--config", "expected a KubeletConfiguration"),
+    ("--machine", "expected a machine file"),
+])
+def test_malformed_yaml_names_line_and_column(
+    capsys: pytest.CaptureFixture[str], files: dict[str, Path], option: str, expected: str
+) -> None:
+    msg = error_of(capsys, "admit", option, str(files["broken"]))
+    assert f"{files['broken']}: line 2, column 2: expected ',' or ']'" in msg
+    assert expected in msg and "fix the syntax" in msg
+
+
+def test_malformed_pod_manifest_uses_the_same_words(capsys: pytest.CaptureFixture[str],
+                                                    files: dict[str, Path]) -> None:
+    msg = error_of(capsys, "admit", str(files["broken"]))
+    assert f"{files['broken']}: line 2, column 2: " in msg and "expected ',' or ']'" in msg
+    assert "(not valid YAML or JSON); expected Kubernetes manifests" in msg and "fix the syntax" in msg
+
+
+# ---- 3. a manifest given as a machine ----------------------------------------------------------
+
+
+def test_pod_manifest_given_as_machine(capsys: pytest.CaptureFixture[str], files: dict[str, Path]) -> None:
+    msg = error_of(capsys, "admit", "--machine", str(files["pod"]))
+    assert "looks like a Kubernetes manifest (apiVersion 'v1', kind 'Pod')" in msg
+    assert "--machine expects a machine file" in msg and "cadvisor MachineInfo JSON" in msg
+    assert "sysfs dump" in msg and all(name in msg for name in EXAMPLES)
+    assert "unknown keys" not in msg
+
+
+# ---- 4, 5. warnings, and the run goes on -------------------------------------------------------
+
+
+def test_unknown_config_field_warns_and_continues(capsys: pytest.CaptureFixture[str],
+                                                  files: dict[str, Path]) -> None:
+    files["config"].write_text(CONFIG + "cpuManagerPolicyTypo: x\nclusterDNS: [10.0.0.10]\n")
+    assert main(["admit", str(files["pod"]), "--config", str(files["config"])]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        f'warning: {files["config"]}: unknown field "cpuManagerPolicyTypo" in the KubeletConfiguration (the '
+        'kubelet ignores it with a strict-decoding warning, so it has no effect); did you mean "cpuManagerPolicy"?'
+    ]  # clusterDNS is a kubelet field numalign does not read: no warning
+    assert "1/1 pods admitted" in out
+
+
+def test_unknown_feature_gates_warn_and_continue(capsys: pytest.CaptureFixture[str],
+                                                 files: dict[str, Path]) -> None:
+    files["config"].write_text(CONFIG + "featureGates: {FileGate: true, CPUManagerPolicyAlphaOptions: true}\n")
+    code = main(["admit", str(files["pod"]), "--config", str(files["config"]),
+                 "--feature-gates", "Nope=true,TopologyManagerPolicyBetaOptions=true"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    lines = err.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith(f'warning: {files["config"]}: featureGates: feature gate "FileGate" is not known '
+                               "to numalign and has no effect here (numalign uses CPUManagerPolicyAlphaOptions")
+    assert lines[1].startswith('warning: --feature-gates: feature gate "Nope" is not known to numalign')
+    assert lines[1].endswith("unrecognized feature gate: Nope")
+    assert "1/1 pods admitted" in out
+
+
+# ---- 6. no pods ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["empty", "devnull"])
+def test_file_without_pods_is_an_error(capsys: pytest.CaptureFixture[str], files: dict[str, Path],
+                                       which: str) -> None:
+    path = os.devnull if which == "devnull" else str(files["empty"])
+    msg = error_of(capsys, "admit", str(files["pod"]), path)
+    assert f"{path}: no Pod (or workload with a pod template) found" in msg
+    assert "expected a manifest of kind Pod, List" in msg and "Deployment" in msg
+
+
+# ---- 7. kubelet texts kept, the fix added ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("args", "kubelet_text", "hint"), [
+    (["--policy-option", "foo=1"], 'unknown Topology Manager Policy option: "foo"',
+     "; known options: max-allowable-numa-nodes, prefer-closest-numa-nodes"),
+    (["--cgroups-per-qos", "maybe"],
+     'invalid argument "maybe" for "--cgroups-per-qos" flag: strconv.ParseBool: parsing "maybe": invalid syntax',
+     "; expected true or false"),
+    (["--policy-option", "foo"],
+     'invalid argument "foo" for "--topology-manager-policy-options" flag: malformed pair, expect string=string',
+     "; expected one KEY=VALUE per use, e.g. prefer-closest-numa-nodes=true"),
+    (["--kube-reserved", "memory"],
+     'invalid argument "memory" for "--kube-reserved" flag: malformed pair, expect string=string',
+     "; expected KEY=VALUE[,KEY=VALUE...], e.g. cpu=1,memory=1Gi"),
+    (["--feature-gates", "A=maybe"], 'invalid value of A: maybe, err: strconv.ParseBool: parsing "maybe": invalid '
+     "syntax", "; expected NAME=true|false[,NAME=true|false...], e.g. CPUManagerPolicyAlphaOptions=true"),
+    (["--policy-option", "prefer-closest-numa-nodes=maybe"],
+     'bad value for option "prefer-closest-numa-nodes": strconv.ParseBool: parsing "maybe": invalid syntax',
+     "; expected true or false"),
+])
+def test_kubelet_text_then_the_fix(capsys: pytest.CaptureFixture[str], files: dict[str, Path],
+                                   args: list[str], kubelet_text: str, hint: str) -> None:
+    msg = error_of(capsys, "admit", str(files["pod"]), *args)
+    assert kubelet_text + hint in msg
+
+
+def test_reserved_memory_mismatch_shows_the_sum(capsys: pytest.CaptureFixture[str], files: dict[str, Path]) -> None:
+    files["config"].write_text(CONFIG + "memoryManagerPolicy: Static\nkubeReserved: {memory: 1Gi}\n"
+                               "reservedMemory: [{numaNode: 0, limits: {memory: 1Gi}}]\n")
+    msg = error_of(capsys, "admit", str(files["pod"]), "--config", str(files["config"]))
+    assert ('the total amount "1Gi" of type "memory" is not equal to the value "1124Mi" determined by Node '
+            "Allocatable feature; fix: reservedMemory (--reserved-memory) limits of type memory, summed over all "
+            "NUMA nodes, must equal kube-reserved + system-reserved + eviction-hard for memory = 1124Mi") in msg
+
+
+def test_state_path_of_the_wrong_kind(capsys: pytest.CaptureFixture[str], files: dict[str, Path],
+                                      tmp_path: Path) -> None:
+    a_file = tmp_path / "state-file"
+    a_file.write_text("")
+    msg = error_of(capsys, "admit", str(files["pod"]), "--state-dir", str(a_file))
+    assert f"{a_file} is a file; expected a directory holding cpu_manager_state" in msg
+    assert "permissions" not in msg
+    state = tmp_path / "state"
+    (state / "cpu_manager_state").mkdir(parents=True)
+    msg = error_of(capsys, "admit", str(files["pod"]), "--state-dir", str(state))
+    assert f"{state / 'cpu_manager_state'} is a directory; expected the kubelet state file" in msg
+    assert "permissions" not in msg
+
+
+# ---- 8. the built-in example configuration is the base without --config -----------------------
+
+
+def test_flags_override_the_builtin_example_with_pods(capsys: pytest.CaptureFixture[str],
+                                                      files: dict[str, Path]) -> None:
+    assert main(["admit", str(files["pod"]), "--policy", "restricted", "--output", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kubelet_config"] == {
+        "topologyManagerPolicy": "restricted", "topologyManagerScope": "container",
+        "topologyManagerPolicyOptions": {}, "cpuManagerPolicy": "static", "cpuManagerPolicyOptions": {},
+        "memoryManagerPolicy": "Static",
+    }
+    assert any(n.startswith("kubelet config: built-in example example-kubelet-config.yaml")
+               and n.endswith("overridden by --topology-manager-policy") for n in doc["notes"])
+
+
+def test_the_large_machine_refusal_hint_works_as_printed(capsys: pytest.CaptureFixture[str]) -> None:
+    msg = error_of(capsys, "admit", "--machine", "snc-16")
+    assert "raise the limit with the topology manager policy option max-allowable-numa-nodes=16" in msg
+    assert main(["admit", "--machine", "snc-16", "--policy-option", "max-allowable-numa-nodes=16"]) == 0
+    out = capsys.readouterr().out
+    header = out.splitlines()[0]
+    assert header == ("machine snc-16; topologyManagerPolicy single-numa-node, scope container, "
+                      "cpuManagerPolicy static, memoryManagerPolicy Static")
+    assert "overridden by --topology-manager-policy-options" in out
+
+
+def test_config_file_replaces_the_builtin_example(capsys: pytest.CaptureFixture[str],
+                                                  files: dict[str, Path]) -> None:
+    assert main(["admit", str(files["pod"]), "--config", str(files["config"]), "--output", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kubelet_config"]["topologyManagerPolicy"] == "best-effort"
+    assert doc["kubelet_config"]["memoryManagerPolicy"] == "None"  # the kubelet default, not the example's
+    assert f"kubelet config: {files['config']}" in doc["notes"]
+
+
+def test_serve_keeps_kubelet_defaults_without_config() -> None:
+    """serve models a kubelet: without --config it starts from the kubelet's defaults."""
+    import argparse
+
+    from numalign.k8s.kubeletconfig import KubeletConfig
+    from numalign.k8s.kubeletflags import config_from_args
+
+    assert config_from_args(argparse.Namespace()) == KubeletConfig()
+    serve_source = (Path(__file__).resolve().parents[2] / "src" / "numalign" / "cli" / "serve.py").read_text()
+    assert "example-kubelet-config" not in serve_source and "base=" not in serve_source
