@@ -302,3 +302,19 @@ def test_serve_keeps_kubelet_defaults_without_config() -> None:
     assert config_from_args(argparse.Namespace()) == KubeletConfig()
     serve_source = (Path(__file__).resolve().parents[2] / "src" / "numalign" / "cli" / "serve.py").read_text()
     assert "example-kubelet-config" not in serve_source and "base=" not in serve_source
+
+
+@pytest.mark.parametrize(("content", "found"), [("", "nothing (the file is empty)"), ("[1, 2]\n", "a list")])
+def test_machine_file_that_is_not_a_mapping(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                            content: str, found: str) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(content)
+    msg = error_of(capsys, "discover", "--machine", str(path))
+    assert f"{path}: found {found}; --machine expects a machine file" in msg
+
+
+def test_replay_file_not_utf8_or_a_directory(capsys: pytest.CaptureFixture[str], files: dict[str, Path]) -> None:
+    msg = error_of(capsys, "replay", str(files["binary"]))
+    assert f"replay: {files['binary']}: not UTF-8 text" in msg and "expected a JSON-lines file" in msg
+    msg = error_of(capsys, "replay", str(files["dir"]))
+    assert "is a directory; expected a JSON-lines file of scenarios" in msg

@@ -305,9 +305,10 @@ def load_machine(spec: str) -> Machine:
     path = Path(spec)
     if path.is_dir():
         return discover_sysfs(find_sysfs_root(path))
-    if not path.is_file():
+    if not path.exists():
         raise InvalidInputError(
-            f"--machine {spec!r}: not a built-in machine ({', '.join(EXAMPLES)}) and no such file or directory"
+            f"--machine {spec!r}: not a built-in machine ({', '.join(EXAMPLES)}) and no such file or directory; "
+            "check the name or the path"
         )
     if ".tar" in path.suffixes or path.suffix == ".tgz":
         return _load_tarball(path)
@@ -315,7 +316,10 @@ def load_machine(spec: str) -> Machine:
     data = parse_machine_text(text, str(path))
     if is_cadvisor_machine_info(data):
         return machine_from_cadvisor(data, str(path))
-    if isinstance(data, Mapping) and ("apiVersion" in data or "kind" in data):
+    if not isinstance(data, Mapping):
+        found = "nothing (the file is empty)" if data is None else f"a {type(data).__name__}"
+        raise InvalidInputError(f"{path}: found {found}; --machine expects {_expected_machine()}")
+    if "apiVersion" in data or "kind" in data:
         # A Pod or KubeletConfiguration given to the wrong option: "unknown keys" would not say so.
         raise InvalidInputError(
             f"{path}: looks like a Kubernetes manifest (apiVersion {data.get('apiVersion')!r}, kind "

@@ -31,10 +31,25 @@ def run(args: argparse.Namespace) -> int:
         source = "<stdin>"
         return _run(replay_lines(lines, source), args.check)
     path = Path(args.file)
-    if not path.is_file():
+    if not path.exists():
         raise InvalidInputError(f"replay: file {str(path)!r} not found; pass a JSON-lines file of scenarios")
-    with path.open(encoding="utf-8") as fh:
-        return _run(replay_lines(fh, str(path)), args.check)
+    if path.is_dir():
+        raise InvalidInputError(
+            f"replay: {str(path)!r} is a directory; expected a JSON-lines file of scenarios; pass the file itself"
+        )
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return _run(replay_lines(fh, str(path)), args.check)
+    except UnicodeDecodeError as exc:
+        # Lines are decoded as they are read, so this can come after some results were printed.
+        raise InvalidInputError(
+            f"replay: {path}: not UTF-8 text ({exc.reason}); expected a JSON-lines file of scenarios in UTF-8; "
+            "convert it (e.g. iconv -t UTF-8) or pass the right file"
+        ) from None
+    except PermissionError as exc:
+        raise InvalidInputError(
+            f"replay: {path}: cannot read the scenarios: {exc.strerror}; make it readable by this user"
+        ) from None
 
 
 def _run(outcomes: Any, check: bool) -> int:
