@@ -267,8 +267,7 @@ class Agent:
             self._write_status()
 
     def _on_malformed(self, resource: str, message: str) -> None:
-        self._fault("malformed_device_update", f"device plugin {resource}: malformed ListAndWatch update dropped: "
-                    f"{message}")
+        self._fault("malformed_device_update", f"device plugin {resource}: malformed ListAndWatch update: {message}")
         with self._lock:
             self._write_status()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import grpc
@@ -123,9 +123,10 @@ class PluginEndpointClient:
     ) -> None:
         """Follow ListAndWatch in a daemon thread.
 
-        Each valid snapshot goes to `on_devices`. A malformed snapshot is logged, reported to
-        `on_malformed` and dropped; the stream goes on. When the stream ends for any reason other than
-        `close()`, `on_end(reason)` is called once; after `close()` it is not called.
+        Each snapshot goes to `on_devices`, read as the kubelet reads it (`kubelet_devices`); what
+        is odd in it is logged and reported to `on_malformed`, once per problem. When the stream
+        ends for any reason other than `close()`, `on_end(reason)` is called once; after `close()`
+        it is not called.
         """
         stub = self._require_stub()
         self._thread = threading.Thread(
@@ -218,13 +219,11 @@ class PluginEndpointClient:
                     return
                 self._stream = stream
             for resp in stream:
-                try:
-                    devices = convert.devices_from_pb(self.resource, resp.devices)
-                except PluginError as e:
-                    log.error("dropping malformed ListAndWatch update: %s", e)
+                devices, problems = kubelet_devices(self.resource, resp.devices)
+                for problem in problems:
+                    log.warning("%s", problem)
                     if on_malformed is not None:
-                        _safe(on_malformed, str(e))
-                    continue
+                        _safe(on_malformed, problem)
                 log.debug("state pushed for device plugin %s: %d devices", self.resource, len(devices))
                 _safe(on_devices, devices)
         except grpc.RpcError as e:
@@ -237,6 +236,34 @@ class PluginEndpointClient:
         log.warning("device plugin %s disconnected: %s", self.resource, reason)
         self.close()
         _safe(on_end, reason)
+
+
+def kubelet_devices(resource: str, msgs: Iterable[pb.Device]) -> tuple[list[Device], list[str]]:
+    """One ListAndWatch snapshot as the kubelet takes it (genericDeviceUpdateCallback), plus the
+    problems found in it.
+
+    The kubelet validates nothing here: it keys devices by ID in a map, so a repeated ID counts once
+    and its last entry wins (kept here at its first position); an empty ID is a device like any other;
+    a negative NUMA id (sysfs' -1 passed through) simply never matches a NUMA node. Refusing the whole
+    snapshot instead would hide every other device of a plugin the kubelet serves fine, so each of
+    these is reported and the snapshot is used.
+    """
+    where = f"ListAndWatch from the device plugin for {resource!r}"
+    by_id: dict[str, Device] = {}
+    problems: list[str] = []
+    for msg in msgs:
+        dev = convert.device_from_pb(msg)
+        if dev.id in by_id:
+            problems.append(f"{where}: device ID {dev.id!r} is listed twice; the last entry is used, as in the kubelet")
+        elif not dev.id:
+            problems.append(f"{where}: a device has an empty ID; it is kept, as the kubelet does")
+        if dev.topology is not None and any(n < 0 for n in dev.topology):
+            problems.append(
+                f"{where}: device {dev.id!r} has NUMA node ids {list(dev.topology)}; a negative id matches no "
+                "NUMA node (a plugin should omit the topology of a device without NUMA affinity)"
+            )
+        by_id[dev.id] = dev
+    return list(by_id.values()), problems
 
 
 def _safe(fn: Callable[..., object], *args: object) -> None:

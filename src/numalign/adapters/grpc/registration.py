@@ -21,7 +21,8 @@ directory itself, to kubelet.sock or to the checkpoint is refused at once (upstr
 fails later, or dials itself); a re-registration closes the previous client instead of leaving it
 running (upstream's old client, when it ends, disconnects the *new* one: a known race); a
 registration that fails to connect leaves an already registered plugin for the same resource in
-place (upstream forgets it); a malformed ListAndWatch update is dropped and the stream kept.
+place (upstream forgets it). A ListAndWatch update is taken as the kubelet takes it (repeated IDs
+count once, empty IDs and negative NUMA ids pass); such oddities are also reported (on_malformed).
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ class RegistrationServer:
     - on_devices(resource, devices): a ListAndWatch snapshot (replaces the previous one).
     - on_disconnect(resource): the current plugin for `resource` went away (stream ended).
     - on_refused(resource, message): a RegisterRequest was refused.
-    - on_malformed(resource, message): a ListAndWatch update was malformed and dropped.
+    - on_malformed(resource, message): a ListAndWatch update had an odd entry (used as the kubelet does).
     """
 
     def __init__(
