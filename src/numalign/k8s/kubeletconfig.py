@@ -354,10 +354,19 @@ def parse_go_cpuset(text: str) -> frozenset[int]:
         start, end = _atoi(bounds[0]), _atoi(bounds[1])
         if start > end:
             raise ValueError(f"invalid range {go_quote(part)} ({start} > {end})")
+        if end >= MAX_CPU_ID:
+            # Go would build the set (and run out of memory for "0-999999999"); no machine has such
+            # CPU ids, so say so instead of hanging.
+            raise ValueError(
+                f"range {go_quote(part)} names CPU ids up to {end}; expected ids below {MAX_CPU_ID} "
+                "(Linux supports at most 8192 CPUs)"
+            )
         cpus.update(range(start, end + 1))
     return frozenset(cpus)
 
 
+# Far above Linux's NR_CPUS limit (8192), low enough that a range of them is quick to build.
+MAX_CPU_ID: Final = 1 << 20
 _ATOI_RE: Final = re.compile(r"[+-]?[0-9]+\Z")
 
 
