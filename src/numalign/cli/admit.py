@@ -2,7 +2,8 @@
 
 With no arguments it runs the main job: the built-in example pods on the built-in dual-socket machine
 with a typical NUMA-aligned kubelet configuration (static CPU manager, Static memory manager,
-single-numa-node topology manager).
+single-numa-node topology manager). Without --config that example configuration stands in for the
+config file, pods or no pods, and kubelet flags override it field by field.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ def register(sub: Any) -> None:
         help="admit pods on a machine with the kubelet's resource managers; explain every rejection",
         description="Admit pods in order, as the kubelet's Topology Manager, CPU, memory and device managers "
         "would, and print each decision with the CPUs, memory and devices given. With no pods: the built-in "
-        "example pods, machine and kubelet configuration.",
+        "example pods. Without --config: the built-in example kubelet configuration, which kubelet flags "
+        "override field by field.",
     )
     p.add_argument("pods", nargs="*", metavar="POD.yaml", help="Pod manifests (YAML/JSON, Lists, workloads)")
     p.add_argument("--machine", metavar="FILE|NAME", help="machine file, sysfs dump, cadvisor JSON or a "
