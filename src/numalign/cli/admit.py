@@ -100,8 +100,8 @@ def run(args: argparse.Namespace) -> int:
         # The user never wrote this configuration: say where it came from and how to replace it.
         raise ConfigError(
             f"{exc} (the kubelet configuration is the built-in example {EXAMPLE_CONFIG}, used because no "
-            "--config was given; pass --config FILE, or override its fields with kubelet flags such as "
-            "--reserved-cpus, --reserved-memory, --kube-reserved)"
+            "--config was given; pass --config FILE, or override its fields with kubelet flags, e.g. "
+            "--policy-option KEY=VALUE, --reserved-cpus, --reserved-memory, --kube-reserved)"
         ) from None
     records = [node.admit(pod) for pod in pods]
     if args.output == "json":
