@@ -643,3 +643,32 @@ def test_grpc_register_deadline_bounds_the_dial(sock_dir: Path) -> None:
         for plugin, server in started:
             plugin.updates.put(END)
             server.stop(0.1).wait(5)
+
+
+def test_grpc_plugins_stuck_in_their_dial_do_not_delay_another_registration(
+    kubelet: FakeKubelet, raw_plugin: RawPlugin, sock_dir: Path
+) -> None:
+    # A node agent registering a dozen plugins at once (KubeVirt's virt-handler does) where some are
+    # not serving yet: each Register waits for its own dial only, as each has its own goroutine upstream.
+    listeners = []
+    for i in range(12):
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(str(sock_dir / f"lazy{i}.sock"))
+        s.listen(1)
+        listeners.append(s)
+    pool = futures.ThreadPoolExecutor(max_workers=12)
+    try:
+        stuck = [pool.submit(_register, sock_dir, f"lazy{i}.sock") for i in range(12)]
+        kubelet.wait_for(lambda: len(kubelet.requests) >= 8, "registrations being dialed")
+        time.sleep(0.3)  # the rest reach the server too (served, or queued behind a full pool)
+        start = time.monotonic()
+        _register(sock_dir)  # raw.sock serves
+        assert time.monotonic() - start < 1.0  # not after the stuck ones' 2 s dial timeout
+        assert [r for r, _ in kubelet.registered] == [NIC]
+        for f in stuck:
+            with pytest.raises(grpc.RpcError, match="context deadline exceeded"):
+                f.result(timeout=10)
+    finally:
+        pool.shutdown(wait=True)
+        for s in listeners:
+            s.close()

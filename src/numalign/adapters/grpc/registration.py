@@ -53,6 +53,10 @@ VERSION = "v1beta1"
 SUPPORTED_VERSIONS: tuple[str, ...] = ("v1beta1",)
 KUBELET_SOCKET = "kubelet.sock"
 CHECKPOINT_FILE = "kubelet_internal_checkpoint"
+# Register blocks while the plugin is dialed (up to the 10 s dial timeout). The kubelet serves each
+# call on its own goroutine, so a few plugins that register before serving never delay the others;
+# threads here are started only as calls arrive, so a generous cap costs nothing when idle.
+REGISTER_WORKERS = 64
 
 OnRegister = Callable[[str, Endpoint], None]
 OnDevices = Callable[[str, list[Device]], None]
@@ -146,7 +150,7 @@ class RegistrationServer:
         keep_files: Collection[str] = (CHECKPOINT_FILE,),
         dial_timeout: float = DIAL_TIMEOUT_S,
         call_timeout: float = CALL_TIMEOUT_S,
-        max_workers: int = 8,
+        max_workers: int = REGISTER_WORKERS,
     ) -> None:
         self.directory = Path(directory).absolute()
         self.socket_path = self.directory / socket_name
