@@ -672,3 +672,18 @@ def test_grpc_plugins_stuck_in_their_dial_do_not_delay_another_registration(
         pool.shutdown(wait=True)
         for s in listeners:
             s.close()
+
+
+def test_grpc_list_and_watch_over_4_mib_ends_the_stream_as_in_the_kubelet(
+    kubelet: FakeKubelet, raw_plugin: RawPlugin, sock_dir: Path
+) -> None:
+    # The kubelet's client keeps gRPC's default 4 MiB receive limit: a bigger snapshot fails Recv
+    # (ResourceExhausted), which ends the stream, and the plugin counts as disconnected.
+    _register(sock_dir)
+    raw_plugin.updates.put(pb.ListAndWatchResponse(devices=[pb.Device(ID="ok", health="Healthy")]))
+    kubelet.wait_for(lambda: kubelet.last_devices(NIC) is not None, "a small snapshot")
+    huge = pb.ListAndWatchResponse(devices=[pb.Device(ID=f"{i:060d}", health="Healthy") for i in range(70_000)])
+    assert huge.ByteSize() > 4 << 20
+    raw_plugin.updates.put(huge)
+    kubelet.wait_for(lambda: kubelet.disconnected == [NIC], "disconnect after the oversized snapshot")
+    assert kubelet.last_devices(NIC) == [Device("ok", "Healthy", None)]
