@@ -663,7 +663,7 @@ def test_grpc_plugins_stuck_in_their_dial_do_not_delay_another_registration(
         time.sleep(0.3)  # the rest reach the server too (served, or queued behind a full pool)
         start = time.monotonic()
         _register(sock_dir)  # raw.sock serves
-        assert time.monotonic() - start < 1.0  # not after the stuck ones' 2 s dial timeout
+        assert time.monotonic() - start < 1.5  # not after the stuck ones' 2 s dial timeout
         assert [r for r, _ in kubelet.registered] == [NIC]
         for f in stuck:
             with pytest.raises(grpc.RpcError, match="context deadline exceeded"):
