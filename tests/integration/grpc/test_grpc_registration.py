@@ -333,3 +333,29 @@ def test_grpc_plugin_restart_registers_again(kubelet: FakeKubelet, sock_dir: Pat
         assert [r for r, _ in kubelet.registered] == [GPU, GPU]
         assert kubelet.server.resources() == [GPU]
         assert kubelet.endpoint(GPU).allocate(["gpu0"]).envs == {}
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "resolved"),
+    [
+        ("p.sock", "dp/p.sock"),
+        ("sub/p.sock", "dp/sub/p.sock"),
+        ("/p.sock", "dp/p.sock"),
+        ("a\\b.sock", "dp/a\\b.sock"),  # a plain character in a Linux file name
+        ("sub/kubelet.sock", "dp/sub/kubelet.sock"),
+        ("../dp/p.sock", "dp/p.sock"),
+        ("../p.sock", None),
+        ("./kubelet.sock", None),
+        ("", None),
+        ("p\x00.sock", None),
+    ],
+)
+def test_grpc_endpoint_joins_like_go_filepath_join_even_under_a_dotdot_directory(
+    sock_dir: Path, endpoint: str, resolved: str | None
+) -> None:
+    server = RegistrationServer(sock_dir / "x" / ".." / "dp")
+    if resolved is None:
+        with pytest.raises(PluginError, match=r"^the endpoint .* is invalid: "):
+            server.resolve_endpoint(GPU, endpoint)
+    else:
+        assert server.resolve_endpoint(GPU, endpoint) == sock_dir / resolved

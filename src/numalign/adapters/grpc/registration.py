@@ -237,23 +237,26 @@ class RegistrationServer:
     def resolve_endpoint(self, resource: str, endpoint: str) -> Path:
         """<directory>/<endpoint> as Go's filepath.Join builds it (cleaned; a leading '/' does not make
         it absolute), refused when it is not a socket path inside the directory."""
-        directory = str(self.directory)
-        target = posixpath.normpath(directory + "/" + endpoint) if endpoint else directory
+        directory = posixpath.normpath(str(self.directory))  # a --device-plugin-dir may hold "..", too
+        target = posixpath.normpath(directory + "/" + endpoint)
 
         def refuse(why: str) -> RegistrationRefusedError:
             return RegistrationRefusedError(
                 f"the endpoint {_go_quote(endpoint)} of device plugin {_go_quote(resource)} is invalid: {why}"
             )
 
-        if "\x00" in endpoint:
-            raise refuse("it contains a NUL byte; send the file name of the plugin's socket")
+        if not endpoint or "\x00" in endpoint:
+            raise refuse(
+                f"it is {'empty' if not endpoint else 'a name with a NUL byte'}; send the file name of the plugin's "
+                f"socket in {directory}"
+            )
         if not target.startswith(directory.rstrip("/") + "/"):
             raise refuse(
                 f"it resolves to {target}, not to a socket inside {directory}; send the file name of the "
                 "plugin's socket in that directory"
             )
         path = Path(target)
-        if path.parent == self.directory and (path.name == self.socket_path.name or path.name in self._keep):
+        if path.parent == Path(directory) and (path.name == self.socket_path.name or path.name in self._keep):
             raise refuse(f"{path.name} is the kubelet's own file, not a plugin socket; use another file name")
         if len(os.fsencode(target)) > MAX_UNIX_PATH:
             raise refuse(f"the socket path would exceed {MAX_UNIX_PATH} bytes; use a shorter file name")
