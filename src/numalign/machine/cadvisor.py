@@ -10,6 +10,7 @@ exactly the node's threads; otherwise it sits in the node's `caches`. Both map t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,12 +44,19 @@ def _map(obj: Any, where: str) -> Mapping[str, Any]:
     return obj
 
 
-def _l3(caches: list[Any], where: str) -> int | None:
+def _l3s(caches: list[Any], where: str) -> list[int]:
+    """The ids of the L3-or-higher data/unified caches, in listed order."""
+    out: list[int] = []
     for i, raw in enumerate(caches):
         c = _map(raw, f"{where}[{i}]")
         if c.get("level", 0) >= 3 and c.get("type", "Unified") != "Instruction":
-            return _int(c.get("id", 0), f"{where}[{i}].id")
-    return None
+            out.append(_int(c.get("id", 0), f"{where}[{i}].id"))
+    return out
+
+
+def _l3(caches: list[Any], where: str) -> int | None:
+    ids = _l3s(caches, where)
+    return ids[0] if ids else None
 
 
 def machine_from_cadvisor(obj: Any, source: str) -> Machine:
@@ -58,13 +66,17 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
         raise InvalidInputError(f"{source}: topology is empty; the kubelet needs per-NUMA topology from cadvisor")
     nodes: list[tuple[int, NUMANode]] = []
     cpus: list[CPU] = []
+    declared: dict[int, int | None] = {}  # CPU id -> the core's uncore cache id as cadvisor listed it
+    node_caches: dict[int | None, list[int]] = {}  # node id -> its node-level L3 ids
     order = []
     for i, raw_node in enumerate(topology):
         where = f"{source}: topology[{i}]"
         n = _map(raw_node, where)
         node_id = _int(n.get("node_id", 0), f"{where}.node_id")
         order.append(node_id)
-        node_l3 = _l3(_list(n.get("caches"), f"{where}.caches"), f"{where}.caches")
+        node_l3s = _l3s(_list(n.get("caches"), f"{where}.caches"), f"{where}.caches")
+        node_caches[node_id] = node_l3s
+        node_l3 = node_l3s[0] if node_l3s else None
         node_cpus: set[int] = set()
         for j, raw_core in enumerate(_list(n.get("cores"), f"{where}.cores")):
             cw = f"{where}.cores[{j}]"
@@ -74,6 +86,7 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
                 raise InvalidInputError(f"{cw}: thread_ids {threads}; expected unique CPU ids (kubelet: no cpus)")
             uncore = _l3(_list(core.get("uncore_caches"), f"{cw}.uncore_caches"), f"{cw}.uncore_caches")
             for t in threads:
+                declared[t] = uncore
                 cpus.append(
                     CPU(
                         t,
@@ -99,9 +112,62 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
     nodes.sort(key=lambda p: p[0])
     name = info.get("machine_id") or source
     try:
-        return Machine(str(name), tuple(n for _, n in nodes), tuple(sorted(cpus, key=lambda c: c.id)))
+        return _keep_declared_uncore(
+            Machine(str(name), tuple(n for _, n in nodes), tuple(sorted(cpus, key=lambda c: c.id))),
+            declared,
+            node_caches,
+        )
     except InvalidInputError as e:
         raise InvalidInputError(f"{source}: {e}") from None
+
+
+def _keep_declared_uncore(
+    m: Machine, declared: Mapping[int, int | None], node_caches: Mapping[int | None, list[int]]
+) -> Machine:
+    """Make the kubelet view read back what cadvisor listed (uncore id, or the socket when none).
+
+    A core without uncore caches borrows its node's first L3 so the machine keeps the cache. The
+    kubelet view is derived with cadvisor's per-core rule (an L3 is node-level when shared by exactly
+    the node's cores x this core's threads), and with offline CPUs a node can list several node-level
+    L3s or cores with fewer threads; the borrowed id may then read as an uncore cache, or inflate the
+    count of another core's uncore cache. Then each borrowing core gets, greedily, whichever of its
+    node's L3s (or none) leaves the fewest CPUs whose derived uncore differs from the listed one.
+    """
+    if not _uncore_mismatches(m, declared):
+        return m  # the usual case: one node-level L3 per node, uniform threads
+    cpus = {c.id: c for c in m.cpus}
+    borrowers: dict[tuple[int | None, int, int], list[int]] = {}
+    for c in m.cpus:
+        if c.online and declared.get(c.id) is None:
+            borrowers.setdefault((c.numa_node, c.socket, c.core), []).append(c.id)
+    best = _uncore_mismatches(m, declared)
+    for _ in range(3):  # a few passes: a later choice can make an earlier one improvable
+        improved = False
+        for key, threads in borrowers.items():
+            for candidate in [*node_caches.get(key[0], []), None]:
+                if cpus[threads[0]].l3 == candidate:
+                    continue
+                trial = dict(cpus)
+                for t in threads:
+                    trial[t] = dataclasses.replace(cpus[t], l3=candidate)
+                tm = dataclasses.replace(m, cpus=tuple(trial[c.id] for c in m.cpus))
+                score = _uncore_mismatches(tm, declared)
+                if score < best:
+                    best, cpus, m, improved = score, trial, tm, True
+                if best == 0:
+                    return m
+        if not improved:
+            break
+    return m
+
+
+def _uncore_mismatches(m: Machine, declared: Mapping[int, int | None]) -> int:
+    by_id = {c.id: c for c in m.cpus}
+    return sum(
+        1
+        for i in m.cpu_infos()
+        if i.uncore != (declared[i.id] if declared.get(i.id) is not None else by_id[i.id].socket)
+    )
 
 
 def machine_to_cadvisor(m: Machine) -> dict[str, Any]:

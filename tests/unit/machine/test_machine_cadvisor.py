@@ -184,3 +184,33 @@ def test_kubelet_view_invariants_and_cadvisor_round_trip(m: Machine) -> None:
     back = machine_from_cadvisor(json.loads(json.dumps(machine_to_cadvisor(m))), "x")
     assert back.cpu_infos() == infos
     assert back.hugepages_by_node() == m.hugepages_by_node()
+
+
+def _offline_machine(spec: list[tuple[int, int, int, int, bool]], n_nodes: int) -> Machine:
+    """spec: (socket, core, numa node, l3, online) per CPU id."""
+    cpus = tuple(CPU(i, s, c, n, 0, l3, on) for i, (s, c, n, l3, on) in enumerate(spec))
+    nodes = tuple(
+        NUMANode(i, frozenset(c.id for c in cpus if c.online and c.numa_node == i), 1 << 30, {},
+                 tuple(10 if i == j else 20 for j in range(n_nodes)))
+        for i in range(n_nodes)
+    )
+    return Machine("offline", nodes, cpus)
+
+
+@pytest.mark.parametrize(
+    "machine",
+    [
+        # node 1 lists two node-level L3s (0 and 1) for its two one-thread cores; each is also an
+        # uncore cache of a one-CPU node beside it.
+        _offline_machine([(0, 0, 0, 0, False), (0, 1, 0, 0, True), (0, 2, 1, 0, True), (0, 3, 1, 1, True),
+                          (0, 4, 2, 1, False), (0, 5, 2, 1, True)], 3),
+        # offline siblings give node 1 cores of one and two threads: the same L3 is node-level for
+        # the former and uncore for the latter.
+        _offline_machine([(0, 0, 0, 0, False), (0, 0, 0, 0, False), (0, 1, 0, 0, False), (0, 1, 0, 0, False),
+                          (0, 2, 0, 1, True), (0, 2, 0, 1, True), (0, 3, 1, 1, False), (0, 3, 1, 1, True),
+                          (0, 4, 1, 2, False), (0, 4, 1, 2, True), (0, 5, 1, 2, True), (0, 5, 1, 2, True)], 2),
+    ],
+)
+def test_cadvisor_round_trip_keeps_the_kubelet_view_with_offline_cpus(machine: Machine) -> None:
+    back = machine_from_cadvisor(json.loads(json.dumps(machine_to_cadvisor(machine))), "x")
+    assert back.cpu_infos() == machine.cpu_infos()
