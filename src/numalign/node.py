@@ -86,7 +86,11 @@ class Node:
         state_dir: Path | None = None,
         metrics: m.Metrics | None = None,
         static_devices: bool = True,
+        read_only: bool = False,
     ) -> None:
+        # read_only: the state files are read at start and never written (a what-if on a live
+        # node's /var/lib/kubelet must not touch the kubelet's own files).
+        self.read_only = read_only
         self.machine = machine
         self.config = config
         self.metrics = metrics or m.Metrics()
@@ -200,7 +204,7 @@ class Node:
 
     def save(self) -> None:
         """Write every state file atomically (kubelet formats; numalign's own pod list beside them)."""
-        if self.state_dir is None:
+        if self.state_dir is None or self.read_only:
             return
         from numalign.adapters.checkpoints import CheckpointStore, write_atomic
         from numalign.state.cpu_checkpoint import CPUManagerCheckpoint
@@ -243,8 +247,9 @@ class Node:
     def admit(self, pod: Pod) -> DecisionRecord:
         if pod.uid in self.pods:
             raise InvalidInputError(
-                f"pod {pod.key} (uid {pod.uid}) is already admitted on this node; remove it first or give "
-                "the new pod another name or metadata.uid"
+                f"pod {pod.key} (uid {pod.uid}) is already admitted on this node; give the new pod another "
+                "name or metadata.uid (Node.remove(uid) releases the old one; with `numalign admit "
+                "--state-dir`, start from a fresh directory or use --dry-run to ask without keeping pods)"
             )
         rec = self.tm.admit(pod)
         self._sync_provider_metrics()

@@ -53,6 +53,34 @@ def test_json_output_and_state_dir_survive_a_restart(tmp_path: Path) -> None:
     assert rec["allocations"]["c"]["cpus"] not in cpus_first
 
 
+def test_dry_run_reads_the_state_and_writes_nothing(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    assert run("admit", "--state-dir", str(state)).returncode == 0
+    before = {p: p.read_bytes() for p in sorted(state.rglob("*")) if p.is_file()}
+    pod = tmp_path / "extra.yaml"
+    pod.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: extra}\nspec:\n  containers:\n  - name: c\n"
+        "    resources:\n      limits: {cpu: '4', memory: 8Gi, nvidia.com/gpu: '3'}\n"
+    )
+    # The first run holds 1 of the 4 GPUs: 3 more still fit (across NUMA nodes, hence best-effort) ...
+    be = ("--state-dir", str(state), "--policy", "best-effort")
+    dry = run("admit", str(pod), *be, "--dry-run", "--output", "json")
+    assert dry.returncode == 0, dry.stderr
+    doc = json.loads(dry.stdout)
+    assert doc["pods"][0]["result"]["admit"] is True
+    assert any("dry run" in n for n in doc["notes"])
+    # ... but nothing was written, so asking again gives the same answer and the files are unchanged.
+    again = run("admit", str(pod), *be, "--dry-run", "--output", "json")
+    assert json.loads(again.stdout)["pods"][0]["result"]["admit"] is True
+    assert {p: p.read_bytes() for p in sorted(state.rglob("*")) if p.is_file()} == before
+    # Without --dry-run the pod is kept, and a second pod like it no longer fits.
+    assert run("admit", str(pod), *be).returncode == 0
+    other = tmp_path / "other.yaml"
+    other.write_text(pod.read_text().replace("name: extra", "name: other"))
+    third = run("admit", str(other), *be, "--dry-run", "--output", "json")
+    assert json.loads(third.stdout)["pods"][0]["result"]["admit"] is False
+
+
 def test_kubelet_flags_and_aliases(tmp_path: Path) -> None:
     pod = tmp_path / "p.yaml"
     pod.write_text(

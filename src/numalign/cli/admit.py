@@ -30,6 +30,9 @@ def register(sub: Any) -> None:
     p.add_argument("--state-dir", metavar="DIR", type=Path,
                    help="read and write the kubelet state files here (cpu_manager_state, memory_manager_state, "
                    "device-plugins/kubelet_internal_checkpoint), so successive runs see earlier pods")
+    p.add_argument("--dry-run", action="store_true",
+                   help="with --state-dir: read the state files but write nothing, so it is safe to ask "
+                   "\"would this pod be admitted now?\" of a live node's /var/lib/kubelet")
     p.add_argument("--replicas", action="store_true", help="admit spec.replicas pods for each workload")
     p.add_argument("--output", choices=("text", "json"), default="text")
     from numalign.k8s.kubeletflags import add_kubelet_flags
@@ -82,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
     if config.topology_manager_policy != "none" and config.cpu_manager_policy == "none":
         notes.append("note: cpuManagerPolicy is none, so CPUs take no part in NUMA alignment "
                      "(add --cpu-manager-policy static and a CPU reservation)")
+    if args.dry_run and args.state_dir is not None:
+        notes.append(f"dry run: the state in {args.state_dir} is read, nothing is written")
     machine = load_machine(args.machine or DEFAULT_MACHINE)
     pods = []
     for f in pod_files:
@@ -93,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             )
         pods.extend(found)
     try:
-        node = Node(machine, config, state_dir=args.state_dir)
+        node = Node(machine, config, state_dir=args.state_dir, read_only=args.dry_run)
     except ConfigError as exc:
         if base is None:
             raise
