@@ -31,6 +31,7 @@ from numalign.adapters.grpc.podresources import (
 )
 from numalign.adapters.grpc.podresources import get_enabled as pr_get_enabled  # the KubeletPodResourcesGet gate
 from numalign.adapters.grpc.registration import DEFAULT_DEVICE_PLUGIN_DIR, RegistrationServer
+from numalign.adapters.grpc.sockets import refuse_live_socket
 from numalign.agent.endpoints import TimedEndpoint, check_topology
 from numalign.agent.manifests import ManifestWatcher
 from numalign.agent.metrics_http import MetricsServer
@@ -116,6 +117,10 @@ class Agent:
 
     def start(self) -> None:
         opts = self.options
+        # Before any state is read or written: a live kubelet.sock or PodResources socket means another
+        # agent (or the kubelet) owns this node's files too.
+        refuse_live_socket(self.registration.socket_path, "device-plugin registration")
+        refuse_live_socket(opts.pod_resources_socket, "PodResources")
         opts.state_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
         node = Node(opts.machine, opts.config, state_dir=opts.state_dir, metrics=self.metrics, static_devices=False)
         node.devices.endpoint_stop_grace_period = opts.endpoint_grace_period

@@ -41,7 +41,7 @@ import grpc
 from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
 from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
 from numalign.adapters.grpc.plugin_client import CALL_TIMEOUT_S, DIAL_TIMEOUT_S, PluginEndpointClient
-from numalign.adapters.grpc.sockets import MAX_UNIX_PATH, resolve_group, start_unix_server
+from numalign.adapters.grpc.sockets import MAX_UNIX_PATH, refuse_live_socket, resolve_group, start_unix_server
 from numalign.errors import PluginError
 from numalign.k8s.resources import is_extended_resource_name
 from numalign.paths import DEFAULT_DEVICE_PLUGIN_DIR as DEFAULT_DEVICE_PLUGIN_DIR  # re-export
@@ -176,6 +176,8 @@ class RegistrationServer:
         if self._server is not None:
             return
         self.directory.mkdir(mode=0o750, parents=True, exist_ok=True)
+        # Before the cleanup removes it with the plugins' sockets: never take over a live kubelet.sock.
+        refuse_live_socket(self.socket_path, "device-plugin registration")
         cleanup_plugin_directory(self.directory, self._keep)
         self._server = start_unix_server(
             self.socket_path,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import grp
 import logging
 import os
+import socket
 import stat
 import urllib.parse
 from collections.abc import Callable
@@ -87,13 +88,38 @@ def secure_socket(path: Path, gid: int | None) -> None:
         path.chmod(0o660)
 
 
-def remove_stale_socket(path: Path) -> None:
-    """Remove `path` if it is a leftover unix socket; refuse to clobber anything else."""
+def socket_in_use(path: Path, timeout: float = 1.0) -> bool:
+    """True when a process accepts connections on the unix socket at `path` (a live server, not a
+    leftover file: connecting to a leftover is refused)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        s.close()
+    return True
+
+
+def refuse_live_socket(path: Path, what: str) -> None:
+    """Stop before taking over a socket another server is still serving: removing it would silently
+    cut that server (another `numalign serve`, or the kubelet itself) off from its clients."""
+    if socket_in_use(path):
+        raise InvalidInputError(
+            f"{what} socket {str(path)!r} is in use: another process (the kubelet, another numalign serve "
+            "or plugin) is serving on it; stop that process first, or choose another path"
+        )
+
+
+def remove_stale_socket(path: Path, what: str = "server") -> None:
+    """Remove `path` if it is a leftover unix socket; refuse to clobber a live one or anything else."""
     try:
         st = path.lstat()
     except FileNotFoundError:
         return
     if stat.S_ISSOCK(st.st_mode):
+        refuse_live_socket(path, what)
         path.unlink()
         return
     raise InvalidInputError(
@@ -111,7 +137,7 @@ def start_unix_server(
     """
     check_socket_path(path, what)
     path.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
-    remove_stale_socket(path)
+    remove_stale_socket(path, what)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"numalign-{what}"),
         options=[("grpc.so_reuseport", 0)],

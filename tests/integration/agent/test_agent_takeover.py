@@ -1,0 +1,47 @@
+"""A second agent on the same paths must not take over a running one's sockets or state."""
+
+from __future__ import annotations
+
+import pytest
+from integration.agent.conftest import Layout, gpu_pod, wait_pod
+
+from numalign.agent import Agent
+from numalign.errors import InvalidInputError
+
+
+def test_a_second_agent_on_live_sockets_is_refused_and_changes_nothing(layout: Layout) -> None:
+    first = Agent(layout.options())
+    first.start()
+    try:
+        layout.write_manifest("one.yaml", gpu_pod("one", gpus=0))
+        wait_pod(layout, "one", "admitted")
+        state_before = {p.name: p.read_bytes() for p in layout.state.iterdir() if p.is_file()}
+        kubelet_sock = layout.plugins / "kubelet.sock"
+        ino = (kubelet_sock.stat().st_ino, layout.pr_socket.stat().st_ino)
+
+        with pytest.raises(InvalidInputError, match="is in use"):
+            Agent(layout.options()).start()
+        # The first agent still owns both sockets and its files are as it left them.
+        assert (kubelet_sock.stat().st_ino, layout.pr_socket.stat().st_ino) == ino
+        assert {p.name: p.read_bytes() for p in layout.state.iterdir() if p.is_file()} == state_before
+        # ... and it still works.
+        layout.write_manifest("two.yaml", gpu_pod("two", gpus=0))
+        wait_pod(layout, "two", "admitted")
+    finally:
+        first.stop()
+    # Once it has stopped, its leftovers are stale and a new agent starts normally.
+    second = Agent(layout.options())
+    second.start()
+    second.stop()
+
+
+def test_a_leftover_socket_file_is_not_in_use(layout: Layout) -> None:
+    import socket
+
+    layout.plugins.mkdir(parents=True)
+    leftover = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    leftover.bind(str(layout.plugins / "kubelet.sock"))
+    leftover.close()  # bound, never listening: what a crashed kubelet leaves behind
+    agent = Agent(layout.options())
+    agent.start()
+    agent.stop()
