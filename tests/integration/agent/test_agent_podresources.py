@@ -7,7 +7,7 @@ feature gate; the v1alpha1 List the kubelet still serves on the same socket."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import grpc
 import pytest
@@ -84,31 +84,17 @@ def _started(layout: Layout, **config_changes: object) -> Agent:
     return agent
 
 
-@pytest.fixture
-def stub(layout: Layout) -> Iterator[Callable[[], pr_grpc.PodResourcesListerStub]]:
-    channels: list[grpc.Channel] = []
-
-    def make() -> pr_grpc.PodResourcesListerStub:
-        ch = grpc.insecure_channel(f"unix://{layout.pr_socket}")
-        channels.append(ch)
-        return pr_grpc.PodResourcesListerStub(ch)
-
-    yield make
-    for ch in channels:
-        ch.close()
-
-
 def _containers(pod: pr.PodResources) -> list[tuple[str, int, list[str], int]]:
     return [(c.name, len(c.cpu_ids), [mem.memory_type for mem in c.memory], len(c.devices)) for c in pod.containers]
 
 
 def test_list_reports_every_active_pod_sidecars_first(
-    agent: Agent, layout: Layout, stub: Callable[[], pr_grpc.PodResourcesListerStub]
+    agent: Agent, layout: Layout, pr_stub: Callable[[], pr_grpc.PodResourcesListerStub]
 ) -> None:
     layout.write_manifest("mixed.yaml", MIXED)
     for name in ("guaranteed", "besteffort", "burstable"):
         wait_pod(layout, name, "admitted")
-    s = stub()
+    s = pr_stub()
     pods = {p.name: p for p in s.List(pr.ListPodResourcesRequest(), timeout=5).pod_resources}
     assert sorted(pods) == ["besteffort", "burstable", "guaranteed"]
     # The restartable init container (sidecar) first, then app containers in spec order; the regular
@@ -147,7 +133,7 @@ def test_list_reports_every_active_pod_sidecars_first(
 
 
 def test_none_cpu_policy_reports_no_allocatable_cpus(
-    layout: Layout, stub: Callable[[], pr_grpc.PodResourcesListerStub]
+    layout: Layout, pr_stub: Callable[[], pr_grpc.PodResourcesListerStub]
 ) -> None:
     # Upstream nonePolicy.GetAllocatableCPUs is the empty set: with no CPU manager pinning there is
     # nothing a client may count as allocatable, and no container has exclusive CPUs.
@@ -155,7 +141,7 @@ def test_none_cpu_policy_reports_no_allocatable_cpus(
     try:
         layout.write_manifest("db.yaml", GUARANTEED)
         wait_pod(layout, "db", "admitted")
-        s = stub()
+        s = pr_stub()
         (pod,) = s.List(pr.ListPodResourcesRequest(), timeout=5).pod_resources
         assert _containers(pod) == [("main", 0, ["memory"], 0)]
         alloc = s.GetAllocatableResources(pr.AllocatableResourcesRequest(), timeout=5)
@@ -171,22 +157,22 @@ def test_none_cpu_policy_reports_no_allocatable_cpus(
 
 
 def test_static_cpu_policy_reports_all_cpus_but_the_reserved(
-    agent: Agent, stub: Callable[[], pr_grpc.PodResourcesListerStub]
+    agent: Agent, pr_stub: Callable[[], pr_grpc.PodResourcesListerStub]
 ) -> None:
     # staticPolicy.GetAllocatableCPUs: every CPU of the topology minus reservedSystemCPUs ("0,64").
-    alloc = stub().GetAllocatableResources(pr.AllocatableResourcesRequest(), timeout=5)
+    alloc = pr_stub().GetAllocatableResources(pr.AllocatableResourcesRequest(), timeout=5)
     all_cpus = {c for n in example("dual-socket").numa_nodes for c in n.cpus}
     assert sorted(alloc.cpu_ids) == sorted(all_cpus - {0, 64})
 
 
 def test_feature_gate_kubelet_pod_resources_get_off(
-    layout: Layout, stub: Callable[[], pr_grpc.PodResourcesListerStub]
+    layout: Layout, pr_stub: Callable[[], pr_grpc.PodResourcesListerStub]
 ) -> None:
     agent = _started(layout, feature_gates={"KubeletPodResourcesGet": False})
     try:
         layout.write_manifest("db.yaml", GUARANTEED)
         wait_pod(layout, "db", "admitted")
-        s = stub()
+        s = pr_stub()
         with pytest.raises(grpc.RpcError) as info:
             s.Get(pr.GetPodResourcesRequest(pod_name="db", pod_namespace="data"), timeout=5)
         assert isinstance(info.value, grpc.Call)
