@@ -71,6 +71,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except OSError as e:
+        # A safety net: paths are checked up front, but the file system can still refuse (a path
+        # replaced meanwhile, a read-only mount, permissions). One line, never a traceback.
+        if args.debug:
+            raise
+        where = e.filename if e.filename is not None else "a file"
+        reason = e.strerror or str(e)
+        print(f"numalign {args.command}: error: {where}: {reason}; check the path and its permissions",
+              file=sys.stderr)
+        return EXIT_ERROR
     return code
 
 

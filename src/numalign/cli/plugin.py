@@ -58,6 +58,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from numalign.cli.paths import check_directory
     from numalign.deviceplugin import ContainerAllocateResponse, DevicePlugin
     from numalign.deviceplugin.inventory import PluginDevice, load_yaml_devices, scan_pci_devices
     from numalign.deviceplugin.preferred import preferred_allocation
@@ -68,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInputError("--pci-vendor needs --pci-class")
     if args.poll_interval <= 0:
         raise InvalidInputError(f"--poll-interval must be > 0 seconds, got {args.poll_interval}")
+    check_directory(args.device_plugin_dir, "--device-plugin-dir")
 
     yaml_path = Path(args.devices) if args.devices else None
     if yaml_path is not None:

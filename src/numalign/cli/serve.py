@@ -58,6 +58,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from numalign.adapters.sysfs import load_machine
     from numalign.agent import Agent, AgentOptions
+    from numalign.cli.paths import check_directory, check_parent_directory
     from numalign.errors import InvalidInputError
     from numalign.k8s.kubeletflags import config_from_args
     from numalign.machine.examples import DEFAULT_MACHINE
@@ -65,6 +66,10 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.endpoint_grace_period < 0:
         raise InvalidInputError(f"--endpoint-grace-period {args.endpoint_grace_period:g}: expected seconds >= 0")
+    # Before anything starts: the servers mkdir these paths only once they run.
+    check_directory(args.device_plugin_dir, "--device-plugin-dir")
+    check_directory(args.state_dir, "--state-dir")
+    check_parent_directory(args.pod_resources_socket, "--pod-resources-socket")
     agent = Agent(AgentOptions(
         machine=load_machine(args.machine or DEFAULT_MACHINE),
         config=config_from_args(args),
