@@ -34,6 +34,10 @@ CHANNEL_OPTIONS: list[tuple[str, str | int]] = [
     ("grpc.enable_http_proxy", 0),
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
+    # Each channel gets its own connection. gRPC Python otherwise shares subchannels process-wide by
+    # target, so after a plugin is replaced on the same socket path (the old process still running),
+    # the new channel would reuse the old process's connection; the kubelet dials afresh each time.
+    ("grpc.use_local_subchannel_pool", 1),
 ]
 
 
