@@ -7,7 +7,7 @@ Written atomically after every change, read by `numalign pods`. Layout (JSON, so
                     "reason", "message", "record": DecisionRecord.to_dict() | null,
                     "allocations": {container: ContainerAllocation.to_dict()}}},
      "manifests": {file: {"status": "ok"|"invalid", "error": str|null, "pods": [uid, ...]}},
-     "resources": {resource: {"healthy": [...], "unhealthy": [...]}},
+     "resources": {resource: {"healthy": [...], "unhealthy": [...], "connected": bool}},
      "faults": {kind: count}, "fault_log": [last messages]}
 """
 
@@ -50,4 +50,5 @@ def read_status(state_dir: Path) -> dict[str, Any] | None:
 
 def write_status(state_dir: Path, doc: dict[str, Any]) -> None:
     doc = {"version": VERSION, **doc}
-    write_atomic(status_path(state_dir), json.dumps(doc, indent=1, sort_keys=True).encode() + b"\n", mode=0o644)
+    # 0600 like the kubelet's state files beside it: it holds Allocate's envs and mounts per container.
+    write_atomic(status_path(state_dir), json.dumps(doc, indent=1, sort_keys=True).encode() + b"\n", mode=0o600)

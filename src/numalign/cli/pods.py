@@ -70,6 +70,13 @@ def _print_text(doc: dict[str, Any]) -> None:
                 print(f"      env {' '.join(f'{k}={v}' for k, v in sorted(env.items()))}")
         for cname, err in sorted((p.get("container_errors") or {}).items()):
             print(f"    {cname}: container start failed: {err}")
+    for res, info in sorted((doc.get("resources") or {}).items()):
+        healthy, unhealthy = info.get("healthy") or [], info.get("unhealthy") or []
+        plugin = "plugin connected" if info.get("connected") else "plugin not connected"
+        line = f"resource {res}: {len(healthy)} healthy"
+        if unhealthy:
+            line += f", {len(unhealthy)} unhealthy ({' '.join(unhealthy)})"
+        print(f"{line}; {plugin}")
     bad = {f: m for f, m in sorted(doc.get("manifests", {}).items()) if m.get("status") != "ok"}
     for f, info in bad.items():
         print(f"invalid manifest {f}: {info.get('error')}")

@@ -67,6 +67,9 @@ def test_serve_process_stops_cleanly_on_sigterm_and_pods_lists_the_result(
     out = capsys.readouterr().out
     assert "ml/train  admitted" in out and f"{GPU} {dev}" in out
     assert "memory 4 GiB on NUMA " in out  # sizes are shown as people read them, not raw bytes
+    # The plugin was stopped with the agent: its devices were healthy then; the agent is gone now.
+    assert f"resource {GPU}: " in out and "plugin" in out
+    assert (layout.state / "numalign_status.json").stat().st_mode & 0o777 == 0o600
 
 
 def test_pods_without_a_status_file_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
