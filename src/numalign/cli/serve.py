@@ -11,7 +11,10 @@ import logging
 import signal
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from numalign.machine.topology import Machine
 
 
 def register(sub: Any) -> None:
@@ -31,7 +34,7 @@ def register(sub: Any) -> None:
         "state files. Stops cleanly on SIGTERM/SIGINT.",
     )
     p.add_argument("--machine", metavar="FILE|NAME", help="machine file, sysfs dump, cadvisor JSON or a built-in "
-                   "name (default: dual-socket)")
+                   "name (default: this host, read from /sys as the kubelet does; `numalign discover` shows it)")
     p.add_argument("--device-plugin-dir", metavar="DIR", type=Path, default=DEFAULT_DEVICE_PLUGIN_DIR,
                    help="where kubelet.sock is served and plugins put their sockets "
                    f"(default {DEFAULT_DEVICE_PLUGIN_DIR})")
@@ -61,7 +64,6 @@ def run(args: argparse.Namespace) -> int:
     from numalign.cli.paths import check_directory, check_parent_directory
     from numalign.errors import InvalidInputError
     from numalign.k8s.kubeletflags import config_from_args
-    from numalign.machine.examples import DEFAULT_MACHINE
 
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.endpoint_grace_period < 0:
@@ -70,9 +72,10 @@ def run(args: argparse.Namespace) -> int:
     check_directory(args.device_plugin_dir, "--device-plugin-dir")
     check_directory(args.state_dir, "--state-dir")
     check_parent_directory(args.pod_resources_socket, "--pod-resources-socket")
+    config = config_from_args(args)
     agent = Agent(AgentOptions(
-        machine=load_machine(args.machine or DEFAULT_MACHINE),
-        config=config_from_args(args),
+        machine=load_machine(args.machine) if args.machine else _this_host(),
+        config=config,
         device_plugin_dir=args.device_plugin_dir,
         pod_resources_socket=args.pod_resources_socket,
         manifests=args.manifests,
@@ -100,3 +103,22 @@ def run(args: argparse.Namespace) -> int:
         for s, h in previous.items():
             signal.signal(s, h)
     return 0
+
+
+def _this_host() -> Machine:
+    """The machine the kubelet would manage here: this host, read from /sys as `numalign discover` does.
+
+    Never a built-in example: serve writes the kubelet's state files (by default into
+    /var/lib/kubelet), and state for a machine that is not this one would mislead every reader.
+    """
+    from numalign.adapters.sysfs import discover_sysfs
+    from numalign.errors import DiscoveryError
+
+    try:
+        return discover_sysfs("/")
+    except (DiscoveryError, OSError) as e:
+        raise DiscoveryError(
+            f"cannot read this host's topology from /sys ({e}); serve manages the machine it runs on, so "
+            "it needs that; pass --machine FILE|NAME (a machine file, sysfs dump, cadvisor JSON or a built-in "
+            "name such as dual-socket) to serve a described machine instead"
+        ) from None
