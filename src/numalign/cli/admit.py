@@ -156,7 +156,6 @@ def _print_text(machine: str, config: Any, notes: list[str], records: list[Any])
 
 
 def _bytes(n: int) -> str:
-    for unit, size in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
-        if n >= size and n % size == 0:
-            return f"{n // size}{unit}"
-    return str(n)
+    from numalign.machine.render import binary_quantity
+
+    return binary_quantity(n)

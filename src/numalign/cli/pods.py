@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_text(doc: dict[str, Any]) -> None:
-    from numalign.machine.render import human_bytes
+    from numalign.machine.render import binary_quantity
 
     pods = sorted(doc["pods"].values(), key=lambda p: (p["namespace"], p["name"]))
     if not pods:
@@ -60,7 +60,7 @@ def _print_text(doc: dict[str, Any]) -> None:
             pool = "exclusive" if a.get("exclusive_cpus") else "shared pool"
             parts = [f"cpus {a.get('cpus') or '-'} ({pool})"]
             for b in a.get("memory", []):
-                size = human_bytes(b["size"]) if isinstance(b.get("size"), int) else b.get("size")
+                size = binary_quantity(b["size"]) if isinstance(b.get("size"), int) else b.get("size")
                 parts.append(f"{b['type']} {size} on NUMA {','.join(map(str, b['numa_nodes']))}")
             for res, devs in sorted(a.get("devices", {}).items()):
                 parts.append(f"{res} {' '.join(sorted(devs))}")

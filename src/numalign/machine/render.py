@@ -23,12 +23,17 @@ def human_bytes(n: int) -> str:
     return f"{n} B"
 
 
-def page_size_name(size: int) -> str:
-    """2097152 -> "2Mi", as in the kubelet's hugepages-2Mi resource name."""
+def binary_quantity(size: int) -> str:
+    """Bytes as a Kubernetes quantity in the largest exact binary unit: 2097152 -> "2Mi", 1500 -> "1500"."""
     for suffix, shift in (("Gi", 30), ("Mi", 20), ("Ki", 10)):
         if size >= 1 << shift and size % (1 << shift) == 0:
             return f"{size >> shift}{suffix}"
     return str(size)
+
+
+def page_size_name(size: int) -> str:
+    """2097152 -> "2Mi", as in the kubelet's hugepages-2Mi resource name."""
+    return binary_quantity(size)
 
 
 def render_machine(m: Machine) -> str:

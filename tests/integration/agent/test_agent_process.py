@@ -66,7 +66,7 @@ def test_serve_process_stops_cleanly_on_sigterm_and_pods_lists_the_result(
     assert main(["pods", "--state-dir", str(layout.state)]) == 0
     out = capsys.readouterr().out
     assert "ml/train  admitted" in out and f"{GPU} {dev}" in out
-    assert "memory 4 GiB on NUMA " in out  # sizes are shown as people read them, not raw bytes
+    assert "memory 4Gi on NUMA " in out  # sizes as quantities, as `numalign admit` prints them
     # The plugin was stopped with the agent: its devices were healthy then; the agent is gone now.
     assert f"resource {GPU}: " in out and "plugin" in out
     assert (layout.state / "numalign_status.json").stat().st_mode & 0o777 == 0o600
