@@ -36,7 +36,7 @@ from numalign.agent.endpoints import TimedEndpoint, check_topology
 from numalign.agent.manifests import ManifestWatcher
 from numalign.agent.metrics_http import MetricsServer
 from numalign.agent.pods import PodBook
-from numalign.agent.snapshot import allocatable_view, pods_view
+from numalign.agent.snapshot import allocatable_view, inactive_view, pods_view
 from numalign.agent.status import read_status, write_status
 from numalign.errors import NumalignError
 from numalign.k8s.kubeletconfig import KubeletConfig
@@ -306,7 +306,8 @@ class Agent:
 
     def _publish(self) -> None:
         node = self._require_node()
-        self.source.publish(pods=pods_view(node), allocatable=allocatable_view(node))
+        self.source.publish(pods=pods_view(node), allocatable=allocatable_view(node),
+                            inactive=inactive_view(self._require_book().inactive_pods()))
         self._update_cpu_gauges(node)
 
     def _update_cpu_gauges(self, node: Node) -> None:

@@ -46,6 +46,7 @@ class PodBook:
         self.pods: dict[str, dict[str, Any]] = {}  # uid -> status entry
         self.manifests: dict[str, dict[str, Any]] = {}  # file -> {"status", "error", "pods"}
         self.pending: dict[str, Pod] = {}
+        self.rejected: dict[str, Pod] = {}
         old_pods = (previous or {}).get("pods") or {}
         for uid, pod in node.pods.items():
             entry = old_pods.get(uid) if isinstance(old_pods.get(uid), dict) else None
@@ -64,6 +65,10 @@ class PodBook:
 
     def files(self) -> list[str]:
         return sorted(self.manifests)
+
+    def inactive_pods(self) -> list[Pod]:
+        """Pods from the manifests that hold no resources: rejected, or pending on a device plugin."""
+        return [*self.rejected.values(), *self.pending.values()]
 
     def to_dict(self) -> dict[str, Any]:
         for uid, entry in self.pods.items():
@@ -158,18 +163,23 @@ class PodBook:
             log.info("pod %s pending: %s", pod.key, msg)
             self.pods[pod.uid] = self._entry(pod, path, PENDING, "WaitingForDevicePlugin", msg, None)
             return
+        self.rejected.pop(pod.uid, None)
         try:
             rec = self.node.admit(pod)
         except NumalignError as e:
             self._fault("admission_error", f"pod {pod.key}: {e}")
             self.pods[pod.uid] = self._entry(pod, path, REJECTED, "AdmissionError", str(e), None)
+            self.rejected[pod.uid] = pod
             return
         except Exception as e:  # a plugin or provider bug must not take the agent down
             log.exception("admitting pod %s failed", pod.key)
             self._fault("admission_error", f"pod {pod.key}: {e}")
             self.pods[pod.uid] = self._entry(pod, path, REJECTED, "AdmissionError", str(e), None)
+            self.rejected[pod.uid] = pod
             return
         res = rec.result
+        if not res.admit:
+            self.rejected[pod.uid] = pod
         status = ADMITTED if res.admit else REJECTED
         log.info("pod %s %s%s", pod.key, status, "" if res.admit else f": {res.reason}: {res.message}")
         self.pods[pod.uid] = self._entry(pod, path, status, res.reason, res.message or "", rec.to_dict())
@@ -193,6 +203,7 @@ class PodBook:
     def _release(self, uid: str) -> None:
         entry = self.pods.pop(uid, None)
         self.pending.pop(uid, None)
+        self.rejected.pop(uid, None)
         if uid in self.node.pods:
             try:
                 self.node.remove(uid)

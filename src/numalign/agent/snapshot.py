@@ -55,6 +55,16 @@ def pods_view(node: Node) -> list[PodResources]:
     ]
 
 
+def inactive_view(pods: Iterable[Pod]) -> list[PodResources]:
+    """Pods the node knows but runs without resources (rejected, or waiting for a device plugin): the
+    kubelet's pod manager still has them, so Get and v1alpha1 List report them, every container empty."""
+    return [
+        PodResources(pod.name, pod.namespace,
+                     tuple(ContainerResources(c.name, sidecar=c.is_sidecar) for c in _reported_containers(pod)))
+        for pod in sorted(pods, key=lambda p: (p.namespace, p.name))
+    ]
+
+
 def allocatable_view(node: Node) -> AllocatableResources:
     cpus: tuple[int, ...] = ()
     if isinstance(node.cpu, StaticPolicy):

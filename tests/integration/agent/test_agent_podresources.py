@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import grpc
 import pytest
-from integration.agent.conftest import Layout, wait_pod
+from integration.agent.conftest import Layout, wait_for, wait_pod
 
 from numalign import metrics as m
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2 as pr
@@ -183,3 +183,48 @@ def test_feature_gate_kubelet_pod_resources_get_off(
         assert agent.metrics.value(m.PR_REQUESTS_GET, server_api_version="v1") == 1
     finally:
         agent.stop()
+
+
+TOO_BIG = """apiVersion: v1
+kind: Pod
+metadata: {name: huge, namespace: apps}
+spec:
+  containers:
+  - name: main
+    image: x
+    resources:
+      limits: {cpu: "40", memory: 1Gi}
+"""
+
+
+def test_pods_the_node_did_not_admit_are_known_to_get_and_v1alpha1_but_not_v1_list(
+    agent: Agent, layout: Layout, pr_stub: Callable[[], pr_grpc.PodResourcesListerStub]
+) -> None:
+    # 40 exclusive CPUs fit no single NUMA node (single-numa-node): rejected, as the kubelet would. Its
+    # pod manager keeps the pod, so Get and v1alpha1 List still find it, with no resources.
+    layout.write_manifest("huge.yaml", TOO_BIG)
+    wait_pod(layout, "huge", "rejected")
+    layout.write_manifest("gpu.yaml", GUARANTEED.replace("name: db", "name: wants-gpu").replace(
+        "memory: 1Gi}", 'memory: 1Gi, example.com/gpu: "1"}'))
+    wait_pod(layout, "wants-gpu", "pending")  # no plugin registered: numalign holds it
+    s = pr_stub()
+    assert [p.name for p in s.List(pr.ListPodResourcesRequest(), timeout=5).pod_resources] == []
+    for name, ns in (("huge", "apps"), ("wants-gpu", "data")):
+        got = s.Get(pr.GetPodResourcesRequest(pod_name=name, pod_namespace=ns), timeout=5).pod_resources
+        assert (got.name, got.namespace) == (name, ns)
+        (c,) = got.containers
+        assert c.name == "main" and not c.cpu_ids and not c.devices and not c.memory
+    with grpc.insecure_channel(f"unix://{layout.pr_socket}") as ch:
+        alpha = alpha_grpc.PodResourcesListerStub(ch).List(alpha_pb.ListPodResourcesRequest(), timeout=5)
+    assert [(p.namespace, p.name) for p in alpha.pod_resources] == [("apps", "huge"), ("data", "wants-gpu")]
+    # Removing the file forgets the pod, as deleting it forgets it in the kubelet.
+    (layout.manifests / "huge.yaml").unlink()
+    wait_pod(layout, "wants-gpu", "pending")
+    def forgotten() -> bool:
+        try:
+            s.Get(pr.GetPodResourcesRequest(pod_name="huge", pod_namespace="apps"), timeout=5)
+        except grpc.RpcError as e:
+            return "pod huge in namespace apps not found" in (e.details() or "")
+        return False
+
+    wait_for(forgotten, "the removed manifest's rejected pod forgotten")

@@ -141,9 +141,16 @@ class AllocatableResources:
 
 
 class PodResourcesSource(Protocol):
-    """Where the server reads pods and allocations from. Called from gRPC threads: be thread-safe."""
+    """Where the server reads pods and allocations from. Called from gRPC threads: be thread-safe.
+
+    list_pods: the active pods (v1 List, upstream GetActivePods). get_pod and list_all_pods also see
+    pods the node knows but did not admit (upstream's pod manager: GetPodByName, GetPods), reported
+    with no resources.
+    """
 
     def list_pods(self) -> Sequence[PodResources]: ...
+
+    def list_all_pods(self) -> Sequence[PodResources]: ...
 
     def get_pod(self, namespace: str, name: str) -> PodResources | None: ...
 
@@ -158,29 +165,45 @@ class SnapshotPodResourcesSource:
     """
 
     def __init__(
-        self, pods: Sequence[PodResources] = (), allocatable: AllocatableResources | None = None
+        self,
+        pods: Sequence[PodResources] = (),
+        allocatable: AllocatableResources | None = None,
+        inactive: Sequence[PodResources] = (),
     ) -> None:
         self._lock = threading.Lock()
         self._pods: tuple[PodResources, ...] = tuple(pods)
+        self._inactive: tuple[PodResources, ...] = tuple(inactive)
         self._allocatable = allocatable or AllocatableResources()
 
     def publish(
-        self, pods: Sequence[PodResources] | None = None, allocatable: AllocatableResources | None = None
+        self,
+        pods: Sequence[PodResources] | None = None,
+        allocatable: AllocatableResources | None = None,
+        inactive: Sequence[PodResources] | None = None,
     ) -> None:
-        """Replace the pods and/or the allocatable resources (None keeps the current value)."""
+        """Replace the active pods, the allocatable resources and/or the known-but-inactive pods
+        (rejected, or waiting for a plugin); None keeps the current value."""
         with self._lock:
             if pods is not None:
                 self._pods = tuple(pods)
             if allocatable is not None:
                 self._allocatable = allocatable
+            if inactive is not None:
+                self._inactive = tuple(inactive)
 
     def list_pods(self) -> Sequence[PodResources]:
         with self._lock:
             return self._pods
 
+    def list_all_pods(self) -> Sequence[PodResources]:
+        with self._lock:
+            return tuple(sorted(self._pods + self._inactive, key=lambda p: (p.namespace, p.name)))
+
     def get_pod(self, namespace: str, name: str) -> PodResources | None:
         with self._lock:
-            return next((p for p in self._pods if p.namespace == namespace and p.name == name), None)
+            return next(
+                (p for p in self._pods + self._inactive if p.namespace == namespace and p.name == name), None
+            )
 
     def allocatable(self) -> AllocatableResources:
         with self._lock:
@@ -377,7 +400,8 @@ class _AlphaServicer(alpha_pb_grpc.PodResourcesListerServicer):
                 log.exception("PodResources on_alpha_call callback failed")
         try:
             return alpha_pb.ListPodResourcesResponse(
-                pod_resources=[pod_to_alpha_pb(p) for p in self._source.list_pods()]
+                # upstream's v1alpha1 List reads GetPods(): every pod the node knows, admitted or not
+                pod_resources=[pod_to_alpha_pb(p) for p in self._source.list_all_pods()]
             )
         except Exception as e:
             log.exception("PodResources v1alpha1 list failed")
