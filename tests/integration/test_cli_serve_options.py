@@ -12,7 +12,7 @@ import pytest
 import numalign.adapters.sysfs as sysfs
 import numalign.agent as agent_pkg
 from numalign.cli.main import EXIT_ERROR, main
-from numalign.errors import DiscoveryError, NumalignError
+from numalign.errors import DiscoveryError, InvalidInputError, NumalignError
 from numalign.machine.examples import example
 
 
@@ -77,3 +77,59 @@ def test_machine_help_names_the_host_default(capsys: pytest.CaptureFixture[str])
         main(["serve", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "default: this host, read from /sys" in out and "default: dual-socket" not in out
+
+
+def test_manifests_that_is_a_file_is_refused(capsys: pytest.CaptureFixture[str], recorded: list[Any],
+                                             tmp_path: Path) -> None:
+    pod = tmp_path / "pod.yaml"
+    pod.write_text("kind: Pod\n")
+    assert main(_serve(tmp_path, "--machine", "dual-socket", "--manifests", str(pod))) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert err == (f"numalign serve: error: --manifests {pod}: is a file, not a directory; expected the static-pod "
+                   "manifest directory (every *.yaml, *.yml, *.json in it is a pod); pass the directory that "
+                   "holds the manifest\n")
+    assert not recorded
+
+
+def test_missing_manifests_directory_is_watched_with_a_warning(
+    caplog: pytest.LogCaptureFixture, recorded: list[Any], tmp_path: Path
+) -> None:
+    missing = tmp_path / "nonexistent"
+    with caplog.at_level("WARNING", logger="numalign.serve"):
+        assert main(_serve(tmp_path, "--machine", "dual-socket", "--manifests", str(missing))) == EXIT_ERROR
+    assert recorded[0].manifests == missing
+    assert [r.getMessage() for r in caplog.records if r.name == "numalign.serve"] == [
+        f"--manifests {missing}: the directory does not exist yet; it is watched, and pods put there once it is "
+        "created are admitted (check the path if that is not what you meant)"
+    ]
+    caplog.clear()
+    missing.mkdir()
+    with caplog.at_level("WARNING", logger="numalign.serve"):
+        main(_serve(tmp_path, "--machine", "dual-socket", "--manifests", str(missing)))
+    assert not [r for r in caplog.records if r.name == "numalign.serve"]
+
+
+def test_metrics_address_not_on_this_host() -> None:
+    from numalign.agent.metrics_http import MetricsServer
+
+    # Binding an address this host does not have fails in the kernel; no packet is sent.
+    with pytest.raises(InvalidInputError) as info:
+        MetricsServer("8.8.8.8:9100", lambda: b"").start()
+    msg = str(info.value)
+    assert msg.startswith("--metrics-address 8.8.8.8:9100: the address 8.8.8.8 is not on this host (bind failed: ")
+    assert "free port" not in msg and "127.0.0.1" in msg
+
+
+def test_metrics_port_in_use_says_choose_a_free_port() -> None:
+    import socket
+
+    from numalign.agent.metrics_http import MetricsServer
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(InvalidInputError) as info:
+            MetricsServer(f"127.0.0.1:{port}", lambda: b"").start()
+    assert f"--metrics-address 127.0.0.1:{port}: cannot listen: " in str(info.value)
+    assert "choose a free port" in str(info.value)

@@ -3,7 +3,9 @@ it is the agent's only TCP listener."""
 
 from __future__ import annotations
 
+import errno
 import logging
+import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +25,24 @@ def parse_address(address: str) -> tuple[str, int]:
             f"--metrics-address {address!r}: expected HOST:PORT, e.g. 127.0.0.1:10255 or [::1]:10255"
         )
     return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def _bind_error(host: str, port: int, e: OSError) -> str:
+    """Why the listener could not bind, with the fix for that reason (not always "choose a free port")."""
+    where = f"--metrics-address {host}:{port}"
+    reason = e.strerror or str(e)
+    if isinstance(e, socket.gaierror):
+        return f"{where}: cannot resolve {host!r} ({reason}); expected an IP address or a resolvable name of this host"
+    if e.errno == errno.EADDRINUSE:
+        return f"{where}: cannot listen: {reason}; choose a free port (or stop what listens there)"
+    if e.errno == errno.EADDRNOTAVAIL:
+        return (
+            f"{where}: the address {host} is not on this host (bind failed: {reason}); use one of this host's "
+            "addresses, e.g. 127.0.0.1, or 0.0.0.0 for all"
+        )
+    if e.errno == errno.EACCES and port < 1024:
+        return f"{where}: cannot listen: {reason}; ports below 1024 need privileges: choose a port >= 1024"
+    return f"{where}: cannot listen: {reason}; check the address and port"
 
 
 class MetricsServer:
@@ -62,9 +82,7 @@ class MetricsServer:
         try:
             self._httpd = ThreadingHTTPServer((self.host, self.port), Handler)
         except OSError as e:
-            raise InvalidInputError(
-                f"--metrics-address {self.host}:{self.port}: cannot listen: {e.strerror or e}; choose a free port"
-            ) from None
+            raise InvalidInputError(_bind_error(self.host, self.port, e)) from None
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="numalign-metrics", daemon=True)

@@ -72,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     check_directory(args.device_plugin_dir, "--device-plugin-dir")
     check_directory(args.state_dir, "--state-dir")
     check_parent_directory(args.pod_resources_socket, "--pod-resources-socket")
+    if args.manifests is not None:
+        _check_manifests(args.manifests)
     config = config_from_args(args)
     agent = Agent(AgentOptions(
         machine=load_machine(args.machine) if args.machine else _this_host(),
@@ -122,3 +124,21 @@ def _this_host() -> Machine:
             "it needs that; pass --machine FILE|NAME (a machine file, sysfs dump, cadvisor JSON or a built-in "
             "name such as dual-socket) to serve a described machine instead"
         ) from None
+
+
+def _check_manifests(directory: Path) -> None:
+    """A file is refused; a directory that does not exist yet is watched (as the kubelet's file source
+    does), but said once, so a typo in the path does not look like an empty directory."""
+    from numalign.errors import InvalidInputError
+
+    if directory.is_dir():
+        return
+    if directory.exists():
+        raise InvalidInputError(
+            f"--manifests {directory}: is a file, not a directory; expected the static-pod manifest directory "
+            "(every *.yaml, *.yml, *.json in it is a pod); pass the directory that holds the manifest"
+        )
+    logging.getLogger("numalign.serve").warning(
+        "--manifests %s: the directory does not exist yet; it is watched, and pods put there once it is "
+        "created are admitted (check the path if that is not what you meant)", directory,
+    )
