@@ -223,6 +223,9 @@ def test_file_without_pods_is_an_error(capsys: pytest.CaptureFixture[str], files
      "; expected KEY=VALUE[,KEY=VALUE...], e.g. cpu=1,memory=1Gi"),
     (["--feature-gates", "A=maybe"], 'invalid value of A: maybe, err: strconv.ParseBool: parsing "maybe": invalid '
      "syntax", "; expected NAME=true|false[,NAME=true|false...], e.g. CPUManagerPolicyAlphaOptions=true"),
+    (["--reserved-cpus", "abc"],
+     'unable to parse reservedSystemCPUs (--reserved-cpus) abc, error: strconv.Atoi: parsing "abc": invalid syntax',
+     "; expected a CPU list like 0-1,64"),
     (["--policy-option", "prefer-closest-numa-nodes=maybe"],
      'bad value for option "prefer-closest-numa-nodes": strconv.ParseBool: parsing "maybe": invalid syntax',
      "; expected true or false"),
@@ -319,3 +322,63 @@ def test_replay_file_not_utf8_or_a_directory(capsys: pytest.CaptureFixture[str],
     assert f"replay: {files['binary']}: not UTF-8 text" in msg and "expected a JSON-lines file" in msg
     msg = error_of(capsys, "replay", str(files["dir"]))
     assert "is a directory; expected a JSON-lines file of scenarios" in msg
+
+
+# ---- 9. what the trial found: each message says what, where, expected and the fix ---------------
+
+
+def test_reserved_memory_on_a_missing_node_names_the_nodes(capsys: pytest.CaptureFixture[str],
+                                                           files: dict[str, Path]) -> None:
+    msg = error_of(capsys, "admit", str(files["pod"]), "--reserved-memory", "9:memory=1Gi")
+    assert "references a NUMA node 9 that does not exist on this machine; machine dual-socket has NUMA nodes " \
+           "0,1,2,3; reserve memory only on those (--reserved-memory 0:memory=SIZE" in msg
+
+
+def test_dry_run_without_state_dir_says_it_has_no_effect(capsys: pytest.CaptureFixture[str],
+                                                         files: dict[str, Path]) -> None:
+    assert main(["admit", str(files["pod"]), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "# note: --dry-run has no effect without --state-dir" in out and "add --state-dir DIR" in out
+    assert main(["admit", str(files["pod"]), "--dry-run", "--state-dir", str(files["dir"])]) == 0
+    assert "has no effect" not in capsys.readouterr().out
+
+
+def test_pod_given_as_config_is_one_error_without_field_warnings(capsys: pytest.CaptureFixture[str],
+                                                                  files: dict[str, Path]) -> None:
+    msg = error_of(capsys, "admit", "--config", str(files["pod"]))  # exactly one line: no warnings first
+    assert f"{files['pod']}: not a KubeletConfiguration: got apiVersion 'v1', kind 'Pod'" in msg
+    assert "pass the kubelet's config file" in msg
+
+
+def test_replay_of_no_scenarios_is_an_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n")
+    for extra in (["--check"], []):
+        msg = error_of(capsys, "replay", str(empty), *extra)
+        assert f"replay: {empty}: no scenarios (the input is empty or holds only blank lines)" in msg
+        assert "check that this is the file you meant" in msg
+        assert "0/0" not in capsys.readouterr().out
+
+
+def test_machine_tarball_that_is_not_an_archive(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    fake = tmp_path / "x.tar.gz"
+    fake.write_text("not an archive\n")
+    msg = error_of(capsys, "discover", "--machine", str(fake))
+    assert msg == (f"numalign discover: error: {fake}: cannot extract the sysfs dump: not a tar archive (plain, "
+                   "gzip, bzip2 or xz), though its name ends in .tar.gz; expected a sysfs dump tarball holding sys/; "
+                   "check the file, or give a machine file a .json/.yaml name")
+
+
+def test_already_admitted_names_the_cli_fixes(capsys: pytest.CaptureFixture[str], files: dict[str, Path],
+                                              tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    assert main(["admit", str(files["pod"]), "--state-dir", str(state)]) == 0
+    capsys.readouterr()
+    msg = error_of(capsys, "admit", str(files["pod"]), "--state-dir", str(state))
+    assert "pod default/p (uid " in msg and f"is already admitted in the state of {state}" in msg
+    assert "use a fresh --state-dir, give the pod another name (or metadata.uid), or use --dry-run" in msg
+    assert "Node.remove" not in msg
+    msg = error_of(capsys, "admit", str(files["pod"]), "--state-dir", str(state), "--dry-run")
+    assert "another name (or metadata.uid) to ask about a copy" in msg and "Node." not in msg
+    msg = error_of(capsys, "admit", str(files["pod"]), str(files["pod"]))
+    assert "already admitted earlier in this run" in msg and "Node." not in msg

@@ -370,6 +370,18 @@ def _load_tarball(path: Path) -> Machine:
             with tarfile.open(path) as tf:
                 members = [m for m in tf.getmembers() if "/sys/" in f"/{m.name}" or "/proc/" in f"/{m.name}"]
                 tf.extractall(tmp, members=members, filter="data")
+        except tarfile.ReadError:
+            ending = path.name[path.name.find(".tar"):] if ".tar" in path.suffixes else path.suffix
+            # tarfile's own text lists every compression it tried, one per line; one line says it all.
+            raise DiscoveryError(
+                f"{path}: cannot extract the sysfs dump: not a tar archive (plain, gzip, bzip2 or xz), though its "
+                f"name ends in {ending}; expected a sysfs dump tarball holding sys/; check the file, or give a "
+                "machine file a .json/.yaml name"
+            ) from None
         except (tarfile.TarError, OSError) as e:
-            raise DiscoveryError(f"{path}: cannot extract the sysfs dump ({e})") from None
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            raise DiscoveryError(
+                f"{path}: cannot extract the sysfs dump ({' '.join(reason.split())}); expected a readable tar "
+                "archive of sys/ (and proc/); check the file and its permissions"
+            ) from None
         return discover_sysfs(find_sysfs_root(Path(tmp)), name=path.name.split(".tar")[0])

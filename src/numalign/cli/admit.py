@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from numalign.errors import ConfigError
+
 
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
@@ -49,7 +51,7 @@ def _data(name: str) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from numalign.adapters.sysfs import load_machine
-    from numalign.errors import ConfigError, InvalidInputError
+    from numalign.errors import InvalidInputError
     from numalign.k8s.kubeletconfig import KubeletConfig
     from numalign.k8s.kubeletflags import FLAGS_DEST, config_from_args
     from numalign.k8s.manifest import SUPPORTED_KINDS, load_pods
@@ -87,6 +89,10 @@ def run(args: argparse.Namespace) -> int:
                      "(add --cpu-manager-policy static and a CPU reservation)")
     if args.dry_run and args.state_dir is not None:
         notes.append(f"dry run: the state in {args.state_dir} is read, nothing is written")
+    elif args.dry_run:
+        # Without --state-dir nothing is read or written anyway; say so rather than let the flag look active.
+        notes.append("note: --dry-run has no effect without --state-dir (nothing is written either way); "
+                     "add --state-dir DIR to ask of a node's state files")
     machine = load_machine(args.machine or DEFAULT_MACHINE)
     pods = []
     for f in pod_files:
@@ -100,15 +106,20 @@ def run(args: argparse.Namespace) -> int:
     try:
         node = Node(machine, config, state_dir=args.state_dir, read_only=args.dry_run)
     except ConfigError as exc:
+        exc = _with_numa_nodes(exc, config, machine)
         if base is None:
-            raise
+            raise exc from None
         # The user never wrote this configuration: say where it came from and how to replace it.
         raise ConfigError(
             f"{exc} (the kubelet configuration is the built-in example {EXAMPLE_CONFIG}, used because no "
             "--config was given; pass --config FILE, or override its fields with kubelet flags, e.g. "
             "--policy-option KEY=VALUE, --reserved-cpus, --reserved-memory, --kube-reserved)"
         ) from None
-    records = [node.admit(pod) for pod in pods]
+    records = []
+    for pod in pods:
+        if pod.uid in node.pods:
+            raise InvalidInputError(_already_admitted(pod, args.state_dir, args.dry_run))
+        records.append(node.admit(pod))
     if args.output == "json":
         json.dump({"machine": machine.name, "kubelet_config": _config_dict(config), "notes": notes,
                    "pods": [r.to_dict() for r in records]},
@@ -117,6 +128,34 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_text(machine.name, config, notes, records)
     return 0
+
+
+def _with_numa_nodes(exc: ConfigError, config: Any, machine: Any) -> ConfigError:
+    """The kubelet's "references a NUMA node N that does not exist" names no node that does exist."""
+    existing = sorted(n.id for n in machine.numa_nodes)
+    missing = sorted({r.numa_node for r in config.reserved_memory} - set(existing))
+    if not missing or "references a NUMA node" not in str(exc):
+        return exc
+    return ConfigError(
+        f"{exc}; machine {machine.name} has NUMA node{'s' if len(existing) > 1 else ''} "
+        f"{','.join(map(str, existing))}; reserve memory only on those (--reserved-memory "
+        f"{existing[0]}:memory=SIZE, or reservedMemory in --config), or pick the machine with --machine"
+    )
+
+
+def _already_admitted(pod: Any, state_dir: Path | None, dry_run: bool) -> str:
+    """Node.admit's own message names library calls; on the command line the fixes are options."""
+    what = f"pod {pod.key} (uid {pod.uid}) is already admitted"
+    rename = "give the pod another name (or metadata.uid)"
+    if state_dir is None:
+        return f"{what} earlier in this run (a pod is admitted once); {rename} for each copy"
+    if dry_run:
+        return (f"{what} in the state of {state_dir}; expected a pod not admitted there yet; {rename} to ask "
+                "about a copy")
+    return (
+        f"{what} in the state of {state_dir}; expected a pod not admitted there yet; use a fresh --state-dir, "
+        f"{rename}, or use --dry-run to ask without keeping pods"
+    )
 
 
 def _config_dict(config: Any) -> dict[str, Any]:

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     if args.file == "-":
         lines = sys.stdin
         source = "<stdin>"
-        return _run(replay_lines(lines, source), args.check)
+        return _run(replay_lines(lines, source), args.check, source)
     path = Path(args.file)
     if not path.exists():
         raise InvalidInputError(f"replay: file {str(path)!r} not found; pass a JSON-lines file of scenarios")
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         )
     try:
         with path.open(encoding="utf-8") as fh:
-            return _run(replay_lines(fh, str(path)), args.check)
+            return _run(replay_lines(fh, str(path)), args.check, str(path))
     except UnicodeDecodeError as exc:
         # Lines are decoded as they are read, so this can come after some results were printed.
         raise InvalidInputError(
@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
         ) from None
 
 
-def _run(outcomes: Any, check: bool) -> int:
+def _run(outcomes: Any, check: bool, source: str) -> int:
+    from numalign.errors import InvalidInputError
     total = equal = 0
     diffs: list[str] = []
     missing = 0
@@ -71,6 +72,12 @@ def _run(outcomes: Any, check: bool) -> int:
                 f"{o.scenario_id} (line {o.line_no}): expected {json.dumps(o.expected, sort_keys=True)}, "
                 f"got {json.dumps(o.result, sort_keys=True)}"
             )
+    if total == 0:
+        # "0/0 equal" would read as a pass that failed for no stated reason.
+        raise InvalidInputError(
+            f"replay: {source}: no scenarios (the input is empty or holds only blank lines); expected one JSON "
+            "scenario per line ({\"scenario\": ..., \"result\": ...}); check that this is the file you meant"
+        )
     if not check:
         return 0
     for d in diffs[:MAX_LISTED_DIFFERENCES]:
@@ -78,4 +85,4 @@ def _run(outcomes: Any, check: bool) -> int:
     if len(diffs) > MAX_LISTED_DIFFERENCES:
         print(f"... and {len(diffs) - MAX_LISTED_DIFFERENCES} more differences")
     print(f"{equal}/{total} equal")
-    return 0 if equal == total and total > 0 else 1
+    return 0 if equal == total else 1

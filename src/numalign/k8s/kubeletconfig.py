@@ -63,6 +63,10 @@ EVICTION_SIGNALS: Final = frozenset({
 RESERVABLE_RESOURCES: Final = (RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_PIDS)
 
 
+# Added after the kubelet's own parse error, which names neither the form nor an example.
+RESERVED_CPUS_EXPECTED: Final = "expected a CPU list like 0-1,64 (ranges and ids, comma-separated, no spaces)"
+
+
 class ReservedMemory(NamedTuple):
     """One reservedMemory entry: memory reserved on a NUMA node, per memory or hugepages resource."""
 
@@ -265,7 +269,7 @@ class KubeletConfig:
         except ValueError as exc:
             raise ConfigError(
                 f"unable to parse reservedSystemCPUs (--reserved-cpus) {self.reserved_system_cpus}, "
-                f"error: {exc}; expected a CPU list such as \"0-1,8\""
+                f"error: {exc}; {RESERVED_CPUS_EXPECTED}"
             ) from None
 
     def hard_eviction_thresholds(self) -> list[EvictionThreshold]:

@@ -83,7 +83,8 @@ def config_from_dict(obj: Mapping[str, Any], source: str) -> KubeletConfig:
     if api_version != API_VERSION or kind != KIND:
         raise ConfigError(
             f"{source}: not a KubeletConfiguration: got apiVersion {api_version!r}, kind {kind!r}; "
-            f"expected apiVersion: {API_VERSION} and kind: {KIND}"
+            f"expected apiVersion: {API_VERSION} and kind: {KIND}; pass the kubelet's config file "
+            "(on a node usually /var/lib/kubelet/config.yaml)"
         )
     changes: dict[str, Any] = {}
     for key, (attr, reader) in _FILE_FIELDS.items():

@@ -14,7 +14,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from numalign.errors import ConfigError
-from numalign.k8s.kubeletconfig import EXPECTED_CONFIG, KubeletConfig, load_yaml_mapping
+from numalign.k8s.kubeletconfig import (
+    EXPECTED_CONFIG,
+    RESERVED_CPUS_EXPECTED,
+    KubeletConfig,
+    KubeletConfigValidationError,
+    load_yaml_mapping,
+)
 from numalign.k8s.kubeletconfig_read import KUBELET_FLAGS, unknown_field_warnings, unknown_gate_warnings
 from numalign.k8s.textfiles import read_text_file
 
@@ -101,9 +107,11 @@ def config_from_args(
     if path:
         text = read_text_file(path, "the kubelet config file", EXPECTED_CONFIG, ConfigError)
         obj = load_yaml_mapping(text, str(path))
+        # Parsed first: a file that is not a KubeletConfiguration at all (a Pod given to --config) is
+        # one error, not a warning per field of the wrong kind followed by that error.
+        config = KubeletConfig.from_dict(obj, str(path))
         for message in unknown_field_warnings(obj, str(path)):
             warn(message)
-        config = KubeletConfig.from_dict(obj, str(path))
         for message in unknown_gate_warnings(config.feature_gates, f"{path}: featureGates"):
             warn(message)
     flags = getattr(args, FLAGS_DEST, None) or []
@@ -112,5 +120,15 @@ def config_from_args(
         for message in unknown_gate_warnings(KubeletConfig().with_flags(gate_flags).feature_gates, "--feature-gates"):
             warn(message)
     config = config.with_flags(flags)
-    config.validate()
+    try:
+        config.validate()
+    except KubeletConfigValidationError as exc:
+        raise KubeletConfigValidationError([_with_fix(m) for m in exc.messages]) from None
     return config
+
+
+def _with_fix(message: str) -> str:
+    """The kubelet's validation text, kept, plus the expected form where the kubelet names none."""
+    if message.startswith("invalid configuration: unable to parse reservedSystemCPUs"):
+        return f"{message}; {RESERVED_CPUS_EXPECTED}"
+    return message
