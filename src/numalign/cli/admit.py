@@ -39,7 +39,9 @@ def register(sub: Any) -> None:
     p.add_argument("--output", choices=("text", "json"), default="text")
     from numalign.k8s.kubeletflags import add_kubelet_flags
 
-    add_kubelet_flags(p)
+    add_kubelet_flags(p, "a KubeletConfiguration file and the kubelet's own flags (flags win); without "
+                      "--config the built-in example configuration is the base (static CPU manager, Static "
+                      "memory manager, single-numa-node), not the kubelet's defaults")
 
 
 EXAMPLE_CONFIG = "example-kubelet-config.yaml"

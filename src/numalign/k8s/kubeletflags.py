@@ -28,13 +28,13 @@ CONFIG_DEST: Final = "kubelet_config"
 FLAGS_DEST: Final = "kubelet_flags"
 
 _HELP: Final = {
-    "topology-manager-policy": "none | best-effort | restricted | single-numa-node (default none)",
-    "topology-manager-scope": "container | pod (default container)",
+    "topology-manager-policy": "none | best-effort | restricted | single-numa-node (kubelet default none)",
+    "topology-manager-scope": "container | pod (kubelet default container)",
     "topology-manager-policy-options": "one key=value per use, e.g. prefer-closest-numa-nodes=true",
-    "cpu-manager-policy": "none | static (default none)",
+    "cpu-manager-policy": "none | static (kubelet default none)",
     "cpu-manager-policy-options": "one key=value per use, e.g. full-pcpus-only=true",
     "cpu-manager-reconcile-period": "Go duration, e.g. 10s",
-    "memory-manager-policy": "None | Static (default None)",
+    "memory-manager-policy": "None | Static (kubelet default None)",
     "reserved-cpus": 'CPU list reserved for the system, e.g. "0-1"',
     "reserved-memory": '<numa>:<type>=<quantity>[,...][;<numa>:...], e.g. "0:memory=1Gi,hugepages-1Gi=2Gi"',
     "kube-reserved": "cpu=1,memory=1Gi,ephemeral-storage=1Gi,pid=1000",
@@ -72,10 +72,11 @@ class _KubeletFlag(argparse.Action):
         setattr(namespace, FLAGS_DEST, collected)
 
 
-def add_kubelet_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group(
-        "kubelet configuration", "a KubeletConfiguration file and the kubelet's own flags (flags win)"
-    )
+def add_kubelet_flags(
+    parser: argparse.ArgumentParser,
+    description: str = "a KubeletConfiguration file and the kubelet's own flags (flags win)",
+) -> None:
+    group = parser.add_argument_group("kubelet configuration", description)
     group.add_argument(
         "--config", dest=CONFIG_DEST, metavar="FILE",
         help="KubeletConfiguration file (kubelet.config.k8s.io/v1beta1)",
