@@ -125,7 +125,10 @@ class Node:
         self.static_devices = static_devices
         if static_devices:
             self._register_static_plugins()
-        for provider in (self.cpu, self.memory, self.devices):
+        # The kubelet's container manager registers the device manager, then the CPU manager, then the
+        # memory manager (container_manager_linux.go); hints are listed and Allocate is called in
+        # that order, so a device failure stops admission before any CPU or memory is pinned.
+        for provider in (self.devices, self.cpu, self.memory):
             self.tm.add_hint_provider(provider)
         self.pods: dict[str, Pod] = {}
         self.records: dict[str, DecisionRecord] = {}

@@ -190,7 +190,9 @@ def test_fast_path_describes_hints_and_the_record_is_json() -> None:
             container("app", 4, 8, 0, {"nvidia.com/gpu": 1}, False),)))
     assert rec.result.admit
     doc = rec.to_dict()
-    hints = doc["decisions"][0]["providers"][0]["hints"]["cpu"]
+    by_name = {p["provider"]: p for p in doc["decisions"][0]["providers"]}
+    assert list(by_name) == ["devices", "cpu", "memory"]  # the kubelet's registration order
+    hints = by_name["cpu"]["hints"]["cpu"]
     assert hints["implicit"] is True and hints["narrowest_count"] == 1
     assert doc["decisions"][0]["considered"]
     json.dumps(doc)

@@ -148,5 +148,6 @@ def test_restricted_rejection_explains_implicit_lists_without_listing_them() -> 
     assert "cpu/cpu prefers {0,1}" in why
     assert "memory/memory prefers masks of 1 node(s) within {0-33}" in why
     assert "any mask of nodes {0-33}" in rec.render()
-    doc = rec.to_dict()["decisions"][0]["providers"][1]["hints"]["memory"]
+    providers = {p["provider"]: p for p in rec.to_dict()["decisions"][0]["providers"]}
+    doc = providers["memory"]["hints"]["memory"]
     assert doc["implicit"] is True and doc["nodes"] == list(range(34)) and doc["preferred_counts"] == [1]

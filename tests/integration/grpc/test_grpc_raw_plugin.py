@@ -19,6 +19,7 @@ import grpc
 import pytest
 from integration.agent.conftest import Layout, wait_for, wait_pod
 
+from numalign import metrics as m
 from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
 from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
 from numalign.agent import Agent
@@ -502,7 +503,7 @@ def test_a_failing_get_preferred_allocation_fails_the_admission_like_upstream(st
     ) -> pb.PreferredAllocationResponse:
         raise ValueError("no preference today")
 
-    with Agent(layout.options()):
+    with Agent(layout.options()) as agent:
         stub = Stub(_stub_devices(), layout.plugins / "dp.sock", RESOURCE, pre_start=False, get_preferred=True)
         stub.preferred_func = refuse
         stub.start()
@@ -515,6 +516,10 @@ def test_a_failing_get_preferred_allocation_fails_the_admission_like_upstream(st
                 "rpc error: code = Unknown desc = no preference today"
             ) in entry["message"]
             assert stub.allocate_requests == []
+            # The kubelet registers the device manager before the CPU and memory managers, so Allocate
+            # fails on the device before any CPU or memory is pinned (or counted as pinned).
+            assert agent.metrics.value(m.CPU_PINNING_REQUESTS) == 0
+            assert agent.metrics.value(m.MEM_PINNING_REQUESTS) == 0
         finally:
             stub.stop()
 
