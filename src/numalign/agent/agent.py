@@ -13,10 +13,12 @@ numalign_agent_faults_total on /metrics).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections import Counter, deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +37,7 @@ from numalign.adapters.grpc.sockets import refuse_live_socket
 from numalign.agent.endpoints import TimedEndpoint, check_topology
 from numalign.agent.manifests import ManifestWatcher
 from numalign.agent.metrics_http import MetricsServer
-from numalign.agent.pods import PodBook
+from numalign.agent.pods import ADMITTED, FAILED, STARTING, PodBook
 from numalign.agent.snapshot import allocatable_view, inactive_view, pods_view
 from numalign.agent.status import read_status, write_status
 from numalign.errors import NumalignError
@@ -46,6 +48,7 @@ from numalign.paths import DEFAULT_STATE_DIR as DEFAULT_STATE_DIR  # re-export
 from numalign.providers.cpu.policy_static import StaticPolicy
 from numalign.providers.devices.endpoint import Device, Endpoint
 from numalign.providers.devices.manager import ENDPOINT_STOP_GRACE_PERIOD
+from numalign.providers.devices.prestart import run_pre_start
 
 log = logging.getLogger("numalign.agent")
 
@@ -71,6 +74,10 @@ class AgentOptions:
     dial_timeout: float = DIAL_TIMEOUT_S
     call_timeout: float = CALL_TIMEOUT_S
     wait_for_device_plugins: bool = True
+    # Back-off between attempts to start a pod's containers after PreStartContainer failed: doubles
+    # from the first value up to the second, as the kubelet's container restart back-off (10 s, 5 min).
+    start_backoff: float = 10.0
+    start_backoff_max: float = 300.0
 
 
 class Agent:
@@ -81,6 +88,11 @@ class Agent:
         self.fault_log: deque[str] = deque(maxlen=FAULT_LOG_SIZE)
         self._lock = threading.RLock()
         self._stop = threading.Event()
+        # Container starts run here, off the agent's lock: a plugin's PreStartContainer may take up to
+        # its deadline, and must not hold up other pods' admission or PodResources.
+        self._starter = ThreadPoolExecutor(max_workers=4, thread_name_prefix="numalign-start")
+        self._start_timers: set[threading.Timer] = set()
+        self._start_attempts: Counter[str] = Counter()
         self._t0 = time.monotonic()
         self._endpoints: dict[str, Endpoint] = {}
         self.source = SnapshotPodResourcesSource()
@@ -131,7 +143,11 @@ class Agent:
             self._fault("status_unreadable", f"previous status file ignored: {e}")
         with self._lock:
             self.node = node
-            self.book = PodBook(node, previous, self._fault, wait_for_plugins=opts.wait_for_device_plugins)
+            self.book = PodBook(node, previous, self._fault, wait_for_plugins=opts.wait_for_device_plugins,
+                                start=self._schedule_start)
+            for uid, entry in self.book.pods.items():
+                if entry.get("containers") in (FAILED, STARTING):
+                    self._schedule_start(uid)  # the previous run had not started them: try again
             self._publish()
         try:
             self.pod_resources.start()
@@ -152,6 +168,13 @@ class Agent:
     def stop(self) -> None:
         """Stop serving, then save every state file and the status. Idempotent."""
         self._stop.set()
+        with self._lock:
+            timers, self._start_timers = list(self._start_timers), set()
+        for t in timers:
+            t.cancel()
+        # Not waiting: a start blocked in a plugin's PreStartContainer ends at its deadline and then
+        # sees the stop flag; it records nothing after the state below is saved.
+        self._starter.shutdown(wait=False, cancel_futures=True)
         if self._loop is not None:
             self._loop.join(10)
             self._loop = None
@@ -227,6 +250,74 @@ class Agent:
                 self._endpoints.pop(resource, None)
             node.save()
             self._after_change()
+
+    # -- starting containers (worker threads) -------------------------------------------------------
+
+    def _schedule_start(self, uid: str, delay: float = 0.0) -> None:
+        if self._stop.is_set():
+            return
+        if delay <= 0:
+            with contextlib.suppress(RuntimeError):  # the pool is shut down while stopping
+                self._starter.submit(self._start_pod, uid)
+            return
+        timer = threading.Timer(delay, self._schedule_start, args=(uid,))
+        timer.daemon = True
+        with self._lock:
+            self._start_timers.add(timer)
+        timer.start()
+
+    def _start_pod(self, uid: str) -> None:
+        """Start an admitted pod's containers as the kubelet's pod worker does: PreStartContainer for
+        devices whose plugin requires it (the RPC made without the agent's lock, as upstream makes it
+        without the device manager's), then the run options. A failure is recorded per container and
+        retried with back-off while the pod stays admitted."""
+        try:
+            with self._lock:
+                node, book = self._require_node(), self._require_book()
+                pod = node.pods.get(uid)
+                entry = book.pods.get(uid)
+                if pod is None or entry is None or entry["status"] != ADMITTED:
+                    return
+                errors: dict[str, str] = {}
+                calls: dict[str, list[tuple[Endpoint, list[str]]]] = {}
+                for c in pod.all_containers():
+                    try:
+                        calls[c.name] = node.devices.pre_start_calls(pod, c)
+                    except NumalignError as e:
+                        errors[c.name] = str(e)
+            for name, container_calls in calls.items():
+                for endpoint, ids in container_calls:
+                    if self._stop.is_set():
+                        return
+                    try:
+                        run_pre_start(endpoint, ids)
+                    except NumalignError as e:
+                        errors[name] = str(e)
+                        break
+            with self._lock:
+                if self._stop.is_set() or node.pods.get(uid) is not pod or book.pods.get(uid) is not entry:
+                    return  # stopping, or the pod was removed or replaced meanwhile
+                for c in pod.all_containers():
+                    if c.name in errors:
+                        continue
+                    try:
+                        node.devices.get_device_run_container_options(pod, c, pre_start=False)
+                    except NumalignError as e:
+                        errors[c.name] = str(e)
+                book.record_start(uid, errors)
+                node.save()
+                self._after_change()
+                if not errors:
+                    self._start_attempts.pop(uid, None)
+                    return
+                attempt = self._start_attempts[uid]
+                self._start_attempts[uid] += 1
+            delay = min(self.options.start_backoff * (2 ** attempt), self.options.start_backoff_max)
+            log.info("pod %s: starting its containers failed; retrying in %gs", uid, delay)
+            self._schedule_start(uid, delay)
+        except Exception as e:  # a bug here must not kill the worker silently
+            log.exception("starting the containers of pod %s failed", uid)
+            self._fault("agent_loop_error", f"starting pod {uid}: {e}")
 
     # -- device-plugin callbacks (gRPC threads) ----------------------------------------------------
 

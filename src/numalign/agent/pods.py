@@ -31,6 +31,11 @@ log = logging.getLogger("numalign.agent.pods")
 
 ADMITTED = "admitted"
 REJECTED = "rejected"
+# An admitted pod's containers: being started (PreStartContainer in flight), all started, or at
+# least one failed to start (retried with back-off, as the kubelet retries a container start).
+STARTING = "starting"
+STARTED = "started"
+FAILED = "failed"
 PENDING = "pending"
 
 FaultFn = Callable[[str, str], None]
@@ -38,10 +43,19 @@ FaultFn = Callable[[str, str], None]
 
 class PodBook:
     def __init__(
-        self, node: Node, previous: dict[str, Any] | None, fault: FaultFn, *, wait_for_plugins: bool = True
+        self,
+        node: Node,
+        previous: dict[str, Any] | None,
+        fault: FaultFn,
+        *,
+        wait_for_plugins: bool = True,
+        start: Callable[[str], None] | None = None,
     ) -> None:
         self.node = node
         self.wait_for_plugins = wait_for_plugins
+        # start(uid): start an admitted pod's containers (PreStartContainer, run options) off the
+        # caller's thread, as the kubelet's pod workers do; None starts them here, synchronously.
+        self._start = start
         self._fault = fault
         self.pods: dict[str, dict[str, Any]] = {}  # uid -> status entry
         self.manifests: dict[str, dict[str, Any]] = {}  # file -> {"status", "error", "pods"}
@@ -52,7 +66,7 @@ class PodBook:
             entry = old_pods.get(uid) if isinstance(old_pods.get(uid), dict) else None
             self.pods[uid] = self._entry(pod, entry.get("file") if entry else None, ADMITTED, None, "", None)
             if entry is not None:
-                for key in ("record", "container_errors"):
+                for key in ("record", "container_errors", "containers"):
                     if entry.get(key):
                         self.pods[uid][key] = entry[key]
         for uid, e in self.pods.items():
@@ -185,7 +199,21 @@ class PodBook:
         self.pods[pod.uid] = self._entry(pod, path, status, res.reason, res.message or "", rec.to_dict())
         if res.admit:
             self.pods[pod.uid]["allocations"] = rec.allocations
-            self.pods[pod.uid]["container_errors"] = self._start_containers(pod)
+            if self._start is not None:
+                self.pods[pod.uid]["containers"] = STARTING
+                self._start(pod.uid)
+            else:
+                self.record_start(pod.uid, self._start_containers(pod))
+
+    def record_start(self, uid: str, errors: dict[str, str]) -> None:
+        """The outcome of starting a pod's containers: errors per container, {} when all started."""
+        entry = self.pods.get(uid)
+        if entry is None:
+            return
+        entry["container_errors"] = errors
+        entry["containers"] = FAILED if errors else STARTED
+        for name, err in sorted(errors.items()):
+            self._fault("container_start_error", f"pod {entry['namespace']}/{entry['name']} container {name}: {err}")
 
     def _start_containers(self, pod: Pod) -> dict[str, str]:
         """What the kubelet does next for each container: PreStartContainer where a plugin requires
@@ -197,7 +225,6 @@ class PodBook:
                 self.node.devices.get_device_run_container_options(pod, c)
             except NumalignError as e:
                 errors[c.name] = str(e)
-                self._fault("container_start_error", f"pod {pod.key} container {c.name}: {e}")
         return errors
 
     def _release(self, uid: str) -> None:
@@ -216,7 +243,7 @@ class PodBook:
                record: dict[str, Any] | None) -> dict[str, Any]:
         return {"uid": pod.uid, "namespace": pod.namespace, "name": pod.name, "file": path, "status": status,
                 "reason": reason, "message": message, "record": record, "allocations": {}, "runtime": {},
-                "container_errors": {}}
+                "container_errors": {}, "containers": None}
 
 
 def _runtime_dict(opts: RunContainerOptions) -> dict[str, Any]:

@@ -53,6 +53,8 @@ def _print_text(doc: dict[str, Any]) -> None:
         line = f"{p['namespace']}/{p['name']}  {p['status']}"
         if p["status"] != "admitted":
             line += f"  {p.get('reason') or ''}: {p.get('message') or ''}"
+        if p["status"] == "admitted" and p.get("containers") in ("starting", "failed"):
+            line += f"  containers {p['containers']}"
         if p.get("file"):
             line += f"  ({p['file']})"
         print(line)

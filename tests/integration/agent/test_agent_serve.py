@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from integration.agent.conftest import GPU, Layout, gpu_pod, wait_for, wait_pod
+from integration.agent.conftest import GPU, Layout, gpu_pod, pod_status, wait_for, wait_pod
 
 from numalign import metrics as m
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2 as pr
@@ -177,7 +177,9 @@ def test_allocate_answers_and_prestart_are_recorded_per_container(agent: Agent, 
         plugin.register()
         wait_for(lambda: len(_healthy(layout)) == 4, "gpus")
         layout.write_manifest("a.yaml", gpu_pod("a"))
-        entry = wait_pod(layout, "a", "admitted")
+        wait_pod(layout, "a", "admitted")
+        entry = wait_for(lambda: (e := pod_status(layout, "a")) is not None and e["containers"] == "started" and e,
+                         "containers of a started")
         (dev,) = entry["allocations"]["main"]["devices"][GPU]
         assert prestarted == [[dev]]
         assert entry["runtime"]["main"] == {
@@ -193,6 +195,8 @@ def test_allocate_answers_and_prestart_are_recorded_per_container(agent: Agent, 
         for i in range(3):
             layout.write_manifest(f"b{i}.yaml", gpu_pod(f"b{i}"))
             wait_pod(layout, f"b{i}", "admitted")
+        wait_for(lambda: all(p["containers"] in ("started", "failed") for p in layout.status()["pods"].values()),
+                 "every container start attempted")
         failed = [p for p in layout.status()["pods"].values() if p["container_errors"]]
         assert len(failed) == 1 and "gpu3 failed its reset" in failed[0]["container_errors"]["main"]
         assert layout.status()["faults"]["container_start_error"] == 1

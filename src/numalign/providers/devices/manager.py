@@ -48,7 +48,7 @@ from numalign.providers.devices.pod_devices import (
     RunContainerOptions,
     sorted_ids,
 )
-from numalign.providers.devices.prestart import call_pre_start_if_needed
+from numalign.providers.devices.prestart import call_pre_start_if_needed, pre_start_call
 from numalign.providers.hint_sources import use_implicit
 
 if TYPE_CHECKING:
@@ -402,15 +402,31 @@ class DeviceManager:
 
     # -- container start -------------------------------------------------------------------------
 
-    def get_device_run_container_options(self, pod: Pod, container: Container) -> RunContainerOptions | None:
-        """GetDeviceRunContainerOptions: PreStartContainer where the plugin requires it, re-Allocate
-        a still-active pod's container that has no devices recorded, then the merged CRI options.
+    def pre_start_calls(self, pod: Pod, container: Container) -> list[tuple[Endpoint, list[str]]]:
+        """The PreStartContainer calls GetDeviceRunContainerOptions would make for `container`, in its
+        order, for a caller that makes them outside its own lock (then passes pre_start=False)."""
+        calls = []
+        for resource in sorted(container.limits):
+            if not self.is_device_plugin_resource(resource) or _count(container.limits, resource) == 0:
+                continue
+            call = pre_start_call(self, pod.uid, container.name, resource)
+            if call is not None:
+                calls.append(call)
+        return calls
+
+    def get_device_run_container_options(
+        self, pod: Pod, container: Container, *, pre_start: bool = True
+    ) -> RunContainerOptions | None:
+        """GetDeviceRunContainerOptions: PreStartContainer where the plugin requires it (unless the
+        caller made those calls itself: pre_start=False), re-Allocate a still-active pod's container
+        that has no devices recorded, then the merged CRI options.
         Raises PluginError (pre-start) or AllocationError (re-allocation)."""
         needs_reallocate = False
         for resource in sorted(container.limits):
             if not self.is_device_plugin_resource(resource) or _count(container.limits, resource) == 0:
                 continue
-            call_pre_start_if_needed(self, pod.uid, container.name, resource)
+            if pre_start:
+                call_pre_start_if_needed(self, pod.uid, container.name, resource)
             if self.active_pods is not None and pod.uid not in set(self.active_pods()):
                 continue
             if self.pod_devices.container_devices(pod.uid, container.name, resource) is None:
