@@ -124,7 +124,14 @@ class Metrics:
         return reg
 
     def render_text(self) -> bytes:
-        return generate_latest(self.registry())
+        text = generate_latest(self.registry())
+        # The kubelet's counters whose names lack `_total` are counters there too (client_golang writes
+        # the name as given). prometheus-client would rename them, so they are collected as untyped
+        # (see _family) and only their TYPE line is put right here: same samples, kubelet's type.
+        for name, fam in self._families.items():
+            if fam.kind == "counter" and not name.endswith("_total"):
+                text = text.replace(f"# TYPE {name} untyped\n".encode(), f"# TYPE {name} counter\n".encode())
+        return text
 
 
 class _Adapter(Collector):

@@ -194,3 +194,7 @@ def test_metrics_text_uses_kubelet_names() -> None:
     assert "kubelet_topology_manager_admission_requests_total 1.0" in text
     assert 'kubelet_container_aligned_compute_resources_count{boundary="numa_node",scope="container"} 3.0' in text
     assert "kubelet_topology_manager_admission_duration_ms_bucket" in text
+    # Counters keep the kubelet's type even where the name lacks _total (client_golang's exposition).
+    assert "# TYPE kubelet_container_aligned_compute_resources_count counter\n" in text
+    assert "# TYPE kubelet_topology_manager_admission_requests_total counter\n" in text
+    assert "untyped" not in text
