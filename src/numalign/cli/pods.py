@@ -67,9 +67,7 @@ def _print_text(doc: dict[str, Any]) -> None:
             for res, devs in sorted(a.get("devices", {}).items()):
                 parts.append(f"{res} {' '.join(sorted(devs))}")
             print(f"    {cname}: " + "; ".join(parts))
-            env = (p.get("runtime") or {}).get(cname, {}).get("envs") or {}
-            if env:
-                print(f"      env {' '.join(f'{k}={v}' for k, v in sorted(env.items()))}")
+            _print_runtime((p.get("runtime") or {}).get(cname) or {})
         for cname, err in sorted((p.get("container_errors") or {}).items()):
             print(f"    {cname}: container start failed: {err}")
     for res, info in sorted((doc.get("resources") or {}).items()):
@@ -85,3 +83,21 @@ def _print_text(doc: dict[str, Any]) -> None:
     faults = doc.get("faults") or {}
     if faults:
         print("faults: " + ", ".join(f"{k}={v}" for k, v in sorted(faults.items())))
+
+
+def _print_runtime(rt: dict[str, Any]) -> None:
+    """What the device plugins' Allocate asked the container runtime for (CRI fields)."""
+    env = rt.get("envs") or {}
+    if env:
+        print(f"      env {' '.join(f'{k}={v}' for k, v in sorted(env.items()))}")
+    for mt in rt.get("mounts") or []:
+        ro = " (read-only)" if mt.get("read_only") else ""
+        print(f"      mount {mt.get('host_path')} -> {mt.get('container_path')}{ro}")
+    for dev in rt.get("devices") or []:
+        print(f"      device {dev.get('host_path')} -> {dev.get('container_path')} ({dev.get('permissions')})")
+    annotations = rt.get("annotations") or {}
+    if annotations:
+        print(f"      annotations {' '.join(f'{k}={v}' for k, v in sorted(annotations.items()))}")
+    cdi = rt.get("cdi_devices") or []
+    if cdi:
+        print(f"      cdi {' '.join(cdi)}")

@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import pytest
 from integration.agent.conftest import GPU, Layout, gpu_pod, pod_status, wait_for, wait_pod
 
 from numalign import metrics as m
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2 as pr
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2_grpc as pr_grpc
 from numalign.agent import Agent
+from numalign.cli.main import main
 from numalign.deviceplugin import Device, DevicePlugin
 from numalign.machine.examples import example
 
@@ -154,7 +156,9 @@ def test_state_files_are_written_beside_the_status(agent: Agent, layout: Layout)
     assert Path(layout.plugins / "kubelet.sock").is_socket()
 
 
-def test_allocate_answers_and_prestart_are_recorded_per_container(agent: Agent, layout: Layout) -> None:
+def test_allocate_answers_and_prestart_are_recorded_per_container(
+    agent: Agent, layout: Layout, capsys: pytest.CaptureFixture[str]
+) -> None:
     from numalign.deviceplugin import ContainerAllocateResponse, DeviceSpec, Mount
 
     prestarted: list[list[str]] = []
@@ -190,6 +194,12 @@ def test_allocate_answers_and_prestart_are_recorded_per_container(agent: Agent, 
             "cdi_devices": [f"example.com/gpu={dev}"],
         }
         assert entry["container_errors"] == {}
+        capsys.readouterr()
+        assert main(["pods", "--state-dir", str(layout.state)]) == 0
+        out = capsys.readouterr().out
+        assert f"env GPU_IDS={dev}" in out and "mount /opt/gpu/lib -> /usr/lib/gpu (read-only)" in out
+        assert f"device /dev/{dev} -> /dev/{dev} (rw)" in out and "annotations example.com/gpu=yes" in out
+        assert f"cdi example.com/gpu={dev}" in out
         # Fill the node's GPUs until gpu3 is handed out: its PreStartContainer fails, which fails the
         # container's start (recorded) but not the admission.
         for i in range(3):
