@@ -260,7 +260,12 @@ class Agent:
             with contextlib.suppress(RuntimeError):  # the pool is shut down while stopping
                 self._starter.submit(self._start_pod, uid)
             return
-        timer = threading.Timer(delay, self._schedule_start, args=(uid,))
+        def fire() -> None:
+            with self._lock:
+                self._start_timers.discard(timer)
+            self._schedule_start(uid)
+
+        timer = threading.Timer(delay, fire)
         timer.daemon = True
         with self._lock:
             self._start_timers.add(timer)
