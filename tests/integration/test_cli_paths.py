@@ -6,18 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from integration.test_cli_input_errors import error_of
 
-from numalign.cli.main import EXIT_ERROR, main
-
-
-def error_of(capsys: pytest.CaptureFixture[str], *args: str) -> str:
-    code = main(list(args))
-    err = capsys.readouterr().err
-    assert code == EXIT_ERROR, err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"numalign {args[0]}: error: "), err
-    assert "Traceback" not in err
-    return lines[0]
+from numalign.cli.main import main
 
 
 @pytest.fixture
