@@ -91,7 +91,13 @@ def config_from_dict(obj: Mapping[str, Any], source: str) -> KubeletConfig:
         value = obj.get(key)
         if value is not None:  # JSON null leaves the default, as in Go
             changes[attr] = reader(value, f"{source}: {key}")
-    return replace(KubeletConfig(), **changes)
+    defaults = KubeletConfig()
+    for attr in _DEFAULTED_WHEN_ZERO:
+        # SetDefaults_KubeletConfiguration (v1beta1 defaults.go) cannot tell an omitted field from its
+        # zero value: "" (and a zero duration) is replaced by the default, just as a missing key is.
+        if attr in changes and not changes[attr]:
+            changes[attr] = getattr(defaults, attr)
+    return replace(defaults, **changes)
 
 
 def _type_error(where: str, expected: str, value: object) -> ConfigError:
@@ -209,6 +215,14 @@ _FILE_FIELDS: Final[Mapping[str, tuple[str, _Reader]]] = {
     "cgroupsPerQOS": ("cgroups_per_qos", _read_bool),
     "featureGates": ("feature_gates", _read_bool_map),
 }
+
+# Fields numalign reads that SetDefaults_KubeletConfiguration defaults when they hold Go's zero value
+# ("" or a zero duration: `if obj.CPUManagerPolicy == "" {...}`). The other fields read here keep an
+# explicit zero value: the kubelet defaults them only when absent (nil), or their default is the zero.
+_DEFAULTED_WHEN_ZERO: Final = (
+    "cpu_manager_policy", "cpu_manager_reconcile_period", "memory_manager_policy",
+    "topology_manager_policy", "topology_manager_scope",
+)
 
 # Every top-level field of KubeletConfiguration v1beta1 (staging/src/k8s.io/kubelet/config/v1beta1/
 # types.go, json names). numalign reads only _FILE_FIELDS; the others are valid kubelet settings that
