@@ -23,6 +23,8 @@ from numalign.core.numa import NUMAInfo
 from numalign.errors import CheckpointError, InvalidInputError
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
+from numalign.k8s.quantity import Quantity, QuantityFormat
+from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
 from numalign.machine.cpuset import format_cpuset
 from numalign.machine.topology import Machine
 from numalign.manager import TopologyManager
@@ -91,6 +93,9 @@ class Node:
         # read_only: the state files are read at start and never written (a what-if on a live
         # node's /var/lib/kubelet must not touch the kubelet's own files).
         self.read_only = read_only
+        # The kubelet validates its configuration before it builds any manager; a library caller gets
+        # the same refusal (and the CLI, which validated already, no second pass).
+        config.validate()
         self.machine = machine
         self.config = config
         self.metrics = metrics or m.Metrics()
@@ -103,7 +108,15 @@ class Node:
             config.feature_gates,
             self.metrics,
         )
-        reservation = config.node_allocatable_reservation()
+        # GetNodeAllocatableReservation against the node's capacity (cadvisor: NumCores online CPUs,
+        # MemoryCapacity = the NUMA nodes' memory), so percentage eviction thresholds resolve.
+        capacity = {
+            RESOURCE_CPU: Quantity.from_int(len(machine.online_cpus())),
+            RESOURCE_MEMORY: Quantity.from_int(
+                sum(machine.memory_by_node().values()), QuantityFormat.BINARY_SI
+            ),
+        }
+        reservation = config.node_allocatable_reservation(capacity)
         self.cpu = new_cpu_manager_policy(
             config.cpu_manager_policy,
             CPUTopology.from_machine(machine),

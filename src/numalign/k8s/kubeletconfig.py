@@ -106,6 +106,10 @@ class KubeletConfig:
     enforce_node_allocatable: tuple[str, ...] = (NODE_ALLOCATABLE_ENFORCEMENT_KEY,)
     cgroups_per_qos: bool = True
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    # Set once validate() has passed, so the CLI (which validates to add its fix hints) and the Node it
+    # then builds do not validate the same config twice. Not an init field: replace() and with_flags()
+    # build a fresh, unvalidated config.
+    _validated: bool = field(default=False, init=False, compare=False, repr=False)
 
     # ---- reading -------------------------------------------------------------------------------------
 
@@ -169,9 +173,12 @@ class KubeletConfig:
 
     def validate(self) -> None:
         """Raise KubeletConfigValidationError (a ConfigError) when the kubelet would refuse to start."""
+        if self._validated:
+            return
         errors = self.validation_errors()
         if errors:
             raise KubeletConfigValidationError(errors)
+        object.__setattr__(self, "_validated", True)  # frozen: a cache, not a change of value
 
     def _enforce_node_allocatable_errors(self) -> list[str]:
         errors: list[str] = []

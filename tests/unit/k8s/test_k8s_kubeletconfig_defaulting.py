@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.errors import ConfigError
+from numalign.k8s.kubeletconfig import KubeletConfig, KubeletConfigValidationError
+from numalign.machine.examples import dual_socket
+from numalign.node import Node
 
 HEADER = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
 
@@ -43,3 +46,56 @@ def test_an_empty_flag_is_not_defaulted(flag: str) -> None:
     # Flags are applied after the file's defaulting, so the kubelet validates "" and refuses it.
     c = KubeletConfig().with_flags([(flag, "")])
     assert any('""' in m for m in c.validation_errors())
+
+
+# ---- Node: capacity for percentage thresholds, validation at construction ----------------------------
+
+
+def _node(config: KubeletConfig) -> Node:
+    return Node(dual_socket(), config)
+
+
+def test_node_resolves_a_percentage_memory_threshold_against_the_machine_memory() -> None:
+    machine = dual_socket()
+    total = sum(machine.memory_by_node().values())
+    # GetThresholdQuantity: int64(float64(capacity) * float64(float32(5)/100)).
+    reserved = int(float(total) * 0.05000000074505806)
+    config = KubeletConfig.from_yaml(
+        HEADER + "memoryManagerPolicy: Static\nevictionHard: {memory.available: \"5%\"}\n"
+        f"reservedMemory:\n- numaNode: 0\n  limits: {{memory: \"{reserved}\"}}\n"
+    )
+    Node(machine, config)  # the static memory manager accepts reservedMemory == the 5% reservation
+    off_by_one = KubeletConfig.from_yaml(
+        HEADER + "memoryManagerPolicy: Static\nevictionHard: {memory.available: \"5%\"}\n"
+        f"reservedMemory:\n- numaNode: 0\n  limits: {{memory: \"{reserved + 1}\"}}\n"
+    )
+    assert reserved % 1024 == 0  # printed in BinarySI
+    with pytest.raises(ConfigError, match=f'value "{reserved // 1024}Ki" determined by Node Allocatable'):
+        Node(machine, off_by_one)
+
+
+def test_node_validates_the_config_like_the_cli() -> None:
+    config = KubeletConfig.from_yaml(HEADER + 'reservedSystemCPUs: "0-1"\nkubeReservedCgroup: /kube\n')
+    with pytest.raises(KubeletConfigValidationError, match="can't use reservedSystemCPUs"):
+        _node(config)
+    with pytest.raises(KubeletConfigValidationError, match=r'topologyManagerScope .*"Pod" must be one of'):
+        _node(KubeletConfig.from_yaml(HEADER + "topologyManagerScope: Pod\n"))
+
+
+def test_a_validated_config_is_validated_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[KubeletConfig] = []
+    original = KubeletConfig.validation_errors
+
+    def counting(self: KubeletConfig) -> list[str]:
+        calls.append(self)
+        return original(self)
+
+    monkeypatch.setattr(KubeletConfig, "validation_errors", counting)
+    config = KubeletConfig(cpu_manager_policy="static", reserved_system_cpus="0")
+    config.validate()
+    _node(config)
+    assert len(calls) == 1
+    # A changed config (flags, replace) is a new value and is validated again.
+    changed = config.with_flags([("--topology-manager-scope", "pod")])
+    _node(changed)
+    assert len(calls) == 2

@@ -1,0 +1,43 @@
+"""`numalign admit --config` with settings the kubelet accepts through its defaulting and node capacity."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+EXE = [sys.executable, "-m", "numalign.cli.main"]
+HEADER = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+POD = (
+    "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n"
+    "    resources:\n      limits: {cpu: '2', memory: 1Gi}\n"
+)
+
+
+def admit(tmp_path: Path, config: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "config.yaml").write_text(HEADER + config)
+    (tmp_path / "pod.yaml").write_text(POD)
+    return subprocess.run(
+        [*EXE, "admit", str(tmp_path / "pod.yaml"), "--config", str(tmp_path / "config.yaml"), *extra],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+def test_percentage_memory_eviction_threshold_uses_the_machine_memory(tmp_path: Path) -> None:
+    p = admit(
+        tmp_path,
+        "cpuManagerPolicy: static\nkubeReserved: {cpu: \"1\"}\nevictionHard: {memory.available: \"5%\"}\n",
+        "--output", "json",
+    )
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["pods"][0]["result"]["admit"] is True
+
+
+def test_empty_policy_fields_are_the_kubelet_defaults(tmp_path: Path) -> None:
+    p = admit(
+        tmp_path,
+        'topologyManagerScope: ""\ntopologyManagerPolicy: ""\ncpuManagerPolicy: ""\nmemoryManagerPolicy: ""\n',
+    )
+    assert p.returncode == 0, p.stderr
+    assert "pod default/p: admitted" in p.stdout
