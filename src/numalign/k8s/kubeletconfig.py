@@ -63,6 +63,18 @@ EVICTION_SIGNALS: Final = frozenset({
 RESERVABLE_RESOURCES: Final = (RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_PIDS)
 
 
+# The feature gates numalign models, with their defaults in kubelet 1.35 (pkg/features/
+# kube_features.go): policy-option gates alpha off / beta on; KubeletPodResourcesGet and
+# PodLevelResources beta, on by default since 1.34.
+FEATURE_GATE_DEFAULTS: Final[Mapping[str, bool]] = {
+    "CPUManagerPolicyAlphaOptions": False,
+    "CPUManagerPolicyBetaOptions": True,
+    "TopologyManagerPolicyAlphaOptions": False,
+    "TopologyManagerPolicyBetaOptions": True,
+    "KubeletPodResourcesGet": True,
+    "PodLevelResources": True,
+}
+
 # Added after the kubelet's own parse error, which names neither the form nor an example.
 RESERVED_CPUS_EXPECTED: Final = "expected a CPU list like 0-1,64 (ranges and ids, comma-separated, no spaces)"
 
@@ -136,6 +148,10 @@ class KubeletConfig:
         from numalign.k8s.kubeletconfig_read import apply_flags
 
         return apply_flags(self, flags)
+
+    def feature_gate_enabled(self, name: str) -> bool:
+        """The gate as set in featureGates / --feature-gates, else its kubelet 1.35 default."""
+        return self.feature_gates.get(name, FEATURE_GATE_DEFAULTS.get(name, False))
 
     # ---- validation ----------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from typing import Any, Final
 from numalign.errors import ConfigError, InvalidInputError
 from numalign.k8s.kubeletconfig import (
     API_VERSION,
+    FEATURE_GATE_DEFAULTS,
     KIND,
     KubeletConfig,
     ReservedMemory,
@@ -259,13 +260,10 @@ KUBELET_CONFIGURATION_FIELDS: Final = frozenset({
     "containerRuntimeEndpoint", "imageServiceEndpoint", "failCgroupV1", "userNamespaces",
 })
 
-# The feature gates numalign's managers read (the CPU manager's and Topology Manager's policy-option
-# gates, and the PodResources Get endpoint's). Any other gate has no effect on what numalign decides.
-KNOWN_FEATURE_GATES: Final = (
-    "CPUManagerPolicyAlphaOptions", "CPUManagerPolicyBetaOptions",
-    "TopologyManagerPolicyAlphaOptions", "TopologyManagerPolicyBetaOptions",
-    "KubeletPodResourcesGet",
-)
+# The feature gates numalign models: the ones its managers read (the CPU manager's and Topology Manager's
+# policy-option gates, the PodResources Get endpoint's, pod-level resources). Any other gate has no
+# effect on what numalign decides. Defaults: FEATURE_GATE_DEFAULTS (kubelet 1.35).
+KNOWN_FEATURE_GATES: Final = tuple(FEATURE_GATE_DEFAULTS)
 
 
 def unknown_field_warnings(obj: Mapping[str, Any], source: str) -> list[str]:
@@ -289,15 +287,20 @@ def unknown_field_warnings(obj: Mapping[str, Any], source: str) -> list[str]:
 
 
 def unknown_gate_warnings(gates: Mapping[str, bool], where: str) -> list[str]:
-    """The kubelet refuses a gate it does not know ("unrecognized feature gate: X"), but numalign
-    cannot know every kubelet gate, so an unknown one is accepted with a warning instead."""
-    return [
-        f"{where}: feature gate {go_quote(name)} is not known to numalign and has no effect here "
-        f"(numalign uses {', '.join(KNOWN_FEATURE_GATES)}); a kubelet that does not know it either "
-        f"refuses to start: unrecognized feature gate: {name}"
-        for name in gates
-        if name not in KNOWN_FEATURE_GATES
-    ]
+    """Gates numalign does not model are accepted with a warning. numalign holds no list of every
+    kubelet gate, so it says only what it knows: the gate changes nothing here (a near-miss of a
+    modelled gate is named, since a misspelt gate leaves that gate at its default)."""
+    out = []
+    for name in gates:
+        if name in KNOWN_FEATURE_GATES:
+            continue
+        guess = next(iter(difflib.get_close_matches(name, KNOWN_FEATURE_GATES, n=1, cutoff=0.85)), None)
+        hint = f"; did you mean {go_quote(guess)}?" if guess else ""
+        out.append(
+            f"{where}: feature gate {go_quote(name)} is not modelled by numalign and has no effect here "
+            f"(numalign models {', '.join(KNOWN_FEATURE_GATES)}){hint}"
+        )
+    return out
 
 
 # ---- flags --------------------------------------------------------------------------------------------

@@ -29,8 +29,24 @@ def test_every_field_numalign_reads_is_a_kubelet_field() -> None:
 
 
 def test_known_gates_are_the_ones_the_managers_read() -> None:
-    used = {cpu_options.ALPHA_GATE, cpu_options.BETA_GATE, tm_options.ALPHA_GATE, tm_options.BETA_GATE, GATE_GET}
+    used = {cpu_options.ALPHA_GATE, cpu_options.BETA_GATE, tm_options.ALPHA_GATE, tm_options.BETA_GATE, GATE_GET,
+            "PodLevelResources"}
     assert set(KNOWN_FEATURE_GATES) == used
+    # The managers' own defaults agree with the table KubeletConfig.feature_gate_enabled falls back on.
+    for gate, default in {**cpu_options.DEFAULT_FEATURE_GATES, **tm_options.DEFAULT_GATES}.items():
+        assert KubeletConfig().feature_gate_enabled(gate) is default
+    assert KubeletConfig().feature_gate_enabled(GATE_GET) is True
+
+
+def test_pod_level_resources_gate_is_modelled_on_by_default_and_parsed() -> None:
+    assert KubeletConfig().feature_gate_enabled("PodLevelResources") is True  # beta, on since 1.34
+    off = KubeletConfig().with_flags([("--feature-gates", "PodLevelResources=false")])
+    assert off.feature_gates == {"PodLevelResources": False}
+    assert off.feature_gate_enabled("PodLevelResources") is False
+    from_file = KubeletConfig.from_yaml(HEAD + "featureGates: {PodLevelResources: false}\n")
+    assert from_file.feature_gate_enabled("PodLevelResources") is False
+    assert unknown_gate_warnings({"PodLevelResources": True}, "--feature-gates") == []
+    assert KubeletConfig().feature_gate_enabled("SomeGateNumalignDoesNotModel") is False
 
 
 @pytest.mark.parametrize(("key", "guess"), [
@@ -52,7 +68,22 @@ def test_unknown_field_names_the_likely_key(key: str, guess: str | None) -> None
 def test_unknown_gates_only() -> None:
     assert unknown_gate_warnings({"CPUManagerPolicyAlphaOptions": True}, "--feature-gates") == []
     (message,) = unknown_gate_warnings({"Nope": True, "KubeletPodResourcesGet": False}, "--feature-gates")
-    assert message.startswith('--feature-gates: feature gate "Nope" is not known to numalign and has no effect here')
+    assert message.startswith('--feature-gates: feature gate "Nope" is not modelled by numalign and has no effect '
+                              "here (numalign models CPUManagerPolicyAlphaOptions")
+    assert "did you mean" not in message
+
+
+@pytest.mark.parametrize("gate", ["DRAResourceClaimDeviceStatus", "InPlacePodVerticalScaling", "Nope"])
+def test_gate_warning_never_claims_the_kubelet_refuses(gate: str) -> None:
+    # numalign has no list of every kubelet gate: a real gate it does not model must not be called fatal.
+    (message,) = unknown_gate_warnings({gate: True}, "--feature-gates")
+    assert "refuse" not in message and "unrecognized" not in message
+    assert "has no effect here" in message
+
+
+def test_a_misspelt_modelled_gate_is_named() -> None:
+    (message,) = unknown_gate_warnings({"CPUManagerPolicyAlphaOption": True}, "--feature-gates")
+    assert message.endswith('; did you mean "CPUManagerPolicyAlphaOptions"?')
 
 
 def test_config_from_args_warns_and_still_reads_the_file(tmp_path: Path) -> None:
@@ -66,8 +97,8 @@ def test_config_from_args_warns_and_still_reads_the_file(tmp_path: Path) -> None
     assert len(warnings) == 3
     assert warnings[0].startswith(f'{path}: unknown field "cpuManagerPolicyTypo"')
     assert warnings[0].endswith('did you mean "cpuManagerPolicy"?')
-    assert warnings[1].startswith(f'{path}: featureGates: feature gate "Nope" is not known to numalign')
-    assert warnings[2].startswith('--feature-gates: feature gate "Other" is not known to numalign')
+    assert warnings[1].startswith(f'{path}: featureGates: feature gate "Nope" is not modelled by numalign')
+    assert warnings[2].startswith('--feature-gates: feature gate "Other" is not modelled by numalign')
 
 
 def test_flags_override_a_base_field_by_field() -> None:
