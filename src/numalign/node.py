@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from numalign import metrics as m
-from numalign.core.decision import DecisionRecord
+from numalign.core.decision import AdmitResult, DecisionRecord
 from numalign.core.numa import NUMAInfo
 from numalign.errors import CheckpointError, InvalidInputError
 from numalign.k8s.kubeletconfig import KubeletConfig
@@ -267,6 +267,14 @@ class Node:
                 "name or metadata.uid (Node.remove(uid) releases the old one; with `numalign admit "
                 "--state-dir`, start from a fresh directory or use --dry-run to ask without keeping pods)"
             )
+        if pod.has_pod_level_resources and not self.config.feature_gates.get("PodLevelResources", True):
+            # The kubelet's isPodLevelResourcesSupported admit handler; numalign checks it first (the
+            # kubelet may run the Topology Manager's handler before it, with the same final verdict).
+            self.metrics.inc(m.ADMISSION_REJECTIONS, reason="Other")  # not one of the kubelet's named reasons
+            return DecisionRecord(
+                pod.key, pod.uid, self.tm.policy_name, self.tm.scope_name, dict(self.tm.options), (),
+                AdmitResult(False, "PodLevelResourcesNotSupported", "PodLevelResources feature gate is disabled"),
+            )
         rec = self.tm.admit(pod)
         self._sync_provider_metrics()
         if rec.result.admit:
@@ -352,6 +360,11 @@ def pod_to_manifest(pod: Pod) -> dict[str, Any]:
         spec["initContainers"] = [ctr(c) for c in pod.init_containers]
     if pod.overhead:
         spec["overhead"] = {k: str(v) for k, v in pod.overhead.items()}
+    if pod.pod_requests is not None or pod.pod_limits is not None:
+        spec["resources"] = {
+            "requests": {k: str(v) for k, v in (pod.pod_requests or {}).items()},
+            "limits": {k: str(v) for k, v in (pod.pod_limits or {}).items()},
+        }
     manifest: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -242,6 +242,7 @@ def _build_pod(
             )
         seen.add(c.name)
     overhead = _resource_list(spec.get("overhead"), f"{path}.overhead", where)
+    pod_requests, pod_limits = _pod_level_resources(spec.get("resources"), f"{path}.resources", where)
     return Pod(
         name=name,
         namespace=namespace,
@@ -251,7 +252,36 @@ def _build_pod(
         overhead=overhead,
         status_qos_class=qos,
         source=where,
+        pod_requests=pod_requests,
+        pod_limits=pod_limits,
     )
+
+
+# The resources pod-level spec.resources may name (component-helpers IsSupportedPodLevelResource).
+def _pod_level_supported(name: str) -> bool:
+    return name in ("cpu", "memory") or name.startswith("hugepages-")
+
+
+def _pod_level_resources(
+    obj: object, path: str, where: str
+) -> tuple[dict[str, Quantity] | None, dict[str, Quantity] | None]:
+    """spec.resources: (requests, limits), requests defaulted from limits; (None, None) when absent."""
+    if obj is None:
+        return None, None
+    resources = _mapping(obj, where, path)
+    limits = _resource_list(resources.get("limits"), f"{path}.limits", where)
+    requests = _resource_list(resources.get("requests"), f"{path}.requests", where)
+    for name in [*limits, *requests]:
+        if not _pod_level_supported(name):
+            raise InvalidInputError(
+                f"{where}: {path}: {name!r} is not supported at pod level; pod-level resources may name "
+                "cpu, memory and hugepages-<size> (put other resources on the containers)"
+            )
+    # SetDefaults_PodSpec: a pod-level limit without a request requests the limit.
+    for name, limit in limits.items():
+        requests.setdefault(name, limit)
+    _validate_requirements(requests, limits, path, where)
+    return requests, limits
 
 
 def _container(obj: object, path: str, where: str, *, is_init: bool) -> Container:

@@ -36,6 +36,10 @@ class Pod:
     overhead: Mapping[str, Quantity] = field(default_factory=dict)
     # pod.status.qosClass when the manifest carries one; otherwise computed.
     status_qos_class: str | None = None
+    # pod.spec.resources (pod-level resources, PodLevelResources: beta and on by default since 1.34).
+    # None when the pod has no spec.resources; requests default from limits as the API server does.
+    pod_requests: Mapping[str, Quantity] | None = None
+    pod_limits: Mapping[str, Quantity] | None = None
     # Where the pod came from (file and document index), for error messages and reports.
     source: str = ""
 
@@ -47,3 +51,10 @@ class Pod:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def has_pod_level_resources(self) -> bool:
+        """component-helpers IsPodLevelResourcesSet: spec.resources names a supported resource (cpu,
+        memory, hugepages-*). The static CPU and memory manager policies leave such pods alone."""
+        names = [*(self.pod_requests or {}), *(self.pod_limits or {})]
+        return any(n in ("cpu", "memory") or n.startswith("hugepages-") for n in names)

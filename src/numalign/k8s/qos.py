@@ -68,7 +68,17 @@ def _compute_pod_qos(pod: Pod) -> QOSClass:
     requests: dict[str, Quantity] = {}
     limits: dict[str, Quantity] = {}
     is_guaranteed = True
-    for container in pod.all_containers():
+    if pod.pod_requests is not None or pod.pod_limits is not None:
+        # PodLevelResources (on by default since 1.34): spec.resources alone decides the class.
+        for name, quantity in (pod.pod_requests or {}).items():
+            if name in SUPPORTED_QOS_COMPUTE_RESOURCES and quantity.sign() > 0:
+                requests[name] = quantity
+        for name, quantity in (pod.pod_limits or {}).items():
+            if name in SUPPORTED_QOS_COMPUTE_RESOURCES and quantity.sign() > 0:
+                limits[name] = quantity
+        if pod.pod_limits and not set(limits).issuperset(SUPPORTED_QOS_COMPUTE_RESOURCES):
+            is_guaranteed = False
+    for container in () if (pod.pod_requests is not None or pod.pod_limits is not None) else pod.all_containers():
         for name, quantity in container_requests(container).items():
             if name in SUPPORTED_QOS_COMPUTE_RESOURCES and quantity.sign() > 0:
                 requests[name] = requests[name] + quantity if name in requests else quantity

@@ -59,8 +59,12 @@ def num_reserved_cpus(reserved_cpu: Quantity | None) -> int:
 
 
 def guaranteed_cpus(pod: Pod, container: Container) -> int:
-    """Upstream guaranteedCPUs: the integer CPU request of a container of a Guaranteed pod, else 0."""
-    if get_pod_qos(pod) != "Guaranteed":
+    """Upstream guaranteedCPUs: the integer CPU request of a container of a Guaranteed pod, else 0.
+
+    Also 0 for a pod with pod-level resources: with PodLevelResources on (the default since 1.34) the
+    static policy skips such pods in GetTopologyHints, GetPodTopologyHints and Allocate alike.
+    """
+    if get_pod_qos(pod) != "Guaranteed" or pod.has_pod_level_resources:
         return 0
     q = container_requests(container).get(RESOURCE_CPU)
     if q is None:

@@ -160,8 +160,8 @@ class MemoryManagerStatic:
         return memory_topology_hints(machine_state, requested, reusable)
 
     def _container_hints(self, pod: Pod, container: Container, gen: _Gen[_M]) -> _M | None:
-        if get_pod_qos(pod) != QOSClass.GUARANTEED:
-            return None
+        if get_pod_qos(pod) != QOSClass.GUARANTEED or pod.has_pod_level_resources:
+            return None  # pod-level resources: the Static policy leaves the pod alone (1.34+)
         try:
             requested = get_requested_resources(container)
         except AllocationError:
@@ -172,8 +172,8 @@ class MemoryManagerStatic:
         return gen(self.machine_state, requested, self._reusable.get(pod.uid))
 
     def _pod_hints(self, pod: Pod, gen: _Gen[_M]) -> _M | None:
-        if get_pod_qos(pod) != QOSClass.GUARANTEED:
-            return None
+        if get_pod_qos(pod) != QOSClass.GUARANTEED or pod.has_pod_level_resources:
+            return None  # pod-level resources: the Static policy leaves the pod alone (1.34+)
         try:
             requested = get_pod_requested_resources(pod)
         except AllocationError:
@@ -190,8 +190,8 @@ class MemoryManagerStatic:
     # ---- allocation -----------------------------------------------------------------------------
 
     def allocate(self, pod: Pod, container: Container) -> None:
-        if get_pod_qos(pod) != QOSClass.GUARANTEED:
-            return
+        if get_pod_qos(pod) != QOSClass.GUARANTEED or pod.has_pod_level_resources:
+            return  # upstream returns before counting a pinning request in both cases
         self.pinning_requests_total += 1
         try:
             self._allocate(pod, container)
