@@ -147,10 +147,15 @@ def start_unix_server(
         options=[("grpc.so_reuseport", 0)],
     )
     register(server)
+    # Bind under a restrictive umask so the socket never exists with looser permissions, not even
+    # between bind and the chmod below (umask is process-wide, but only tightens, and only briefly).
+    old_umask = os.umask(0o177 if gid is None else 0o117)
     try:
         server.add_insecure_port(unix_target(path))
     except RuntimeError as e:
         raise PluginError(f"cannot listen on {what} socket {str(path)!r}: {e}") from e
+    finally:
+        os.umask(old_umask)
     server.start()
     secure_socket(path, gid)
     log.info("serving %s on unix://%s", what, path)
