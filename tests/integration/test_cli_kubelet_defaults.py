@@ -50,3 +50,37 @@ def test_pod_level_resources_gate_is_known_and_other_gates_are_not_called_fatal(
     assert line.startswith('warning: --feature-gates: feature gate "TopologyManagerPolicyOptions" is not modelled '
                            "by numalign and has no effect here")
     assert "refuses" not in line and "unrecognized" not in line
+
+
+def test_extended_resource_no_plugin_provides_is_noted(tmp_path: Path) -> None:
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: foo}\nspec:\n  containers:\n  - name: c\n"
+        "    resources:\n      limits: {cpu: '2', memory: 1Gi, example.com/foo: '1', nvidia.com/gpu: '1'}\n"
+        "---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: plain}\nspec:\n  containers:\n  - name: c\n"
+        "    resources:\n      limits: {cpu: '1', memory: 1Gi, nvidia.com/gpu: '1'}\n"
+    )
+    p = subprocess.run([*EXE, "admit", str(pods)], capture_output=True, text=True, timeout=120, check=False)
+    assert p.returncode == 0, p.stderr
+    foo, plain = p.stdout.split("pod default/foo: ")[1].split("pod default/plain: ")
+    assert foo.startswith("admitted")
+    assert ("  note: no device plugin provides example.com/foo on this machine; the kubelet admits the pod "
+            "without those devices") in foo
+    assert "nvidia.com/gpu" not in foo.split("note:")[1]  # the machine's GPUs are provided
+    assert "note:" not in plain
+    assert "2/2 pods admitted" in p.stdout
+
+
+def test_unprovided_extended_resource_on_a_rejected_pod_is_not_the_reason(tmp_path: Path) -> None:
+    pod = tmp_path / "pod.yaml"
+    # More GPUs than any one NUMA node has: single-numa-node (the built-in config) rejects the pod.
+    pod.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: big}\nspec:\n  containers:\n  - name: c\n"
+        "    resources:\n      limits: {cpu: '2', memory: 1Gi, example.com/foo: '1', nvidia.com/gpu: '4'}\n"
+    )
+    p = subprocess.run([*EXE, "admit", str(pod)], capture_output=True, text=True, timeout=120, check=False)
+    assert p.returncode == 0, p.stderr
+    assert "pod default/big: REJECTED" in p.stdout
+    assert ("  note: no device plugin provides example.com/foo on this machine; the kubelet leaves that request "
+            "out of admission, so it is not why the pod was rejected") in p.stdout

@@ -128,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
                   sys.stdout, indent=2, sort_keys=True)
         print()
     else:
-        _print_text(machine.name, config, notes, records)
+        unprovided = [_unprovided_extended_resources(pod, node) for pod in pods]
+        _print_text(machine.name, config, notes, records, unprovided)
     return 0
 
 
@@ -172,14 +173,32 @@ def _config_dict(config: Any) -> dict[str, Any]:
     }
 
 
-def _print_text(machine: str, config: Any, notes: list[str], records: list[Any]) -> None:
+def _unprovided_extended_resources(pod: Any, node: Any) -> list[str]:
+    """Extended resources the pod asks for that no device plugin (nor the machine file) provides. The
+    kubelet drops them before its fit check (removeMissingExtendedResources: a scheduler extender may
+    own them) and the device manager gives no hint, so the pod is admitted without them; the output
+    says so, since "devices: no preference" alone reads as if the devices were found."""
+    from numalign.k8s.resources import is_extended_resource_name
+
+    names = {
+        name
+        for c in (*pod.init_containers, *pod.containers)
+        for name in (*c.requests, *c.limits)
+        if is_extended_resource_name(name)
+    }
+    return sorted(n for n in names if not node.devices.is_device_plugin_resource(n))
+
+
+def _print_text(
+    machine: str, config: Any, notes: list[str], records: list[Any], unprovided: list[list[str]]
+) -> None:
     print(f"machine {machine}; topologyManagerPolicy {config.topology_manager_policy}, "
           f"scope {config.topology_manager_scope}, cpuManagerPolicy {config.cpu_manager_policy}, "
           f"memoryManagerPolicy {config.memory_manager_policy}")
     for n in notes:
         print(f"# {n}")
     admitted = 0
-    for rec in records:
+    for rec, missing in zip(records, unprovided, strict=True):
         print()
         print(rec.render())
         if rec.result.admit:
@@ -192,6 +211,13 @@ def _print_text(machine: str, config: Any, notes: list[str], records: list[Any])
                 for res, devs in alloc["devices"].items():
                     parts.append(f"{res} {' '.join(devs)}")
                 print(f"    {cname}: " + "; ".join(parts))
+        for name in missing:
+            if rec.result.admit:
+                print(f"  note: no device plugin provides {name} on this machine; the kubelet admits the pod "
+                      "without those devices")
+            else:
+                print(f"  note: no device plugin provides {name} on this machine; the kubelet leaves that "
+                      "request out of admission, so it is not why the pod was rejected")
     print()
     print(f"{admitted}/{len(records)} pods admitted")
 
