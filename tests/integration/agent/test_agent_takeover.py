@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from integration.agent.conftest import Layout, gpu_pod, wait_pod
+from integration.agent.conftest import Layout, gpu_pod, pod_status, wait_for, wait_pod
 
 from numalign.agent import Agent
 from numalign.errors import InvalidInputError
@@ -15,6 +15,8 @@ def test_a_second_agent_on_live_sockets_is_refused_and_changes_nothing(layout: L
     try:
         layout.write_manifest("one.yaml", gpu_pod("one", gpus=0))
         wait_pod(layout, "one", "admitted")
+        # and its containers started (the agent's last write for this pod), so the files are at rest
+        wait_for(lambda: (pod_status(layout, "one") or {}).get("containers") == "started", "containers started")
         state_before = {p.name: p.read_bytes() for p in layout.state.iterdir() if p.is_file()}
         kubelet_sock = layout.plugins / "kubelet.sock"
         ino = (kubelet_sock.stat().st_ino, layout.pr_socket.stat().st_ino)
