@@ -267,7 +267,7 @@ class Node:
                 "name or metadata.uid (Node.remove(uid) releases the old one; with `numalign admit "
                 "--state-dir`, start from a fresh directory or use --dry-run to ask without keeping pods)"
             )
-        if pod.has_pod_level_resources and not self.config.feature_gates.get("PodLevelResources", True):
+        if pod.has_pod_level_resources and not self.config.feature_gate_enabled("PodLevelResources"):
             # The kubelet's isPodLevelResourcesSupported admit handler; numalign checks it first (the
             # kubelet may run the Topology Manager's handler before it, with the same final verdict).
             self.metrics.inc(m.ADMISSION_REJECTIONS, reason="Other")  # not one of the kubelet's named reasons
