@@ -19,13 +19,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from support.configs import static_node_config  # noqa: E402
 from support.reference_merge import ref_policy_merge  # noqa: E402
 
 from numalign.core.bitmask import iterate_bitmasks  # noqa: E402
 from numalign.core.hint import ProviderHints, TopologyHint  # noqa: E402
 from numalign.core.numa import NUMAInfo  # noqa: E402
 from numalign.core.policies import PolicyOptions, make_policy  # noqa: E402
-from numalign.k8s.kubeletconfig import KubeletConfig  # noqa: E402
 from numalign.k8s.pod import Container, Pod  # noqa: E402
 from numalign.k8s.quantity import Quantity  # noqa: E402
 from numalign.machine.examples import example  # noqa: E402
@@ -34,23 +34,8 @@ from numalign.providers.hint_sources import implicit_threshold, set_implicit_thr
 
 # The kubelet configuration of every admission benchmark: static CPU manager, Static memory manager,
 # the given Topology Manager policy in container scope, the NUMA-count limit raised to 64.
-KUBELET_YAML = """
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cpuManagerPolicy: static
-reservedSystemCPUs: "0"
-memoryManagerPolicy: Static
-topologyManagerPolicy: {policy}
-topologyManagerScope: container
-topologyManagerPolicyOptions: {{"max-allowable-numa-nodes": "64"}}
-kubeReserved: {{memory: 1Gi}}
-systemReserved: {{memory: 1Gi}}
-evictionHard: {{memory.available: 100Mi}}
-reservedMemory:
-- numaNode: 0
-  limits: {{memory: 2148Mi}}
-"""
 Q = Quantity.parse
+RAISED_LIMIT = '"max-allowable-numa-nodes": "64"'
 NEVER = 1 << 30  # an implicit-hints threshold no machine reaches: upstream's exhaustive lists
 
 
@@ -135,7 +120,7 @@ def bench_admission(quick: bool) -> None:
     budget = 0.5 if quick else 1.5
     for name, resource in ADMISSION_MACHINES:
         machine = example(name)
-        config = KubeletConfig.from_yaml(KUBELET_YAML.format(policy="restricted"))
+        config = static_node_config("restricted", options=RAISED_LIMIT)
 
         def make(i: int, resource: str = resource) -> Pod:
             return guaranteed(f"p{i}", 8, "4Gi", {resource: 1})
@@ -191,7 +176,7 @@ def bench_throughput(quick: bool) -> None:
     print("\n## Admit+remove throughput on dual-socket (4 NUMA nodes, 128 CPUs), container scope")
     print(f"{'policy':>17} {'pod mix':>12} {'Guaranteed+GPU only':>20}")
     for policy in ("best-effort", "restricted", "single-numa-node"):
-        config = KubeletConfig.from_yaml(KUBELET_YAML.format(policy=policy))
+        config = static_node_config(policy, options=RAISED_LIMIT)
         mix = throughput(Node(machine, config), pod_mix, budget)
         gpu = throughput(Node(machine, config),
                          lambda c: [guaranteed(f"{c}-{i}", 8, "16Gi", {"nvidia.com/gpu": 1}) for i in range(4)],

@@ -16,9 +16,9 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.configs import static_node_config
 
 from numalign.core.decision import DecisionRecord
-from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.machine.examples import example
@@ -28,23 +28,6 @@ from numalign.providers.hint_sources import set_implicit_threshold
 
 Q = Quantity.parse
 ALWAYS, NEVER = 0, 1 << 30
-
-CONFIG_YAML = """
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cpuManagerPolicy: static
-reservedSystemCPUs: "0"
-memoryManagerPolicy: Static
-topologyManagerPolicy: {policy}
-topologyManagerScope: {scope}
-topologyManagerPolicyOptions: {{{options}}}
-kubeReserved: {{memory: 1Gi}}
-systemReserved: {{memory: 1Gi}}
-evictionHard: {{memory.available: 100Mi}}
-reservedMemory:
-- numaNode: 0
-  limits: {{memory: 2148Mi}}
-"""
 
 _MACHINES: dict[str, Machine] = {}
 
@@ -150,7 +133,7 @@ def test_implicit_admission_equals_exhaustive(
 ) -> None:
     m = data.draw(small_machines(), label="machine") if name == "random" else machine(name)
     options = '"prefer-closest-numa-nodes": "true"' if closest and policy != "single-numa-node" else ""
-    config = KubeletConfig.from_yaml(CONFIG_YAML.format(policy=policy, scope=scope, options=options))
+    config = static_node_config(policy, scope, options)
     with implicit_threshold(ALWAYS):
         fast = Node(m, config)
     with implicit_threshold(NEVER):
@@ -183,7 +166,7 @@ def test_fast_path_describes_hints_and_the_record_is_json() -> None:
     """On the 8-node machine the fast path really is implicit, and its record serialises."""
     import json
 
-    config = KubeletConfig.from_yaml(CONFIG_YAML.format(policy="restricted", scope="container", options=""))
+    config = static_node_config("restricted")
     with implicit_threshold(ALWAYS):
         node = Node(machine("epyc-nps4"), config)
         rec = node.admit(Pod(name="g", uid="u", containers=(

@@ -14,31 +14,15 @@ from pathlib import Path
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from support.configs import static_node_config
 
 from numalign.errors import CheckpointError
-from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.machine.examples import example
 from numalign.node import Node
 from numalign.providers.cpu.policy_static import StaticPolicy
 from numalign.providers.memory.policy_static import MemoryManagerStatic
-
-CONFIG_YAML = """
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cpuManagerPolicy: static
-reservedSystemCPUs: "0,64"
-memoryManagerPolicy: Static
-topologyManagerPolicy: {policy}
-topologyManagerScope: {scope}
-kubeReserved: {{memory: 1Gi}}
-systemReserved: {{memory: 1Gi}}
-evictionHard: {{memory.available: 100Mi}}
-reservedMemory:
-- numaNode: 0
-  limits: {{memory: 2148Mi}}
-"""
 
 Q = Quantity.parse
 
@@ -73,7 +57,7 @@ class NodeMachine(RuleBasedStateMachine):
           scope=st.sampled_from(["container", "pod"]))
     @precondition(lambda self: self.node is None)
     def boot(self, policy: str, scope: str) -> None:
-        self.config = KubeletConfig.from_yaml(CONFIG_YAML.format(policy=policy, scope=scope))
+        self.config = static_node_config(policy, scope, reserved="0,64")
         self.node = Node(example("dual-socket"), self.config, state_dir=self.dir, static_devices=True)
 
     @rule(shape=pod_shapes)

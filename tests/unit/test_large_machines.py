@@ -8,6 +8,7 @@ import time
 from functools import cache
 
 import pytest
+from support.configs import static_node_config
 from support.shared import hwloc_linux_dir
 
 from numalign.adapters.sysfs import load_machine
@@ -24,23 +25,6 @@ from numalign.providers.hint_sources import ImplicitHintProvider
 
 Q = Quantity.parse
 
-CONFIG_YAML = """
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cpuManagerPolicy: static
-reservedSystemCPUs: "0"
-memoryManagerPolicy: Static
-topologyManagerPolicy: {policy}
-topologyManagerScope: {scope}
-topologyManagerPolicyOptions: {{{options}}}
-kubeReserved: {{memory: 1Gi}}
-systemReserved: {{memory: 1Gi}}
-evictionHard: {{memory.available: 100Mi}}
-reservedMemory:
-- numaNode: 0
-  limits: {{memory: 2148Mi}}
-"""
-
 RAISED = '"max-allowable-numa-nodes": "64"'
 MACHINES = ["snc-16", "gb200", "numa-64", "hwloc:128ia64-17n4s2c", "hwloc:256ia64-64n2s2c"]
 
@@ -53,7 +37,7 @@ def machine(name: str) -> Machine:
 
 
 def config(policy: str, scope: str = "container", options: str = RAISED) -> KubeletConfig:
-    return KubeletConfig.from_yaml(CONFIG_YAML.format(policy=policy, scope=scope, options=options))
+    return static_node_config(policy, scope, options)
 
 
 def guaranteed(uid: str, cpus: int, mem_gi: int, devices: dict[str, int] | None = None) -> Pod:

@@ -6,6 +6,7 @@ with the gate off the kubelet refuses the pod."""
 from __future__ import annotations
 
 import pytest
+from support.configs import static_node_config, static_node_yaml
 
 from numalign.errors import InvalidInputError
 from numalign.k8s.kubeletconfig import KubeletConfig
@@ -13,21 +14,6 @@ from numalign.k8s.manifest import pod_from_dict
 from numalign.k8s.qos import compute_pod_qos
 from numalign.machine.examples import example
 from numalign.node import Node, pod_to_manifest
-
-CONFIG = """
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cpuManagerPolicy: static
-reservedSystemCPUs: "0,64"
-memoryManagerPolicy: Static
-topologyManagerPolicy: single-numa-node
-kubeReserved: {memory: 1Gi}
-systemReserved: {memory: 1Gi}
-evictionHard: {memory.available: 100Mi}
-reservedMemory:
-- numaNode: 0
-  limits: {memory: 2148Mi}
-"""
 
 
 def _pod(
@@ -58,7 +44,7 @@ def test_qos_comes_from_pod_level_resources(
 
 
 def test_static_cpu_and_memory_policies_leave_pod_level_pods_in_the_shared_pool() -> None:
-    node = Node(example("dual-socket"), KubeletConfig.from_yaml(CONFIG))
+    node = Node(example("dual-socket"), static_node_config(reserved="0,64"))
     pod = pod_from_dict(_pod({"limits": {"cpu": "4", "memory": "4Gi"}},
                              {"cpu": "2", "memory": "1Gi", "nvidia.com/gpu": "1"}))
     rec = node.admit(pod)
@@ -77,7 +63,7 @@ def test_static_cpu_and_memory_policies_leave_pod_level_pods_in_the_shared_pool(
 
 
 def test_with_the_gate_off_the_kubelet_refuses_pod_level_pods() -> None:
-    config = KubeletConfig.from_yaml(CONFIG + "featureGates: {PodLevelResources: false}\n")
+    config = KubeletConfig.from_yaml(static_node_yaml(reserved="0,64") + "featureGates: {PodLevelResources: false}\n")
     node = Node(example("dual-socket"), config)
     rec = node.admit(pod_from_dict(_pod({"limits": {"cpu": "4", "memory": "4Gi"}}, {"cpu": "2", "memory": "1Gi"})))
     assert not rec.result.admit

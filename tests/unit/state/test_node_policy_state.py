@@ -8,24 +8,14 @@ import json
 from pathlib import Path
 
 import pytest
+from support.configs import static_node_yaml
 
 from numalign.errors import CheckpointError
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.machine.examples import example
 from numalign.node import Node
 
-STATIC = """
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cpuManagerPolicy: static
-reservedSystemCPUs: "0"
-memoryManagerPolicy: Static
-systemReserved: {memory: 1Gi}
-evictionHard: {memory.available: 100Mi}
-reservedMemory:
-- numaNode: 0
-  limits: {memory: 1124Mi}
-"""
+STATIC = static_node_yaml()
 NONE = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
 CPU_STATIC_MEMORY_NONE = NONE + 'cpuManagerPolicy: static\nreservedSystemCPUs: "0"\n'
 
