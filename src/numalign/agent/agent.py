@@ -91,8 +91,9 @@ class Agent:
         # Container starts run here, off the agent's lock: a plugin's PreStartContainer may take up to
         # its deadline, and must not hold up other pods' admission or PodResources.
         self._starter = ThreadPoolExecutor(max_workers=4, thread_name_prefix="numalign-start")
-        self._start_timers: set[threading.Timer] = set()
-        self._start_attempts: Counter[str] = Counter()
+        # One pending back-off timer per pod uid; each start is bound to the status entry it was
+        # scheduled for, so a pod replaced or removed meanwhile is never started by a stale timer.
+        self._start_timers: dict[str, threading.Timer] = {}
         self._t0 = time.monotonic()
         self._endpoints: dict[str, Endpoint] = {}
         self.source = SnapshotPodResourcesSource()
@@ -145,9 +146,6 @@ class Agent:
             self.node = node
             self.book = PodBook(node, previous, self._fault, wait_for_plugins=opts.wait_for_device_plugins,
                                 start=self._schedule_start)
-            for uid, entry in self.book.pods.items():
-                if entry.get("containers") in (FAILED, STARTING):
-                    self._schedule_start(uid)  # the previous run had not started them: try again
             self._publish()
         try:
             self.pod_resources.start()
@@ -157,6 +155,10 @@ class Agent:
             # The first scan runs before start() returns, so pods restored from the state are reconciled
             # with the directory (files removed while we were down release their pods) deterministically.
             self._scan_manifests(initial=True)
+            with self._lock:
+                for uid, entry in list(self.book.pods.items()):
+                    if entry["status"] == ADMITTED and entry.get("containers") in (FAILED, STARTING):
+                        self._schedule_start(uid)  # the previous run had not started them: try again
         except BaseException:
             self.stop()  # never leave a half-started agent serving sockets
             raise
@@ -169,7 +171,7 @@ class Agent:
         """Stop serving, then save every state file and the status. Idempotent."""
         self._stop.set()
         with self._lock:
-            timers, self._start_timers = list(self._start_timers), set()
+            timers, self._start_timers = list(self._start_timers.values()), {}
         for t in timers:
             t.cancel()
         # Not waiting: a start blocked in a plugin's PreStartContainer ends at its deadline and then
@@ -254,34 +256,48 @@ class Agent:
     # -- starting containers (worker threads) -------------------------------------------------------
 
     def _schedule_start(self, uid: str, delay: float = 0.0) -> None:
-        if self._stop.is_set():
-            return
-        if delay <= 0:
-            with contextlib.suppress(RuntimeError):  # the pool is shut down while stopping
-                self._starter.submit(self._start_pod, uid)
-            return
-        def fire() -> None:
-            with self._lock:
-                self._start_timers.discard(timer)
-            self._schedule_start(uid)
-
-        timer = threading.Timer(delay, fire)
-        timer.daemon = True
+        """Start the containers of the pod whose status entry is current for `uid` now (PodBook calls
+        this right after admitting it), at once or after `delay` seconds."""
         with self._lock:
-            self._start_timers.add(timer)
-        timer.start()
+            if self._stop.is_set() or self.book is None:
+                return
+            entry = self.book.pods.get(uid)
+            if entry is None:
+                return
+            old = self._start_timers.pop(uid, None)
+            if old is not None:
+                old.cancel()  # a fresh admission or a new attempt supersedes a pending retry
+            if delay <= 0:
+                with contextlib.suppress(RuntimeError):  # the pool is shut down while stopping
+                    self._starter.submit(self._start_pod, uid, entry)
+                return
 
-    def _start_pod(self, uid: str) -> None:
+            def fire() -> None:
+                with self._lock:
+                    if self._start_timers.get(uid) is timer:
+                        del self._start_timers[uid]
+                    if self._stop.is_set() or self.book is None or self.book.pods.get(uid) is not entry:
+                        return  # stopped, or the pod was removed or replaced meanwhile
+                    with contextlib.suppress(RuntimeError):
+                        self._starter.submit(self._start_pod, uid, entry)
+
+            timer = threading.Timer(delay, fire)
+            timer.daemon = True
+            self._start_timers[uid] = timer
+            timer.start()
+
+    def _start_pod(self, uid: str, entry: dict[str, Any]) -> None:
         """Start an admitted pod's containers as the kubelet's pod worker does: PreStartContainer for
         devices whose plugin requires it (the RPC made without the agent's lock, as upstream makes it
         without the device manager's), then the run options. A failure is recorded per container and
-        retried with back-off while the pod stays admitted."""
+        retried with back-off while the pod stays admitted; `entry` ties the attempt to one admission."""
         try:
             with self._lock:
                 node, book = self._require_node(), self._require_book()
                 pod = node.pods.get(uid)
-                entry = book.pods.get(uid)
-                if pod is None or entry is None or entry["status"] != ADMITTED:
+                if self._stop.is_set() or pod is None or book.pods.get(uid) is not entry:
+                    return
+                if entry["status"] != ADMITTED:
                     return
                 errors: dict[str, str] = {}
                 calls: dict[str, list[tuple[Endpoint, list[str]]]] = {}
@@ -310,19 +326,26 @@ class Agent:
                     except NumalignError as e:
                         errors[c.name] = str(e)
                 book.record_start(uid, errors)
+                if errors:
+                    self._retry_start(uid, entry)
+                else:
+                    entry.pop("start_attempts", None)
                 node.save()
                 self._after_change()
-                if not errors:
-                    self._start_attempts.pop(uid, None)
-                    return
-                attempt = self._start_attempts[uid]
-                self._start_attempts[uid] += 1
-            delay = min(self.options.start_backoff * (2 ** attempt), self.options.start_backoff_max)
-            log.info("pod %s: starting its containers failed; retrying in %gs", uid, delay)
-            self._schedule_start(uid, delay)
-        except Exception as e:  # a bug here must not kill the worker silently
+        except Exception as e:  # a bug or a failed save must not leave the pod unstarted for good
             log.exception("starting the containers of pod %s failed", uid)
-            self._fault("agent_loop_error", f"starting pod {uid}: {e}")
+            self._fault("container_start_error", f"pod uid {uid}: {e}")
+            with self._lock:
+                if self.book is not None and self.book.pods.get(uid) is entry:
+                    self._retry_start(uid, entry)
+
+    def _retry_start(self, uid: str, entry: dict[str, Any]) -> None:
+        """Schedule the next attempt with the kubelet's back-off, counted on this admission's entry."""
+        attempt = int(entry.get("start_attempts", 0))
+        entry["start_attempts"] = attempt + 1
+        delay = min(self.options.start_backoff * (2 ** attempt), self.options.start_backoff_max)
+        log.info("pod %s: starting its containers failed; retrying in %gs", uid, delay)
+        self._schedule_start(uid, delay)
 
     # -- device-plugin callbacks (gRPC threads) ----------------------------------------------------
 

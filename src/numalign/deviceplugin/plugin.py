@@ -149,6 +149,7 @@ class DevicePlugin:
             gid=None,
             max_workers=8,
             what=f"device plugin {self.resource_name}",
+            replace_live=True,  # a new plugin process takes over from one still running, as upstream's do
         )
 
     def register(self) -> None:

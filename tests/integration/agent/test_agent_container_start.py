@@ -5,9 +5,11 @@ until the plugin recovers (the kubelet retries a container start the same way)."
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 
 import grpc
+import pytest
 from integration.agent.conftest import GPU, Layout, gpu_pod, pod_status, wait_for, wait_pod
 
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2 as pr
@@ -113,3 +115,62 @@ def test_a_start_that_failed_before_a_restart_is_retried_after_it(layout: Layout
             _containers(layout, "p", "started", timeout=10)
     finally:
         second.stop()
+
+
+def _fixed_uid_pod(cpus: int) -> str:
+    return gpu_pod("same", cpus=cpus).replace("namespace: ml}", "namespace: ml, uid: fixed-uid}")
+
+
+def test_a_pod_replaced_while_a_retry_is_pending_has_one_retry_chain(layout: Layout) -> None:
+    calls: list[float] = []
+
+    def pre_start(ids: Sequence[str]) -> None:
+        calls.append(time.monotonic())
+        raise RuntimeError("device busy")
+
+    agent = Agent(layout.options(start_backoff=0.4, start_backoff_max=0.4))
+    agent.start()
+    try:
+        with DevicePlugin(GPU, GPUS, socket_dir=layout.plugins, pre_start=pre_start) as plugin:
+            plugin.register()
+            layout.write_manifest("p.yaml", _fixed_uid_pod(4))
+            _containers(layout, "same", "failed")
+            # Same uid, another spec: released and admitted afresh while the first retry is pending.
+            layout.write_manifest("p.yaml", _fixed_uid_pod(2))
+            wait_for(lambda: (pod_status(layout, "same") or {}).get("record") is not None
+                     and pod_status(layout, "same")["allocations"]["main"]["cpus"].count(",") == 1,  # type: ignore[index]
+                     "the replacement admitted")
+            time.sleep(2.0)
+            start = time.monotonic() - 2.0
+            recent = [t for t in calls if t >= start + 0.5]
+            # one chain at 0.4 s intervals: about 4 calls in the last 1.5 s; two chains would be about 8
+            assert len(recent) <= 5, len(recent)
+            assert len(agent._start_timers) <= 1
+    finally:
+        agent.stop()
+
+
+def test_a_start_that_raises_unexpectedly_is_retried(layout: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    agent = Agent(layout.options(start_backoff=0.2, start_backoff_max=0.2))
+    agent.start()
+    try:
+        node = agent.node
+        assert node is not None
+        real = node.devices.pre_start_calls
+        failures = {"left": 2}
+
+        def flaky(*args: object, **kwargs: object) -> object:
+            if failures["left"]:
+                failures["left"] -= 1
+                raise OSError("disk full")  # not a NumalignError: the worker's last-resort path
+            return real(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(node.devices, "pre_start_calls", flaky)
+        with DevicePlugin(GPU, GPUS, socket_dir=layout.plugins) as plugin:
+            plugin.register()
+            layout.write_manifest("p.yaml", gpu_pod("p"))
+            _containers(layout, "p", "started", timeout=10)
+        assert failures["left"] == 0
+        assert layout.status()["faults"]["container_start_error"] >= 2
+    finally:
+        agent.stop()

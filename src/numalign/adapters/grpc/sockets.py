@@ -116,14 +116,16 @@ def refuse_live_socket(path: Path, what: str) -> None:
         )
 
 
-def remove_stale_socket(path: Path, what: str = "server") -> None:
-    """Remove `path` if it is a leftover unix socket; refuse to clobber a live one or anything else."""
+def remove_stale_socket(path: Path, what: str = "server", *, replace_live: bool = False) -> None:
+    """Remove `path` if it is a leftover unix socket; refuse to clobber a live one (unless
+    `replace_live`) or anything that is not a socket."""
     try:
         st = path.lstat()
     except FileNotFoundError:
         return
     if stat.S_ISSOCK(st.st_mode):
-        refuse_live_socket(path, what)
+        if not replace_live:
+            refuse_live_socket(path, what)
         path.unlink()
         return
     raise InvalidInputError(
@@ -133,15 +135,23 @@ def remove_stale_socket(path: Path, what: str = "server") -> None:
 
 
 def start_unix_server(
-    path: Path, register: Callable[[grpc.Server], None], *, gid: int | None, max_workers: int, what: str
+    path: Path,
+    register: Callable[[grpc.Server], None],
+    *,
+    gid: int | None,
+    max_workers: int,
+    what: str,
+    replace_live: bool = False,
 ) -> grpc.Server:
     """Bind a gRPC server to a unix socket at `path`, start it and restrict the socket's mode.
 
     `register` adds the servicers to the server (e.g. a lambda calling add_XServicer_to_server).
+    `replace_live`: take the path over even from a running server (a device plugin replacing its
+    predecessor does, as upstream plugins remove their socket unconditionally).
     """
     check_socket_path(path, what)
     path.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
-    remove_stale_socket(path, what)
+    remove_stale_socket(path, what, replace_live=replace_live)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"numalign-{what}"),
         options=[("grpc.so_reuseport", 0)],
