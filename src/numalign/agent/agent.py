@@ -353,6 +353,8 @@ class Agent:
         self.metrics.inc(m.DP_REGISTRATION, resource_name=resource)
 
     def _on_register(self, resource: str, endpoint: Endpoint) -> None:
+        if self._stop.is_set():
+            return  # shutting down: the final save has been or is being made
         with self._lock:
             wrapped = TimedEndpoint(resource, endpoint, self.metrics)
             self._endpoints[resource] = wrapped
@@ -361,6 +363,8 @@ class Agent:
             self._write_status()
 
     def _on_devices(self, resource: str, devices: list[Device]) -> None:
+        if self._stop.is_set():
+            return  # shutting down: the final save has been or is being made
         node = self._require_node()
         numa_ids = set(node.machine.numa_ids())
 
@@ -371,12 +375,16 @@ class Agent:
 
         checked = check_topology(devices, numa_ids, report)
         with self._lock:
+            if self._stop.is_set():
+                return
             node.devices.update_devices(resource, checked)
             node.save()
             self._require_book().retry_pending()
             self._after_change()
 
     def _on_disconnect(self, resource: str) -> None:
+        if self._stop.is_set():
+            return  # shutting down: the final save has been or is being made
         with self._lock:
             self._require_node().devices.plugin_disconnected(resource, self.now(), self._endpoints.get(resource))
             self._fault("plugin_disconnected",
