@@ -360,7 +360,7 @@ def pod_to_manifest(pod: Pod) -> dict[str, Any]:
         spec["initContainers"] = [ctr(c) for c in pod.init_containers]
     if pod.overhead:
         spec["overhead"] = {k: str(v) for k, v in pod.overhead.items()}
-    if pod.pod_requests is not None or pod.pod_limits is not None:
+    if pod.has_pod_spec_resources:
         spec["resources"] = {
             "requests": {k: str(v) for k, v in (pod.pod_requests or {}).items()},
             "limits": {k: str(v) for k, v in (pod.pod_limits or {}).items()},

@@ -45,6 +45,7 @@ from numalign.k8s.resources import (
     is_integer_resource_name,
     is_native_resource_name,
     is_overcommit_allowed,
+    is_pod_level_resource,
     is_qualified_name,
 )
 from numalign.k8s.textfiles import read_text_file, syntax_error_message
@@ -257,11 +258,6 @@ def _build_pod(
     )
 
 
-# The resources pod-level spec.resources may name (component-helpers IsSupportedPodLevelResource).
-def _pod_level_supported(name: str) -> bool:
-    return name in ("cpu", "memory") or name.startswith("hugepages-")
-
-
 def _pod_level_resources(
     obj: object, path: str, where: str
 ) -> tuple[dict[str, Quantity] | None, dict[str, Quantity] | None]:
@@ -272,7 +268,7 @@ def _pod_level_resources(
     limits = _resource_list(resources.get("limits"), f"{path}.limits", where)
     requests = _resource_list(resources.get("requests"), f"{path}.requests", where)
     for name in [*limits, *requests]:
-        if not _pod_level_supported(name):
+        if not is_pod_level_resource(name):
             raise InvalidInputError(
                 f"{where}: {path}: {name!r} is not supported at pod level; pod-level resources may name "
                 "cpu, memory and hugepages-<size> (put other resources on the containers)"

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from numalign.k8s.quantity import Quantity
+from numalign.k8s.resources import is_pod_level_resource
 
 
 @dataclass(frozen=True)
@@ -56,5 +57,9 @@ class Pod:
     def has_pod_level_resources(self) -> bool:
         """component-helpers IsPodLevelResourcesSet: spec.resources names a supported resource (cpu,
         memory, hugepages-*). The static CPU and memory manager policies leave such pods alone."""
-        names = [*(self.pod_requests or {}), *(self.pod_limits or {})]
-        return any(n in ("cpu", "memory") or n.startswith("hugepages-") for n in names)
+        return any(is_pod_level_resource(n) for n in [*(self.pod_requests or {}), *(self.pod_limits or {})])
+
+    @property
+    def has_pod_spec_resources(self) -> bool:
+        """pod.spec.resources is present (then it alone decides the QoS class)."""
+        return self.pod_requests is not None or self.pod_limits is not None

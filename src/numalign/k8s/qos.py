@@ -68,7 +68,7 @@ def _compute_pod_qos(pod: Pod) -> QOSClass:
     requests: dict[str, Quantity] = {}
     limits: dict[str, Quantity] = {}
     is_guaranteed = True
-    if pod.pod_requests is not None or pod.pod_limits is not None:
+    if pod.has_pod_spec_resources:
         # PodLevelResources (on by default since 1.34): spec.resources alone decides the class.
         for name, quantity in (pod.pod_requests or {}).items():
             if name in SUPPORTED_QOS_COMPUTE_RESOURCES and quantity.sign() > 0:
@@ -78,18 +78,19 @@ def _compute_pod_qos(pod: Pod) -> QOSClass:
                 limits[name] = quantity
         if pod.pod_limits and not set(limits).issuperset(SUPPORTED_QOS_COMPUTE_RESOURCES):
             is_guaranteed = False
-    for container in () if (pod.pod_requests is not None or pod.pod_limits is not None) else pod.all_containers():
-        for name, quantity in container_requests(container).items():
-            if name in SUPPORTED_QOS_COMPUTE_RESOURCES and quantity.sign() > 0:
-                requests[name] = requests[name] + quantity if name in requests else quantity
-        limits_found: set[str] = set()
-        for name, quantity in container.limits.items():
-            if name in SUPPORTED_QOS_COMPUTE_RESOURCES and quantity.sign() > 0:
-                limits_found.add(name)
-                limits[name] = limits[name] + quantity if name in limits else quantity
-        # Every container must limit both cpu and memory for the pod to be Guaranteed.
-        if not limits_found.issuperset(SUPPORTED_QOS_COMPUTE_RESOURCES):
-            is_guaranteed = False
+    else:
+        for container in pod.all_containers():
+            for name, quantity in container_requests(container).items():
+                if name in SUPPORTED_QOS_COMPUTE_RESOURCES and quantity.sign() > 0:
+                    requests[name] = requests[name] + quantity if name in requests else quantity
+            limits_found: set[str] = set()
+            for name, quantity in container.limits.items():
+                if name in SUPPORTED_QOS_COMPUTE_RESOURCES and quantity.sign() > 0:
+                    limits_found.add(name)
+                    limits[name] = limits[name] + quantity if name in limits else quantity
+            # Every container must limit both cpu and memory for the pod to be Guaranteed.
+            if not limits_found.issuperset(SUPPORTED_QOS_COMPUTE_RESOURCES):
+                is_guaranteed = False
     if not requests and not limits:
         return QOSClass.BEST_EFFORT
     if is_guaranteed:

@@ -70,6 +70,11 @@ def is_hugepage_resource_name(name: str) -> bool:
     return name.startswith(HUGEPAGES_PREFIX)
 
 
+def is_pod_level_resource(name: str) -> bool:
+    """component-helpers IsSupportedPodLevelResource: what pod-level spec.resources may name."""
+    return name in (RESOURCE_CPU, RESOURCE_MEMORY) or is_hugepage_resource_name(name)
+
+
 def is_overcommit_allowed(name: str) -> bool:
     """IsOvercommitAllowed: native non-hugepage resources may have requests below limits."""
     return is_native_resource_name(name) and not is_hugepage_resource_name(name)
