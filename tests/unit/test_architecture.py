@@ -14,6 +14,7 @@ FORBIDDEN = {
     "k8s": ("numalign.providers", "numalign.adapters", "numalign.cli", "numalign.node", "numalign.agent"),
     "machine": ("numalign.providers", "numalign.adapters", "numalign.cli", "numalign.node", "numalign.agent"),
     "providers": ("numalign.adapters", "numalign.cli", "numalign.node", "numalign.agent"),
+    "cluster": ("numalign.cli", "numalign.agent"),
     "state": ("numalign.providers", "numalign.adapters", "numalign.cli", "numalign.node", "numalign.agent"),
 }
 # The pure core may use only the standard library (no third-party packages).

@@ -14,6 +14,7 @@ numalign_agent_faults_total on /metrics).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import threading
 import time
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from numalign import metrics as m
+from numalign.adapters.checkpoints import write_atomic
 from numalign.adapters.grpc.plugin_client import CALL_TIMEOUT_S, DIAL_TIMEOUT_S
 from numalign.adapters.grpc.podresources import (
     DEFAULT_POD_RESOURCES_SOCKET,
@@ -78,6 +80,10 @@ class AgentOptions:
     # from the first value up to the second, as the kubelet's container restart back-off (10 s, 5 min).
     start_backoff: float = 10.0
     start_backoff_max: float = 300.0
+    # NodeResourceTopology v1alpha2 of this node, rewritten (atomically) whenever it changes, as the
+    # NFD topology-updater would publish it; node_name is its metadata.name.
+    nrt_file: Path | None = None
+    node_name: str = "node"
 
 
 class Agent:
@@ -95,6 +101,7 @@ class Agent:
         # scheduled for, so a pod replaced or removed meanwhile is never started by a stale timer.
         self._start_timers: dict[str, threading.Timer] = {}
         self._t0 = time.monotonic()
+        self._nrt_written = b""
         self._endpoints: dict[str, Endpoint] = {}
         self.source = SnapshotPodResourcesSource()
         self.node: Node | None = None
@@ -436,6 +443,20 @@ class Agent:
         self.source.publish(pods=pods_view(node), allocatable=allocatable_view(node),
                             inactive=inactive_view(self._require_book().inactive_pods()))
         self._update_cpu_gauges(node)
+        if self.options.nrt_file is not None:
+            self._write_nrt(node, self.options.nrt_file)
+
+    def _write_nrt(self, node: Node, path: Path) -> None:
+        from numalign.cluster.nrt import node_resource_topology
+
+        data = (json.dumps(node_resource_topology(node, self.options.node_name).to_dict(), indent=2) + "\n").encode()
+        if data == self._nrt_written:
+            return
+        try:
+            write_atomic(path, data, mode=0o644)
+            self._nrt_written = data
+        except NumalignError as e:
+            log.error("cannot write the NodeResourceTopology file: %s", e)
 
     def _update_cpu_gauges(self, node: Node) -> None:
         # The static policy's gauges are pure functions of its state, so we set them from the state

@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "serve": "serve",
     "plugin": "plugin",
     "pods": "pods",
+    "nrt": "nrt",
 }
 
 EXIT_OK = 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import socket
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +55,10 @@ def register(sub: Any) -> None:
                    help="admit a pod at once even if a device plugin for its extended resources has not "
                    "registered yet (the kubelet's behaviour: the pod gets none of those devices); by default "
                    "such pods stay pending until the plugin's devices arrive")
+    p.add_argument("--nrt-file", metavar="FILE", type=Path,
+                   help="keep this node's NodeResourceTopology (v1alpha2, JSON) in FILE, replaced atomically after "
+                   "every change, as the NFD topology-updater would publish it (see `numalign nrt`)")
+    p.add_argument("--node-name", metavar="NAME", help="metadata.name of the --nrt-file object (default: host name)")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     add_kubelet_flags(p)
 
@@ -72,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     check_directory(args.device_plugin_dir, "--device-plugin-dir")
     check_directory(args.state_dir, "--state-dir")
     check_parent_directory(args.pod_resources_socket, "--pod-resources-socket")
+    if args.nrt_file is not None:
+        check_parent_directory(args.nrt_file, "--nrt-file")
     if args.manifests is not None:
         _check_manifests(args.manifests)
     config = config_from_args(args)
@@ -86,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
         socket_group=args.socket_group,
         endpoint_grace_period=args.endpoint_grace_period,
         wait_for_device_plugins=args.wait_for_device_plugins,
+        nrt_file=args.nrt_file,
+        node_name=args.node_name or socket.gethostname(),
     ))
     stop = threading.Event()
 

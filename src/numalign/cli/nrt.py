@@ -1,0 +1,87 @@
+"""`numalign nrt`: a node's NodeResourceTopology v1alpha2 object, as the NFD topology-updater publishes it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "nrt",
+        help="print a node's NodeResourceTopology (v1alpha2) as the NFD topology-updater publishes it",
+        description="Build the NodeResourceTopology object the NFD topology-updater (or the "
+        "resource-topology-exporter) would publish for a node: one zone per NUMA node with capacity, "
+        "allocatable and available per resource, costs from the NUMA distances, and the "
+        "topologyManagerPolicy/Scope attributes. The node is a machine and kubelet configuration, "
+        "optionally with pods admitted first (POD.yaml) and/or the state of --state-dir (read, never "
+        "written). `numalign serve --nrt-file FILE` keeps the same object current for a running agent.",
+    )
+    p.add_argument("pods", nargs="*", metavar="POD.yaml",
+                   help="pods to admit before the export (as `admit` takes them)")
+    p.add_argument("--machine", metavar="FILE|NAME", help="machine file, sysfs dump, cadvisor JSON or a "
+                   "built-in name (default: dual-socket)")
+    p.add_argument("--state-dir", metavar="DIR", type=Path,
+                   help="the node's kubelet state files (e.g. /var/lib/kubelet or `admit --state-dir`); read only")
+    p.add_argument("--node-name", metavar="NAME", help="metadata.name (default: the machine's name)")
+    p.add_argument("--replicas", action="store_true", help="admit spec.replicas pods for each workload")
+    p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="yaml",
+                   help="yaml (default) or json: the object itself; text: a table per zone")
+    from numalign.k8s.kubeletflags import add_kubelet_flags
+
+    add_kubelet_flags(p, "a KubeletConfiguration file and the kubelet's own flags (flags win); without "
+                      "--config the built-in example configuration of `numalign admit` is the base")
+
+
+def run(args: argparse.Namespace) -> int:
+    from numalign.adapters.sysfs import load_machine
+    from numalign.cli.admit import EXAMPLE_CONFIG, _data
+    from numalign.cluster.nrt import node_resource_topology
+    from numalign.k8s.kubeletconfig import KubeletConfig
+    from numalign.k8s.kubeletflags import config_from_args
+    from numalign.k8s.manifest import load_pods
+    from numalign.machine.examples import DEFAULT_MACHINE
+    from numalign.node import Node
+
+    base = None
+    if not args.kubelet_config:
+        base = KubeletConfig.from_yaml(_data(EXAMPLE_CONFIG).read_text(encoding="utf-8"), f"built-in {EXAMPLE_CONFIG}")
+    config = config_from_args(args, base=base)
+    machine = load_machine(args.machine or DEFAULT_MACHINE)
+    pods = [pod for f in args.pods for pod in load_pods(Path(f), expand_replicas=args.replicas)]
+    node = Node(machine, config, state_dir=args.state_dir, read_only=True)
+    rejected = []
+    for pod in pods:
+        rec = node.admit(pod)
+        if not rec.result.admit:
+            rejected.append(f"{pod.key}: {rec.result.reason}")
+    nrt = node_resource_topology(node, args.node_name or machine.name)
+    for line in rejected:
+        print(f"numalign nrt: note: pod {line} (not counted)", file=sys.stderr)
+    obj = nrt.to_dict()
+    if args.output == "json":
+        json.dump(obj, sys.stdout, indent=2)
+        print()
+    elif args.output == "yaml":
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(obj, sort_keys=False))
+    else:
+        _print_text(obj)
+    return 0
+
+
+def _print_text(obj: dict[str, Any]) -> None:
+    attrs = {a["name"]: a["value"] for a in obj.get("attributes", [])}
+    print(f"NodeResourceTopology {obj['metadata']['name']}: topologyManagerPolicy "
+          f"{attrs.get('topologyManagerPolicy')}, topologyManagerScope {attrs.get('topologyManagerScope')}")
+    for z in obj["zones"]:
+        costs = " ".join(f"{c['name']}={c['value']}" for c in z.get("costs", []))
+        print(f"\nzone {z['name']} ({z['type']})" + (f"  costs: {costs}" if costs else ""))
+        width = max((len(r["name"]) for r in z["resources"]), default=8)
+        print(f"  {'RESOURCE':<{width}}  {'CAPACITY':>14}  {'ALLOCATABLE':>14}  {'AVAILABLE':>14}")
+        for r in z["resources"]:
+            print(f"  {r['name']:<{width}}  {r['capacity']:>14}  {r['allocatable']:>14}  {r['available']:>14}")

@@ -1,0 +1,39 @@
+"""`serve --nrt-file`: the agent keeps its NodeResourceTopology current as devices and pods come and go."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from integration.agent.conftest import GPU, Layout, gpu_pod, wait_for, wait_pod
+
+from numalign.agent import Agent
+from numalign.deviceplugin import Device, DevicePlugin
+
+
+def _gpu_available(layout: Layout) -> dict[str, tuple[str, str]]:
+    path = layout.root / "nrt.json"
+    if not path.exists():
+        return {}
+    obj: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    assert obj["kind"] == "NodeResourceTopology" and obj["metadata"]["name"] == "w1"
+    return {z["name"]: (r["allocatable"], r["available"]) for z in obj["zones"] for r in z["resources"]
+            if r["name"] == GPU}
+
+
+def test_nrt_file_follows_devices_and_pods(layout: Layout) -> None:
+    agent = Agent(layout.options(nrt_file=layout.root / "nrt.json", node_name="w1"))
+    agent.start()
+    plugin = DevicePlugin(GPU, [Device("gpu0", topology=(0,)), Device("gpu1", topology=(1,))],
+                          socket_dir=layout.plugins, watch_interval=0.1)
+    plugin.start()
+    try:
+        wait_for(lambda: _gpu_available(layout) == {"node-0": ("1", "1"), "node-1": ("1", "1")}, "gpus in the NRT")
+        layout.write_manifest("train.yaml", gpu_pod("train"))
+        wait_pod(layout, "train", "admitted")
+        wait_for(lambda: sorted(_gpu_available(layout).values()) == [("1", "0"), ("1", "1")], "one gpu taken")
+        (layout.manifests / "train.yaml").unlink()
+        wait_for(lambda: sorted(_gpu_available(layout).values()) == [("1", "1"), ("1", "1")], "gpu released")
+    finally:
+        plugin.stop()
+        agent.stop()

@@ -1,0 +1,42 @@
+"""`numalign nrt` on the command line: built-in node, pods admitted first, a state directory, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from numalign.cli.main import main
+
+DATA = Path(__file__).resolve().parents[2] / "src" / "numalign" / "data"
+
+
+def test_nrt_yaml_json_and_text(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["nrt", "--node-name", "n1"]) == 0
+    obj = yaml.safe_load(capsys.readouterr().out)
+    assert obj["kind"] == "NodeResourceTopology" and obj["metadata"]["name"] == "n1"
+    assert main(["nrt", "-o", "json", str(DATA / "example-pods.yaml")]) == 0
+    out = capsys.readouterr()
+    after = json.loads(out.out)
+    # The example pods take CPUs and GPUs; one of them is rejected and said so on stderr.
+    free = {z["name"]: {r["name"]: r["available"] for r in z["resources"]} for z in after["zones"]}
+    before = {z["name"]: {r["name"]: r["available"] for r in z["resources"]} for z in obj["zones"]}
+    assert free != before
+    assert "TopologyAffinityError" in out.err
+    assert main(["nrt", "-o", "text"]) == 0
+    assert "zone node-0 (Node)" in capsys.readouterr().out
+
+
+def test_nrt_reads_a_state_directory_without_writing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = tmp_path / "state"
+    assert main(["admit", "--state-dir", str(state), str(DATA / "example-pods.yaml")]) == 0
+    capsys.readouterr()
+    files = {p: p.stat().st_mtime_ns for p in state.rglob("*") if p.is_file()}
+    assert main(["nrt", "-o", "json", "--state-dir", str(state)]) == 0
+    from_state = json.loads(capsys.readouterr().out)
+    assert main(["nrt", "-o", "json", str(DATA / "example-pods.yaml")]) == 0
+    from_pods = json.loads(capsys.readouterr().out)
+    assert from_state["zones"] == from_pods["zones"]
+    assert {p: p.stat().st_mtime_ns for p in state.rglob("*") if p.is_file()} == files
