@@ -23,6 +23,8 @@ COMMANDS: dict[str, str] = {
     "plugin": "plugin",
     "pods": "pods",
     "nrt": "nrt",
+    "simulate": "simulate",
+    "capacity": "capacity",
 }
 
 EXIT_OK = 0

@@ -1,0 +1,109 @@
+"""Options shared by the cluster commands (simulate, capacity): the cluster, the workload, the seed, and
+the small output helpers (structured dumps, a progress line on a terminal)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from numalign.errors import InvalidInputError
+
+
+def add_cluster_args(p: argparse.ArgumentParser, workload: bool = True) -> None:
+    from numalign.cluster.examples import DESCRIPTIONS
+
+    g = p.add_argument_group("the cluster")
+    g.add_argument("--cluster", metavar="FILE|NAME", default="example",
+                   help="a cluster.yaml (docs/cluster-format.md) or a built-in: "
+                   + "; ".join(f"{k}: {v}" for k, v in DESCRIPTIONS.items()) + " (default: example)")
+    if not workload:
+        return
+    w = p.add_argument_group("the workload (default: the built-in mix of pod shapes)")
+    w.add_argument("workload", nargs="*", metavar="WORKLOAD.yaml", type=Path,
+                   help="Pod and workload manifests as `numalign admit` takes them (replicas expanded)")
+    w.add_argument("--timeline", metavar="FILE", type=Path,
+                   help="JSON lines or CSV (time, op create|delete, name) creating and deleting workloads")
+    w.add_argument("--generate", metavar="N", type=int, help="N pods drawn from --mix (or the built-in mix)")
+    w.add_argument("--mix", metavar="FILE", type=Path, help="weighted pod shapes (kind: Mix) for --generate")
+    w.add_argument("--seed", type=int, default=1, help="seed of the generator and the schedulers' tie-breaks")
+
+
+def load_cluster_arg(args: argparse.Namespace) -> Any:
+    from numalign.cluster.examples import CLUSTERS, example_cluster
+    from numalign.cluster.model import load_cluster
+
+    if args.cluster in CLUSTERS:
+        return example_cluster(args.cluster)
+    path = Path(args.cluster)
+    if not path.exists():
+        return example_cluster(args.cluster)  # names the built-ins in its error
+    return load_cluster(path)
+
+
+def load_workload_args(args: argparse.Namespace) -> Any:
+    from numalign.cluster.examples import example_shapes
+    from numalign.cluster.workload import generate, load_mix, load_timeline, load_workload
+
+    if args.workload and (args.generate or args.mix):
+        raise InvalidInputError("workload manifests and --generate/--mix both given; expected one source of pods")
+    if args.workload:
+        wl = load_workload(args.workload)
+        if args.timeline is not None:
+            wl.events = load_timeline(args.timeline, wl)
+        return wl
+    if args.timeline is not None:
+        raise InvalidInputError("--timeline names workloads of manifests; give WORKLOAD.yaml files with it")
+    if args.generate is not None and args.generate < 1:
+        raise InvalidInputError(f"--generate {args.generate}: expected a number of pods >= 1")
+    if args.mix is not None:
+        shapes, count = load_mix(args.mix)
+    else:
+        shapes, count = example_shapes()
+    return generate(shapes, args.generate or count or 100, args.seed)
+
+
+def dump(obj: Any, fmt: str) -> None:
+    if fmt == "json":
+        json.dump(obj, sys.stdout, indent=2)
+        print()
+    else:
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(obj, sort_keys=False))
+
+
+def human(resource: str, value: int) -> str:
+    if resource == "cpu":
+        return f"{value / 1000:g}"
+    if resource == "memory" or resource.startswith("hugepages-"):
+        return f"{value / (1 << 30):.0f}Gi"
+    return str(value)
+
+
+class Progress:
+    """A one-line progress display on stderr, only when stderr is a terminal."""
+
+    def __init__(self, title: str) -> None:
+        self.on = sys.stderr.isatty()
+        self.title = title
+        self.count = 0
+        self.t0 = time.monotonic()
+        if self.on:
+            sys.stderr.write(f"{title}\r")
+            sys.stderr.flush()
+
+    def step(self, what: str) -> None:
+        self.count += 1
+        if self.on:
+            line = f"{self.title}: {self.count} done ({time.monotonic() - self.t0:.0f}s); {what}"
+            sys.stderr.write("\x1b[2K" + line[:200] + "\r")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.on:
+            sys.stderr.write("\x1b[2K")
+            sys.stderr.flush()

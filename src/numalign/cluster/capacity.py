@@ -1,0 +1,87 @@
+"""How many more copies of a pod fit: NUMA-exact (each node's kubelet admits copy after copy until it
+rejects one or the scheduler's fit check fails) beside the topology-unaware count (free requests
+divided by the pod's requests, the way cluster-capacity and a sum of requests count), per node pool.
+
+Nodes in the same state (every empty node of a pool) are counted once: a copy's admission depends
+only on the node's state, so the answer is shared.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from numalign.cluster.model import Cluster
+from numalign.cluster.state import ClusterState
+from numalign.cluster.workload import Placement
+from numalign.k8s.pod import Pod
+
+
+@dataclass(frozen=True)
+class PoolCapacity:
+    pool: str
+    nodes: int
+    exact: int  # copies numalign's admission accepts, summed over the pool's nodes
+    by_requests: int  # copies the topology-unaware sum of requests allows
+    limited_by: dict[str, int]  # what stopped the exact count: reason -> nodes
+
+    def to_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+def node_capacity(state: ClusterState, i: int, pod: Pod) -> tuple[int, int, str]:
+    """(exact copies, copies by requests, what stopped the exact count) for node i; the node is left as it was."""
+    pv = state.vector(pod)
+    free = state.alloc[i] - state.requested[i]
+    by_requests = int(state.max_pods[i] - state.pod_count[i])
+    limit = "Too many pods"
+    for c in range(len(pv.vec)):
+        if pv.vec[c] > 0:
+            n = int(free[c] // pv.vec[c])
+            if n < by_requests:
+                by_requests, limit = n, f"Insufficient {state.resources[c]}"
+    by_requests = max(by_requests, 0)
+    placed: list[str] = []
+    reason = limit
+    try:
+        for k in range(by_requests):
+            copy = dataclasses.replace(pod, name=f"{pod.name}-copy-{k}", uid=f"{pod.uid}-copy-{k}")
+            rec = state.admit(i, copy, pv)
+            if not rec.result.admit:
+                reason = rec.result.reason or "rejected"
+                break
+            placed.append(copy.uid)
+    finally:
+        for uid in reversed(placed):
+            state.remove(i, uid)
+    return len(placed), by_requests, reason
+
+
+def capacity(cluster: Cluster, pod: Pod, placement: Placement | None = None,
+             state: ClusterState | None = None) -> list[PoolCapacity]:
+    placement = placement or Placement()
+    state = state or ClusterState(cluster, pod_resources(pod))
+    mask = state.placement_mask(placement)
+    memo: dict[int, tuple[int, int, str]] = {}
+    out = []
+    for pool in cluster.pools:
+        exact = by_req = 0
+        limited: dict[str, int] = {}
+        for sn in (n for n in state.nodes if n.pool is pool):
+            if not mask[sn.index]:
+                limited["untolerated taint or node selector"] = limited.get("untolerated taint or node selector", 0) + 1
+                continue
+            key = sn.state
+            got = memo.get(key)
+            if got is None:
+                got = node_capacity(state, sn.index, pod)
+                memo[key] = got
+            exact += got[0]
+            by_req += got[1]
+            limited[got[2]] = limited.get(got[2], 0) + 1
+        out.append(PoolCapacity(pool.name, pool.count, exact, by_req, dict(sorted(limited.items()))))
+    return out
+
+
+def pod_resources(pod: Pod) -> set[str]:
+    return {r for c in pod.all_containers() for r in (*c.requests, *c.limits)}

@@ -1,0 +1,248 @@
+"""The cluster: node pools of identical nodes (machine, kubelet configuration, devices, labels, taints).
+
+`cluster.yaml` (docs/cluster-format.md):
+
+    kind: Cluster
+    name: my-cluster
+    pools:
+    - name: gpu
+      count: 20
+      machine: dual-socket            # anything --machine takes: built-in name, machine file, sysfs dump
+      kubeletConfig: kubelet.yaml     # optional KubeletConfiguration file (relative to cluster.yaml)
+      kubelet: {topologyManagerPolicy: restricted}   # optional inline fields, over the file
+      devices:                        # optional; replaces the machine's devices of that resource
+        nvidia.com/gpu: {0: 2, 1: 2, 2: 2, 3: 2}     # per NUMA node: how many
+        example.com/nic: nics.yaml    # or a devices file as `numalign plugin --devices` takes
+      maxPods: 110
+      labels: {pool: gpu}
+      taints: [{key: dedicated, value: gpu, effect: NoSchedule}]
+
+Without kubeletConfig and kubelet, a pool uses numalign's example configuration (static CPU manager,
+Static memory manager, single-numa-node), as `numalign admit` does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from numalign.errors import InvalidInputError
+from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.machine.topology import Machine
+from numalign.providers.devices.endpoint import Device as EndpointDevice
+
+CLUSTER_KIND: Final = "Cluster"
+DATA_DIR: Final = Path(__file__).resolve().parent.parent / "data"
+EXAMPLE_CONFIG_FILE: Final = DATA_DIR / "example-kubelet-config.yaml"
+TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True)
+class NodePool:
+    name: str
+    count: int
+    machine: Machine
+    config: KubeletConfig
+    max_pods: int = 110
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+
+    def node_names(self) -> list[str]:
+        return [f"{self.name}-{i}" for i in range(self.count)]
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    pools: tuple[NodePool, ...]
+
+    @property
+    def node_count(self) -> int:
+        return sum(p.count for p in self.pools)
+
+    def with_kubelet_flags(self, flags: list[tuple[str, str]]) -> Cluster:
+        """Every pool's configuration with kubelet flags applied (a sweep's policy axes)."""
+        if not flags:
+            return self
+        pools = []
+        for p in self.pools:
+            config = p.config.with_flags(flags)
+            config.validate()
+            pools.append(dataclasses.replace(p, config=config))
+        return dataclasses.replace(self, pools=tuple(pools))
+
+
+def example_config() -> KubeletConfig:
+    return KubeletConfig.from_yaml(EXAMPLE_CONFIG_FILE.read_text(encoding="utf-8"), "built-in example-kubelet-config")
+
+
+def devices_per_numa(resource: str, per_numa: Mapping[int, int], prefix: str) -> list[EndpointDevice]:
+    out = []
+    for numa, count in sorted(per_numa.items()):
+        for i in range(count):
+            out.append(EndpointDevice(f"{prefix}-n{numa}-{i}", "Healthy", (numa,)))
+    return out
+
+
+def with_devices(machine: Machine, devices: Mapping[str, list[EndpointDevice]]) -> Machine:
+    """The machine with these resources' devices replaced."""
+    from numalign.machine.topology import Device
+
+    kept = tuple(d for d in machine.devices if d.resource not in devices)
+    added = tuple(Device(d.id, resource, d.topology, health=d.health)
+                  for resource, devs in sorted(devices.items()) for d in devs)
+    return dataclasses.replace(machine, devices=kept + added)
+
+
+def load_cluster(path: Path) -> Cluster:
+    from numalign.k8s.textfiles import read_text_file
+
+    text = read_text_file(path, "the cluster file", "a cluster.yaml (docs/cluster-format.md)", InvalidInputError)
+    try:
+        obj = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise InvalidInputError(f"{path}: not valid YAML ({str(e).splitlines()[0]}); expected a cluster.yaml "
+                                "(docs/cluster-format.md)") from None
+    return cluster_from_dict(obj, path)
+
+
+def cluster_from_dict(obj: Any, path: Path) -> Cluster:
+    if isinstance(obj, Mapping) and str(obj.get("kind", "")).endswith("List"):
+        raise InvalidInputError(f"{path}: a Kubernetes {obj.get('kind')}, not a cluster.yaml; expected kind: Cluster "
+                                "with pools (docs/cluster-format.md)")
+    if not isinstance(obj, Mapping) or obj.get("kind", CLUSTER_KIND) != CLUSTER_KIND:
+        got = f"kind {obj.get('kind')!r}" if isinstance(obj, Mapping) else type(obj).__name__
+        raise InvalidInputError(f"{path}: expected kind: Cluster with a pools list, got {got}; "
+                                "see docs/cluster-format.md")
+    pools_raw = obj.get("pools")
+    if not isinstance(pools_raw, list) or not pools_raw:
+        raise InvalidInputError(f"{path}: pools: expected a non-empty list of node pools, got {pools_raw!r}; "
+                                "add at least one pool with name, count and machine")
+    pools = [_pool(p, path, f"pools[{i}]") for i, p in enumerate(pools_raw)]
+    names = [p.name for p in pools]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise InvalidInputError(f"{path}: pools: duplicate pool name {dupes[0]!r}; expected unique names; rename one")
+    return Cluster(str(obj.get("name") or path.stem), tuple(pools))
+
+
+def _pool(obj: Any, path: Path, where: str) -> NodePool:
+    from numalign.adapters.sysfs import load_machine
+
+    if not isinstance(obj, Mapping):
+        raise InvalidInputError(f"{path}: {where}: expected a mapping with name, count and machine, got {obj!r}")
+    known = {"name", "count", "machine", "kubeletConfig", "kubelet", "devices", "maxPods", "labels", "taints"}
+    unknown = sorted(set(obj) - known)
+    if unknown:
+        raise InvalidInputError(f"{path}: {where}.{unknown[0]}: unknown field; expected one of "
+                                f"{', '.join(sorted(known))}")
+    name = obj.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidInputError(f"{path}: {where}.name: expected a non-empty string; name the pool")
+    where = f"{where} ({name})"
+    count = obj.get("count", 1)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise InvalidInputError(f"{path}: {where}.count: expected a whole number >= 1, got {count!r}")
+    spec = obj.get("machine", "dual-socket")
+    if not isinstance(spec, str):
+        raise InvalidInputError(f"{path}: {where}.machine: expected a built-in name or a file, got {spec!r}")
+    machine_spec = spec if not (path.parent / spec).exists() else str(path.parent / spec)
+    try:
+        machine = load_machine(machine_spec)
+    except InvalidInputError as e:
+        raise InvalidInputError(f"{path}: {where}.machine: {e}") from None
+    devices = obj.get("devices") or {}
+    if not isinstance(devices, Mapping):
+        raise InvalidInputError(f"{path}: {where}.devices: expected resource: {{numa: count}} or resource: FILE")
+    replaced = {str(r): _devices(str(r), v, path, f"{where}.devices.{r}", machine, name) for r, v in devices.items()}
+    if replaced:
+        machine = with_devices(machine, replaced)
+    config = _config(obj, path, where)
+    try:
+        config.validate()
+    except InvalidInputError as e:
+        raise InvalidInputError(f"{path}: {where}: kubelet configuration: {e}") from None
+    max_pods = obj.get("maxPods", 110)
+    if not isinstance(max_pods, int) or max_pods < 1:
+        raise InvalidInputError(f"{path}: {where}.maxPods: expected a whole number >= 1, got {max_pods!r}")
+    labels = obj.get("labels") or {}
+    if not isinstance(labels, Mapping):
+        raise InvalidInputError(f"{path}: {where}.labels: expected a mapping of label: value")
+    taints = tuple(_taint(t, path, f"{where}.taints[{i}]") for i, t in enumerate(obj.get("taints") or []))
+    return NodePool(name, count, machine, config, max_pods, {str(k): str(v) for k, v in labels.items()}, taints)
+
+
+def _devices(resource: str, value: Any, path: Path, where: str, machine: Machine,
+             pool: str) -> list[EndpointDevice]:
+    from numalign.k8s.resources import is_extended_resource_name
+
+    if not is_extended_resource_name(resource):
+        raise InvalidInputError(f"{path}: {where}: {resource!r} is not an extended resource name; expected "
+                                "domain/name such as nvidia.com/gpu")
+    numa_ids = set(machine.numa_ids())
+    if isinstance(value, str):
+        from numalign.deviceplugin.inventory import load_yaml_devices
+
+        devs = [d.device for d in load_yaml_devices(path.parent / value)]
+        bad = [d for d in devs if d.topology and not set(d.topology) <= numa_ids]
+    elif isinstance(value, Mapping):
+        per: dict[int, int] = {}
+        for k, v in value.items():
+            if not isinstance(k, int) or not isinstance(v, int) or v < 0:
+                raise InvalidInputError(f"{path}: {where}: expected NUMA id: count (whole numbers), got {k!r}: {v!r}")
+            per[k] = v
+        missing = sorted(set(per) - numa_ids)
+        if missing:
+            raise InvalidInputError(f"{path}: {where}: NUMA node {missing[0]} does not exist on machine "
+                                    f"{machine.name} (it has {sorted(numa_ids)}); use those ids")
+        return devices_per_numa(resource, per, f"{pool}-{resource.split('/')[-1]}")
+    else:
+        raise InvalidInputError(f"{path}: {where}: expected {{numa: count}} or a devices file, got {value!r}")
+    if bad:
+        raise InvalidInputError(f"{path}: {where}: device {bad[0].id} is on NUMA nodes {list(bad[0].topology or ())}, "
+                                f"not on machine {machine.name} (it has {sorted(numa_ids)})")
+    return devs
+
+
+def _config(obj: Mapping[str, Any], path: Path, where: str) -> KubeletConfig:
+    from numalign.k8s.kubeletconfig import load_yaml_mapping
+
+    file = obj.get("kubeletConfig")
+    inline = obj.get("kubelet")
+    if file is None and inline is None:
+        return example_config()
+    base: dict[str, Any] = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration"}
+    source = f"{path}: {where}.kubelet"
+    if file is not None:
+        cfg_path = path.parent / str(file)
+        if not cfg_path.is_file():
+            raise InvalidInputError(f"{path}: {where}.kubeletConfig: {cfg_path} does not exist; expected a "
+                                    "KubeletConfiguration file (relative to the cluster file)")
+        base.update(load_yaml_mapping(cfg_path.read_text(encoding="utf-8"), str(cfg_path)))
+        source = str(cfg_path)
+    if inline is not None:
+        if not isinstance(inline, Mapping):
+            raise InvalidInputError(f"{path}: {where}.kubelet: expected KubeletConfiguration fields, got {inline!r}")
+        base.update(inline)
+    return KubeletConfig.from_dict(base, source)
+
+
+def _taint(obj: Any, path: Path, where: str) -> Taint:
+    if not isinstance(obj, Mapping) or not isinstance(obj.get("key"), str):
+        raise InvalidInputError(f"{path}: {where}: expected {{key, value, effect}}, got {obj!r}")
+    effect = obj.get("effect", "NoSchedule")
+    if effect not in TAINT_EFFECTS:
+        raise InvalidInputError(f"{path}: {where}.effect: {effect!r}; expected one of {', '.join(TAINT_EFFECTS)}")
+    return Taint(obj["key"], str(obj.get("value", "")), effect)

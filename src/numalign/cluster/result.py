@@ -1,0 +1,162 @@
+"""The result of `numalign simulate`: a typed, documented data model (stable; `simulate --report` plots it).
+
+SimulationResult (schema_version 1)
+  cluster, nodes, workload, pods, seed, max_retries: what was simulated
+  runs: one RunResult per combination, in sweep order
+
+RunResult
+  config          RunConfig: scheduler, scoring strategy, the kubelet's resource-manager settings
+  pods            pods created by the workload (replicas expanded; recreated pods not counted again)
+  placed          pods bound and admitted by their node's kubelet at the end
+  unschedulable   pods no node passed the scheduler's filters for (still pending at the end)
+  unschedulable_reasons   {filter reasons, comma-joined: pods}
+  kubelet_rejections      {kubelet reason (TopologyAffinityError, ...): rejections}; every rejection
+  rejected_pods   pods rejected at least once by the kubelet of the node the scheduler chose
+  retries         pods recreated by their controller after a rejection (and scheduled again)
+  failed          pods given up after max_retries rejections
+  deleted         pods deleted by the timeline
+  alignment       NUMAAlignment of the placed Guaranteed pods
+  resources       {resource: ResourceFigures}; cpu in millicores, memory and hugepages in bytes,
+                  devices in units
+
+NUMAAlignment
+  guaranteed      placed Guaranteed pods
+  single_numa     of those, pods whose CPUs, memory and devices all sit on one NUMA node
+  share           single_numa / guaranteed (1.0 when there are none)
+  numa_nodes      {NUMA nodes spanned: pods}
+
+ResourceFigures
+  allocatable, requested, free (= allocatable - requested), stranded (free on nodes where no pending
+  pod shape, or when nothing is pending no workload shape, would be admitted), utilisation
+  (requested / allocatable, 0..1)
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final
+
+SCHEMA_VERSION: Final = 1
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    scheduler: str
+    scoring: str
+    topology_manager_policy: str
+    topology_manager_scope: str
+    topology_manager_policy_options: dict[str, str] = field(default_factory=dict)
+    cpu_manager_policy: str = "none"
+    cpu_manager_policy_options: dict[str, str] = field(default_factory=dict)
+    memory_manager_policy: str = "None"
+
+    @property
+    def label(self) -> str:
+        """A short column heading: the scheduler, then what differs from the kubelet's usual setup."""
+        parts = [self.scheduler if self.scoring in ("LeastAllocated", "") else f"{self.scheduler}:{self.scoring}",
+                 self.topology_manager_policy]
+        if self.topology_manager_scope != "container":
+            parts.append(f"scope={self.topology_manager_scope}")
+        parts += [f"{k}={v}" for k, v in sorted(self.topology_manager_policy_options.items())]
+        parts += [f"{k}={v}" for k, v in sorted(self.cpu_manager_policy_options.items())]
+        if self.cpu_manager_policy != "static":
+            parts.append(f"cpu={self.cpu_manager_policy}")
+        if self.memory_manager_policy != "Static":
+            parts.append(f"memory={self.memory_manager_policy}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class NUMAAlignment:
+    guaranteed: int
+    single_numa: int
+    numa_nodes: dict[int, int]
+
+    @property
+    def share(self) -> float:
+        return self.single_numa / self.guaranteed if self.guaranteed else 1.0
+
+
+@dataclass(frozen=True)
+class ResourceFigures:
+    allocatable: int
+    requested: int
+    stranded: int
+
+    @property
+    def free(self) -> int:
+        return self.allocatable - self.requested
+
+    @property
+    def utilisation(self) -> float:
+        return self.requested / self.allocatable if self.allocatable else 0.0
+
+
+@dataclass(frozen=True)
+class RunResult:
+    config: RunConfig
+    pods: int
+    placed: int
+    unschedulable: int
+    unschedulable_reasons: dict[str, int]
+    kubelet_rejections: dict[str, int]
+    rejected_pods: int
+    retries: int
+    failed: int
+    deleted: int
+    alignment: NUMAAlignment
+    resources: dict[str, ResourceFigures]
+
+    @property
+    def rejections(self) -> int:
+        return sum(self.kubelet_rejections.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["config"]["label"] = self.config.label
+        out["rejections"] = self.rejections
+        out["alignment"]["share"] = round(self.alignment.share, 6)
+        out["alignment"]["numa_nodes"] = {str(k): v for k, v in sorted(self.alignment.numa_nodes.items())}
+        for name, fig in self.resources.items():
+            out["resources"][name]["free"] = fig.free
+            out["resources"][name]["utilisation"] = round(fig.utilisation, 6)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunResult:
+        cfg = {k: v for k, v in d["config"].items() if k != "label"}
+        al = d["alignment"]
+        return cls(
+            RunConfig(**cfg), d["pods"], d["placed"], d["unschedulable"], dict(d["unschedulable_reasons"]),
+            dict(d["kubelet_rejections"]), d["rejected_pods"], d["retries"], d["failed"], d["deleted"],
+            NUMAAlignment(al["guaranteed"], al["single_numa"], {int(k): v for k, v in al["numa_nodes"].items()}),
+            {k: ResourceFigures(v["allocatable"], v["requested"], v["stranded"]) for k, v in d["resources"].items()},
+        )
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    cluster: str
+    nodes: int
+    workload: str
+    pods: int
+    seed: int
+    max_retries: int
+    runs: tuple[RunResult, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "cluster": self.cluster,
+            "nodes": self.nodes,
+            "workload": self.workload,
+            "pods": self.pods,
+            "seed": self.seed,
+            "max_retries": self.max_retries,
+            "runs": [r.to_dict() for r in self.runs],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SimulationResult:
+        return cls(d["cluster"], d["nodes"], d["workload"], d["pods"], d["seed"], d["max_retries"],
+                   tuple(RunResult.from_dict(r) for r in d["runs"]))

@@ -1,0 +1,231 @@
+"""Emulated schedulers: `default` (kube-scheduler), `exact` (numalign's admission as a filter) and `nrt`
+(scheduler-plugins' NodeResourceTopologyMatch, in nrtmatch.py).
+
+The scheduling cycle follows kube-scheduler (pkg/scheduler/schedule_one.go):
+
+1. numFeasibleNodesToFind: all nodes below 100; otherwise percentageOfNodesToScore of them (adaptive
+   when 0: 50 - nodes/125 percent, at least 5 percent), and never fewer than 100.
+2. findNodesThatPassFilters: nodes are visited from nextStartNodeIndex round the list; the search stops
+   once that many feasible nodes are found; nextStartNodeIndex then advances by the nodes processed.
+   Upstream checks nodes in 16 goroutines, so which extra nodes it processed before the stop is a
+   race; the emulation visits them in order (the deterministic limit of that race).
+3. Scores: NodeResourcesFit's scoring strategy (LeastAllocated by default, MostAllocated,
+   RequestedToCapacityRatio) over cpu and memory with weight 1 each, from the non-zero requested
+   amounts, plus NodeResourcesBalancedAllocation (weight 1; skipped for pods that request no cpu or
+   memory). Plugins that score every node alike here (TaintToleration without PreferNoSchedule taints,
+   NodeAffinity without preferences, ImageLocality) are left out; PodTopologySpread's system default
+   constraints are not modelled.
+4. selectHost: the highest total; ties broken uniformly at random (upstream's reservoir sampling) with
+   a seeded generator. A single feasible node is taken without scoring, as upstream does.
+
+Filters: NodeResourcesFit (pods limit, then requests against allocatable - requested, every resource
+the pod requests, hugepages and extended resources included), TaintToleration and NodeSelector.
+`exact` adds one filter after those: the node's kubelet (numalign) would admit the pod on its current
+state; it scores as `default` does, or by the fewest NUMA nodes the admission would use.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from numalign.cluster.state import BoolArray, ClusterState, IntArray, PodVector
+from numalign.k8s.pod import Pod
+
+MAX_NODE_SCORE: Final = 100
+MIN_FEASIBLE_NODES_TO_FIND: Final = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: Final = 5
+SCORING_STRATEGIES: Final = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
+# RequestedToCapacityRatio's shape when none is given: bin packing (score rises with utilisation),
+# the example of the scheduler's documentation.
+DEFAULT_RTCR_SHAPE: Final = ((0, 0), (100, 10))
+
+
+def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    if percentage == 0:
+        percentage = 50 - num_all_nodes // 125
+        percentage = max(percentage, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    num = num_all_nodes * percentage // 100
+    return max(num, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass(frozen=True)
+class Selection:
+    node: int | None
+    feasible: int  # feasible nodes found (before the cut-off stopped the search, if it did)
+    reasons: dict[str, int]  # when unschedulable: nodes per failure reason
+
+
+def broken_linear(shape: Sequence[tuple[int, int]], p: IntArray) -> IntArray:
+    """helper.BuildBrokenLinearFunction over scaled points (scores already x10)."""
+    out = np.full(p.shape, shape[-1][1], dtype=np.int64)
+    done = np.zeros(p.shape, dtype=np.bool_)
+    for i, (u, s) in enumerate(shape):
+        hit = ~done & (p <= u)
+        if i == 0:
+            out[hit] = s
+        else:
+            u0, s0 = shape[i - 1]
+            out[hit] = s0 + (s - s0) * (p[hit] - u0) // (u - u0)
+        done |= hit
+    return out
+
+
+class DefaultScheduler:
+    name = "default"
+
+    def __init__(self, state: ClusterState, seed: int, scoring: str = "LeastAllocated",
+                 percentage_of_nodes_to_score: int = 0,
+                 rtcr_shape: Sequence[tuple[int, int]] = DEFAULT_RTCR_SHAPE) -> None:
+        self.state = state
+        self.rng = random.Random(seed)
+        self.scoring = scoring
+        self.percentage = percentage_of_nodes_to_score
+        self.next_start = 0
+        # Shape points scaled as upstream: utilisation 0-100, score x (MaxNodeScore / MaxCustomPriorityScore).
+        self.rtcr_shape = tuple((u, s * (MAX_NODE_SCORE // 10)) for u, s in rtcr_shape)
+
+    # -- filtering ----------------------------------------------------------------------------------
+    def candidates(self, pv: PodVector, placement_mask: BoolArray) -> BoolArray:
+        return self.state.fit_mask(pv) & placement_mask
+
+    def feasible(self, pod: Pod, pv: PodVector, mask: BoolArray) -> tuple[IntArray, int]:
+        """Feasible node indices in visiting order (cut off), and how many nodes were processed."""
+        n = len(self.state.nodes)
+        k = num_feasible_nodes_to_find(self.percentage, n)
+        order = (self.next_start + np.arange(n)) % n
+        hits = mask[order]
+        pos = np.nonzero(hits)[0]
+        if len(pos) > k:
+            # Upstream cancels the search when feasible node k+1 turns up; the nodes before it were
+            # processed (k feasible, the rest infeasible), that one is not counted.
+            processed = int(pos[k])
+            pos = pos[:k]
+        else:
+            processed = n
+        chosen: IntArray = order[pos]
+        return chosen, processed
+
+    # -- scoring ------------------------------------------------------------------------------------
+    def fit_scores(self, pv: PodVector, idx: IntArray) -> IntArray:
+        st = self.state
+        req = st.non_zero[idx] + np.array(pv.non_zero, dtype=np.int64)
+        alloc = st.alloc[idx][:, :2]
+        valid = alloc > 0
+        safe = np.where(valid, alloc, 1)
+        if self.scoring == "MostAllocated":
+            per = np.minimum(req, alloc) * MAX_NODE_SCORE // safe
+        elif self.scoring == "RequestedToCapacityRatio":
+            util = np.where(req > alloc, 100, req * 100 // safe)
+            per = broken_linear(self.rtcr_shape, util)
+            # resourceScore > 0 only counts (and weighs) resources that score above zero.
+            valid = valid & (per > 0)
+            weights = valid.sum(axis=1)
+            total = np.where(valid, per, 0).sum(axis=1)
+            mean = np.floor(total / np.maximum(weights, 1) + 0.5)  # math.Round of a positive value
+            rounded: IntArray = np.where(weights > 0, mean, 0).astype(np.int64)
+            return rounded
+        else:
+            per = np.where(req > alloc, 0, (alloc - req) * MAX_NODE_SCORE // safe)
+        weights = valid.sum(axis=1)
+        total = np.where(valid, per, 0).sum(axis=1)
+        out: IntArray = np.where(weights > 0, total // np.maximum(weights, 1), 0)
+        return out
+
+    def balanced_scores(self, pv: PodVector, idx: IntArray) -> IntArray:
+        st = self.state
+        pod_req = np.array([pv.requests.get("cpu", 0), pv.requests.get("memory", 0)], dtype=np.int64)
+        if not pod_req.any():
+            return np.zeros(len(idx), dtype=np.int64)  # Skip for best-effort pods (kubernetes#129138)
+        req = st.requested[idx][:, :2] + pod_req
+        alloc = st.alloc[idx][:, :2]
+        valid = alloc > 0
+        frac = np.minimum(req / np.where(valid, alloc, 1), 1.0)
+        both = valid.all(axis=1)
+        std = np.where(both, np.abs((frac[:, 0] - frac[:, 1]) / 2), 0.0)
+        out: IntArray = ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+        return out
+
+    def scores(self, pod: Pod, pv: PodVector, idx: IntArray) -> IntArray:
+        total: IntArray = self.fit_scores(pv, idx) + self.balanced_scores(pv, idx)
+        return total
+
+    # -- the cycle ----------------------------------------------------------------------------------
+    def select(self, pod: Pod, pv: PodVector, placement_mask: BoolArray) -> Selection:
+        n = len(self.state.nodes)
+        mask = self.candidates(pv, placement_mask)
+        idx, processed = self.feasible(pod, pv, mask)
+        self.next_start = (self.next_start + processed) % n if n else 0
+        if len(idx) == 0:
+            return Selection(None, 0, self.reasons(pod, pv, placement_mask))
+        if len(idx) == 1:
+            return Selection(int(idx[0]), 1, {})
+        scores = self.scores(pod, pv, idx)
+        best = np.nonzero(scores == scores.max())[0]
+        pick = best[self.rng.randrange(len(best))] if len(best) > 1 else best[0]
+        return Selection(int(idx[pick]), len(idx), {})
+
+    def reasons(self, pod: Pod, pv: PodVector, placement_mask: BoolArray) -> dict[str, int]:
+        return self.state.insufficient(pv, placement_mask)
+
+
+class ExactScheduler(DefaultScheduler):
+    """`default` plus a filter: numalign's admission on the node's current state must admit the pod."""
+
+    name = "exact"
+
+    def __init__(self, state: ClusterState, seed: int, scoring: str = "LeastAllocated", **kw: object) -> None:
+        self.fewest_numa = scoring == "LeastNUMANodes"
+        super().__init__(state, seed, "LeastAllocated" if self.fewest_numa else scoring, **kw)  # type: ignore[arg-type]
+        self._numa: dict[int, int] = {}
+        self._rejected_by_kubelet = 0
+
+    def feasible(self, pod: Pod, pv: PodVector, mask: BoolArray) -> tuple[IntArray, int]:
+        """The default filters, then the kubelet's answer, visiting nodes in order until k pass. Cached
+        answers are read as vectors; only nodes whose state changed since are probed again."""
+        n = len(self.state.nodes)
+        k = num_feasible_nodes_to_find(self.percentage, n)
+        order = (self.next_start + np.arange(n)) % n
+        valid, ok, numa = self.state.answers(pv)
+        in_order = mask[order]
+        while True:
+            v, o = valid[order], ok[order]
+            maybe = in_order & (~v | o)
+            pos = np.nonzero(maybe)[0][:k + 1]  # k, and the one whose discovery stops the search
+            unknown = pos[~v[pos]]
+            if len(unknown) == 0:
+                break
+            for p in unknown:
+                self.state.probe(int(order[p]), pod, pv)
+        hits = np.nonzero(in_order & valid[order] & ok[order])[0]
+        if len(hits) > k:
+            processed = int(hits[k])
+            hits = hits[:k]
+        else:
+            processed = n
+        self._rejected_by_kubelet = int(np.count_nonzero(in_order[:processed] & valid[order][:processed]
+                                                         & ~ok[order][:processed]))
+        idx: IntArray = order[hits]
+        self._numa = {int(i): int(numa[i]) for i in idx} if self.fewest_numa else {}
+        return idx, processed
+
+    def scores(self, pod: Pod, pv: PodVector, idx: IntArray) -> IntArray:
+        if self.fewest_numa:
+            # LeastNUMANodes-like: fewer NUMA nodes score higher; the default score breaks ties.
+            numa = np.array([self._numa[int(i)] for i in idx], dtype=np.int64)
+            base = super().scores(pod, pv, idx)
+            out: IntArray = (MAX_NODE_SCORE - numa) * 1000 + base
+            return out
+        return super().scores(pod, pv, idx)
+
+    def reasons(self, pod: Pod, pv: PodVector, placement_mask: BoolArray) -> dict[str, int]:
+        out = super().reasons(pod, pv, placement_mask)
+        if self._rejected_by_kubelet:
+            out["node(s) whose kubelet would reject the pod (TopologyAffinityError)"] = self._rejected_by_kubelet
+        return out

@@ -1,0 +1,215 @@
+"""One simulation run: a workload's timeline played against a cluster by one scheduler, every chosen
+node's kubelet (numalign) admitting or rejecting.
+
+A pod the kubelet rejects fails with the kubelet's reason; its controller recreates it (a new pod,
+new uid) and the scheduler places it again, up to `max_retries` times; then it counts as failed.
+Pods no node passes the filters for stay pending; they are tried again after every deletion (the
+scheduler's queue moves them back on cluster events) and count as unschedulable if still pending at
+the end. Everything is a function of the inputs and the seed: same seed, same result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from numalign.cluster.model import Cluster
+from numalign.cluster.result import NUMAAlignment, ResourceFigures, RunConfig, RunResult
+from numalign.cluster.schedulers import SCORING_STRATEGIES, DefaultScheduler, ExactScheduler
+from numalign.cluster.state import ClusterState, PodVector
+from numalign.cluster.workload import Placement, Workload
+from numalign.errors import InvalidInputError
+from numalign.k8s.pod import Pod
+from numalign.k8s.qos import QOSClass, get_pod_qos
+
+SCHEDULERS = ("default", "exact")
+SCORING = {
+    "default": SCORING_STRATEGIES,
+    "exact": (*SCORING_STRATEGIES, "LeastNUMANodes"),
+}
+DEFAULT_MAX_RETRIES = 3
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    scheduler: str
+    scoring: str = "LeastAllocated"
+    kubelet_flags: tuple[tuple[str, str], ...] = ()
+
+    def check(self, where: str) -> None:
+        if self.scheduler not in SCHEDULERS:
+            raise InvalidInputError(f"{where}: scheduler {self.scheduler!r}; expected one of {', '.join(SCHEDULERS)}")
+        if self.scoring not in SCORING[self.scheduler]:
+            raise InvalidInputError(f"{where}: scoring {self.scoring!r} is not a strategy of the {self.scheduler} "
+                                    f"scheduler; expected one of {', '.join(SCORING[self.scheduler])}")
+
+
+def make_scheduler(name: str, state: ClusterState, seed: int, scoring: str) -> DefaultScheduler:
+    if name == "exact":
+        return ExactScheduler(state, seed, scoring)
+    return DefaultScheduler(state, seed, scoring)
+
+
+@dataclass
+class _Pending:
+    group: str
+    pod: Pod
+    placement: Placement
+    attempt: int = 0
+
+
+def run_one(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int,
+            max_retries: int = DEFAULT_MAX_RETRIES, progress: Callable[[int], None] | None = None) -> RunResult:
+    cluster = cluster.with_kubelet_flags(list(spec.kubelet_flags))
+    extra = {r for g in workload.groups for p in g.pods for c in p.all_containers() for r in c.requests}
+    state = ClusterState(cluster, extra)
+    sched = make_scheduler(spec.scheduler, state, seed, spec.scoring)
+    bound: dict[str, tuple[int, str]] = {}  # uid -> (node, group)
+    queue: deque[_Pending] = deque()
+    waiting: dict[str, tuple[_Pending, str]] = {}  # uid -> (pod, reason) for unschedulable pods
+    rejections: Counter[str] = Counter()
+    rejected_pods: set[str] = set()
+    gave_up: list[_Pending] = []
+    retries = failed = deleted = done = 0
+    created = 0
+
+    def schedule() -> None:
+        nonlocal retries, failed, done
+        while queue:
+            item = queue.popleft()
+            pod = item.pod
+            pv = state.vector(pod)
+            sel = sched.select(pod, pv, state.placement_mask(item.placement))
+            if sel.node is None:
+                waiting[pod.uid] = (item, ", ".join(sorted(sel.reasons)) or "no nodes")
+                continue
+            rec = state.admit(sel.node, pod, pv)
+            if rec.result.admit:
+                bound[pod.uid] = (sel.node, item.group)
+                done += 1
+                if progress is not None:
+                    progress(done)
+                continue
+            rejections[rec.result.reason] += 1
+            rejected_pods.add(_origin(item))
+            if item.attempt >= max_retries:
+                failed += 1
+                gave_up.append(item)
+                continue
+            retries += 1
+            again = dataclasses.replace(pod, name=f"{_origin_name(item)}-r{item.attempt + 1}",
+                                        uid=f"{_origin(item)}-r{item.attempt + 1}")
+            queue.append(_Pending(item.group, again, item.placement, item.attempt + 1))
+
+    for event in workload.timeline():
+        group = workload.group(event.name)
+        assert group is not None
+        if event.op == "create":
+            for pod in group.pods:
+                created += 1
+                queue.append(_Pending(group.name, pod, group.placement))
+        else:
+            for uid, (node, g) in list(bound.items()):
+                if g == group.name:
+                    state.remove(node, uid)
+                    del bound[uid]
+                    deleted += 1
+            for uid, (item, _reason) in list(waiting.items()):
+                if item.group == group.name:
+                    del waiting[uid]
+                    deleted += 1
+            # Cluster events move unschedulable pods back to the active queue.
+            for uid in list(waiting):
+                queue.append(waiting.pop(uid)[0])
+        schedule()
+    reasons = Counter(reason for _item, reason in waiting.values())
+    pending_shapes = [(item.pod, item.placement) for item, _ in waiting.values()]
+    pending_shapes += [(item.pod, item.placement) for item in gave_up]
+    if not pending_shapes:
+        pending_shapes = [(g.pods[0], g.placement) for g in workload.groups if g.pods]
+    return RunResult(
+        config=_run_config(spec, cluster),
+        pods=created,
+        placed=len(bound),
+        unschedulable=len(waiting),
+        unschedulable_reasons=dict(sorted(reasons.items())),
+        kubelet_rejections=dict(sorted(rejections.items())),
+        rejected_pods=len(rejected_pods),
+        retries=retries,
+        failed=failed,
+        deleted=deleted,
+        alignment=_alignment(state, bound),
+        resources=_resources(state, pending_shapes),
+    )
+
+
+def _origin(item: _Pending) -> str:
+    return item.pod.uid.rsplit("-r", 1)[0] if item.attempt else item.pod.uid
+
+
+def _origin_name(item: _Pending) -> str:
+    return item.pod.name.rsplit("-r", 1)[0] if item.attempt else item.pod.name
+
+
+def _run_config(spec: RunSpec, cluster: Cluster) -> RunConfig:
+    c = cluster.pools[0].config
+    return RunConfig(spec.scheduler, spec.scoring, c.topology_manager_policy, c.topology_manager_scope,
+                     dict(c.topology_manager_policy_options), c.cpu_manager_policy,
+                     dict(c.cpu_manager_policy_options), c.memory_manager_policy)
+
+
+def _alignment(state: ClusterState, bound: dict[str, tuple[int, str]]) -> NUMAAlignment:
+    hist: Counter[int] = Counter()
+    guaranteed = single = 0
+    cpu_numa_of: dict[str, dict[int, int]] = {}
+    for uid, (i, _g) in bound.items():
+        sn = state.nodes[i]
+        pod = sn.pods[uid][0]
+        if get_pod_qos(pod) is not QOSClass.GUARANTEED:
+            continue
+        guaranteed += 1
+        node = sn.node()
+        cpu_numa = cpu_numa_of.get(sn.pool.name)
+        if cpu_numa is None:
+            cpu_numa = {c.id: c.numa_node for c in node.machine.cpus if c.numa_node is not None}
+            cpu_numa_of[sn.pool.name] = cpu_numa
+        numa: set[int] = set()
+        for c in pod.all_containers():
+            alloc = node.allocation(uid, c.name)
+            numa.update(cpu_numa[cpu] for cpu in alloc.cpus if cpu in cpu_numa)
+            for block in alloc.memory:
+                numa.update(block["numa_nodes"])
+            for devs in alloc.devices.values():
+                for nodes in devs.values():
+                    numa.update(nodes or ())
+        hist[len(numa)] += 1
+        single += len(numa) == 1
+    return NUMAAlignment(guaranteed, single, dict(sorted(hist.items())))
+
+
+def _resources(state: ClusterState, shapes: list[tuple[Pod, Placement]]) -> dict[str, ResourceFigures]:
+    usable = np.zeros(len(state.nodes), dtype=np.bool_)
+    vectors: list[tuple[Pod, PodVector, Placement]] = []
+    seen = set()
+    for pod, placement in shapes:
+        pv = state.vector(pod)
+        if (pv.key, placement) not in seen:
+            seen.add((pv.key, placement))
+            vectors.append((pod, pv, placement))
+    for pod, pv, placement in vectors:
+        fits = state.fit_mask(pv) & state.placement_mask(placement) & ~usable
+        for i in np.nonzero(fits)[0]:
+            if state.probe(int(i), pod, pv)[0]:
+                usable[i] = True
+    free = state.alloc - state.requested
+    out = {}
+    for r, name in enumerate(state.resources):
+        alloc = int(state.alloc[:, r].sum())
+        if alloc == 0:
+            continue
+        out[name] = ResourceFigures(alloc, int(state.requested[:, r].sum()), int(free[~usable, r].sum()))
+    return out

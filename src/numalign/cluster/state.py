@@ -1,0 +1,238 @@
+"""The simulated cluster: every node's kubelet (a numalign Node) and the scheduler's cache of it.
+
+The scheduler side is kept as numpy arrays (nodes x resources: allocatable, requested, the non-zero
+requested cpu and memory the scorers use, pod counts) so a filter or score over a thousand nodes is a
+handful of vector operations. The kubelet side is one Node per simulated node, built lazily: a node no
+pod ever reaches costs only its row in the arrays.
+
+Probes ("would this node's kubelet admit this pod now?", for the exact scheduler and for stranded
+capacity) run the Topology Manager's admission and release the pod again. Their answers are cached
+per (node state, pod shape): a node's state is named by a hash chain over what was bound to and
+removed from it, so nodes of one pool that went through the same history share answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from numalign.cluster.model import Cluster, NodePool
+from numalign.cluster.resources import node_allocatable, non_zero_requests, requests_of, shape_key
+from numalign.cluster.workload import Placement
+from numalign.core.decision import DecisionRecord
+from numalign.k8s.pod import Pod
+from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
+from numalign.node import Node
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class PodVector:
+    """A pod shape as the scheduler reads it."""
+
+    key: tuple[object, ...]
+    requests: dict[str, int]
+    non_zero: tuple[int, int]
+    vec: IntArray  # requests by resource index
+    zero: bool  # requests nothing at all (NodeResourcesFit then checks only the pod count)
+
+
+@dataclass
+class SimNode:
+    name: str
+    pool: NodePool
+    index: int
+    kubelet: Node | None = None
+    pods: dict[str, tuple[Pod, PodVector]] = field(default_factory=dict)
+    state: int = 0  # hash chain naming the kubelet state (see module doc)
+
+    def node(self) -> Node:
+        if self.kubelet is None:
+            self.kubelet = Node(self.pool.machine, self.pool.config)
+        return self.kubelet
+
+
+class ClusterState:
+    def __init__(self, cluster: Cluster, extra_resources: Iterable[str] = ()) -> None:
+        self.cluster = cluster
+        self.nodes: list[SimNode] = []
+        allocs: list[dict[str, int]] = []
+        for pool in cluster.pools:
+            alloc = node_allocatable(pool.machine, pool.config)
+            for name in pool.node_names():
+                self.nodes.append(SimNode(name, pool, len(self.nodes), state=hash(pool.name)))
+                allocs.append(alloc)
+        names = {r for a in allocs for r in a} | set(extra_resources)
+        names -= {RESOURCE_CPU, RESOURCE_MEMORY}
+        self.resources = [RESOURCE_CPU, RESOURCE_MEMORY, *sorted(names)]
+        self.index = {r: i for i, r in enumerate(self.resources)}
+        n, r = len(self.nodes), len(self.resources)
+        self.alloc: IntArray = np.zeros((n, r), dtype=np.int64)
+        for i, a in enumerate(allocs):
+            for name, v in a.items():
+                self.alloc[i, self.index[name]] = v
+        self.requested: IntArray = np.zeros((n, r), dtype=np.int64)
+        self.non_zero: IntArray = np.zeros((n, 2), dtype=np.int64)
+        self.pod_count: IntArray = np.zeros(n, dtype=np.int64)
+        self.max_pods: IntArray = np.array([sn.pool.max_pods for sn in self.nodes], dtype=np.int64)
+        self._vectors: dict[tuple[object, ...], PodVector] = {}
+        self._placement_masks: dict[Placement, BoolArray] = {}
+        self._probes: dict[tuple[int, tuple[object, ...]], tuple[bool, int]] = {}
+        # Per pod shape, the probe answers of every node as arrays (valid, admitted, NUMA nodes), so the
+        # exact filter reads a thousand cached answers in one vector operation.
+        self._answers: dict[tuple[object, ...], tuple[BoolArray, BoolArray, IntArray]] = {}
+        self.probe_count = 0
+
+    # -- pods as the scheduler sees them --------------------------------------------------------------
+    def vector(self, pod: Pod) -> PodVector:
+        key = shape_key(pod)
+        pv = self._vectors.get(key)
+        if pv is None:
+            req = requests_of(pod)
+            vec = np.zeros(len(self.resources), dtype=np.int64)
+            for name in req:
+                if name not in self.index:
+                    self._add_resource(name)
+                    vec = np.zeros(len(self.resources), dtype=np.int64)
+            for name, v in req.items():
+                vec[self.index[name]] = v
+            pv = PodVector(key, req, non_zero_requests(pod), vec, not req)
+            self._vectors[key] = pv
+        return pv
+
+    def _add_resource(self, name: str) -> None:
+        """A resource no node has (an unknown extended resource): every node has 0 of it."""
+        self.index[name] = len(self.resources)
+        self.resources.append(name)
+        zeros = np.zeros((len(self.nodes), 1), dtype=np.int64)
+        self.alloc = np.hstack([self.alloc, zeros])
+        self.requested = np.hstack([self.requested, zeros])
+        self._vectors = {k: PodVector(v.key, v.requests, v.non_zero, np.append(v.vec, 0), v.zero)
+                         for k, v in self._vectors.items()}
+
+    def placement_mask(self, placement: Placement) -> BoolArray:
+        """TaintToleration (NoSchedule, NoExecute) and NodeSelector filters; static per node."""
+        mask = self._placement_masks.get(placement)
+        if mask is None:
+            ok = []
+            for sn in self.nodes:
+                labels = sn.pool.labels
+                fits = all(labels.get(k) == v for k, v in placement.node_selector)
+                for t in sn.pool.taints:
+                    if t.effect == "PreferNoSchedule":
+                        continue
+                    if not any(_tolerates(tol, t.key, t.value, t.effect) for tol in placement.tolerations):
+                        fits = False
+                ok.append(fits)
+            mask = np.array(ok, dtype=np.bool_)
+            self._placement_masks[placement] = mask
+        return mask
+
+    def fit_mask(self, pv: PodVector) -> BoolArray:
+        """NodeResourcesFit's filter over every node."""
+        ok = self.pod_count + 1 <= self.max_pods
+        if pv.zero:
+            return ok
+        cols = np.nonzero(pv.vec)[0]
+        free = self.alloc[:, cols] - self.requested[:, cols]
+        result: BoolArray = ok & np.all(free >= pv.vec[cols], axis=1)
+        return result
+
+    def insufficient(self, pv: PodVector, candidates: BoolArray) -> dict[str, int]:
+        """Per reason, how many nodes fail (the scheduler's "0/N nodes are available" message)."""
+        out: dict[str, int] = {}
+        too_many = int(np.count_nonzero(self.pod_count + 1 > self.max_pods))
+        if too_many:
+            out["Too many pods"] = too_many
+        if not pv.zero:
+            for c in np.nonzero(pv.vec)[0]:
+                short = int(np.count_nonzero(self.alloc[:, c] - self.requested[:, c] < pv.vec[c]))
+                if short:
+                    out[f"Insufficient {self.resources[c]}"] = short
+        untolerated = int(np.count_nonzero(~candidates))
+        if untolerated:
+            out["node(s) didn't match Pod's node affinity/selector or had untolerated taint"] = untolerated
+        return out
+
+    # -- the kubelet ------------------------------------------------------------------------------
+    def admit(self, i: int, pod: Pod, pv: PodVector) -> DecisionRecord:
+        """The chosen node's kubelet admits or rejects; an admitted pod is bound there."""
+        sn = self.nodes[i]
+        rec = sn.node().admit(pod)
+        if rec.result.admit:
+            sn.pods[pod.uid] = (pod, pv)
+            self.requested[i] += pv.vec
+            self.non_zero[i, 0] += pv.non_zero[0]
+            self.non_zero[i, 1] += pv.non_zero[1]
+            self.pod_count[i] += 1
+            sn.state = hash((sn.state, "+", pv.key))
+            self._changed(i)
+        return rec
+
+    def _changed(self, i: int) -> None:
+        for valid, _ok, _numa in self._answers.values():
+            valid[i] = False
+
+    def remove(self, i: int, uid: str) -> None:
+        sn = self.nodes[i]
+        _pod, pv = sn.pods.pop(uid)
+        position = list(sn.node().pods).index(uid)
+        sn.node().remove(uid)
+        self.requested[i] -= pv.vec
+        self.non_zero[i, 0] -= pv.non_zero[0]
+        self.non_zero[i, 1] -= pv.non_zero[1]
+        self.pod_count[i] -= 1
+        sn.state = hash((sn.state, "-", position))
+        self._changed(i)
+
+    def answers(self, pv: PodVector) -> tuple[BoolArray, BoolArray, IntArray]:
+        """(valid, admitted, NUMA nodes) per node for this shape; fill invalid entries with probe()."""
+        found = self._answers.get(pv.key)
+        if found is None:
+            n = len(self.nodes)
+            found = (np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.int64))
+            self._answers[pv.key] = found
+        return found
+
+    def probe(self, i: int, pod: Pod, pv: PodVector) -> tuple[bool, int]:
+        """Would node i's kubelet admit the pod now? (admitted, NUMA nodes of the merged hints)."""
+        sn = self.nodes[i]
+        key = (sn.state, pv.key)
+        cached = self._probes.get(key)
+        if cached is not None:
+            valid, ok, numa = self.answers(pv)
+            valid[i], ok[i], numa[i] = True, cached[0], cached[1]
+            return cached
+        node = sn.node()
+        self.probe_count += 1
+        if pod.has_pod_level_resources and not node.config.feature_gate_enabled("PodLevelResources"):
+            answer = (False, 0)
+        else:
+            rec = node.tm.admit(pod)
+            node.tm.remove_pod(pod)
+            node.devices.remove_pod(pod.uid)
+            mask = 0
+            for d in rec.decisions:
+                if d.merged is not None and d.merged.mask is not None:
+                    mask |= d.merged.mask
+            answer = (rec.result.admit, bin(mask).count("1") if mask else len(node.machine.numa_nodes))
+        self._probes[key] = answer
+        valid, ok, numa = self.answers(pv)
+        valid[i], ok[i], numa[i] = True, answer[0], answer[1]
+        return answer
+
+
+def _tolerates(tol: object, key: str, value: str, effect: str) -> bool:
+    from numalign.cluster.workload import Toleration
+
+    assert isinstance(tol, Toleration)
+    if tol.effect and tol.effect != effect:
+        return False
+    if tol.operator == "Exists":
+        return tol.key in ("", key)
+    return tol.key == key and tol.value == value

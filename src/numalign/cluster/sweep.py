@@ -1,0 +1,213 @@
+"""A sweep: every combination of schedulers x Topology Manager policies, scopes and options x CPU and
+memory manager settings, each an independent run, executed here, in local worker processes or on a
+Dask cluster. Runs are pure functions of (cluster, workload, spec, seed), so where they run never
+changes a result; results come back in sweep order.
+
+Sweep file (YAML), every axis optional (absent: the cluster's own setting):
+
+    kind: Sweep
+    schedulers: [default, exact, nrt]
+    scoring: {exact: LeastNUMANodes}        # per scheduler; default LeastAllocated
+    topologyManagerPolicies: [single-numa-node, restricted]
+    topologyManagerScopes: [container, pod]
+    topologyManagerPolicyOptions: ["", "prefer-closest-numa-nodes=true"]
+    cpuManagerPolicyOptions: ["", "full-pcpus-only=true"]
+    memoryManagerPolicies: [Static]
+"""
+
+from __future__ import annotations
+
+import copyreg
+import itertools
+import types
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from numalign.cluster.model import Cluster
+from numalign.cluster.result import RunResult
+from numalign.cluster.simulate import SCHEDULERS, SCORING, RunSpec, run_one
+from numalign.cluster.workload import Workload
+from numalign.errors import InvalidInputError
+
+
+def _mappingproxy(d: dict[Any, Any]) -> types.MappingProxyType[Any, Any]:
+    return types.MappingProxyType(d)
+
+
+def _reduce_mappingproxy(m: types.MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
+    return _mappingproxy, (dict(m),)
+
+
+# Machines keep read-only mappings (MappingProxyType), which pickle cannot send to a worker process
+# or a Dask worker; they travel as plain dicts and are wrapped again on arrival.
+copyreg.pickle(types.MappingProxyType, _reduce_mappingproxy)
+
+AXES = {
+    "topologyManagerPolicies": "--topology-manager-policy",
+    "topologyManagerScopes": "--topology-manager-scope",
+    "topologyManagerPolicyOptions": "--topology-manager-policy-options",
+    "cpuManagerPolicies": "--cpu-manager-policy",
+    "cpuManagerPolicyOptions": "--cpu-manager-policy-options",
+    "memoryManagerPolicies": "--memory-manager-policy",
+}
+POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
+
+
+@dataclass
+class Sweep:
+    schedulers: list[str] = field(default_factory=lambda: ["default", "exact"])
+    scoring: dict[str, str] = field(default_factory=dict)
+    axes: dict[str, list[str]] = field(default_factory=dict)  # sweep-file key -> values
+
+    def specs(self, where: str = "the sweep") -> list[RunSpec]:
+        self.check(where)
+        names = list(self.axes)
+        combos = itertools.product(*(self.axes[n] for n in names)) if names else [()]
+        specs = []
+        for combo in combos:
+            flags: list[tuple[str, str]] = []
+            for name, value in zip(names, combo, strict=True):
+                flag = AXES[name]
+                if name.endswith("Options"):
+                    flags += [(flag, kv) for kv in _options(value)]
+                else:
+                    flags.append((flag, value))
+            for s in self.schedulers:
+                specs.append(RunSpec(s, self.scoring.get(s, "LeastAllocated"), tuple(flags)))
+        return specs
+
+    def check(self, where: str) -> None:
+        if not self.schedulers:
+            raise InvalidInputError(f"{where}: schedulers: empty; expected some of {', '.join(SCHEDULERS)}")
+        for s in self.schedulers:
+            RunSpec(s, self.scoring.get(s, "LeastAllocated")).check(f"{where}: schedulers")
+        for s, strategy in self.scoring.items():
+            if s not in self.schedulers:
+                raise InvalidInputError(f"{where}: scoring.{s}: scheduler {s!r} is not in schedulers "
+                                        f"{self.schedulers}; add it or drop its scoring")
+            RunSpec(s, strategy).check(f"{where}: scoring.{s}")
+        for name, values in self.axes.items():
+            if name not in AXES:
+                raise InvalidInputError(f"{where}: {name}: unknown axis; expected one of {', '.join(AXES)}")
+            if not values:
+                raise InvalidInputError(f"{where}: {name}: empty; give at least one value or leave the axis out")
+            dupes = sorted({v for v in values if values.count(v) > 1})
+            if dupes:
+                raise InvalidInputError(f"{where}: {name}: {dupes[0]!r} is listed twice; each value once")
+        policies = self.axes.get("topologyManagerPolicies", [])
+        bad = [p for p in policies if p not in POLICIES]
+        if bad:
+            raise InvalidInputError(f"{where}: topologyManagerPolicies: {bad[0]!r}; expected {', '.join(POLICIES)}")
+        if policies == ["none"] and any(o for o in self.axes.get("topologyManagerPolicyOptions", [])):
+            raise InvalidInputError(f"{where}: topologyManagerPolicyOptions given but the only policy is none, which "
+                                    "takes no options (the kubelet refuses them); add a policy or drop the options")
+
+
+def _options(value: str) -> list[str]:
+    return [kv.strip() for kv in value.split(",") if kv.strip()]
+
+
+def load_sweep(path: Path) -> Sweep:
+    from numalign.k8s.textfiles import read_text_file
+
+    text = read_text_file(path, "the sweep file", "kind: Sweep with axes (docs/cluster-format.md)", InvalidInputError)
+    try:
+        obj = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise InvalidInputError(f"{path}: not valid YAML ({str(e).splitlines()[0]}); expected kind: Sweep") from None
+    return sweep_from_dict(obj, str(path))
+
+
+def sweep_from_dict(obj: Any, where: str) -> Sweep:
+    if not isinstance(obj, Mapping) or obj.get("kind", "Sweep") != "Sweep":
+        raise InvalidInputError(f"{where}: expected kind: Sweep with axes such as topologyManagerPolicies")
+    known = {"kind", "schedulers", "scoring", *AXES}
+    unknown = sorted(set(obj) - known)
+    if unknown:
+        raise InvalidInputError(f"{where}: {unknown[0]}: unknown field; expected one of {', '.join(sorted(known))}")
+    sweep = Sweep()
+    if "schedulers" in obj:
+        sweep.schedulers = [str(s) for s in _list(obj["schedulers"], f"{where}: schedulers")]
+    scoring = obj.get("scoring") or {}
+    if not isinstance(scoring, Mapping):
+        raise InvalidInputError(f"{where}: scoring: expected scheduler: strategy, e.g. {{exact: LeastNUMANodes}}")
+    sweep.scoring = {str(k): str(v) for k, v in scoring.items()}
+    for name in AXES:
+        if name in obj:
+            sweep.axes[name] = ["" if v is None else str(v) for v in _list(obj[name], f"{where}: {name}")]
+    sweep.check(where)
+    return sweep
+
+
+def _list(v: Any, where: str) -> list[Any]:
+    if not isinstance(v, list):
+        raise InvalidInputError(f"{where}: expected a list, got {v!r}")
+    return v
+
+
+def _run(args: tuple[Cluster, Workload, RunSpec, int, int]) -> RunResult:
+    cluster, workload, spec, seed, max_retries = args
+    return run_one(cluster, workload, spec, seed, max_retries)
+
+
+def run_sweep(cluster: Cluster, workload: Workload, specs: Sequence[RunSpec], seed: int, max_retries: int, *,
+              jobs: int = 1, dask: str | None = None,
+              done: Callable[[int, RunResult], None] | None = None) -> list[RunResult]:
+    """Every run, in `specs` order. jobs > 1: local worker processes; dask: a dask.distributed scheduler."""
+    tasks = [(cluster, workload, spec, seed, max_retries) for spec in specs]
+    results: list[RunResult | None] = [None] * len(tasks)
+
+    def finished(i: int, r: RunResult) -> None:
+        results[i] = r
+        if done is not None:
+            done(i, r)
+
+    if dask is not None:
+        _on_dask(dask, tasks, finished)
+    elif jobs > 1 and len(tasks) > 1:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+            futures = {pool.submit(_run, t): i for i, t in enumerate(tasks)}
+            from concurrent.futures import as_completed
+
+            for f in as_completed(futures):
+                finished(futures[f], f.result())
+    else:
+        for i, t in enumerate(tasks):
+            finished(i, _run(t))
+    return [r for r in results if r is not None]
+
+
+def _on_dask(address: str, tasks: Iterable[tuple[Cluster, Workload, RunSpec, int, int]],
+             finished: Callable[[int, RunResult], None]) -> None:
+    try:
+        from distributed import Client, as_completed
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        raise InvalidInputError("--dask needs dask.distributed; install numalign's dependencies") from None
+    try:
+        client = Client(address, timeout=10)  # type: ignore[no-untyped-call]  # distributed is untyped
+    except OSError as e:
+        raise InvalidInputError(f"--dask {address}: cannot reach a Dask scheduler there ({e}); expected the "
+                                "address of a running scheduler, e.g. tcp://10.0.0.5:8786") from None
+    try:
+        task_list = list(tasks)
+        futures = [client.submit(_run, t, pure=False) for t in task_list]
+        index = {f.key: i for i, f in enumerate(futures)}
+        for f in as_completed(futures):  # type: ignore[no-untyped-call]
+            finished(index[f.key], f.result())
+    finally:
+        client.close()  # type: ignore[no-untyped-call]
+
+
+def specs_from_args(schedulers: Sequence[str], scoring: Mapping[str, str],
+                    axes: Mapping[str, Sequence[str]]) -> list[RunSpec]:
+    sweep = Sweep(list(schedulers) or ["default", "exact"], dict(scoring),
+                  {k: list(v) for k, v in axes.items() if v})
+    return sweep.specs("the command line")
+
+
+__all__ = ["AXES", "SCHEDULERS", "SCORING", "Sweep", "load_sweep", "run_sweep", "specs_from_args"]

@@ -1,0 +1,251 @@
+"""What a simulation schedules: pods from manifests (as `numalign admit` reads them, replicas expanded),
+an optional timeline of creations and deletions, or a seeded mix of pod shapes.
+
+Timeline (JSON lines or CSV with a header): `time`, `op` (create | delete) and `name`, the name of a
+workload (Deployment, Job, ...) or a pod from the manifests. Without a timeline every workload is
+created at time 0 in file order. A mix file lists pod shapes with weights:
+
+    kind: Mix
+    count: 2000
+    shapes:
+    - {weight: 40, pod: {apiVersion: v1, kind: Pod, metadata: {name: web}, spec: {...}}}
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from numalign.errors import InvalidInputError
+from numalign.k8s.manifest import WORKLOAD_TEMPLATES, pods_from_object
+from numalign.k8s.pod import Pod
+
+OPS: Final = ("create", "delete")
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What beyond resources decides where a pod may go: spec.nodeSelector and spec.tolerations."""
+
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+
+
+@dataclass(frozen=True)
+class WorkloadGroup:
+    """The pods of one workload (or one bare pod), created and deleted together."""
+
+    name: str
+    pods: tuple[Pod, ...]
+    placement: Placement = Placement()
+
+
+@dataclass(frozen=True)
+class Event:
+    time: float
+    op: str
+    name: str
+
+
+@dataclass
+class Workload:
+    groups: list[WorkloadGroup]
+    events: list[Event] = field(default_factory=list)
+    source: str = ""
+
+    def timeline(self) -> list[Event]:
+        if self.events:
+            return sorted(self.events, key=lambda e: e.time)
+        return [Event(0.0, "create", g.name) for g in self.groups]
+
+    def group(self, name: str) -> WorkloadGroup | None:
+        index = self.__dict__.get("_index")
+        if index is None or len(index) != len(self.groups):
+            index = {g.name: g for g in self.groups}
+            self.__dict__["_index"] = index
+        found: WorkloadGroup | None = index.get(name)
+        return found
+
+    def pod_count(self) -> int:
+        return sum(len(g.pods) for g in self.groups)
+
+
+def _placement(spec: Any) -> Placement:
+    if not isinstance(spec, Mapping):
+        return Placement()
+    sel = spec.get("nodeSelector") or {}
+    tols = []
+    for t in spec.get("tolerations") or []:
+        if isinstance(t, Mapping):
+            tols.append(Toleration(str(t.get("key", "")), str(t.get("operator", "Equal")), str(t.get("value", "")),
+                                   str(t.get("effect", ""))))
+    return Placement(tuple(sorted((str(k), str(v)) for k, v in sel.items())) if isinstance(sel, Mapping) else (),
+                     tuple(tols))
+
+
+def _template_spec(obj: Mapping[str, Any]) -> Any:
+    spec = obj.get("spec")
+    if obj.get("kind") == "Pod" or not isinstance(spec, Mapping):
+        return spec
+    if obj.get("kind") == "CronJob":
+        spec = ((spec.get("jobTemplate") or {}).get("spec") or {})
+    return (spec.get("template") or {}).get("spec")
+
+
+def groups_from_object(obj: Any, where: str) -> list[WorkloadGroup]:
+    if isinstance(obj, list):
+        return [g for i, o in enumerate(obj) for g in groups_from_object(o, f"{where}[{i}]")]
+    if isinstance(obj, Mapping) and isinstance(obj.get("kind"), str) and obj["kind"].endswith("List") \
+            and isinstance(obj.get("items"), list):
+        return [g for i, o in enumerate(obj["items"]) for g in groups_from_object(o, f"{where}: items[{i}]")]
+    pods = pods_from_object(obj, where, expand_replicas=True)
+    if not pods:
+        return []
+    assert isinstance(obj, Mapping)
+    meta = obj.get("metadata") or {}
+    kind = obj.get("kind", "Pod")
+    name = str(meta.get("name", pods[0].name)) if kind in WORKLOAD_TEMPLATES else pods[0].name
+    return [WorkloadGroup(name, tuple(pods), _placement(_template_spec(obj)))]
+
+
+def load_workload(paths: Sequence[Path]) -> Workload:
+    from numalign.k8s.textfiles import read_text_file
+
+    groups: list[WorkloadGroup] = []
+    for path in paths:
+        text = read_text_file(path, "the workload", "Pod or workload manifests (YAML or JSON)", InvalidInputError)
+        try:
+            docs = [json.loads(text)] if text.lstrip().startswith(("{", "[")) else list(yaml.safe_load_all(text))
+        except (ValueError, yaml.YAMLError) as e:
+            raise InvalidInputError(f"{path}: not valid YAML or JSON ({str(e).splitlines()[0]}); expected Pod or "
+                                    "workload manifests") from None
+        found = []
+        for i, doc in enumerate(docs, start=1):
+            if doc is not None:
+                found.extend(groups_from_object(doc, f"{path}: document {i}"))
+        if not found:
+            raise InvalidInputError(f"{path}: no Pod or workload with a pod template found; expected manifests as "
+                                    "`numalign admit` takes them")
+        groups.extend(found)
+    _unique(groups)
+    return Workload(groups, source=", ".join(str(p) for p in paths))
+
+
+def _unique(groups: list[WorkloadGroup]) -> None:
+    seen: set[str] = set()
+    for g in groups:
+        if g.name in seen:
+            raise InvalidInputError(f"workload {g.name!r} appears twice; expected unique workload and pod names "
+                                    "(the timeline refers to them by name); rename one")
+        seen.add(g.name)
+
+
+def load_timeline(path: Path, workload: Workload) -> list[Event]:
+    from numalign.k8s.textfiles import read_text_file
+
+    text = read_text_file(path, "the timeline", "JSON lines or CSV with time, op, name", InvalidInputError)
+    rows: list[tuple[str, Mapping[str, Any]]] = []
+    if text.lstrip().startswith("{"):
+        for n, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    rows.append((f"{path}:{n}", json.loads(line)))
+                except ValueError:
+                    raise InvalidInputError(f"{path}:{n}: not a JSON object; expected one "
+                                            '{"time": 0, "op": "create", "name": "web"} per line') from None
+    else:
+        reader = csv.DictReader(io.StringIO(text))
+        if reader.fieldnames is None or not {"time", "op", "name"} <= set(reader.fieldnames):
+            raise InvalidInputError(f"{path}: expected a CSV header time,op,name (or JSON lines), got "
+                                    f"{reader.fieldnames}")
+        rows = [(f"{path}:{n}", r) for n, r in enumerate(reader, start=2)]
+    events = []
+    for where, r in rows:
+        if not isinstance(r, Mapping):
+            raise InvalidInputError(f"{where}: expected an object with time, op, name")
+        try:
+            t = float(r.get("time", 0))
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"{where}: time: {r.get('time')!r} is not a number; expected seconds") from None
+        op = str(r.get("op", ""))
+        if op not in OPS:
+            raise InvalidInputError(f"{where}: op: {op!r}; expected create or delete")
+        name = str(r.get("name", ""))
+        if workload.group(name) is None:
+            known = ", ".join(g.name for g in workload.groups[:5])
+            raise InvalidInputError(f"{where}: name: {name!r} names no workload or pod in {workload.source}; "
+                                    f"expected one of {known}{', ...' if len(workload.groups) > 5 else ''}")
+        events.append(Event(t, op, name))
+    return events
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    weight: float
+    pod: Pod
+    placement: Placement = Placement()
+
+
+def generate(shapes: Sequence[Shape], count: int, seed: int) -> Workload:
+    """`count` pods drawn from the weighted shapes with a seeded generator; each pod its own group."""
+    rng = random.Random(seed)
+    weights = [s.weight for s in shapes]
+    groups = []
+    for i in range(count):
+        s = rng.choices(shapes, weights)[0]
+        name = f"{s.name}-{i}"
+        pod = dataclasses.replace(s.pod, name=name, uid=f"gen-{seed}-{i}")
+        groups.append(WorkloadGroup(name, (pod,), s.placement))
+    return Workload(groups, source=f"generated: {count} pods, seed {seed}, shapes "
+                    + ", ".join(f"{s.name}:{s.weight:g}" for s in shapes))
+
+
+def load_mix(path: Path) -> tuple[list[Shape], int | None]:
+    from numalign.k8s.textfiles import read_text_file
+
+    text = read_text_file(path, "the mix file", "kind: Mix with shapes [{weight, pod}]", InvalidInputError)
+    try:
+        obj = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise InvalidInputError(f"{path}: not valid YAML ({str(e).splitlines()[0]}); expected kind: Mix") from None
+    return mix_from_dict(obj, str(path))
+
+
+def mix_from_dict(obj: Any, where: str) -> tuple[list[Shape], int | None]:
+    if not isinstance(obj, Mapping) or not isinstance(obj.get("shapes"), list) or not obj["shapes"]:
+        raise InvalidInputError(f"{where}: expected kind: Mix with a non-empty shapes list of {{weight, pod}}")
+    shapes = []
+    for i, s in enumerate(obj["shapes"]):
+        w = f"{where}: shapes[{i}]"
+        if not isinstance(s, Mapping) or not isinstance(s.get("pod"), Mapping):
+            raise InvalidInputError(f"{w}: expected {{weight: N, pod: <Pod manifest>}}")
+        weight = s.get("weight", 1)
+        if not isinstance(weight, int | float) or weight <= 0:
+            raise InvalidInputError(f"{w}.weight: expected a number > 0, got {weight!r}")
+        found = groups_from_object(s["pod"], f"{w}.pod")
+        if not found:
+            raise InvalidInputError(f"{w}.pod: no pod found; expected a Pod manifest")
+        group = found[0]
+        shapes.append(Shape(group.name, float(weight), group.pods[0], group.placement))
+    count = obj.get("count")
+    if count is not None and (not isinstance(count, int) or count < 1):
+        raise InvalidInputError(f"{where}: count: expected a whole number >= 1, got {count!r}")
+    return shapes, count

@@ -1,0 +1,102 @@
+"""`numalign simulate` and `numalign capacity` on the command line, and their one-line refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from numalign.cli.main import main
+
+
+def test_simulate_with_no_files_prints_the_comparison(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if "single-numa-node" in line and "default" in line)
+    assert "exact" in header
+    row = next(line for line in out.splitlines() if line.startswith("kubelet rejections"))
+    default_rej, exact_rej = (int(v) for v in row.split()[2:4])
+    assert default_rej > 0 and exact_rej == 0
+
+
+def test_simulate_json_csv_and_a_cluster_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "kubelet.yaml").write_text(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuManagerPolicy: static\n"
+        "reservedSystemCPUs: '0'\ntopologyManagerPolicy: restricted\n", encoding="utf-8")
+    (tmp_path / "cluster.yaml").write_text("""
+kind: Cluster
+name: mine
+pools:
+- name: big
+  count: 3
+  machine: epyc-nps4
+  kubeletConfig: kubelet.yaml
+  kubelet: {topologyManagerScope: pod}
+  devices: {nvidia.com/gpu: {0: 1, 4: 1}}
+  labels: {tier: big}
+  taints: [{key: dedicated, value: big, effect: NoSchedule}]
+- name: small
+  count: 2
+  machine: dual-socket
+""", encoding="utf-8")
+    (tmp_path / "pods.yaml").write_text("""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: svc, namespace: t}
+spec:
+  replicas: 5
+  template:
+    spec:
+      tolerations: [{key: dedicated, operator: Equal, value: big, effect: NoSchedule}]
+      nodeSelector: {tier: big}
+      containers:
+      - name: c
+        resources: {limits: {cpu: '4', memory: 4Gi, nvidia.com/gpu: '1'}}
+""", encoding="utf-8")
+    args = ["simulate", "--cluster", str(tmp_path / "cluster.yaml"), str(tmp_path / "pods.yaml"), "-j", "1",
+            "--scheduler", "exact"]
+    assert main([*args, "-o", "json"]) == 0
+    sim = json.loads(capsys.readouterr().out)
+    (run,) = sim["runs"]
+    assert sim["nodes"] == 5 and run["pods"] == 5
+    # Only the 3 tainted, labelled EPYC nodes take them: 2 GPUs each, so 5 fit.
+    assert run["placed"] == 5 and run["resources"]["nvidia.com/gpu"]["requested"] == 5
+    assert run["config"]["topology_manager_scope"] == "pod"
+    assert main([*args, "-o", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("scheduler,scoring,") and lines[1].startswith("exact,LeastAllocated,restricted,pod")
+
+
+@pytest.mark.parametrize(
+    ("cluster_yaml", "expected"),
+    [
+        ("kind: Cluster\npools:\n- {name: a, count: 1, machine: quantum-9000}\n",
+         "pools[0] (a).machine: --machine 'quantum-9000': not a built-in machine"),
+        ("kind: Cluster\npools:\n- {name: a, count: 0}\n", "pools[0] (a).count: expected a whole number >= 1"),
+        ("kind: Cluster\npools:\n- {name: a, devices: {gpu: {0: 1}}}\n",
+         "pools[0] (a).devices.gpu: 'gpu' is not an extended resource name"),
+        ("kind: Cluster\npools:\n- {name: a, devices: {x.io/gpu: {9: 1}}}\n",
+         "NUMA node 9 does not exist on machine dual-socket"),
+        ("kind: Cluster\npools:\n- {name: a, cores: 4}\n", "pools[0].cores: unknown field"),
+        ("kind: NodeList\nitems: []\n", "a Kubernetes NodeList, not a cluster.yaml"),
+    ],
+)
+def test_bad_cluster_files_get_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], cluster_yaml: str,
+                                        expected: str) -> None:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(cluster_yaml, encoding="utf-8")
+    assert main(["simulate", "--cluster", str(path), "-j", "1"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(path) in err[0] and expected in err[0], err
+
+
+def test_capacity_built_in_and_bad_pod(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["capacity", "-o", "json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["exact"] == 32 and obj["by_requests"] == 40
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing\n", encoding="utf-8")
+    assert main(["capacity", str(empty)]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "empty.yaml: no Pod or workload" in err[0]

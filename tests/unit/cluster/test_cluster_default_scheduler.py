@@ -1,0 +1,113 @@
+"""The default scheduler's arithmetic, checked against kube-scheduler's own test tables
+(pkg/scheduler/framework/plugins/noderesources/*_test.go, schedule_one_test.go)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from numalign.cluster.examples import gpu_node
+from numalign.cluster.model import Cluster, NodePool, example_config
+from numalign.cluster.schedulers import DefaultScheduler, broken_linear, num_feasible_nodes_to_find
+from numalign.cluster.state import ClusterState, PodVector
+
+
+@pytest.mark.parametrize(
+    ("percentage", "nodes", "expected"),
+    [
+        (0, 10, 10),  # fewer than 100 nodes: all
+        (0, 99, 99),
+        (0, 100, 100),  # 49% of 100 = 49, raised to the minimum of 100
+        (0, 1000, 420),  # adaptive: 50 - 1000/125 = 42%
+        (0, 5000, 500),  # 50 - 40 = 10%
+        (0, 6000, 300),  # 50 - 48 = 2%, raised to 5%
+        (30, 1000, 300),
+        (10, 500, 100),  # 50, raised to 100
+        (100, 1000, 1000),
+    ],
+)
+def test_num_feasible_nodes_to_find(percentage: int, nodes: int, expected: int) -> None:
+    assert num_feasible_nodes_to_find(percentage, nodes) == expected
+
+
+def _state(allocs: list[tuple[int, int]]) -> ClusterState:
+    """Nodes with the given (milli-cpu, memory) allocatable and nothing requested."""
+    st = ClusterState(Cluster("t", (NodePool("p", len(allocs), gpu_node(), example_config()),)))
+    for i, (cpu, mem) in enumerate(allocs):
+        st.alloc[i, 0], st.alloc[i, 1] = cpu, mem
+    return st
+
+
+def _pod(st: ClusterState, cpu: int, mem: int) -> PodVector:
+    vec = np.zeros(len(st.resources), dtype=np.int64)
+    vec[0], vec[1] = cpu, mem
+    req = {k: v for k, v in (("cpu", cpu), ("memory", mem)) if v}
+    return PodVector(("t", cpu, mem), req, (cpu or 100, mem or 200 * 1024 * 1024), vec, not req)
+
+
+# (pod cpu, pod mem), nodes [(alloc cpu, alloc mem)], node requested (non-zero), expected per strategy.
+# The first row is upstream's (least_allocated_test, most_allocated_test); the others are worked by hand.
+CASES = [
+    # "nothing scheduled, resources requested, differently sized nodes"
+    ((3000, 5000), [(4000, 10000), (6000, 10000)], [(0, 0), (0, 0)],
+     {"LeastAllocated": [37, 50], "MostAllocated": [62, 50]}),
+    # pods already on the nodes (worked by hand from the formulas: (alloc - req) * 100 / alloc, averaged)
+    ((3000, 5000), [(10000, 20000), (10000, 50000)], [(3000, 0), (3000, 5000)],
+     {"LeastAllocated": [57, 60], "MostAllocated": [42, 40]}),
+    # requested more than allocatable: LeastAllocated gives 0, MostAllocated caps at the capacity
+    ((6000, 10000), [(4000, 10000)], [(0, 0)], {"LeastAllocated": [0], "MostAllocated": [100]}),
+]
+
+
+@pytest.mark.parametrize(("pod", "nodes", "requested", "expected"), CASES)
+def test_fit_scores_match_upstream_tables(
+    pod: tuple[int, int], nodes: list[tuple[int, int]], requested: list[tuple[int, int]], expected: dict[str, list[int]]
+) -> None:
+    st = _state(nodes)
+    for i, (cpu, mem) in enumerate(requested):
+        st.non_zero[i] = (cpu, mem)
+    pv = _pod(st, *pod)
+    pv = PodVector(pv.key, pv.requests, pod, pv.vec, pv.zero)  # the pods of these tables request both
+    idx = np.arange(len(nodes))
+    for strategy, scores in expected.items():
+        assert DefaultScheduler(st, 1, strategy).fit_scores(pv, idx).tolist() == scores, strategy
+
+
+def test_balanced_allocation_matches_upstream_table() -> None:
+    # "nothing scheduled, resources requested, differently sized nodes": 87 and 100
+    st = _state([(4000, 10000), (6000, 10000)])
+    pv = _pod(st, 3000, 5000)
+    assert DefaultScheduler(st, 1).balanced_scores(pv, np.arange(2)).tolist() == [87, 100]
+    # best-effort pods are skipped (kubernetes#129138)
+    assert DefaultScheduler(st, 1).balanced_scores(_pod(st, 0, 0), np.arange(2)).tolist() == [0, 0]
+
+
+def test_requested_to_capacity_ratio_broken_linear() -> None:
+    shape = ((0, 0), (100, 100))
+    assert broken_linear(shape, np.array([0, 25, 50, 100, 120])).tolist() == [0, 25, 50, 100, 100]
+    shape2 = ((10, 100), (50, 0))
+    assert broken_linear(shape2, np.array([0, 10, 30, 50, 90])).tolist() == [100, 100, 50, 0, 0]
+
+
+def test_cut_off_and_rotating_start_index() -> None:
+    st = _state([(64000, 1 << 40)] * 200)
+    sched = DefaultScheduler(st, 7)
+    pv = _pod(st, 1000, 1 << 30)
+    mask = np.ones(200, dtype=np.bool_)
+    idx, processed = sched.feasible(pv_pod := None, pv, mask)  # type: ignore[arg-type]
+    del pv_pod
+    # 200 nodes: 50 - 1 = 49% = 98, raised to 100; the search stops after 100 feasible nodes.
+    assert len(idx) == 100 and processed == 100 and idx[0] == 0
+    sel = sched.select(None, pv, mask)  # type: ignore[arg-type]
+    assert sel.feasible == 100 and sched.next_start == 100
+    assert 0 <= (sel.node or 0) < 100  # every node scores alike: a seeded pick among the first 100
+    sched.select(None, pv, mask)  # type: ignore[arg-type]
+    assert sched.next_start == 0
+    # Infeasible nodes count as processed too. Upstream stops only when a feasible node beyond the
+    # wanted number turns up, so with exactly 100 feasible nodes (every other one) all 200 are processed.
+    mask[1::2] = False
+    idx, processed = sched.feasible(None, pv, mask)  # type: ignore[arg-type]
+    assert len(idx) == 100 and processed == 200 and bool(np.all(idx % 2 == 0))
+    mask[1] = True  # one more feasible node: the 101st (node 198) stops the search; 0-197 were processed
+    idx, processed = sched.feasible(None, pv, mask)  # type: ignore[arg-type]
+    assert len(idx) == 100 and processed == 198

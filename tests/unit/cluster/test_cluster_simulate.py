@@ -1,0 +1,142 @@
+"""Simulation runs: default's kubelet rejections that exact avoids, retries, churn, determinism, capacity."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from numalign.cluster.capacity import capacity
+from numalign.cluster.examples import example_cluster, example_shapes, example_workload, gpu_node
+from numalign.cluster.model import Cluster, NodePool, example_config
+from numalign.cluster.result import RunResult, SimulationResult
+from numalign.cluster.simulate import RunSpec, run_one
+from numalign.cluster.sweep import Sweep, run_sweep, sweep_from_dict
+from numalign.cluster.workload import Event, Workload, WorkloadGroup, load_timeline
+from numalign.errors import InvalidInputError
+from numalign.k8s.manifest import pods_from_yaml
+
+
+def _pod(name: str, limits: str) -> object:
+    return pods_from_yaml(f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: t}}
+spec:
+  containers:
+  - name: c
+    resources:
+      limits: {limits}
+""")[0]
+
+
+def test_builtin_example_default_rejects_exact_never() -> None:
+    cluster, workload = example_cluster(), example_workload(1)
+    default = run_one(cluster, workload, RunSpec("default"), 1)
+    exact = run_one(cluster, workload, RunSpec("exact"), 1)
+    assert default.kubelet_rejections.get("TopologyAffinityError", 0) > 0
+    assert default.rejected_pods > 0 and default.retries > 0
+    assert exact.kubelet_rejections == {} and exact.rejected_pods == 0 and exact.retries == 0
+    for r in (default, exact):
+        assert r.pods == workload.pod_count() == 320
+        assert r.placed + r.unschedulable + r.failed == r.pods
+        assert r.alignment.share == 1.0  # single-numa-node: everything admitted is aligned
+        assert 0 < r.resources["cpu"].utilisation <= 1
+    # Same seed, same result; the result model round-trips.
+    again = run_one(cluster, workload, RunSpec("default"), 1)
+    assert again == default
+    assert RunResult.from_dict(default.to_dict()) == default
+
+
+def test_retries_are_bounded() -> None:
+    # Two-GPU pods on nodes with one GPU per NUMA node: the default scheduler sees 4 GPUs per node and
+    # the kubelet (single-numa-node) rejects every one.
+    node = gpu_node(gpus_per_numa=1)
+    cluster = Cluster("c", (NodePool("p", 3, node, example_config()),))
+    pods = tuple(dataclasses.replace(_pod("two-gpu", "{cpu: '2', memory: 1Gi, nvidia.com/gpu: '2'}"),  # type: ignore[type-var]
+                                     name=f"two-gpu-{i}", uid=f"u{i}") for i in range(2))
+    wl = Workload([WorkloadGroup("two-gpu", pods)])  # type: ignore[arg-type]
+    r = run_one(cluster, wl, RunSpec("default"), 3, max_retries=2)
+    assert r.placed == 0 and r.failed == 2 and r.rejected_pods == 2
+    assert r.retries == 4 and r.kubelet_rejections == {"TopologyAffinityError": 6}
+    exact = run_one(cluster, wl, RunSpec("exact"), 3, max_retries=2)
+    assert exact.unschedulable == 2 and exact.rejections == 0
+    (reason,) = exact.unschedulable_reasons
+    assert "would reject" in reason
+
+
+def test_timeline_deletes_free_room_for_pending_pods(tmp_path: Path) -> None:
+    cluster = Cluster("c", (NodePool("p", 1, gpu_node(), example_config()),))
+    big = pods_from_yaml("""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: big, namespace: t}
+spec:
+  replicas: 8
+  template:
+    spec:
+      containers:
+      - name: c
+        resources: {limits: {cpu: '8', memory: 8Gi, nvidia.com/gpu: '1'}}
+""", expand_replicas=True)
+    late = [dataclasses.replace(p, name=f"late-{i}", uid=f"late-{i}") for i, p in enumerate(big)]
+    wl = Workload([WorkloadGroup("big", tuple(big)), WorkloadGroup("late", tuple(late))])
+    timeline = tmp_path / "t.csv"
+    timeline.write_text("time,op,name\n0,create,big\n1,create,late\n2,delete,big\n", encoding="utf-8")
+    wl.events = load_timeline(timeline, wl)
+    assert wl.events[1] == Event(1.0, "create", "late")
+    r = run_one(cluster, wl, RunSpec("exact"), 1)
+    # 8 GPUs: big takes them all, late waits, big is deleted, late gets them.
+    assert r.deleted == 8 and r.placed == 8 and r.unschedulable == 0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"time": 0, "op": "create", "name": "nothing"}\n', encoding="utf-8")
+    with pytest.raises(InvalidInputError, match=r"bad.jsonl:1: name: 'nothing' names no workload"):
+        load_timeline(bad, wl)
+
+
+def test_sweep_runs_identically_in_worker_processes() -> None:
+    cluster, workload = example_cluster(), example_workload(2, count=120)
+    specs = Sweep(["default", "exact"], {}, {"topologyManagerPolicies": ["restricted", "best-effort"]}).specs()
+    assert [(s.scheduler, s.kubelet_flags) for s in specs] == [
+        ("default", (("--topology-manager-policy", "restricted"),)),
+        ("exact", (("--topology-manager-policy", "restricted"),)),
+        ("default", (("--topology-manager-policy", "best-effort"),)),
+        ("exact", (("--topology-manager-policy", "best-effort"),)),
+    ]
+    here = run_sweep(cluster, workload, specs, 2, 3, jobs=1)
+    there = run_sweep(cluster, workload, specs, 2, 3, jobs=2)
+    assert here == there
+    policies = [r.config.topology_manager_policy for r in here]
+    assert policies == ["restricted", "restricted", "best-effort", "best-effort"]
+    sim = SimulationResult("example", 12, "w", 120, 2, 3, tuple(here))
+    assert SimulationResult.from_dict(sim.to_dict()) == sim
+
+
+@pytest.mark.parametrize(
+    ("obj", "message"),
+    [
+        ({"schedulers": ["fancy"]}, "scheduler 'fancy'; expected one of default, exact"),
+        ({"schedulers": ["default"], "scoring": {"default": "LeastNUMANodes"}}, "not a strategy of the default"),
+        ({"scoring": {"nrt2": "MostAllocated"}}, "scheduler 'nrt2' is not in schedulers"),
+        ({"topologyManagerPolicies": ["restricted", "restricted"]}, "'restricted' is listed twice"),
+        ({"topologyManagerPolicies": ["none"], "topologyManagerPolicyOptions": ["prefer-closest-numa-nodes=true"]},
+         "the only policy is none"),
+        ({"topologyManagerPolicies": []}, "empty"),
+        ({"colour": ["red"]}, "colour: unknown field"),
+    ],
+)
+def test_contradictory_or_unknown_sweeps_are_refused(obj: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        sweep_from_dict({"kind": "Sweep", **obj}, "sweep.yaml")
+
+
+def test_capacity_per_pool_exact_beside_sum_of_requests() -> None:
+    shapes, _ = example_shapes()
+    training = next(s for s in shapes if s.name == "training")  # 20 CPUs, 96Gi, 2 GPUs
+    pools = {p.pool: p for p in capacity(example_cluster(), training.pod)}
+    # dual-socket GPU nodes: 2 GPUs and ~30 CPUs per NUMA node, so 4 per node, as the sum says.
+    assert (pools["gpu"].exact, pools["gpu"].by_requests) == (32, 32)
+    # EPYC nodes: 4 GPUs, one per NUMA node: the sum of requests says 2 per node, the kubelet none.
+    assert (pools["cpu"].exact, pools["cpu"].by_requests) == (0, 8)
+    assert pools["cpu"].limited_by == {"TopologyAffinityError": 4}
