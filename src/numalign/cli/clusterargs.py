@@ -14,7 +14,7 @@ from numalign.errors import InvalidInputError
 
 
 def add_cluster_args(p: argparse.ArgumentParser, workload: bool = True) -> None:
-    from numalign.cluster.examples import DESCRIPTIONS
+    from numalign.cluster.catalog import DESCRIPTIONS
 
     g = p.add_argument_group("the cluster")
     g.add_argument("--cluster", metavar="FILE|NAME", default="example",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
+from numalign.cluster.catalog import DESCRIPTIONS
 from numalign.cluster.model import DATA_DIR, Cluster, NodePool, devices_per_numa, example_config, with_devices
 from numalign.cluster.workload import Shape, Workload, generate, load_mix
 from numalign.errors import InvalidInputError
@@ -34,10 +35,6 @@ def _bench() -> Cluster:
 
 
 CLUSTERS: Final[dict[str, Callable[[], Cluster]]] = {"example": _example, "bench": _bench}
-DESCRIPTIONS: Final = {
-    "example": "8 dual-socket GPU nodes (4 NUMA nodes, 8 GPUs each) and 4 EPYC NPS4 nodes (8 NUMA nodes)",
-    "bench": "1,000 dual-socket GPU nodes (4 NUMA nodes, SMT, 8 GPUs each)",
-}
 
 
 def example_cluster(name: str = "example") -> Cluster:
