@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from numalign.cluster.catalog import DESCRIPTIONS
 from numalign.cluster.model import DATA_DIR, Cluster, NodePool, devices_per_numa, example_config, with_devices
 from numalign.cluster.workload import Shape, Workload, generate, load_mix
 from numalign.errors import InvalidInputError
