@@ -24,7 +24,7 @@ def register(sub: Any) -> None:
     )
     add_cluster_args(p)
     g = p.add_argument_group("the sweep (every combination runs; axes not given keep each pool's own setting)")
-    g.add_argument("--scheduler", action="append", choices=("default", "exact"),
+    g.add_argument("--scheduler", action="append", choices=("default", "nrt", "exact"),
                    help="scheduler to compare (repeat; default: all of them)")
     g.add_argument("--scoring", action="append", default=[], metavar="SCHEDULER=STRATEGY",
                    help="scoring strategy: default/exact LeastAllocated (default), MostAllocated, "

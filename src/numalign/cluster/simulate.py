@@ -26,10 +26,11 @@ from numalign.errors import InvalidInputError
 from numalign.k8s.pod import Pod
 from numalign.k8s.qos import QOSClass, get_pod_qos
 
-SCHEDULERS = ("default", "exact")
+SCHEDULERS = ("default", "nrt", "exact")
 SCORING = {
     "default": SCORING_STRATEGIES,
     "exact": (*SCORING_STRATEGIES, "LeastNUMANodes"),
+    "nrt": ("LeastAllocated", "MostAllocated", "BalancedAllocation", "LeastNUMANodes"),
 }
 DEFAULT_MAX_RETRIES = 3
 
@@ -51,6 +52,10 @@ class RunSpec:
 def make_scheduler(name: str, state: ClusterState, seed: int, scoring: str) -> DefaultScheduler:
     if name == "exact":
         return ExactScheduler(state, seed, scoring)
+    if name == "nrt":
+        from numalign.cluster.nrtmatch import NRTScheduler
+
+        return NRTScheduler(state, seed, scoring)
     return DefaultScheduler(state, seed, scoring)
 
 

@@ -192,11 +192,16 @@ class ClusterState:
 
     def answers(self, pv: PodVector) -> tuple[BoolArray, BoolArray, IntArray]:
         """(valid, admitted, NUMA nodes) per node for this shape; fill invalid entries with probe()."""
-        found = self._answers.get(pv.key)
+        return self.answers_for(pv.key)
+
+    def answers_for(self, key: tuple[object, ...]) -> tuple[BoolArray, BoolArray, IntArray]:
+        """Per-node cached answers (valid, passes, a value) under `key`; a node's entries turn invalid
+        whenever a pod is bound to or removed from it."""
+        found = self._answers.get(key)
         if found is None:
             n = len(self.nodes)
             found = (np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.int64))
-            self._answers[pv.key] = found
+            self._answers[key] = found
         return found
 
     def probe(self, i: int, pod: Pod, pv: PodVector) -> tuple[bool, int]:
