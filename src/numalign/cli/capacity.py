@@ -40,7 +40,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         group = load_workload([args.pod]).groups[0]
         pod, placement, source = group.pods[0], group.placement, f"{args.pod} ({group.pods[0].key})"
-    pools = capacity(cluster, pod, placement)
+    from numalign.cli.clusterargs import running_pods
+
+    pools = capacity(cluster, pod, placement, running_pods(args, cluster))
     if args.output != "text":
         dump({"cluster": cluster.name, "pod": source, "pools": [p.to_dict() for p in pools],
               "exact": sum(p.exact for p in pools), "by_requests": sum(p.by_requests for p in pools)}, args.output)

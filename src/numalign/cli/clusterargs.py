@@ -20,6 +20,12 @@ def add_cluster_args(p: argparse.ArgumentParser, workload: bool = True) -> None:
     g.add_argument("--cluster", metavar="FILE|NAME", default="example",
                    help="a cluster.yaml (docs/cluster-format.md) or a built-in: "
                    + "; ".join(f"{k}: {v}" for k, v in DESCRIPTIONS.items()) + " (default: example)")
+    g.add_argument("--nodes", metavar="FILE", type=Path,
+                   help="build the cluster from `kubectl get nodes -o json` instead (with --nrts for NUMA zones)")
+    g.add_argument("--nrts", metavar="FILE", type=Path,
+                   help="`kubectl get noderesourcetopologies -o json`: the nodes' NUMA zones (with --nodes)")
+    g.add_argument("--pods-dump", metavar="FILE", type=Path,
+                   help="`kubectl get pods -A -o json`: pods running now, bound to their nodes first")
     if not workload:
         return
     w = p.add_argument_group("the workload (default: the built-in mix of pod shapes)")
@@ -36,12 +42,27 @@ def load_cluster_arg(args: argparse.Namespace) -> Any:
     from numalign.cluster.examples import CLUSTERS, example_cluster
     from numalign.cluster.model import load_cluster
 
+    if args.nodes is not None:
+        from numalign.cluster.dumps import cluster_from_dumps
+
+        return cluster_from_dumps(args.nodes, args.nrts)
+    if args.nrts is not None:
+        raise InvalidInputError("--nrts given without --nodes; expected both (`kubectl get nodes -o json` and "
+                                "`kubectl get noderesourcetopologies -o json`)")
     if args.cluster in CLUSTERS:
         return example_cluster(args.cluster)
     path = Path(args.cluster)
     if not path.exists():
         return example_cluster(args.cluster)  # names the built-ins in its error
     return load_cluster(path)
+
+
+def running_pods(args: argparse.Namespace, cluster: Any) -> list[Any]:
+    if args.pods_dump is None:
+        return []
+    from numalign.cluster.dumps import bound_pods
+
+    return bound_pods(args.pods_dump, {n for p in cluster.pools for n in p.node_names()})
 
 
 def load_workload_args(args: argparse.Namespace) -> Any:

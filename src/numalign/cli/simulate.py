@@ -64,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"--max-retries {args.max_retries}: expected a whole number >= 0")
     cluster = load_cluster_arg(args)
     workload = load_workload_args(args)
+    from numalign.cli.clusterargs import running_pods
+
+    workload.bound = running_pods(args, cluster)
     if args.sweep is not None:
         if args.policies or args.scopes or args.tm_options or args.cpu_policies or args.cpu_options \
                 or args.memory_policies or args.scheduler:
@@ -107,6 +110,7 @@ def _default_schedulers() -> list[str]:
 def _rows(sim: Any) -> list[tuple[str, list[str]]]:
     runs = sim.runs
     rows: list[tuple[str, list[str]]] = [
+        *([("running before (dump)", [str(r.preexisting) for r in runs])] if any(r.preexisting for r in runs) else []),
         ("pods", [str(r.pods) for r in runs]),
         ("placed", [str(r.placed) for r in runs]),
         ("unschedulable", [str(r.unschedulable) for r in runs]),

@@ -58,9 +58,13 @@ def node_capacity(state: ClusterState, i: int, pod: Pod) -> tuple[int, int, str]
 
 
 def capacity(cluster: Cluster, pod: Pod, placement: Placement | None = None,
-             state: ClusterState | None = None) -> list[PoolCapacity]:
+             running: list[tuple[str, Pod]] | None = None) -> list[PoolCapacity]:
+    """Per pool; `running` pods (node name, pod) are bound first, as a cluster dump has them."""
+    from numalign.cluster.simulate import bind_preexisting
+
     placement = placement or Placement()
-    state = state or ClusterState(cluster, pod_resources(pod))
+    state = ClusterState(cluster, pod_resources(pod))
+    bind_preexisting(state, running or [])
     mask = state.placement_mask(placement)
     memo: dict[int, tuple[int, int, str]] = {}
     out = []

@@ -58,8 +58,11 @@ class NodePool:
     max_pods: int = 110
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
+    names: tuple[str, ...] | None = None  # the nodes' own names (a cluster dump); default pool-0, pool-1, ...
 
     def node_names(self) -> list[str]:
+        if self.names is not None:
+            return list(self.names)
         return [f"{self.name}-{i}" for i in range(self.count)]
 
 

@@ -18,6 +18,8 @@ RunResult
   alignment       NUMAAlignment of the placed Guaranteed pods
   resources       {resource: ResourceFigures}; cpu in millicores, memory and hugepages in bytes,
                   devices in units
+  preexisting     pods of a `kubectl get pods` dump bound to their nodes before the workload (admitted)
+  preexisting_rejected   of those, pods their node's kubelet (numalign) would not admit
 
 NUMAAlignment
   guaranteed      placed Guaranteed pods
@@ -106,6 +108,8 @@ class RunResult:
     deleted: int
     alignment: NUMAAlignment
     resources: dict[str, ResourceFigures]
+    preexisting: int = 0
+    preexisting_rejected: int = 0
 
     @property
     def rejections(self) -> int:
@@ -131,6 +135,7 @@ class RunResult:
             dict(d["kubelet_rejections"]), d["rejected_pods"], d["retries"], d["failed"], d["deleted"],
             NUMAAlignment(al["guaranteed"], al["single_numa"], {int(k): v for k, v in al["numa_nodes"].items()}),
             {k: ResourceFigures(v["allocatable"], v["requested"], v["stranded"]) for k, v in d["resources"].items()},
+            d.get("preexisting", 0), d.get("preexisting_rejected", 0),
         )
 
 

@@ -81,6 +81,7 @@ def run_one(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int,
     gave_up: list[_Pending] = []
     retries = failed = deleted = done = 0
     created = 0
+    preexisting, preexisting_rejected = bind_preexisting(state, workload.bound, bound)
 
     def schedule() -> None:
         nonlocal retries, failed, done
@@ -149,7 +150,26 @@ def run_one(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int,
         deleted=deleted,
         alignment=_alignment(state, bound),
         resources=_resources(state, pending_shapes),
+        preexisting=preexisting,
+        preexisting_rejected=preexisting_rejected,
     )
+
+
+def bind_preexisting(state: ClusterState, pods: list[tuple[str, Pod]],
+                     bound: dict[str, tuple[int, str]] | None = None) -> tuple[int, int]:
+    """Admit a dump's running pods on their nodes, in order: (admitted, rejected)."""
+    index = {sn.name: sn.index for sn in state.nodes}
+    admitted = rejected = 0
+    for node, pod in pods:
+        i = index[node]
+        rec = state.admit(i, pod, state.vector(pod))
+        if rec.result.admit:
+            admitted += 1
+            if bound is not None:
+                bound[pod.uid] = (i, "")
+        else:
+            rejected += 1
+    return admitted, rejected
 
 
 def _origin(item: _Pending) -> str:

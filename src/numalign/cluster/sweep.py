@@ -156,7 +156,7 @@ def _run(args: tuple[Cluster, Workload, RunSpec, int, int]) -> RunResult:
 
 
 def run_sweep(cluster: Cluster, workload: Workload, specs: Sequence[RunSpec], seed: int, max_retries: int, *,
-              jobs: int = 1, dask: str | None = None,
+              jobs: int = 1, dask: str | None = None, connect_timeout: float = 10.0,
               done: Callable[[int, RunResult], None] | None = None) -> list[RunResult]:
     """Every run, in `specs` order. jobs > 1: local worker processes; dask: a dask.distributed scheduler."""
     tasks = [(cluster, workload, spec, seed, max_retries) for spec in specs]
@@ -168,7 +168,7 @@ def run_sweep(cluster: Cluster, workload: Workload, specs: Sequence[RunSpec], se
             done(i, r)
 
     if dask is not None:
-        _on_dask(dask, tasks, finished)
+        _on_dask(dask, tasks, finished, connect_timeout)
     elif jobs > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
             futures = {pool.submit(_run, t): i for i, t in enumerate(tasks)}
@@ -183,14 +183,14 @@ def run_sweep(cluster: Cluster, workload: Workload, specs: Sequence[RunSpec], se
 
 
 def _on_dask(address: str, tasks: Iterable[tuple[Cluster, Workload, RunSpec, int, int]],
-             finished: Callable[[int, RunResult], None]) -> None:
+             finished: Callable[[int, RunResult], None], connect_timeout: float) -> None:
     try:
         from distributed import Client, as_completed
     except ImportError:  # pragma: no cover - distributed is a dependency
         raise InvalidInputError("--dask needs dask.distributed; install numalign's dependencies") from None
     try:
-        client = Client(address, timeout=10)  # type: ignore[no-untyped-call]  # distributed is untyped
-    except OSError as e:
+        client = Client(address, timeout=connect_timeout)  # type: ignore[no-untyped-call]  # distributed is untyped
+    except (OSError, TimeoutError) as e:
         raise InvalidInputError(f"--dask {address}: cannot reach a Dask scheduler there ({e}); expected the "
                                 "address of a running scheduler, e.g. tcp://10.0.0.5:8786") from None
     try:

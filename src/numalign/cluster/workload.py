@@ -69,6 +69,8 @@ class Workload:
     groups: list[WorkloadGroup]
     events: list[Event] = field(default_factory=list)
     source: str = ""
+    # Pods already running (a `kubectl get pods` dump): (node name, pod), bound before anything else.
+    bound: list[tuple[str, Pod]] = field(default_factory=list)
 
     def timeline(self) -> list[Event]:
         if self.events:

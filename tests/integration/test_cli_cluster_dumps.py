@@ -1,0 +1,86 @@
+"""A cluster rebuilt from kubectl dumps: nodes, their NodeResourceTopology objects (here numalign's own
+export of the built-in GPU node) and the pods running now."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from numalign.cli.main import main
+from numalign.cluster.dumps import cluster_from_dumps
+from numalign.cluster.examples import gpu_node
+from numalign.cluster.model import example_config
+from numalign.cluster.nrt import node_resource_topology
+from numalign.node import Node
+
+
+def _node(name: str, capacity: dict[str, str], labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"kind": "Node", "apiVersion": "v1", "metadata": {"name": name, "labels": labels or {}},
+            "status": {"capacity": capacity, "allocatable": capacity}}
+
+
+def _dumps(tmp_path: Path) -> tuple[Path, Path, Path]:
+    cap = {"cpu": "128", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"}
+    nodes = [_node("gpu-a", cap), _node("gpu-b", cap), _node("small", {"cpu": "8", "memory": "32Gi", "pods": "50"})]
+    nrts = [node_resource_topology(Node(gpu_node(), example_config()), n).to_dict() for n in ("gpu-a", "gpu-b")]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "busy", "namespace": "ml"},
+           "spec": {"nodeName": "gpu-a", "containers": [{"name": "c", "resources": {
+               "limits": {"cpu": "20", "memory": "96Gi", "nvidia.com/gpu": "2"}}}]},
+           "status": {"phase": "Running"}}
+    done = {**pod, "metadata": {"name": "old", "namespace": "ml"}, "status": {"phase": "Succeeded"}}
+    paths = tmp_path / "nodes.json", tmp_path / "nrts.json", tmp_path / "pods.json"
+    for path, items in zip(paths, (nodes, nrts, [pod, done]), strict=True):
+        path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}), encoding="utf-8")
+    return paths
+
+
+def test_cluster_from_dumps_rebuilds_numa_zones(tmp_path: Path) -> None:
+    nodes, nrts, _ = _dumps(tmp_path)
+    cluster = cluster_from_dumps(nodes, nrts)
+    assert [(p.count, p.names) for p in cluster.pools] == [(2, ("gpu-a", "gpu-b")), (1, ("small",))]
+    gpu, small = cluster.pools
+    assert len(gpu.machine.numa_nodes) == 4 and len(gpu.machine.cpus) == 128
+    assert {d.numa_nodes for d in gpu.machine.devices} == {(0,), (1,), (2,), (3,)}
+    assert gpu.machine.numa_nodes[0].distances == (10, 11, 21, 21)
+    cfg = gpu.config
+    assert (cfg.topology_manager_policy, cfg.cpu_manager_policy, cfg.memory_manager_policy) == \
+        ("single-numa-node", "static", "Static")
+    assert len(cfg.reserved_cpus()) == 2
+    # The rebuilt node exports the same zones as the original (the reservation lands on NUMA node 0).
+    again = node_resource_topology(Node(gpu.machine, cfg), "gpu-a").to_dict()
+    original = json.loads(nrts.read_text(encoding="utf-8"))["items"][0]
+    assert again["zones"] == original["zones"]
+    assert small.config.topology_manager_policy == "none" and len(small.machine.numa_nodes) == 1
+
+
+def test_capacity_and_simulate_from_dumps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nodes, nrts, pods = _dumps(tmp_path)
+    train = tmp_path / "train.yaml"
+    train.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: t}\nspec:\n  containers:\n  - name: c\n"
+                     "    resources: {limits: {cpu: '20', memory: 96Gi, nvidia.com/gpu: '2'}}\n", encoding="utf-8")
+    dumps = ["--nodes", str(nodes), "--nrts", str(nrts), "--pods-dump", str(pods)]
+    assert main(["capacity", str(train), *dumps, "-o", "json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    # 4 per GPU node, one already running on gpu-a; the small node has no GPU.
+    assert [(p["pool"], p["exact"], p["by_requests"]) for p in obj["pools"]] == [("pool-0", 7, 7), ("pool-1", 0, 0)]
+    assert main(["simulate", *dumps, "--generate", "30", "-j", "1", "--scheduler", "exact", "-o", "json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["preexisting"] == 1 and run["preexisting_rejected"] == 0 and run["rejections"] == 0
+
+
+def test_dumps_that_are_not_what_they_claim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nodes, nrts, pods = _dumps(tmp_path)
+    assert main(["simulate", "--nodes", str(pods), "-j", "1"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pods.json: items[0] is a Pod, not a Node" in err[0]
+    assert main(["simulate", "--nodes", str(nodes), "--nrts", str(nodes), "-j", "1"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nodes.json: items[0] is a Node, not a NodeResourceTopology" in err[0]
+    yaml_dump = tmp_path / "nodes.yaml"
+    yaml_dump.write_text("kind: List\nitems: []\n", encoding="utf-8")
+    assert main(["capacity", "--nodes", str(yaml_dump)]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nodes.yaml: not JSON" in err[0]

@@ -1,0 +1,37 @@
+"""A sweep on a real dask.distributed LocalCluster (a scheduler and two worker processes) gives exactly
+the results of the same sweep run here."""
+
+from __future__ import annotations
+
+import pytest
+
+from numalign.cluster.examples import example_cluster, example_workload
+from numalign.cluster.sweep import Sweep, run_sweep
+from numalign.errors import InvalidInputError
+
+
+def test_sweep_on_a_local_dask_cluster_matches_the_local_run() -> None:
+    from distributed import LocalCluster
+
+    cluster, workload = example_cluster(), example_workload(5, count=80)
+    specs = Sweep(["default", "nrt", "exact"], {}, {"topologyManagerScopes": ["container", "pod"]}).specs()
+    here = run_sweep(cluster, workload, specs, 5, 2, jobs=1)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      scheduler_port=0) as dask_cluster:  # type: ignore[no-untyped-call]  # untyped library
+        seen: list[int] = []
+        there = run_sweep(cluster, workload, specs, 5, 2, dask=dask_cluster.scheduler_address,
+                          done=lambda i, r: seen.append(i))
+    assert there == here
+    assert sorted(seen) == list(range(len(specs)))
+    assert [r.config.topology_manager_scope for r in there] == ["container"] * 3 + ["pod"] * 3
+
+
+def test_unreachable_dask_scheduler_is_one_clear_error() -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on: bound, never listened to
+        s.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+        with pytest.raises(InvalidInputError, match="cannot reach a Dask scheduler there"):
+            run_sweep(example_cluster(), example_workload(1, count=5), Sweep(["default"]).specs(), 1, 1,
+                      dask=address, connect_timeout=1.0)
