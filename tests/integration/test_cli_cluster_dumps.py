@@ -72,7 +72,7 @@ def test_capacity_and_simulate_from_dumps(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_dumps_that_are_not_what_they_claim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    nodes, nrts, pods = _dumps(tmp_path)
+    nodes, _nrts, pods = _dumps(tmp_path)
     assert main(["simulate", "--nodes", str(pods), "-j", "1"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pods.json: items[0] is a Pod, not a Node" in err[0]
