@@ -82,10 +82,13 @@ class ClusterState:
         self.max_pods: IntArray = np.array([sn.pool.max_pods for sn in self.nodes], dtype=np.int64)
         self._vectors: dict[tuple[object, ...], PodVector] = {}
         self._placement_masks: dict[Placement, BoolArray] = {}
-        self._probes: dict[tuple[int, tuple[object, ...]], tuple[bool, int]] = {}
+        self._probes: dict[tuple[int, tuple[object, ...]], tuple[bool, int, int]] = {}
         # Per pod shape, the probe answers of every node as arrays (valid, admitted, NUMA nodes), so the
         # exact filter reads a thousand cached answers in one vector operation.
         self._answers: dict[tuple[object, ...], tuple[BoolArray, BoolArray, IntArray]] = {}
+        # For the kubelet's answers: the NUMA nodes each cached admission depends on (see _changed).
+        self._needs: dict[tuple[object, ...], npt.NDArray[np.object_]] = {}
+        self._cpu_numa: dict[str, dict[int, int]] = {}
         self.probe_count = 0
 
     # -- pods as the scheduler sees them --------------------------------------------------------------
@@ -171,12 +174,62 @@ class ClusterState:
             self.non_zero[i, 1] += pv.non_zero[1]
             self.pod_count[i] += 1
             sn.state = hash((sn.state, "+", pv.key))
-            self._changed(i)
+            if self._answers:  # only the exact and nrt schedulers keep answers to invalidate
+                self._changed(i, self._footprint(sn, pod))
         return rec
 
-    def _changed(self, i: int) -> None:
-        for valid, _ok, _numa in self._answers.values():
-            valid[i] = False
+    def _footprint(self, sn: SimNode, pod: Pod) -> int:
+        """The NUMA nodes whose kubelet-side state the admitted pod changed: its exclusive CPUs, memory
+        blocks and devices (-1: all of them, for a device without NUMA affinity). A pod in the shared
+        pool with none of those changes no provider's state at all."""
+        node = sn.node()
+        cpu_numa = self._cpu_numa.get(sn.pool.name)
+        if cpu_numa is None:
+            cpu_numa = {c.id: c.numa_node for c in node.machine.cpus if c.numa_node is not None}
+            self._cpu_numa[sn.pool.name] = cpu_numa
+        mask = 0
+        for c in pod.all_containers():
+            alloc = node.allocation(pod.uid, c.name)
+            if alloc.exclusive:
+                for cpu in alloc.cpus:
+                    if cpu in cpu_numa:
+                        mask |= 1 << cpu_numa[cpu]
+            for block in alloc.memory:
+                for n in block["numa_nodes"]:
+                    mask |= 1 << n
+            for devs in alloc.devices.values():
+                for nodes in devs.values():
+                    if nodes is None:
+                        return -1
+                    for n in nodes:
+                        mask |= 1 << n
+        return mask
+
+    def _changed(self, i: int, footprint: int = -1) -> None:
+        """Invalidate node i's cached answers the change can affect.
+
+        After a removal (footprint -1) everything is asked again. After an admission with footprint F:
+        * a cached rejection stands: adding a pod only takes resources away, and hint providers offer
+          a subset of their earlier hints (preferred-ness does not depend on the state), so a pod the
+          Topology Manager refused stays refused;
+        * a cached admission under restricted or single-numa-node stands when F is disjoint from the
+          NUMA nodes of its merged hint: those nodes' CPUs, memory and devices are as they were, and
+          the merged hint was the best one before and is still available (other policies record all
+          NUMA nodes, so any change asks again);
+        * other answers (the nrt filter's) stand only when F is empty.
+        """
+        for key, (valid, ok, _value) in self._answers.items():
+            if not valid[i]:
+                continue
+            if footprint == -1:
+                valid[i] = False
+                continue
+            needs = self._needs.get(key)
+            if needs is None:
+                if footprint:
+                    valid[i] = False
+            elif ok[i] and int(needs[i]) & footprint:
+                valid[i] = False
 
     def remove(self, i: int, uid: str) -> None:
         sn = self.nodes[i]
@@ -208,28 +261,36 @@ class ClusterState:
         """Would node i's kubelet admit the pod now? (admitted, NUMA nodes of the merged hints)."""
         sn = self.nodes[i]
         key = (sn.state, pv.key)
-        cached = self._probes.get(key)
-        if cached is not None:
-            valid, ok, numa = self.answers(pv)
-            valid[i], ok[i], numa[i] = True, cached[0], cached[1]
-            return cached
+        answer = self._probes.get(key)
+        if answer is None:
+            answer = self._ask(sn, pod)
+            self._probes[key] = answer
+        valid, ok, numa = self.answers(pv)
+        valid[i], ok[i], numa[i] = True, answer[0], answer[1]
+        needs = self._needs.get(pv.key)
+        if needs is None:
+            needs = np.full(len(self.nodes), -1, dtype=np.object_)
+            self._needs[pv.key] = needs
+        needs[i] = answer[2]
+        return answer[0], answer[1]
+
+    def _ask(self, sn: SimNode, pod: Pod) -> tuple[bool, int, int]:
+        """Run the Topology Manager's admission and release the pod: (admitted, NUMA count, NUMA mask the
+        answer depends on, -1 for all)."""
         node = sn.node()
         self.probe_count += 1
         if pod.has_pod_level_resources and not node.config.feature_gate_enabled("PodLevelResources"):
-            answer = (False, 0)
-        else:
-            rec = node.tm.admit(pod)
-            node.tm.remove_pod(pod)
-            node.devices.remove_pod(pod.uid)
-            mask = 0
-            for d in rec.decisions:
-                if d.merged is not None and d.merged.mask is not None:
-                    mask |= d.merged.mask
-            answer = (rec.result.admit, bin(mask).count("1") if mask else len(node.machine.numa_nodes))
-        self._probes[key] = answer
-        valid, ok, numa = self.answers(pv)
-        valid[i], ok[i], numa[i] = True, answer[0], answer[1]
-        return answer
+            return False, 0, -1
+        rec = node.tm.admit(pod)
+        node.tm.remove_pod(pod)
+        node.devices.remove_pod(pod.uid)
+        mask = 0
+        for d in rec.decisions:
+            if d.merged is not None and d.merged.mask is not None:
+                mask |= d.merged.mask
+        count = bin(mask).count("1") if mask else len(node.machine.numa_nodes)
+        aligned = node.config.topology_manager_policy in ("restricted", "single-numa-node")
+        return rec.result.admit, count, mask if (aligned and mask) else -1
 
 
 def _tolerates(tol: object, key: str, value: str, effect: str) -> bool:

@@ -147,3 +147,26 @@ def test_capacity_per_pool_exact_beside_sum_of_requests() -> None:
     # EPYC nodes: 4 GPUs, one per NUMA node: the sum of requests says 2 per node, the kubelet none.
     assert (pools["cpu"].exact, pools["cpu"].by_requests) == (0, 8)
     assert pools["cpu"].limited_by == {"TopologyAffinityError": 4}
+
+
+@pytest.mark.parametrize(("flags", "seed"), [
+    ((), 1),
+    ((("--topology-manager-scope", "pod"),), 2),
+    ((("--topology-manager-policy", "restricted"),
+      ("--topology-manager-policy-options", "prefer-closest-numa-nodes=true")), 3),
+    ((("--topology-manager-policy", "best-effort"),), 4),
+])
+def test_exact_keeps_only_answers_a_change_cannot_affect(monkeypatch: pytest.MonkeyPatch,
+                                                         flags: tuple[tuple[str, str], ...], seed: int) -> None:
+    """Cached kubelet answers survive an admission whose NUMA footprint misses them; asking every
+    node again after every change gives the very same run."""
+    from numalign.cluster.state import ClusterState
+
+    cluster, workload = example_cluster(), example_workload(seed, count=150)
+    for scheduler in ("exact", "nrt"):
+        spec = RunSpec(scheduler, "LeastNUMANodes" if scheduler == "exact" else "LeastAllocated", flags)
+        kept = run_one(cluster, workload, spec, seed)
+        with monkeypatch.context() as m:
+            m.setattr(ClusterState, "_footprint", lambda self, sn, pod: -1)
+            asked_again = run_one(cluster, workload, spec, seed)
+        assert kept == asked_again

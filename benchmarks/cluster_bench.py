@@ -1,0 +1,117 @@
+"""Cluster simulation benchmarks, on demand (not in CI): `scripts/bench cluster [--quick]`.
+
+1. The issue's target: 1,000 dual-socket GPU nodes (4 NUMA nodes, SMT, 8 GPUs each) and 20,000 pods of
+   the built-in mix, single-numa-node: the default scheduler with kubelet admission, and exact; each in
+   a fresh process, with its wall time and peak resident memory.
+2. How time grows with nodes (pods fixed) and with pods (nodes fixed), default scheduler.
+3. A 12-run sweep (3 schedulers x 2 policies x 2 scopes) in one process, then on a 2-worker
+   dask.distributed LocalCluster: the ratio, and that both give the same results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CHILD = """
+import json, resource, sys, time
+from numalign.cluster.examples import example_workload, gpu_node
+from numalign.cluster.model import Cluster, NodePool, example_config
+from numalign.cluster.simulate import RunSpec, run_one
+nodes, pods, scheduler = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+cluster = Cluster("bench", (NodePool("gpu", nodes, gpu_node(), example_config()),))
+workload = example_workload(1, count=pods)
+t0 = time.perf_counter()
+r = run_one(cluster, workload, RunSpec(scheduler), 1)
+elapsed = time.perf_counter() - t0
+print(json.dumps({"seconds": elapsed, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "placed": r.placed, "unschedulable": r.unschedulable, "rejections": r.rejections,
+                  "failed": r.failed}))
+"""
+
+
+def machine() -> str:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cpu = model or platform.processor() or platform.machine()
+    return f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+
+
+def one(nodes: int, pods: int, scheduler: str) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", CHILD, str(nodes), str(pods), scheduler], check=True,
+                         capture_output=True, text=True).stdout
+    result: dict[str, float] = json.loads(out)
+    return result
+
+
+def show(label: str, r: dict[str, float]) -> None:
+    print(f"  {label:<34} {r['seconds']:7.2f} s  peak {r['peak_mb']:6.0f} MB  placed {int(r['placed'])}, "
+          f"unschedulable {int(r['unschedulable'])}, kubelet rejections {int(r['rejections'])}")
+
+
+def sweep(nodes: int, pods: int) -> None:
+    from distributed import LocalCluster
+
+    from numalign.cluster.examples import example_workload, gpu_node
+    from numalign.cluster.model import Cluster, NodePool, example_config
+    from numalign.cluster.sweep import Sweep, run_sweep
+
+    cluster = Cluster("bench", (NodePool("gpu", nodes, gpu_node(), example_config()),))
+    workload = example_workload(1, count=pods)
+    specs = Sweep(["default", "nrt", "exact"], {}, {"topologyManagerPolicies": ["single-numa-node", "restricted"],
+                                                    "topologyManagerScopes": ["container", "pod"]}).specs()
+    t0 = time.perf_counter()
+    here = run_sweep(cluster, workload, specs, 1, 3, jobs=1)
+    one_process = time.perf_counter() - t0
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:  # type: ignore[no-untyped-call]
+        t0 = time.perf_counter()
+        there = run_sweep(cluster, workload, specs, 1, 3, dask=lc.scheduler_address)
+        on_dask = time.perf_counter() - t0
+    print(f"  {len(specs)} runs ({nodes} nodes, {pods} pods each): one process {one_process:.1f} s, "
+          f"2-worker LocalCluster {on_dask:.1f} s ({one_process / on_dask:.2f}x); "
+          f"results {'identical' if here == there else 'DIFFER'}")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true", help="small sizes: a smoke run of every measurement")
+    args = p.parse_args()
+    big_nodes, big_pods = (100, 2000) if args.quick else (1000, 20000)
+    print(f"numalign cluster benchmarks on {machine()}")
+    print(f"\n1. {big_nodes} nodes (dual-socket, 4 NUMA nodes, SMT, 8 GPUs), {big_pods} pods of the built-in mix, "
+          "single-numa-node (targets: default <= 15 s, exact <= 30 s, peak <= 2 GB)")
+    for scheduler in ("default", "exact"):
+        show(scheduler, one(big_nodes, big_pods, scheduler))
+    print("\n2. Growth, default scheduler (time relative to the first row of each series)")
+    quarter = big_pods // 4
+    measured: dict[tuple[int, int], dict[str, float]] = {}
+    for title, rows in (("nodes grow, pods fixed", [(big_nodes // 4, quarter), (big_nodes // 2, quarter),
+                                                    (big_nodes, quarter)]),
+                        ("pods grow, nodes fixed", [(big_nodes, quarter), (big_nodes, big_pods // 2),
+                                                    (big_nodes, big_pods)])):
+        print(f"  {title}:")
+        for n, pods in rows:
+            r = measured.get((n, pods)) or one(n, pods, "default")
+            measured[(n, pods)] = r
+            show(f"  {n} nodes, {pods} pods ({r['seconds'] / measured[rows[0]]['seconds']:.2f}x)", r)
+    print("\n3. A 12-run sweep")
+    sweep(*((40, 300) if args.quick else (100, 2500)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
