@@ -100,3 +100,21 @@ def test_capacity_built_in_and_bad_pod(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["capacity", str(empty)]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "empty.yaml: no Pod or workload" in err[0]
+
+
+def test_sweep_file_and_its_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text("kind: Sweep\nschedulers: [default, exact]\nscoring: {exact: LeastNUMANodes}\n"
+                     "topologyManagerPolicies: [single-numa-node, best-effort]\n", encoding="utf-8")
+    assert main(["simulate", "--sweep", str(sweep), "--generate", "40", "-j", "1", "-o", "json"]) == 0
+    runs = json.loads(capsys.readouterr().out)["runs"]
+    assert [(r["config"]["scheduler"], r["config"]["scoring"], r["config"]["topology_manager_policy"]) for r in runs] \
+        == [("default", "LeastAllocated", "single-numa-node"), ("exact", "LeastNUMANodes", "single-numa-node"),
+            ("default", "LeastAllocated", "best-effort"), ("exact", "LeastNUMANodes", "best-effort")]
+    assert main(["simulate", "--sweep", str(sweep), "--policy", "restricted", "-j", "1"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--sweep and axis flags" in err[0]
+    sweep.write_text("kind: Sweep\ntopologyManagerScopes: [pod, pod]\n", encoding="utf-8")
+    assert main(["simulate", "--sweep", str(sweep), "-j", "1"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "sweep.yaml: topologyManagerScopes: 'pod' is listed twice" in err[0]

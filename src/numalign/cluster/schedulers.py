@@ -99,9 +99,8 @@ class DefaultScheduler:
         """Feasible node indices in visiting order (cut off), and how many nodes were processed."""
         n = len(self.state.nodes)
         k = num_feasible_nodes_to_find(self.percentage, n)
-        order = (self.next_start + np.arange(n)) % n
-        hits = mask[order]
-        pos = np.nonzero(hits)[0]
+        s = self.next_start
+        pos = np.flatnonzero(np.concatenate((mask[s:], mask[:s])) if s else mask)
         if len(pos) > k:
             # Upstream cancels the search when feasible node k+1 turns up; the nodes before it were
             # processed (k feasible, the rest infeasible), that one is not counted.
@@ -109,14 +108,14 @@ class DefaultScheduler:
             pos = pos[:k]
         else:
             processed = n
-        chosen: IntArray = order[pos]
+        chosen: IntArray = (pos + s) % n if s else pos
         return chosen, processed
 
     # -- scoring ------------------------------------------------------------------------------------
     def fit_scores(self, pv: PodVector, idx: IntArray) -> IntArray:
         st = self.state
         req = st.non_zero[idx] + np.array(pv.non_zero, dtype=np.int64)
-        alloc = st.alloc[idx][:, :2]
+        alloc = st.alloc[idx, :2]
         valid = alloc > 0
         safe = np.where(valid, alloc, 1)
         if self.scoring == "MostAllocated":
@@ -143,8 +142,8 @@ class DefaultScheduler:
         pod_req = np.array([pv.requests.get("cpu", 0), pv.requests.get("memory", 0)], dtype=np.int64)
         if not pod_req.any():
             return np.zeros(len(idx), dtype=np.int64)  # Skip for best-effort pods (kubernetes#129138)
-        req = st.requested[idx][:, :2] + pod_req
-        alloc = st.alloc[idx][:, :2]
+        req = st.requested[idx, :2] + pod_req
+        alloc = st.alloc[idx, :2]
         valid = alloc > 0
         frac = np.minimum(req / np.where(valid, alloc, 1), 1.0)
         both = valid.all(axis=1)

@@ -41,6 +41,15 @@ class PodVector:
     vec: IntArray  # requests by resource index
     zero: bool  # requests nothing at all (NodeResourcesFit then checks only the pod count)
 
+    @property
+    def cols(self) -> IntArray:
+        """The resource indices the pod requests (memoised: the filter reads them for every pod)."""
+        found: IntArray | None = self.__dict__.get("_cols")
+        if found is None:
+            found = np.flatnonzero(self.vec)
+            object.__setattr__(self, "_cols", found)
+        return found
+
 
 @dataclass
 class SimNode:
@@ -93,7 +102,10 @@ class ClusterState:
 
     # -- pods as the scheduler sees them --------------------------------------------------------------
     def vector(self, pod: Pod) -> PodVector:
-        key = shape_key(pod)
+        key: tuple[object, ...] | None = pod.__dict__.get("_numalign_shape")
+        if key is None:
+            key = shape_key(pod)
+            pod.__dict__["_numalign_shape"] = key  # a memo beside the frozen fields, as compute_pod_qos keeps
         pv = self._vectors.get(key)
         if pv is None:
             req = requests_of(pod)
@@ -141,7 +153,11 @@ class ClusterState:
         ok = self.pod_count + 1 <= self.max_pods
         if pv.zero:
             return ok
-        cols = np.nonzero(pv.vec)[0]
+        cols = pv.cols
+        if len(cols) == 1:
+            c = int(cols[0])
+            single: BoolArray = ok & (self.alloc[:, c] - self.requested[:, c] >= pv.vec[c])
+            return single
         free = self.alloc[:, cols] - self.requested[:, cols]
         result: BoolArray = ok & np.all(free >= pv.vec[cols], axis=1)
         return result

@@ -33,6 +33,12 @@ class CPUInfo:
 _ATTRS = ("numa_node", "socket", "core", "uncore")
 
 
+# id(machine) -> (machine, its topology); see CPUTopology.from_machine. Bounded: a long-lived agent
+# or test session sees few machines, and clearing only costs a rebuild.
+_BY_MACHINE: dict[int, tuple[Machine, CPUTopology]] = {}
+_BY_MACHINE_LIMIT = 64
+
+
 class _Index:
     """Per-topology precomputed lookups shared by every CPUDetails view."""
 
@@ -255,11 +261,22 @@ class CPUTopology:
 
     @classmethod
     def from_machine(cls, machine: Machine) -> CPUTopology:
-        """The kubelet's view of a machine model (cadvisor MachineInfo + topology.Discover)."""
-        return cls.from_cpu_infos(
+        """The kubelet's view of a machine model (cadvisor MachineInfo + topology.Discover).
+
+        Shared per Machine object: a topology and what is derived from it never change, so the nodes
+        of a simulated cluster built from one machine share one (and its hint tables) instead of a
+        thousand copies."""
+        hit = _BY_MACHINE.get(id(machine))
+        if hit is not None and hit[0] is machine:
+            return hit[1]
+        topo = cls.from_cpu_infos(
             (CPUInfo(i.id, i.numa_node, i.socket, i.core, i.uncore) for i in machine.cpu_infos()),
             where=f"machine {machine.name!r}",
         )
+        if len(_BY_MACHINE) >= _BY_MACHINE_LIMIT:
+            _BY_MACHINE.clear()
+        _BY_MACHINE[id(machine)] = (machine, topo)  # the machine is kept, so its id is not reused
+        return topo
 
     def cpu_infos(self) -> list[CPUInfo]:
         return [self._ix.info[c] for c in sorted(self._ix.info)]
