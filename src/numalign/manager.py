@@ -2,7 +2,7 @@
 
 Construction follows the kubelet's NewManager, errors and their order included: option errors,
 then NUMA discovery, then the NUMA-count limit (max-allowable-numa-nodes), then the policy name, then
-the scope name. Policy none skips all of it.
+the scope name (core/policies/startup.py, shared with `numalign replay`). Policy none skips all of it.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from numalign import metrics as m
 from numalign.core.decision import DecisionRecord
 from numalign.core.hint import TopologyHint
 from numalign.core.numa import NUMAInfo
-from numalign.core.policies import PolicyName, PolicyOptions, make_policy
-from numalign.core.policies.none import NonePolicy
-from numalign.errors import ConfigError, InvalidInputError
+from numalign.core.policies import PolicyName
+from numalign.core.policies.startup import start_policy
 from numalign.k8s.pod import Container, Pod
 from numalign.providers.base import HintProvider
 from numalign.scopes import Scope, make_scope
@@ -44,24 +43,11 @@ class TopologyManager:
         self.policy_name = policy
         self.scope_name = scope
         self.options: dict[str, str] = dict(options or {})
+        started = start_policy(policy, numa, self.options, gates)
+        self.opts = started.opts
+        self.scope: Scope = make_scope(started.policy, scope, self.metrics)
         if policy == PolicyName.NONE:
-            self.opts = PolicyOptions()
-            self.scope: Scope = make_scope(NonePolicy(), scope, self.metrics)
             return
-        self.opts = PolicyOptions.parse(self.options, gates)
-        if self.opts.prefer_closest_numa:
-            try:
-                numa.require_distances()
-            except InvalidInputError as e:
-                raise ConfigError(str(e)) from None
-        if len(numa.nodes) > self.opts.max_allowable_numa_nodes:
-            raise ConfigError(
-                f"unsupported on machines with more than {self.opts.max_allowable_numa_nodes} NUMA Nodes "
-                f"(this machine has {len(numa.nodes)}; raise the limit with the topology manager policy option "
-                f"max-allowable-numa-nodes={len(numa.nodes)})"
-            )
-        pol = make_policy(policy, numa, self.opts)
-        self.scope = make_scope(pol, scope, self.metrics)
         for s in ("container", "pod"):
             self.metrics.init_series(m.ALIGNED_COUNT, scope=s, boundary="numa_node")
             self.metrics.init_series(m.ALIGNED_FAILURE, scope=s, boundary="numa_node")

@@ -39,9 +39,12 @@ class NUMAInfo:
     def default_affinity_mask(self) -> int:
         return mask_of(self.nodes)
 
+    def has_all_distances(self) -> bool:
+        return self.distances is not None and all(n in self.distances for n in self.nodes)
+
     def require_distances(self) -> None:
         """prefer-closest-numa-nodes needs every node's distance row (kubelet's NewNUMAInfo check)."""
-        if self.distances is None or any(n not in self.distances for n in self.nodes):
+        if not self.has_all_distances():
             raise InvalidInputError(
                 "cannot discover NUMA topology: error getting NUMA distances from cadvisor; "
                 "prefer-closest-numa-nodes needs a distance row for every NUMA node "

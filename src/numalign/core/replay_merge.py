@@ -8,7 +8,7 @@ from typing import Any
 from numalign.core.bitmask import bits_of
 from numalign.core.hint import ProviderHints, provider_hints_from_json
 from numalign.core.numa import NUMAInfo
-from numalign.core.policies import PolicyOptions, make_policy
+from numalign.core.policies.startup import StartupError, start_policy
 from numalign.errors import InvalidInputError
 
 
@@ -35,9 +35,14 @@ def numa_info_from_scenario(scenario: Mapping[str, Any]) -> NUMAInfo:
 
 
 def replay_merge(scenario: dict[str, Any]) -> dict[str, Any]:
+    """The merged hint, or, for a scenario the kubelet could not start with (its Topology Manager's
+    start-up checks fail), `{"startup_error": <the kubelet's text>}` as that scenario's result."""
     numa = numa_info_from_scenario(scenario)
-    opts = PolicyOptions.parse({str(k): str(v) for k, v in (scenario.get("options") or {}).items()})
-    policy = make_policy(str(scenario.get("policy", "best-effort")), numa, opts)
+    options = {str(k): str(v) for k, v in (scenario.get("options") or {}).items()}
+    try:
+        policy = start_policy(str(scenario.get("policy", "best-effort")), numa, options).policy
+    except StartupError as e:
+        return startup_failure(e)
     raw_providers = _require(scenario, "providers", list)
     providers: list[ProviderHints] = [
         provider_hints_from_json(p, f"providers[{i}]") for i, p in enumerate(raw_providers)
@@ -50,3 +55,8 @@ def replay_merge(scenario: dict[str, Any]) -> dict[str, Any]:
         "admit": result.admit,
         "deterministic": True,
     }
+
+
+def startup_failure(error: StartupError) -> dict[str, Any]:
+    """A scenario's result when the kubelet would not start: its error text, and numalign's fix."""
+    return {"startup_error": error.kubelet_message, "fix": error.fix}

@@ -27,8 +27,8 @@ HANDLERS: dict[str, str] = {
     "memory_allocate": "numalign.providers.memory.replay:replay_memory_allocate",
 }
 MERGE_KINDS = {"realistic", "adversarial", "merge"}
-# Result keys that describe how the vector was produced, not what was decided.
-IGNORED_RESULT_KEYS = {"deterministic"}
+# Result keys that describe how the vector was produced or how to fix it, not what was decided.
+IGNORED_RESULT_KEYS = {"deterministic", "fix"}
 
 
 def handler_for(kind: str) -> Handler:

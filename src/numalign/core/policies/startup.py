@@ -1,0 +1,60 @@
+"""The Topology Manager's start-up checks (upstream NewManager), shared by every way numalign builds
+a policy: a node, the agent, and `numalign replay`.
+
+Upstream's order (topology_manager.go NewManager, 1.31+), errors included: policy none short-circuits
+before anything is checked (its options are not even parsed); otherwise the policy options are parsed
+(NewPolicyOptions), then the NUMA information is built (NewNUMAInfo, which with
+prefer-closest-numa-nodes needs every node's distances, for single-numa-node too although that policy
+never uses them), then machines with more NUMA nodes than max-allowable-numa-nodes are refused, then
+the policy is chosen by name. A kubelet that fails any of these does not start; numalign raises
+StartupError with the kubelet's text first and the fix after a semicolon.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from numalign.core.numa import NUMAInfo
+from numalign.core.policies import NonePolicy, Policy, PolicyName, PolicyOptions, make_policy
+from numalign.errors import ConfigError
+
+
+class StartupError(ConfigError):
+    """The kubelet would not start: `kubelet_message` is its error text, `fix` what to change."""
+
+    def __init__(self, kubelet_message: str, fix: str) -> None:
+        super().__init__(f"{kubelet_message}; {fix}")
+        self.kubelet_message = kubelet_message
+        self.fix = fix
+
+
+@dataclass(frozen=True)
+class StartedPolicy:
+    policy: Policy
+    opts: PolicyOptions
+
+
+def start_policy(
+    name: str,
+    numa: NUMAInfo,
+    options: Mapping[str, str] | None = None,
+    gates: Mapping[str, bool] | None = None,
+) -> StartedPolicy:
+    """Build the named policy as the kubelet's NewManager would, or raise the kubelet's start-up error."""
+    if name == PolicyName.NONE:
+        return StartedPolicy(NonePolicy(), PolicyOptions())
+    opts = PolicyOptions.parse(options, gates)
+    if opts.prefer_closest_numa and not numa.has_all_distances():
+        raise StartupError(
+            "cannot discover NUMA topology: error getting NUMA distances from cadvisor",
+            "prefer-closest-numa-nodes needs a distance row for every NUMA node (under every policy but "
+            "none); give the machine's distance matrix or drop the option",
+        )
+    if len(numa.nodes) > opts.max_allowable_numa_nodes:
+        raise StartupError(
+            f"unsupported on machines with more than {opts.max_allowable_numa_nodes} NUMA Nodes",
+            f"this machine has {len(numa.nodes)}; raise the limit with the topology manager policy option "
+            f"max-allowable-numa-nodes={len(numa.nodes)}",
+        )
+    return StartedPolicy(make_policy(name, numa, opts), opts)
