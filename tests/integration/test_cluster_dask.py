@@ -16,7 +16,9 @@ def test_sweep_on_a_local_dask_cluster_matches_the_local_run() -> None:
     cluster, workload = example_cluster(), example_workload(5, count=80)
     specs = Sweep(["default", "nrt", "exact"], {}, {"topologyManagerScopes": ["container", "pod"]}).specs()
     here = run_sweep(cluster, workload, specs, 5, 2, jobs=1)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    # ":0": the scheduler binds its HTTP routes (/metrics) even without a dashboard, by default on 8787,
+    # which another test run on this machine may hold.
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                       scheduler_port=0) as dask_cluster:  # type: ignore[no-untyped-call]  # untyped library
         seen: list[int] = []
         there = run_sweep(cluster, workload, specs, 5, 2, dask=dask_cluster.scheduler_address,
