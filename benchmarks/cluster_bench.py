@@ -77,13 +77,17 @@ def sweep(nodes: int, pods: int) -> None:
     t0 = time.perf_counter()
     here = run_sweep(cluster, workload, specs, 1, 3, jobs=1)
     one_process = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    local = run_sweep(cluster, workload, specs, 1, 3, jobs=2)
+    two_local = time.perf_counter() - t0
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:  # type: ignore[no-untyped-call]
         t0 = time.perf_counter()
         there = run_sweep(cluster, workload, specs, 1, 3, dask=lc.scheduler_address)
         on_dask = time.perf_counter() - t0
-    print(f"  {len(specs)} runs ({nodes} nodes, {pods} pods each): one process {one_process:.1f} s, "
-          f"2-worker LocalCluster {on_dask:.1f} s ({one_process / on_dask:.2f}x); "
-          f"results {'identical' if here == there else 'DIFFER'}")
+    same = "identical" if here == there == local else "DIFFER"
+    print(f"  {len(specs)} runs ({nodes} nodes, {pods} pods each): one process {one_process:.1f} s; "
+          f"2-worker LocalCluster {on_dask:.1f} s ({one_process / on_dask:.2f}x); --jobs 2 {two_local:.1f} s "
+          f"({one_process / two_local:.2f}x); results {same}; load average {os.getloadavg()[0]:.1f}")
 
 
 def main() -> int:

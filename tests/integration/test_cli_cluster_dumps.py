@@ -84,3 +84,22 @@ def test_dumps_that_are_not_what_they_claim(tmp_path: Path, capsys: pytest.Captu
     assert main(["capacity", "--nodes", str(yaml_dump)]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "nodes.yaml: not JSON" in err[0]
+
+
+def test_nrt_of_every_node_of_a_dump(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nodes, nrts, pods = _dumps(tmp_path)
+    assert main(["nrt", "--nodes", str(nodes), "--nrts", str(nrts), "--pods-dump", str(pods), "-o", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["kind"] == "List" and [o["metadata"]["name"] for o in listed["items"]] == ["gpu-a", "gpu-b", "small"]
+    original = json.loads(nrts.read_text(encoding="utf-8"))["items"]
+    assert listed["items"][1]["zones"] == original[1]["zones"]  # gpu-b runs nothing: as exported
+
+    def gpus(obj: dict[str, Any]) -> int:
+        return sum(int(r["available"]) for z in obj["zones"] for r in z["resources"] if r["name"] == "nvidia.com/gpu")
+
+    assert gpus(listed["items"][0]) == 6  # the running pod holds 2 of gpu-a's 8
+    assert main(["nrt", "--cluster", "example", "--node-name", "gpu-3", "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["metadata"]["name"] == "gpu-3"
+    assert main(["nrt", "--cluster", "example", "--node-name", "nope"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--node-name 'nope': no such node in cluster example" in err[0]

@@ -113,6 +113,7 @@ class Progress:
         self.title = title
         self.count = 0
         self.t0 = time.monotonic()
+        self.last = 0.0
         if self.on:
             sys.stderr.write(f"{title}\r")
             sys.stderr.flush()
@@ -121,6 +122,15 @@ class Progress:
         self.count += 1
         if self.on:
             line = f"{self.title}: {self.count} done ({time.monotonic() - self.t0:.0f}s); {what}"
+            sys.stderr.write("\x1b[2K" + line[:200] + "\r")
+            sys.stderr.flush()
+
+    def note(self, what: str) -> None:
+        """Within a step: redrawn at most ten times a second."""
+        now = time.monotonic()
+        if self.on and now - self.last >= 0.1:
+            self.last = now
+            line = f"{self.title}: {what} ({now - self.t0:.0f}s)"
             sys.stderr.write("\x1b[2K" + line[:200] + "\r")
             sys.stderr.flush()
 

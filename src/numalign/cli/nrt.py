@@ -26,7 +26,14 @@ def register(sub: Any) -> None:
                    "built-in name (default: dual-socket)")
     p.add_argument("--state-dir", metavar="DIR", type=Path,
                    help="the node's kubelet state files (e.g. /var/lib/kubelet or `admit --state-dir`); read only")
-    p.add_argument("--node-name", metavar="NAME", help="metadata.name (default: the machine's name)")
+    p.add_argument("--node-name", metavar="NAME", help="metadata.name (default: the machine's name); with a "
+                   "cluster, the node to print (default: every node, as a List)")
+    c = p.add_argument_group("a whole cluster instead of one machine (every node's object, as a List)")
+    c.add_argument("--cluster", metavar="FILE|NAME", help="a cluster.yaml or a built-in cluster (example, bench)")
+    c.add_argument("--nodes", metavar="FILE", type=Path, help="`kubectl get nodes -o json` (with --nrts)")
+    c.add_argument("--nrts", metavar="FILE", type=Path, help="`kubectl get noderesourcetopologies -o json`")
+    c.add_argument("--pods-dump", metavar="FILE", type=Path,
+                   help="`kubectl get pods -A -o json`: running pods bound to their nodes first")
     p.add_argument("--replicas", action="store_true", help="admit spec.replicas pods for each workload")
     p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="yaml",
                    help="yaml (default) or json: the object itself; text: a table per zone")
@@ -46,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
     from numalign.machine.examples import DEFAULT_MACHINE
     from numalign.node import Node
 
+    if args.cluster or args.nodes or args.nrts or args.pods_dump:
+        return _cluster(args)
     base = None
     if not args.kubelet_config:
         base = KubeletConfig.from_yaml(_data(EXAMPLE_CONFIG).read_text(encoding="utf-8"), f"built-in {EXAMPLE_CONFIG}")
@@ -71,6 +80,42 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(yaml.safe_dump(obj, sort_keys=False))
     else:
         _print_text(obj)
+    return 0
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    """Every node of a cluster (or the one --node-name names), after binding a dump's running pods."""
+    from numalign.cli.clusterargs import load_cluster_arg, running_pods
+    from numalign.cluster.nrt import node_resource_topology
+    from numalign.cluster.simulate import bind_preexisting
+    from numalign.cluster.state import ClusterState
+    from numalign.errors import InvalidInputError
+
+    if args.pods or args.machine or args.state_dir:
+        raise InvalidInputError("a cluster (--cluster, --nodes, --pods-dump) and one machine's options (POD.yaml, "
+                                "--machine, --state-dir) both given; expected one or the other")
+    args.cluster = args.cluster or "example"
+    cluster = load_cluster_arg(args)
+    state = ClusterState(cluster)
+    bind_preexisting(state, running_pods(args, cluster))
+    names = [sn.name for sn in state.nodes]
+    if args.node_name is not None and args.node_name not in names:
+        raise InvalidInputError(f"--node-name {args.node_name!r}: no such node in cluster {cluster.name}; expected "
+                                f"one of {', '.join(names[:5])}{', ...' if len(names) > 5 else ''}")
+    objs = [node_resource_topology(sn.node(), sn.name).to_dict() for sn in state.nodes
+            if args.node_name in (None, sn.name)]
+    out: dict[str, Any] = objs[0] if args.node_name else {"apiVersion": "v1", "kind": "List", "items": objs}
+    if args.output == "json":
+        json.dump(out, sys.stdout, indent=2)
+        print()
+    elif args.output == "yaml":
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(out, sort_keys=False))
+    else:
+        for obj in objs:
+            _print_text(obj)
+            print()
     return 0
 
 

@@ -86,9 +86,12 @@ def run(args: argparse.Namespace) -> int:
         specs = specs_from_args(args.scheduler or _default_schedulers(), scoring, dict(zip(keys, values, strict=True)))
     jobs = args.jobs or min(len(specs), os.cpu_count() or 1)
     progress = Progress(f"simulate: {len(specs)} run(s) on {cluster.node_count} nodes, {workload.pod_count()} pods")
+    total = workload.pod_count()
     results = run_sweep(cluster, workload, specs, args.seed, args.max_retries, jobs=jobs, dask=args.dask,
                         done=lambda i, r: progress.step(f"{r.config.label}: {r.placed} placed, "
-                                                        f"{r.rejections} kubelet rejections"))
+                                                        f"{r.rejections} kubelet rejections"),
+                        placed=(lambda i, n: progress.note(f"run {i + 1}/{len(specs)}: {n}/{total} pods placed"))
+                        if progress.on else None)
     progress.close()
     sim = SimulationResult(cluster.name, cluster.node_count, workload.source, workload.pod_count(), args.seed,
                            args.max_retries, tuple(results))

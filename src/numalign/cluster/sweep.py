@@ -155,10 +155,17 @@ def _run(args: tuple[Cluster, Workload, RunSpec, int, int]) -> RunResult:
     return run_one(cluster, workload, spec, seed, max_retries)
 
 
+def _run_shared(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int, max_retries: int) -> RunResult:
+    return run_one(cluster, workload, spec, seed, max_retries)
+
+
 def run_sweep(cluster: Cluster, workload: Workload, specs: Sequence[RunSpec], seed: int, max_retries: int, *,
               jobs: int = 1, dask: str | None = None, connect_timeout: float = 10.0,
-              done: Callable[[int, RunResult], None] | None = None) -> list[RunResult]:
-    """Every run, in `specs` order. jobs > 1: local worker processes; dask: a dask.distributed scheduler."""
+              done: Callable[[int, RunResult], None] | None = None,
+              placed: Callable[[int, int], None] | None = None) -> list[RunResult]:
+    """Every run, in `specs` order. jobs > 1: local worker processes; dask: a dask.distributed scheduler.
+    `done(i, result)` follows finished runs; `placed(i, pods)` the pods placed so far in a run that
+    executes in this process (one run, or jobs=1)."""
     tasks = [(cluster, workload, spec, seed, max_retries) for spec in specs]
     results: list[RunResult | None] = [None] * len(tasks)
 
@@ -177,8 +184,12 @@ def run_sweep(cluster: Cluster, workload: Workload, specs: Sequence[RunSpec], se
             for f in as_completed(futures):
                 finished(futures[f], f.result())
     else:
-        for i, t in enumerate(tasks):
-            finished(i, _run(t))
+        for i, (c, w, spec, s, retries) in enumerate(tasks):
+            def step(n: int, i: int = i) -> None:
+                if placed is not None:
+                    placed(i, n)
+
+            finished(i, run_one(c, w, spec, s, retries, progress=step if placed is not None else None))
     return [r for r in results if r is not None]
 
 
@@ -195,7 +206,13 @@ def _on_dask(address: str, tasks: Iterable[tuple[Cluster, Workload, RunSpec, int
                                 "address of a running scheduler, e.g. tcp://10.0.0.5:8786") from None
     try:
         task_list = list(tasks)
-        futures = [client.submit(_run, t, pure=False) for t in task_list]
+        if not task_list:
+            return
+        # The cluster and the workload are the same for every run: sent to each worker once, not per run.
+        cluster, workload = task_list[0][0], task_list[0][1]
+        shared = client.scatter([cluster, workload], broadcast=True)
+        futures = [client.submit(_run_shared, shared[0], shared[1], spec, seed, retries, pure=False)
+                   for _c, _w, spec, seed, retries in task_list]
         index = {f.key: i for i, f in enumerate(futures)}
         for f in as_completed(futures):  # type: ignore[no-untyped-call]
             finished(index[f.key], f.result())
