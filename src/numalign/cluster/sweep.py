@@ -210,7 +210,7 @@ def _on_dask(address: str, tasks: Iterable[tuple[Cluster, Workload, RunSpec, int
             return
         # The cluster and the workload are the same for every run: sent to each worker once, not per run.
         cluster, workload = task_list[0][0], task_list[0][1]
-        shared = client.scatter([cluster, workload], broadcast=True)
+        shared = client.scatter([cluster, workload], broadcast=True)  # type: ignore[no-untyped-call]
         futures = [client.submit(_run_shared, shared[0], shared[1], spec, seed, retries, pure=False)
                    for _c, _w, spec, seed, retries in task_list]
         index = {f.key: i for i, f in enumerate(futures)}
