@@ -75,14 +75,19 @@ class AgentOptions:
     capacity_interval: float = 1.0
     dial_timeout: float = DIAL_TIMEOUT_S
     call_timeout: float = CALL_TIMEOUT_S
-    wait_for_device_plugins: bool = True
+    # Not the kubelet's behaviour (opt-in): hold pods whose device plugin has not reported devices yet.
+    wait_for_device_plugins: bool = False
+    # The kubelet names static pods `<name>-<node name>`; False keeps the manifests' names (opt-in).
+    mirror_pod_names: bool = True
     # Back-off between attempts to start a pod's containers after PreStartContainer failed: doubles
     # from the first value up to the second, as the kubelet's container restart back-off (10 s, 5 min).
     start_backoff: float = 10.0
     start_backoff_max: float = 300.0
     # NodeResourceTopology v1alpha2 of this node, rewritten (atomically) whenever it changes, as the
-    # NFD topology-updater would publish it; node_name is its metadata.name.
+    # NFD topology-updater would publish it.
     nrt_file: Path | None = None
+    # The kubelet's node name (its --hostname-override, else the host name, lower-cased): the NRT
+    # object's metadata.name and the suffix of static pods' names.
     node_name: str = "node"
 
 
@@ -152,7 +157,8 @@ class Agent:
         with self._lock:
             self.node = node
             self.book = PodBook(node, previous, self._fault, wait_for_plugins=opts.wait_for_device_plugins,
-                                start=self._schedule_start)
+                                start=self._schedule_start, node_name=opts.node_name,
+                                mirror_names=opts.mirror_pod_names)
             self._publish()
         try:
             self.pod_resources.start()
@@ -366,6 +372,7 @@ class Agent:
             wrapped = TimedEndpoint(resource, endpoint, self.metrics)
             self._endpoints[resource] = wrapped
             self._require_node().devices.register_endpoint(resource, wrapped)
+            self._require_book().plugin_registered(resource)
             log.info("device plugin %s registered", resource)
             self._write_status()
 
@@ -386,6 +393,7 @@ class Agent:
                 return
             node.devices.update_devices(resource, checked)
             node.save()
+            self._require_book().devices_reported(resource)
             self._require_book().retry_pending()
             self._after_change()
 
@@ -478,8 +486,10 @@ class Agent:
                 "connected": r in self._endpoints
                 and (info := node.devices.endpoints.get(r)) is not None
                 and not info.stopped,
+                # False between a plugin's registration and its first ListAndWatch answer
+                "reported": book.has_reported(r),
             }
-            for r in sorted(set(node.devices.healthy) | set(node.devices.unhealthy))
+            for r in sorted(set(node.devices.healthy) | set(node.devices.unhealthy) | set(self._endpoints))
         }
         doc = {**book.to_dict(), "resources": resources, "faults": dict(sorted(self.faults.items())),
                "fault_log": list(self.fault_log)}

@@ -8,16 +8,24 @@ Called with the agent's lock held. Rules (the kubelet's static-pod file source, 
   never loses state);
 - a pod whose uid another file (or an earlier document) already holds is refused and recorded on the
   file;
-- a pod asking for an extended resource no device plugin has registered yet waits ("pending") and is
-  admitted once the plugin's devices arrive. The kubelet instead admits such a pod at once without
-  those devices (its predicate drops extended resources the node does not know, and the device
-  manager skips resources no plugin registered); `wait_for_plugins=False` does exactly that.
+- static pods are named as the kubelet names them (pkg/kubelet/config common.go generatePodName):
+  `<name>-<node name, lower-cased>`, which is also their mirror pod's name in the API server, so
+  PodResources clients (the NFD topology-updater) find them there; `mirror_names=False` keeps the
+  manifest's names (a deliberate difference, opt-in);
+- a pod asking for an extended resource is admitted at once, as the kubelet admits it: without those
+  devices if no plugin has reported the resource yet (the predicate drops extended resources the node
+  does not know, the device manager skips resources it has no devices for), rejected by the device
+  manager if the plugin went away (its devices are unhealthy) or has too few. With
+  `wait_for_plugins=True` (opt-in, not the kubelet's behaviour) such a pod waits ("pending") until the
+  plugin is connected *and* has answered ListAndWatch at least once since it registered, so another
+  plugin's event in that gap cannot admit it before the device manager knows the resource.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from numalign.errors import NumalignError
@@ -48,11 +56,17 @@ class PodBook:
         previous: dict[str, Any] | None,
         fault: FaultFn,
         *,
-        wait_for_plugins: bool = True,
+        wait_for_plugins: bool = False,
         start: Callable[[str], None] | None = None,
+        node_name: str = "node",
+        mirror_names: bool = True,
     ) -> None:
         self.node = node
         self.wait_for_plugins = wait_for_plugins
+        self.node_name = node_name.lower()
+        self.mirror_names = mirror_names
+        # Resources whose current plugin has answered ListAndWatch since it registered.
+        self._reported: set[str] = set()
         # start(uid): start an admitted pod's containers (PreStartContainer, run options) off the
         # caller's thread, as the kubelet's pod workers do; None starts them here, synchronously.
         self._start = start
@@ -107,9 +121,25 @@ class PodBook:
         for uid in info["pods"]:
             self._release(uid)
 
+    def plugin_registered(self, resource: str) -> None:
+        self._reported.discard(resource)
+
+    def devices_reported(self, resource: str) -> None:
+        self._reported.add(resource)
+
+    def has_reported(self, resource: str) -> bool:
+        return resource in self._reported
+
+    def static_pod(self, pod: Pod) -> Pod:
+        """The pod as the kubelet's file source names it (the uid stays numalign's, derived from the
+        manifest, so state directories written before keep their pods)."""
+        if not self.mirror_names:
+            return pod
+        return replace(pod, name=f"{pod.name}-{self.node_name}")
+
     def sync_file(self, path: str) -> None:
         try:
-            pods = load_pods(path)
+            pods = [self.static_pod(p) for p in load_pods(path)]
         except Exception as e:  # NumalignError for bad input; anything else must not stop the agent either
             err = str(e).removeprefix(f"{path}: ")  # manifest errors already start with the file name
             self._fault("invalid_manifest", f"{path}: {err}")
@@ -167,7 +197,8 @@ class PodBook:
 
     def _plugin_connected(self, resource: str) -> bool:
         info = self.node.devices.endpoints.get(resource)
-        return info is not None and info.endpoint is not None and not info.stopped
+        return (info is not None and info.endpoint is not None and not info.stopped
+                and resource in self._reported)
 
     def _admit(self, pod: Pod, path: str | None) -> None:
         missing = self._missing_resources(pod) if self.wait_for_plugins else []

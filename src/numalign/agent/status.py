@@ -7,7 +7,8 @@ Written atomically after every change, read by `numalign pods`. Layout (JSON, so
                     "reason", "message", "record": DecisionRecord.to_dict() | null,
                     "allocations": {container: ContainerAllocation.to_dict()}}},
      "manifests": {file: {"status": "ok"|"invalid", "error": str|null, "pods": [uid, ...]}},
-     "resources": {resource: {"healthy": [...], "unhealthy": [...], "connected": bool}},
+     "resources": {resource: {"healthy": [...], "unhealthy": [...], "connected": bool,
+                               "reported": bool}},
      "faults": {kind: count}, "fault_log": [last messages]}
 """
 

@@ -73,6 +73,8 @@ def _print_text(doc: dict[str, Any]) -> None:
     for res, info in sorted((doc.get("resources") or {}).items()):
         healthy, unhealthy = info.get("healthy") or [], info.get("unhealthy") or []
         plugin = "plugin connected" if info.get("connected") else "plugin not connected"
+        if info.get("connected") and info.get("reported") is False:
+            plugin += ", no devices reported yet"
         line = f"resource {res}: {len(healthy)} healthy"
         if unhealthy:
             line += f", {len(unhealthy)} unhealthy ({' '.join(unhealthy)})"

@@ -51,14 +51,22 @@ def register(sub: Any) -> None:
                    help="make the sockets 0660 owned by this group (default: 0600)")
     p.add_argument("--endpoint-grace-period", metavar="SECONDS", type=float, default=ENDPOINT_STOP_GRACE_PERIOD,
                    help="drop a vanished plugin's resource after this long (kubelet: 300)")
+    p.add_argument("--wait-for-device-plugins", action="store_true",
+                   help="NOT the kubelet's behaviour (opt-in): hold a pod pending until every device plugin for "
+                   "its extended resources is connected and has reported its devices. By default a pod is "
+                   "admitted at once, as the kubelet admits it: without devices no plugin has reported yet, "
+                   "rejected if its plugin went away or has too few")
     p.add_argument("--no-wait-for-device-plugins", dest="wait_for_device_plugins", action="store_false",
-                   help="admit a pod at once even if a device plugin for its extended resources has not "
-                   "registered yet (the kubelet's behaviour: the pod gets none of those devices); by default "
-                   "such pods stay pending until the plugin's devices arrive")
+                   help=argparse.SUPPRESS)  # the default since pods no longer wait; kept for old scripts
+    p.add_argument("--keep-static-pod-names", action="store_true",
+                   help="NOT the kubelet's behaviour (opt-in): keep static pods' manifest names. By default they "
+                   "are named <name>-<node name> as the kubelet names them (and their mirror pods)")
     p.add_argument("--nrt-file", metavar="FILE", type=Path,
                    help="keep this node's NodeResourceTopology (v1alpha2, JSON) in FILE, replaced atomically after "
                    "every change, as the NFD topology-updater would publish it (see `numalign nrt`)")
-    p.add_argument("--node-name", metavar="NAME", help="metadata.name of the --nrt-file object (default: host name)")
+    p.add_argument("--hostname-override", "--node-name", dest="node_name", metavar="NAME",
+                   help="the node's name, as the kubelet's flag: suffix of static pods' names and metadata.name of "
+                   "the --nrt-file object (default: this host's name, lower-cased)")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     add_kubelet_flags(p)
 
@@ -94,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
         endpoint_grace_period=args.endpoint_grace_period,
         wait_for_device_plugins=args.wait_for_device_plugins,
         nrt_file=args.nrt_file,
-        node_name=args.node_name or socket.gethostname(),
+        mirror_pod_names=not args.keep_static_pod_names,
+        node_name=(args.node_name or socket.gethostname()).lower(),
     ))
     stop = threading.Event()
 

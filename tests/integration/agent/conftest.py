@@ -60,6 +60,9 @@ class Layout:
             "capacity_interval": 0.1,
             "dial_timeout": 2.0,
             "call_timeout": 3.0,
+            # These tests address pods by their manifest names; test_agent_kubelet_defaults.py covers
+            # the kubelet's `<name>-<node name>` default.
+            "mirror_pod_names": False,
         }
         kw.update(overrides)
         return AgentOptions(**kw)

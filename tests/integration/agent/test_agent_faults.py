@@ -172,14 +172,23 @@ def test_invalid_and_duplicate_manifests_are_recorded_not_fatal(agent: Agent, la
     assert faults["invalid_manifest"] == 1 and faults["duplicate_pod"] == 1
 
 
-def test_pod_waits_for_its_device_plugin(agent: Agent, layout: Layout) -> None:
+def test_pod_waits_for_its_device_plugin_when_asked_to(layout: Layout) -> None:
+    with Agent(layout.options(wait_for_device_plugins=True)):
+        layout.write_manifest("early.yaml", gpu_pod("early"))
+        entry = wait_pod(layout, "early", "pending")
+        assert entry["reason"] == "WaitingForDevicePlugin" and GPU in entry["message"]
+        with DevicePlugin(GPU, TWO, socket_dir=layout.plugins) as plugin:
+            plugin.register()
+            entry = wait_pod(layout, "early", "admitted")
+            assert list(entry["allocations"]["main"]["devices"][GPU]) in (["gpu0"], ["gpu1"])
+
+
+def test_by_default_a_pod_is_admitted_without_devices_no_plugin_reported(agent: Agent, layout: Layout) -> None:
+    # The kubelet's predicate drops extended resources the node does not know and its device manager
+    # skips resources it has no devices for: the pod runs without them.
     layout.write_manifest("early.yaml", gpu_pod("early"))
-    entry = wait_pod(layout, "early", "pending")
-    assert entry["reason"] == "WaitingForDevicePlugin" and GPU in entry["message"]
-    with DevicePlugin(GPU, TWO, socket_dir=layout.plugins) as plugin:
-        plugin.register()
-        entry = wait_pod(layout, "early", "admitted")
-        assert list(entry["allocations"]["main"]["devices"][GPU]) in (["gpu0"], ["gpu1"])
+    entry = wait_pod(layout, "early", "admitted")
+    assert entry["allocations"]["main"]["devices"] == {}
 
 
 def test_metrics_endpoint_serves_kubelet_names(layout: Layout) -> None:

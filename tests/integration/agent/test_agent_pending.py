@@ -1,6 +1,7 @@
-"""Pods that need a device plugin wait for it, also after a restart: the device checkpoint makes the
-resource known before its plugin re-registers, and admitting then would reject the pod for devices
-that are merely not back yet."""
+"""With --wait-for-device-plugins (opt-in; the kubelet does not wait), pods that need a device plugin
+wait for it, also after a restart: the device checkpoint makes the resource known before its plugin
+re-registers, and admitting then would reject the pod for devices that are merely not back yet. The
+kubelet's own answers are in test_agent_kubelet_defaults.py."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def _plugin(layout: Layout) -> DevicePlugin:
 
 
 def test_after_a_restart_a_new_pod_waits_for_the_plugin_to_come_back(layout: Layout) -> None:
-    first = Agent(layout.options())
+    first = Agent(layout.options(wait_for_device_plugins=True))
     first.start()
     plugin = _plugin(layout)
     try:
@@ -29,7 +30,7 @@ def test_after_a_restart_a_new_pod_waits_for_the_plugin_to_come_back(layout: Lay
         plugin.stop()
         first.stop()
 
-    second = Agent(layout.options())
+    second = Agent(layout.options(wait_for_device_plugins=True))
     second.start()
     try:
         wait_pod(layout, "keep", "admitted")  # restored with its device from the checkpoint
@@ -50,7 +51,7 @@ def test_after_a_restart_a_new_pod_waits_for_the_plugin_to_come_back(layout: Lay
 
 
 def test_a_pod_waits_while_its_plugin_is_away(layout: Layout) -> None:
-    agent = Agent(layout.options())
+    agent = Agent(layout.options(wait_for_device_plugins=True))
     agent.start()
     try:
         plugin = _plugin(layout)

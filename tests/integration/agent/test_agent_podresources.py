@@ -198,15 +198,20 @@ spec:
 
 
 def test_pods_the_node_did_not_admit_are_known_to_get_and_v1alpha1_but_not_v1_list(
-    agent: Agent, layout: Layout, pr_stub: Callable[[], pr_grpc.PodResourcesListerStub]
+    layout: Layout, pr_stub: Callable[[], pr_grpc.PodResourcesListerStub]
 ) -> None:
+    with Agent(layout.options(wait_for_device_plugins=True)):
+        _not_admitted_pods_are_known(layout, pr_stub)
+
+
+def _not_admitted_pods_are_known(layout: Layout, pr_stub: Callable[[], pr_grpc.PodResourcesListerStub]) -> None:
     # 40 exclusive CPUs fit no single NUMA node (single-numa-node): rejected, as the kubelet would. Its
     # pod manager keeps the pod, so Get and v1alpha1 List still find it, with no resources.
     layout.write_manifest("huge.yaml", TOO_BIG)
     wait_pod(layout, "huge", "rejected")
     layout.write_manifest("gpu.yaml", GUARANTEED.replace("name: db", "name: wants-gpu").replace(
         "memory: 1Gi}", 'memory: 1Gi, example.com/gpu: "1"}'))
-    wait_pod(layout, "wants-gpu", "pending")  # no plugin registered: numalign holds it
+    wait_pod(layout, "wants-gpu", "pending")  # no plugin registered: numalign holds it (opt-in)
     s = pr_stub()
     assert [p.name for p in s.List(pr.ListPodResourcesRequest(), timeout=5).pod_resources] == []
     for name, ns in (("huge", "apps"), ("wants-gpu", "data")):

@@ -28,6 +28,7 @@ def test_serve_process_stops_cleanly_on_sigterm_and_pods_lists_the_result(
         "--config", str(DATA / "example-kubelet-config.yaml"),
         "--device-plugin-dir", str(layout.plugins), "--pod-resources-socket", str(layout.pr_socket),
         "--manifests", str(layout.manifests), "--state-dir", str(layout.state), "--endpoint-grace-period", "5",
+        "--hostname-override", "Worker-1",
     ]
     with log_path.open("wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
@@ -38,12 +39,17 @@ def test_serve_process_stops_cleanly_on_sigterm_and_pods_lists_the_result(
         wait_for(lambda: kubelet_sock.is_socket() and layout.pr_socket.is_socket(), "agent sockets", timeout=10)
         assert kubelet_sock.stat().st_mode & 0o777 == 0o600
         plugin.start()
+        # As on a kubelet, a pod that arrives before the plugin reported its devices gets none: wait.
+        wait_for(lambda: len((layout.status().get("resources", {}).get(GPU) or {}).get("healthy", [])) == 2,
+                 "gpus reported", timeout=8)
         layout.write_manifest("train.yaml", gpu_pod("train"))
-        entry = wait_pod(layout, "train", "admitted", timeout=8)
+        # Static pods carry the kubelet's name, <name>-<node name lower-cased>, in PodResources too.
+        entry = wait_pod(layout, "train-worker-1", "admitted", timeout=8)
         dev = next(iter(entry["allocations"]["main"]["devices"][GPU]))
         with grpc.insecure_channel(f"unix://{layout.pr_socket}") as ch:
             (pod,) = pr_grpc.PodResourcesListerStub(ch).List(pr.ListPodResourcesRequest(), timeout=5).pod_resources
         assert [d.device_ids[0] for d in pod.containers[0].devices] == [dev]
+        assert (pod.namespace, pod.name) == ("ml", "train-worker-1")
 
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
@@ -61,11 +67,11 @@ def test_serve_process_stops_cleanly_on_sigterm_and_pods_lists_the_result(
     assert main(["pods", "--state-dir", str(layout.state), "--output", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     (listed,) = doc["pods"].values()
-    assert listed["name"] == "train" and listed["status"] == "admitted"
+    assert listed["name"] == "train-worker-1" and listed["status"] == "admitted"
     assert listed["allocations"]["main"]["devices"][GPU] == entry["allocations"]["main"]["devices"][GPU]
     assert main(["pods", "--state-dir", str(layout.state)]) == 0
     out = capsys.readouterr().out
-    assert "ml/train  admitted" in out and f"{GPU} {dev}" in out
+    assert "ml/train-worker-1  admitted" in out and f"{GPU} {dev}" in out
     assert "memory 4Gi on NUMA " in out  # sizes as quantities, as `numalign admit` prints them
     # The plugin was stopped with the agent: its devices were healthy then; the agent is gone now.
     assert f"resource {GPU}: " in out and "plugin" in out

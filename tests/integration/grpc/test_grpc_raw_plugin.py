@@ -406,8 +406,8 @@ def _preferring_last(
 
 def test_upstream_stub_plugin_registers_and_serves_a_manifest_pod(stub_layout: Layout) -> None:
     layout = stub_layout
-    with Agent(layout.options()):
-        # The agent holds a pod whose plugin has not registered yet (numalign's documented default).
+    with Agent(layout.options(wait_for_device_plugins=True)):
+        # With --wait-for-device-plugins the agent holds a pod whose plugin has not registered yet.
         layout.write_manifest("early.yaml", _pod("early", app=1))
         assert wait_pod(layout, "early", "pending")["reason"] == "WaitingForDevicePlugin"
 
