@@ -7,8 +7,8 @@ registration and its first ListAndWatch answer must not admit it (the race seen 
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from collections.abc import Iterator
+from dataclasses import replace
 
 import grpc
 import pytest
