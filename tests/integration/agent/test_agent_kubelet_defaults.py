@@ -59,7 +59,7 @@ def _reported(layout: Layout, resource: str, count: int) -> bool:
     return len((layout.status().get("resources", {}).get(resource) or {}).get("healthy", [])) == count
 
 
-def _cpu_numa_nodes(entry: dict[str, object]) -> set[int]:
+def _cpu_numa_nodes(entry: dict[str, object]) -> set[int | None]:
     node_of = {c.id: c.numa_node for c in example("dual-socket").cpus}
     cpus = parse_cpulist(str(entry["allocations"]["main"]["cpus"]), "cpus")  # type: ignore[index]
     return {node_of[c] for c in cpus}
