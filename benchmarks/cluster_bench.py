@@ -80,7 +80,8 @@ def sweep(nodes: int, pods: int) -> None:
     t0 = time.perf_counter()
     local = run_sweep(cluster, workload, specs, 1, 3, jobs=2)
     two_local = time.perf_counter() - t0
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:  # type: ignore[no-untyped-call]
+    # dashboard_address ":0": the scheduler's HTTP routes on a free port (8787 may be taken).
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as lc:  # type: ignore[no-untyped-call]
         t0 = time.perf_counter()
         there = run_sweep(cluster, workload, specs, 1, 3, dask=lc.scheduler_address)
         on_dask = time.perf_counter() - t0

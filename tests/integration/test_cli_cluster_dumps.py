@@ -69,6 +69,7 @@ def test_capacity_and_simulate_from_dumps(tmp_path: Path, capsys: pytest.Capture
     assert main(["simulate", *dumps, "--generate", "30", "-j", "1", "--scheduler", "exact", "-o", "json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     assert run["preexisting"] == 1 and run["preexisting_rejected"] == 0 and run["rejections"] == 0
+    assert run["placed"] + run["unschedulable"] + run["failed"] == run["pods"] == 30
 
 
 def test_dumps_that_are_not_what_they_claim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -140,7 +140,7 @@ def run_one(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int,
     return RunResult(
         config=_run_config(spec, cluster),
         pods=created,
-        placed=len(bound),
+        placed=len(bound) - preexisting,  # the workload's pods; a dump's running pods are counted apart
         unschedulable=len(waiting),
         unschedulable_reasons=dict(sorted(reasons.items())),
         kubelet_rejections=dict(sorted(rejections.items())),
