@@ -118,3 +118,24 @@ def test_sweep_file_and_its_refusals(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["simulate", "--sweep", str(sweep), "-j", "1"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "sweep.yaml: topologyManagerScopes: 'pod' is listed twice" in err[0]
+
+
+def test_the_readme_examples_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The commands the README shows, on docs/examples, from that directory."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[2] / "docs" / "examples")
+    assert main(["simulate", "--cluster", "cluster.yaml", "deploy.yaml", "--policy", "single-numa-node",
+                 "--policy", "restricted", "--scope", "container", "--scope", "pod", "-j", "1", "-o", "json"]) == 0
+    runs = json.loads(capsys.readouterr().out)["runs"]
+    assert len(runs) == 12 and all(r["pods"] == 100 for r in runs)
+    assert all(r["rejections"] == 0 for r in runs if r["config"]["scheduler"] == "exact")
+    assert any(r["rejections"] > 0 for r in runs if r["config"]["scheduler"] == "default")
+    assert main(["capacity", "train.yaml", "--cluster", "cluster.yaml", "-o", "json"]) == 0
+    cap = json.loads(capsys.readouterr().out)
+    assert (cap["exact"], cap["by_requests"]) == (24, 32)
+    assert main(["simulate", "--cluster", "cluster.yaml", "deploy.yaml", "--sweep", "sweep.yaml", "-j", "1",
+                 "-o", "csv"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 13
+    assert main(["simulate", "--cluster", "cluster.yaml", "deploy.yaml", "--timeline", "timeline.csv", "-j", "1",
+                 "--scheduler", "exact", "-o", "json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["deleted"] == 60 and run["placed"] == 40
