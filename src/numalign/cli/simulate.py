@@ -126,6 +126,7 @@ def _rows(sim: Any) -> list[tuple[str, list[str]]]:
         ("retries", [str(r.retries) for r in runs]),
         ("failed after retries", [str(r.failed) for r in runs]),
         ("Guaranteed on 1 NUMA node", [f"{r.alignment.share:.1%}" for r in runs]),
+        ("Guaranteed on fewest possible", [f"{r.alignment.fewest_share:.1%}" for r in runs]),
     ]
     # cpu, memory and whatever the workload asked for (resources nobody requests stay out of the table).
     names = sorted({k for r in runs for k, f in r.resources.items() if f.requested or k in ("cpu", "memory")},
@@ -182,7 +183,7 @@ def _csv(sim: Any) -> None:
     w.writerow(["scheduler", "scoring", "topologyManagerPolicy", "topologyManagerScope", "topologyManagerPolicyOptions",
                 "cpuManagerPolicy", "cpuManagerPolicyOptions", "memoryManagerPolicy", "pods", "placed",
                 "unschedulable", "kubelet_rejections", *[f"rejections:{k}" for k in reasons], "rejected_pods",
-                "retries", "failed", "numa_aligned_share", *[f"utilisation:{k}" for k in names],
+                "retries", "failed", "numa_aligned_share", "numa_fewest_share", *[f"utilisation:{k}" for k in names],
                 *[f"stranded:{k}" for k in names]])
     for r in sim.runs:
         c = r.config
@@ -191,6 +192,6 @@ def _csv(sim: Any) -> None:
                     c.cpu_manager_policy, ",".join(f"{k}={v}" for k, v in sorted(c.cpu_manager_policy_options.items())),
                     c.memory_manager_policy, r.pods, r.placed, r.unschedulable, r.rejections,
                     *[r.kubelet_rejections.get(k, 0) for k in reasons], r.rejected_pods, r.retries, r.failed,
-                    f"{r.alignment.share:.6f}",
+                    f"{r.alignment.share:.6f}", f"{r.alignment.fewest_share:.6f}",
                     *[f"{r.resources[k].utilisation:.6f}" if k in r.resources else "" for k in names],
                     *[r.resources[k].stranded if k in r.resources else "" for k in names]])

@@ -26,6 +26,9 @@ NUMAAlignment
   single_numa     of those, pods whose CPUs, memory and devices all sit on one NUMA node
   share           single_numa / guaranteed (1.0 when there are none)
   numa_nodes      {NUMA nodes spanned: pods}
+  fewest          pods whose exclusive CPUs, memory, hugepages and devices span no more NUMA nodes than
+                  the fewest that could hold them on an empty node of their pool (cluster/fewest.py)
+  fewest_share    fewest / guaranteed (1.0 when there are none)
 
 ResourceFigures
   allocatable, requested, free (= allocatable - requested), stranded (free on nodes where no pending
@@ -73,10 +76,15 @@ class NUMAAlignment:
     guaranteed: int
     single_numa: int
     numa_nodes: dict[int, int]
+    fewest: int = 0
 
     @property
     def share(self) -> float:
         return self.single_numa / self.guaranteed if self.guaranteed else 1.0
+
+    @property
+    def fewest_share(self) -> float:
+        return self.fewest / self.guaranteed if self.guaranteed else 1.0
 
 
 @dataclass(frozen=True)
@@ -120,6 +128,7 @@ class RunResult:
         out["config"]["label"] = self.config.label
         out["rejections"] = self.rejections
         out["alignment"]["share"] = round(self.alignment.share, 6)
+        out["alignment"]["fewest_share"] = round(self.alignment.fewest_share, 6)
         out["alignment"]["numa_nodes"] = {str(k): v for k, v in sorted(self.alignment.numa_nodes.items())}
         for name, fig in self.resources.items():
             out["resources"][name]["free"] = fig.free
@@ -133,7 +142,8 @@ class RunResult:
         return cls(
             RunConfig(**cfg), d["pods"], d["placed"], d["unschedulable"], dict(d["unschedulable_reasons"]),
             dict(d["kubelet_rejections"]), d["rejected_pods"], d["retries"], d["failed"], d["deleted"],
-            NUMAAlignment(al["guaranteed"], al["single_numa"], {int(k): v for k, v in al["numa_nodes"].items()}),
+            NUMAAlignment(al["guaranteed"], al["single_numa"], {int(k): v for k, v in al["numa_nodes"].items()},
+                          al.get("fewest", 0)),
             {k: ResourceFigures(v["allocatable"], v["requested"], v["stranded"]) for k, v in d["resources"].items()},
             d.get("preexisting", 0), d.get("preexisting_rejected", 0),
         )

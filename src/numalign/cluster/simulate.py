@@ -188,9 +188,14 @@ def _run_config(spec: RunSpec, cluster: Cluster) -> RunConfig:
 
 
 def _alignment(state: ClusterState, bound: dict[str, tuple[int, str]]) -> NUMAAlignment:
+    from numalign.cluster.fewest import fewest_numa_nodes, needs, zone_allocatable
+    from numalign.node import Node
+
     hist: Counter[int] = Counter()
-    guaranteed = single = 0
+    guaranteed = single = fewest = 0
     cpu_numa_of: dict[str, dict[int, int]] = {}
+    zones_of: dict[str, list[dict[str, int]]] = {}
+    least: dict[tuple[str, tuple[object, ...]], int] = {}
     for uid, (i, _g) in bound.items():
         sn = state.nodes[i]
         pod = sn.pods[uid][0]
@@ -202,18 +207,31 @@ def _alignment(state: ClusterState, bound: dict[str, tuple[int, str]]) -> NUMAAl
         if cpu_numa is None:
             cpu_numa = {c.id: c.numa_node for c in node.machine.cpus if c.numa_node is not None}
             cpu_numa_of[sn.pool.name] = cpu_numa
-        numa: set[int] = set()
+        numa: set[int] = set()  # every NUMA node its CPUs (shared pool included), memory and devices use
+        pinned: set[int] = set()  # the same without the shared pool: what the kubelet placed for it
         for c in pod.all_containers():
             alloc = node.allocation(uid, c.name)
-            numa.update(cpu_numa[cpu] for cpu in alloc.cpus if cpu in cpu_numa)
+            cpus = {cpu_numa[cpu] for cpu in alloc.cpus if cpu in cpu_numa}
+            numa.update(cpus)
+            if alloc.exclusive:
+                pinned.update(cpus)
             for block in alloc.memory:
                 numa.update(block["numa_nodes"])
+                pinned.update(block["numa_nodes"])
             for devs in alloc.devices.values():
                 for nodes in devs.values():
                     numa.update(nodes or ())
+                    pinned.update(nodes or ())
         hist[len(numa)] += 1
         single += len(numa) == 1
-    return NUMAAlignment(guaranteed, single, dict(sorted(hist.items())))
+        key = (sn.pool.name, sn.pods[uid][1].key)
+        if key not in least:
+            if sn.pool.name not in zones_of:
+                zones_of[sn.pool.name] = zone_allocatable(Node(sn.pool.machine, sn.pool.config))
+            least[key] = fewest_numa_nodes(zones_of[sn.pool.name], needs(pod))
+        # A pod needing no NUMA-bound resource is on the fewest possible wherever it runs.
+        fewest += least[key] == 0 or len(pinned) <= least[key]
+    return NUMAAlignment(guaranteed, single, dict(sorted(hist.items())), fewest)
 
 
 def _resources(state: ClusterState, shapes: list[tuple[Pod, Placement]]) -> dict[str, ResourceFigures]:
