@@ -4,7 +4,8 @@ pod's requests (as kube-scheduler's NodeResourcesFit reads them).
 Units are the scheduler's: cpu in millicores, every other resource in whole units (bytes, devices).
 
 * Node allocatable (kubelet node status setters): capacity minus kubeReserved + systemReserved + the
-  hard eviction threshold; memory also minus every hugepage pool (hugepages are their own resources);
+  hard eviction threshold (with reservedSystemCPUs, the cpu reserved is that many CPUs, as the kubelet
+  overrides the cpu of kubeReserved and systemReserved with it); memory also minus every hugepage pool (hugepages are their own resources);
   extended resources are the healthy devices per resource; pods is maxPods.
 * Pod requests (resourcehelper.PodRequests): app containers and sidecars summed, the largest init
   container step taken if larger, pod overhead added. For scoring, cpu and memory use the non-zero
@@ -50,6 +51,12 @@ def node_allocatable(machine: Machine, config: KubeletConfig) -> dict[str, int]:
         **{k: Quantity.from_int(v, QuantityFormat.BINARY_SI) for k, v in hugepages.items()},
     }
     reserved = config.node_allocatable_reservation(capacity)
+    system_cpus = config.reserved_cpus()
+    if system_cpus:
+        # The kubelet (cmd/kubelet/app/server.go): --reserved-cpus overrides the cpu of kubeReserved and
+        # systemReserved; the node reserves exactly that many CPUs.
+        # (Hard eviction thresholds never reserve cpu.)
+        reserved[RESOURCE_CPU] = Quantity.from_int(len(system_cpus))
     out: dict[str, int] = {}
     for name, cap in capacity.items():
         value = amount(name, cap) - (amount(name, reserved[name]) if name in reserved else 0)

@@ -111,3 +111,36 @@ def test_cut_off_and_rotating_start_index() -> None:
     mask[1] = True  # one more feasible node: the 101st (node 198) stops the search; 0-197 were processed
     idx, processed = sched.feasible(None, pv, mask)  # type: ignore[arg-type]
     assert len(idx) == 100 and processed == 198
+
+
+def test_fit_counts_overhead_hugepages_devices_and_the_pods_limit() -> None:
+    from numalign.k8s.manifest import pods_from_yaml
+
+    st = ClusterState(Cluster("t", (NodePool("p", 1, gpu_node(), example_config(), max_pods=3),)))
+    alloc = dict(zip(st.resources, st.alloc[0].tolist(), strict=True))
+    # The kubelet's node status: 128 CPUs less the 2 reserved ones, memory less the reservations and
+    # the hugepage pools, 8 GPUs, every hugepage pool.
+    assert alloc["cpu"] == 126_000 and alloc["nvidia.com/gpu"] == 8
+    assert alloc["hugepages-1Gi"] == 4 * 16 << 30
+    assert alloc["memory"] == 4 * (256 << 30) - 4 * (16 << 30) - 4 * 4096 * (2 << 20) - (2148 << 20)
+
+    def pod(limits: str, overhead: str = "{}") -> PodVector:
+        (p,) = pods_from_yaml(f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: p}}
+spec:
+  overhead: {overhead}
+  containers: [{{name: c, resources: {{limits: {limits}}}}}]
+""")
+        return st.vector(p)
+
+    assert bool(st.fit_mask(pod("{cpu: '126', memory: 1Gi}"))[0])
+    assert not bool(st.fit_mask(pod("{cpu: '126', memory: 1Gi}", "{cpu: 250m}"))[0])  # overhead counts
+    assert not bool(st.fit_mask(pod("{cpu: '1', memory: 1Gi, nvidia.com/gpu: '9'}"))[0])
+    assert not bool(st.fit_mask(pod("{cpu: '1', memory: 1Gi, hugepages-1Gi: 65Gi}"))[0])
+    assert not bool(st.fit_mask(pod("{cpu: '1', memory: 1Gi, example.com/fpga: '1'}"))[0])  # no node has it
+    st.pod_count[0] = 3
+    assert not bool(st.fit_mask(pod("{cpu: '1', memory: 1Gi}"))[0])  # maxPods reached
+    reasons = st.insufficient(pod("{cpu: '1', memory: 1Gi, nvidia.com/gpu: '9'}"), np.ones(1, dtype=np.bool_))
+    assert reasons == {"Too many pods": 1, "Insufficient nvidia.com/gpu": 1}
