@@ -5,8 +5,9 @@ Units are the scheduler's: cpu in millicores, every other resource in whole unit
 
 * Node allocatable (kubelet node status setters): capacity minus kubeReserved + systemReserved + the
   hard eviction threshold (with reservedSystemCPUs, the cpu reserved is that many CPUs, as the kubelet
-  overrides the cpu of kubeReserved and systemReserved with it); memory also minus every hugepage pool (hugepages are their own resources);
-  extended resources are the healthy devices per resource; pods is maxPods.
+  overrides the cpu of kubeReserved and systemReserved with it); memory also minus every hugepage pool
+  (hugepages are their own resources); extended resources are the healthy devices per resource; pods
+  is maxPods.
 * Pod requests (resourcehelper.PodRequests): app containers and sidecars summed, the largest init
   container step taken if larger, pod overhead added. For scoring, cpu and memory use the non-zero
   defaults of containers that request none (100m, 200Mi: schedutil.DefaultMilliCPURequest,
