@@ -1,5 +1,6 @@
-"""Discovery on every hwloc Linux sysfs dump (../shared/fixtures/hwloc/linux, BSD-3 hwloc test data,
-read in place, never copied into the repository).
+"""hwloc's reading of every hwloc Linux sysfs dump (../shared/fixtures/hwloc/linux, BSD-3 hwloc test
+data, read in place, never copied into the repository): `discover_sysfs_hwloc`, the second opinion that
+`numalign discover --hwloc` shows. Decisions use the kubelet's reading, tested in test_kubelet_view_dumps.py.
 
 Each dump is extracted once per session and discovered once. Every `.test` beside the dumps says how
 hwloc was run (target .console/.xml, options, env); we compare what that run shows (NUMA nodes with
@@ -11,67 +12,36 @@ the sysfs files themselves.
 
 from __future__ import annotations
 
-import bz2
-import io
 import re
-import tarfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from support.shared import hwloc_linux_dir
+from support.dumps import HWLOC, TARBALLS, extracted
 
-from numalign.adapters.sysfs import discover_sysfs
+from numalign.adapters.sysfs import discover_sysfs_hwloc
 from numalign.errors import DiscoveryError
 from numalign.machine.topology import Machine
 
-HWLOC = hwloc_linux_dir()
 TESTS = sorted(HWLOC.glob("*.test"))
-TARBALLS = sorted(HWLOC.glob("*.tar.bz2"))
-
-# Only what discovery and these checks read: keeps extraction of 42 dumps to a few seconds.
-_KEEP = re.compile(
-    r"""^[^/]+/(
-       sys/devices/system/(node|cpu)/(online|possible|present|offline)$
-     | sys/devices/system/node/node\d+/(cpumap|cpulist|distance|meminfo|hugepages/[^/]+/nr_hugepages)$
-     | sys/devices/system/cpu/cpu\d+/(online|topology/?|cache/index\d+/(level|type|id)
-         |topology/(core_id|physical_package_id|die_id|thread_siblings|core_cpus))$
-     | sys/bus/pci/devices/[^/]+$
-     | sys/devices/pci[^/]*/(.*/)?(class|vendor|numa_node)$
-     | proc/(meminfo|self/cpuset|self/cgroup|mounts|driver/nvidia/gpus/[^/]+/numa_status)$
-     | (.*/)?(cpuset\.)?(cpus|mems)(\.effective)?$
-    )""",
-    re.X,
-)
-
 
 def test_fixtures_present() -> None:
     assert len(TARBALLS) >= 40, f"expected the hwloc Linux dumps in {HWLOC}"
     assert len(TESTS) >= len(TARBALLS)
 
 
-_roots: dict[str, Path] = {}
 _machines: dict[str, Machine] = {}
 
 
 def _root(tarball: Path, tmp_factory: pytest.TempPathFactory) -> Path:
-    if tarball.name not in _roots:
-        dest = tmp_factory.mktemp(tarball.name.split(".")[0])
-        # Decompress once into memory: tarfile seeks back to extract, which would restart bz2.
-        data = io.BytesIO(bz2.decompress(tarball.read_bytes()))
-        with tarfile.open(fileobj=data) as tf:
-            members = [m for m in tf.getmembers() if _KEEP.match(m.name)]
-            tf.extractall(dest, members=members, filter="data")
-        (inner,) = [p for p in dest.iterdir() if (p / "sys").is_dir()]
-        _roots[tarball.name] = inner
-    return _roots[tarball.name]
+    return extracted(tarball, tmp_factory)
 
 
 def _machine(tarball: Path, tmp_factory: pytest.TempPathFactory) -> tuple[Path, Machine]:
     root = _root(tarball, tmp_factory)
     if tarball.name not in _machines:
-        _machines[tarball.name] = discover_sysfs(root)
+        _machines[tarball.name] = discover_sysfs_hwloc(root)
     return root, _machines[tarball.name]
 
 

@@ -4,14 +4,17 @@ does, and fast and correctly aligned once the limit is raised (implicit hints, n
 from __future__ import annotations
 
 import json
+import tarfile
+import tempfile
 import time
 from functools import cache
+from pathlib import Path
 
 import pytest
 from support.configs import static_node_config
 from support.shared import hwloc_linux_dir
 
-from numalign.adapters.sysfs import load_machine
+from numalign.adapters.sysfs import discover_sysfs_hwloc, find_sysfs_root
 from numalign.core.bitmask import bits_of
 from numalign.errors import ConfigError
 from numalign.k8s.kubeletconfig import KubeletConfig
@@ -32,7 +35,12 @@ MACHINES = ["snc-16", "gb200", "numa-64", "hwloc:128ia64-17n4s2c", "hwloc:256ia6
 @cache
 def machine(name: str) -> Machine:
     if name.startswith("hwloc:"):
-        return load_machine(str(hwloc_linux_dir() / f"{name[6:]}.tar.bz2"))
+        # These dumps link nodeN/cpuM to the node itself, so the kubelet's reading finds no CPU there
+        # (test_kubelet_view_dumps.py); hwloc's reading gives the large real topologies wanted here.
+        with tempfile.TemporaryDirectory(prefix="numalign-large-") as dest:
+            with tarfile.open(hwloc_linux_dir() / f"{name[6:]}.tar.bz2") as tf:
+                tf.extractall(dest, filter="data")
+            return discover_sysfs_hwloc(find_sysfs_root(Path(dest)))
     return example(name)
 
 

@@ -7,19 +7,23 @@ What is read (paths relative to the root):
   sys/bus/pci/devices/*/{class, vendor, numa_node}
   proc/meminfo and sys/kernel/mm/hugepages when the kernel has no NUMA nodes directory.
 
-Broken firmware follows hwloc's answers: a node whose CPUs were already claimed by an earlier node is
+`discover_sysfs` reads the tree as cadvisor and the kubelet do (adapters/cadvisor_sysfs.py);
+`discover_sysfs_hwloc` keeps hwloc's reading as a second opinion. Broken firmware there follows
+hwloc's answers: a node whose CPUs were already claimed by an earlier node is
 ignored (its distance column too); CPUs that are offline or have no topology directory are not
 online CPUs. What cannot be made sense of raises DiscoveryError naming the file.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tarfile
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from numalign.adapters.cadvisor_sysfs import read_attribute, read_machine_info
 from numalign.errors import DiscoveryError, InvalidInputError
 from numalign.k8s.textfiles import read_text_file
 from numalign.machine.sysfstext import (
@@ -40,7 +44,7 @@ _NODE_DIR = re.compile(r"^node(\d+)$")
 def _read(path: Path) -> str | None:
     try:
         # hwloc dumps (and some kernels) leave NUL padding after the value.
-        return path.read_text(encoding="utf-8", errors="replace").replace("\x00", "")
+        return read_attribute(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as e:
@@ -196,7 +200,25 @@ class _Sysfs:
 
 
 def discover_sysfs(root: Path | str = "/", name: str | None = None) -> Machine:
-    """Read the machine under `root` (a live "/" or an extracted sysfs dump)."""
+    """The machine under `root` (a live "/" or an extracted sysfs dump) as the kubelet sees it:
+    cadvisor's MachineInfo (adapters/cadvisor_sysfs.py) read as topology.Discover reads it, plus the
+    PCI devices with their NUMA nodes (numalign's own addition, for device files and plugins)."""
+    from numalign.machine.cadvisor import machine_from_cadvisor
+
+    root = Path(root)
+    info = read_machine_info(root)
+    info["machine_id"] = name or _name(root)
+    try:
+        machine = machine_from_cadvisor(info, f"{root} (as cadvisor reads it)")
+    except InvalidInputError as e:
+        raise DiscoveryError(str(e)) from None
+    devices = _Sysfs(root).devices(set(machine.numa_ids()))
+    return dataclasses.replace(machine, devices=tuple(devices)) if devices else machine
+
+
+def discover_sysfs_hwloc(root: Path | str = "/", name: str | None = None) -> Machine:
+    """The same tree read the way hwloc reads it (cpumap membership, thread_siblings, node 0 for a
+    kernel without NUMA): a second opinion for `numalign discover --hwloc`, never used for decisions."""
     fs = _Sysfs(Path(root))
     cpu_root = fs.system / "cpu"
     cpu_dirs = _numbered(cpu_root, _CPU_DIR)

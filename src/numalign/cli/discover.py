@@ -26,6 +26,13 @@ def register(sub: Any) -> None:
     )
     src.add_argument("--list", action="store_true", help="list the built-in machines")
     p.add_argument(
+        "--hwloc",
+        action="store_true",
+        help="show sysfs as hwloc reads it (node membership from cpumap, thread_siblings, node 0 for a kernel "
+        "without NUMA) instead of as the kubelet reads it (cadvisor + topology.Discover); a second opinion "
+        "only: every decision uses the kubelet's reading",
+    )
+    p.add_argument(
         "--output",
         "-o",
         choices=("text", "json", "yaml", "cadvisor"),
@@ -35,7 +42,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from numalign.adapters.sysfs import discover_sysfs, find_sysfs_root, load_machine
+    from numalign.adapters.sysfs import discover_sysfs, discover_sysfs_hwloc, find_sysfs_root, load_machine
     from numalign.machine.examples import EXAMPLES, example, example_names
     from numalign.machine.fileformat import machine_to_text
     from numalign.machine.render import render_list, render_machine
@@ -51,10 +58,16 @@ def run(args: argparse.Namespace) -> int:
             rows = [{"name": n, "numa_nodes": len(example(n).numa_nodes), "cpus": len(example(n).cpus)} for n in names]
             sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return 0
+    root = None
     if args.machine:
-        machine = load_machine(args.machine)
+        path = Path(args.machine)
+        root = find_sysfs_root(path) if path.is_dir() and args.machine not in EXAMPLES else None
+        machine = load_machine(args.machine) if root is None or not args.hwloc else discover_sysfs_hwloc(root)
     else:
-        machine = discover_sysfs(find_sysfs_root(Path(args.sysfs_root)) if args.sysfs_root else "/")
+        root = find_sysfs_root(Path(args.sysfs_root)) if args.sysfs_root else Path("/")
+        machine = discover_sysfs_hwloc(root) if args.hwloc else discover_sysfs(root)
+    if root is not None and not args.hwloc:
+        _second_opinion(machine, root)
     if args.output == "text":
         sys.stdout.write(render_machine(machine))
     elif args.output == "cadvisor":
@@ -66,3 +79,34 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(machine_to_text(machine, args.output))
     return 0
+
+
+def _second_opinion(machine: Any, root: Path) -> None:
+    """Say where hwloc reads the same sysfs differently: that is where the firmware looks inconsistent."""
+    import logging
+
+    from numalign.adapters.sysfs import discover_sysfs_hwloc
+    from numalign.errors import DiscoveryError
+
+    log = logging.getLogger("numalign.discover")
+    if not machine.cpus:
+        log.warning("cadvisor counts no CPU on this machine (no online CPU with a readable core_id and "
+                    "physical_package_id under its NUMA nodes): the kubelet's static CPU manager would not start "
+                    "(could not detect number of cpus)")
+    try:
+        hw = discover_sysfs_hwloc(root)
+    except DiscoveryError as e:
+        log.warning("hwloc would not read this machine (%s); shown as the kubelet reads it", e)
+        return
+    ours = {c.id: c.numa_node for c in machine.cpus}
+    theirs = {c.id: c.numa_node for c in hw.cpus if c.online}
+    notes = []
+    if machine.numa_ids() != hw.numa_ids():
+        notes.append(f"NUMA nodes {machine.numa_ids()} (kubelet) vs {hw.numa_ids()} (hwloc)")
+    if ours != theirs:
+        differ = sorted(set(ours) ^ set(theirs) | {c for c in set(ours) & set(theirs) if ours[c] != theirs[c]})
+        notes.append(f"{len(differ)} CPU(s) placed differently or seen by one reading only "
+                     f"(e.g. {', '.join(map(str, differ[:8]))})")
+    if notes:
+        log.warning("hwloc reads this sysfs differently: %s; the firmware looks inconsistent there "
+                    "(numalign discover --hwloc shows hwloc's reading; decisions use the kubelet's)", "; ".join(notes))

@@ -60,20 +60,47 @@ def _l3(caches: list[Any], where: str) -> int | None:
 
 
 def machine_from_cadvisor(obj: Any, source: str) -> Machine:
+    """The machine as the kubelet reads this MachineInfo.
+
+    - A CPU listed under two nodes belongs to the last one (topology.Discover overwrites its CPU
+      details node by node).
+    - Distance rows are cadvisor's raw rows, which the kubelet indexes by node id; numalign keeps
+      them by position (in ascending node id), so row[id] is read for each node. A row too short for
+      some node id (sparse ids) is one the kubelet would index past: such a machine gets no distances
+      (prefer-closest-numa-nodes then refuses to start, where the kubelet would fail at admission).
+    """
     info = _map(obj, source)
     topology = _list(info.get("topology"), f"{source}: topology")
     if not topology:
-        raise InvalidInputError(f"{source}: topology is empty; the kubelet needs per-NUMA topology from cadvisor")
-    nodes: list[tuple[int, NUMANode]] = []
-    cpus: list[CPU] = []
-    declared: dict[int, int | None] = {}  # CPU id -> the core's uncore cache id as cadvisor listed it
-    node_caches: dict[int | None, list[int]] = {}  # node id -> its node-level L3 ids
-    order = []
+        raise InvalidInputError(
+            f"{source}: topology is empty: cadvisor found no NUMA node (no node directory and no CPU with a "
+            "physical package id), so the kubelet would run with no NUMA topology and empty CPU details; "
+            "describe the machine in a machine file instead"
+        )
+    raw_nodes: list[tuple[int, Mapping[str, Any], str]] = []
+    owner: dict[int, int] = {}  # CPU id -> the last node listing it (the kubelet's CPU details)
     for i, raw_node in enumerate(topology):
         where = f"{source}: topology[{i}]"
         n = _map(raw_node, where)
         node_id = _int(n.get("node_id", 0), f"{where}.node_id")
-        order.append(node_id)
+        if node_id < 0:
+            raise InvalidInputError(
+                f"{where}: node_id {node_id} (cadvisor names nodes after physical package ids when there is no "
+                "NUMA directory, and this package id is unknown); the kubelet's NUMA bitmask cannot hold a "
+                "negative node; describe the machine in a machine file instead"
+            )
+        raw_nodes.append((node_id, n, where))
+        for j, raw_core in enumerate(_list(n.get("cores"), f"{where}.cores")):
+            core = _map(raw_core, f"{where}.cores[{j}]")
+            for t in _list(core.get("thread_ids"), f"{where}.cores[{j}].thread_ids"):
+                owner[_int(t, f"{where}.cores[{j}].thread_ids")] = node_id
+    ids = sorted(node_id for node_id, _, _ in raw_nodes)
+    nodes: list[tuple[int, NUMANode]] = []
+    cpus: list[CPU] = []
+    declared: dict[int, int | None] = {}  # CPU id -> the core's uncore cache id as cadvisor listed it
+    node_caches: dict[int | None, list[int]] = {}  # node id -> its node-level L3 ids
+    rows: dict[int, list[int] | None] = {}
+    for node_id, n, where in raw_nodes:
         node_l3s = _l3s(_list(n.get("caches"), f"{where}.caches"), f"{where}.caches")
         node_caches[node_id] = node_l3s
         node_l3 = node_l3s[0] if node_l3s else None
@@ -86,6 +113,8 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
                 raise InvalidInputError(f"{cw}: thread_ids {threads}; expected unique CPU ids (kubelet: no cpus)")
             uncore = _l3(_list(core.get("uncore_caches"), f"{cw}.uncore_caches"), f"{cw}.uncore_caches")
             for t in threads:
+                if owner[t] != node_id:
+                    continue  # listed again under a later node, which the kubelet keeps
                 declared[t] = uncore
                 cpus.append(
                     CPU(
@@ -106,10 +135,13 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
                 hp.get("num_pages", 0), f"{where}.hugepages[{j}].num_pages"
             )
         dist_raw = n.get("distances")
-        distances = None if not dist_raw else tuple(_int(x, f"{where}.distances") for x in _list(dist_raw, where))
+        rows[node_id] = None if not dist_raw else [_int(x, f"{where}.distances") for x in _list(dist_raw, where)]
         memory = _int(n.get("memory", 0), f"{where}.memory")
-        nodes.append((node_id, NUMANode(node_id, frozenset(node_cpus), memory, hugepages, distances)))
+        nodes.append((node_id, NUMANode(node_id, frozenset(node_cpus), memory, hugepages, None)))
+    by_position = _rows_by_position(rows, ids)
     nodes.sort(key=lambda p: p[0])
+    if by_position is not None:
+        nodes = [(i, dataclasses.replace(n, distances=by_position[i])) for i, n in nodes]
     name = info.get("machine_id") or source
     try:
         return _keep_declared_uncore(
@@ -119,6 +151,22 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
         )
     except InvalidInputError as e:
         raise InvalidInputError(f"{source}: {e}") from None
+
+
+def _rows_by_position(rows: Mapping[int, list[int] | None], ids: list[int]) -> dict[int, tuple[int, ...]] | None:
+    """cadvisor's rows (indexed by node id) as numalign keeps them (one entry per node, ascending id),
+    or None when some node has no row, or a row the kubelet would index past or find a
+    non-positive distance in."""
+    out: dict[int, tuple[int, ...]] = {}
+    for node_id in ids:
+        row = rows.get(node_id)
+        if row is None or len(row) <= max(ids):
+            return None
+        picked = tuple(row[i] for i in ids)
+        if any(x <= 0 for x in picked):
+            return None
+        out[node_id] = picked
+    return out
 
 
 def _keep_declared_uncore(
@@ -205,7 +253,7 @@ def machine_to_cadvisor(m: Machine) -> dict[str, Any]:
                 "hugepages": [{"page_size": size // 1024, "num_pages": n} for size, n in node.hugepages.items()],
                 "cores": core_list,
                 "caches": node_caches,
-                "distances": None if node.distances is None else list(node.distances),
+                "distances": None if node.distances is None else _row_by_id(m, node.distances),
             }
         )
     threads_total = sum(len(n.cpus) for n in m.numa_nodes)
@@ -217,3 +265,12 @@ def machine_to_cadvisor(m: Machine) -> dict[str, Any]:
         "machine_id": m.name,
         "topology": topology,
     }
+
+
+def _row_by_id(m: Machine, row: tuple[int, ...]) -> list[int]:
+    """A by-position row as cadvisor writes it: indexed by node id (ids without a node read 0)."""
+    ids = m.numa_ids()
+    out = [0] * (max(ids) + 1)
+    for pos, node_id in enumerate(ids):
+        out[node_id] = row[pos]
+    return out

@@ -257,8 +257,9 @@ def _validate(m: Machine) -> None:
     if overlap := sorted(m.offline_cpus & set(cpu_ids)):
         raise _fail(m, f"offline_cpus {overlap} also appear in cpus; list them once (cpus with online: false)")
     for c in m.cpus:
-        if c.id < 0 or c.socket < 0 or c.core < 0 or c.die < 0:
-            raise _fail(m, f"CPU {c.id} has a negative id/socket/die/core; expected ids >= 0")
+        # Socket and core ids stay as the kernel reports them, -1 ("unknown") included, as the kubelet keeps them.
+        if c.id < 0 or c.die < 0:
+            raise _fail(m, f"CPU {c.id} has a negative id or die; expected ids >= 0")
         if c.numa_node is not None and c.numa_node not in known:
             raise _fail(m, f"CPU {c.id} names NUMA node {c.numa_node}, which is not one of {node_ids}")
     expected: dict[int, set[int]] = {i: set() for i in node_ids}

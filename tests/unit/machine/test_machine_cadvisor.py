@@ -120,7 +120,6 @@ def test_machine_file_is_not_mistaken_for_cadvisor() -> None:
         (lambda i: i["topology"][0]["cores"][0].update(thread_ids=[0, 0]), "expected unique CPU ids"),
         (lambda i: i["topology"][0]["cores"][0].update(thread_ids=[]), "expected unique CPU ids"),
         (lambda i: i["topology"][0].update(memory="big"), "topology[0].memory: expected an integer"),
-        (lambda i: i["topology"][1]["cores"][0].update(thread_ids=[0, 6]), "CPU ids [0] appear more than once"),
     ],
 )
 def test_errors(edit: Any, message: str) -> None:
@@ -214,3 +213,24 @@ def _offline_machine(spec: list[tuple[int, int, int, int, bool]], n_nodes: int) 
 def test_cadvisor_round_trip_keeps_the_kubelet_view_with_offline_cpus(machine: Machine) -> None:
     back = machine_from_cadvisor(json.loads(json.dumps(machine_to_cadvisor(machine))), "x")
     assert back.cpu_infos() == machine.cpu_infos()
+
+
+def test_a_cpu_listed_under_two_nodes_belongs_to_the_last_as_in_the_kubelet() -> None:
+    # topology.Discover writes CPU details node by node: the later node overwrites the earlier.
+    info = json.loads(json.dumps(MACHINE_INFO))
+    info["topology"][1]["cores"][0]["thread_ids"].append(0)
+    m = machine_from_cadvisor(info, "dup")
+    assert m.cpu(0).numa_node == info["topology"][1]["node_id"]
+    assert 0 not in m.node(info["topology"][0]["node_id"]).cpus
+
+
+def test_distance_rows_are_indexed_by_node_id() -> None:
+    info = json.loads(json.dumps(MACHINE_INFO))
+    ids = [n["node_id"] for n in info["topology"]]
+    width = max(ids) + 1
+    for n in info["topology"]:
+        n["distances"] = [10 if j == n["node_id"] else 20 + j for j in range(width)]
+    m = machine_from_cadvisor(info, "rows")
+    assert m.distance_matrix() == {i: [10 if j == i else 20 + j for j in sorted(ids)] for i in ids}
+    assert machine_to_cadvisor(m)["topology"][0]["distances"][: len(ids)] == info["topology"][0]["distances"][
+        : len(ids)]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from numalign.adapters.sysfs import discover_sysfs, load_machine
+from numalign.adapters.sysfs import discover_sysfs, discover_sysfs_hwloc, load_machine
 from numalign.errors import DiscoveryError, InvalidInputError
 from numalign.machine.cadvisor import machine_to_cadvisor
 from numalign.machine.examples import example
@@ -38,9 +38,14 @@ def _fake(root: Path, *, nodes: bool = True) -> Path:
         _w(root, f"{t}/thread_siblings", f"{(1 << core) | (1 << (core + 4)):x}\n")
         _w(root, f"{s}/cpu/cpu{cpu}/cache/index0/level", "1\n")
         _w(root, f"{s}/cpu/cpu{cpu}/cache/index0/type", "Data\n")
+        _w(root, f"{s}/cpu/cpu{cpu}/cache/index0/id", f"{core}\n")
+        _w(root, f"{s}/cpu/cpu{cpu}/cache/index0/size", "32K\n")
+        _w(root, f"{s}/cpu/cpu{cpu}/cache/index0/shared_cpu_map", f"{(1 << core) | (1 << (core + 4)):x}\n")
         _w(root, f"{s}/cpu/cpu{cpu}/cache/index3/level", "3\n")
         _w(root, f"{s}/cpu/cpu{cpu}/cache/index3/type", "Unified\n")
         _w(root, f"{s}/cpu/cpu{cpu}/cache/index3/id", f"{core // 2}\n")
+        _w(root, f"{s}/cpu/cpu{cpu}/cache/index3/size", "16384K\n")
+        _w(root, f"{s}/cpu/cpu{cpu}/cache/index3/shared_cpu_map", "33\n" if core < 2 else "cc\n")
     if nodes:
         _w(root, f"{s}/node/online", "0-1\n")
         _w(root, f"{s}/node/possible", "0-1\n")
@@ -54,6 +59,9 @@ def _fake(root: Path, *, nodes: bool = True) -> Path:
             _w(root, f"{s}/node/node{n}/distance", "10 21\n" if n == 0 else "21 10\n")
             _w(root, f"{s}/node/node{n}/hugepages/hugepages-2048kB/nr_hugepages", f"{n + 5}\n")
             _w(root, f"{s}/node/node{n}/hugepages/hugepages-1048576kB/nr_hugepages", "1\n")
+            for cpu in range(8):  # the kernel's nodeN/cpuM links, which cadvisor reads
+                if int(mask, 16) >> cpu & 1:
+                    (root / f"{s}/node/node{n}/cpu{cpu}").symlink_to(f"../../cpu/cpu{cpu}")
     else:
         _w(root, "proc/meminfo", "MemTotal:       4096 kB\n")
         _w(root, "sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "7\n")
@@ -80,9 +88,11 @@ def test_discover_synthetic_machine(tmp_path: Path) -> None:
     assert m.node(1).memory_bytes == 2048 * 1024
     assert dict(m.node(1).hugepages) == {2 << 20: 6, 1 << 30: 1}
     assert m.distance_matrix() == {0: [10, 21], 1: [21, 10]}
-    assert m.offline_cpus == {7}
-    assert m.cpu(6).core == 0 and m.cpu(6).socket == 1 and m.cpu(6).l3 == 1
+    assert 7 not in {c.id for c in m.cpus}  # offline: cadvisor leaves it out
+    assert m.cpu(6).core == 0 and m.cpu(6).socket == 1
     assert [sorted(c) for c in m.physical_cores()] == [[0, 4], [1, 5], [2, 6], [3]]
+    hw = discover_sysfs_hwloc(tmp_path, name="fake")  # hwloc keeps the offline CPU, without topology
+    assert hw.offline_cpus == {7} and hw.cpu(6).l3 == 1
     infos = {i.id: i for i in m.cpu_infos()}
     assert infos[5].core == 1 and infos[6].core == 2
     assert {i.uncore for i in infos.values()} == {0, 1}  # L3 == node: node cache, socket id used
@@ -92,20 +102,22 @@ def test_discover_synthetic_machine(tmp_path: Path) -> None:
     ]
 
 
-def test_kernel_without_numa_gets_one_node(tmp_path: Path) -> None:
-    m = discover_sysfs(_fake(tmp_path, nodes=False))
+def test_hwloc_reading_of_a_kernel_without_numa_gets_one_node(tmp_path: Path) -> None:
+    m = discover_sysfs_hwloc(_fake(tmp_path, nodes=False))
     assert m.numa_ids() == [0]
     assert m.node(0).cpus == {0, 1, 2, 3, 4, 5, 6}
     assert m.node(0).memory_bytes == 4096 * 1024 and dict(m.node(0).hugepages) == {2 << 20: 7}
     assert m.node(0).distances is None
 
 
-def test_distance_rows_over_possible_nodes_are_narrowed(tmp_path: Path) -> None:
+def test_hwloc_reading_narrows_distance_rows_over_possible_nodes(tmp_path: Path) -> None:
     root = _fake(tmp_path)
     s = root / "sys/devices/system/node"
     (s / "possible").write_text("0-2\n")
     (s / "node0/distance").write_text("10 21 31\n")
     (s / "node1/distance").write_text("21 10 31\n")
+    assert discover_sysfs_hwloc(root).distance_matrix() == {0: [10, 21], 1: [21, 10]}
+    # The kubelet keeps the raw rows, indexed by node id: columns 0 and 1 of each.
     assert discover_sysfs(root).distance_matrix() == {0: [10, 21], 1: [21, 10]}
 
 
@@ -120,26 +132,28 @@ def test_distance_rows_over_possible_nodes_are_narrowed(tmp_path: Path) -> None:
         ("sys/devices/system/node/node0/meminfo", "nothing\n", "node0/meminfo: no 'MemTotal: N kB' line"),
     ],
 )
-def test_broken_files_are_named(tmp_path: Path, rel: str, text: str, message: str) -> None:
+def test_hwloc_reading_names_broken_files(tmp_path: Path, rel: str, text: str, message: str) -> None:
     root = _fake(tmp_path)
     (root / rel).write_text(text)
     with pytest.raises(DiscoveryError) as e:
-        discover_sysfs(root)
+        discover_sysfs_hwloc(root)
     assert message in str(e.value)
 
 
-def test_overlapping_node_is_ignored_like_hwloc(tmp_path: Path) -> None:
+def test_hwloc_reading_ignores_an_overlapping_node(tmp_path: Path) -> None:
     root = _fake(tmp_path)
     (root / "sys/devices/system/node/node1/cpumap").write_text("ff\n")
-    m = discover_sysfs(root)
+    m = discover_sysfs_hwloc(root)
     assert m.numa_ids() == [0]
     assert m.node(0).distances == (10,)
     assert m.cpu(2).numa_node is None
 
 
 def test_empty_root_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(DiscoveryError, match="no cpuN directories; point --sysfs-root"):
+    with pytest.raises(DiscoveryError, match="Any CPU is not available"):
         discover_sysfs(tmp_path)
+    with pytest.raises(DiscoveryError, match="no cpuN directories; point --sysfs-root"):
+        discover_sysfs_hwloc(tmp_path)
 
 
 def test_this_machine() -> None:

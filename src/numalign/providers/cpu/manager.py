@@ -55,6 +55,13 @@ def new_cpu_manager_policy(
         return NonePolicy()
     if policy_name != "static":
         raise ConfigError(f'unknown policy: "{policy_name}" (expected cpuManagerPolicy none or static)')
+    if topology.num_cpus == 0:
+        # topology.Discover, before the static policy exists: cadvisor found no CPU it could read.
+        raise ConfigError(
+            "could not detect number of cpus; cadvisor found no online CPU with a readable core_id and "
+            "physical_package_id under the machine's NUMA nodes, so the kubelet's static CPU manager cannot "
+            "start (cpuManagerPolicy none can)"
+        )
     explicit = frozenset(reserved_system_cpus)
     if explicit:
         reserved_cpu = Quantity.from_int(len(explicit))

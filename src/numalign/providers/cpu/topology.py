@@ -240,22 +240,26 @@ class CPUTopology:
 
     @classmethod
     def from_cpu_infos(
-        cls, infos: Iterable[CPUInfo], *, where: str = "machine.cpus"
+        cls, infos: Iterable[CPUInfo], *, where: str = "machine.cpus", allow_empty: bool = False
     ) -> CPUTopology:
+        """Socket, core and uncore ids may be negative: the kubelet keeps a package id of -1 (the
+        kernel's "unknown") as socket -1, and the uncore id falls back on the socket id."""
         table: dict[int, CPUInfo] = {}
         for info in infos:
             for field in ("cpu", "numa_node", "socket", "core", "uncore"):
                 value = getattr(info, field)
-                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                if (not isinstance(value, int) or isinstance(value, bool)
+                        or (value < 0 and field in ("cpu", "numa_node"))):
+                    expected = "an integer >= 0" if field in ("cpu", "numa_node") else "an integer"
                     raise InvalidInputError(
-                        f"{where}: CPU {info.cpu!r} has {field}={value!r}; expected an integer >= 0"
+                        f"{where}: CPU {info.cpu!r} has {field}={value!r}; expected {expected}"
                     )
             if info.cpu in table:
                 raise InvalidInputError(
                     f"{where}: CPU {info.cpu} is listed twice; each logical CPU must appear once"
                 )
             table[info.cpu] = info
-        if not table:
+        if not table and not allow_empty:
             raise InvalidInputError(f"{where}: no CPUs given; expected at least one logical CPU")
         return cls(table)
 
@@ -272,6 +276,7 @@ class CPUTopology:
         topo = cls.from_cpu_infos(
             (CPUInfo(i.id, i.numa_node, i.socket, i.core, i.uncore) for i in machine.cpu_infos()),
             where=f"machine {machine.name!r}",
+            allow_empty=True,  # a machine whose CPUs cadvisor cannot read: only the static policy refuses it
         )
         if len(_BY_MACHINE) >= _BY_MACHINE_LIMIT:
             _BY_MACHINE.clear()

@@ -1,0 +1,153 @@
+"""The machine as the kubelet sees it, on every hwloc Linux sysfs dump: the CPU details (NUMA node,
+socket, core, uncore cache per CPU), NUMA node ids in cadvisor's order, memory, hugepages and distances
+that cadvisor's MachineInfo and topology.Discover give, or the kubelet's failure. The expected values
+come from tests/support/kubelet_view.py, an independent plain reading of cadvisor's Go code; the
+hand-checked cases below pin each kind of difference from hwloc's reading."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support import kubelet_view
+from support.dumps import TARBALL_IDS, TARBALLS, extracted
+
+from numalign.adapters.sysfs import discover_sysfs, discover_sysfs_hwloc
+from numalign.errors import ConfigError, DiscoveryError
+from numalign.machine.cadvisor import machine_from_cadvisor, machine_to_cadvisor
+from numalign.machine.topology import Machine
+from numalign.providers.cpu.manager import new_cpu_manager_policy
+from numalign.providers.cpu.topology import CPUTopology
+
+_views: dict[str, tuple[dict[str, object], Machine | DiscoveryError]] = {}
+
+
+def _view(tarball: Path, tmp: pytest.TempPathFactory) -> tuple[Path, dict[str, object], Machine | DiscoveryError]:
+    root = extracted(tarball, tmp)
+    if tarball.name not in _views:
+        expected = kubelet_view.read(str(root))
+        try:
+            got: Machine | DiscoveryError = discover_sysfs(root)
+        except DiscoveryError as e:
+            got = e
+        _views[tarball.name] = (expected, got)
+    return root, *_views[tarball.name]
+
+
+@pytest.mark.parametrize("tarball", TARBALLS, ids=TARBALL_IDS)
+def test_every_dump_reads_as_the_kubelet_reads_it(tarball: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    _, exp, got = _view(tarball, tmp_path_factory)
+    nodes = exp["nodes"]
+    assert isinstance(nodes, list)
+    if not nodes:
+        assert isinstance(got, DiscoveryError) and "topology is empty" in str(got)
+        return
+    if min(nodes) < 0:
+        assert isinstance(got, DiscoveryError) and "negative node" in str(got)
+        return
+    assert isinstance(got, Machine), got
+    assert got.cadvisor_numa_order() == nodes
+    details = {i.id: (i.numa_node, i.socket, i.core, i.uncore) for i in got.cpu_infos()}
+    assert details == exp["cpus"]
+    assert got.memory_by_node() == exp["memory"]
+    hp = exp["hugepages"]
+    assert isinstance(hp, dict)
+    assert got.hugepages_by_node() == {n: {kb * 1024: c for kb, c in sizes.items()} for n, sizes in hp.items()}
+    rows = exp["distances"]
+    assert isinstance(rows, dict)
+    ids = sorted(nodes)
+    usable = all(r is not None and len(r) > max(ids) and all(r[i] > 0 for i in ids) for r in rows.values())
+    if usable:
+        assert got.distance_matrix() == {n: [rows[n][i] for i in ids] for n in ids}
+    else:
+        assert got.distance_matrix() is None
+
+
+@pytest.mark.parametrize("tarball", TARBALLS, ids=TARBALL_IDS)
+def test_the_static_cpu_manager_starts_exactly_when_cadvisor_counted_cpus(
+    tarball: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    _, exp, got = _view(tarball, tmp_path_factory)
+    if not isinstance(got, Machine):
+        return
+    topo = CPUTopology.from_machine(got)
+    if exp["num_cores"] == 0 or not exp["cpus"]:
+        with pytest.raises(ConfigError, match="could not detect number of cpus"):
+            new_cpu_manager_policy("static", topo, reserved_cpu=None)
+    else:
+        assert topo.num_cpus == len(exp["cpus"])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("tarball", TARBALLS, ids=TARBALL_IDS)
+def test_cadvisor_json_round_trip_keeps_the_kubelet_view(
+    tarball: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    _, _, got = _view(tarball, tmp_path_factory)
+    if not isinstance(got, Machine):
+        return
+    again = machine_from_cadvisor(machine_to_cadvisor(got), "export")
+    assert again.cpu_infos() == got.cpu_infos()
+    assert again.memory_by_node() == got.memory_by_node()
+    assert again.distance_matrix() == got.distance_matrix()
+
+
+# ---- each kind of difference from hwloc, on the dumps that show it ----------------------------------
+
+
+def _tar(name: str) -> Path:
+    (found,) = [t for t in TARBALLS if t.name.startswith(name + ".")]
+    return found
+
+
+def test_no_numa_directory_gives_one_node_per_package(tmp_path_factory: pytest.TempPathFactory) -> None:
+    root, _, got = _view(_tar("2arm-2c"), tmp_path_factory)
+    assert not (root / "sys/devices/system/node").exists()
+    assert isinstance(got, Machine)
+    # cadvisor names the node after the package id (3 here), with no memory and no distances; hwloc
+    # shows one node 0 holding /proc/meminfo's memory.
+    assert got.numa_ids() == [3] and got.memory_by_node() == {3: 0} and got.distance_matrix() is None
+    hw = discover_sysfs_hwloc(root)
+    assert hw.numa_ids() == [0] and hw.memory_by_node()[0] > 0
+
+
+def test_no_package_id_at_all_leaves_the_kubelet_without_topology(tmp_path_factory: pytest.TempPathFactory) -> None:
+    _, exp, got = _view(_tar("2ps3-2t"), tmp_path_factory)
+    assert exp["nodes"] == [] and isinstance(got, DiscoveryError)
+    assert "no NUMA topology and empty CPU details" in str(got)
+
+
+def test_package_id_minus_one_is_kept(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # s390 without a node directory: package -1 becomes node -1, which the kubelet's bitmask cannot hold
+    _, exp, got = _view(_tar("20s390-2g6s4c"), tmp_path_factory)
+    assert exp["nodes"] == [-1] and isinstance(got, DiscoveryError)
+
+
+def test_a_cpu_without_core_id_is_skipped(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # These old dumps link nodeN/cpuM to the node directory itself, so cadvisor finds no core_id.
+    root, exp, got = _view(_tar("16amd64-8n2c"), tmp_path_factory)
+    assert str((root / "sys/devices/system/node/node0/cpu0").readlink()) == "."
+    assert isinstance(got, Machine) and got.cpus == () and exp["num_cores"] == 0
+    assert len(got.numa_ids()) == 8
+    assert len(discover_sysfs_hwloc(root).cpus) == 16  # hwloc reads cpumap
+
+
+def test_membership_comes_from_the_node_links(tmp_path_factory: pytest.TempPathFactory) -> None:
+    root, _, got = _view(_tar("8em64t-2s2ca2c-buggynuma"), tmp_path_factory)
+    assert isinstance(got, Machine)
+    linked = {n: {int(p.name[3:]) for p in (root / f"sys/devices/system/node/node{n}").iterdir()
+                  if p.name.startswith("cpu") and p.name[3:].isdigit()} for n in got.numa_ids()}
+    owner: dict[int, int] = {}
+    for n in got.cadvisor_numa_order():
+        for c in linked[n]:
+            owner[c] = n  # the last node listing a CPU keeps it
+    assert {c.id: c.numa_node for c in got.cpus} == owner
+    hw = discover_sysfs_hwloc(root)
+    assert hw.numa_ids() != got.numa_ids() or {c.id: c.numa_node for c in hw.cpus} != owner
+
+
+def test_sparse_node_ids_lose_their_distances(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # The kubelet indexes each raw row by node id: rows of 8 entries cannot be read at node 73.
+    _, exp, got = _view(_tar("48amd64-4pa2n6c-sparse"), tmp_path_factory)
+    assert isinstance(got, Machine) and got.distance_matrix() is None
+    rows = exp["distances"]
+    assert isinstance(rows, dict) and all(r is not None and len(r) == 8 for r in rows.values())
