@@ -40,3 +40,9 @@ def test_nrt_reads_a_state_directory_without_writing(tmp_path: Path, capsys: pyt
     from_pods = json.loads(capsys.readouterr().out)
     assert from_state["zones"] == from_pods["zones"]
     assert {p: p.stat().st_mtime_ns for p in state.rglob("*") if p.is_file()} == files
+
+
+def test_nrt_from_a_socket_that_is_not_there(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["nrt", "--pod-resources-socket", str(tmp_path / "kubelet.sock")]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "kubelet.sock: not a socket; expected the PodResources socket" in err[0]

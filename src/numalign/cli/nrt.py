@@ -26,6 +26,9 @@ def register(sub: Any) -> None:
                    "built-in name (default: dual-socket)")
     p.add_argument("--state-dir", metavar="DIR", type=Path,
                    help="the node's kubelet state files (e.g. /var/lib/kubelet or `admit --state-dir`); read only")
+    p.add_argument("--pod-resources-socket", metavar="PATH", type=Path,
+                   help="read a running kubelet's (or `numalign serve`'s) PodResources socket, as the NFD "
+                   "topology-updater does, instead of admitting pods here (give its --machine and config)")
     p.add_argument("--node-name", metavar="NAME", help="metadata.name (default: the machine's name); with a "
                    "cluster, the node to print (default: every node, as a List)")
     c = p.add_argument_group("a whole cluster instead of one machine (every node's object, as a List)")
@@ -60,6 +63,16 @@ def run(args: argparse.Namespace) -> int:
         base = KubeletConfig.from_yaml(_data(EXAMPLE_CONFIG).read_text(encoding="utf-8"), f"built-in {EXAMPLE_CONFIG}")
     config = config_from_args(args, base=base)
     machine = load_machine(args.machine or DEFAULT_MACHINE)
+    if args.pod_resources_socket is not None:
+        from numalign.cluster.nrt_podresources import nrt_from_pod_resources
+        from numalign.errors import InvalidInputError
+
+        if args.pods or args.state_dir:
+            raise InvalidInputError("--pod-resources-socket reads a running node's pods; POD.yaml and --state-dir "
+                                    "cannot be added to it; drop them")
+        _emit(nrt_from_pod_resources(args.pod_resources_socket, machine, config,
+                                     args.node_name or machine.name).to_dict(), args.output)
+        return 0
     pods = [pod for f in args.pods for pod in load_pods(Path(f), expand_replicas=args.replicas)]
     node = Node(machine, config, state_dir=args.state_dir, read_only=True)
     rejected = []
@@ -70,17 +83,20 @@ def run(args: argparse.Namespace) -> int:
     nrt = node_resource_topology(node, args.node_name or machine.name)
     for line in rejected:
         print(f"numalign nrt: note: pod {line} (not counted)", file=sys.stderr)
-    obj = nrt.to_dict()
-    if args.output == "json":
+    _emit(nrt.to_dict(), args.output)
+    return 0
+
+
+def _emit(obj: dict[str, Any], output: str) -> None:
+    if output == "json":
         json.dump(obj, sys.stdout, indent=2)
         print()
-    elif args.output == "yaml":
+    elif output == "yaml":
         import yaml
 
         sys.stdout.write(yaml.safe_dump(obj, sort_keys=False))
     else:
         _print_text(obj)
-    return 0
 
 
 def _cluster(args: argparse.Namespace) -> int:

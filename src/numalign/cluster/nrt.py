@@ -24,7 +24,7 @@ Go map order is random in upstream's output; zones are listed by NUMA id and res
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -192,31 +192,73 @@ def _watched(pod: Pod, has_device: bool) -> tuple[bool, bool]:
     return integral or has_device, integral
 
 
+# What the aggregation reads, as PodResources reports it: memory blocks are (type, size, NUMA ids),
+# devices (resource, id, NUMA ids or None). A watched pod is (integral, its containers), each container
+# (exclusive CPU ids, [(resource, device id)], memory blocks).
+MemoryBlockView = tuple[str, int, Sequence[int]]
+ContainerView = tuple[Sequence[int], Sequence[tuple[str, str]], Sequence[MemoryBlockView]]
+WatchedPod = tuple[bool, Sequence[ContainerView]]
+
+
 def node_resource_topology(node: Node, name: str) -> NodeResourceTopology:
     """The object the topology-updater would publish for this node now."""
-    machine = node.machine
+    cpus: list[int] = sorted(node.cpu.get_allocatable_cpus()) if isinstance(node.cpu, StaticPolicy) else []
+    memory = [(b.type, b.size, list(b.numa_affinity)) for b in node.memory.get_allocatable_memory()]
+    devices = [(resource, dev_id, dev.topology)
+               for resource, devs in node.devices.get_allocatable_devices().items() for dev_id, dev in devs.items()]
+    pods = [w for pod in node.pods.values() if (w := _watched_view(node, pod)) is not None]
+    config = node.config
+    return aggregate(node.machine, name, config.topology_manager_policy, config.topology_manager_scope,
+                     cpus, memory, devices, pods)
+
+
+def _watched_view(node: Node, pod: Pod) -> WatchedPod | None:
+    # PodResources List reports sidecars and app containers (regular init containers have finished).
+    reported = [c for c in pod.init_containers if c.is_sidecar] + list(pod.containers)
+    devices = {c.name: node.devices.get_container_devices(pod.uid, c.name) or {} for c in reported}
+    watched, integral = _watched(pod, any(devices.values()))
+    if not watched:
+        return None
+    containers: list[ContainerView] = []
+    for c in reported:
+        cpus = sorted(node.cpu.get_exclusive_cpus(pod.uid, c.name)) if isinstance(node.cpu, StaticPolicy) else []
+        devs = [(resource, dev_id) for resource, ids in devices[c.name].items() for dev_id in ids]
+        memory = [(b.type, b.size, list(b.numa_affinity)) for b in node.memory.get_memory(pod.uid, c.name) or []]
+        containers.append((cpus, devs, memory))
+    return integral, containers
+
+
+def aggregate(
+    machine: Machine,
+    name: str,
+    policy: str,
+    scope: str,
+    allocatable_cpus: Iterable[int],
+    allocatable_memory: Iterable[MemoryBlockView],
+    allocatable_devices: Iterable[tuple[str, str, Sequence[int] | None]],
+    pods: Iterable[WatchedPod],
+) -> NodeResourceTopology:
+    """NodeResourcesAggregator.Aggregate over GetAllocatableResources and the watched pods of List."""
     ids = machine.numa_ids()
     cpu_numa = {c.id: c.numa_node for c in machine.cpus if c.online and c.numa_node is not None}
     allocatable: dict[int, dict[str, int]] = {}
     cpu_owner: dict[int, int] = {}
-    if isinstance(node.cpu, StaticPolicy):
-        for cpu in node.cpu.get_allocatable_cpus():
-            numa = cpu_numa.get(cpu)
-            if numa is not None:
-                res = allocatable.setdefault(numa, {})
-                res[RESOURCE_CPU] = res.get(RESOURCE_CPU, 0) + 1
-                cpu_owner[cpu] = numa
-    for block in node.memory.get_allocatable_memory():
-        for numa in block.numa_affinity:
+    for cpu in allocatable_cpus:
+        numa = cpu_numa.get(cpu)
+        if numa is not None:
             res = allocatable.setdefault(numa, {})
-            res[block.type] = res.get(block.type, 0) + block.size
+            res[RESOURCE_CPU] = res.get(RESOURCE_CPU, 0) + 1
+            cpu_owner[cpu] = numa
+    for mem_type, size, numas in allocatable_memory:
+        for numa in numas:
+            res = allocatable.setdefault(numa, {})
+            res[mem_type] = res.get(mem_type, 0) + size
     device_owner: dict[str, dict[str, int]] = {}
-    for resource, devs in node.devices.get_allocatable_devices().items():
-        for dev_id, dev in devs.items():
-            for numa in dev.topology or ():
-                res = allocatable.setdefault(numa, {})
-                res[resource] = res.get(resource, 0) + 1
-                device_owner.setdefault(resource, {})[dev_id] = numa
+    for resource, dev_id, topology in allocatable_devices:
+        for numa in topology or ():
+            res = allocatable.setdefault(numa, {})
+            res[resource] = res.get(resource, 0) + 1
+            device_owner.setdefault(resource, {})[dev_id] = numa
     reserved_cpus = {n: sum(1 for c, m in cpu_numa.items() if m == n and c not in cpu_owner) for n in ids}
     memory_capacity = _memory_capacity(machine)
 
@@ -236,19 +278,25 @@ def node_resource_topology(node: Node, name: str) -> NodeResourceTopology:
                 cap = amount
             row[resource] = [cap, amount, amount]
         table[numa] = row
-    for pod in node.pods.values():
-        _subtract_pod(node, pod, table, cpu_owner, device_owner)
+    for integral, containers in pods:
+        for cpus, devs, memory in containers:
+            if integral:
+                for cpu in cpus:
+                    _take_one(table, cpu_owner.get(cpu), RESOURCE_CPU)
+            for resource, dev_id in devs:
+                _take_one(table, device_owner.get(resource, {}).get(dev_id), resource)
+            for mem_type, size, numas in memory:
+                if size:
+                    _take_memory(table, mem_type, size, numas)
 
     distances = machine.distance_matrix()
     zones = []
-    for pos, numa in enumerate(ids):
+    for numa in ids:
         costs: tuple[tuple[str, int], ...] = ()
         if distances is not None and numa in distances:
             costs = tuple((zone_name(ids[j]), d) for j, d in enumerate(distances[numa]))
-        del pos
         resources = tuple(ResourceInfo(r, *vals) for r, vals in sorted(table[numa].items()))
         zones.append(Zone(zone_name(numa), ZONE_TYPE_NODE, resources, costs))
-    policy, scope = node.config.topology_manager_policy, node.config.topology_manager_scope
     return NodeResourceTopology(
         name,
         tuple(zones),
@@ -266,31 +314,6 @@ def _memory_capacity(machine: Machine) -> dict[int, dict[str, int]]:
             row[hugepage_resource_name(size)] = size * pages
         out[n.id] = row
     return out
-
-
-def _subtract_pod(
-    node: Node,
-    pod: Pod,
-    table: dict[int, dict[str, list[int]]],
-    cpu_owner: Mapping[int, int],
-    device_owner: Mapping[str, Mapping[str, int]],
-) -> None:
-    # PodResources List reports sidecars and app containers (regular init containers have finished).
-    reported = [c for c in pod.init_containers if c.is_sidecar] + list(pod.containers)
-    devices = {c.name: node.devices.get_container_devices(pod.uid, c.name) or {} for c in reported}
-    watched, integral = _watched(pod, any(devices.values()))
-    if not watched:
-        return
-    for c in reported:
-        if integral and isinstance(node.cpu, StaticPolicy):
-            for cpu in node.cpu.get_exclusive_cpus(pod.uid, c.name):
-                _take_one(table, cpu_owner.get(cpu), RESOURCE_CPU)
-        for resource, ids in devices[c.name].items():
-            for dev_id in ids:
-                _take_one(table, device_owner.get(resource, {}).get(dev_id), resource)
-        for block in node.memory.get_memory(pod.uid, c.name) or []:
-            if block.size:
-                _take_memory(table, block.type, block.size, block.numa_affinity)
 
 
 def _take_one(table: dict[int, dict[str, list[int]]], numa: int | None, resource: str) -> None:

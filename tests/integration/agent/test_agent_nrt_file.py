@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from integration.agent.conftest import GPU, Layout, gpu_pod, wait_for, wait_pod
+import pytest
+from integration.agent.conftest import DATA, GPU, Layout, gpu_pod, wait_for, wait_pod
 
 from numalign.agent import Agent
+from numalign.cli.main import main
 from numalign.deviceplugin import Device, DevicePlugin
 
 
@@ -21,7 +23,7 @@ def _gpu_available(layout: Layout) -> dict[str, tuple[str, str]]:
             if r["name"] == GPU}
 
 
-def test_nrt_file_follows_devices_and_pods(layout: Layout) -> None:
+def test_nrt_file_follows_devices_and_pods(layout: Layout, capsys: pytest.CaptureFixture[str]) -> None:
     agent = Agent(layout.options(nrt_file=layout.root / "nrt.json", node_name="w1"))
     agent.start()
     plugin = DevicePlugin(GPU, [Device("gpu0", topology=(0,)), Device("gpu1", topology=(1,))],
@@ -32,6 +34,13 @@ def test_nrt_file_follows_devices_and_pods(layout: Layout) -> None:
         layout.write_manifest("train.yaml", gpu_pod("train"))
         wait_pod(layout, "train", "admitted")
         wait_for(lambda: sorted(_gpu_available(layout).values()) == [("1", "0"), ("1", "1")], "one gpu taken")
+        # `numalign nrt --pod-resources-socket` reads the same node over PodResources, as the NFD
+        # topology-updater does, and publishes the same zones.
+        published = json.loads((layout.root / "nrt.json").read_text(encoding="utf-8"))
+        assert main(["nrt", "--pod-resources-socket", str(layout.pr_socket), "--machine", "dual-socket",
+                     "--config", str(DATA / "example-kubelet-config.yaml"), "--node-name", "w1", "-o", "json"]) == 0
+        read = json.loads(capsys.readouterr().out)
+        assert read == published
         (layout.manifests / "train.yaml").unlink()
         wait_for(lambda: sorted(_gpu_available(layout).values()) == [("1", "1"), ("1", "1")], "gpu released")
     finally:
