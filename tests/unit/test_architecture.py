@@ -15,6 +15,7 @@ FORBIDDEN = {
     "machine": ("numalign.providers", "numalign.adapters", "numalign.cli", "numalign.node", "numalign.agent"),
     "providers": ("numalign.adapters", "numalign.cli", "numalign.node", "numalign.agent"),
     "cluster": ("numalign.cli", "numalign.agent"),
+    "report": ("numalign.cli", "numalign.agent"),
     "state": ("numalign.providers", "numalign.adapters", "numalign.cli", "numalign.node", "numalign.agent"),
 }
 # The pure core may use only the standard library (no third-party packages).

@@ -111,6 +111,7 @@ class Agent:
         self.source = SnapshotPodResourcesSource()
         self.node: Node | None = None
         self.book: PodBook | None = None
+        self._machine_cache: dict[str, Any] | None = None
         self._watcher = ManifestWatcher(options.manifests) if options.manifests is not None else None
         self._loop: threading.Thread | None = None
         self.registration = RegistrationServer(
@@ -477,6 +478,16 @@ class Agent:
         for numa, count in node.cpu.allocated_per_numa().items():
             self.metrics.set(m.CPU_PER_NUMA, float(count), numa_node=str(numa))
 
+    def _machine_doc(self, node: Node) -> dict[str, Any]:
+        """The machine and reserved CPUs, so `numalign pods` draws the node the agent manages (once)."""
+        if self._machine_cache is None:
+            from numalign.machine.cpuset import format_cpuset
+            from numalign.machine.fileformat import machine_to_dict
+
+            reserved = node.cpu.reserved_cpus if isinstance(node.cpu, StaticPolicy) else frozenset()
+            self._machine_cache = {"machine": machine_to_dict(node.machine), "reserved_cpus": format_cpuset(reserved)}
+        return self._machine_cache
+
     def _write_status(self) -> None:
         node, book = self._require_node(), self._require_book()
         resources = {
@@ -492,7 +503,7 @@ class Agent:
             for r in sorted(set(node.devices.healthy) | set(node.devices.unhealthy) | set(self._endpoints))
         }
         doc = {**book.to_dict(), "resources": resources, "faults": dict(sorted(self.faults.items())),
-               "fault_log": list(self.fault_log)}
+               "fault_log": list(self.fault_log), **self._machine_doc(node)}
         try:
             write_status(self.options.state_dir, doc)
         except NumalignError as e:

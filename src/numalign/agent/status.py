@@ -9,7 +9,8 @@ Written atomically after every change, read by `numalign pods`. Layout (JSON, so
      "manifests": {file: {"status": "ok"|"invalid", "error": str|null, "pods": [uid, ...]}},
      "resources": {resource: {"healthy": [...], "unhealthy": [...], "connected": bool,
                                "reported": bool}},
-     "faults": {kind: count}, "fault_log": [last messages]}
+     "faults": {kind: count}, "fault_log": [last messages],
+     "machine": the machine file (machine.fileformat), "reserved_cpus": cpuset}   (pictures in `pods`)
 """
 
 from __future__ import annotations

@@ -37,6 +37,10 @@ def register(sub: Any) -> None:
                    "\"would this pod be admitted now?\" of a live node's /var/lib/kubelet")
     p.add_argument("--replicas", action="store_true", help="admit spec.replicas pods for each workload")
     p.add_argument("--output", choices=("text", "json"), default="text")
+    from numalign.cli.reportargs import add_report_arg
+
+    add_report_arg(p, "the machine with every container's CPUs, memory and devices and each rejected pod's "
+                   "decision record")
     from numalign.k8s.kubeletflags import add_kubelet_flags
 
     add_kubelet_flags(p, "a KubeletConfiguration file and the kubelet's own flags (flags win); without "
@@ -122,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
         if pod.uid in node.pods:
             raise InvalidInputError(_already_admitted(pod, args.state_dir, args.dry_run))
         records.append(node.admit(pod))
+    if args.report is not None:
+        _report(args.report, node, pods, records, notes, config)
     if args.output == "json":
         json.dump({"machine": machine.name, "kubelet_config": _config_dict(config), "notes": notes,
                    "pods": [r.to_dict() for r in records]},
@@ -131,6 +137,20 @@ def run(args: argparse.Namespace) -> int:
         unprovided = [_unprovided_extended_resources(pod, node) for pod in pods]
         _print_text(machine.name, config, notes, records, unprovided)
     return 0
+
+
+def _report(path: Path, node: Any, pods: list[Any], records: list[Any], notes: list[str], config: Any) -> None:
+    from numalign.cli.reportargs import write_report
+    from numalign.report import node_report, node_view_from_records
+
+    reserved: frozenset[int] = getattr(node.cpu, "reserved_cpus", frozenset())
+    order = {p.key: [c.name for c in p.all_containers()] for p in pods}
+    config_line = (f"topologyManagerPolicy {config.topology_manager_policy}, scope {config.topology_manager_scope}, "
+                   f"cpuManagerPolicy {config.cpu_manager_policy}, memoryManagerPolicy {config.memory_manager_policy}")
+    view = node_view_from_records(node.machine, [r.to_dict() for r in records], reserved_cpus=reserved,
+                                  title=f"numalign admit: {node.machine.name}", notes=[config_line, *notes],
+                                  container_order=order)
+    write_report(path, node_report(view))
 
 
 def _with_numa_nodes(exc: ConfigError, config: Any, machine: Any) -> ConfigError:

@@ -39,6 +39,9 @@ def register(sub: Any) -> None:
         default="text",
         help="text tree, the machine file as json or yaml, or cadvisor MachineInfo JSON (the kubelet's view)",
     )
+    from numalign.cli.reportargs import add_report_arg
+
+    add_report_arg(p, "the machine: sockets, NUMA nodes, cores, threads, memory, hugepages, devices, distances")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,8 +71,19 @@ def run(args: argparse.Namespace) -> int:
         machine = discover_sysfs_hwloc(root) if args.hwloc else discover_sysfs(root)
     if root is not None and not args.hwloc:
         _second_opinion(machine, root)
+    if args.report is not None:
+        from numalign.cli.reportargs import write_report
+        from numalign.report import NodeView, node_report
+
+        where = args.machine or (f"sysfs under {args.sysfs_root}" if args.sysfs_root else "this host's sysfs")
+        write_report(args.report, node_report(NodeView(machine, f"numalign discover: {machine.name}",
+                                                       notes=(f"read from {where}",))))
     if args.output == "text":
+        from numalign.cli.reportargs import use_color
+        from numalign.report import NodeView, terminal_picture
+
         sys.stdout.write(render_machine(machine))
+        sys.stdout.write("\n" + terminal_picture(NodeView(machine, machine.name), color=use_color(sys.stdout)))
     elif args.output == "cadvisor":
         import json
 

@@ -21,6 +21,11 @@ def register(sub: Any) -> None:
     p.add_argument("--state-dir", metavar="DIR", type=Path, default=DEFAULT_STATE_DIR,
                    help=f"the agent's --state-dir (default {DEFAULT_STATE_DIR})")
     p.add_argument("--output", choices=("text", "json"), default="text")
+    p.add_argument("--machine", metavar="FILE|NAME",
+                   help="the machine to draw the pods on (default: the one the agent recorded in its status file)")
+    from numalign.cli.reportargs import add_report_arg
+
+    add_report_arg(p, "the machine with every pod's CPUs, memory and devices and each rejected pod's decision record")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,6 +38,17 @@ def run(args: argparse.Namespace) -> int:
             f"{args.state_dir / STATUS_FILE} does not exist: no `numalign serve` has run with --state-dir "
             f"{args.state_dir}; pass the agent's --state-dir"
         )
+    view = _view(args, doc)
+    if args.report is not None:
+        from numalign.cli.reportargs import write_report
+        from numalign.report import node_report
+
+        if view is None:
+            raise InvalidInputError(
+                f"{args.state_dir / STATUS_FILE} names no machine (written by an older numalign serve); pass "
+                "--machine NAME|FILE, the machine the agent runs with, to draw the report"
+            )
+        write_report(args.report, node_report(view))
     if args.output == "json":
         json.dump({"pods": doc["pods"], "manifests": doc.get("manifests", {}),
                    "resources": doc.get("resources", {}), "faults": doc.get("faults", {})},
@@ -40,7 +56,31 @@ def run(args: argparse.Namespace) -> int:
         print()
         return 0
     _print_text(doc)
+    if view is not None:
+        from numalign.cli.reportargs import use_color
+        from numalign.report import terminal_picture
+
+        print()
+        sys.stdout.write(terminal_picture(view, color=use_color(sys.stdout)))
     return 0
+
+
+def _view(args: argparse.Namespace, doc: dict[str, Any]) -> Any:
+    """The pods on their machine: --machine, else the machine the agent recorded; None when neither."""
+    from numalign.report import node_view_from_status
+
+    if args.machine:
+        from numalign.adapters.sysfs import load_machine
+
+        machine = load_machine(args.machine)
+    elif isinstance(doc.get("machine"), dict):
+        from numalign.machine.fileformat import machine_from_dict
+
+        machine = machine_from_dict(doc["machine"], f"{args.state_dir / 'numalign_status.json'}: machine")
+    else:
+        return None
+    return node_view_from_status(machine, doc, title=f"numalign pods: {machine.name}",
+                                 notes=[f"from the agent's state in {args.state_dir}"])
 
 
 def _print_text(doc: dict[str, Any]) -> None:

@@ -1,0 +1,113 @@
+"""Node reports as a person sees them: each page rendered by headless Chromium, checked for console
+errors, network fetches, the labels in the rendered DOM, the picture's size, and the layout relations
+of its main parts (a golden structure, not golden pixels); a screenshot of each is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support.browser import Browser
+from support.pages import boxes, disjoint, inside, numalign, png_size
+
+MAX_BYTES = 5 * 1024 * 1024
+
+
+def _check_page(b: Browser, page: Path, shot: Path) -> None:
+    """What every report must do: open from disk alone, with no error, and be drawn at a real size."""
+    b.open(page)
+    assert b.errors() == []
+    assert b.requests() == [page.resolve().as_uri()]  # nothing fetched but the page itself
+    machine = boxes(b, "svg#machine")
+    assert len(machine) == 1 and machine[0]["w"] > 100 and machine[0]["h"] > 100
+    b.screenshot(shot)
+    width, height = png_size(shot)
+    assert width >= machine[0]["w"] and height >= machine[0]["h"]
+
+
+def _texts(b: Browser, selector: str) -> list[str]:
+    got = b.evaluate(f"[...document.querySelectorAll({selector!r})].map(e => e.textContent)")
+    assert isinstance(got, list)
+    return got
+
+
+def _structure(b: Browser) -> None:
+    """The golden structure: NUMA nodes inside their socket, sockets apart, cells inside their node,
+    the legend and the distance map under the picture, the decision records beside it."""
+    sockets = boxes(b, "g.socket")
+    for i, s in enumerate(sockets):
+        assert all(disjoint(s, t) for t in sockets[i + 1:])
+    per_socket = b.evaluate("[...document.querySelectorAll('g.socket')].map(s => s.querySelectorAll('g.numa').length)")
+    numa = boxes(b, "g.numa")
+    k = 0
+    for s, count in zip(sockets, per_socket, strict=True):
+        for n in numa[k:k + count]:
+            assert inside(n, s)
+        k += count
+    assert k == len(numa)
+    node0 = boxes(b, "#numa-0")[0]
+    assert all(inside(c, node0) for c in boxes(b, "#numa-0 g.cpu"))
+    machine, legend, distances = boxes(b, "svg#machine")[0], boxes(b, "#legend")[0], boxes(b, "svg#distances")[0]
+    assert legend["y"] >= machine["y"] + machine["h"] - 0.5
+    assert distances["y"] >= legend["y"] + legend["h"] - 0.5
+    decisions = boxes(b, "#decisions")[0]
+    assert decisions["x"] >= machine["x"] + machine["w"]  # beside the picture at 1400 px
+    assert decisions["y"] < machine["y"] + machine["h"]
+
+
+def test_admit_report_dual_socket(browser: Browser, tmp_path: Path, shots: Path) -> None:
+    page = tmp_path / "node.html"
+    out = numalign("admit", "--report", str(page))
+    assert "4/5 pods admitted" in out.stdout
+    _check_page(browser, page, shots / "report-node.png")
+    _structure(browser)
+    assert _texts(browser, ".socket-label") == ["socket 0", "socket 1"]
+    assert _texts(browser, ".numa-label") == [f"NUMA node {i}" for i in range(4)]
+    assert sorted(map(int, _texts(browser, ".cpu-label"))) == list(range(128))
+    legend = browser.evaluate("document.querySelector('#legend').innerText")
+    for pod in ("ml/inference-gpu", "net/dpdk-router", "default/db", "reserved CPUs 0,64"):
+        assert pod in legend
+    # The colour a person matches: CPU 1 (inference-gpu's) is filled with its legend swatch's colour.
+    fill = browser.evaluate("getComputedStyle(document.querySelector('g.cpu[data-cpu=\"1\"] rect')).fill")
+    swatch = browser.evaluate("[...document.querySelectorAll('#legend li.owner')].find(li => "
+                              "li.innerText.includes('ml/inference-gpu')).querySelector('.swatch')"
+                              ".style.backgroundColor")
+    assert fill == swatch and fill != "rgb(255, 255, 255)"
+    assert browser.evaluate("document.querySelector('g.cpu[data-cpu=\"0\"]').classList.contains('reserved')")
+    decisions = browser.evaluate("document.querySelector('#decisions').innerText")
+    assert "ml/training-4gpu" in decisions and "TopologyAffinityError" in decisions
+    assert "cannot be satisfied" in decisions and "merged hint" in decisions and "why:" in decisions
+    assert "ml/inference-gpu" not in decisions  # admitted pods are drawn, not explained
+
+
+def test_numa_64_report_stays_readable(browser: Browser, tmp_path: Path, shots: Path) -> None:
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: big, namespace: ml}\nspec:\n  containers:\n  - name: main\n"
+        "    resources: {limits: {cpu: '12', memory: 24Gi, nvidia.com/gpu: '1'}}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: wide, namespace: ml}\nspec:\n  containers:\n  - name: main\n"
+        "    resources: {limits: {cpu: '40', memory: 40Gi}}\n", encoding="utf-8")
+    page = tmp_path / "numa64.html"
+    numalign("admit", str(pods), "--machine", "numa-64", "--policy-option", "max-allowable-numa-nodes=64",
+             "--reserved-cpus", "0-1", "--report", str(page))
+    assert page.stat().st_size < MAX_BYTES
+    _check_page(browser, page, shots / "report-numa-64.png")
+    _structure(browser)
+    assert len(_texts(browser, ".numa-label")) == 64
+    assert sorted(map(int, _texts(browser, ".cpu-label"))) == list(range(1024))
+    # Legible: a CPU cell is never drawn smaller than its label needs.
+    cell = boxes(browser, "g.cpu[data-cpu='1023'] rect")[0]
+    label = boxes(browser, "g.cpu[data-cpu='1023'] text")[0]
+    assert label["w"] <= cell["w"] and cell["h"] >= 10
+    assert boxes(browser, "svg#distances")[0]["w"] >= 64 * 7
+    assert "ml/wide" in browser.evaluate("document.querySelector('#decisions').innerText")
+
+
+def test_discover_report_of_a_machine_with_memory_only_nodes(browser: Browser, tmp_path: Path, shots: Path) -> None:
+    page = tmp_path / "gb200.html"
+    numalign("discover", "--machine", "gb200", "--report", str(page))
+    assert page.stat().st_size < MAX_BYTES
+    _check_page(browser, page, shots / "report-gb200.png")
+    assert "memory-only NUMA nodes" in _texts(browser, ".socket-label")
+    assert len(_texts(browser, ".numa-label")) == 34
+    assert browser.evaluate("document.querySelectorAll('g.cpu.owned').length") == 0
+    assert "no pods" in browser.evaluate("document.querySelector('#decisions').innerText")

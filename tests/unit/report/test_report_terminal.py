@@ -1,0 +1,137 @@
+"""The terminal picture: letters carry the occupancy with or without colour; colour only on a terminal
+without NO_COLOR, checked through a real pseudo-terminal for `discover` and `pods`."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from numalign.agent.status import write_status
+from numalign.k8s.manifest import pod_from_dict
+from numalign.machine.examples import example
+from numalign.machine.fileformat import machine_to_dict
+from numalign.node import Node
+from numalign.report import NodeView, node_view_from_records, terminal_picture
+from support.configs import static_node_config
+
+EXE = [sys.executable, "-m", "numalign.cli.main"]
+ESC = "\x1b["
+
+
+def _pod(name: str, cpu: str) -> Any:
+    spec = {"containers": [{"name": "c", "resources": {"limits": {"cpu": cpu, "memory": "1Gi"}}}]}
+    return pod_from_dict({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "t"},
+                          "spec": spec}, "test")
+
+
+def _node_with_pods() -> tuple[Node, list[Any]]:
+    node = Node(example("dual-socket"), static_node_config(reserved="0"))
+    records = [node.admit(_pod("a", "4")), node.admit(_pod("b", "2")), node.admit(_pod("too-big", "40"))]
+    return node, records
+
+
+def test_letters_show_who_holds_each_cpu_without_colour() -> None:
+    node, records = _node_with_pods()
+    view = node_view_from_records(node.machine, [r.to_dict() for r in records], reserved_cpus=[0])
+    text = terminal_picture(view, color=False)
+    assert ESC not in text
+    lines = text.splitlines()
+    node0 = next(line for line in lines if line.startswith("node 0"))
+    cells = node0.split()[2]
+    assert len(cells) == 32  # one character per CPU of NUMA node 0
+    assert cells[0] == "r" and cells.count("a") == 4 and cells.count("b") == 2
+    assert "mem 2 GiB/256 GiB" in node0
+    assert "  a  t/a c" in lines and "  b  t/b c" in lines
+    assert not any("too-big" in line for line in lines)  # rejected pods hold nothing
+
+
+def test_colour_wraps_letters_only_when_asked() -> None:
+    node, records = _node_with_pods()
+    view = node_view_from_records(node.machine, [r.to_dict() for r in records], reserved_cpus=[0])
+    coloured = terminal_picture(view, color=True)
+    assert ESC in coloured
+    stripped = coloured
+    for code in ("\x1b[0m", *(f"\x1b[{n}m" for n in range(1, 100))):
+        stripped = stripped.replace(code, "")
+    assert stripped == terminal_picture(view, color=False)
+
+
+def test_large_nodes_wrap() -> None:
+    text = terminal_picture(NodeView(example("gb200"), "gb200"))
+    first = next(line.strip() for line in text.splitlines() if line.strip().startswith("node 0 "))
+    assert "72 CPUs" in first and first.split()[2] == "." * 64
+
+
+def _run_in_pty(args: list[str], env: dict[str, str]) -> str:
+    """Run the CLI with stdout on a pseudo-terminal; everything it printed, once it exits."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([*EXE, *args], stdout=follower, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+    os.close(follower)
+    out = b""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 1.0)
+        if ready:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed its end
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(leader)
+    assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+    if proc.stderr:
+        proc.stderr.close()
+    return out.decode()
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env.update(extra)
+    return env
+
+
+def test_discover_colours_on_a_terminal_and_not_with_no_color() -> None:
+    tty = _run_in_pty(["discover", "--machine", "dual-socket"], _env())
+    assert "NUMA nodes of dual-socket" in tty
+    assert f"{ESC}32m{'.' * 32}{ESC}0m" in tty  # a bare machine: every CPU free, in green
+    plain = _run_in_pty(["discover", "--machine", "dual-socket"], _env(NO_COLOR="1"))
+    assert "NUMA nodes of dual-socket" in plain and ESC not in plain
+
+
+def _status_dir(tmp_path: Path) -> Path:
+    node, records = _node_with_pods()
+    pods = {}
+    for rec in records:
+        ns, name = rec.pod.split("/")
+        pods[rec.pod_uid] = {"namespace": ns, "name": name, "uid": rec.pod_uid,
+                             "status": "admitted" if rec.result.admit else "rejected",
+                             "reason": rec.result.reason, "message": rec.result.message,
+                             "record": rec.to_dict(), "allocations": dict(rec.allocations)}
+    state = tmp_path / "state"
+    state.mkdir()
+    write_status(state, {"pods": pods, "manifests": {}, "resources": {}, "faults": {},
+                         "machine": machine_to_dict(node.machine), "reserved_cpus": "0"})
+    return state
+
+
+def test_pods_colours_on_a_terminal_plain_otherwise(tmp_path: Path) -> None:
+    state = _status_dir(tmp_path)
+    tty = _run_in_pty(["pods", "--state-dir", str(state)], _env())
+    assert "NUMA nodes of dual-socket" in tty
+    assert f"{ESC}34ma{ESC}0m" in tty  # the first container's letter, coloured
+    no_color = _run_in_pty(["pods", "--state-dir", str(state)], _env(NO_COLOR="1"))
+    assert "NUMA nodes of dual-socket" in no_color and ESC not in no_color
+    piped = subprocess.run([*EXE, "pods", "--state-dir", str(state)], capture_output=True, text=True, check=True,
+                           env=_env(), timeout=60)
+    assert ESC not in piped.stdout
+    assert piped.stdout.splitlines()[-2:] == ["  a  t/a c", "  b  t/b c"]
