@@ -12,13 +12,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from support.configs import static_node_config
+
 from numalign.agent.status import write_status
 from numalign.k8s.manifest import pod_from_dict
 from numalign.machine.examples import example
 from numalign.machine.fileformat import machine_to_dict
 from numalign.node import Node
 from numalign.report import NodeView, node_view_from_records, terminal_picture
-from support.configs import static_node_config
 
 EXE = [sys.executable, "-m", "numalign.cli.main"]
 ESC = "\x1b["
