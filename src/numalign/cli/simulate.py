@@ -50,6 +50,11 @@ def register(sub: Any) -> None:
                    help="local worker processes for the runs (default: one per CPU, at most one per run)")
     r.add_argument("--dask", metavar="ADDRESS", help="run the sweep on this Dask scheduler (tcp://host:8786)")
     p.add_argument("-o", "--output", choices=("text", "json", "yaml", "csv"), default="text")
+    from numalign.cli.reportargs import add_report_arg
+
+    add_report_arg(p, "the runs side by side (placed, kubelet rejections by reason, unschedulable, NUMA "
+                   "alignment, stranded capacity), NUMA occupancy per node pool as heat maps and the outcome "
+                   "along each swept axis")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,6 +100,11 @@ def run(args: argparse.Namespace) -> int:
     progress.close()
     sim = SimulationResult(cluster.name, cluster.node_count, workload.source, workload.pod_count(), args.seed,
                            args.max_retries, tuple(results))
+    if args.report is not None:
+        from numalign.cli.reportargs import write_report
+        from numalign.report.simulation import simulation_report
+
+        write_report(args.report, simulation_report(sim.to_dict()))
     if args.output == "csv":
         _csv(sim)
     elif args.output in ("json", "yaml"):

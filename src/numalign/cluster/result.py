@@ -20,6 +20,8 @@ RunResult
                   devices in units
   preexisting     pods of a `kubectl get pods` dump bound to their nodes before the workload (admitted)
   preexisting_rejected   of those, pods their node's kubelet (numalign) would not admit
+  numa_occupancy  {pool: {NUMA node id: share of its allocatable CPUs held exclusively, 0..1}} at the end
+                  (pools with cpuManagerPolicy static only; cluster/occupancy.py)
 
 NUMAAlignment
   guaranteed      placed Guaranteed pods
@@ -118,6 +120,7 @@ class RunResult:
     resources: dict[str, ResourceFigures]
     preexisting: int = 0
     preexisting_rejected: int = 0
+    numa_occupancy: dict[str, dict[int, float]] = field(default_factory=dict)
 
     @property
     def rejections(self) -> int:
@@ -130,6 +133,8 @@ class RunResult:
         out["alignment"]["share"] = round(self.alignment.share, 6)
         out["alignment"]["fewest_share"] = round(self.alignment.fewest_share, 6)
         out["alignment"]["numa_nodes"] = {str(k): v for k, v in sorted(self.alignment.numa_nodes.items())}
+        out["numa_occupancy"] = {pool: {str(k): v for k, v in sorted(per.items())}
+                                 for pool, per in self.numa_occupancy.items()}
         for name, fig in self.resources.items():
             out["resources"][name]["free"] = fig.free
             out["resources"][name]["utilisation"] = round(fig.utilisation, 6)
@@ -146,6 +151,7 @@ class RunResult:
                           al.get("fewest", 0)),
             {k: ResourceFigures(v["allocatable"], v["requested"], v["stranded"]) for k, v in d["resources"].items()},
             d.get("preexisting", 0), d.get("preexisting_rejected", 0),
+            {pool: {int(k): float(v) for k, v in per.items()} for pool, per in (d.get("numa_occupancy") or {}).items()},
         )
 
 

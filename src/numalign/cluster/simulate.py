@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from numalign.cluster.model import Cluster
+from numalign.cluster.occupancy import numa_occupancy
 from numalign.cluster.result import NUMAAlignment, ResourceFigures, RunConfig, RunResult
 from numalign.cluster.schedulers import SCORING_STRATEGIES, DefaultScheduler, ExactScheduler
 from numalign.cluster.state import ClusterState, PodVector
@@ -137,6 +138,8 @@ def run_one(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int,
     pending_shapes += [(item.pod, item.placement) for item in gave_up]
     if not pending_shapes:
         pending_shapes = [(g.pods[0], g.placement) for g in workload.groups if g.pods]
+    # Before _resources: its stranded-capacity probes admit and release workload shapes on the nodes.
+    occupancy = numa_occupancy(state)
     return RunResult(
         config=_run_config(spec, cluster),
         pods=created,
@@ -152,6 +155,7 @@ def run_one(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int,
         resources=_resources(state, pending_shapes),
         preexisting=preexisting,
         preexisting_rejected=preexisting_rejected,
+        numa_occupancy=occupancy,
     )
 
 

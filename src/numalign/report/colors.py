@@ -15,6 +15,7 @@ OFFLINE = "#9e9e9e"
 RESERVED_STROKE = "#555555"
 BORDER = "#5f6b7a"
 INK = "#1f2933"
+MISSING = "#f3f4f6"  # a heat-map cell that does not exist (a pool with fewer NUMA nodes)
 
 
 def owner_colour(i: int) -> str:

@@ -49,7 +49,7 @@ def heatmap(
             parts.append(text(label_w - 4, y + c / 2 + 3, name, font_size=min(9, c), fill=colors.INK,
                               text_anchor="end"))
         for j in range(len(cols)):
-            fill = colors.sequential(shade[i][j])
+            fill = colors.sequential(shade[i][j]) if shade[i][j] >= 0 else colors.MISSING  # < 0: no such cell
             cells.append(rect(label_w + j * c, y, c, c, tips[i][j], fill=fill, stroke="#ffffff", stroke_width=0.5))
             v = values[i][j]
             if v is not None and c >= 16:

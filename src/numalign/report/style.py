@@ -30,6 +30,7 @@ svg text { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; }
 table.runs { border-collapse: collapse; font-size: 12px; margin: 6px 0 12px; }
 table.runs th, table.runs td { border-bottom: 1px solid #e4e7eb; padding: 3px 8px; text-align: right; }
 table.runs th:first-child, table.runs td:first-child { text-align: left; }
+.charts { display: flex; flex-wrap: wrap; gap: 8px 28px; align-items: flex-start; }
 footer { color: #7b8794; margin-top: 20px; font-size: 11px; }
 @media print {
   body { margin: 0; }

@@ -1,0 +1,52 @@
+"""`numalign simulate --report` in headless Chromium: the runs side by side, NUMA occupancy heat maps
+per node pool, and the outcome along each swept axis, as a person sees them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from support.browser import Browser
+from support.pages import boxes, disjoint, numalign, png_size
+
+
+def test_simulation_report(browser: Browser, tmp_path: Path, shots: Path) -> None:
+    page = tmp_path / "sim.html"
+    out = numalign("simulate", "--generate", "80", "--jobs", "1", "--policy", "single-numa-node",
+                   "--policy", "best-effort", "--report", str(page), "-o", "json")
+    sim = json.loads(out.stdout)
+    labels = [r["config"]["label"] for r in sim["runs"]]
+    assert len(labels) == 6  # three schedulers x two policies
+    browser.open(page, width=1400, height=1000)
+    assert browser.errors() == []
+    assert browser.requests() == [page.resolve().as_uri()]
+    browser.screenshot(shots / "report-simulation.png")
+    assert png_size(shots / "report-simulation.png")[0] >= 1000
+    heads = browser.evaluate("[...document.querySelectorAll('#runs-table th')].map(e => e.textContent)")
+    assert heads[1:] == labels
+    placed = browser.evaluate("[...document.querySelectorAll('#runs-table tr')].find(tr => "
+                              "tr.cells[0].textContent === 'placed').innerText")
+    assert placed.split()[1:] == [str(r["placed"]) for r in sim["runs"]]
+    # The outcome chart: one row per run, its placed bar as long as placed/pods of the full width.
+    rows = browser.evaluate("[...document.querySelectorAll('#runs-outcome .row-label')].map(e => e.textContent)")
+    assert rows == labels
+    bars = boxes(browser, "#runs-outcome g.row rect:nth-child(2)")
+    full = boxes(browser, "#runs-outcome g.row rect:nth-child(1)")
+    for r, bar, whole in zip(sim["runs"], bars, full, strict=True):
+        assert abs(bar["w"] / whole["w"] - r["placed"] / r["pods"]) < 0.01
+    reasons = browser.evaluate("document.querySelector('#runs-rejections').textContent")
+    for r in sim["runs"]:
+        for reason in r["kubelet_rejections"]:
+            assert reason in reasons
+    # One occupancy heat map per run, pools as rows, each cell a share the tooltip spells out.
+    maps = boxes(browser, "#occupancy svg.heatmap")
+    assert len(maps) == len(labels) and all(m["w"] > 0 and m["h"] > 0 for m in maps)
+    pools = sorted(sim["runs"][0]["numa_occupancy"])
+    assert browser.evaluate("[...document.querySelectorAll('#occupancy-0 text')].map(e => e.textContent)"
+                            f".filter(t => {json.dumps(pools)}.includes(t))") == pools
+    assert browser.evaluate("[...document.querySelectorAll('#axes svg.axis')].map(s => s.id)") == [
+        "axis-scheduler", "axis-topology-manager-policy"]
+    charts = boxes(browser, "svg.chart")
+    for i, c in enumerate(charts):
+        assert c["w"] > 0 and c["h"] > 0
+        assert all(disjoint(c, d) for d in charts[i + 1:])
