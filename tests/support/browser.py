@@ -145,6 +145,11 @@ class Browser:
         })
         path.write_bytes(base64.b64decode(shot["data"]))
 
+    def print_pdf(self) -> bytes:
+        """The page as the browser prints it (A4), so a report's print layout is exercised too."""
+        out = self.send("Page.printToPDF", {"paperWidth": 8.27, "paperHeight": 11.69, "printBackground": True})
+        return base64.b64decode(out["data"])
+
     def close(self) -> None:
         try:
             if self.proc.poll() is None:

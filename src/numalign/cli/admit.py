@@ -121,11 +121,18 @@ def run(args: argparse.Namespace) -> int:
             "--config was given; pass --config FILE, or override its fields with kubelet flags, e.g. "
             "--policy-option KEY=VALUE, --reserved-cpus, --reserved-memory, --kube-reserved)"
         ) from None
+    from numalign.cli.clusterargs import Progress
+
     records = []
-    for pod in pods:
-        if pod.uid in node.pods:
-            raise InvalidInputError(_already_admitted(pod, args.state_dir, args.dry_run))
-        records.append(node.admit(pod))
+    progress = Progress(f"admit: {len(pods)} pod(s) on {machine.name}")  # drawn only when stderr is a terminal
+    try:
+        for pod in pods:
+            if pod.uid in node.pods:
+                raise InvalidInputError(_already_admitted(pod, args.state_dir, args.dry_run))
+            records.append(node.admit(pod))
+            progress.step(pod.key)
+    finally:
+        progress.close()
     if args.report is not None:
         _report(args.report, node, pods, records, notes, config)
     if args.output == "json":

@@ -77,6 +77,14 @@ def test_admit_report_dual_socket(browser: Browser, tmp_path: Path, shots: Path)
     assert "ml/training-4gpu" in decisions and "TopologyAffinityError" in decisions
     assert "cannot be satisfied" in decisions and "merged hint" in decisions and "why:" in decisions
     assert "ml/inference-gpu" not in decisions  # admitted pods are drawn, not explained
+    # Printable: in print media the decision records move under the picture, and the browser prints it.
+    browser.send("Emulation.setEmulatedMedia", {"media": "print"})
+    machine, decisions_box = boxes(browser, "svg#machine")[0], boxes(browser, "#decisions")[0]
+    assert decisions_box["y"] >= machine["y"] + machine["h"] - 0.5
+    pdf = browser.print_pdf()
+    assert pdf.startswith(b"%PDF-") and len(pdf) > 10_000
+    browser.send("Emulation.setEmulatedMedia", {"media": ""})
+    assert browser.errors() == []
 
 
 def test_numa_64_report_stays_readable(browser: Browser, tmp_path: Path, shots: Path) -> None:

@@ -136,3 +136,29 @@ def test_pods_colours_on_a_terminal_plain_otherwise(tmp_path: Path) -> None:
                            env=_env(), timeout=60)
     assert ESC not in piped.stdout
     assert piped.stdout.splitlines()[-2:] == ["  a  t/a c", "  b  t/b c"]
+
+
+def test_admit_shows_progress_on_a_terminal_only() -> None:
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([*EXE, "admit"], stdout=subprocess.PIPE, stderr=follower, stdin=subprocess.DEVNULL,
+                            env=_env())
+    os.close(follower)
+    err = b""
+    while True:
+        ready, _, _ = select.select([leader], [], [], 60)
+        if not ready:
+            break
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        err += chunk
+    os.close(leader)
+    out = proc.communicate(timeout=60)[0].decode()
+    assert proc.returncode == 0
+    assert "admit: 5 pod(s) on dual-socket" in err.decode() and "\x1b[2K" in err.decode()
+    assert ESC not in out  # the answer on stdout (a pipe) stays plain
+    piped = subprocess.run([*EXE, "admit"], capture_output=True, text=True, env=_env(), timeout=60, check=True)
+    assert piped.stderr == ""
