@@ -10,7 +10,9 @@ def test_text_and_attributes_are_escaped() -> None:
     out = text(1, 2, '<script>alert("x")</script> & more', data_pod='a"b<c')
     assert "<script>" not in out and "&lt;script&gt;" in out and "&amp; more" in out
     assert 'data-pod="a&quot;b&lt;c"' in out
-    assert rect(0, 0, 1.5, 2, "tip <b>", class_="cpu").startswith('<rect x="0" y="0" width="1.5" height="2" class="cpu">')
+    tip = rect(0, 0, 1.5, 2, "tip <b>", class_="cpu")
+    assert tip.startswith('<rect x="0" y="0" width="1.5" height="2" class="cpu">')
+    assert "<title>tip &lt;b&gt;</title>" in tip
     assert el("g") == "<g/>"
 
 
