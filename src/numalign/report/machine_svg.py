@@ -241,7 +241,8 @@ class MachinePicture:
             for d in floating:
                 parts.append(self._device(d, x, y + LINE + 2))
                 x += self.k.chip_w(short_device(d)) + 3
-            w, h = max(w, x), y + LINE + 2 + self.k.cell_h
+            heading_w = len("devices without NUMA affinity") * (self.k.font + 1) * 0.62
+            w, h = max(w, x, heading_w), y + LINE + 2 + self.k.cell_h
         return group(parts, id="topology"), w, h
 
 

@@ -25,12 +25,16 @@ def html_page(title: str, body: Iterable[str]) -> str:
             + "".join(body) + "<footer>numalign report: self-contained, nothing is fetched.</footer></body></html>\n")
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def _summary(view: NodeView) -> str:
     m = view.machine
     sockets = len(m.sockets())
-    parts = [f"{sockets} socket{'s' * (sockets != 1)}", f"{len(m.numa_nodes)} NUMA nodes",
-             f"{len(m.physical_cores())} cores", f"{len(m.online_cpus())} CPUs",
-             f"{human_bytes(sum(n.memory_bytes for n in m.numa_nodes))} memory", f"{len(m.devices)} devices"]
+    parts = [_n(sockets, "socket"), _n(len(m.numa_nodes), "NUMA node"), _n(len(m.physical_cores()), "core"),
+             _n(len(m.online_cpus()), "CPU"), f"{human_bytes(sum(n.memory_bytes for n in m.numa_nodes))} memory",
+             _n(len(m.devices), "device")]
     pods = (f"; {len(view.admitted)} pod(s) admitted, {len(view.rejected)} rejected" if view.pods else "")
     return f"<p class=\"summary\">machine <b>{escape(m.name)}</b>: {escape(', '.join(parts))}{escape(pods)}</p>"
 
@@ -138,10 +142,11 @@ def node_report(view: NodeView) -> str:
     pictures.append("<h2>NUMA distances</h2>" + (distances or "<p>the machine reports no distances</p>"))
     body.append("<div class=\"layout\"><div class=\"pictures\">" + "".join(pictures) + "</div>")
     rejected = view.rejected
-    aside = ["<aside id=\"decisions\">", f"<h2>Rejected pods ({len(rejected)})</h2>"]
+    aside = ["<aside id=\"decisions\">"]
     if not view.pods:
-        aside.append("<p>no pods: the machine as the kubelet would find it</p>")
+        aside.append("<h2>Pods</h2><p>no pods: the machine as the kubelet would find it</p>")
     else:
+        aside.append(f"<h2>Rejected pods ({len(rejected)})</h2>")
         aside += [decision_record(p) for p in rejected] or ["<p>none: every pod was admitted</p>"]
     pending = [p for p in view.pods if p.status not in ("admitted", "rejected")]
     if pending:

@@ -119,3 +119,17 @@ def test_discover_report_of_a_machine_with_memory_only_nodes(browser: Browser, t
     assert len(_texts(browser, ".numa-label")) == 34
     assert browser.evaluate("document.querySelectorAll('g.cpu.owned').length") == 0
     assert "no pods" in browser.evaluate("document.querySelector('#decisions').innerText")
+
+
+def test_discover_report_of_this_host(browser: Browser, tmp_path: Path, shots: Path) -> None:
+    """The README's promise: this host's own node, read from /sys, drawn in three commands."""
+    import json
+
+    machine = json.loads(numalign("discover", "-o", "json").stdout)
+    page = tmp_path / "host.html"
+    numalign("discover", "--report", str(page))
+    _check_page(browser, page, shots / "report-host.png")
+    assert _texts(browser, ".numa-label") == [f"NUMA node {n['id']}" for n in machine["numa_nodes"]]
+    cpus = sorted(c for n in machine["numa_nodes"] for c in n["cpus"])
+    assert sorted(map(int, _texts(browser, ".cpu-label"))) == cpus
+    assert "no pods" in browser.evaluate("document.querySelector('#decisions').innerText")
