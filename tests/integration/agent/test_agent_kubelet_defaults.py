@@ -67,34 +67,51 @@ def _cpu_numa_nodes(entry: dict[str, object]) -> set[int | None]:
 
 
 
+@pytest.mark.parametrize("gated_first", [True, False], ids=["gated-first", "gated-last"])
 @pytest.mark.parametrize("gated", [GPU, NIC])
-def test_waiting_pod_is_not_admitted_before_every_plugin_reported(layout: Layout, gated: str) -> None:
+def test_waiting_pod_is_not_admitted_before_every_plugin_reported(
+    layout: Layout, gated: str, gated_first: bool
+) -> None:
+    # Both start orders: the gated plugin registers first and the other plugin's event falls in its
+    # gap, or the other plugin has reported already and the gated plugin's own registration is the
+    # event that retries the pod before its first ListAndWatch answer.
     agent = Agent(layout.options(wait_for_device_plugins=True))
     agent.start()
-    first_cls, second_cls = (GatedPlugin, DevicePlugin)
-    gpu = (first_cls if gated == GPU else second_cls)(GPU, GPUS, socket_dir=layout.plugins)
-    nic = (first_cls if gated == NIC else second_cls)(NIC, NICS, socket_dir=layout.plugins)
+    gpu = (GatedPlugin if gated == GPU else DevicePlugin)(GPU, GPUS, socket_dir=layout.plugins)
+    nic = (GatedPlugin if gated == NIC else DevicePlugin)(NIC, NICS, socket_dir=layout.plugins)
     gate_of = gpu if gated == GPU else nic
     other = nic if gated == GPU else gpu
+    ungated = NIC if gated == GPU else GPU
+    silent = {"healthy": [], "unhealthy": [], "connected": True, "reported": False}
     try:
         layout.write_manifest("p.yaml", _pod("p", gpus=1, nics=1))
         wait_pod(layout, "p", "pending")
-        gate_of.start()  # registered, first ListAndWatch held back
-        wait_for(lambda: (layout.status().get("resources", {}).get(gated) or {}) == {
-            "healthy": [], "unhealthy": [], "connected": True, "reported": False}, "gated plugin registered, silent")
-        other.start()
-        ungated = NIC if gated == GPU else GPU
-        wait_for(lambda: _reported(layout, ungated, len(NICS if ungated == NIC else GPUS)), "other plugin reported")
-        # The other plugin's devices arrived (and pending pods were retried under the same lock that
-        # wrote this status): the pod still waits for the gated plugin.
+        for plugin in (gate_of, other) if gated_first else (other, gate_of):
+            plugin.start()  # the gated one registers; its first ListAndWatch is held back
+            if plugin is gate_of:
+                wait_for(lambda: (layout.status().get("resources", {}).get(gated) or {}) == silent,
+                         "gated plugin registered, silent")
+            else:
+                wait_for(lambda: _reported(layout, ungated, len(NICS if ungated == NIC else GPUS)),
+                         "other plugin reported")
+        if not gated_first:
+            # an event from the other plugin inside the gated plugin's gap: one more device on NUMA 0
+            devices = GPUS if ungated == GPU else NICS
+            other.update_devices([*devices, Device(ungated.split("/")[1] + "9", topology=(0,))])
+            wait_for(lambda: _reported(layout, ungated, len(devices) + 1), "other plugin's update")
+        # Every event so far retried pending pods under the same lock that wrote this status: the pod
+        # still waits for the gated plugin.
         entry = wait_pod(layout, "p", "pending")
         assert gated in entry["message"]
         assert isinstance(gate_of, GatedPlugin)
         gate_of.gate.set()
         entry = wait_pod(layout, "p", "admitted")
-        assert entry["allocations"]["main"]["devices"][GPU] == {"gpu1": [1]}
-        assert entry["allocations"]["main"]["devices"][NIC] == {"nic1": [1]}
-        assert _cpu_numa_nodes(entry) == {1}
+        given = entry["allocations"]["main"]["devices"]
+        assert [len(given[GPU]), len(given[NIC])] == [1, 1]
+        numa = {n for r in (GPU, NIC) for nodes in given[r].values() for n in nodes}
+        # one NUMA node for CPUs and both devices: NUMA 1, the only one with both unless the update
+        # put a device of the other kind on NUMA 0 too (then the lower node wins)
+        assert numa == _cpu_numa_nodes(entry) == ({1} if gated_first or ungated == GPU else {0})
     finally:
         if isinstance(gate_of, GatedPlugin):
             gate_of.gate.set()
