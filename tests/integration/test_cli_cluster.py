@@ -120,6 +120,32 @@ def test_sweep_file_and_its_refusals(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert len(err) == 1 and "sweep.yaml: topologyManagerScopes: 'pod' is listed twice" in err[0]
 
 
+@pytest.mark.parametrize(("body", "message"), [
+    # a map where the file format wants a string: named with its file, field and index
+    ("topologyManagerPolicyOptions: [{prefer-closest-numa-nodes: 'true'}]",
+     "sweep.yaml: topologyManagerPolicyOptions[0]: expected a string, got {'prefer-closest-numa-nodes': 'true'}; "
+     'write it as "prefer-closest-numa-nodes=true"'),
+    ("cpuManagerPolicyOptions: [full-pcpus-only]",
+     "sweep.yaml: cpuManagerPolicyOptions: 'full-pcpus-only': 'full-pcpus-only' is not KEY=VALUE"),
+    # refused by the kubelet's start-up, before any run starts (not inside a worker process)
+    ("topologyManagerPolicyOptions: ['bogus=1']",
+     'sweep.yaml: the run with --topology-manager-policy-options bogus=1: unknown Topology Manager Policy option: '
+     '"bogus"'),
+    ("cpuManagerPolicies: [none, static]\ncpuManagerPolicyOptions: ['full-pcpus-only=true']",
+     "sweep.yaml: the run with --cpu-manager-policy none --cpu-manager-policy-options full-pcpus-only=true: "
+     "None policy: cannot create with options"),
+])
+def test_sweep_values_the_kubelet_refuses_name_the_file_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, message: str
+) -> None:
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(f"kind: Sweep\n{body}\n", encoding="utf-8")
+    assert main(["simulate", "--sweep", str(sweep), "--generate", "10", "-j", "2"]) != 0
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert out == "" and len(lines) == 1 and message in lines[0], lines
+
+
 def test_the_readme_examples_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """The commands the README shows, on docs/examples, from that directory."""
     monkeypatch.chdir(Path(__file__).resolve().parents[2] / "docs" / "examples")

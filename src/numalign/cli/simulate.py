@@ -77,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
                 or args.memory_policies or args.scheduler:
             raise InvalidInputError("--sweep and axis flags (--scheduler, --policy, --scope, ...) both given; "
                                     "expected one of them; put every axis in the sweep file")
-        specs = load_sweep(args.sweep).specs(str(args.sweep))
+        sweep = load_sweep(args.sweep)
+        sweep.check_against(cluster, str(args.sweep))
+        specs = sweep.specs(str(args.sweep))
     else:
         scoring: dict[str, str] = {}
         for item in args.scoring:

@@ -72,11 +72,7 @@ class Sweep:
         for combo in combos:
             flags: list[tuple[str, str]] = []
             for name, value in zip(names, combo, strict=True):
-                flag = AXES[name]
-                if name.endswith("Options"):
-                    flags += [(flag, kv) for kv in _options(value)]
-                else:
-                    flags.append((flag, value))
+                flags += _flags(name, value)
             for s in self.schedulers:
                 specs.append(RunSpec(s, self.scoring.get(s, "LeastAllocated"), tuple(flags)))
         return specs
@@ -106,6 +102,31 @@ class Sweep:
         if policies == ["none"] and any(o for o in self.axes.get("topologyManagerPolicyOptions", [])):
             raise InvalidInputError(f"{where}: topologyManagerPolicyOptions given but the only policy is none, which "
                                     "takes no options (the kubelet refuses them); add a policy or drop the options")
+
+
+    def check_against(self, cluster: Cluster, where: str) -> None:
+        """Start every pool's kubelet under each combination now, so that a value the kubelet refuses is
+        named with its file here instead of failing inside a worker process."""
+        from numalign.node import Node
+
+        for name, values in self.axes.items():
+            for value in values:
+                bad = [kv for kv in _options(value) if "=" not in kv] if name.endswith("Options") else []
+                if bad:
+                    raise InvalidInputError(f"{where}: {name}: {value!r}: {bad[0]!r} is not KEY=VALUE; expected "
+                                            'pairs joined by commas, e.g. "prefer-closest-numa-nodes=true"')
+        for flags in dict.fromkeys(s.kubelet_flags for s in self.specs(where)):
+            try:
+                for pool in cluster.with_kubelet_flags(list(flags)).pools:
+                    Node(pool.machine, pool.config)
+            except InvalidInputError as e:
+                combo = " ".join(f"{flag} {value}" for flag, value in flags)
+                raise InvalidInputError(f"{where}: the run with {combo}: {e}") from None
+
+
+def _flags(name: str, value: str) -> list[tuple[str, str]]:
+    flag = AXES[name]
+    return [(flag, kv) for kv in _options(value)] if name.endswith("Options") else [(flag, value)]
 
 
 def _options(value: str) -> list[str]:
@@ -139,7 +160,15 @@ def sweep_from_dict(obj: Any, where: str) -> Sweep:
     sweep.scoring = {str(k): str(v) for k, v in scoring.items()}
     for name in AXES:
         if name in obj:
-            sweep.axes[name] = ["" if v is None else str(v) for v in _list(obj[name], f"{where}: {name}")]
+            values = _list(obj[name], f"{where}: {name}")
+            for i, v in enumerate(values):
+                if isinstance(v, (Mapping, list)):
+                    example = {"topologyManagerPolicyOptions": '"prefer-closest-numa-nodes=true"',
+                               "cpuManagerPolicyOptions": '"full-pcpus-only=true"'}.get(name, "a name")
+                    raise InvalidInputError(f"{where}: {name}[{i}]: expected a string, got {v!r}; write it as "
+                                            f"{example}" + (" (KEY=VALUE pairs joined by commas)"
+                                                            if name.endswith("Options") else ""))
+            sweep.axes[name] = ["" if v is None else str(v) for v in values]
     sweep.check(where)
     return sweep
 
