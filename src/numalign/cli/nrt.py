@@ -101,7 +101,7 @@ def _emit(obj: dict[str, Any], output: str) -> None:
 
 def _cluster(args: argparse.Namespace) -> int:
     """Every node of a cluster (or the one --node-name names), after binding a dump's running pods."""
-    from numalign.cli.clusterargs import load_cluster_arg, running_pods
+    from numalign.cli.clusterargs import Progress, load_cluster_arg, running_pods
     from numalign.cluster.nrt import node_resource_topology
     from numalign.cluster.simulate import bind_preexisting
     from numalign.cluster.state import ClusterState
@@ -118,9 +118,18 @@ def _cluster(args: argparse.Namespace) -> int:
     if args.node_name is not None and args.node_name not in names:
         raise InvalidInputError(f"--node-name {args.node_name!r}: no such node in cluster {cluster.name}; expected "
                                 f"one of {', '.join(names[:5])}{', ...' if len(names) > 5 else ''}")
-    objs = [node_resource_topology(sn.node(), sn.name).to_dict() for sn in state.nodes
-            if args.node_name in (None, sn.name)]
+    wanted = [sn for sn in state.nodes if args.node_name in (None, sn.name)]
+    progress = Progress(f"nrt: {len(wanted)} node(s) of {cluster.name}")
+    objs = []
+    for sn in wanted:
+        objs.append(node_resource_topology(sn.node(), sn.name).to_dict())
+        progress.note(f"{len(objs)}/{len(wanted)} NodeResourceTopology objects")
     out: dict[str, Any] = objs[0] if args.node_name else {"apiVersion": "v1", "kind": "List", "items": objs}
+    # Writing a thousand objects as YAML takes seconds too: say so, unless the output shares the terminal.
+    if sys.stdout.isatty():
+        progress.close()
+    else:
+        progress.step(f"writing {len(objs)} object(s) as {args.output}")
     if args.output == "json":
         json.dump(out, sys.stdout, indent=2)
         print()
@@ -132,6 +141,8 @@ def _cluster(args: argparse.Namespace) -> int:
         for obj in objs:
             _print_text(obj)
             print()
+    sys.stdout.flush()
+    progress.close()
     return 0
 
 
