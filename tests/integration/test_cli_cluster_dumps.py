@@ -85,6 +85,14 @@ def test_dumps_that_are_not_what_they_claim(tmp_path: Path, capsys: pytest.Captu
     assert main(["capacity", "--nodes", str(yaml_dump)]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "nodes.yaml: not JSON" in err[0]
+    # an NRT without NUMA zones: the fault is named in the NRT dump, where it is
+    sockets = tmp_path / "sockets.json"
+    sockets.write_text(json.dumps({"kind": "List", "items": [{
+        "apiVersion": "topology.node.k8s.io/v1alpha2", "kind": "NodeResourceTopology", "metadata": {"name": "gpu-b"},
+        "zones": [{"name": "socket-0", "type": "Socket", "resources": []}]}]}), encoding="utf-8")
+    assert main(["simulate", "--nodes", str(nodes), "--nrts", str(sockets), "-j", "1"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "sockets.json: items[0] (gpu-b): no NUMA zones (type Node, name node-N)" in err[0], err
 
 
 def test_nrt_of_every_node_of_a_dump(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

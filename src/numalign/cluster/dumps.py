@@ -69,12 +69,12 @@ def cluster_from_dumps(nodes_path: Path, nrts_path: Path | None) -> Cluster:
     if not nodes:
         raise InvalidInputError(f"{nodes_path}: no nodes in the list; expected `kubectl get nodes -o json` of a "
                                 "cluster with nodes")
-    nrts: dict[str, NodeResourceTopology] = {}
+    nrts: dict[str, tuple[NodeResourceTopology, str]] = {}  # node name -> (object, where it was read)
     if nrts_path is not None:
         for i, item in enumerate(_read_list(nrts_path, "NodeResourceTopology",
                                             "kubectl get noderesourcetopologies -o json")):
             nrt = NodeResourceTopology.from_dict(item, f"{nrts_path}: items[{i}]")
-            nrts[nrt.name] = nrt
+            nrts[nrt.name] = (nrt, f"{nrts_path}: items[{i}] ({nrt.name})")
     groups: dict[Any, tuple[NodePool, list[str]]] = {}
     for i, node in enumerate(nodes):
         where = f"{nodes_path}: items[{i}]"
@@ -93,7 +93,7 @@ def cluster_from_dumps(nodes_path: Path, nrts_path: Path | None) -> Cluster:
         found = nrts.get(name)
         w = f"{where} ({name})"
         if found is not None:
-            machine, config = _from_nrt(found, labels, w)
+            machine, config = _from_nrt(found[0], labels, found[1])  # a fault there is the NRT dump's
         else:
             machine, config = _from_capacity(capacity, w)
         max_pods = _qty(capacity.get("pods", 110), f"{w}: status.capacity.pods")
@@ -137,7 +137,7 @@ def _from_nrt(nrt: NodeResourceTopology, labels: Mapping[str, str], where: str) 
 
     zones = sorted(numa_zones(nrt, milli_cpu=False), key=lambda z: z.numa_id)
     if not zones:
-        raise InvalidInputError(f"{where}: its NodeResourceTopology has no NUMA zones (type Node, name node-N); "
+        raise InvalidInputError(f"{where}: no NUMA zones (type Node, name node-N); "
                                 "expected the objects the NFD topology-updater or the exporter publish")
     by_name = {z.name: z for z in nrt.zones}
     info = {z.numa_id: {r.name: r for r in by_name[f"node-{z.numa_id}"].resources} for z in zones}
@@ -200,10 +200,10 @@ def _from_nrt(nrt: NodeResourceTopology, labels: Mapping[str, str], where: str) 
         cfg["reservedMemory"] = reserved_memory
     machine = Machine(nrt.name, tuple(numa_nodes), tuple(sorted(cpus, key=lambda c: c.id)), tuple(devices))
     try:
-        config = KubeletConfig.from_dict(cfg, f"{where}: kubelet configuration rebuilt from its NRT")
+        config = KubeletConfig.from_dict(cfg, f"{where}: kubelet configuration rebuilt from this NRT")
         config.validate()
     except InvalidInputError as e:
-        raise InvalidInputError(f"{where}: cannot rebuild a kubelet configuration from its NodeResourceTopology "
+        raise InvalidInputError(f"{where}: cannot rebuild a kubelet configuration from this NodeResourceTopology "
                                 f"({e}); describe the pool in a cluster.yaml instead") from None
     return machine, config
 
