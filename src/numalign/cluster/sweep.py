@@ -101,7 +101,8 @@ class Sweep:
             raise InvalidInputError(f"{where}: topologyManagerPolicies: {bad[0]!r}; expected {', '.join(POLICIES)}")
         if policies == ["none"] and any(o for o in self.axes.get("topologyManagerPolicyOptions", [])):
             raise InvalidInputError(f"{where}: topologyManagerPolicyOptions given but the only policy is none, which "
-                                    "takes no options (the kubelet refuses them); add a policy or drop the options")
+                                    "ignores them (the kubelet's Topology Manager reads no options under none), so "
+                                    "the axis changes nothing; add a policy or drop the options")
 
 
     def check_against(self, cluster: Cluster, where: str) -> None:
