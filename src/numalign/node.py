@@ -11,13 +11,17 @@ the kubelet reaches before it admits anything else.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from numalign import metrics as m
+from numalign.admission.eviction import NodeCondition
+from numalign.admit_handlers import AdmitHandlers
 from numalign.core.decision import AdmitResult, DecisionRecord
 from numalign.core.numa import NUMAInfo
 from numalign.errors import CheckpointError, InvalidInputError
@@ -89,6 +93,7 @@ class Node:
         metrics: m.Metrics | None = None,
         static_devices: bool = True,
         read_only: bool = False,
+        node_conditions: Sequence[NodeCondition] = (),
     ) -> None:
         # read_only: the state files are read at start and never written (a what-if on a live
         # node's /var/lib/kubelet must not touch the kubelet's own files).
@@ -146,6 +151,8 @@ class Node:
         self.pods: dict[str, Pod] = {}
         self.records: dict[str, DecisionRecord] = {}
         self.state_dir = state_dir
+        # The kubelet's other admit handlers, run before and after the Topology Manager's.
+        self.handlers = AdmitHandlers(self, node_conditions)
         self._start()
 
     def _register_static_plugins(self) -> None:
@@ -275,8 +282,16 @@ class Node:
                 pod.key, pod.uid, self.tm.policy_name, self.tm.scope_name, dict(self.tm.options), (),
                 AdmitResult(False, "PodLevelResourcesNotSupported", "PodLevelResources feature gate is disabled"),
             )
+        early = self.handlers.before_topology(self, pod)
+        if not early.admit:
+            return DecisionRecord(pod.key, pod.uid, self.tm.policy_name, self.tm.scope_name, dict(self.tm.options),
+                                  (), early)
         rec = self.tm.admit(pod)
         self._sync_provider_metrics()
+        if rec.result.admit:
+            late = self.handlers.after_topology(self, pod)
+            if not late.admit:
+                rec = dataclasses.replace(rec, result=late)
         if rec.result.admit:
             self.pods[pod.uid] = pod
             for c in pod.all_containers():

@@ -13,6 +13,8 @@ FORBIDDEN = {
              "numalign.cli", "numalign.manager", "numalign.node", "numalign.agent", "numalign.sim"),
     "k8s": ("numalign.providers", "numalign.adapters", "numalign.cli", "numalign.node", "numalign.agent"),
     "machine": ("numalign.providers", "numalign.adapters", "numalign.cli", "numalign.node", "numalign.agent"),
+    "admission": ("numalign.providers", "numalign.adapters", "numalign.cli", "numalign.node", "numalign.agent",
+                  "numalign.manager", "numalign.cluster"),
     "providers": ("numalign.adapters", "numalign.cli", "numalign.node", "numalign.agent"),
     "cluster": ("numalign.cli", "numalign.agent"),
     "report": ("numalign.cli", "numalign.agent"),

@@ -97,6 +97,7 @@ def cluster_from_dumps(nodes_path: Path, nrts_path: Path | None) -> Cluster:
         else:
             machine, config = _from_capacity(capacity, w)
         max_pods = _qty(capacity.get("pods", 110), f"{w}: status.capacity.pods")
+        config = dataclasses.replace(config, max_pods=max_pods)
         shared_labels = tuple(sorted((k, v) for k, v in labels.items() if k != HOSTNAME_LABEL))
         key = (_machine_key(machine), repr(config), taints, shared_labels, max_pods)
         if key not in groups:

@@ -177,9 +177,11 @@ def _pool(obj: Any, path: Path, where: str) -> NodePool:
         config.validate()
     except InvalidInputError as e:
         raise InvalidInputError(f"{path}: {where}: kubelet configuration: {e}") from None
-    max_pods = obj.get("maxPods", 110)
+    max_pods = obj.get("maxPods", config.max_pods)
     if not isinstance(max_pods, int) or max_pods < 1:
         raise InvalidInputError(f"{path}: {where}.maxPods: expected a whole number >= 1, got {max_pods!r}")
+    # One pods limit for the scheduler's view and the node's kubelet (its predicate admit handler).
+    config = dataclasses.replace(config, max_pods=max_pods)
     labels = obj.get("labels") or {}
     if not isinstance(labels, Mapping):
         raise InvalidInputError(f"{path}: {where}.labels: expected a mapping of label: value")

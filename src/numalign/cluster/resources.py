@@ -1,5 +1,6 @@
-"""The scheduler's view of resources: a node's allocatable (node status, as the kubelet reports it) and a
-pod's requests (as kube-scheduler's NodeResourcesFit reads them).
+"""The scheduler's view of resources: a node's allocatable (node status, as the kubelet reports it:
+numalign.admission.allocatable, shared with the kubelet's own predicate admit handler) and a pod's
+requests (as kube-scheduler's NodeResourcesFit reads them).
 
 Units are the scheduler's: cpu in millicores, every other resource in whole units (bytes, devices).
 
@@ -20,52 +21,18 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Final
 
-from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.admission.allocatable import RESOURCE_PODS, amount, node_allocatable
 from numalign.k8s.pod import Container, Pod
-from numalign.k8s.quantity import Quantity, QuantityFormat
+from numalign.k8s.quantity import Quantity
 from numalign.k8s.requests import container_requests, pod_requests
-from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY, hugepage_resource_name
-from numalign.machine.topology import Machine
+from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
+
+__all__ = ["DEFAULT_MAX_PODS", "RESOURCE_PODS", "amount", "node_allocatable", "non_zero_requests", "requests_of",
+           "shape_key"]
 
 DEFAULT_MILLI_CPU_REQUEST: Final = 100
 DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024
 DEFAULT_MAX_PODS: Final = 110
-RESOURCE_PODS: Final = "pods"
-
-
-def amount(name: str, q: Quantity) -> int:
-    """A quantity in the scheduler's unit for that resource."""
-    return q.milli_value() if name == RESOURCE_CPU else q.value()
-
-
-def node_allocatable(machine: Machine, config: KubeletConfig) -> dict[str, int]:
-    cpus = len(machine.online_cpus())
-    memory = sum(machine.memory_by_node().values())
-    hugepages: dict[str, int] = {}
-    for n in machine.numa_nodes:
-        for size, pages in n.hugepages.items():
-            name = hugepage_resource_name(size)
-            hugepages[name] = hugepages.get(name, 0) + size * pages
-    capacity = {
-        RESOURCE_CPU: Quantity.from_int(cpus),
-        RESOURCE_MEMORY: Quantity.from_int(memory, QuantityFormat.BINARY_SI),
-        **{k: Quantity.from_int(v, QuantityFormat.BINARY_SI) for k, v in hugepages.items()},
-    }
-    reserved = config.node_allocatable_reservation(capacity)
-    system_cpus = config.reserved_cpus()
-    if system_cpus:
-        # The kubelet (cmd/kubelet/app/server.go): --reserved-cpus overrides the cpu of kubeReserved and
-        # systemReserved; the node reserves exactly that many CPUs.
-        # (Hard eviction thresholds never reserve cpu.)
-        reserved[RESOURCE_CPU] = Quantity.from_int(len(system_cpus))
-    out: dict[str, int] = {}
-    for name, cap in capacity.items():
-        value = amount(name, cap) - (amount(name, reserved[name]) if name in reserved else 0)
-        out[name] = max(value, 0)
-    out[RESOURCE_MEMORY] = max(out[RESOURCE_MEMORY] - sum(hugepages.values()), 0)
-    for resource, devs in machine.devices_by_resource().items():
-        out[resource] = sum(1 for d in devs if d.health == "Healthy")
-    return out
 
 
 def requests_of(pod: Pod) -> dict[str, int]:

@@ -117,6 +117,10 @@ class KubeletConfig:
     eviction_hard: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_EVICTION_HARD))
     enforce_node_allocatable: tuple[str, ...] = (NODE_ALLOCATABLE_ENFORCEMENT_KEY,)
     cgroups_per_qos: bool = True
+    # The pods limit the predicate admit handler checks (node status capacity "pods"): maxPods, or
+    # podsPerCore x the CPU count when that is smaller and podsPerCore > 0.
+    max_pods: int = 110
+    pods_per_core: int = 0
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     # Set once validate() has passed, so the CLI (which validates to add its fix hints) and the Node it
     # then builds do not validate the same config twice. Not an init field: replace() and with_flags()
@@ -170,6 +174,13 @@ class KubeletConfig:
                 f"{go_quote(self.topology_manager_scope)} must be one of: \"container\", or \"pod\""
             )
         errors.extend(self._enforce_node_allocatable_errors())
+        if self.max_pods < 0:
+            errors.append(f"invalid configuration: maxPods (--max-pods) {self.max_pods} must not be a negative number")
+        if self.pods_per_core < 0:
+            errors.append(
+                f"invalid configuration: podsPerCore (--pods-per-core) {self.pods_per_core} "
+                "must not be a negative number"
+            )
         if self.reserved_system_cpus != "":
             if self.system_reserved_cgroup != "" or self.kube_reserved_cgroup != "":
                 errors.append(

@@ -120,6 +120,12 @@ def _read_bool(value: object, where: str) -> bool:
     return value
 
 
+def _read_int(value: object, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _type_error(where, "a whole number", value)
+    return value
+
+
 def _read_str_map(value: object, where: str) -> dict[str, str]:
     if not isinstance(value, Mapping):
         raise _type_error(where, "a mapping of strings", value)
@@ -214,6 +220,8 @@ _FILE_FIELDS: Final[Mapping[str, tuple[str, _Reader]]] = {
     "evictionHard": ("eviction_hard", _read_eviction),
     "enforceNodeAllocatable": ("enforce_node_allocatable", _read_str_list),
     "cgroupsPerQOS": ("cgroups_per_qos", _read_bool),
+    "maxPods": ("max_pods", _read_int),
+    "podsPerCore": ("pods_per_core", _read_int),
     "featureGates": ("feature_gates", _read_bool_map),
 }
 
@@ -222,7 +230,7 @@ _FILE_FIELDS: Final[Mapping[str, tuple[str, _Reader]]] = {
 # explicit zero value: the kubelet defaults them only when absent (nil), or their default is the zero.
 _DEFAULTED_WHEN_ZERO: Final = (
     "cpu_manager_policy", "cpu_manager_reconcile_period", "memory_manager_policy",
-    "topology_manager_policy", "topology_manager_scope",
+    "topology_manager_policy", "topology_manager_scope", "max_pods",
 )
 
 # Every top-level field of KubeletConfiguration v1beta1 (staging/src/k8s.io/kubelet/config/v1beta1/
@@ -322,7 +330,7 @@ NO_SPLIT_MAP_FLAGS: Final[Mapping[str, str]] = {
 RESERVED_FLAGS: Final[Mapping[str, str]] = {"kube-reserved": "kube_reserved", "system-reserved": "system_reserved"}
 OTHER_FLAGS: Final = (
     "cpu-manager-reconcile-period", "reserved-memory", "eviction-hard", "enforce-node-allocatable",
-    "cgroups-per-qos", "feature-gates",
+    "cgroups-per-qos", "feature-gates", "max-pods", "pods-per-core",
 )
 KUBELET_FLAGS: Final = (*STRING_FLAGS, *NO_SPLIT_MAP_FLAGS, *RESERVED_FLAGS, *OTHER_FLAGS)
 
@@ -330,6 +338,8 @@ KUBELET_FLAGS: Final = (*STRING_FLAGS, *NO_SPLIT_MAP_FLAGS, *RESERVED_FLAGS, *OT
 # What each flag's value looks like, appended to the kubelet's parse errors (which name neither).
 FLAG_VALUE_FORMS: Final[Mapping[str, str]] = {
     "cgroups-per-qos": "true or false",
+    "max-pods": "a whole number, e.g. 110",
+    "pods-per-core": "a whole number, 0 for no per-core limit",
     "feature-gates": "NAME=true|false[,NAME=true|false...], e.g. CPUManagerPolicyAlphaOptions=true",
     "topology-manager-policy-options": "one KEY=VALUE per use, e.g. prefer-closest-numa-nodes=true",
     "cpu-manager-policy-options": "one KEY=VALUE per use, e.g. full-pcpus-only=true",
@@ -389,6 +399,17 @@ def _parse_reserved_memory(value: str) -> list[ReservedMemory]:
     return out
 
 
+def _parse_go_int32(text: str) -> int:
+    """pflag's Int32 flag: strconv.ParseInt(s, 0, 32), whose error text the kubelet prints."""
+    try:
+        number = int(text, 0)
+    except ValueError:
+        raise _FlagError(f'strconv.ParseInt: parsing {go_quote(text)}: invalid syntax') from None
+    if not -(2**31) <= number < 2**31:
+        raise _FlagError(f'strconv.ParseInt: parsing {go_quote(text)}: value out of range')
+    return number
+
+
 def apply_flags(config: KubeletConfig, flags: Iterable[tuple[str, str]]) -> KubeletConfig:
     changes: dict[str, Any] = {}
     initialized: set[str] = set()
@@ -426,6 +447,8 @@ def apply_flags(config: KubeletConfig, flags: Iterable[tuple[str, str]]) -> Kube
                 reserved_text[attr].update(_split_pairs(value, "="))
             elif name == "cpu-manager-reconcile-period":
                 changes["cpu_manager_reconcile_period"] = parse_go_duration(value)
+            elif name in ("max-pods", "pods-per-core"):
+                changes[name.replace("-", "_")] = _parse_go_int32(value)
             elif name == "cgroups-per-qos":
                 changes["cgroups_per_qos"] = parse_go_bool(value)
             elif name == "eviction-hard":

@@ -44,6 +44,8 @@ _HELP: Final = {
     "eviction-hard": 'signal<threshold list, e.g. "memory.available<100Mi,nodefs.available<10%%"',
     "enforce-node-allocatable": "comma list of pods, system-reserved, kube-reserved, none",
     "cgroups-per-qos": "true | false (default true)",
+    "max-pods": "the pods limit the kubelet admits against (default 110; OutOfpods beyond it)",
+    "pods-per-core": "pods per CPU; limits pods to this x the CPU count when smaller (default 0: off)",
     "feature-gates": "A=true,B=false",
 }
 

@@ -223,7 +223,8 @@ def test_flags_override_the_file() -> None:
         ("--topology-manager-policy-options", "a=true,b=1", "one key=value per use"),
         ("--cpu-manager-reconcile-period", "10", "invalid duration"),
         ("--cgroups-per-qos", "yes", "ParseBool"),
-        ("--max-pods", "10", "unknown kubelet flag --max-pods"),
+        ("--max-pods", "ten", "strconv.ParseInt: parsing \"ten\": invalid syntax"),
+        ("--pod-max-pids", "10", "unknown kubelet flag --pod-max-pids"),
     ],
 )
 def test_flag_errors(flag: str, value: str, expected: str) -> None:

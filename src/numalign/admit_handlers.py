@@ -1,0 +1,98 @@
+"""The kubelet's pod admit handlers around the Topology Manager's, in the kubelet's order.
+
+kubelet.go (1.35) registers, and the allocation manager runs until the first rejection:
+
+1. the eviction manager (node pressure conditions)            modelled: numalign.admission.eviction
+2. the sysctls allowlist                                       not modelled: pods carry no sysctls
+3. the Topology Manager (CPU, memory and device managers)      numalign.manager
+4. the predicate handler (GeneralPredicates: resource fit,     modelled: numalign.admission.predicate
+   pods limit; node affinity, ports, taints)                   (resource fit and pods limit only)
+5. AppArmor, pod features, node-declared features, shutdown    not modelled: nothing of them in pods
+
+So the Topology Manager decides before the resource fit: a pod that both fails alignment and does
+not fit is a TopologyAffinityError, and a pod the Topology Manager admitted can still be OutOfcpu
+(its CPUs, memory and devices are then released, as the kubelet's next removeStaleState would).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from numalign import metrics as m
+from numalign.admission.allocatable import RESOURCE_PODS, allowed_pod_number, node_allocatable
+from numalign.admission.eviction import NodeCondition, eviction_admit
+from numalign.admission.predicate import (
+    INSUFFICIENT_RESOURCE_PREFIX,
+    InsufficientResource,
+    fit_requests,
+    predicate_admit,
+)
+from numalign.core.decision import AdmitResult
+from numalign.k8s.pod import Pod
+
+if TYPE_CHECKING:
+    from numalign.node import Node
+
+
+# The reasons kubelet.go's recordAdmissionRejection labels by name (of those numalign can produce);
+# other OutOf<resource> reasons count as OutOfExtendedResources, anything else as Other.
+_NAMED_REASONS = frozenset({"OutOfcpu", "OutOfmemory", "OutOfephemeral-storage", "OutOfpods", "Evicted"})
+
+
+def rejection_metric_reason(reason: str) -> str:
+    if reason in _NAMED_REASONS:
+        return reason
+    return "OutOfExtendedResources" if reason.startswith(INSUFFICIENT_RESOURCE_PREFIX) else "Other"
+
+
+class AdmitHandlers:
+    """The eviction and predicate handlers of one node; pure but for a cache of pods' requests."""
+
+    def __init__(self, node: Node, conditions: Sequence[NodeCondition] = ()) -> None:
+        self.conditions: tuple[NodeCondition, ...] = tuple(dict.fromkeys(conditions))
+        base = node_allocatable(node.machine, node.config)
+        # Extended resources come from the device manager (plugins come and go), not the machine file.
+        devices = node.machine.devices_by_resource()
+        self._static = {k: v for k, v in base.items() if k not in devices}
+        self._static[RESOURCE_PODS] = allowed_pod_number(node.machine, node.config)
+        self._requests: dict[str, tuple[Pod, dict[str, int]]] = {}
+        self.last_failures: list[InsufficientResource] = []
+
+    def before_topology(self, node: Node, pod: Pod) -> AdmitResult:
+        result = eviction_admit(pod, self.conditions)
+        if not result.admit:
+            node.metrics.inc(m.ADMISSION_REJECTIONS, reason=rejection_metric_reason(result.reason))
+        return result
+
+    def allocatable(self, node: Node, pod_holds_devices: bool) -> dict[str, int]:
+        """The node status allocatable the predicate sees: healthy devices per plugin resource and, once
+        the pod holds devices, at least the devices allocated (sanitizeNodeAllocatable)."""
+        out = dict(self._static)
+        for resource, ids in node.devices.healthy.items():
+            out[resource] = len(ids)
+        if pod_holds_devices:
+            for resource, ids in node.devices.allocated.items():
+                if out.get(resource, -1) < len(ids):
+                    out[resource] = len(ids)
+        return out
+
+    def requests_of(self, pods: Iterable[Pod]) -> list[dict[str, int]]:
+        out = []
+        for pod in pods:
+            hit = self._requests.get(pod.uid)
+            if hit is None or hit[0] is not pod:
+                hit = (pod, fit_requests(pod))
+                self._requests[pod.uid] = hit
+            out.append(hit[1])
+        return out
+
+    def after_topology(self, node: Node, pod: Pod) -> AdmitResult:
+        others = [p for uid, p in node.pods.items() if uid != pod.uid]
+        holds = any(node.devices.get_container_devices(pod.uid, c.name) for c in pod.all_containers())
+        result, self.last_failures = predicate_admit(
+            pod, self.allocatable(node, holds), self.requests_of(others), len(others)
+        )
+        if not result.admit:
+            node.metrics.inc(m.ADMISSION_REJECTIONS, reason=rejection_metric_reason(result.reason))
+        return result
