@@ -36,6 +36,10 @@ def register(sub: Any) -> None:
                    help="with --state-dir: read the state files but write nothing, so it is safe to ask "
                    "\"would this pod be admitted now?\" of a live node's /var/lib/kubelet")
     p.add_argument("--replicas", action="store_true", help="admit spec.replicas pods for each workload")
+    p.add_argument("--node-condition", action="append", default=[], metavar="CONDITION",
+                   help="a pressure condition the node has (MemoryPressure, DiskPressure, PIDPressure; repeat "
+                   "for more): the kubelet's eviction manager then rejects BestEffort pods (MemoryPressure "
+                   "alone) or every pod, with reason Evicted. numalign observes no usage; by default none")
     p.add_argument("--output", choices=("text", "json"), default="text")
     from numalign.cli.reportargs import add_report_arg
 
@@ -109,8 +113,11 @@ def run(args: argparse.Namespace) -> int:
                 f"{', '.join(SUPPORTED_KINDS)}; check that the file is the one you meant and is not empty"
             )
         pods.extend(found)
+    from numalign.admission.eviction import NodeCondition
+
+    conditions = [NodeCondition.parse(c) for c in args.node_condition]
     try:
-        node = Node(machine, config, state_dir=args.state_dir, read_only=args.dry_run)
+        node = Node(machine, config, state_dir=args.state_dir, read_only=args.dry_run, node_conditions=conditions)
     except ConfigError as exc:
         exc = _with_numa_nodes(exc, config, machine)
         if base is None:
@@ -121,15 +128,19 @@ def run(args: argparse.Namespace) -> int:
             "--config was given; pass --config FILE, or override its fields with kubelet flags, e.g. "
             "--policy-option KEY=VALUE, --reserved-cpus, --reserved-memory, --kube-reserved)"
         ) from None
+    from numalign.answer.report import NodeAnswers, to_json
     from numalign.cli.clusterargs import Progress
 
+    answers = NodeAnswers(node)
     records = []
+    extras = []
     progress = Progress(f"admit: {len(pods)} pod(s) on {machine.name}")  # drawn only when stderr is a terminal
     try:
         for pod in pods:
             if pod.uid in node.pods:
                 raise InvalidInputError(_already_admitted(pod, args.state_dir, args.dry_run))
             records.append(node.admit(pod))
+            extras.append(answers.after(pod, records[-1]))  # alignment, or why and what would fit
             progress.step(pod.key)
     finally:
         progress.close()
@@ -137,12 +148,12 @@ def run(args: argparse.Namespace) -> int:
         _report(args.report, node, pods, records, notes, config)
     if args.output == "json":
         json.dump({"machine": machine.name, "kubelet_config": _config_dict(config), "notes": notes,
-                   "pods": [r.to_dict() for r in records]},
+                   "pods": [r.to_dict() | to_json(x) for r, x in zip(records, extras, strict=True)]},
                   sys.stdout, indent=2, sort_keys=True)
         print()
     else:
         unprovided = [_unprovided_extended_resources(pod, node) for pod in pods]
-        _print_text(machine.name, config, notes, records, unprovided)
+        _print_text(machine.name, config, notes, records, unprovided, extras)
     return 0
 
 
@@ -217,27 +228,26 @@ def _unprovided_extended_resources(pod: Any, node: Any) -> list[str]:
 
 
 def _print_text(
-    machine: str, config: Any, notes: list[str], records: list[Any], unprovided: list[list[str]]
+    machine: str, config: Any, notes: list[str], records: list[Any], unprovided: list[list[str]], extras: list[Any]
 ) -> None:
+    from numalign.answer.report import allocation_line, text_lines
+
     print(f"machine {machine}; topologyManagerPolicy {config.topology_manager_policy}, "
           f"scope {config.topology_manager_scope}, cpuManagerPolicy {config.cpu_manager_policy}, "
           f"memoryManagerPolicy {config.memory_manager_policy}")
     for n in notes:
         print(f"# {n}")
     admitted = 0
-    for rec, missing in zip(records, unprovided, strict=True):
+    for rec, missing, extra in zip(records, unprovided, extras, strict=True):
         print()
         print(rec.render())
         if rec.result.admit:
             admitted += 1
+            by_name = {c.container: c for c in extra.containers}
             for cname, alloc in rec.allocations.items():
-                pool = " (exclusive)" if alloc["exclusive_cpus"] else " (shared pool)"
-                parts = [f"cpus {alloc['cpus'] or '-'}{pool}"]
-                for b in alloc["memory"]:
-                    parts.append(f"{b['type']} {_bytes(b['size'])} on NUMA {','.join(map(str, b['numa_nodes']))}")
-                for res, devs in alloc["devices"].items():
-                    parts.append(f"{res} {' '.join(devs)}")
-                print(f"    {cname}: " + "; ".join(parts))
+                print(allocation_line(cname, alloc, by_name.get(cname)))
+        for line in text_lines(extra, rec.result.reason == "TopologyAffinityError"):
+            print(line)
         for name in missing:
             if rec.result.admit:
                 print(f"  note: no device plugin provides {name} on this machine; the kubelet admits the pod "
@@ -248,8 +258,3 @@ def _print_text(
     print()
     print(f"{admitted}/{len(records)} pods admitted")
 
-
-def _bytes(n: int) -> str:
-    from numalign.machine.render import binary_quantity
-
-    return binary_quantity(n)

@@ -1,0 +1,122 @@
+"""What is free where, and who holds the rest: per NUMA node and resource (exclusive CPUs under the
+static CPU manager, memory and hugepages under the Static memory manager, devices), and per node as
+the predicate admit handler counts requests.
+
+Units: CPUs (count) per NUMA node, millicores per node; bytes for memory and hugepages; devices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from numalign.admission.allocatable import RESOURCE_PODS
+from numalign.k8s.resources import RESOURCE_CPU
+from numalign.node import Node
+from numalign.providers.cpu.policy_static import StaticPolicy
+from numalign.providers.memory.policy_static import MemoryManagerStatic
+
+
+@dataclass(frozen=True)
+class Holding:
+    pod: str
+    pod_uid: str
+    container: str
+    amount: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {"pod": self.pod, "pod_uid": self.pod_uid, "container": self.container or None, "amount": self.amount}
+
+
+@dataclass(frozen=True)
+class FreeCapacity:
+    """One resource on one NUMA node (numa_node None: the whole node, as the predicate counts it)."""
+
+    numa_node: int | None
+    resource: str
+    allocatable: int
+    free: int
+    held_by: tuple[Holding, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {"numa_node": self.numa_node, "resource": self.resource, "allocatable": self.allocatable,
+                "free": self.free, "held_by": [h.to_dict() for h in self.held_by]}
+
+
+def _by_amount(holdings: list[Holding]) -> tuple[Holding, ...]:
+    return tuple(sorted(holdings, key=lambda h: (-h.amount, h.pod, h.container)))
+
+
+def numa_capacity(node: Node) -> list[FreeCapacity]:
+    """Per NUMA node: exclusive CPUs, memory and hugepages (Static policy), devices."""
+    out: list[FreeCapacity] = []
+    keys = {uid: p.key for uid, p in node.pods.items()}
+    containers = [(uid, c.name) for uid, p in node.pods.items() for c in p.all_containers()]
+    for numa in node.machine.numa_ids():
+        out.extend(_cpu(node, numa, keys, containers))
+        out.extend(_memory(node, numa, keys, containers))
+        out.extend(_devices(node, numa, keys, containers))
+    return out
+
+
+def _cpu(node: Node, numa: int, keys: dict[str, str], containers: list[tuple[str, str]]) -> Iterator[FreeCapacity]:
+    if not isinstance(node.cpu, StaticPolicy):
+        return
+    mine = frozenset(c for c in node.machine.online_cpus() if node.machine.cpu(c).numa_node == numa)
+    allocatable = node.cpu.get_allocatable_cpus() & mine
+    held = []
+    for uid, name in containers:
+        n = len(node.cpu.get_exclusive_cpus(uid, name) & mine)
+        if n:
+            held.append(Holding(keys[uid], uid, name, n))
+    yield FreeCapacity(numa, RESOURCE_CPU, len(allocatable), len(node.cpu.get_available_cpus() & mine),
+                       _by_amount(held))
+
+
+def _memory(node: Node, numa: int, keys: dict[str, str], containers: list[tuple[str, str]]) -> Iterator[FreeCapacity]:
+    if not isinstance(node.memory, MemoryManagerStatic):
+        return
+    state = node.memory.machine_state.get(numa)
+    if state is None:
+        return
+    for resource, table in sorted(state.memory_map.items()):
+        if table.allocatable == 0:
+            continue
+        held = []
+        for uid, name in containers:
+            for b in node.memory.get_memory(uid, name) or []:
+                if b.type == resource and numa in b.numa_affinity:
+                    # A block over several NUMA nodes is shown whole on each (the kubelet does not split it).
+                    held.append(Holding(keys[uid], uid, name, b.size))
+        yield FreeCapacity(numa, resource, table.allocatable, table.free, _by_amount(held))
+
+
+def _devices(node: Node, numa: int, keys: dict[str, str], containers: list[tuple[str, str]]) -> Iterator[FreeCapacity]:
+    for resource, devs in sorted(node.devices.get_allocatable_devices().items()):
+        here = {d for d, dev in devs.items() if dev.topology is not None and numa in dev.topology}
+        if not here:
+            continue
+        free = here - node.devices.allocated.get(resource, set())
+        held = []
+        for uid, name in containers:
+            got = (node.devices.get_container_devices(uid, name) or {}).get(resource, {})
+            n = len(set(got) & here)
+            if n:
+                held.append(Holding(keys[uid], uid, name, n))
+        yield FreeCapacity(numa, resource, len(here), len(free), _by_amount(held))
+
+
+def node_capacity(node: Node) -> list[FreeCapacity]:
+    """The predicate's view: allocatable, free and per-pod requests of every resource pods request."""
+    allocatable = node.handlers.allocatable(node, False)
+    requests = dict(zip(node.pods, node.handlers.requests_of(node.pods.values()), strict=True))
+    names = sorted({n for r in requests.values() for n in r} | {RESOURCE_CPU, RESOURCE_PODS})
+    out = []
+    for name in names:
+        if name == RESOURCE_PODS:
+            held = [Holding(node.pods[u].key, u, "", 1) for u in node.pods]
+        else:
+            held = [Holding(node.pods[u].key, u, "", r[name]) for u, r in requests.items() if r.get(name)]
+        cap = allocatable.get(name, 0)
+        out.append(FreeCapacity(None, name, cap, cap - sum(h.amount for h in held), _by_amount(held)))
+    return out

@@ -1,0 +1,356 @@
+"""What would make a rejected pod fit: candidate changes, each checked by admitting the changed pod on
+a copy of the node (numalign.answer.copies), never guessed.
+
+Theory of operation. The rejection's reason names the resources that stopped the pod (OutOf<r>: r;
+SMTAlignmentError: cpu; an allocation error: the manager that failed; TopologyAffinityError: every
+NUMA-managed resource of the rejected container). Candidates come in this order, and at most
+MAX_TRIES re-admissions are run per rejected pod:
+
+1. configuration: another Topology Manager scope, then a weaker policy (single-numa-node ->
+   restricted -> best-effort); full-pcpus-only off for SMTAlignmentError; the node without its
+   conditions for Evicted; a pods limit one higher for OutOfpods;
+2. a smaller request: what the best NUMA node has free (or the node, for OutOf<r>), for the rejected
+   container; for SMTAlignmentError the CPU count rounded up and down to whole cores;
+3. evictions: the pods holding the missing resource (on the NUMA node with the most of it free, or
+   anywhere for OutOf<r>), BestEffort first, then Burstable, then Guaranteed, largest holders first,
+   until enough would be free; one pod more if that did not suffice.
+
+Only changes that admitted the pod on the copy are reported, each with where the pod would land.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from numalign.admission.allocatable import RESOURCE_PODS, amount
+from numalign.admission.predicate import INSUFFICIENT_RESOURCE_PREFIX
+from numalign.answer import copies
+from numalign.answer.alignment import AlignmentJudge, PodAlignment, empty_node_capacity
+from numalign.answer.free import FreeCapacity, node_capacity, numa_capacity
+from numalign.answer.why import explain_rejection, limiting_resources, rejected_container
+from numalign.core.decision import DecisionRecord
+from numalign.errors import NumalignError
+from numalign.k8s.pod import Container, Pod
+from numalign.k8s.qos import QOSClass, get_pod_qos
+from numalign.k8s.quantity import Quantity, QuantityFormat
+from numalign.k8s.requests import container_requests
+from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY, is_hugepage_resource_name
+from numalign.node import Node, pod_to_manifest
+
+MAX_TRIES = 8
+MAX_EVICTED = 8
+WEAKER_POLICY = {"single-numa-node": "restricted", "restricted": "best-effort"}
+_QOS_ORDER = {QOSClass.BEST_EFFORT: 0, QOSClass.BURSTABLE: 1, QOSClass.GUARANTEED: 2}
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    kind: str        # topology-manager | cpu-manager | node | request | evict
+    change: str      # what to change, in words (with the flag or field where there is one)
+    outcome: str     # where the pod landed on the copy
+    alignment: PodAlignment
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "change": self.change, "outcome": self.outcome, "verified": True,
+                "alignment": self.alignment.to_dict()}
+
+
+@dataclass(frozen=True)
+class Answer:
+    pod: str
+    reason: str
+    why: tuple[str, ...]
+    free: tuple[FreeCapacity, ...]
+    would_fit_if: tuple[Suggestion, ...]
+    tried: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pod": self.pod, "reason": self.reason, "why": list(self.why),
+                "free": [f.to_dict() for f in self.free], "would_fit_if": [s.to_dict() for s in self.would_fit_if],
+                "readmissions": self.tried}
+
+
+class _Trial:
+    """Runs candidate changes on copies of the node, within the budget."""
+
+    def __init__(self, node: Node, judge: AlignmentJudge) -> None:
+        self.node, self.judge = node, judge
+        self.tried = 0
+        self.found: list[Suggestion] = []
+        self.seen: set[str] = set()
+
+    def run(self, kind: str, change: str, make: Callable[[], Node | None], pod: Pod) -> bool:
+        if self.tried >= MAX_TRIES or change in self.seen:
+            return False
+        self.seen.add(change)
+        try:
+            twin = make()
+        except NumalignError:
+            return False  # a configuration the kubelet would refuse to start with
+        if twin is None:
+            return False
+        self.tried += 1
+        rec = twin.admit(pod)
+        if not rec.result.admit:
+            return False
+        alignment = self.judge.pod(rec.allocations)
+        self.found.append(Suggestion(kind, change, f"admitted; {alignment.summary()}", alignment))
+        return True
+
+
+def would_fit_if(node: Node, pod: Pod, rec: DecisionRecord, judge: AlignmentJudge | None = None) -> Answer:
+    """The full answer for a pod `node` just rejected (node is left untouched)."""
+    free_numa = numa_capacity(node)
+    judge = judge or AlignmentJudge(node.machine, empty_node_capacity(free_numa))
+    reason = rec.result.reason
+    resources = limiting_resources(node, pod, rec)
+    shown = [f for f in free_numa if f.resource in resources]
+    if reason.startswith(INSUFFICIENT_RESOURCE_PREFIX):
+        shown = [f for f in node_capacity(node) if f.resource in resources] + shown
+    trial = _Trial(node, judge)
+    _config_changes(trial, node, pod, rec)
+    target = rejected_container(pod, rec)
+    if reason.startswith(INSUFFICIENT_RESOURCE_PREFIX):
+        _fit_node(trial, node, pod, rec, shown)
+    elif resources and target is not None:
+        _fit_numa(trial, node, pod, target, resources, free_numa)
+    return Answer(pod.key, reason, explain_rejection(node, pod, rec), tuple(shown), tuple(trial.found),
+                  trial.tried)
+
+
+# ---- 1. configuration ----------------------------------------------------------------------------
+
+def _config_changes(trial: _Trial, node: Node, pod: Pod, rec: DecisionRecord) -> None:
+    reason = rec.result.reason
+    if reason == "TopologyAffinityError":
+        other = "pod" if node.tm.scope_name == "container" else "container"
+        trial.run("topology-manager", f"topologyManagerScope {other} (--topology-manager-scope {other})",
+                  lambda: copies.with_topology_manager(node, scope=other), pod)
+        policy = node.tm.policy_name
+        while policy in WEAKER_POLICY:
+            policy = WEAKER_POLICY[policy]
+            if trial.run("topology-manager", f"topologyManagerPolicy {policy} (--topology-manager-policy {policy})",
+                         lambda chosen=policy: copies.with_topology_manager(node, policy=chosen), pod):
+                break
+    elif reason == "SMTAlignmentError":
+        trial.run("cpu-manager", "cpuManagerPolicyOptions without full-pcpus-only (a drain and kubelet restart)",
+                  lambda: copies.without_full_pcpus_only(node), pod)
+    elif reason == "Evicted":
+        names = " and ".join(c.value for c in node.handlers.conditions)
+        trial.run("node", f"the node no longer had {names}", lambda: copies.with_handlers(node, conditions=()), pod)
+        if get_pod_qos(pod) == QOSClass.BEST_EFFORT and pod.containers:
+            first = pod.containers[0]
+            changed = _with_request(pod, first.name, {RESOURCE_CPU: Quantity.from_milli(100)}, limits=False)
+            trial.run("request", f"container {first.name} requested cpu: 100m (a Burstable pod is admitted "
+                      "under MemoryPressure alone)", lambda: copies.node_copy(node), changed)
+    elif reason == "OutOfpods":
+        limit = len(node.pods) + 1
+        trial.run("node", f"maxPods {limit} (--max-pods {limit})",
+                  lambda: copies.with_handlers(node, max_pods=limit), pod)
+
+
+# ---- 2 and 3 for OutOf<resource> -----------------------------------------------------------------
+
+def _fit_node(trial: _Trial, node: Node, pod: Pod, rec: DecisionRecord, shown: Sequence[FreeCapacity]) -> None:
+    failures = node.handlers.last_failures
+    if not failures:
+        return
+    first = failures[0]
+    if first.resource == RESOURCE_PODS:
+        smallest = sorted(node.pods.values(), key=lambda p: _total(node.handlers.requests_of([p])[0]))
+        if smallest:
+            victim = smallest[0]
+            trial.run("evict", f"pod {victim.key} were evicted (removed)",
+                      lambda: copies.without_pods(node, [victim.uid]), pod)
+        return
+    # A smaller request: the container asking most of the resource gives up what is missing.
+    def asked(c: Container) -> int:
+        q = container_requests(c).get(first.resource)
+        return 0 if q is None else amount(first.resource, q)
+
+    holders = [c for c in (*pod.init_containers, *pod.containers) if asked(c)]
+    if holders:
+        big = max(holders, key=asked)
+        new = asked(big) - first.short
+        if new > 0:
+            q = _node_quantity(first.resource, new)
+            trial.run("request", f"container {big.name} requested {first.resource}: {q} (not "
+                      f"{container_requests(big)[first.resource]})",
+                      lambda: copies.node_copy(node), _with_request(pod, big.name, {first.resource: q}))
+    # Evictions: the pods requesting the resource, BestEffort-first, largest first, until enough.
+    node_view = next((f for f in shown if f.numa_node is None and f.resource == first.resource), None)
+    if node_view is not None:
+        _evict_until(trial, node, pod, [(h.pod_uid, h.amount) for h in node_view.held_by], first.short)
+
+
+# ---- 2 and 3 for NUMA-level rejections ------------------------------------------------------------
+
+def _fit_numa(trial: _Trial, node: Node, pod: Pod, target: Container, resources: Sequence[str],
+              free: Sequence[FreeCapacity]) -> None:
+    want = {r: _amount(container_requests(target), r) for r in resources}
+    want = {r: v for r, v in want.items() if v > 0}
+    if not want:
+        return
+    per_core = _cpus_per_core(node)
+    if want.get(RESOURCE_CPU) and per_core > 1 and want[RESOURCE_CPU] % per_core:
+        # SMT: whole cores, rounded up then down.
+        n = want[RESOURCE_CPU]
+        for rounded in ((n // per_core + 1) * per_core, (n // per_core) * per_core):
+            if rounded > 0:
+                q = Quantity.from_int(rounded)
+                trial.run("request", f"container {target.name} requested cpu: {rounded} (whole cores of "
+                          f"{per_core} threads, not {n})", lambda: copies.node_copy(node),
+                          _with_request(pod, target.name, {RESOURCE_CPU: q}))
+    by_numa: dict[int, dict[str, FreeCapacity]] = {}
+    for f in free:
+        if f.numa_node is not None:
+            by_numa.setdefault(f.numa_node, {})[f.resource] = f
+    ranked = sorted(by_numa, key=lambda n: _shortfall(by_numa[n], want))
+    # A smaller request: what the best NUMA nodes have free (the policy decides whether one suffices).
+    for numa in ranked[:2]:
+        smaller = {}
+        for r, v in want.items():
+            f = by_numa[numa].get(r)
+            have = 0 if f is None else f.free
+            if r == RESOURCE_CPU and per_core > 1 and _full_pcpus_only(node):
+                have -= have % per_core
+            if have < v:
+                smaller[r] = have
+        if not smaller or any(v <= 0 for v in smaller.values()):
+            continue
+        qs = {r: _quantity(r, v) for r, v in smaller.items()}
+        text = ", ".join(f"{r}: {q}" for r, q in qs.items())
+        trial.run("request", f"container {target.name} requested {text} (what one NUMA node has free)",
+                  lambda: copies.node_copy(node), _with_request(pod, target.name, qs))
+    # Evictions on the NUMA node closest to fitting.
+    if ranked:
+        numa = ranked[0]
+        missing = {r: v - (by_numa[numa][r].free if r in by_numa[numa] else 0) for r, v in want.items()}
+        missing = {r: v for r, v in missing.items() if v > 0}
+        holders: dict[str, dict[str, int]] = {}
+        for r in missing:
+            f = by_numa[numa].get(r)
+            for h in f.held_by if f is not None else ():
+                holders.setdefault(h.pod_uid, {})
+                holders[h.pod_uid][r] = holders[h.pod_uid].get(r, 0) + h.amount
+        _evict_multi(trial, node, pod, holders, missing, f"on NUMA node {numa}")
+
+
+def _evict_until(trial: _Trial, node: Node, pod: Pod, held: Sequence[tuple[str, int]], short: int) -> None:
+    holders: dict[str, dict[str, int]] = {}
+    for uid, value in held:
+        holders.setdefault(uid, {})["x"] = holders.get(uid, {}).get("x", 0) + value
+    _evict_multi(trial, node, pod, holders, {"x": short}, "")
+
+
+def _evict_multi(trial: _Trial, node: Node, pod: Pod, holders: Mapping[str, Mapping[str, int]],
+                 missing: Mapping[str, int], where: str) -> None:
+    if not missing or not holders:
+        return
+    order = sorted(holders, key=lambda u: (_QOS_ORDER[get_pod_qos(node.pods[u])],
+                                           -sum(holders[u].values()), node.pods[u].key))
+    chosen: list[str] = []
+    left = dict(missing)
+    for uid in order:
+        if all(v <= 0 for v in left.values()):
+            break
+        chosen.append(uid)
+        for r, v in holders[uid].items():
+            if r in left:
+                left[r] -= v
+    for extra in (0, 1):
+        picked = order[: len(chosen) + extra]
+        if len(picked) > MAX_EVICTED or (extra and len(picked) == len(chosen)):
+            return
+        names = ", ".join(node.pods[u].key for u in picked)
+        suffix = f" (freeing what they hold {where})" if where else ""
+        if trial.run("evict", f"pod{'s' if len(picked) > 1 else ''} {names} were evicted{suffix}",
+                     lambda picked=picked: copies.without_pods(node, picked), pod):
+            return
+
+
+# ---- helpers --------------------------------------------------------------------------------------
+
+def _shortfall(free: Mapping[str, FreeCapacity], want: Mapping[str, int]) -> tuple[float, int]:
+    """How far a NUMA node is from holding the request: the worst missing share, then the NUMA id."""
+    worst = 0.0
+    for r, v in want.items():
+        have = free[r].free if r in free else 0
+        worst = max(worst, max(v - have, 0) / v)
+    return worst, 0
+
+
+def _amount(requests: Mapping[str, Quantity], resource: str) -> int:
+    """A NUMA-bound amount: whole CPUs (0 for a fractional request: the shared pool), bytes, devices."""
+    q = requests.get(resource)
+    if q is None:
+        return 0
+    if resource == RESOURCE_CPU:
+        return q.value() if q.milli_value() % 1000 == 0 else 0
+    return q.value()
+
+
+def _quantity(resource: str, amount: int) -> Quantity:
+    """The inverse of _amount."""
+    if resource == RESOURCE_MEMORY or is_hugepage_resource_name(resource):
+        return Quantity.from_int(amount, QuantityFormat.BINARY_SI)
+    return Quantity.from_int(amount)
+
+
+def _node_quantity(resource: str, amount: int) -> Quantity:
+    """The inverse of the predicate's units (cpu in millicores)."""
+    if resource == RESOURCE_CPU:
+        return Quantity.from_int(amount // 1000) if amount % 1000 == 0 else Quantity.from_milli(amount)
+    return _quantity(resource, amount)
+
+
+def _total(req: Mapping[str, int]) -> int:
+    return sum(req.values())
+
+
+def _with_request(pod: Pod, container: str, values: Mapping[str, Quantity], limits: bool = True) -> Pod:
+    """The pod with these requests for one container (and limits where it had one, or is Guaranteed)."""
+
+    def change(c: Container) -> Container:
+        if c.name != container:
+            return c
+        req = dict(c.requests)
+        lim = dict(c.limits)
+        for r, q in values.items():
+            req[r] = q
+            if limits and r in lim:
+                lim[r] = q
+        return dataclasses.replace(c, requests=req, limits=lim)
+
+    return dataclasses.replace(pod, init_containers=tuple(change(c) for c in pod.init_containers),
+                               containers=tuple(change(c) for c in pod.containers))
+
+
+def _cpus_per_core(node: Node) -> int:
+    topo = getattr(node.cpu, "topology", None)
+    return int(topo.cpus_per_core()) if topo is not None else 1
+
+
+def _full_pcpus_only(node: Node) -> bool:
+    return bool(getattr(getattr(node.cpu, "options", None), "full_pcpus_only", False))
+
+
+class AnswerCache:
+    """Rejections do not change a node, so pods of one shape rejected in a row share their answer."""
+
+    def __init__(self) -> None:
+        self._key: tuple[str, tuple[str, ...]] | None = None
+        self._answer: Answer | None = None
+
+    def answer(self, node: Node, pod: Pod, rec: DecisionRecord) -> Answer:
+        manifest = pod_to_manifest(pod)
+        manifest.pop("metadata", None)
+        key = (json.dumps([manifest, rec.result.reason], sort_keys=True), tuple(node.pods))
+        if self._key == key and self._answer is not None:
+            return dataclasses.replace(self._answer, pod=pod.key)
+        self._key, self._answer = key, would_fit_if(node, pod, rec)
+        return self._answer
