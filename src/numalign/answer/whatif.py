@@ -147,6 +147,9 @@ def _config_changes(trial: _Trial, node: Node, pod: Pod, rec: DecisionRecord) ->
             changed = _with_request(pod, first.name, {RESOURCE_CPU: Quantity.from_milli(100)}, limits=False)
             trial.run("request", f"container {first.name} requested cpu: 100m (a Burstable pod is admitted "
                       "under MemoryPressure alone)", lambda: copies.node_copy(node), changed)
+    elif reason == "PodLevelResourcesNotSupported":
+        trial.run("node", "the PodLevelResources feature gate were on (--feature-gates PodLevelResources=true)",
+                  lambda: _with_gate(node, "PodLevelResources"), pod)
     elif reason == "OutOfpods":
         limit = len(node.pods) + 1
         trial.run("node", f"maxPods {limit} (--max-pods {limit})",
@@ -164,7 +167,7 @@ def _fit_node(trial: _Trial, node: Node, pod: Pod, rec: DecisionRecord, shown: S
         smallest = sorted(node.pods.values(), key=lambda p: _total(node.handlers.requests_of([p])[0]))
         if smallest:
             victim = smallest[0]
-            trial.run("evict", f"pod {victim.key} were evicted (removed)",
+            trial.run("evict", f"pod {victim.key} was evicted",
                       lambda: copies.without_pods(node, [victim.uid]), pod)
         return
     # A smaller request: the container asking most of the resource gives up what is missing.
@@ -226,12 +229,22 @@ def _fit_numa(trial: _Trial, node: Node, pod: Pod, target: Container, resources:
         text = ", ".join(f"{r}: {q}" for r, q in qs.items())
         trial.run("request", f"container {target.name} requested {text} (what one NUMA node has free)",
                   lambda: copies.node_copy(node), _with_request(pod, target.name, qs))
+    if node.tm.policy_name in ("none", "best-effort"):
+        # No NUMA constraint on admission: what is missing node-wide, from whoever holds it.
+        missing = {r: v - sum(by_numa[n][r].free for n in by_numa if r in by_numa[n]) for r, v in want.items()}
+        holders: dict[str, dict[str, int]] = {}
+        for n in by_numa:
+            for r in missing:
+                for h in by_numa[n][r].held_by if r in by_numa[n] else ():
+                    holders.setdefault(h.pod_uid, {})
+                    holders[h.pod_uid][r] = holders[h.pod_uid].get(r, 0) + h.amount
+        _evict_multi(trial, node, pod, holders, {r: v for r, v in missing.items() if v > 0}, "")
     # Evictions on the NUMA node closest to fitting.
-    if ranked:
+    elif ranked:
         numa = ranked[0]
         missing = {r: v - (by_numa[numa][r].free if r in by_numa[numa] else 0) for r, v in want.items()}
         missing = {r: v for r, v in missing.items() if v > 0}
-        holders: dict[str, dict[str, int]] = {}
+        holders = {}
         for r in missing:
             f = by_numa[numa].get(r)
             for h in f.held_by if f is not None else ():
@@ -268,7 +281,8 @@ def _evict_multi(trial: _Trial, node: Node, pod: Pod, holders: Mapping[str, Mapp
             return
         names = ", ".join(node.pods[u].key for u in picked)
         suffix = f" (freeing what they hold {where})" if where else ""
-        if trial.run("evict", f"pod{'s' if len(picked) > 1 else ''} {names} were evicted{suffix}",
+        verb = "were" if len(picked) > 1 else "was"
+        if trial.run("evict", f"pod{'s' if len(picked) > 1 else ''} {names} {verb} evicted{suffix}",
                      lambda picked=picked: copies.without_pods(node, picked), pod):
             return
 
@@ -328,6 +342,12 @@ def _with_request(pod: Pod, container: str, values: Mapping[str, Quantity], limi
 
     return dataclasses.replace(pod, init_containers=tuple(change(c) for c in pod.init_containers),
                                containers=tuple(change(c) for c in pod.containers))
+
+
+def _with_gate(node: Node, gate: str) -> Node:
+    twin = copies.node_copy(node)
+    twin.config = dataclasses.replace(node.config, feature_gates={**node.config.feature_gates, gate: True})
+    return twin
 
 
 def _cpus_per_core(node: Node) -> int:
