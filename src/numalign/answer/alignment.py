@@ -84,7 +84,7 @@ class AlignmentJudge:
         need: dict[str, int] = {}
         if allocation.get("exclusive_cpus"):
             ids = _cpuset(str(allocation.get("cpus") or ""))
-            cpu_nodes = {self.machine.cpu(c).numa_node for c in ids}
+            cpu_nodes = {n for n in (self.machine.cpu(c).numa_node for c in ids) if n is not None}
             need[RESOURCE_CPU] = len(ids)
         mem_nodes: set[int] = set()
         for b in allocation.get("memory") or []:

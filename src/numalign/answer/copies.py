@@ -26,6 +26,8 @@ from numalign.admission.eviction import NodeCondition
 from numalign.admit_handlers import AdmitHandlers
 from numalign.manager import TopologyManager
 from numalign.node import Node
+from numalign.providers.cpu.options import validate_static_policy_options
+from numalign.providers.cpu.policy_static import StaticPolicy
 
 
 def _shared(node: Node) -> list[object]:
@@ -67,12 +69,9 @@ def with_topology_manager(
     config.validate()
     tm = TopologyManager(twin.numa, config.topology_manager_policy, config.topology_manager_scope,
                          config.topology_manager_policy_options, config.feature_gates, twin.metrics)
-    cpu_options = getattr(twin.cpu, "options", None)
-    if cpu_options is not None:
-        from numalign.providers.cpu.options import validate_static_policy_options
-
-        topo = twin.cpu.topology  # type: ignore[attr-defined]
-        validate_static_policy_options(cpu_options, topo.num_sockets, topo.num_numa_nodes,
+    if isinstance(twin.cpu, StaticPolicy):
+        topo = twin.cpu.topology
+        validate_static_policy_options(twin.cpu.options, topo.num_sockets, topo.num_numa_nodes,
                                        config.topology_manager_policy)
     for provider in twin.tm.providers:
         tm.add_hint_provider(provider)
@@ -85,13 +84,13 @@ def with_topology_manager(
 
 def without_full_pcpus_only(node: Node) -> Node | None:
     """A copy whose static CPU manager policy drops full-pcpus-only (None when it is not set)."""
-    options = getattr(node.cpu, "options", None)
-    if options is None or not getattr(options, "full_pcpus_only", False):
+    if not isinstance(node.cpu, StaticPolicy) or not node.cpu.options.full_pcpus_only:
         return None
     twin = node_copy(node)
-    relaxed = dataclasses.replace(options, full_pcpus_only=False)
-    twin.cpu.options = relaxed  # type: ignore[attr-defined]
-    twin.cpu._take = relaxed.take_options()  # type: ignore[attr-defined]  # the policy's cached form
+    assert isinstance(twin.cpu, StaticPolicy)
+    relaxed = dataclasses.replace(node.cpu.options, full_pcpus_only=False)
+    twin.cpu.options = relaxed
+    twin.cpu._take = relaxed.take_options()  # the policy's cached form of its options
     opts = dict(node.config.cpu_manager_policy_options)
     opts.pop("full-pcpus-only", None)
     twin.config = dataclasses.replace(node.config, cpu_manager_policy_options=opts)

@@ -21,6 +21,7 @@ Only changes that admitted the pod on the copy are reported, each with where the
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -83,7 +84,7 @@ class _Trial:
         self.found: list[Suggestion] = []
         self.seen: set[str] = set()
 
-    def run(self, kind: str, change: str, make: Callable[[], Node | None], pod: Pod) -> bool:
+    def run(self, kind: str, change: str, make: Callable[..., Node | None], pod: Pod) -> bool:
         if self.tried >= MAX_TRIES or change in self.seen:
             return False
         self.seen.add(change)
@@ -134,7 +135,7 @@ def _config_changes(trial: _Trial, node: Node, pod: Pod, rec: DecisionRecord) ->
         while policy in WEAKER_POLICY:
             policy = WEAKER_POLICY[policy]
             if trial.run("topology-manager", f"topologyManagerPolicy {policy} (--topology-manager-policy {policy})",
-                         lambda chosen=policy: copies.with_topology_manager(node, policy=chosen), pod):
+                         functools.partial(copies.with_topology_manager, node, policy=policy), pod):
                 break
     elif reason == "SMTAlignmentError":
         trial.run("cpu-manager", "cpuManagerPolicyOptions without full-pcpus-only (a drain and kubelet restart)",
@@ -217,8 +218,8 @@ def _fit_numa(trial: _Trial, node: Node, pod: Pod, target: Container, resources:
     for numa in ranked[:2]:
         smaller = {}
         for r, v in want.items():
-            f = by_numa[numa].get(r)
-            have = 0 if f is None else f.free
+            here = by_numa[numa].get(r)
+            have = 0 if here is None else here.free
             if r == RESOURCE_CPU and per_core > 1 and _full_pcpus_only(node):
                 have -= have % per_core
             if have < v:
@@ -246,8 +247,8 @@ def _fit_numa(trial: _Trial, node: Node, pod: Pod, target: Container, resources:
         missing = {r: v for r, v in missing.items() if v > 0}
         holders = {}
         for r in missing:
-            f = by_numa[numa].get(r)
-            for h in f.held_by if f is not None else ():
+            held = by_numa[numa].get(r)
+            for h in held.held_by if held is not None else ():
                 holders.setdefault(h.pod_uid, {})
                 holders[h.pod_uid][r] = holders[h.pod_uid].get(r, 0) + h.amount
         _evict_multi(trial, node, pod, holders, missing, f"on NUMA node {numa}")
@@ -283,7 +284,7 @@ def _evict_multi(trial: _Trial, node: Node, pod: Pod, holders: Mapping[str, Mapp
         suffix = f" (freeing what they hold {where})" if where else ""
         verb = "were" if len(picked) > 1 else "was"
         if trial.run("evict", f"pod{'s' if len(picked) > 1 else ''} {names} {verb} evicted{suffix}",
-                     lambda picked=picked: copies.without_pods(node, picked), pod):
+                     functools.partial(copies.without_pods, node, picked), pod):
             return
 
 

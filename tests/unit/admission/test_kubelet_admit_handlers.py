@@ -16,6 +16,7 @@ from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.manifest import pod_from_dict
 from numalign.k8s.pod import Pod
 from numalign.node import Node
+from numalign.providers.cpu.policy_static import StaticPolicy
 
 
 def pod(name: str, requests: dict[str, str] | None = None, limits: dict[str, str] | None = None) -> Pod:
@@ -90,6 +91,7 @@ def test_topology_manager_decides_before_the_resource_fit() -> None:
     r = node.admit(pod("b", limits={"cpu": "60", "memory": "1Gi"})).result
     assert r.reason == "TopologyAffinityError"
     # Aligned but beyond the pods limit: OutOfpods, and the CPUs it was given are released.
+    assert isinstance(node.cpu, StaticPolicy)
     free = len(node.cpu.get_available_cpus())
     assert node.admit(pod("c", limits={"cpu": "4", "memory": "1Gi"})).result.reason == "OutOfpods"
     assert len(node.cpu.get_available_cpus()) == free

@@ -18,6 +18,7 @@ from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.manifest import pod_from_dict
 from numalign.k8s.pod import Pod
 from numalign.node import Node
+from numalign.providers.cpu.policy_static import StaticPolicy
 
 
 def pod(name: str, limits: dict[str, str] | None = None, requests: dict[str, str] | None = None,
@@ -167,6 +168,7 @@ def test_topology_manager_variant_copy_keeps_allocations() -> None:
     node.admit(pod("a", g("8")))
     twin = copies.with_topology_manager(node, policy="best-effort", scope="pod")
     assert (twin.tm.policy_name, twin.tm.scope_name) == ("best-effort", "pod")
-    assert twin.cpu.get_available_cpus() == node.cpu.get_available_cpus()  # type: ignore[attr-defined]
+    assert isinstance(twin.cpu, StaticPolicy) and isinstance(node.cpu, StaticPolicy)
+    assert twin.cpu.get_available_cpus() == node.cpu.get_available_cpus()
     assert twin.admit(pod("b", g("100"))).result.admit
     assert "b" not in node.pods and twin.state_dir is None
