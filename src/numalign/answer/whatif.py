@@ -32,7 +32,7 @@ from numalign.admission.predicate import INSUFFICIENT_RESOURCE_PREFIX
 from numalign.answer import copies
 from numalign.answer.alignment import AlignmentJudge, PodAlignment, empty_node_capacity
 from numalign.answer.free import FreeCapacity, node_capacity, numa_capacity
-from numalign.answer.why import explain_rejection, limiting_resources, rejected_container
+from numalign.answer.why import current_failures, explain_rejection, limiting_resources, rejected_container
 from numalign.core.decision import DecisionRecord
 from numalign.errors import NumalignError
 from numalign.k8s.pod import Container, Pod
@@ -111,7 +111,7 @@ def would_fit_if(node: Node, pod: Pod, rec: DecisionRecord, judge: AlignmentJudg
     resources = limiting_resources(node, pod, rec)
     shown = [f for f in free_numa if f.resource in resources]
     if reason.startswith(INSUFFICIENT_RESOURCE_PREFIX):
-        shown = [f for f in node_capacity(node) if f.resource in resources] + shown
+        shown = [f for f in node_capacity(node) if f.resource in resources]  # the predicate counts node-wide
     trial = _Trial(node, judge)
     _config_changes(trial, node, pod, rec)
     target = rejected_container(pod, rec)
@@ -160,7 +160,7 @@ def _config_changes(trial: _Trial, node: Node, pod: Pod, rec: DecisionRecord) ->
 # ---- 2 and 3 for OutOf<resource> -----------------------------------------------------------------
 
 def _fit_node(trial: _Trial, node: Node, pod: Pod, rec: DecisionRecord, shown: Sequence[FreeCapacity]) -> None:
-    failures = node.handlers.last_failures
+    failures = current_failures(node, pod)  # recomputed: the handler's last answer may be another pod's
     if not failures:
         return
     first = failures[0]
