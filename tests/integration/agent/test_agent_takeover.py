@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from integration.agent.conftest import Layout, gpu_pod, pod_status, wait_for, wait_pod
 
-from numalign.agent import Agent
 from numalign.adapters.statelock import StateDirInUseError
+from numalign.agent import Agent
 from numalign.errors import InvalidInputError
 
 
