@@ -163,17 +163,16 @@ def test_processes_survive_load_and_save_and_a_reload_follows_another_writer(tmp
 
 def test_a_failed_write_is_a_failed_admission(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import errno
-
-    import numalign.adapters.checkpoints as cp
+    import tempfile
 
     n = node(tmp_path)
     n.admit(pod("a"))
-    real = cp.tempfile.mkstemp
+    real = tempfile.mkstemp
 
     def read_only(*a: Any, **kw: Any) -> Any:
         raise OSError(errno.EROFS, "Read-only file system")
 
-    monkeypatch.setattr(cp.tempfile, "mkstemp", read_only)
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)  # as a read-only directory fails
     rec = n.admit(pod("b"))
     assert not rec.result.admit and rec.result.reason == "UnexpectedAdmissionError"
     assert "Read-only file system" in rec.result.message and rec.allocations == {}
@@ -181,7 +180,7 @@ def test_a_failed_write_is_a_failed_admission(tmp_path: Path, monkeypatch: pytes
     with pytest.raises(CheckpointError, match="Read-only file system"):
         n.remove("uid-a")
     assert sorted(n.pods) == ["uid-a"]  # not written, so not removed: the caller retries
-    monkeypatch.setattr(cp.tempfile, "mkstemp", real)
+    monkeypatch.setattr(tempfile, "mkstemp", real)
     restarted = node(tmp_path)
     assert sorted(restarted.pods) == ["uid-a"]
     check_node(restarted, tmp_path)
