@@ -7,16 +7,17 @@ record's layout, never the decision (the merge is a total order).
 Rejected pods: the kubelet leaves the partial allocations of a rejected pod in place until its next
 removeStaleState pass drops them (the pod is not active); we release them at once, which is the state
 the kubelet reaches before it admits anything else.
+
+The Node does no I/O: a NodeStore (numalign.adapters.nodestate.StateDirectory) keeps its state in a
+directory; numalign.nodestate says in which order, and how a directory is reconciled on open.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
+import contextlib
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from numalign import metrics as m
@@ -32,18 +33,16 @@ from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
 from numalign.machine.cpuset import format_cpuset
 from numalign.machine.topology import Machine
 from numalign.manager import TopologyManager
+from numalign.nodestate import NodeStore, Transaction, nothing, reconcile, recorded_allocation
 from numalign.providers.cpu.manager import new_cpu_manager_policy
-from numalign.providers.cpu.policy_static import StaticPolicy
+from numalign.providers.cpu.state import CPUManagerState
 from numalign.providers.cpu.topology import CPUTopology
 from numalign.providers.devices.endpoint import Device
 from numalign.providers.devices.manager import DeviceManager
 from numalign.providers.memory.manager import new_memory_manager
-from numalign.providers.memory.policy_static import MemoryManagerStatic
 from numalign.providers.memory.reserved import MemoryReservation
 
 log = logging.getLogger("numalign.node")
-
-PODS_FILE = "numalign_pods.json"
 
 
 def numa_info_for(machine: Machine) -> NUMAInfo:
@@ -89,15 +88,11 @@ class Node:
         machine: Machine,
         config: KubeletConfig,
         *,
-        state_dir: Path | None = None,
+        store: NodeStore | None = None,
         metrics: m.Metrics | None = None,
         static_devices: bool = True,
-        read_only: bool = False,
         node_conditions: Sequence[NodeCondition] = (),
     ) -> None:
-        # read_only: the state files are read at start and never written (a what-if on a live
-        # node's /var/lib/kubelet must not touch the kubelet's own files).
-        self.read_only = read_only
         # The kubelet validates its configuration before it builds any manager; a library caller gets
         # the same refusal (and the CLI, which validated already, no second pass).
         config.validate()
@@ -131,6 +126,7 @@ class Node:
             feature_gates=config.feature_gates,
             topology_manager_policy=config.topology_manager_policy,
             affinity=self.tm,
+            shared_cpus=machine.online_cpus(),
         )
         self.memory = new_memory_manager(
             config.memory_manager_policy,
@@ -150,124 +146,128 @@ class Node:
             self.tm.add_hint_provider(provider)
         self.pods: dict[str, Pod] = {}
         self.records: dict[str, DecisionRecord] = {}
-        self.state_dir = state_dir
         # The kubelet's other admit handlers, run before and after the Topology Manager's.
         self.handlers = AdmitHandlers(self, node_conditions)
-        self._start()
+        # Per pod, what numalign's pod record keeps beside the manifest: the allocation the kubelet
+        # files must hold (None when not recorded) and `numalign run`'s process, carried untouched.
+        self.allocations: dict[str, Mapping[str, Any] | None] = {}
+        self.processes: dict[str, Mapping[str, Any]] = {}
+        self.store = store
+        self._tx: Transaction | None = None
+        self.cpu.start()
+        self.memory.start()
+        if store is not None:
+            with store.lock():
+                self._reload()
+                if not store.read_only:
+                    store.commit(self)  # the repairs, and fresh files where none were (as the kubelet starts)
 
     def _register_static_plugins(self) -> None:
         for resource, devs in sorted(self.machine.devices_by_resource().items()):
             self.devices.add_static_plugin(resource, [Device(d.id, d.health, d.numa_nodes) for d in devs])
 
     # ---- state -----------------------------------------------------------------------------------
-    def _start(self) -> None:
-        from numalign.providers.cpu.state import CPUManagerState
-
-        if self.state_dir is None:
-            if isinstance(self.cpu, StaticPolicy):
-                self.cpu.start()
-            if isinstance(self.memory, MemoryManagerStatic):
-                self.memory.start()
-            return
-        from numalign.adapters.checkpoints import CheckpointStore
-        from numalign.state.memory_checkpoint import memory_checkpoint_to_document
-
-        store = CheckpointStore.under(self.state_dir)
-        # The kubelet opens both managers' checkpoints whatever the policy (the none policies included),
-        # so a file written under another policy is refused here too, never silently ignored.
-        cp = store.load_cpu(policy_name=self.cpu.policy_name)
-        if isinstance(self.cpu, StaticPolicy):
-            if cp is None:
-                self.cpu.start()
-            else:
-                self.cpu.start(CPUManagerState.from_strings(cp.policy_name, cp.default_cpu_set, cp.entries))
-        mcp = store.load_memory(policy_name=self.memory.policy_name)
-        if isinstance(self.memory, MemoryManagerStatic):
-            if mcp is None:
-                self.memory.start()
-            else:
-                self.memory.restore(memory_checkpoint_to_document(mcp))
-        dcp = store.load_devices()
-        if dcp is not None:
-            self._restore_devices(dcp)
-        self._load_pods()
-
-    def _restore_devices(self, dcp: Any) -> None:
-        from numalign.adapters.grpc.convert import allocate_response_from_pb
-        from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
-        from numalign.state.device_checkpoint import device_checkpoint_to_document
-
-        doc = device_checkpoint_to_document(dcp)
-        for entry in doc["PodDeviceEntries"] or []:
-            raw = entry.get("AllocResp")
-            entry["AllocResp"] = allocate_response_from_pb(pb.ContainerAllocateResponse.FromString(raw or b""))
-        self.devices.restore(doc, now=0.0)
-        if self.static_devices:
+    def restore(
+        self,
+        cpu: CPUManagerState | None,
+        memory: Mapping[str, Any] | None,
+        devices: Any | None,
+        pods: list[tuple[Pod, Mapping[str, Any] | None, Mapping[str, Any] | None]],
+        *,
+        reload: bool,
+    ) -> None:
+        """Adopt a state read from disk: the providers' states (None: no file), then the pods with their
+        recorded allocation and process. `reload`: this Node ran before, so the device plugins that
+        registered with it stay (the first load restores them stopped, as the kubelet's restart does)."""
+        for pod in self.pods.values():
+            self.tm.scope.forget_pod(pod.uid)
+        if cpu is None:
+            self.cpu.start()
+        else:
+            self.cpu.restore(cpu)
+        if memory is None:
+            self.memory.start()
+        else:
+            self.memory.restore(memory)
+        self.devices.restore(devices or {"PodDeviceEntries": [], "RegisteredDevices": {}}, now=0.0,
+                             keep_endpoints=reload)
+        if devices is not None and self.static_devices and not reload:
             # In-process plugins register again at once, as real plugins re-register with a restarted kubelet.
             self._register_static_plugins()
+        self.pods = {p.uid: p for p, _, _ in pods}
+        self.allocations = {p.uid: a for p, a, _ in pods}
+        self.processes = {p.uid: proc for p, _, proc in pods if proc is not None}
+        self.records = {uid: r for uid, r in self.records.items() if uid in self.pods}
 
-    def _load_pods(self) -> None:
-        assert self.state_dir is not None
-        path = self.state_dir / PODS_FILE
-        if not path.exists():
+    def _reload(self) -> None:
+        """Read the store into this Node and reconcile the kubelet files with the pod record."""
+        assert self.store is not None
+        self.store.load(self)
+        for line in reconcile(self.pods, self.allocations, self.cpu, self.memory, self.devices,
+                              self.tm.remove_pod, self._readmit):
+            log.warning("state %s: %s", getattr(self.store, "state_dir", ""), line)
+        for uid in set(self.processes) - set(self.pods):
+            del self.processes[uid]
+
+    def _readmit(self, pod: Pod) -> DecisionRecord:
+        self.devices.remove_pod(pod.uid)
+        rec = self.tm.admit(pod)
+        if rec.result.admit:
+            self._started(pod)
+        else:
+            self.tm.remove_pod(pod)
+        return rec
+
+    def state_entries(self) -> list[tuple[Pod, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
+        """The pods with what the record keeps for each (see restore)."""
+        return [(p, self.allocations.get(uid), self.processes.get(uid)) for uid, p in self.pods.items()]
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """Changes made inside are written at the end, all or none (see numalign.nodestate). Nested
+        transactions join the outer one. A failed write leaves `failure` set and this Node as the disk
+        is; an exception inside discards the changes (the disk is read again)."""
+        if self._tx is not None:
+            yield self._tx
             return
-        from numalign.k8s.manifest import pod_from_dict
-
+        store = self.store
+        tx = self._tx = Transaction()
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            for obj in data.get("pods", []):
-                pod = pod_from_dict(obj["manifest"], f"{path}: pods")
-                self.pods[pod.uid] = pod
-        except (ValueError, KeyError, TypeError, InvalidInputError) as e:
-            raise CheckpointError(
-                f"{path}: cannot read numalign's pod list ({e}); expected the file numalign wrote. "
-                "Fix: restore it from backup, or remove it together with the kubelet state files in "
-                f"{self.state_dir} to start from an empty node"
-            ) from None
+            with store.lock() if store is not None else nothing():
+                if store is not None and store.changed():
+                    log.info("state %s: changed by another process; reading it again",
+                             getattr(store, "state_dir", ""))
+                    self._reload()
+                try:
+                    yield tx
+                except BaseException:
+                    if store is not None:
+                        self._reload()
+                    raise
+                if store is not None and not store.read_only:
+                    try:
+                        store.commit(self)
+                    except CheckpointError as e:
+                        log.error("%s", e)
+                        tx.failure = e
+                        self._reload()
+        finally:
+            self._tx = None
 
     def save(self) -> None:
-        """Write every state file atomically (kubelet formats; numalign's own pod list beside them)."""
-        if self.state_dir is None or self.read_only:
-            return
-        from numalign.adapters.checkpoints import CheckpointStore, write_atomic
-        from numalign.state.cpu_checkpoint import CPUManagerCheckpoint
-        from numalign.state.memory_checkpoint import memory_checkpoint_from_document
-
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        store = CheckpointStore.under(self.state_dir)
-        if isinstance(self.cpu, StaticPolicy):
-            store.save_cpu(CPUManagerCheckpoint(*self.cpu.snapshot().to_strings()), force=True)
-        else:
-            # What the kubelet's none policy leaves: its name and an empty default set.
-            store.save_cpu(CPUManagerCheckpoint(self.cpu.policy_name, ""), force=True)
-        if isinstance(self.memory, MemoryManagerStatic):
-            store.save_memory(memory_checkpoint_from_document(self.memory.snapshot()), force=True)
-        else:
-            store.save_memory(
-                memory_checkpoint_from_document({"policyName": self.memory.policy_name, "machineState": {}}),
-                force=True,
-            )
-        store.device_path.parent.mkdir(parents=True, exist_ok=True)
-        store.save_devices(self._device_checkpoint(), force=True)
-        pods = [{"uid": p.uid, "manifest": pod_to_manifest(p)} for p in self.pods.values()]
-        write_atomic(self.state_dir / PODS_FILE, json.dumps({"pods": pods}, indent=1, sort_keys=True).encode())
-
-    def _device_checkpoint(self) -> Any:
-        from numalign.adapters.grpc.convert import allocate_response_to_pb
-        from numalign.state.device_checkpoint import device_checkpoint_from_document
-
-        snap = self.devices.snapshot()
-        entries = []
-        for e in snap.get("PodDeviceEntries") or []:
-            e = dict(e)
-            e["AllocResp"] = allocate_response_to_pb(e["AllocResp"]).SerializeToString()
-            entries.append(e)
-        return device_checkpoint_from_document(
-            {"PodDeviceEntries": entries, "RegisteredDevices": snap.get("RegisteredDevices", {})}
-        )
+        """Write whatever differs from disk (retries a write that failed before). CheckpointError if not."""
+        with self.transaction() as tx:
+            pass
+        if tx.failure is not None:
+            raise tx.failure
 
     # ---- pods --------------------------------------------------------------------------------------
     def admit(self, pod: Pod) -> DecisionRecord:
+        with self.transaction() as tx:
+            rec = self._admit(pod)
+        return tx.outcome([rec], self.pods)[0]
+
+    def _admit(self, pod: Pod) -> DecisionRecord:
         if pod.uid in self.pods:
             raise InvalidInputError(
                 f"pod {pod.key} (uid {pod.uid}) is already admitted on this node; give the new pod another "
@@ -291,27 +291,26 @@ class Node:
         if rec.result.admit:
             late = self.handlers.after_topology(self, pod)
             if not late.admit:
-                rec = dataclasses.replace(rec, result=late)
-        if rec.result.admit:
-            self.pods[pod.uid] = pod
-            for c in pod.all_containers():
-                self.tm.add_container(pod, c, f"{pod.uid}/{c.name}")
-            if isinstance(self.memory, MemoryManagerStatic):
-                # Containers start in order; starting one releases earlier regular init containers'
-                # memory (upstream memory manager AddContainer).
-                for c in pod.all_containers():
-                    self.memory.add_container(pod, c)
-        else:
+                rec = replace(rec, result=late)
+        if not rec.result.admit:
             self.tm.remove_pod(pod)
-        rec = DecisionRecord(
-            rec.pod, rec.pod_uid, rec.policy, rec.scope, rec.options, rec.decisions, rec.result,
-            {c.name: self.allocation(pod.uid, c.name).to_dict() for c in pod.all_containers()}
-            if rec.result.admit else {},
-        )
-        if rec.result.admit:
-            self.records[pod.uid] = rec
-        self.save()
+            return rec
+        self.pods[pod.uid] = pod
+        self._started(pod)
+        if self.store is not None:
+            self.allocations[pod.uid] = recorded_allocation(pod, self.cpu, self.memory, self.devices)
+        rec = replace(rec, allocations={c.name: self.allocation(pod.uid, c.name).to_dict()
+                                        for c in pod.all_containers()})
+        self.records[pod.uid] = rec
         return rec
+
+    def _started(self, pod: Pod) -> None:
+        for c in pod.all_containers():
+            self.tm.add_container(pod, c, f"{pod.uid}/{c.name}")
+        # Containers start in order; starting one releases earlier regular init containers' memory
+        # (upstream memory manager AddContainer).
+        for c in pod.all_containers():
+            self.memory.add_container(pod, c)
 
     def _sync_provider_metrics(self) -> None:
         """Providers count pinning requests/errors as plain attributes (pure code); publish the deltas."""
@@ -326,23 +325,25 @@ class Node:
                     self.metrics.inc(name, float(delta))
 
     def remove(self, pod_uid: str) -> Pod:
-        pod = self.pods.pop(pod_uid, None)
-        if pod is None:
-            raise InvalidInputError(f"no pod with uid {pod_uid} on this node")
-        self.tm.remove_pod(pod)
-        self.devices.remove_pod(pod.uid)
-        self.records.pop(pod_uid, None)
-        self.save()
+        """Release a pod. CheckpointError when its removal could not be written (the pod is then still
+        admitted, here and on disk: the caller retries); once the record is written it stays removed."""
+        with self.transaction() as tx:
+            pod = self.pods.pop(pod_uid, None)
+            if pod is None:
+                raise InvalidInputError(f"no pod with uid {pod_uid} on this node")
+            self.tm.remove_pod(pod)
+            self.devices.remove_pod(pod.uid)
+            self.records.pop(pod_uid, None)
+            self.allocations.pop(pod_uid, None)
+            self.processes.pop(pod_uid, None)
+        if tx.failure is not None and pod_uid in self.pods:
+            raise tx.failure
         return pod
 
     def allocation(self, pod_uid: str, container: str) -> ContainerAllocation:
         out = ContainerAllocation()
-        if isinstance(self.cpu, StaticPolicy):
-            own = self.cpu.get_cpu_set(pod_uid, container)
-            out.exclusive = own is not None
-            out.cpus = sorted(self.cpu.cpus_for_container(pod_uid, container))
-        else:
-            out.cpus = sorted(self.machine.online_cpus())
+        out.exclusive = self.cpu.get_cpu_set(pod_uid, container) is not None
+        out.cpus = sorted(self.cpu.cpus_for_container(pod_uid, container))
         blocks = self.memory.get_memory(pod_uid, container) or []
         out.memory = [{"type": b.type, "size": b.size, "numa_nodes": list(b.numa_affinity)} for b in blocks]
         devs = self.devices.get_container_devices(pod_uid, container) or {}

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from support.configs import static_node_config
 
+from numalign.adapters.nodestate import StateDirectory
 from numalign.errors import CheckpointError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
@@ -58,7 +59,7 @@ class NodeMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.node is None)
     def boot(self, policy: str, scope: str) -> None:
         self.config = static_node_config(policy, scope, reserved="0,64")
-        self.node = Node(example("dual-socket"), self.config, state_dir=self.dir, static_devices=True)
+        self.node = Node(example("dual-socket"), self.config, store=StateDirectory(self.dir), static_devices=True)
 
     @rule(shape=pod_shapes)
     @precondition(lambda self: self.node is not None)
@@ -86,7 +87,7 @@ class NodeMachine(RuleBasedStateMachine):
         assert self.node is not None
         before = self._state(self.node)
         try:
-            restarted = Node(example("dual-socket"), self.config, state_dir=self.dir, static_devices=True)
+            restarted = Node(example("dual-socket"), self.config, store=StateDirectory(self.dir), static_devices=True)
         except CheckpointError as e:
             # Upstream's memory manager lets a single-NUMA block land on a node of a multi-NUMA group
             # (its grouping check skips single-node masks) and overwrites the node's Cells; its own

@@ -72,7 +72,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     except OSError as e:
-        problem = _path_kind_problem(target) if e.errno in (errno.EISDIR, errno.ENOTDIR) else None
+        problem = path_kind_problem(target) if e.errno in (errno.EISDIR, errno.ENOTDIR) else None
         raise CheckpointFileError(
             f"cannot write {target}: {problem}" if problem else
             f"cannot write {target}: cannot create a temporary file in {directory}: {e.strerror or e}; "
@@ -121,7 +121,7 @@ def read_checkpoint(path: str | os.PathLike[str]) -> bytes | None:
         raise CheckpointFileError(_read_error(target, e), path=target, reason=e) from e
 
 
-def _path_kind_problem(target: Path) -> str | None:
+def path_kind_problem(target: Path) -> str | None:
     """What is in the way when `target` cannot be a regular file: permissions cannot fix these."""
     if target.is_dir():
         return (
@@ -139,7 +139,7 @@ def _path_kind_problem(target: Path) -> str | None:
 
 def _read_error(target: Path, e: OSError) -> str:
     if e.errno in (errno.EISDIR, errno.ENOTDIR):
-        problem = _path_kind_problem(target)
+        problem = path_kind_problem(target)
         if problem is not None:
             return f"cannot read {target}: {problem}"
     return (

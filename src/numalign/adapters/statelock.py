@@ -60,6 +60,22 @@ def _open_lock(path: Path) -> int:
         ) from e
 
 
+def _open_reader_lock(path: Path) -> int | None:
+    """A reader's descriptor for the transaction lock: flock needs no write access, so a reader of a
+    read-only directory (a copy of a node's /var/lib/kubelet) opens it read-only, or goes without."""
+    try:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise CheckpointError(f"cannot open the lock file {path}: {e.strerror or e}; expected a regular file; "
+                              "remove it (it is recreated)") from e
+    try:
+        return _open_lock(path)
+    except CheckpointError:
+        return None
+
+
 def read_holder(state_dir: Path) -> Holder | None:
     """The owner recorded in the owner lock file, if it names one (the lock itself may be free)."""
     try:
@@ -125,9 +141,15 @@ def transaction(state_dir: Path, *, shared: bool = False, timeout: float = 30.0)
     if shared and not state_dir.is_dir():
         yield  # nothing to read yet, and a reader must not create the directory
         return
-    state_dir.mkdir(parents=True, exist_ok=True)
     path = state_dir / TRANSACTION_LOCK_FILE
-    fd = _open_lock(path)
+    if shared:
+        fd = _open_reader_lock(path)
+        if fd is None:
+            yield  # a directory this user cannot write: no writer of ours can hold it either
+            return
+    else:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        fd = _open_lock(path)
     mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     try:
         deadline = time.monotonic() + timeout

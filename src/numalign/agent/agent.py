@@ -36,6 +36,8 @@ from numalign.adapters.grpc.podresources import (
 from numalign.adapters.grpc.podresources import get_enabled as pr_get_enabled  # the KubeletPodResourcesGet gate
 from numalign.adapters.grpc.registration import DEFAULT_DEVICE_PLUGIN_DIR, RegistrationServer
 from numalign.adapters.grpc.sockets import refuse_live_socket
+from numalign.adapters.nodestate import StateDirectory
+from numalign.adapters.statelock import OwnerLock, acquire_owner
 from numalign.agent.endpoints import TimedEndpoint, check_topology
 from numalign.agent.manifests import ManifestWatcher
 from numalign.agent.metrics_http import MetricsServer
@@ -46,6 +48,7 @@ from numalign.errors import NumalignError
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.machine.topology import Machine
 from numalign.node import Node
+from numalign.nodestate import Transaction
 from numalign.paths import DEFAULT_STATE_DIR as DEFAULT_STATE_DIR  # re-export
 from numalign.providers.cpu.policy_static import StaticPolicy
 from numalign.providers.devices.endpoint import Device, Endpoint
@@ -114,6 +117,7 @@ class Agent:
         self._machine_cache: dict[str, Any] | None = None
         self._watcher = ManifestWatcher(options.manifests) if options.manifests is not None else None
         self._loop: threading.Thread | None = None
+        self._owner: OwnerLock | None = None
         self.registration = RegistrationServer(
             options.device_plugin_dir,
             on_request=self._on_request,
@@ -143,12 +147,18 @@ class Agent:
 
     def start(self) -> None:
         opts = self.options
-        # Before any state is read or written: a live kubelet.sock or PodResources socket means another
-        # agent (or the kubelet) owns this node's files too.
-        refuse_live_socket(self.registration.socket_path, "device-plugin registration")
-        refuse_live_socket(opts.pod_resources_socket, "PodResources")
+        # Before any state is read or written: the state directory has one owner, and a live kubelet.sock
+        # or PodResources socket means another agent (or the kubelet) owns this node's files too.
         opts.state_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
-        node = Node(opts.machine, opts.config, state_dir=opts.state_dir, metrics=self.metrics, static_devices=False)
+        self._owner = acquire_owner(opts.state_dir, "numalign serve")
+        try:
+            refuse_live_socket(self.registration.socket_path, "device-plugin registration")
+            refuse_live_socket(opts.pod_resources_socket, "PodResources")
+            node = Node(opts.machine, opts.config, store=StateDirectory(opts.state_dir), metrics=self.metrics,
+                        static_devices=False)
+        except BaseException:
+            self._owner.release()
+            raise
         node.devices.endpoint_stop_grace_period = opts.endpoint_grace_period
         previous: dict[str, Any] | None = None
         try:
@@ -205,6 +215,9 @@ class Agent:
                     self._write_status()
                 except NumalignError as e:
                     log.error("saving state at shutdown failed: %s", e)
+        if self._owner is not None:
+            self._owner.release()
+            self._owner = None
         log.info("numalign agent stopped")
 
     def __enter__(self) -> Agent:
@@ -255,17 +268,31 @@ class Agent:
             self._after_change()
 
     def _capacity_tick(self) -> None:
+        """Also the state's reconcile tick: reads the directory again if another process (`numalign
+        run`) changed it, retries writes and removals that failed, and drops plugins gone too long."""
         with self._lock:
-            node = self._require_node()
-            cap = node.devices.get_capacity(self.now())
-            if not cap.deleted:
+            node, book = self._require_node(), self._require_book()
+            generation = self._generation(node)
+            with node.transaction() as tx:
+                cap = node.devices.get_capacity(self.now())
+            self._check(tx, "capacity update")
+            retried = book.retry_releases()
+            if not cap.deleted and not retried and generation == self._generation(node):
                 return
             for resource in cap.deleted:
                 log.warning("device plugin resource %s dropped: its plugin stayed away longer than %gs",
                             resource, node.devices.endpoint_stop_grace_period)
                 self._endpoints.pop(resource, None)
-            node.save()
             self._after_change()
+
+    @staticmethod
+    def _generation(node: Node) -> int:
+        record = getattr(node.store, "record", None)
+        return -1 if record is None else int(record.generation)
+
+    def _check(self, tx: Transaction, what: str) -> None:
+        if tx.failure is not None:
+            self._fault("state_write_error", f"{what}: {tx.failure} (retried at the next change or tick)")
 
     # -- starting containers (worker threads) -------------------------------------------------------
 
@@ -332,19 +359,20 @@ class Agent:
             with self._lock:
                 if self._stop.is_set() or node.pods.get(uid) is not pod or book.pods.get(uid) is not entry:
                     return  # stopping, or the pod was removed or replaced meanwhile
-                for c in pod.all_containers():
-                    if c.name in errors:
-                        continue
-                    try:
-                        node.devices.get_device_run_container_options(pod, c, pre_start=False)
-                    except NumalignError as e:
-                        errors[c.name] = str(e)
+                with node.transaction() as tx:  # a container's devices may be allocated again here
+                    for c in pod.all_containers():
+                        if c.name in errors:
+                            continue
+                        try:
+                            node.devices.get_device_run_container_options(pod, c, pre_start=False)
+                        except NumalignError as e:
+                            errors[c.name] = str(e)
+                self._check(tx, f"starting pod uid {uid}")
                 book.record_start(uid, errors)
                 if errors:
                     self._retry_start(uid, entry)
                 else:
                     entry.pop("start_attempts", None)
-                node.save()
                 self._after_change()
         except Exception as e:  # a bug or a failed save must not leave the pod unstarted for good
             log.exception("starting the containers of pod %s failed", uid)
@@ -392,8 +420,9 @@ class Agent:
         with self._lock:
             if self._stop.is_set():
                 return
-            node.devices.update_devices(resource, checked)
-            node.save()
+            with node.transaction() as tx:
+                node.devices.update_devices(resource, checked)
+            self._check(tx, f"device plugin {resource} update")
             self._require_book().devices_reported(resource)
             self._require_book().retry_pending()
             self._after_change()
@@ -402,11 +431,13 @@ class Agent:
         if self._stop.is_set():
             return  # shutting down: the final save has been or is being made
         with self._lock:
-            self._require_node().devices.plugin_disconnected(resource, self.now(), self._endpoints.get(resource))
+            node = self._require_node()
+            with node.transaction() as tx:
+                node.devices.plugin_disconnected(resource, self.now(), self._endpoints.get(resource))
             self._fault("plugin_disconnected",
                         f"device plugin {resource} disconnected; its devices are unhealthy until it re-registers "
                         f"(dropped after {self.options.endpoint_grace_period:g}s)")
-            self._require_node().save()
+            self._check(tx, f"device plugin {resource} disconnection")
             self._after_change()
 
     def _on_refused(self, resource: str, message: str) -> None:

@@ -75,6 +75,7 @@ class PodBook:
         self.manifests: dict[str, dict[str, Any]] = {}  # file -> {"status", "error", "pods"}
         self.pending: dict[str, Pod] = {}
         self.rejected: dict[str, Pod] = {}
+        self.unreleased: set[str] = set()  # removals not written yet (retry_releases)
         old_pods = (previous or {}).get("pods") or {}
         for uid, pod in node.pods.items():
             entry = old_pods.get(uid) if isinstance(old_pods.get(uid), dict) else None
@@ -87,7 +88,7 @@ class PodBook:
             if e["file"] is not None:
                 self.manifests.setdefault(e["file"], {"status": "ok", "error": None, "pods": []})["pods"].append(uid)
         if node.pods:
-            log.info("restored %d pod(s) from %s", len(node.pods), node.state_dir)
+            log.info("restored %d pod(s) from %s", len(node.pods), getattr(node.store, "state_dir", "memory"))
 
     # -- queries -----------------------------------------------------------------------------------
 
@@ -267,7 +268,29 @@ class PodBook:
                 self.node.remove(uid)
                 log.info("released pod %s", "" if entry is None else f"{entry['namespace']}/{entry['name']}")
             except NumalignError as e:
+                # Not written: the pod still holds its resources, here and on disk. Never forgotten:
+                # retried on every tick until the removal is written.
+                self.unreleased.add(uid)
                 self._fault("release_error", f"pod uid {uid}: {e}")
+
+    def retry_releases(self) -> bool:
+        """Try again the removals that could not be written; True when one went through."""
+        done = False
+        for uid in sorted(self.unreleased):
+            if uid in self.pods:  # admitted again (its manifest came back) meanwhile: nothing to release
+                self.unreleased.discard(uid)
+                continue
+            if uid not in self.node.pods:
+                self.unreleased.discard(uid)
+                continue
+            try:
+                self.node.remove(uid)
+            except NumalignError:
+                continue
+            self.unreleased.discard(uid)
+            log.info("released pod uid %s (its removal is written now)", uid)
+            done = True
+        return done
 
     @staticmethod
     def _entry(pod: Pod, path: str | None, status: str, reason: str | None, message: str,

@@ -44,12 +44,14 @@ def node_copy(node: Node) -> Node:
     for value in _shared(node):
         if value is not None:
             memo[id(value)] = value
+    if node.store is not None:
+        memo[id(node.store)] = node.store  # not copied: the copy gets none (below) and never writes
     lock = getattr(node.tm.scope, "_lock", None)
     if lock is not None:
         memo[id(lock)] = threading.Lock()
     twin = copy.deepcopy(node, memo)
-    twin.state_dir = None
-    twin.read_only = True
+    twin.store = None
+    twin._tx = None
     return twin
 
 

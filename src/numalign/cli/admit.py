@@ -9,6 +9,7 @@ config file, pods or no pods, and kubelet flags override it field by field.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -31,7 +32,9 @@ def register(sub: Any) -> None:
                    "built-in name (default: dual-socket)")
     p.add_argument("--state-dir", metavar="DIR", type=Path,
                    help="read and write the kubelet state files here (cpu_manager_state, memory_manager_state, "
-                   "device-plugins/kubelet_internal_checkpoint), so successive runs see earlier pods")
+                   "device-plugins/kubelet_internal_checkpoint) and numalign_pods.json, so successive runs see "
+                   "earlier pods; one run is one transaction (all its pods are kept, or none), and a directory "
+                   "another admit or serve owns is refused")
     p.add_argument("--dry-run", action="store_true",
                    help="with --state-dir: read the state files but write nothing, so it is safe to ask "
                    "\"would this pod be admitted now?\" of a live node's /var/lib/kubelet")
@@ -66,7 +69,6 @@ def run(args: argparse.Namespace) -> int:
     from numalign.k8s.kubeletflags import FLAGS_DEST, config_from_args
     from numalign.k8s.manifest import SUPPORTED_KINDS, load_pods
     from numalign.machine.examples import DEFAULT_MACHINE
-    from numalign.node import Node
 
     notes: list[str] = []
     pod_files = [Path(p) for p in args.pods]
@@ -113,11 +115,45 @@ def run(args: argparse.Namespace) -> int:
                 f"{', '.join(SUPPORTED_KINDS)}; check that the file is the one you meant and is not empty"
             )
         pods.extend(found)
+    owner = None
+    if args.state_dir is not None and not args.dry_run:
+        from numalign.adapters.nodestate import check_state_dir
+        from numalign.adapters.statelock import acquire_owner
+
+        check_state_dir(args.state_dir)
+        # One owner per state directory; the kernel drops the lock when this process ends.
+        owner = acquire_owner(args.state_dir, "numalign admit")
+    with owner if owner is not None else contextlib.nullcontext():
+        node, records, extras = _admit_all(args, machine, config, base, pods)
+    if args.report is not None:
+        _report(args.report, node, pods, records, notes, config)
+    from numalign.answer.report import to_json
+
+    if args.output == "json":
+        json.dump({"machine": machine.name, "kubelet_config": _config_dict(config), "notes": notes,
+                   "pods": [r.to_dict() | to_json(x) for r, x in zip(records, extras, strict=True)]},
+                  sys.stdout, indent=2, sort_keys=True)
+        print()
+    else:
+        unprovided = [_unprovided_extended_resources(pod, node) for pod in pods]
+        _print_text(machine.name, config, notes, records, unprovided, extras)
+    return 0
+
+
+def _admit_all(
+    args: argparse.Namespace, machine: Any, config: Any, base: Any, pods: list[Any]
+) -> tuple[Any, list[Any], list[Any]]:
+    """Admit `pods` in one transaction of the state directory (if any): all kept, or none. Beside each
+    record: its alignment, or why it was rejected and what would make it fit."""
+    from numalign.adapters.nodestate import state_directory
     from numalign.admission.eviction import NodeCondition
+    from numalign.errors import InvalidInputError
+    from numalign.node import Node
 
     conditions = [NodeCondition.parse(c) for c in args.node_condition]
     try:
-        node = Node(machine, config, state_dir=args.state_dir, read_only=args.dry_run, node_conditions=conditions)
+        node = Node(machine, config, store=state_directory(args.state_dir, read_only=args.dry_run),
+                    node_conditions=conditions)
     except ConfigError as exc:
         exc = _with_numa_nodes(exc, config, machine)
         if base is None:
@@ -136,25 +172,22 @@ def run(args: argparse.Namespace) -> int:
     extras = []
     progress = Progress(f"admit: {len(pods)} pod(s) on {machine.name}")  # drawn only when stderr is a terminal
     try:
-        for pod in pods:
-            if pod.uid in node.pods:
-                raise InvalidInputError(_already_admitted(pod, args.state_dir, args.dry_run))
-            records.append(node.admit(pod))
-            extras.append(answers.after(pod, records[-1]))  # alignment, or why and what would fit
-            progress.step(pod.key)
+        # One transaction: the pods are written together at the end, or (killed, or a write failed)
+        # not at all, so an interrupted admit can be run again.
+        with node.transaction() as tx:
+            for pod in pods:
+                if pod.uid in node.pods:
+                    raise InvalidInputError(_already_admitted(pod, args.state_dir, args.dry_run))
+                records.append(node.admit(pod))
+                extras.append(answers.after(pod, records[-1]))
+                progress.step(pod.key)
+        outcome = tx.outcome(records, node.pods)
     finally:
         progress.close()
-    if args.report is not None:
-        _report(args.report, node, pods, records, notes, config)
-    if args.output == "json":
-        json.dump({"machine": machine.name, "kubelet_config": _config_dict(config), "notes": notes,
-                   "pods": [r.to_dict() | to_json(x) for r, x in zip(records, extras, strict=True)]},
-                  sys.stdout, indent=2, sort_keys=True)
-        print()
-    else:
-        unprovided = [_unprovided_extended_resources(pod, node) for pod in pods]
-        _print_text(machine.name, config, notes, records, unprovided, extras)
-    return 0
+    # A write that failed turns the admissions into rejections: explain those as they now stand.
+    extras = [x if new is old else answers.after(pod, new)
+              for pod, old, new, x in zip(pods, records, outcome, extras, strict=True)]
+    return node, outcome, extras
 
 
 def _report(path: Path, node: Any, pods: list[Any], records: list[Any], notes: list[str], config: Any) -> None:

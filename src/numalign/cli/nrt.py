@@ -74,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
                                      args.node_name or machine.name).to_dict(), args.output)
         return 0
     pods = [pod for f in args.pods for pod in load_pods(Path(f), expand_replicas=args.replicas)]
-    node = Node(machine, config, state_dir=args.state_dir, read_only=True)
+    from numalign.adapters.nodestate import state_directory
+
+    node = Node(machine, config, store=state_directory(args.state_dir, read_only=True))
     rejected = []
     for pod in pods:
         rec = node.admit(pod)

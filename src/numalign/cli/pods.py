@@ -29,10 +29,12 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from numalign.adapters.statelock import transaction
     from numalign.agent.status import STATUS_FILE, read_status
     from numalign.errors import InvalidInputError
 
-    doc = read_status(args.state_dir)
+    with transaction(args.state_dir, shared=True):  # a reader: never between two files of one change
+        doc = read_status(args.state_dir)
     if doc is None:
         raise InvalidInputError(
             f"{args.state_dir / STATUS_FILE} does not exist: no `numalign serve` has run with --state-dir "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from integration.agent.conftest import Layout, gpu_pod, pod_status, wait_for, wait_pod
 
+from numalign.adapters.statelock import StateDirInUseError
 from numalign.agent import Agent
 from numalign.errors import InvalidInputError
 
@@ -21,8 +22,15 @@ def test_a_second_agent_on_live_sockets_is_refused_and_changes_nothing(layout: L
         kubelet_sock = layout.plugins / "kubelet.sock"
         ino = (kubelet_sock.stat().st_ino, layout.pr_socket.stat().st_ino)
 
-        with pytest.raises(InvalidInputError, match="is in use"):
+        with pytest.raises(StateDirInUseError, match=r"is in use by numalign serve \(pid \d+, since "):
             Agent(layout.options()).start()
+        # Other sockets, the same state directory: refused by the directory's owner lock.
+        other = layout.options(device_plugin_dir=layout.root / "dp2", pod_resources_socket=layout.root / "pr2" / "s")
+        with pytest.raises(StateDirInUseError, match="is in use by numalign serve"):
+            Agent(other).start()
+        # The same sockets, another state directory: refused by the live sockets.
+        with pytest.raises(InvalidInputError, match="is in use"):
+            Agent(layout.options(state_dir=layout.root / "state2")).start()
         # The first agent still owns both sockets and its files are as it left them.
         assert (kubelet_sock.stat().st_ino, layout.pr_socket.stat().st_ino) == ino
         assert {p.name: p.read_bytes() for p in layout.state.iterdir() if p.is_file()} == state_before

@@ -11,14 +11,41 @@ from numalign.k8s.quantity import Quantity
 from numalign.providers.base import AffinityStore
 from numalign.providers.cpu.options import check_none_policy_options
 from numalign.providers.cpu.policy_static import StaticPolicy, num_reserved_cpus
+from numalign.providers.cpu.state import CPUManagerState
 from numalign.providers.cpu.topology import CPUTopology
 
 
 class NonePolicy:
-    """The `none` policy: every container runs on the shared pool; no hints, no allocation."""
+    """The `none` policy: every container runs on the shared pool (`shared_cpus`, the machine's CPUs);
+    no hints, no allocation. It has the static policy's state interface so a Node treats both alike;
+    its checkpoint holds only its name and an empty default set, as the kubelet's none policy leaves."""
 
     name = "cpu"
     policy_name = "none"
+    reserved_cpus: frozenset[int] = frozenset()
+
+    def __init__(self, shared_cpus: frozenset[int] = frozenset()) -> None:
+        self.shared_cpus = shared_cpus
+
+    def start(self, state: CPUManagerState | None = None) -> None:
+        return None  # the kubelet's none policy Start: nothing to validate or adopt
+
+    def restore(self, state: CPUManagerState) -> None:
+        return None
+
+    def snapshot(self) -> CPUManagerState:
+        return CPUManagerState(self.policy_name, frozenset(), {})
+
+    def get_cpu_set(self, pod_uid: str, container_name: str) -> frozenset[int] | None:
+        return None
+
+    def cpus_for_container(self, pod_uid: str, container_name: str) -> frozenset[int]:
+        return self.shared_cpus
+
+    def remove_stale_state(
+        self, active_pods: Iterable[Pod], pending_pod: Pod | None = None
+    ) -> list[tuple[str, str]]:
+        return []
 
     def get_topology_hints(self, pod: Pod, container: Container) -> ProviderHints:
         return None
@@ -43,6 +70,7 @@ def new_cpu_manager_policy(
     feature_gates: Mapping[str, bool] | None = None,
     topology_manager_policy: str = "none",
     affinity: AffinityStore | None = None,
+    shared_cpus: frozenset[int] | None = None,
 ) -> StaticPolicy | NonePolicy:
     """NewManager's policy choice.
 
@@ -52,7 +80,7 @@ def new_cpu_manager_policy(
     options = dict(policy_options or {})
     if policy_name == "none":
         check_none_policy_options(options)
-        return NonePolicy()
+        return NonePolicy(topology.details.cpus() if shared_cpus is None else shared_cpus)
     if policy_name != "static":
         raise ConfigError(f'unknown policy: "{policy_name}" (expected cpuManagerPolicy none or static)')
     if topology.num_cpus == 0:

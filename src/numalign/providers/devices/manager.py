@@ -445,16 +445,23 @@ class DeviceManager:
         """The checkpoint's Data as plain data (see checkpoint.py)."""
         return checkpoint.encode(self.pod_devices, self.healthy)
 
-    def restore(self, data: Any, now: float) -> None:
+    def restore(self, data: Any, now: float, *, keep_endpoints: bool = False) -> None:
         """readCheckpoint: restore podDevices and allocatedDevices; every registered resource comes
         back with empty healthy/unhealthy sets and an endpoint stopped at `now`, so capacity reads 0
-        until the plugin re-registers and the resource is dropped after the grace period."""
+        until the plugin re-registers and the resource is dropped after the grace period.
+
+        keep_endpoints: a reload of a state another process changed: only the allocations are
+        replaced; the plugins registered with this process, and their devices, stay."""
         entries, registered = checkpoint.decode(data)
+        self.pod_devices = PodDevices()
+        self.devices_to_reuse = {}
         for e in entries:
             if e.alloc_resp is None:
                 continue  # upstream: "Can't unmarshal allocResp", entry skipped
             self.pod_devices.insert(e.pod_uid, e.container_name, e.resource_name, e.device_ids, e.alloc_resp)
         self.allocated = self.pod_devices.devices()
+        if keep_endpoints:
+            return
         for resource in registered:
             self.healthy[resource] = set()
             self.unhealthy[resource] = set()
