@@ -164,7 +164,7 @@ def _admit_all(
             "--config was given; pass --config FILE, or override its fields with kubelet flags, e.g. "
             "--policy-option KEY=VALUE, --reserved-cpus, --reserved-memory, --kube-reserved)"
         ) from None
-    from numalign.answer.report import NodeAnswers, to_json
+    from numalign.answer.report import NodeAnswers
     from numalign.cli.clusterargs import Progress
 
     answers = NodeAnswers(node)

@@ -171,4 +171,4 @@ def test_topology_manager_variant_copy_keeps_allocations() -> None:
     assert isinstance(twin.cpu, StaticPolicy) and isinstance(node.cpu, StaticPolicy)
     assert twin.cpu.get_available_cpus() == node.cpu.get_available_cpus()
     assert twin.admit(pod("b", g("100"))).result.admit
-    assert "b" not in node.pods and twin.state_dir is None
+    assert "b" not in node.pods and twin.store is None
