@@ -1,20 +1,14 @@
-"""The kubelet's resource-manager metrics, under the kubelet's exact names.
+"""The kubelet's resource-manager metrics, under the kubelet's exact names: a small thread-safe store.
 
-prometheus-client renames counters (it appends `_total`), but kubelet names such as
-`kubelet_container_aligned_compute_resources_count` are counters without that suffix. So values live in
-this small store and a custom collector exposes them verbatim through prometheus-client.
+Every admission updates it, so it stays free of prometheus_client (about 0.1 s to import, paid by every
+`numalign admit` that never serves metrics); agent.exposition renders it where /metrics is served.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import Metric
-from prometheus_client.registry import Collector
+from typing import NamedTuple
 
 LabelKey = tuple[tuple[str, str], ...]
 
@@ -99,65 +93,23 @@ class Metrics:
                 return fam.hist.get(key, [0.0])[-1]
             return fam.values.get(key, 0.0)
 
-    def collect(self) -> Iterator[Metric]:
+    def families(self) -> list[Family]:
+        """A consistent copy of every family, for an exposition (agent.exposition renders it)."""
         with self._lock:
-            fams = [(f.name, f.kind, f.doc, f.buckets, dict(f.values), {k: list(v) for k, v in f.hist.items()})
+            return [Family(f.name, f.kind, f.doc, f.buckets, dict(f.values), {k: list(v) for k, v in f.hist.items()})
                     for f in self._families.values()]
-        for name, kind, doc, buckets, values, hist in fams:
-            m = _family(name, kind, f"[ALPHA] {doc}")
-            if kind == "histogram":
-                for key, h in hist.items():
-                    labels = dict(key)
-                    for i, bound in enumerate(buckets):
-                        m.add_sample(f"{name}_bucket", {**labels, "le": _fmt(bound)}, h[i])
-                    m.add_sample(f"{name}_bucket", {**labels, "le": "+Inf"}, h[-1])
-                    m.add_sample(f"{name}_sum", labels, h[-2])
-                    m.add_sample(f"{name}_count", labels, h[-1])
-            else:
-                for key, v in values.items():
-                    m.add_sample(name, dict(key), v)
-            yield m
-
-    def registry(self) -> CollectorRegistry:
-        reg = CollectorRegistry(auto_describe=False)
-        reg.register(_Adapter(self))
-        return reg
-
-    def render_text(self) -> bytes:
-        text = generate_latest(self.registry())
-        # The kubelet's counters whose names lack `_total` are counters there too (client_golang writes
-        # the name as given). prometheus-client would rename them, so they are collected as untyped
-        # (see _family) and only their TYPE line is put right here: same samples, kubelet's type.
-        for name, fam in self._families.items():
-            if fam.kind == "counter" and not name.endswith("_total"):
-                text = text.replace(f"# TYPE {name} untyped\n".encode(), f"# TYPE {name} counter\n".encode())
-        return text
 
 
-class _Adapter(Collector):
-    def __init__(self, metrics: Metrics) -> None:
-        self._m = metrics
+class Family(NamedTuple):
+    """One metric family's values at one moment: series by sorted label pairs; a histogram's series are
+    its bucket counts, then sum, then count."""
 
-    def collect(self) -> Iterable[Metric]:
-        return list(self._m.collect())
-
-    def describe(self) -> Sequence[Any]:
-        return []
-
-
-def _family(name: str, kind: str, doc: str) -> Metric:
-    """prometheus-client's text format writes a counter family as `<family>_total`. Kubelet counters
-    ending in `_total` map onto that exactly; the few that do not (e.g. ..._aligned_compute_resources_count)
-    are exposed untyped so their sample names stay the kubelet's, which is what queries match on."""
-    if kind == "counter":
-        if name.endswith("_total"):
-            return Metric(name[: -len("_total")], doc, "counter")
-        return Metric(name, doc, "unknown")
-    return Metric(name, doc, kind)
-
-
-def _fmt(bound: float) -> str:
-    return repr(float(bound))
+    name: str
+    kind: str  # counter | gauge | histogram
+    doc: str
+    buckets: tuple[float, ...]
+    values: dict[LabelKey, float]
+    hist: dict[LabelKey, list[float]]
 
 
 TM_ADMISSION_REQUESTS = "kubelet_topology_manager_admission_requests_total"

@@ -300,8 +300,8 @@ def test_serve_keeps_kubelet_defaults_without_config() -> None:
     """serve models a kubelet: without --config it starts from the kubelet's defaults."""
     import argparse
 
+    from numalign.cli.kubeletflags import config_from_args
     from numalign.k8s.kubeletconfig import KubeletConfig
-    from numalign.k8s.kubeletflags import config_from_args
 
     assert config_from_args(argparse.Namespace()) == KubeletConfig()
     serve_source = (Path(__file__).resolve().parents[2] / "src" / "numalign" / "cli" / "serve.py").read_text()

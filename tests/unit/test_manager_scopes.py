@@ -190,7 +190,9 @@ def test_new_manager_errors_in_kubelet_order() -> None:
 def test_metrics_text_uses_kubelet_names() -> None:
     tm = TopologyManager(NUMA2, "single-numa-node", "container")
     tm.admit(POD)
-    text = tm.metrics.render_text().decode()
+    from numalign.agent.exposition import render_text
+
+    text = render_text(tm.metrics).decode()
     assert "kubelet_topology_manager_admission_requests_total 1.0" in text
     assert 'kubelet_container_aligned_compute_resources_count{boundary="numa_node",scope="container"} 3.0' in text
     assert "kubelet_topology_manager_admission_duration_ms_bucket" in text

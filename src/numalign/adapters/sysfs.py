@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from numalign.adapters.cadvisor_sysfs import read_attribute, read_machine_info
+from numalign.adapters.textfiles import read_text_file
 from numalign.errors import DiscoveryError, InvalidInputError
-from numalign.k8s.textfiles import read_text_file
 from numalign.machine.sysfstext import (
     hugepage_dir_size,
     parse_cpulist,

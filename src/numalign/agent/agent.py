@@ -39,6 +39,7 @@ from numalign.adapters.grpc.sockets import refuse_live_socket
 from numalign.adapters.nodestate import StateDirectory
 from numalign.adapters.statelock import OwnerLock, acquire_owner
 from numalign.agent.endpoints import TimedEndpoint, check_topology
+from numalign.agent.exposition import render_text
 from numalign.agent.manifests import ManifestWatcher
 from numalign.agent.metrics_http import MetricsServer
 from numalign.agent.pods import ADMITTED, FAILED, STARTING, PodBook
@@ -549,4 +550,4 @@ class Agent:
         with self._lock:
             faults = sorted(self.faults.items())
         lines += [f'numalign_agent_faults_total{{kind="{k}"}} {v}' for k, v in faults]
-        return self.metrics.render_text() + ("\n".join(lines) + "\n").encode()
+        return render_text(self.metrics) + ("\n".join(lines) + "\n").encode()

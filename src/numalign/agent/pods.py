@@ -28,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from numalign.adapters.textfiles import load_pods
 from numalign.errors import NumalignError
-from numalign.k8s.manifest import load_pods
 from numalign.k8s.pod import Pod
 from numalign.k8s.resources import is_extended_resource_name
 from numalign.node import Node, pod_to_manifest

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +41,17 @@ def register(sub: Any) -> None:
                    help="a pressure condition the node has (MemoryPressure, DiskPressure, PIDPressure; repeat "
                    "for more): the kubelet's eviction manager then rejects BestEffort pods (MemoryPressure "
                    "alone) or every pod, with reason Evicted. numalign observes no usage; by default none")
-    p.add_argument("--output", choices=("text", "json"), default="text")
+    p.add_argument("--exit-code", action="store_true",
+                   help="exit 1 when any pod is rejected (as git diff --exit-code), so a script can ask "
+                   "\"would it fit?\"; without it admit exits 0 whatever the decisions")
+    from numalign.cli.output import add_output_arg
+
+    add_output_arg(p)
     from numalign.cli.reportargs import add_report_arg
 
     add_report_arg(p, "the machine with every container's CPUs, memory and devices and each rejected pod's "
                    "decision record")
-    from numalign.k8s.kubeletflags import add_kubelet_flags
+    from numalign.cli.kubeletflags import add_kubelet_flags
 
     add_kubelet_flags(p, "a KubeletConfiguration file and the kubelet's own flags (flags win); without "
                       "--config the built-in example configuration is the base (static CPU manager, Static "
@@ -64,10 +67,11 @@ def _data(name: str) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from numalign.adapters.sysfs import load_machine
+    from numalign.adapters.textfiles import load_pods
+    from numalign.cli.kubeletflags import FLAGS_DEST, config_from_args
     from numalign.errors import InvalidInputError
     from numalign.k8s.kubeletconfig import KubeletConfig
-    from numalign.k8s.kubeletflags import FLAGS_DEST, config_from_args
-    from numalign.k8s.manifest import SUPPORTED_KINDS, load_pods
+    from numalign.k8s.manifest import SUPPORTED_KINDS
     from numalign.machine.examples import DEFAULT_MACHINE
 
     notes: list[str] = []
@@ -128,16 +132,17 @@ def run(args: argparse.Namespace) -> int:
     if args.report is not None:
         _report(args.report, node, pods, records, notes, config)
     from numalign.answer.report import to_json
+    from numalign.cli.output import EXIT_CHECK_FAILED, EXIT_OK, emit
 
-    if args.output == "json":
-        json.dump({"machine": machine.name, "kubelet_config": _config_dict(config), "notes": notes,
-                   "pods": [r.to_dict() | to_json(x) for r, x in zip(records, extras, strict=True)]},
-                  sys.stdout, indent=2, sort_keys=True)
-        print()
-    else:
+    if args.output == "text":
         unprovided = [_unprovided_extended_resources(pod, node) for pod in pods]
         _print_text(machine.name, config, notes, records, unprovided, extras)
-    return 0
+    else:
+        emit({"machine": machine.name, "kubelet_config": _config_dict(config), "notes": notes,
+              "pods": [r.to_dict() | to_json(x) for r, x in zip(records, extras, strict=True)]},
+             args.output, sort_keys=True)
+    rejected = any(not r.result.admit for r in records)
+    return EXIT_CHECK_FAILED if args.exit_code and rejected else EXIT_OK
 
 
 def _admit_all(

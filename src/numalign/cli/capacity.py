@@ -23,7 +23,9 @@ def register(sub: Any) -> None:
     p.add_argument("pod", nargs="?", metavar="POD.yaml", type=Path,
                    help="one Pod or workload manifest; its (first) pod is copied")
     add_cluster_args(p, workload=False)
-    p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    from numalign.cli.output import add_output_arg
+
+    add_output_arg(p)
 
 
 def run(args: argparse.Namespace) -> int:

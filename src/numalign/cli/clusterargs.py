@@ -4,7 +4,6 @@ the small output helpers (structured dumps, a progress line on a terminal)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -88,13 +87,9 @@ def load_workload_args(args: argparse.Namespace) -> Any:
 
 
 def dump(obj: Any, fmt: str) -> None:
-    if fmt == "json":
-        json.dump(obj, sys.stdout, indent=2)
-        print()
-    else:
-        import yaml
+    from numalign.cli.output import emit
 
-        sys.stdout.write(yaml.safe_dump(obj, sort_keys=False))
+    emit(obj, fmt)
 
 
 def human(resource: str, value: int) -> str:

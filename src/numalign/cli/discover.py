@@ -32,13 +32,10 @@ def register(sub: Any) -> None:
         "without NUMA) instead of as the kubelet reads it (cadvisor + topology.Discover); a second opinion "
         "only: every decision uses the kubelet's reading",
     )
-    p.add_argument(
-        "--output",
-        "-o",
-        choices=("text", "json", "yaml", "cadvisor"),
-        default="text",
-        help="text tree, the machine file as json or yaml, or cadvisor MachineInfo JSON (the kubelet's view)",
-    )
+    from numalign.cli.output import add_output_arg
+
+    add_output_arg(p, "cadvisor", help="text tree, the machine file as json or yaml, or cadvisor MachineInfo JSON "
+                   "(the kubelet's view); with --list: the built-in machines")
     from numalign.cli.reportargs import add_report_arg
 
     add_report_arg(p, "the machine: sockets, NUMA nodes, cores, threads, memory, hugepages, devices, distances")
@@ -56,10 +53,10 @@ def run(args: argparse.Namespace) -> int:
             describe = {n: " ".join((EXAMPLES[n].__doc__ or "").split("\n\n")[0].split()) for n in names}
             sys.stdout.write(render_list(names, describe))
         else:
-            import json
+            from numalign.cli.output import emit
 
             rows = [{"name": n, "numa_nodes": len(example(n).numa_nodes), "cpus": len(example(n).cpus)} for n in names]
-            sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+            emit(rows, "yaml" if args.output == "yaml" else "json")
         return 0
     root = None
     if args.machine:

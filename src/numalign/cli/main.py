@@ -2,7 +2,8 @@
 
 Subcommands live in their own modules (numalign.cli.<name>) exposing
 `register(subparsers) -> None` and `run(args) -> int`; heavy imports happen inside `run`, so
-`numalign --help` stays fast.
+`numalign --help` stays fast. A module that runs until signalled sets `LONG_RUNNING = True` (its info
+lines are then shown at -v 0). Shared plumbing (-o, exit codes, logging): numalign.cli.output.
 """
 
 from __future__ import annotations
@@ -12,7 +13,16 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from numalign.errors import NumalignError
+from numalign.cli.output import (
+    EXIT_CODES_HELP,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_INVALID,
+    EXIT_OK,
+    add_logging_args,
+    configure_logging,
+)
+from numalign.errors import DiscoveryError, InvalidInputError, NumalignError
 
 # name -> module under numalign.cli; order is the order shown in --help.
 COMMANDS: dict[str, str] = {
@@ -27,10 +37,6 @@ COMMANDS: dict[str, str] = {
     "capacity": "capacity",
 }
 
-EXIT_OK = 0
-EXIT_FAILED_CHECK = 1
-EXIT_USAGE = 2
-EXIT_ERROR = 3
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,8 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="numalign",
         description="The kubelet Topology Manager, CPU, memory and device managers, decided exactly "
         "as the kubelet does, fast at any NUMA size.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=_Formatter,
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    add_logging_args(parser, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMANDS.values():
         try:
@@ -49,7 +58,19 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # command not built yet in this checkout
             raise
         mod.register(sub)
+    for command in sub.choices.values():
+        add_logging_args(command, top_level=False)
+        if command.epilog is None:
+            command.epilog = EXIT_CODES_HELP
+            command.formatter_class = _Formatter
     return parser
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Wrapped help text, but the exit-code table of the epilog kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return text if text is EXIT_CODES_HELP else super()._fill_text(text, width, indent)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -61,17 +82,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(args_list)
     if args.command is None:
         parser.print_help()
-        return EXIT_USAGE
+        return EXIT_INVALID
     module = importlib.import_module(f"numalign.cli.{COMMANDS[args.command]}")
+    configure_logging(args, args.command, getattr(module, "LONG_RUNNING", False))
     try:
         code: int = module.run(args)
+    except (InvalidInputError, DiscoveryError) as e:
+        # Both name what the user gave (a file, a flag, a machine or sysfs dump to read) and how to fix it.
+        if args.debug:
+            raise
+        print(f"numalign {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_INVALID
     except NumalignError as e:
         if args.debug:
             raise
         print(f"numalign {args.command}: error: {e}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except OSError as e:
@@ -83,6 +111,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         reason = e.strerror or str(e)
         print(f"numalign {args.command}: error: {where}: {reason}; check the path and its permissions",
               file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as e:
+        # A bug: one line and a distinct exit status rather than Python's 1 (which means "rejected" to
+        # scripts using admit --exit-code); --debug shows the traceback.
+        if args.debug:
+            raise
+        print(f"numalign {args.command}: internal error: {type(e).__name__}: {e}; this is a bug in numalign: "
+              "rerun with --debug for the traceback and report it", file=sys.stderr)
         return EXIT_ERROR
     return code
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,9 +37,10 @@ def register(sub: Any) -> None:
     c.add_argument("--pods-dump", metavar="FILE", type=Path,
                    help="`kubectl get pods -A -o json`: running pods bound to their nodes first")
     p.add_argument("--replicas", action="store_true", help="admit spec.replicas pods for each workload")
-    p.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="yaml",
-                   help="yaml (default) or json: the object itself; text: a table per zone")
-    from numalign.k8s.kubeletflags import add_kubelet_flags
+    from numalign.cli.output import add_output_arg
+
+    add_output_arg(p, default="yaml", help="yaml (default) or json: the object itself; text: a table per zone")
+    from numalign.cli.kubeletflags import add_kubelet_flags
 
     add_kubelet_flags(p, "a KubeletConfiguration file and the kubelet's own flags (flags win); without "
                       "--config the built-in example configuration of `numalign admit` is the base")
@@ -48,11 +48,11 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from numalign.adapters.sysfs import load_machine
+    from numalign.adapters.textfiles import load_pods
     from numalign.cli.admit import EXAMPLE_CONFIG, _data
+    from numalign.cli.kubeletflags import config_from_args
     from numalign.cluster.nrt import node_resource_topology
     from numalign.k8s.kubeletconfig import KubeletConfig
-    from numalign.k8s.kubeletflags import config_from_args
-    from numalign.k8s.manifest import load_pods
     from numalign.machine.examples import DEFAULT_MACHINE
     from numalign.node import Node
 
@@ -90,15 +90,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _emit(obj: dict[str, Any], output: str) -> None:
-    if output == "json":
-        json.dump(obj, sys.stdout, indent=2)
-        print()
-    elif output == "yaml":
-        import yaml
+    from numalign.cli.output import emit
 
-        sys.stdout.write(yaml.safe_dump(obj, sort_keys=False))
-    else:
+    if output == "text":
         _print_text(obj)
+    else:
+        emit(obj, output)
 
 
 def _cluster(args: argparse.Namespace) -> int:
@@ -132,13 +129,10 @@ def _cluster(args: argparse.Namespace) -> int:
         progress.close()
     else:
         progress.step(f"writing {len(objs)} object(s) as {args.output}")
-    if args.output == "json":
-        json.dump(out, sys.stdout, indent=2)
-        print()
-    elif args.output == "yaml":
-        import yaml
+    if args.output != "text":
+        from numalign.cli.output import emit
 
-        sys.stdout.write(yaml.safe_dump(out, sort_keys=False))
+        emit(out, args.output)
     else:
         for obj in objs:
             _print_text(obj)

@@ -7,7 +7,8 @@ It serves DevicePlugin on its own socket in --device-plugin-dir, registers with 
 (a kubelet or `numalign serve`), registers again whenever kubelet.sock is recreated, answers
 GetPreferredAllocation NUMA-aware (fewest NUMA nodes, then PCIe locality, always keeping
 must_include), and runs until SIGTERM/SIGINT. With --devices, the YAML file is re-read when it
-changes, so editing it pushes new health or topology to the kubelet.
+changes, so editing it pushes new health or topology to the kubelet. On stdout it prints its status in
+the -o format: one line once it serves, one per reloaded device list, one when it has stopped.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 log = logging.getLogger("numalign.cli.plugin")
 
 DEFAULT_DIR = "/var/lib/kubelet/device-plugins"
+LONG_RUNNING = True  # its info lines (registration, reloads) show at -v 0
 
 
 def register(sub: Any) -> None:
@@ -54,17 +56,22 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--poll-interval", type=float, default=1.0, help="seconds between kubelet.sock/YAML checks"
     )
-    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                   help="deprecated: use -v N (-v 4 for DEBUG)")
+    from numalign.cli.output import add_output_arg
+
+    add_output_arg(p, help="format of the status lines on stdout: serving (resource, socket, devices), device "
+                   "list reloaded, stopped (default text)")
 
 
 def run(args: argparse.Namespace) -> int:
+    from numalign.cli.output import emit_event
     from numalign.cli.paths import check_directory
     from numalign.deviceplugin import ContainerAllocateResponse, DevicePlugin
     from numalign.deviceplugin.inventory import PluginDevice, load_yaml_devices, scan_pci_devices
     from numalign.deviceplugin.preferred import preferred_allocation
     from numalign.errors import InvalidInputError
 
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.pci_vendor is not None and args.pci_class is None:
         raise InvalidInputError("--pci-vendor needs --pci-class")
     if args.poll_interval <= 0:
@@ -74,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     yaml_path = Path(args.devices) if args.devices else None
     if yaml_path is not None:
         # Read once up front so an unreadable, non-UTF-8 or directory path is one clear error line.
-        from numalign.k8s.textfiles import read_text_file
+        from numalign.adapters.textfiles import read_text_file
 
         read_text_file(yaml_path, "the device list", "a YAML list of devices like '- {id: gpu0, numa: 0}'")
 
@@ -116,6 +123,9 @@ def run(args: argparse.Namespace) -> int:
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         plugin.serve()
+        emit_event({"event": "started", "resource": args.resource, "socket": str(plugin.socket_path),
+                    "devices": sorted(inventory)}, args.output,
+                   f"numalign plugin: serving {args.resource} ({len(inventory)} devices) at {plugin.socket_path}")
         try:
             plugin.register()
         except Exception as e:
@@ -137,12 +147,14 @@ def run(args: argparse.Namespace) -> int:
                 continue
             with lock:
                 inventory = fresh
-            log.info("device list reloaded: %d devices", len(fresh))
+            emit_event({"event": "reloaded", "resource": args.resource, "devices": sorted(fresh)}, args.output,
+                       f"numalign plugin: device list reloaded: {len(fresh)} devices")
     finally:
         plugin.stop()
         for s, h in old.items():
             signal.signal(s, h)
-    log.info("device plugin %s stopped", args.resource)
+    emit_event({"event": "stopped", "resource": args.resource}, args.output,
+               f"numalign plugin: {args.resource} stopped")
     return 0
 
 

@@ -20,6 +20,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument("file", help="JSON-lines file of scenarios, or - for standard input")
     p.add_argument("--check", action="store_true", help="compare with recorded results; exit 1 on any difference")
+    from numalign.cli.output import add_output_arg
+
+    add_output_arg(p, help="text (default): one JSON result per line as it is computed (with --check: the "
+                   "differences and a count); json or yaml: one document at the end, {results: [...]} or with "
+                   "--check {total, equal, differences: [...]}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     if args.file == "-":
         lines = sys.stdin
         source = "<stdin>"
-        return _run(replay_lines(lines, source), args.check, source)
+        return _run(replay_lines(lines, source), args.check, source, args.output)
     path = Path(args.file)
     if not path.exists():
         raise InvalidInputError(f"replay: file {str(path)!r} not found; pass a JSON-lines file of scenarios")
@@ -39,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         )
     try:
         with path.open(encoding="utf-8") as fh:
-            return _run(replay_lines(fh, str(path)), args.check, str(path))
+            return _run(replay_lines(fh, str(path)), args.check, str(path), args.output)
     except UnicodeDecodeError as exc:
         # Lines are decoded as they are read, so this can come after some results were printed.
         raise InvalidInputError(
@@ -52,19 +57,25 @@ def run(args: argparse.Namespace) -> int:
         ) from None
 
 
-def _run(outcomes: Any, check: bool, source: str) -> int:
+def _run(outcomes: Any, check: bool, source: str, output: str) -> int:
+    from numalign.cli.output import EXIT_CHECK_FAILED, EXIT_OK, emit
     from numalign.errors import InvalidInputError
+
     total = equal = 0
     diffs: list[str] = []
-    missing = 0
+    differences: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
     for o in outcomes:
         total += 1
         if not check:
-            print(json.dumps({"id": o.scenario_id, "result": o.result}, sort_keys=True))
+            if output == "text":
+                print(json.dumps({"id": o.scenario_id, "result": o.result}, sort_keys=True))
+            else:
+                results.append({"id": o.scenario_id, "result": o.result})
             continue
         if o.expected is None:
-            missing += 1
             diffs.append(f"{o.scenario_id} (line {o.line_no}): no recorded result to compare")
+            differences.append({"id": o.scenario_id, "line": o.line_no, "expected": None, "got": o.result})
         elif o.equal:
             equal += 1
         else:
@@ -72,17 +83,23 @@ def _run(outcomes: Any, check: bool, source: str) -> int:
                 f"{o.scenario_id} (line {o.line_no}): expected {json.dumps(o.expected, sort_keys=True)}, "
                 f"got {json.dumps(o.result, sort_keys=True)}"
             )
+            differences.append({"id": o.scenario_id, "line": o.line_no, "expected": o.expected, "got": o.result})
     if total == 0:
         # "0/0 equal" would read as a pass that failed for no stated reason.
         raise InvalidInputError(
             f"replay: {source}: no scenarios (the input is empty or holds only blank lines); expected one JSON "
             "scenario per line ({\"scenario\": ..., \"result\": ...}); check that this is the file you meant"
         )
+    if output != "text":
+        emit({"results": results} if not check else {"total": total, "equal": equal, "differences": differences},
+             output, sort_keys=True)
     if not check:
-        return 0
+        return EXIT_OK
+    if output != "text":
+        return EXIT_OK if equal == total else EXIT_CHECK_FAILED
     for d in diffs[:MAX_LISTED_DIFFERENCES]:
         print(f"DIFF {d}")
     if len(diffs) > MAX_LISTED_DIFFERENCES:
         print(f"... and {len(diffs) - MAX_LISTED_DIFFERENCES} more differences")
     print(f"{equal}/{total} equal")
-    return 0 if equal == total else 1
+    return EXIT_OK if equal == total else EXIT_CHECK_FAILED

@@ -1,7 +1,9 @@
 """`numalign serve`: the node agent. Device plugins register with it, static-pod manifests are
 admitted by it, PodResources clients read its allocations, all over the kubelet's own sockets.
 
-Runs until SIGTERM or SIGINT, then stops its servers and saves the state.
+Runs until SIGTERM or SIGINT, then stops its servers and saves the state. What it prints on stdout is
+its status: one line once it serves (where, what) and one when it has stopped, in the -o format (text,
+a JSON line each, or a YAML document each); everything else is logging on stderr (-v, --log-format).
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from numalign.agent import Agent
     from numalign.machine.topology import Machine
+
+LONG_RUNNING = True  # its info lines (start-up, pods admitted, plugins registered) show at -v 0
 
 
 def register(sub: Any) -> None:
-    from numalign.k8s.kubeletflags import add_kubelet_flags
+    from numalign.cli.kubeletflags import add_kubelet_flags
     from numalign.paths import (
         DEFAULT_DEVICE_PLUGIN_DIR,
         DEFAULT_POD_RESOURCES_SOCKET,
@@ -67,18 +72,23 @@ def register(sub: Any) -> None:
     p.add_argument("--hostname-override", "--node-name", dest="node_name", metavar="NAME",
                    help="the node's name, as the kubelet's flag: suffix of static pods' names and metadata.name of "
                    "the --nrt-file object (default: this host's name, lower-cased)")
-    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    p.add_argument("--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+                   help="deprecated: use -v N (-v 4 for DEBUG)")
+    from numalign.cli.output import add_output_arg
+
+    add_output_arg(p, help="format of the status lines on stdout: one when serving starts (machine, node, sockets, "
+                   "state, manifests, metrics), one when it has stopped (default text)")
     add_kubelet_flags(p)
 
 
 def run(args: argparse.Namespace) -> int:
     from numalign.adapters.sysfs import load_machine
     from numalign.agent import Agent, AgentOptions
+    from numalign.cli.kubeletflags import config_from_args
+    from numalign.cli.output import emit_event
     from numalign.cli.paths import check_directory, check_parent_directory
     from numalign.errors import InvalidInputError
-    from numalign.k8s.kubeletflags import config_from_args
 
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.endpoint_grace_period < 0:
         raise InvalidInputError(f"--endpoint-grace-period {args.endpoint_grace_period:g}: expected seconds >= 0")
     # Before anything starts: the servers mkdir these paths only once they run.
@@ -115,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         agent.start()
         try:
+            _started(agent, args.output)
             while not stop.wait(0.5):
                 pass
         finally:
@@ -122,7 +133,23 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+    emit_event({"event": "stopped"}, args.output, "numalign serve: stopped; state saved in "
+               f"{args.state_dir}")
     return 0
+
+
+def _started(agent: Agent, output: str) -> None:
+    from numalign.cli.output import emit_event
+
+    o = agent.options
+    metrics = agent.metrics_server.url if agent.metrics_server is not None else None
+    event = {"event": "started", "machine": o.machine.name, "node_name": o.node_name,
+             "kubelet_socket": str(agent.registration.socket_path), "pod_resources_socket": str(o.pod_resources_socket),
+             "state_dir": str(o.state_dir), "manifests": None if o.manifests is None else str(o.manifests),
+             "metrics": metrics, "nrt_file": None if o.nrt_file is None else str(o.nrt_file)}
+    emit_event(event, output, f"numalign serve: serving machine {o.machine.name} as node {o.node_name}; device "
+               f"plugins register at {event['kubelet_socket']}; PodResources at {o.pod_resources_socket}; state in "
+               f"{o.state_dir}; manifests {o.manifests or 'none'}; metrics {metrics or 'off'}")
 
 
 def _this_host() -> Machine:

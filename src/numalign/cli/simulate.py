@@ -49,7 +49,9 @@ def register(sub: Any) -> None:
     r.add_argument("--jobs", "-j", type=int, default=0, metavar="N",
                    help="local worker processes for the runs (default: one per CPU, at most one per run)")
     r.add_argument("--dask", metavar="ADDRESS", help="run the sweep on this Dask scheduler (tcp://host:8786)")
-    p.add_argument("-o", "--output", choices=("text", "json", "yaml", "csv"), default="text")
+    from numalign.cli.output import add_output_arg
+
+    add_output_arg(p, "csv", help="text table (default), json or yaml (the result document), or csv (one row per run)")
     from numalign.cli.reportargs import add_report_arg
 
     add_report_arg(p, "the runs side by side (placed, kubelet rejections by reason, unschedulable, NUMA "

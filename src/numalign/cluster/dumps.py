@@ -41,7 +41,7 @@ DEFAULT_EVICTION = 100 * 1024 * 1024
 
 
 def _read_list(path: Path, kind: str, command: str) -> list[Any]:
-    from numalign.k8s.textfiles import read_text_file
+    from numalign.adapters.textfiles import read_text_file
 
     text = read_text_file(path, f"the {kind} dump", f"the output of `{command}`", InvalidInputError)
     try:

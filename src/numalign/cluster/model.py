@@ -29,9 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-import yaml
-
-from numalign.errors import InvalidInputError
+from numalign.errors import ConfigError, InvalidInputError
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.machine.topology import Machine
 from numalign.providers.devices.endpoint import Device as EndpointDevice
@@ -110,14 +108,9 @@ def with_devices(machine: Machine, devices: Mapping[str, list[EndpointDevice]]) 
 
 
 def load_cluster(path: Path) -> Cluster:
-    from numalign.k8s.textfiles import read_text_file
+    from numalign.adapters.textfiles import load_document
 
-    text = read_text_file(path, "the cluster file", "a cluster.yaml (docs/cluster-format.md)", InvalidInputError)
-    try:
-        obj = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise InvalidInputError(f"{path}: not valid YAML ({str(e).splitlines()[0]}); expected a cluster.yaml "
-                                "(docs/cluster-format.md)") from None
+    obj = load_document(path, "the cluster file", "a cluster.yaml (docs/cluster-format.md)")
     return cluster_from_dict(obj, path)
 
 
@@ -235,7 +228,11 @@ def _config(obj: Mapping[str, Any], path: Path, where: str) -> KubeletConfig:
         if not cfg_path.is_file():
             raise InvalidInputError(f"{path}: {where}.kubeletConfig: {cfg_path} does not exist; expected a "
                                     "KubeletConfiguration file (relative to the cluster file)")
-        base.update(load_yaml_mapping(cfg_path.read_text(encoding="utf-8"), str(cfg_path)))
+        from numalign.adapters.textfiles import read_text_file
+        from numalign.k8s.kubeletconfig import EXPECTED_CONFIG
+
+        text = read_text_file(cfg_path, "the kubelet config file", EXPECTED_CONFIG, ConfigError)
+        base.update(load_yaml_mapping(text, str(cfg_path)))
         source = str(cfg_path)
     if inline is not None:
         if not isinstance(inline, Mapping):

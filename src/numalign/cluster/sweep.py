@@ -26,8 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from numalign.cluster.model import Cluster
 from numalign.cluster.result import RunResult
 from numalign.cluster.simulate import SCHEDULERS, SCORING, RunSpec, run_one
@@ -135,13 +133,9 @@ def _options(value: str) -> list[str]:
 
 
 def load_sweep(path: Path) -> Sweep:
-    from numalign.k8s.textfiles import read_text_file
+    from numalign.adapters.textfiles import load_document
 
-    text = read_text_file(path, "the sweep file", "kind: Sweep with axes (docs/cluster-format.md)", InvalidInputError)
-    try:
-        obj = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise InvalidInputError(f"{path}: not valid YAML ({str(e).splitlines()[0]}); expected kind: Sweep") from None
+    obj = load_document(path, "the sweep file", "kind: Sweep with axes (docs/cluster-format.md)")
     return sweep_from_dict(obj, str(path))
 
 

@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-import yaml
-
 from numalign.errors import InvalidInputError
 from numalign.k8s.manifest import WORKLOAD_TEMPLATES, pods_from_object
 from numalign.k8s.pod import Pod
@@ -128,16 +126,11 @@ def groups_from_object(obj: Any, where: str) -> list[WorkloadGroup]:
 
 
 def load_workload(paths: Sequence[Path]) -> Workload:
-    from numalign.k8s.textfiles import read_text_file
+    from numalign.adapters.textfiles import load_documents
 
     groups: list[WorkloadGroup] = []
     for path in paths:
-        text = read_text_file(path, "the workload", "Pod or workload manifests (YAML or JSON)", InvalidInputError)
-        try:
-            docs = [json.loads(text)] if text.lstrip().startswith(("{", "[")) else list(yaml.safe_load_all(text))
-        except (ValueError, yaml.YAMLError) as e:
-            raise InvalidInputError(f"{path}: not valid YAML or JSON ({str(e).splitlines()[0]}); expected Pod or "
-                                    "workload manifests") from None
+        docs = load_documents(path, "the workload", "Pod or workload manifests (YAML or JSON)")
         found = []
         for i, doc in enumerate(docs, start=1):
             if doc is not None:
@@ -160,7 +153,7 @@ def _unique(groups: list[WorkloadGroup]) -> None:
 
 
 def load_timeline(path: Path, workload: Workload) -> list[Event]:
-    from numalign.k8s.textfiles import read_text_file
+    from numalign.adapters.textfiles import read_text_file
 
     text = read_text_file(path, "the timeline", "JSON lines or CSV with time, op, name", InvalidInputError)
     rows: list[tuple[str, Mapping[str, Any]]] = []
@@ -221,13 +214,9 @@ def generate(shapes: Sequence[Shape], count: int, seed: int) -> Workload:
 
 
 def load_mix(path: Path) -> tuple[list[Shape], int | None]:
-    from numalign.k8s.textfiles import read_text_file
+    from numalign.adapters.textfiles import load_document
 
-    text = read_text_file(path, "the mix file", "kind: Mix with shapes [{weight, pod}]", InvalidInputError)
-    try:
-        obj = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise InvalidInputError(f"{path}: not valid YAML ({str(e).splitlines()[0]}); expected kind: Mix") from None
+    obj = load_document(path, "the mix file", "kind: Mix with shapes [{weight, pod}]")
     return mix_from_dict(obj, str(path))
 
 

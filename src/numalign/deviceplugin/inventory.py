@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from numalign.errors import DiscoveryError, InvalidInputError
 from numalign.providers.devices.endpoint import HEALTHY, UNHEALTHY, Device
 
@@ -65,12 +63,9 @@ def load_yaml_devices(path: Path) -> list[PluginDevice]:
     numa: an id, a list of ids, or absent/null for "no topology". health: Healthy (default) or
     Unhealthy. pci: an optional PCI address ("0000:3b:00.0") used for PCIe locality.
     """
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise InvalidInputError(f"cannot read device list {str(path)!r}: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise InvalidInputError(f"device list {str(path)!r} is not valid YAML: {e}") from None
+    from numalign.adapters.textfiles import load_document
+
+    data = load_document(path, "the device list", "a YAML list of devices like '- {id: gpu0, numa: 0}'")
     if isinstance(data, dict) and "devices" in data:
         data = data["devices"]
     if not isinstance(data, list):

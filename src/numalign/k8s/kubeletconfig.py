@@ -21,9 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
-import yaml
-
 from numalign.errors import ConfigError, InvalidInputError
+from numalign.k8s.documents import parse_documents
 from numalign.k8s.quantity import Quantity, QuantityFormat
 from numalign.k8s.resources import (
     RESOURCE_CPU,
@@ -32,7 +31,6 @@ from numalign.k8s.resources import (
     RESOURCE_PIDS,
     is_hugepage_resource_name,
 )
-from numalign.k8s.textfiles import syntax_error_message
 
 API_VERSION: Final = "kubelet.config.k8s.io/v1beta1"
 KIND: Final = "KubeletConfiguration"
@@ -475,10 +473,7 @@ def parse_resource_list(values: Mapping[str, str], flag: str) -> dict[str, Quant
 
 def load_yaml_mapping(text: str, source: str) -> Mapping[str, Any]:
     """Decode one YAML/JSON document into a mapping, with ConfigError naming the source."""
-    try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        raise ConfigError(syntax_error_message(exc, source, EXPECTED_CONFIG)) from None
+    docs = [d for d in parse_documents(text, source, EXPECTED_CONFIG, ConfigError) if d is not None]
     if len(docs) != 1 or not isinstance(docs[0], Mapping):
         raise ConfigError(
             f"{source}: expected one KubeletConfiguration mapping (apiVersion: {API_VERSION}, kind: {KIND}), "

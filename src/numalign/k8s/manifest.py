@@ -18,20 +18,17 @@ stable from run to run. A workload template becomes a pod named "<workload>-0" (
 expand_replicas, "<workload>-0" … "<workload>-<n-1>" for spec.replicas / spec.parallelism).
 
 Every error is an InvalidInputError naming the file, the document (1-based) and the field path.
+Pure: reading manifest files is adapters.textfiles.load_pods.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping
-from os import PathLike
-from pathlib import Path
 from typing import Any, Final
 
-import yaml
-
 from numalign.errors import InvalidInputError
+from numalign.k8s.documents import parse_documents
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.qos import QOSClass
 from numalign.k8s.quantity import Quantity
@@ -48,9 +45,6 @@ from numalign.k8s.resources import (
     is_pod_level_resource,
     is_qualified_name,
 )
-from numalign.k8s.textfiles import read_text_file, syntax_error_message
-
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # A fixed namespace for derived pod uids; changing it would change every derived uid.
 POD_UID_NAMESPACE: Final = uuid.UUID("6f1d2a34-6b0e-5c1a-9e53-6e756d616c67")
@@ -88,17 +82,16 @@ def pod_uid(namespace: str, name: str) -> str:
 # ---- entry points ----------------------------------------------------------------------------------
 
 
-def load_pods(path: str | PathLike[str], *, expand_replicas: bool = False) -> list[Pod]:
-    """Read a manifest file. (The only function here that touches the file system.)"""
-    p = Path(path)
-    text = read_text_file(p, "the manifest", EXPECTED_MANIFEST)
-    return pods_from_yaml(text, str(p), expand_replicas=expand_replicas)
-
-
 def pods_from_yaml(text: str, source: str = "<input>", *, expand_replicas: bool = False) -> list[Pod]:
     """Pods from manifest text (YAML, multi-document YAML or JSON). `source` names it in errors."""
+    return pods_from_documents(parse_documents(text, source, EXPECTED_MANIFEST), source,
+                               expand_replicas=expand_replicas)
+
+
+def pods_from_documents(docs: list[Any], source: str, *, expand_replicas: bool = False) -> list[Pod]:
+    """Pods from decoded documents (k8s.documents.parse_documents); empty documents are skipped."""
     pods: list[Pod] = []
-    for index, doc in enumerate(_documents(text, source), start=1):
+    for index, doc in enumerate(docs, start=1):
         if doc is None:
             continue
         where = f"{source}: document {index}"
@@ -146,22 +139,6 @@ def pod_from_dict(obj: Mapping[str, Any], where: str = "pod") -> Pod:
     if qos:
         QOSClass.parse(qos, where=f"{where}: status.qosClass")
     return _build_pod(spec, "spec", where, name=name, namespace=namespace, uid=uid, qos=qos or None)
-
-
-# ---- documents -------------------------------------------------------------------------------------
-
-
-def _documents(text: str, source: str) -> list[Any]:
-    stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
-        try:
-            return [json.loads(text)]
-        except json.JSONDecodeError:
-            pass  # maybe YAML flow style; let the YAML parser report problems
-    try:
-        return list(yaml.load_all(text, Loader=_Loader))
-    except yaml.YAMLError as exc:
-        raise InvalidInputError(syntax_error_message(exc, source, EXPECTED_MANIFEST)) from None
 
 
 def _items(items: list[Any], where: str, path: str, expand_replicas: bool) -> list[Pod]:

@@ -143,20 +143,13 @@ def machine_to_text(m: Machine, fmt: str) -> str:
 
 def parse_machine_text(text: str, source: str) -> Any:
     """JSON or YAML text -> plain data (YAML is a superset of JSON, but JSON errors read better)."""
-    from numalign.k8s.textfiles import syntax_error_message
+    from numalign.k8s.documents import parse_documents
 
-    stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InvalidInputError(syntax_error_message(e, source, EXPECTED_FILE)) from None
-    import yaml
-
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise InvalidInputError(syntax_error_message(e, source, EXPECTED_FILE)) from None
+    docs = [d for d in parse_documents(text, source, EXPECTED_FILE) if d is not None]
+    if len(docs) > 1:
+        raise InvalidInputError(f"{source}: {len(docs)} YAML documents; expected one ({EXPECTED_FILE}); remove the "
+                                "extra '---' sections")
+    return docs[0] if docs else None
 
 
 # ---- field readers ------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from numalign.cli.kubeletflags import add_kubelet_flags, config_from_args
 from numalign.errors import ConfigError, InvalidInputError
 from numalign.k8s.kubeletconfig import (
     DEFAULT_EVICTION_HARD,
@@ -17,7 +18,6 @@ from numalign.k8s.kubeletconfig import (
     parse_go_cpuset,
 )
 from numalign.k8s.kubeletconfig_read import parse_go_bool, parse_go_duration
-from numalign.k8s.kubeletflags import add_kubelet_flags, config_from_args
 from numalign.k8s.quantity import Quantity
 
 Q = Quantity.parse

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from numalign.adapters.textfiles import load_pods
 from numalign.errors import InvalidInputError
-from numalign.k8s.manifest import load_pods, pod_from_dict, pod_uid, pods_from_object, pods_from_yaml
+from numalign.k8s.manifest import pod_from_dict, pod_uid, pods_from_object, pods_from_yaml
 from numalign.k8s.qos import QOSClass, get_pod_qos
 from numalign.k8s.quantity import Quantity
 from numalign.k8s.requests import pod_requests

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from numalign.cli.main import EXIT_ERROR, main
+from numalign.cli.main import main
+from numalign.cli.output import EXIT_INVALID
 from numalign.machine.examples import example, example_names
 from numalign.machine.fileformat import machine_from_dict
 
@@ -47,13 +48,13 @@ def test_this_machine_and_a_sysfs_root(capsys: pytest.CaptureFixture[str], tmp_p
     assert capsys.readouterr().out.startswith("machine ")
     assert main(["discover", "--sysfs-root", "/", "-o", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["numa_nodes"]
-    assert main(["discover", "--sysfs-root", str(tmp_path)]) == EXIT_ERROR
+    assert main(["discover", "--sysfs-root", str(tmp_path)]) == EXIT_INVALID
     err = capsys.readouterr().err
     assert err.startswith("numalign discover: error: ") and "no sys/ directory inside" in err
 
 
 def test_bad_machine_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["discover", "--machine", "no-such-machine"]) == EXIT_ERROR
+    assert main(["discover", "--machine", "no-such-machine"]) == EXIT_INVALID
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a built-in machine" in err
 

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+from numalign.adapters.textfiles import read_text_file
 from numalign.errors import ConfigError
 from numalign.k8s.kubeletconfig import (
     EXPECTED_CONFIG,
@@ -22,7 +23,6 @@ from numalign.k8s.kubeletconfig import (
     load_yaml_mapping,
 )
 from numalign.k8s.kubeletconfig_read import KUBELET_FLAGS, unknown_field_warnings, unknown_gate_warnings
-from numalign.k8s.textfiles import read_text_file
 
 CONFIG_DEST: Final = "kubelet_config"
 FLAGS_DEST: Final = "kubelet_flags"

@@ -1,0 +1,91 @@
+"""Reading the files users name on the command line (manifests, KubeletConfiguration, machine, cluster,
+sweep, mix, device and dump files), or standard input for `-`.
+
+`load_documents` is the one loading path for YAML/JSON: read here, parse in k8s.documents. Every failure
+names the file, what it was read as, what was expected and the fix, so the CLI never shows a traceback or
+PyYAML's `in "<unicode string>"` text.
+"""
+
+from __future__ import annotations
+
+import errno
+import sys
+from os import PathLike
+from pathlib import Path
+from typing import Any, Final
+
+from numalign.errors import InvalidInputError
+from numalign.k8s.documents import parse_documents
+from numalign.k8s.manifest import EXPECTED_MANIFEST, pods_from_documents
+from numalign.k8s.pod import Pod
+
+STDIN: Final = "-"
+
+# errno -> how to fix it; the OS text (strerror) says what happened.
+_FIXES: Final = {
+    errno.ENOENT: "check the path",
+    errno.EISDIR: "pass the file itself, not a directory",
+    errno.ENOTDIR: "a part of the path is a file, not a directory; check the path",
+    errno.EACCES: "make it readable by this user (chmod/chown) or run as a user who can read it",
+    errno.EPERM: "make it readable by this user (chmod/chown) or run as a user who can read it",
+}
+
+
+def source_name(path: str | PathLike[str]) -> str:
+    """How a file is named in messages: its path, or <stdin> for `-`."""
+    return "<stdin>" if str(path) == STDIN else str(path)
+
+
+def read_text_file(
+    path: str | PathLike[str],
+    what: str,
+    expected: str,
+    error: type[InvalidInputError] = InvalidInputError,
+) -> str:
+    """The UTF-8 text of `path` (standard input for `-`). Any failure raises `error`:
+    "PATH: cannot read WHAT: <reason>; expected EXPECTED; <fix>"."""
+    p = Path(path)
+    name = source_name(path)
+    try:
+        if str(path) == STDIN:
+            return sys.stdin.buffer.read().decode("utf-8")
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"{name}: cannot read {what}: not UTF-8 text ({exc.reason} at byte {exc.start}); expected UTF-8 text "
+            f"({expected}); convert it (e.g. iconv -t UTF-8) or pass the right file"
+        ) from None
+    except OSError as exc:
+        fix = _FIXES.get(exc.errno or 0, "check the path and its permissions")
+        raise error(f"{name}: cannot read {what}: {exc.strerror or exc}; expected {expected}; {fix}") from None
+
+
+def load_documents(
+    path: str | PathLike[str],
+    what: str,
+    expected: str,
+    error: type[InvalidInputError] = InvalidInputError,
+) -> list[Any]:
+    """Every YAML/JSON document of a file (or stdin for `-`), empty ones as None."""
+    return parse_documents(read_text_file(path, what, expected, error), source_name(path), expected, error)
+
+
+def load_document(
+    path: str | PathLike[str],
+    what: str,
+    expected: str,
+    error: type[InvalidInputError] = InvalidInputError,
+) -> Any:
+    """The one document of a file (None when it is empty); several documents are an error, as a file of
+    one object written twice by mistake should not silently lose its second half."""
+    docs = [d for d in load_documents(path, what, expected, error) if d is not None]
+    if len(docs) > 1:
+        raise error(f"{source_name(path)}: {len(docs)} YAML documents; expected one ({expected}); "
+                    "remove the extra '---' sections or split the file")
+    return docs[0] if docs else None
+
+
+def load_pods(path: str | PathLike[str], *, expand_replicas: bool = False) -> list[Pod]:
+    """The pods of a manifest file (or stdin for `-`), as k8s.manifest reads them."""
+    docs = load_documents(path, "the manifest", EXPECTED_MANIFEST)
+    return pods_from_documents(docs, source_name(path), expand_replicas=expand_replicas)

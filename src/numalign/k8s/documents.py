@@ -1,0 +1,56 @@
+"""YAML/JSON text -> documents: the one parser behind every file numalign reads (manifests, the
+KubeletConfiguration, machine, cluster, sweep, mix and device files), and the one way a syntax error
+is worded. Pure: text in, data out; adapters.textfiles reads the files (or stdin) and calls it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from numalign.errors import InvalidInputError
+
+# libyaml's C loader when PyYAML was built with it (several times faster on large manifests).
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def parse_documents(
+    text: str, source: str, expected: str, error: type[InvalidInputError] = InvalidInputError
+) -> list[Any]:
+    """Every document of `text` in order, empty ones as None (so "document N" counts as an editor
+    does). Text that looks like JSON is read as JSON first; YAML (a superset) reads the rest. A syntax
+    error raises `error` worded by syntax_error_message; JSON-looking text that neither parser takes
+    gets the JSON parser's complaint, which points at the real mistake."""
+    json_error: json.JSONDecodeError | None = None
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            return [json.loads(text)]
+        except json.JSONDecodeError as exc:
+            json_error = exc  # maybe YAML flow style, which JSON does not take
+    try:
+        return list(yaml.load_all(text, Loader=_Loader))
+    except yaml.YAMLError:
+        pass
+    try:
+        # Parsed again by the pure-Python loader only to word the error: libyaml's marks and phrases
+        # differ from PyYAML's, and the messages stay the same whichever PyYAML build is installed.
+        return list(yaml.load_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        raise error(syntax_error_message(json_error or exc, source, expected)) from None
+
+
+def syntax_error_message(exc: yaml.YAMLError | json.JSONDecodeError, source: str, expected: str) -> str:
+    """"SOURCE: line L, column C: <problem>; expected EXPECTED; fix the syntax ..." for a PyYAML or
+    json error (1-based line and column, as editors count)."""
+    fix = "fix the syntax (indentation, quoting, ':' after keys) and try again"
+    if isinstance(exc, json.JSONDecodeError):
+        at = f"line {exc.lineno}, column {exc.colno}"
+        return f"{source}: {at}: {exc.msg} (not valid JSON); expected {expected}; {fix}"
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    mark = getattr(exc, "problem_mark", None)
+    at = f" line {mark.line + 1}, column {mark.column + 1}:" if mark is not None else ""
+    context = getattr(exc, "context", None)
+    where_context = f" ({context})" if context else ""
+    return f"{source}:{at} {problem}{where_context} (not valid YAML or JSON); expected {expected}; {fix}"
