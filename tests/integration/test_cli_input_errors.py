@@ -1,5 +1,5 @@
 """What a new user sees for wrong files and values: one line naming what, where, what was expected and
-the fix, exit code 3, never a traceback (numalign.cli.main.main in-process, with capsys)."""
+the fix, exit code 2 (invalid input), never a traceback (numalign.cli.main.main in-process, with capsys)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from numalign.cli.main import EXIT_ERROR, main
+from numalign.cli.main import main
+from numalign.cli.output import EXIT_ERROR, EXIT_INVALID
 from numalign.machine.examples import EXAMPLES
 
 POD = (
@@ -44,11 +45,11 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return out
 
 
-def error_of(capsys: pytest.CaptureFixture[str], *args: str) -> str:
-    """Run the CLI; it must fail with EXIT_ERROR and exactly one line on stderr."""
+def error_of(capsys: pytest.CaptureFixture[str], *args: str, status: int = EXIT_INVALID) -> str:
+    """Run the CLI; it must fail with `status` and exactly one line on stderr."""
     code = main(list(args))
     err = capsys.readouterr().err
-    assert code == EXIT_ERROR, err
+    assert code == status, err
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"numalign {args[0]}: error: "), err
     assert "Traceback" not in err and '"<unicode string>"' not in err
@@ -249,12 +250,13 @@ def test_state_path_of_the_wrong_kind(capsys: pytest.CaptureFixture[str], files:
                                       tmp_path: Path) -> None:
     a_file = tmp_path / "state-file"
     a_file.write_text("")
-    msg = error_of(capsys, "admit", str(files["pod"]), "--state-dir", str(a_file))
+    # A state-file error (CheckpointError, as the kubelet's own), not a flag error: exit 3.
+    msg = error_of(capsys, "admit", str(files["pod"]), "--state-dir", str(a_file), status=EXIT_ERROR)
     assert f"{a_file} is a file; expected a directory holding cpu_manager_state" in msg
     assert "permissions" not in msg
     state = tmp_path / "state"
     (state / "cpu_manager_state").mkdir(parents=True)
-    msg = error_of(capsys, "admit", str(files["pod"]), "--state-dir", str(state))
+    msg = error_of(capsys, "admit", str(files["pod"]), "--state-dir", str(state), status=EXIT_ERROR)
     assert f"{state / 'cpu_manager_state'} is a directory; expected the kubelet state file" in msg
     assert "permissions" not in msg
 

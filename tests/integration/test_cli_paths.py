@@ -9,6 +9,7 @@ import pytest
 from integration.test_cli_input_errors import error_of
 
 from numalign.cli.main import main
+from numalign.cli.output import EXIT_ERROR
 
 
 @pytest.fixture
@@ -67,7 +68,7 @@ def test_any_oserror_of_a_command_is_one_line(capsys: pytest.CaptureFixture[str]
         raise PermissionError(13, "Permission denied", "/var/lib/kubelet/cpu_manager_state")
 
     monkeypatch.setattr(replay, "run", refuse)
-    msg = error_of(capsys, "replay", "x.jsonl")
+    msg = error_of(capsys, "replay", "x.jsonl", status=EXIT_ERROR)  # the file system refused: not bad input
     assert msg == ("numalign replay: error: /var/lib/kubelet/cpu_manager_state: Permission denied; "
                    "check the path and its permissions")
     with pytest.raises(PermissionError):

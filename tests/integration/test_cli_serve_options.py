@@ -11,7 +11,8 @@ import pytest
 
 import numalign.adapters.sysfs as sysfs
 import numalign.agent as agent_pkg
-from numalign.cli.main import EXIT_ERROR, main
+from numalign.cli.main import main
+from numalign.cli.output import EXIT_ERROR, EXIT_INVALID
 from numalign.errors import DiscoveryError, InvalidInputError, NumalignError
 from numalign.machine.examples import example
 
@@ -64,7 +65,7 @@ def test_discovery_failure_says_to_pass_machine(monkeypatch: pytest.MonkeyPatch,
         raise DiscoveryError("/sys/devices/system/cpu: no cpuN directories")
 
     monkeypatch.setattr(sysfs, "discover_sysfs", fail)
-    assert main(_serve(tmp_path)) == EXIT_ERROR
+    assert main(_serve(tmp_path)) == EXIT_INVALID  # the fix is an option: --machine
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and not recorded
     assert err.startswith("numalign serve: error: cannot read this host's topology from /sys "
@@ -83,7 +84,7 @@ def test_manifests_that_is_a_file_is_refused(capsys: pytest.CaptureFixture[str],
                                              tmp_path: Path) -> None:
     pod = tmp_path / "pod.yaml"
     pod.write_text("kind: Pod\n")
-    assert main(_serve(tmp_path, "--machine", "dual-socket", "--manifests", str(pod))) == EXIT_ERROR
+    assert main(_serve(tmp_path, "--machine", "dual-socket", "--manifests", str(pod))) == EXIT_INVALID
     err = capsys.readouterr().err
     assert err == (f"numalign serve: error: --manifests {pod}: is a file, not a directory; expected the static-pod "
                    "manifest directory (every *.yaml, *.yml, *.json in it is a pod); pass the directory that "

@@ -71,14 +71,20 @@ def test_serve_process_stops_cleanly_on_sigterm_and_pods_lists_the_result(
     assert listed["allocations"]["main"]["devices"][GPU] == entry["allocations"]["main"]["devices"][GPU]
     assert main(["pods", "--state-dir", str(layout.state)]) == 0
     out = capsys.readouterr().out
-    assert "ml/train-worker-1  admitted" in out and f"{GPU} {dev}" in out
-    assert "memory 4Gi on NUMA " in out  # sizes as quantities, as `numalign admit` prints them
+    header, row = (line.split() for line in out.splitlines()[:2])
+    assert header == ["NAMESPACE", "NAME", "STATUS", "CPUS", "MEMORY", "DEVICES"]
+    assert row[:3] == ["ml", "train-worker-1", "admitted"] and row[5] == f"{GPU}=1"
+    assert row[4].startswith("4Gi@")  # pinned memory as a quantity, @ its NUMA node
+    assert main(["pods", "--state-dir", str(layout.state), "-o", "wide"]) == 0
+    wide = capsys.readouterr().out
+    assert wide.split()[:10] == [*header, "CONTAINERS", "HUGEPAGES", "DEVICE-IDS", "FILE"]
+    assert f"{GPU} {dev}" in wide and "memory 4Gi on NUMA " in wide  # per container, as `admit` prints it
     # The plugin was stopped with the agent: its devices were healthy then; the agent is gone now.
     assert f"resource {GPU}: " in out and "plugin" in out
     assert (layout.state / "numalign_status.json").stat().st_mode & 0o777 == 0o600
 
 
 def test_pods_without_a_status_file_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["pods", "--state-dir", str(tmp_path)]) == 3
+    assert main(["pods", "--state-dir", str(tmp_path)]) == 2  # invalid input: no agent's state there
     err = capsys.readouterr().err
     assert "numalign_status.json does not exist" in err and "--state-dir" in err

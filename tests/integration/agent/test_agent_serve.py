@@ -195,7 +195,7 @@ def test_allocate_answers_and_prestart_are_recorded_per_container(
         }
         assert entry["container_errors"] == {}
         capsys.readouterr()
-        assert main(["pods", "--state-dir", str(layout.state)]) == 0
+        assert main(["pods", "--state-dir", str(layout.state), "-o", "wide"]) == 0
         out = capsys.readouterr().out
         assert f"env GPU_IDS={dev}" in out and "mount /opt/gpu/lib -> /usr/lib/gpu (read-only)" in out
         assert f"device /dev/{dev} -> /dev/{dev} (rw)" in out and "annotations example.com/gpu=yes" in out

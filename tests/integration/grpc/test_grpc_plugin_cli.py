@@ -108,14 +108,14 @@ def test_grpc_cli_plugin_bad_input_is_an_error_not_a_traceback(sock_dir: Path) -
          "--device-plugin-dir", str(sock_dir)],
         capture_output=True, text=True, timeout=20,
     )  # fmt: skip
-    assert res.returncode == 3
+    assert res.returncode == 2  # invalid input
     assert "numa must be a NUMA node id >= 0" in res.stderr
     assert "Traceback" not in res.stderr
     res = subprocess.run(
         [sys.executable, "-m", "numalign.cli.main", "plugin", "--resource", "gpu", "--devices", str(bad)],
         capture_output=True, text=True, timeout=20,
     )  # fmt: skip
-    assert res.returncode == 3
+    assert res.returncode == 2  # invalid input
     assert "Traceback" not in res.stderr
 
 
