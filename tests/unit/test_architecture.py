@@ -11,7 +11,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "numalign"
 FORBIDDEN = {
     "core": ("numalign.k8s", "numalign.machine", "numalign.providers", "numalign.state", "numalign.adapters",
              "numalign.cli", "numalign.manager", "numalign.node", "numalign.agent", "numalign.sim"),
-    "k8s": ("numalign.providers", "numalign.adapters", "numalign.cli", "numalign.node", "numalign.agent"),
+    "k8s": ("numalign.providers", "numalign.adapters", "numalign.cli", "numalign.node", "numalign.agent",
+            "argparse", "io", "logging", "os", "pathlib", "sys"),  # pure: no flags, files, printing or logs
     "machine": ("numalign.providers", "numalign.adapters", "numalign.cli", "numalign.node", "numalign.agent"),
     "admission": ("numalign.providers", "numalign.adapters", "numalign.cli", "numalign.node", "numalign.agent",
                   "numalign.manager", "numalign.cluster"),

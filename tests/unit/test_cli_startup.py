@@ -33,3 +33,19 @@ def test_every_command_is_registered() -> None:
     help_text = build_parser().format_help()
     for name in COMMANDS:
         assert name in help_text
+
+
+def test_admit_does_not_import_prometheus_client() -> None:
+    """Metrics are rendered only where they are served (the agent's /metrics): an admission updates the
+    plain store in numalign.metrics and never pays for prometheus_client's import."""
+    code = (
+        "import contextlib, io, json, sys\n"
+        "from numalign.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert main(['admit']) == 0\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    loaded = json.loads(out)
+    assert "numalign.node" in loaded and "numalign.metrics" in loaded  # it did admit, through the metric store
+    assert [m for m in loaded if m == "prometheus_client" or m.startswith("prometheus_client.")] == []

@@ -12,6 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from numalign.cli.output import (
     EXIT_CODES_HELP,
@@ -84,7 +85,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_INVALID
     module = importlib.import_module(f"numalign.cli.{COMMANDS[args.command]}")
-    configure_logging(args, args.command, getattr(module, "LONG_RUNNING", False))
+    restore_logging = configure_logging(args, args.command, getattr(module, "LONG_RUNNING", False))
+    try:
+        return _run(module, args)
+    finally:
+        restore_logging()
+
+
+def _run(module: Any, args: argparse.Namespace) -> int:
+    """The command's exit status: its own, or the one its error maps to (the table in EXIT_CODES_HELP)."""
     try:
         code: int = module.run(args)
     except (InvalidInputError, DiscoveryError) as e:

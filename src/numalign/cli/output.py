@@ -11,6 +11,7 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Callable
 from typing import Any, Final, TextIO
 
 # ---- exit codes: the table in `numalign --help` and the README -------------------------------------------
@@ -77,7 +78,6 @@ def emit_event(obj: dict[str, Any], fmt: str, text: str) -> None:
 
 LOG_FORMATS: Final = ("text", "json")
 DEBUG_V: Final = 4  # Kubernetes' logging conventions: V(4) is debug-level verbosity
-_HANDLER_MARK: Final = "_numalign_cli_handler"
 # Attributes every LogRecord has; anything else came from `extra=` and is a key/value of the line.
 _RECORD_ATTRS: Final = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
@@ -160,9 +160,25 @@ class _CommandFormatter(logging.Formatter):
         return text
 
 
-def configure_logging(args: argparse.Namespace, command: str, long_running: bool) -> None:
-    """Install the one stderr handler of this process on the root logger (replacing an earlier one, so
-    calling main() twice in a process does not print twice)."""
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to the sys.stderr of the moment (as logging's lastResort does), so a replaced stderr (a test's
+    capture, a redirect) is followed rather than a closed one written to."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:
+        pass
+
+
+def configure_logging(args: argparse.Namespace, command: str, long_running: bool) -> Callable[[], None]:
+    """Install the one stderr handler of this command on the root logger; the returned function puts the
+    root logger back as it was, so main() called in-process (tests, embedding) leaves nothing behind."""
     verbosity: int = getattr(args, "verbosity", 0)
     fmt: str = getattr(args, "log_format", "text")
     min_level = logging.NOTSET
@@ -172,10 +188,8 @@ def configure_logging(args: argparse.Namespace, command: str, long_running: bool
         verbosity = max(verbosity, DEBUG_V) if legacy == "DEBUG" else verbosity
         min_level = logging.getLevelName(legacy) if legacy in ("WARNING", "ERROR") else logging.NOTSET
     root = logging.getLogger()
-    for h in [h for h in root.handlers if getattr(h, _HANDLER_MARK, False)]:
-        root.removeHandler(h)
-    handler = logging.StreamHandler(sys.stderr)
-    setattr(handler, _HANDLER_MARK, True)
+    previous_level = root.level
+    handler = _StderrHandler()
     handler.addFilter(_VerbosityFilter(verbosity, long_running, min_level))
     if fmt == "json":
         handler.setFormatter(JSONFormatter())
@@ -197,3 +211,9 @@ def configure_logging(args: argparse.Namespace, command: str, long_running: bool
     if legacy is not None:
         logging.getLogger("numalign.cli").warning(
             "flag --log-level has been deprecated, use -v N instead (-v 4 for DEBUG)")
+
+    def restore() -> None:
+        root.removeHandler(handler)
+        root.setLevel(previous_level)
+
+    return restore
