@@ -3,6 +3,7 @@ invalid input, -v and --log-format json (numalign.cli.main.main in-process, with
 
 from __future__ import annotations
 
+import io
 import json
 import select
 import shutil
@@ -114,6 +115,16 @@ def test_admit_exit_code_says_whether_every_pod_fits(tmp_path: Path, capsys: pyt
     # Without --exit-code a rejection is an answer, not a failure (as before).
     assert main(["admit", str(fits), str(too_big)]) == EXIT_OK
     assert main(["admit", str(too_big), "--exit-code", "-o", "yaml"]) == EXIT_CHECK_FAILED
+
+
+def test_admit_reads_manifests_from_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((FITS + "---\n" + TOO_BIG).encode())))
+    assert main(["admit", "-", "--exit-code", "-o", "json"]) == EXIT_CHECK_FAILED
+    pods = json.loads(capsys.readouterr().out)["pods"]
+    assert [(p["pod"], p["result"]["admit"]) for p in pods] == [("default/small", True), ("default/huge", False)]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"kind: Pod\nmetadata: [1\n")))
+    assert main(["admit", "-"]) == EXIT_INVALID
+    assert capsys.readouterr().err.startswith("numalign admit: error: <stdin>: line 3, column 1: ")
 
 
 def test_invalid_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -25,7 +25,8 @@ def register(sub: Any) -> None:
         "example pods. Without --config: the built-in example kubelet configuration, which kubelet flags "
         "override field by field.",
     )
-    p.add_argument("pods", nargs="*", metavar="POD.yaml", help="Pod manifests (YAML/JSON, Lists, workloads)")
+    p.add_argument("pods", nargs="*", metavar="POD.yaml",
+                   help="Pod manifests (YAML/JSON, Lists, workloads); - reads standard input")
     p.add_argument("--machine", metavar="FILE|NAME", help="machine file, sysfs dump, cadvisor JSON or a "
                    "built-in name (default: dual-socket)")
     p.add_argument("--state-dir", metavar="DIR", type=Path,
