@@ -1,13 +1,13 @@
 """Replay of recorded scenarios (the ../shared/oracle vector format).
 
 Each line is `{"scenario": {...}, "result": {...}}` or a bare scenario. The scenario's `kind` picks
-the handler; handlers are pure functions scenario -> result, registered by dotted path so that the
-CLI does not import every provider to replay one kind.
+the handler; handlers are pure functions scenario -> result, one module per kind beside this one
+(replay_merge, replay_cpu, replay_devices, replay_memory). Each is imported by the loader of its
+kind, so the CLI imports only the providers the file's kinds need.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -17,14 +17,52 @@ from numalign.errors import InvalidInputError
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
-# kind -> "module:function". Merge scenarios are kind "realistic" / "adversarial" (or absent).
-HANDLERS: dict[str, str] = {
-    "merge": "numalign.core.replay_merge:replay_merge",
-    "cpu_hints": "numalign.providers.cpu.replay:replay_cpu_hints",
-    "cpu_take": "numalign.providers.cpu.replay:replay_cpu_take",
-    "device_hints": "numalign.providers.devices.replay:replay_device_hints",
-    "memory_hints": "numalign.providers.memory.replay:replay_memory_hints",
-    "memory_allocate": "numalign.providers.memory.replay:replay_memory_allocate",
+
+
+def _merge() -> Handler:
+    from numalign.sim.replay_merge import replay_merge
+
+    return replay_merge
+
+
+def _cpu_hints() -> Handler:
+    from numalign.sim.replay_cpu import replay_cpu_hints
+
+    return replay_cpu_hints
+
+
+def _cpu_take() -> Handler:
+    from numalign.sim.replay_cpu import replay_cpu_take
+
+    return replay_cpu_take
+
+
+def _device_hints() -> Handler:
+    from numalign.sim.replay_devices import replay_device_hints
+
+    return replay_device_hints
+
+
+def _memory_hints() -> Handler:
+    from numalign.sim.replay_memory import replay_memory_hints
+
+    return replay_memory_hints
+
+
+def _memory_allocate() -> Handler:
+    from numalign.sim.replay_memory import replay_memory_allocate
+
+    return replay_memory_allocate
+
+
+# kind -> the loader of its handler. Merge scenarios are kind "realistic" / "adversarial" (or absent).
+HANDLERS: dict[str, Callable[[], Handler]] = {
+    "merge": _merge,
+    "cpu_hints": _cpu_hints,
+    "cpu_take": _cpu_take,
+    "device_hints": _device_hints,
+    "memory_hints": _memory_hints,
+    "memory_allocate": _memory_allocate,
 }
 MERGE_KINDS = {"realistic", "adversarial", "merge"}
 # Result keys that describe how the vector was produced or how to fix it, not what was decided.
@@ -33,13 +71,11 @@ IGNORED_RESULT_KEYS = {"deterministic", "fix"}
 
 def handler_for(kind: str) -> Handler:
     key = "merge" if kind in MERGE_KINDS else kind
-    target = HANDLERS.get(key)
-    if target is None:
+    load = HANDLERS.get(key)
+    if load is None:
         known = ", ".join(sorted(set(HANDLERS) | MERGE_KINDS))
         raise InvalidInputError(f"unknown scenario kind {kind!r}; expected one of: {known}")
-    mod_name, func_name = target.split(":")
-    fn: Handler = getattr(importlib.import_module(mod_name), func_name)
-    return fn
+    return load()
 
 
 @dataclass

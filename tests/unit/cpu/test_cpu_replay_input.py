@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from numalign.errors import InvalidInputError
-from numalign.providers.cpu.replay import replay_cpu_hints, replay_cpu_take
+from numalign.sim.replay_cpu import replay_cpu_hints, replay_cpu_take
 
 MACHINE = {"cpus": [{"id": c, "socket": c % 2, "numa": c % 2, "core": c % 6, "uncore": c % 2} for c in range(12)]}
 
