@@ -30,7 +30,7 @@ from numalign.k8s.pod import Container, Pod  # noqa: E402
 from numalign.k8s.quantity import Quantity  # noqa: E402
 from numalign.machine.examples import example  # noqa: E402
 from numalign.node import Node  # noqa: E402
-from numalign.providers.hint_sources import implicit_threshold, set_implicit_threshold  # noqa: E402
+from numalign.providers.implicit import DEFAULT_IMPLICIT_FROM_NODES  # noqa: E402
 
 # The kubelet configuration of every admission benchmark: static CPU manager, Static memory manager,
 # the given Topology Manager policy in container scope, the NUMA-count limit raised to 64.
@@ -130,13 +130,9 @@ def bench_admission(quick: bool) -> None:
         if nodes > 8:  # upstream's lists have 2^N - 1 masks: 65,535 at 16 nodes, 2^64 at 64
             print(f"{name:>10} {nodes:>5} {fmt_ms(fast)} {'(infeasible)':>13} {'':>10}")
             continue
-        old = set_implicit_threshold(NEVER)
-        try:
-            ref = admit_median(Node(machine, config), make, budget)
-        finally:
-            set_implicit_threshold(old)
+        ref = admit_median(Node(machine, config, implicit_from_nodes=NEVER), make, budget)
         print(f"{name:>10} {nodes:>5} {fmt_ms(fast)} {fmt_ms(ref)} {ref / fast:>9.1f}x")
-    print(f"(implicit hints from {implicit_threshold()} NUMA nodes up; below that upstream's lists are cheaper)")
+    print(f"(implicit hints from {DEFAULT_IMPLICIT_FROM_NODES} NUMA nodes up; below that upstream's lists are cheaper)")
 
 
 def pod_mix(cycle: int) -> list[Pod]:

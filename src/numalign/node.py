@@ -39,6 +39,7 @@ from numalign.providers.cpu.state import CPUManagerState
 from numalign.providers.cpu.topology import CPUTopology
 from numalign.providers.devices.endpoint import Device
 from numalign.providers.devices.manager import DeviceManager
+from numalign.providers.implicit import DEFAULT_IMPLICIT_FROM_NODES
 from numalign.providers.memory.manager import new_memory_manager
 from numalign.providers.memory.reserved import MemoryReservation
 
@@ -92,7 +93,10 @@ class Node:
         metrics: m.Metrics | None = None,
         static_devices: bool = True,
         node_conditions: Sequence[NodeCondition] = (),
+        implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
     ) -> None:
+        # implicit_from_nodes: the NUMA-node count from which providers describe hints implicitly
+        # (providers/implicit).
         # The kubelet validates its configuration before it builds any manager; a library caller gets
         # the same refusal (and the CLI, which validated already, no second pass).
         config.validate()
@@ -127,6 +131,7 @@ class Node:
             topology_manager_policy=config.topology_manager_policy,
             affinity=self.tm,
             shared_cpus=machine.online_cpus(),
+            implicit_from_nodes=implicit_from_nodes,
         )
         self.memory = new_memory_manager(
             config.memory_manager_policy,
@@ -134,8 +139,9 @@ class Node:
             reservation,
             [MemoryReservation(r.numa_node, dict(r.limits)) for r in config.reserved_memory],
             affinity=self.tm,
+            implicit_from_nodes=implicit_from_nodes,
         )
-        self.devices = DeviceManager(machine.numa_ids(), self.tm)
+        self.devices = DeviceManager(machine.numa_ids(), self.tm, implicit_from_nodes=implicit_from_nodes)
         self.static_devices = static_devices
         if static_devices:
             self._register_static_plugins()

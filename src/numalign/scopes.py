@@ -9,16 +9,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
 
 from numalign import metrics as m
 from numalign.core.decision import AdmitResult, ContainerDecision, ProviderRecord, explain
-from numalign.core.hint import ProviderHints, TopologyHint
-from numalign.core.implicit import ImplicitHints
-from numalign.core.implicit_merge import ProviderSources
-from numalign.core.implicit_policy import merge_implicit
+from numalign.core.hint import TopologyHint
+from numalign.core.implicit.hints import ProviderAnswer
 from numalign.core.policies import Policy, PolicyName, is_alignment_guaranteed
-from numalign.errors import AllocationError
+from numalign.errors import AllocationError, ConfigError
 from numalign.k8s.pod import Container, Pod
 from numalign.providers.base import HintProvider
 
@@ -98,38 +95,25 @@ class Scope:
                 return AdmitResult.from_allocation_error(e.reason, str(e))
         return None
 
-    def _merge(self, container_name: str, hints: Sequence[ProviderSources]) -> ContainerDecision:
+    def _merge(self, container_name: str, hints: Sequence[ProviderAnswer]) -> ContainerDecision:
         names = self._provider_names()
         records = tuple(ProviderRecord(n, h) for n, h in zip(names, hints, strict=True))
-        explicit = _explicit_only(hints)
-        if explicit is not None:
-            res = self.policy.merge(explicit)
-            why = explain(self.policy.name, names, res.lists, hints, res.hint, res.admit)
-            return ContainerDecision(container_name, records, res.hint, res.admit, why)
-        # Some provider described its hints implicitly (a machine with many NUMA nodes): the implicit
-        # merge decides exactly as the policy's merge over the listed hints would.
-        # every merging policy (best-effort, restricted, single-numa-node) has numa and opts
-        pol = cast(Any, self.policy)
-        opts = getattr(pol, "opts", None)
-        fast = merge_implicit(
-            hints, pol.numa, str(self.policy.name),
-            bool(opts is not None and opts.prefer_closest_numa),
-        )
-        why = explain(self.policy.name, names, fast.lists, hints, fast.hint, fast.admit)
-        return ContainerDecision(container_name, records, fast.hint, fast.admit, why, considered=fast.considered)
+        res = self.policy.merge(hints)
+        why = explain(self.policy.name, names, res.lists, hints, res.hint, res.admit)
+        return ContainerDecision(container_name, records, res.hint, res.admit, why, considered=res.considered)
 
-    def _provider_answers(self, pod: Pod, container: Container | None) -> list[ProviderSources]:
+    def _provider_answers(self, pod: Pod, container: Container | None) -> list[ProviderAnswer]:
         """Every provider's answer; implicit lists from providers that can give them."""
-        out: list[ProviderSources] = []
+        out: list[ProviderAnswer] = []
         for p in self.providers:
             # a plain attribute test: isinstance against the runtime Protocol costs more than a
             # whole small merge, and this runs per provider per admission
             if container is None:
-                pod_sources = getattr(p, "pod_topology_hint_sources", None)
-                out.append(pod_sources(pod) if pod_sources is not None else p.get_pod_topology_hints(pod))
+                pod_implicit = getattr(p, "implicit_pod_topology_hints", None)
+                out.append(pod_implicit(pod) if pod_implicit is not None else p.get_pod_topology_hints(pod))
             else:
-                sources = getattr(p, "topology_hint_sources", None)
-                out.append(sources(pod, container) if sources is not None else p.get_topology_hints(pod, container))
+                implicit = getattr(p, "implicit_topology_hints", None)
+                out.append(implicit(pod, container) if implicit is not None else p.get_topology_hints(pod, container))
         return out
 
     def _count_alignment(self, ok: bool) -> None:
@@ -198,16 +182,6 @@ class PodScope(Scope):
         return ScopeOutcome(AdmitResult.admitted(), [d])
 
 
-def _explicit_only(hints: Sequence[ProviderSources]) -> list[ProviderHints] | None:
-    """The answers as upstream's explicit lists, or None when any list is implicit."""
-    out: list[ProviderHints] = []
-    for h in hints:
-        if h is not None and any(isinstance(v, ImplicitHints) for v in h.values()):
-            return None
-        out.append(cast(ProviderHints, h))
-    return out
-
-
 def _with_error(d: ContainerDecision, failed: AdmitResult, container: str | None = None) -> ContainerDecision:
     where = f"container {container}: " if container else ""
     return ContainerDecision(
@@ -217,8 +191,6 @@ def _with_error(d: ContainerDecision, failed: AdmitResult, container: str | None
 
 
 def make_scope(policy: Policy, scope_name: str, metrics: m.Metrics) -> Scope:
-    from numalign.errors import ConfigError
-
     if policy.name is PolicyName.NONE:
         return NoneScope(policy, metrics)
     if scope_name == "container":

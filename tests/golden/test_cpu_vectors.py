@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from numalign.providers.cpu.hint_space import CPUHintSpace
-from numalign.providers.cpu.replay import replay_cpu_hints, replay_cpu_take, topology_from_json
+from numalign.providers.implicit.cpu_queries import CPUHintQueries
+from numalign.sim.replay_cpu import replay_cpu_hints, replay_cpu_take, topology_from_json
 
 DATA = Path(__file__).parent / "data" / "provider_vectors_cpu.jsonl"
 
@@ -51,7 +51,7 @@ def test_hint_space_reproduces_every_cpu_hints_vector() -> None:
         if scenario["kind"] != "cpu_hints":
             continue
         topo = topology_from_json(scenario["machine"], scenario["id"])
-        space = CPUHintSpace(
+        space = CPUHintQueries(
             topo,
             scenario["available"],
             scenario["reusable"],

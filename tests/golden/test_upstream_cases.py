@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from support.reference_merge import ref_policy_merge
@@ -93,7 +93,8 @@ def test_max_of_min_affinity_counts(case: dict[str, Any]) -> None:
 @pytest.mark.parametrize("case", cases("filter_single_numa_hints"), ids=_ids("filter_single_numa_hints"))
 def test_filter_single_numa_hints(case: dict[str, Any]) -> None:
     lists = [FilteredList(0, None, tuple(TopologyHint.from_dict(h) for h in hs)) for hs in case["input"]]
-    got = [[h.to_dict() for h in f.hints] for f in filter_single_numa_hints(lists)]
+    # filter_single_numa_hints always lists (it keeps at most one hint per NUMA node)
+    got = [[h.to_dict() for h in cast(tuple[TopologyHint, ...], f.hints)] for f in filter_single_numa_hints(lists)]
     expected = [
         [{"mask": h["bits"], "preferred": h["preferred"]} for h in (hs or [])] for hs in (case["expected"] or [])
     ]

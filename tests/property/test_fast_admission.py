@@ -2,16 +2,13 @@
 
 Two Nodes on the same machine (dual-socket, epyc-nps4, or a small random one) and kubelet
 configuration see the same random sequence of admits and removals. One describes every provider's
-hints implicitly and merges them with merge_implicit (the threshold forced to 0 NUMA nodes); the
-other lists every mask with upstream's generators and merges with make_policy(...).merge (the
-threshold forced out of reach). Every verdict, merged hint, rejection reason, CPU set, memory block
-and device must be the same.
+hints implicitly (implicit_from_nodes=0); the other lists every mask with upstream's generators
+(implicit_from_nodes out of reach); both merge through Policy.merge.
+Every verdict, merged hint, rejection reason, CPU set, memory block and device must be the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -24,7 +21,6 @@ from numalign.k8s.quantity import Quantity
 from numalign.machine.examples import example
 from numalign.machine.topology import CPU, Device, Machine, NUMANode
 from numalign.node import Node
-from numalign.providers.hint_sources import set_implicit_threshold
 
 Q = Quantity.parse
 ALWAYS, NEVER = 0, 1 << 30
@@ -73,15 +69,6 @@ def small_machines(draw: st.DrawFn) -> Machine:
             where = draw(st.one_of(st.none(), st.integers(0, n_nodes - 1)))
             devices.append(Device(f"{res[:3]}{k}", res, None if where is None else (where,)))
     return Machine("random", tuple(nodes), tuple(sorted(cpus, key=lambda c: c.id)), tuple(devices))
-
-
-@contextmanager
-def implicit_threshold(nodes: int) -> Iterator[None]:
-    old = set_implicit_threshold(nodes)
-    try:
-        yield
-    finally:
-        set_implicit_threshold(old)
 
 
 def container(name: str, cpu: int, mem_gi: int, huge_mi: int, devices: dict[str, int], init: bool) -> Container:
@@ -134,26 +121,20 @@ def test_implicit_admission_equals_exhaustive(
     m = data.draw(small_machines(), label="machine") if name == "random" else machine(name)
     options = '"prefer-closest-numa-nodes": "true"' if closest and policy != "single-numa-node" else ""
     config = static_node_config(policy, scope, options)
-    with implicit_threshold(ALWAYS):
-        fast = Node(m, config)
-    with implicit_threshold(NEVER):
-        ref = Node(m, config)
+    fast = Node(m, config, implicit_from_nodes=ALWAYS)
+    ref = Node(m, config, implicit_from_nodes=NEVER)
     resources = sorted({d.resource for d in m.devices})
     admitted: list[str] = []
     for step in range(data.draw(st.integers(1, 12), label="steps")):
         if admitted and data.draw(st.integers(0, 3), label="remove?") == 0:
             uid = data.draw(st.sampled_from(admitted), label="remove")
             admitted.remove(uid)
-            with implicit_threshold(ALWAYS):
-                fast.remove(uid)
-            with implicit_threshold(NEVER):
-                ref.remove(uid)
+            fast.remove(uid)
+            ref.remove(uid)
             continue
         pod = data.draw(pods(resources, step), label="pod")
-        with implicit_threshold(ALWAYS):
-            got = fast.admit(pod)
-        with implicit_threshold(NEVER):
-            want = ref.admit(pod)
+        got = fast.admit(pod)
+        want = ref.admit(pod)
         assert outcome(fast, got) == outcome(ref, want), pod
         # the reference path lists every hint; the fast one described at least one list implicitly
         # whenever a provider had hints (the decision record stays JSON-able either way)
@@ -167,10 +148,9 @@ def test_fast_path_describes_hints_and_the_record_is_json() -> None:
     import json
 
     config = static_node_config("restricted")
-    with implicit_threshold(ALWAYS):
-        node = Node(machine("epyc-nps4"), config)
-        rec = node.admit(Pod(name="g", uid="u", containers=(
-            container("app", 4, 8, 0, {"nvidia.com/gpu": 1}, False),)))
+    node = Node(machine("epyc-nps4"), config, implicit_from_nodes=ALWAYS)
+    rec = node.admit(Pod(name="g", uid="u", containers=(
+        container("app", 4, 8, 0, {"nvidia.com/gpu": 1}, False),)))
     assert rec.result.admit
     doc = rec.to_dict()
     by_name = {p["provider"]: p for p in doc["decisions"][0]["providers"]}

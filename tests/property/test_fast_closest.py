@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numalign.core.bitmask import mask_of
-from numalign.core.implicit_closest import search_closest
+from numalign.core.implicit.closest import search_closest
 from numalign.core.numa import NUMAInfo
 
 

@@ -10,7 +10,7 @@ from support.strategies import numa_infos, provider_hint_sets
 
 from numalign.core.bitmask import iterate_bitmasks
 from numalign.core.hint import ProviderHints, TopologyHint
-from numalign.core.implicit_merge import ImplicitMerger
+from numalign.core.implicit.merge import ImplicitMerger
 from numalign.core.merge import (
     best_non_preferred,
     mask_fitter,

@@ -13,19 +13,18 @@ from collections.abc import Sequence
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.fast_strategies import CPUCase, DeviceCase, MemoryCase, cpu_cases, device_cases, memory_cases
+from support.reference_merge import policy_merge
 from support.strategies import hints_for
 
 from numalign.core.bitmask import iterate_bitmasks
 from numalign.core.hint import ProviderHints, TopologyHint
-from numalign.core.implicit import ImplicitHints
-from numalign.core.implicit_merge import ProviderSources
-from numalign.core.implicit_policy import merge_implicit
+from numalign.core.implicit.hints import ImplicitHints, ProviderAnswer
 from numalign.core.numa import NUMAInfo
 from numalign.core.policies import PolicyOptions, make_policy
 from numalign.providers.cpu.hints import generate_cpu_topology_hints
 from numalign.providers.devices.hints import generate_device_topology_hints
-from numalign.providers.fast_hints import (
-    HintSource,
+from numalign.providers.implicit import ListOrImplicit
+from numalign.providers.implicit.generators import (
     best_member_hint,
     cpu_topology_hints,
     device_topology_hints,
@@ -34,14 +33,14 @@ from numalign.providers.fast_hints import (
 from numalign.providers.memory.hints import calculate_hints, find_best_hint
 
 
-def pairs(src: HintSource, nodes: Sequence[int]) -> set[tuple[int | None, bool]]:
+def pairs(src: ListOrImplicit, nodes: Sequence[int]) -> set[tuple[int | None, bool]]:
     if isinstance(src, list):
         return {(h.mask, h.preferred) for h in src}
     out = {(m, src.is_preferred(m)) for m in iterate_bitmasks(sorted(nodes)) if src.in_up(m)}
     return out | {(h.mask, h.preferred) for h in src.extras}
 
 
-def check_family(src: HintSource, expected: list[TopologyHint], nodes: Sequence[int]) -> None:
+def check_family(src: ListOrImplicit, expected: list[TopologyHint], nodes: Sequence[int]) -> None:
     assert pairs(src, nodes) == {(h.mask, h.preferred) for h in expected}
     if isinstance(src, ImplicitHints):
         assert expected, "an implicit list is never empty"
@@ -75,7 +74,7 @@ def test_memory_family_equals_exhaustive(c: MemoryCase) -> None:
         check_family(got[r], hints, sorted(c.state))
 
 
-Scenario = tuple[list[ProviderSources], list[ProviderHints], NUMAInfo, str, bool]
+Scenario = tuple[list[ProviderAnswer], list[ProviderHints], NUMAInfo, str, bool]
 
 
 @st.composite
@@ -85,7 +84,7 @@ def admissions(draw: st.DrawFn, max_nodes: int) -> Scenario:
     width = max(nodes) + 1
     dist = {i: [10 if i == j else draw(st.sampled_from([11, 12, 20, 21])) for j in range(width)] for i in nodes}
     numa = NUMAInfo.create(nodes, dist)
-    fast: list[ProviderSources] = []
+    fast: list[ProviderAnswer] = []
     slow: list[ProviderHints] = []
     for kind in draw(st.lists(st.sampled_from(["cpu", "gpu", "gpu+nic", "memory", "explicit"]), max_size=4)):
         if kind == "cpu":
@@ -93,7 +92,7 @@ def admissions(draw: st.DrawFn, max_nodes: int) -> Scenario:
             fast.append({"cpu": cpu_topology_hints(*args)})
             slow.append({"cpu": generate_cpu_topology_hints(*args)})
         elif kind.startswith("gpu"):
-            fmap: dict[str, HintSource] = {}
+            fmap: dict[str, ListOrImplicit] = {}
             smap: dict[str, list[TopologyHint] | None] = {}
             for res in kind.split("+"):
                 d = draw(device_cases(nodes=nodes))
@@ -117,7 +116,7 @@ def admissions(draw: st.DrawFn, max_nodes: int) -> Scenario:
 def check_admission(s: Scenario) -> None:
     fast, slow, numa, policy, closest = s
     want = make_policy(policy, numa, PolicyOptions(prefer_closest_numa=closest)).merge(slow)
-    got = merge_implicit(fast, numa, policy, closest)
+    got = policy_merge(fast, numa, policy, closest)
     assert (got.hint, got.admit) == (want.hint, want.admit)
     assert got.best_non_preferred_affinity_count == want.best_non_preferred_affinity_count
 

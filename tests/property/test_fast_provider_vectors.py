@@ -15,16 +15,15 @@ import pytest
 
 from numalign.core.bitmask import iterate_bitmasks
 from numalign.core.hint import TopologyHint
-from numalign.providers import fast_hints
-from numalign.providers.cpu import replay as cpu_replay
-from numalign.providers.devices import replay as device_replay
-from numalign.providers.fast_hints import HintSource
-from numalign.providers.memory import replay as memory_replay
+from numalign.providers.implicit import ListOrImplicit, generators
+from numalign.sim import replay_cpu as cpu_replay
+from numalign.sim import replay_devices as device_replay
+from numalign.sim import replay_memory as memory_replay
 
 DATA = Path(__file__).parent.parent / "golden" / "data"
 
 
-def listed(src: HintSource | None, nodes: Sequence[int]) -> list[TopologyHint] | None:
+def listed(src: ListOrImplicit | None, nodes: Sequence[int]) -> list[TopologyHint] | None:
     """An implicit family's members in IterateBitMasks order over `nodes` (the generator's order)."""
     if src is None or isinstance(src, list):
         return src
@@ -56,7 +55,7 @@ def _check(vectors: list[tuple[dict[str, Any], dict[str, Any]]], handler: Callab
 
 def test_cpu_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
     def fast(topo: Any, available: Any, reusable: Any, request: int, align_by_socket: bool = False) -> Any:
-        src = fast_hints.cpu_topology_hints(topo, available, reusable, request, align_by_socket)
+        src = generators.cpu_topology_hints(topo, available, reusable, request, align_by_socket)
         return listed(src, sorted(topo.details.numa_nodes()))
 
     monkeypatch.setattr(cpu_replay, "generate_cpu_topology_hints", fast)
@@ -65,7 +64,7 @@ def test_cpu_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_device_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
     def fast(numa_nodes: Sequence[int], all_devices: Any, **kw: Any) -> Any:
-        src = fast_hints.resource_topology_hints_fast(numa_nodes, all_devices, **kw)
+        src = generators.resource_topology_hints_implicit(numa_nodes, all_devices, **kw)
         return listed(src, list(numa_nodes))
 
     monkeypatch.setattr(device_replay, "resource_topology_hints", fast)
@@ -74,7 +73,7 @@ def test_device_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_memory_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
     def fast(machine_state: Mapping[int, Any], requested: Any, reusable: Any = None) -> Any:
-        families = fast_hints.memory_topology_hints(machine_state, requested, reusable)
+        families = generators.memory_topology_hints(machine_state, requested, reusable)
         return {r: listed(src, sorted(machine_state)) for r, src in families.items()}
 
     monkeypatch.setattr(memory_replay, "calculate_hints", fast)

@@ -9,13 +9,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from support.reference_merge import policy_merge
+
 from numalign.core.bitmask import bits_of
 from numalign.core.hint import ProviderHints, TopologyHint, provider_hints_from_json
-from numalign.core.implicit import ImplicitHints
-from numalign.core.implicit_merge import ImplicitMerger, ProviderSources, normalise
-from numalign.core.implicit_policy import merge_implicit
+from numalign.core.implicit.hints import ImplicitHints, ProviderAnswer
+from numalign.core.implicit.merge import ImplicitMerger
+from numalign.core.merge import filter_providers_hints
 from numalign.core.policies import PolicyOptions
-from numalign.core.replay_merge import numa_info_from_scenario
+from numalign.sim.replay_merge import numa_info_from_scenario
 
 DATA = Path(__file__).parent.parent / "golden" / "data" / "merge_vectors.jsonl"
 
@@ -50,18 +52,18 @@ def test_every_vector_through_the_implicit_merge() -> None:
         policy = str(s.get("policy", "best-effort"))
         providers: list[ProviderHints] = [provider_hints_from_json(p, "p") for p in s["providers"]]
         want = (exp["mask"], exp["preferred"], exp["admit"])
-        as_given = merge_implicit(list(providers), numa, policy, opts.prefer_closest_numa)
-        described: list[ProviderSources] = [
+        as_given = policy_merge(list(providers), numa, policy, opts.prefer_closest_numa)
+        described: list[ProviderAnswer] = [
             None if p is None else {
                 r: _as_extras(list(h)) if h and all(x.mask is not None for x in h) else h for r, h in p.items()
             }
             for p in providers
         ]
-        implicit = merge_implicit(described, numa, policy, opts.prefer_closest_numa)
+        implicit = policy_merge(described, numa, policy, opts.prefer_closest_numa)
         checks = [_result(as_given.hint, as_given.admit), _result(implicit.hint, implicit.admit)]
         if policy in ("best-effort", "restricted"):
             # the rank search alone, without the intersection DP core.merge uses on short lists
-            sources = [sl.source for sl in normalise(providers)]
+            sources = [f.hints for f in filter_providers_hints(providers)]
             best = ImplicitMerger(sources, numa, opts.prefer_closest_numa).merge()
             checks.append(_result(best, True if policy == "best-effort" else best.preferred))
         if any(c != want for c in checks):

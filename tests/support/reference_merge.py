@@ -10,7 +10,9 @@ from collections.abc import Sequence
 from itertools import product
 
 from numalign.core.hint import ProviderHints, TopologyHint
+from numalign.core.implicit.hints import ProviderAnswer
 from numalign.core.numa import NUMAInfo
+from numalign.core.policies import MergeResult, PolicyOptions, make_policy
 
 
 def ref_filter(providers: Sequence[ProviderHints]) -> list[list[TopologyHint]]:
@@ -143,3 +145,10 @@ def ref_policy_merge(
         return best, best.preferred
     best = ref_merge_lists(lists, numa, closest)
     return best, (best.preferred if policy == "restricted" else True)
+
+
+def policy_merge(
+    providers: Sequence[ProviderAnswer], numa: NUMAInfo, policy: str, prefer_closest_numa: bool = False
+) -> MergeResult:
+    """numalign's own merge through the one entry point, Policy.merge (explicit or implicit lists)."""
+    return make_policy(policy, numa, PolicyOptions(prefer_closest_numa=prefer_closest_numa)).merge(providers)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import random
 
 import pytest
+from support.reference_merge import policy_merge
 
 from numalign.core.hint import TopologyHint
-from numalign.core.implicit_merge import ProviderSources
-from numalign.core.implicit_policy import merge_implicit
+from numalign.core.implicit.hints import ProviderAnswer
 from numalign.core.numa import NUMAInfo
 from numalign.core.policies import PolicyOptions, make_policy
 from numalign.machine.examples import example
@@ -17,7 +17,7 @@ from numalign.providers.cpu.hints import generate_cpu_topology_hints
 from numalign.providers.cpu.topology import CPUTopology
 from numalign.providers.devices.endpoint import Device
 from numalign.providers.devices.hints import generate_device_topology_hints
-from numalign.providers.fast_hints import cpu_topology_hints, device_topology_hints, memory_topology_hints
+from numalign.providers.implicit.generators import cpu_topology_hints, device_topology_hints, memory_topology_hints
 from numalign.providers.memory.hints import calculate_hints
 from numalign.providers.memory.policy_static import numa_memory_of
 from numalign.providers.memory.state import NUMANodeMap, default_machine_state
@@ -39,7 +39,7 @@ class Box:
             self.devices.setdefault(d.resource, {})[d.id] = Device(d.id, topology=d.numa_nodes)
         self.cpus = sorted(self.topo.details.cpus())
 
-    def fast(self, free_cpus: list[int], ncpu: int, mem: int, res: str, free_devs: list[str]) -> list[ProviderSources]:
+    def fast(self, free_cpus: list[int], ncpu: int, mem: int, res: str, free_devs: list[str]) -> list[ProviderAnswer]:
         return [
             {"cpu": cpu_topology_hints(self.topo, free_cpus, [], ncpu)},
             memory_topology_hints(self.memory, {"memory": mem}),
@@ -58,7 +58,7 @@ class Box:
 def test_guaranteed_pod_on_large_machines(name: str, resource: str, want: TopologyHint) -> None:
     box = Box(name)
     devs = sorted(box.devices[resource])
-    got = merge_implicit(box.fast(box.cpus, 4, GiB, resource, devs), box.numa, "restricted")
+    got = policy_merge(box.fast(box.cpus, 4, GiB, resource, devs), box.numa, "restricted")
     assert (got.hint, got.admit) == (want, True)
     assert 1 <= len(got.considered) <= 17
 
@@ -68,7 +68,7 @@ def test_numa64_fragmented_is_not_preferred_and_restricted_rejects() -> None:
     last_node_cpus = sorted(box.topo.details.cpus_in_numa_nodes(63))
     gpu_on_3 = [d for d, dev in box.devices["nvidia.com/gpu"].items() if dev.topology == (3,)]
     # CPU hints all contain node 63, GPU hints all contain node 3: {0} = {0,63} & {0,3} & memory {0}
-    got = merge_implicit(box.fast(last_node_cpus, 4, GiB, "nvidia.com/gpu", gpu_on_3), box.numa, "restricted")
+    got = policy_merge(box.fast(last_node_cpus, 4, GiB, "nvidia.com/gpu", gpu_on_3), box.numa, "restricted")
     assert (got.hint, got.admit) == (TopologyHint(1, False), False)
     assert got.best_non_preferred_affinity_count == 1
 
@@ -91,7 +91,7 @@ def test_epyc8_random_states_equal_exhaustive(seed: int) -> None:
     for policy in ("best-effort", "restricted", "single-numa-node"):
         for closest in (False, True):
             want = make_policy(policy, box.numa, PolicyOptions(prefer_closest_numa=closest)).merge(slow)
-            got = merge_implicit(fast, box.numa, policy, closest)
+            got = policy_merge(fast, box.numa, policy, closest)
             assert (got.hint, got.admit) == (want.hint, want.admit)
 
 
@@ -115,7 +115,7 @@ def test_twelve_nodes_random_state_equals_exhaustive(seed: int) -> None:
     devices = {f"g{i}": Device(f"g{i}", topology=(rnd.choice(nodes),)) for i in range(6)}
     free_devs = [d for d in devices if rnd.random() < 0.5]
     ncpu, mem = rnd.choice([3, 6, 10]), rnd.choice([4, 12, 25])
-    fast: list[ProviderSources] = [
+    fast: list[ProviderAnswer] = [
         {"cpu": cpu_topology_hints(topo, free, [], ncpu)},
         memory_topology_hints(memory, {"memory": mem}),
         {"gpu": device_topology_hints(nodes, devices, free_devs, [], 2)},
@@ -130,5 +130,5 @@ def test_twelve_nodes_random_state_equals_exhaustive(seed: int) -> None:
     for policy in ("best-effort", "restricted", "single-numa-node"):
         for closest in (False, True):
             want = make_policy(policy, numa, PolicyOptions(prefer_closest_numa=closest)).merge(slow)
-            got = merge_implicit(fast, numa, policy, closest)
+            got = policy_merge(fast, numa, policy, closest)
             assert (got.hint, got.admit) == (want.hint, want.admit)

@@ -5,14 +5,14 @@ from __future__ import annotations
 from itertools import combinations
 
 import pytest
-from support.reference_merge import ref_merge_lists, ref_policy_merge
+from support.reference_merge import policy_merge, ref_merge_lists, ref_policy_merge
 
 from numalign.core.bitmask import iterate_bitmasks, mask_of
-from numalign.core.hint import TopologyHint
-from numalign.core.implicit import ImplicitHints, NodeSums, search_masks
-from numalign.core.implicit_closest import search_closest
-from numalign.core.implicit_merge import ImplicitMerger
-from numalign.core.implicit_policy import describe_lists, merge_implicit
+from numalign.core.decision import provider_answer_to_json
+from numalign.core.hint import DONT_CARE, TopologyHint
+from numalign.core.implicit.closest import search_closest
+from numalign.core.implicit.hints import ImplicitHints, NodeSums, search_masks
+from numalign.core.implicit.merge import ImplicitMerger
 from numalign.core.merge import merge_lists
 from numalign.core.numa import NUMAInfo
 from numalign.errors import ConfigError
@@ -69,7 +69,7 @@ def test_counterexample_count_b_reachable_only_as_intersection() -> None:
                       min_count=min(m.bit_count() for m in u))
         for u in (u1, u2, u3)
     ]
-    got = merge_implicit([{"a": fams[0], "b": fams[1]}, {"c": fams[2]}], numa, "best-effort")
+    got = policy_merge([{"a": fams[0], "b": fams[1]}, {"c": fams[2]}], numa, "best-effort")
     assert got.hint == TopologyHint(0b0011, False)
     assert got.best_non_preferred_affinity_count == 2
 
@@ -95,16 +95,16 @@ def test_search_closest_picks_lowest_average_then_lowest_mask() -> None:
 
 def test_policy_none_and_unknown_policy() -> None:
     numa = NUMAInfo.create([0, 1])
-    assert merge_implicit([{"cpu": [TopologyHint(1, True)]}], numa, "none").hint == TopologyHint(None, False)
+    assert policy_merge([{"cpu": [TopologyHint(1, True)]}], numa, "none").hint == TopologyHint(None, False)
     with pytest.raises(ConfigError, match='unknown policy: "strict"'):
-        merge_implicit([], numa, "strict")
+        policy_merge([], numa, "strict")
 
 
 def test_single_numa_node_uses_single_node_preferred_members() -> None:
     numa = NUMAInfo.create([0, 1, 2])
     fam = ImplicitHints(top=0b111, up_pass=lambda m: bool(m & 0b110), is_preferred=lambda m: m.bit_count() == 1,
                         min_count=1)
-    got = merge_implicit([{"cpu": fam}], numa, "single-numa-node")
+    got = policy_merge([{"cpu": fam}], numa, "single-numa-node")
     explicit = [{"cpu": [TopologyHint(m, m.bit_count() == 1) for m in iterate_bitmasks([0, 1, 2]) if m & 0b110]}]
     assert (got.hint, got.admit) == ref_policy_merge("single-numa-node", explicit, numa, False)
     assert got.hint == TopologyHint(0b010, True)
@@ -113,18 +113,17 @@ def test_single_numa_node_uses_single_node_preferred_members() -> None:
 def test_an_implicit_list_without_members_reads_as_cannot_satisfy() -> None:
     numa = NUMAInfo.create([0, 1])
     empty = ImplicitHints(top=0b11, up_pass=lambda m: False, is_preferred=lambda m: True, min_count=1)
-    got = merge_implicit([{"cpu": empty}], numa, "restricted")
+    got = policy_merge([{"cpu": empty}], numa, "restricted")
     assert (got.hint, got.admit) == ref_policy_merge("restricted", [{"cpu": []}], numa, False)
 
 
-def test_describe_lists_summarises_implicit_lists_without_listing_them() -> None:
+def test_the_record_summarises_implicit_lists_without_listing_them() -> None:
     numa = NUMAInfo.create([0, 1, 2])
     fam = ImplicitHints(top=0b111, up_pass=lambda m: True, is_preferred=lambda m: m.bit_count() == 1, min_count=1,
                         pref_sizes=frozenset({1}), extras=(TopologyHint(0b1000, False),), label="cpu")
-    got = merge_implicit([{"cpu": fam}, None], numa, "best-effort")
-    assert describe_lists(got.lists) == [
-        {"provider": 0, "resource": "cpu", "kind": "implicit", "label": "cpu", "nodes": [0, 1, 2],
-         "narrowest_count": 1, "preferred_counts": [1], "listed": [{"mask": [3], "preferred": False}]},
-        {"provider": 1, "resource": None, "kind": "explicit", "hints": [{"mask": None, "preferred": True}]},
-    ]
+    got = policy_merge([{"cpu": fam}, None], numa, "best-effort")
+    assert [(f.provider, f.resource, f.hints) for f in got.lists] == [(0, "cpu", fam), (1, None, (DONT_CARE,))]
+    assert provider_answer_to_json({"cpu": fam}) == {"cpu": {
+        "implicit": True, "label": "cpu", "nodes": [0, 1, 2], "narrowest_count": 1, "preferred_counts": [1],
+        "listed": [{"mask": [3], "preferred": False}]}}
     assert got.hint == TopologyHint(0b001, True)

@@ -24,7 +24,7 @@ from numalign.machine.examples import example
 from numalign.machine.topology import Machine
 from numalign.node import Node
 from numalign.providers.cpu.policy_static import StaticPolicy
-from numalign.providers.hint_sources import ImplicitHintProvider
+from numalign.providers.implicit import ImplicitHintProvider
 
 Q = Quantity.parse
 

@@ -14,8 +14,7 @@ from typing import Any
 
 from numalign.core.bitmask import bits_of
 from numalign.core.hint import TopologyHint
-from numalign.core.implicit import ImplicitHints, search_masks
-from numalign.core.implicit_merge import ProviderSources, SourceList
+from numalign.core.implicit.hints import ImplicitHints, ProviderAnswer, search_masks
 from numalign.core.merge import FilteredList
 
 TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
@@ -95,7 +94,7 @@ def _source_text(src: Sequence[TopologyHint] | ImplicitHints) -> str:
 
 
 def implicit_to_dict(src: ImplicitHints) -> dict[str, Any]:
-    """The JSON form of an implicit list in a decision record (see core.implicit_policy.describe_lists)."""
+    """The JSON form of an implicit list in a decision record ."""
     return {
         "implicit": True,
         "label": src.label,
@@ -106,7 +105,7 @@ def implicit_to_dict(src: ImplicitHints) -> dict[str, Any]:
     }
 
 
-def sources_to_json(hints: ProviderSources) -> dict[str, Any] | None:
+def provider_answer_to_json(hints: ProviderAnswer) -> dict[str, Any] | None:
     """provider_hints_to_json for answers that may hold implicit lists (explicit ones unchanged)."""
     if hints is None:
         return None
@@ -151,10 +150,10 @@ def _mask_text(mask: int | None) -> str:
 @dataclass(frozen=True)
 class ProviderRecord:
     provider: str
-    hints: ProviderSources  # explicit lists, or implicit ones on large machines (see hint_sources)
+    hints: ProviderAnswer  # explicit lists, or implicit ones on large machines (see providers/implicit)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"provider": self.provider, "hints": sources_to_json(self.hints)}
+        return {"provider": self.provider, "hints": provider_answer_to_json(self.hints)}
 
 
 @dataclass(frozen=True)
@@ -239,25 +238,21 @@ class DecisionRecord:
 def explain(
     policy: str,
     provider_names: Sequence[str],
-    lists: Sequence[FilteredList | SourceList],
-    original: Sequence[ProviderSources],
+    lists: Sequence[FilteredList],
+    original: Sequence[ProviderAnswer],
     merged: TopologyHint,
     admit: bool,
 ) -> tuple[str, ...]:
     """Why a merge was not admitted (or not preferred), naming providers, resources and hints.
 
-    `lists` are the merged lists: FilteredList from the explicit policies, SourceList from the
-    implicit merge (whose implicit lists are described, not listed)."""
+    `lists` are the merged lists (implicit ones are described, not listed)."""
     if admit and merged.preferred:
         return ()
     out: list[str] = []
 
-    def who(f: FilteredList | SourceList) -> str:
+    def who(f: FilteredList) -> str:
         name = provider_names[f.provider] if f.provider < len(provider_names) else f"provider {f.provider}"
         return f"{name}/{f.resource}" if f.resource is not None else name
-
-    def merged_list(f: FilteredList | SourceList) -> Sequence[TopologyHint] | ImplicitHints:
-        return f.hints if isinstance(f, FilteredList) else f.source
 
     for f in lists:
         if f.resource is None:
@@ -271,12 +266,12 @@ def explain(
             )
         elif raw is not None and not has_preferred(raw):
             out.append(f"{who(f)} has no preferred placement; it offers only " + _source_text(raw))
-        elif policy == "single-numa-node" and raw is not None and not merged_list(f):
+        elif policy == "single-numa-node" and raw is not None and not f.hints:
             out.append(f"{who(f)} cannot fit on a single NUMA node; its hints are " + _source_text(raw))
     if not out:
         prefs = []
         for f in lists:
-            hs = merged_list(f)
+            hs = f.hints
             if isinstance(hs, ImplicitHints):
                 within = f" within {_nodes_text(hs.top)}" if hs.up_pass is not None else ""
                 listed = sorted({h.mask for h in hs.extras if h.preferred and h.mask is not None})

@@ -70,6 +70,10 @@ class TopologyHint:
         return f"{{{nodes}}}{'P' if self.preferred else ''}"
 
 
+# upstream's filterProvidersHints stand-ins: a nil list (don't care) and an empty one (cannot satisfy)
+DONT_CARE = TopologyHint(None, True)
+CANNOT_SATISFY = TopologyHint(None, False)
+
 # A provider's answer: None/{} = no preference; resource -> None = don't care; -> [] = cannot satisfy.
 ResourceHints = Mapping[str, Sequence[TopologyHint] | None]
 ProviderHints = ResourceHints | None

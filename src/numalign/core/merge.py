@@ -33,30 +33,44 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from numalign.core.hint import ProviderHints, TopologyHint
+from numalign.core.hint import CANNOT_SATISFY, DONT_CARE, TopologyHint
+from numalign.core.implicit.hints import HintList, ImplicitHints, ProviderAnswer
+from numalign.core.implicit.merge import ImplicitMerger, max_of_min_affinity_counts
 from numalign.core.numa import NUMAInfo
+from numalign.errors import InvalidInputError
 
-# One list per (provider, resource) after normalisation; each hint as (mask | None, preferred).
-HintList = Sequence[TopologyHint]
+# One explicit (listed) hint list; each hint as (mask | None, preferred).
+ExplicitList = Sequence[TopologyHint]
 
-DONT_CARE = TopologyHint(None, True)
-CANNOT_SATISFY = TopologyHint(None, False)
+__all__ = [
+    "CANNOT_SATISFY",
+    "DONT_CARE",
+    "FilteredList",
+    "best_non_preferred",
+    "filter_providers_hints",
+    "mask_fitter",
+    "max_of_min_affinity_counts",
+    "merge_filtered",
+    "merge_lists",
+    "reachable_intersections",
+]
 
 
 @dataclass(frozen=True)
 class FilteredList:
-    """One normalised hint list and where it came from (for the decision record)."""
+    """One normalised hint list (explicit or implicit) and where it came from (for the decision record)."""
 
     provider: int
     resource: str | None  # None when the provider gave no map at all
-    hints: tuple[TopologyHint, ...]
+    hints: HintList
 
 
-def filter_providers_hints(providers_hints: Sequence[ProviderHints]) -> list[FilteredList]:
+def filter_providers_hints(providers_hints: Sequence[ProviderAnswer]) -> list[FilteredList]:
     """Upstream filterProvidersHints: one list per (provider, resource), nil/[] made explicit.
 
     Resources are visited in sorted order; upstream visits Go map order, which is random, and the
-    result does not depend on it (the selection above is a total order), only logging does.
+    result does not depend on it (the selection above is a total order), only logging does. An
+    implicit list with no member is an empty list ("cannot be satisfied").
     """
     out: list[FilteredList] = []
     for i, pmap in enumerate(providers_hints):
@@ -67,6 +81,9 @@ def filter_providers_hints(providers_hints: Sequence[ProviderHints]) -> list[Fil
             hints = pmap[resource]
             if hints is None:
                 out.append(FilteredList(i, resource, (DONT_CARE,)))
+            elif isinstance(hints, ImplicitHints):
+                empty = not hints.has_up() and not any(h.mask is not None for h in hints.extras)
+                out.append(FilteredList(i, resource, (CANNOT_SATISFY,) if empty else hints))
             elif len(hints) == 0:
                 out.append(FilteredList(i, resource, (CANNOT_SATISFY,)))
             else:
@@ -74,22 +91,12 @@ def filter_providers_hints(providers_hints: Sequence[ProviderHints]) -> list[Fil
     return out
 
 
-def max_of_min_affinity_counts(lists: Iterable[HintList]) -> int:
-    """Upstream maxOfMinAffinityCounts (B): per list the narrowest non-nil mask's count, maximised."""
-    best = 0
-    for hints in lists:
-        counts = [h.mask.bit_count() for h in hints if h.mask is not None]
-        if counts:
-            best = max(best, min(counts))
-    return best
-
-
 MaskCompare = Callable[[int, int], int]
 
 
 def mask_fitter(numa: NUMAInfo, use_closest: bool) -> MaskCompare:
     """Upstream CompareNUMAAffinityMasks reduced to masks: returns the fitter of two masks."""
-    return numa.closest if use_closest else numa.narrowest
+    return numa.fitter(use_closest)
 
 
 def _best_mask(masks: Iterable[int], fitter: MaskCompare) -> int | None:
@@ -99,7 +106,7 @@ def _best_mask(masks: Iterable[int], fitter: MaskCompare) -> int | None:
     return best
 
 
-def _preferred_candidates(lists: Sequence[HintList], default: int) -> set[int]:
+def _preferred_candidates(lists: Sequence[ExplicitList], default: int) -> set[int]:
     """Masks (already ANDed with default) that some all-preferred, all-equal permutation yields."""
     if not lists:
         return {default}
@@ -115,7 +122,7 @@ def _preferred_candidates(lists: Sequence[HintList], default: int) -> set[int]:
     return out
 
 
-def reachable_intersections(lists: Sequence[HintList], default: int) -> set[int]:
+def reachable_intersections(lists: Sequence[ExplicitList], default: int) -> set[int]:
     """Every mask some permutation merges to (default AND the chosen non-nil masks)."""
     reach = {default}
     for hs in lists:
@@ -134,7 +141,7 @@ def reachable_intersections(lists: Sequence[HintList], default: int) -> set[int]
 _DP_BUDGET = 20_000
 
 
-def _reachable_within_budget(lists: Sequence[HintList], default: int, budget: int) -> set[int] | None:
+def _reachable_within_budget(lists: Sequence[ExplicitList], default: int, budget: int) -> set[int] | None:
     """reachable_intersections, or None as soon as the DP would exceed `budget` steps."""
     reach = {default}
     for hs in lists:
@@ -170,7 +177,7 @@ def best_non_preferred(masks: Iterable[int], b: int, fitter: MaskCompare) -> int
     return _best_mask(by_rank[min(by_rank)], fitter)
 
 
-def merge_lists(lists: Sequence[HintList], numa: NUMAInfo, use_closest: bool) -> TopologyHint:
+def merge_lists(lists: Sequence[ExplicitList], numa: NUMAInfo, use_closest: bool) -> TopologyHint:
     """Upstream HintMerger.Merge over already-normalised lists."""
     default = numa.default_affinity_mask
     if any(len(hs) == 0 for hs in lists):
@@ -183,13 +190,40 @@ def merge_lists(lists: Sequence[HintList], numa: NUMAInfo, use_closest: bool) ->
     reach = _reachable_within_budget(lists, default, _DP_BUDGET)
     if reach is None:
         # Too many intersections to list (long lists over many nodes): search them by rank instead,
-        # testing membership per candidate (core/implicit_merge.py). Imported here: that module
-        # builds on this one.
-        from numalign.core.implicit_merge import ImplicitMerger
-
+        # testing membership per candidate (core/implicit/merge.py).
         best = ImplicitMerger([tuple(hs) for hs in lists], numa, use_closest).best_non_preferred(b)
     else:
         best = best_non_preferred(reach, b, fitter)
     if best is None:
         return TopologyHint(default, False)
     return TopologyHint(best, False)
+
+
+def _explicit(hints: HintList) -> ExplicitList:
+    if not isinstance(hints, ImplicitHints):
+        return hints
+    if hints.materialize is None:
+        raise InvalidInputError(
+            f"implicit hint list {hints.label!r}: its masks reach NUMA nodes outside the Topology Manager's "
+            f"nodes and it has no materialize() to list them; give the provider the same NUMA node set"
+        )
+    return tuple(hints.materialize())
+
+
+def merge_filtered(
+    lists: Sequence[HintList], numa: NUMAInfo, use_closest: bool, b: int
+) -> tuple[TopologyHint, tuple[TopologyHint, ...]]:
+    """Upstream HintMerger.Merge (best-effort/restricted) over lists of which some are implicit;
+    `b` is max_of_min_affinity_counts(lists). Returns the best hint and the bounded list of the
+    candidates that mattered (for the decision record)."""
+    d = numa.default_affinity_mask
+    if not any(isinstance(h, ImplicitHints) for h in lists):
+        best = merge_lists([_explicit(h) for h in lists], numa, use_closest)
+        return best, (best,)
+    if any(isinstance(h, ImplicitHints) and h.top & ~d for h in lists):
+        # The provider sees nodes the Topology Manager does not: compare raw masks the slow, sure way.
+        best = merge_lists([_explicit(h) for h in lists], numa, use_closest)
+        return best, (best,)
+    merger = ImplicitMerger(lists, numa, use_closest)
+    best = merger.merge(b)
+    return best, tuple(merger.considered) + (() if best in merger.considered else (best,))

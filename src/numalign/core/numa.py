@@ -8,7 +8,7 @@ sum in the same order anyway.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from numalign.core.bitmask import bits_of, is_narrower, mask_of
@@ -70,6 +70,10 @@ class NUMAInfo:
         avg = total / float(len(ids) * len(ids))
         self._avg_cache[mask] = avg
         return avg
+
+    def fitter(self, use_closest: bool) -> Callable[[int, int], int]:
+        """Upstream CompareNUMAAffinityMasks reduced to masks: returns the fitter of two masks."""
+        return self.closest if use_closest else self.narrowest
 
     def narrowest(self, m1: int, m2: int) -> int:
         return m1 if is_narrower(m1, m2) else m2

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
-from numalign.core.hint import ProviderHints
-from numalign.core.merge import filter_providers_hints, max_of_min_affinity_counts, merge_lists
+from numalign.core.implicit.hints import ProviderAnswer
+from numalign.core.merge import (
+    ExplicitList,
+    filter_providers_hints,
+    max_of_min_affinity_counts,
+    merge_filtered,
+    merge_lists,
+)
 from numalign.core.numa import NUMAInfo
-from numalign.core.policies.base import MergeResult, PolicyName
+from numalign.core.policies.base import MergeResult, Policy, PolicyName, has_implicit
 from numalign.core.policies.options import PolicyOptions
 
 
@@ -25,11 +32,16 @@ class BestEffortPolicy:
     def can_admit(self, preferred: bool) -> bool:
         return True
 
-    def merge(self, providers_hints: Sequence[ProviderHints]) -> MergeResult:
-        filtered = filter_providers_hints(providers_hints)
+    def merge(self, providers_hints: Sequence[ProviderAnswer]) -> MergeResult:
+        filtered = tuple(filter_providers_hints(providers_hints))
         lists = [f.hints for f in filtered]
-        best = merge_lists(lists, self.numa, self.opts.prefer_closest_numa)
-        return MergeResult(best, self.can_admit(best.preferred), tuple(filtered), max_of_min_affinity_counts(lists))
+        b = max_of_min_affinity_counts(lists)
+        closest = self.opts.prefer_closest_numa
+        if not has_implicit(providers_hints):
+            best = merge_lists(cast(list[ExplicitList], lists), self.numa, closest)
+            return MergeResult(best, self.can_admit(best.preferred), filtered, b)
+        best, considered = merge_filtered(lists, self.numa, closest, b)
+        return MergeResult(best, self.can_admit(best.preferred), filtered, b, considered)
 
 
 class RestrictedPolicy(BestEffortPolicy):
@@ -39,3 +51,8 @@ class RestrictedPolicy(BestEffortPolicy):
 
     def can_admit(self, preferred: bool) -> bool:
         return preferred
+
+
+# upstream: var _ Policy = &bestEffortPolicy{} (and restrictedPolicy)
+_conforms: type[Policy] = BestEffortPolicy
+_conforms_restricted: type[Policy] = RestrictedPolicy

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from numalign.core.hint import ProviderHints, TopologyHint
-from numalign.core.policies.base import MergeResult, PolicyName
+from numalign.core.hint import TopologyHint
+from numalign.core.implicit.hints import ProviderAnswer
+from numalign.core.policies.base import MergeResult, Policy, PolicyName
 
 
 class NonePolicy:
@@ -13,5 +14,9 @@ class NonePolicy:
     def name(self) -> PolicyName:
         return PolicyName.NONE
 
-    def merge(self, providers_hints: Sequence[ProviderHints]) -> MergeResult:
+    def merge(self, providers_hints: Sequence[ProviderAnswer]) -> MergeResult:
         return MergeResult(TopologyHint(None, False), True)
+
+
+# upstream: var _ Policy = &nonePolicy{}
+_conforms: type[Policy] = NonePolicy

@@ -1,4 +1,4 @@
-"""The CPU manager (static policy): topology, hints, take-by-topology, options, policy, replay."""
+"""The CPU manager (static policy): topology, hints, take-by-topology, options, policy."""
 
 from numalign.providers.cpu.manager import NonePolicy, new_cpu_manager_policy
 from numalign.providers.cpu.options import StaticPolicyOptions, new_static_policy_options

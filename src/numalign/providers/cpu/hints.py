@@ -43,7 +43,7 @@ def _mask_table(topo: CPUTopology) -> list[tuple[int, tuple[int, ...], int]]:
             raise InvalidInputError(
                 f"the exhaustive CPU hint generator lists all 2^{len(numa_ids)} NUMA masks of this "
                 f"machine, which cannot finish (limit {EXACT_GENERATOR_MAX_NUMA_NODES} NUMA nodes); "
-                "query numalign.providers.cpu.hint_space.CPUHintSpace instead"
+                "query numalign.providers.implicit.cpu_queries.CPUHintQueries instead"
             )
         total = {n: len(topo.details.cpus_in_numa_nodes(n)) for n in numa_ids}
         table = []

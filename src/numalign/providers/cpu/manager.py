@@ -13,6 +13,7 @@ from numalign.providers.cpu.options import check_none_policy_options
 from numalign.providers.cpu.policy_static import StaticPolicy, num_reserved_cpus
 from numalign.providers.cpu.state import CPUManagerState
 from numalign.providers.cpu.topology import CPUTopology
+from numalign.providers.implicit import DEFAULT_IMPLICIT_FROM_NODES
 
 
 class NonePolicy:
@@ -71,6 +72,7 @@ def new_cpu_manager_policy(
     topology_manager_policy: str = "none",
     affinity: AffinityStore | None = None,
     shared_cpus: frozenset[int] | None = None,
+    implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
 ) -> StaticPolicy | NonePolicy:
     """NewManager's policy choice.
 
@@ -103,6 +105,7 @@ def new_cpu_manager_policy(
             options=options,
             feature_gates=feature_gates,
             topology_manager_policy=topology_manager_policy,
+            implicit_from_nodes=implicit_from_nodes,
         )
     except ConfigError as e:
         raise ConfigError(f"new static policy error: {e}") from None

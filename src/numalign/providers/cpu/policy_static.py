@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from numalign.core.hint import TopologyHint
 from numalign.errors import AllocationError, CheckpointError, ConfigError
@@ -28,19 +28,14 @@ from numalign.providers.cpu.options import (
 from numalign.providers.cpu.state import CPUManagerState, validate_state
 from numalign.providers.cpu.take import allocate_cpus, smt_alignment_error, take_by_topology
 from numalign.providers.cpu.topology import CPUTopology
-from numalign.providers.hint_sources import use_implicit
+from numalign.providers.implicit import DEFAULT_IMPLICIT_FROM_NODES, ListOrImplicit
 
 POLICY_NAME = "static"
 RESOURCE_CPU = "cpu"
 _NO_AFFINITY = TopologyHint(None, False)
 
 CPUHints = dict[str, list[TopologyHint]]
-if TYPE_CHECKING:
-    # fast_hints imports the provider packages (cpu.hints, devices.endpoint, memory.hints), whose
-    # __init__ imports this module: imported lazily at run time, in _sources
-    from numalign.providers.fast_hints import HintSource
-
-_H = TypeVar("_H", list[TopologyHint], "HintSource")
+_H = TypeVar("_H", list[TopologyHint], ListOrImplicit)
 
 
 def num_reserved_cpus(reserved_cpu: Quantity | None) -> int:
@@ -108,7 +103,10 @@ class StaticPolicy:
         options: StaticPolicyOptions | Mapping[str, str] | None = None,
         feature_gates: Mapping[str, bool] | None = None,
         topology_manager_policy: str = "none",
+        implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
     ) -> None:
+        # hints are implicit on machines with at least this many NUMA nodes (providers/implicit)
+        self.implicit_from_nodes = implicit_from_nodes
         if options is None or isinstance(options, StaticPolicyOptions):
             opts = options or StaticPolicyOptions()
         else:
@@ -224,25 +222,26 @@ class StaticPolicy:
             self.topology, available, reusable, request, self.options.align_by_socket
         )
 
-    def _sources(self, available: Iterable[int], reusable: Iterable[int], request: int) -> HintSource:
-        """The same hints, described implicitly on machines with many NUMA nodes (see hint_sources)."""
-        if not use_implicit(len(self.topology.details.numa_nodes())):
+    def _implicit_hints(self, available: Iterable[int], reusable: Iterable[int], request: int) -> ListOrImplicit:
+        """The same hints, implicit on machines with many NUMA nodes (see providers/implicit)."""
+        if len(self.topology.details.numa_nodes()) < self.implicit_from_nodes:
             return self._hints(available, reusable, request)
-        from numalign.providers.fast_hints import cpu_topology_hints
+        # imported here: generators builds on providers.cpu, whose __init__ imports this module
+        from numalign.providers.implicit.generators import cpu_topology_hints
 
         return cpu_topology_hints(self.topology, available, reusable, request, self.options.align_by_socket)
 
     def get_topology_hints(self, pod: Pod, container: Container) -> CPUHints | None:
         return self._container_hints(pod, container, self._hints)
 
-    def topology_hint_sources(self, pod: Pod, container: Container) -> dict[str, HintSource] | None:
-        return self._container_hints(pod, container, self._sources)
+    def implicit_topology_hints(self, pod: Pod, container: Container) -> dict[str, ListOrImplicit] | None:
+        return self._container_hints(pod, container, self._implicit_hints)
 
     def get_pod_topology_hints(self, pod: Pod) -> CPUHints | None:
         return self._pod_hints(pod, self._hints)
 
-    def pod_topology_hint_sources(self, pod: Pod) -> dict[str, HintSource] | None:
-        return self._pod_hints(pod, self._sources)
+    def implicit_pod_topology_hints(self, pod: Pod) -> dict[str, ListOrImplicit] | None:
+        return self._pod_hints(pod, self._implicit_hints)
 
     def _container_hints(
         self, pod: Pod, container: Container, gen: Callable[[Iterable[int], Iterable[int], int], _H]

@@ -82,7 +82,7 @@ def generate_device_topology_hints(
 
 
 # A hint generator with generate_device_topology_hints' signature: upstream's explicit lists, or
-# fast_hints.device_topology_hints, which describes the same list implicitly on large machines.
+# providers/implicit/generators.device_topology_hints, which describes the same list implicitly on large machines.
 _H = TypeVar("_H")
 HintGenerator = Callable[[Sequence[int], Mapping[str, Device], Collection[str], Collection[str], int], _H]
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from numalign.core.hint import TopologyHint
 from numalign.errors import AllocationError, PluginError
@@ -49,14 +49,10 @@ from numalign.providers.devices.pod_devices import (
     sorted_ids,
 )
 from numalign.providers.devices.prestart import call_pre_start_if_needed, pre_start_call
-from numalign.providers.hint_sources import use_implicit
+from numalign.providers.implicit import DEFAULT_IMPLICIT_FROM_NODES, ListOrImplicit
 
-if TYPE_CHECKING:
-    # fast_hints imports this package (devices.endpoint): imported lazily at run time, in _sources
-    from numalign.providers.fast_hints import HintSource
-
-_D_co = TypeVar("_D_co", bound="HintSource", covariant=True)
-_D = TypeVar("_D", bound="HintSource")
+_D_co = TypeVar("_D_co", bound=ListOrImplicit, covariant=True)
+_D = TypeVar("_D", bound=ListOrImplicit)
 
 
 class _Gen(Protocol[_D_co]):
@@ -119,8 +115,11 @@ class DeviceManager:
         sources_ready: Callable[[], bool] = lambda: True,
         running_containers: Collection[tuple[str, str]] = (),
         checkpoint_hook: Callable[[], None] | None = None,
+        implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
     ) -> None:
         self.numa_nodes = list(numa_nodes)
+        # hints are implicit on machines with at least this many NUMA nodes (providers/implicit)
+        self.implicit_from_nodes = implicit_from_nodes
         self.affinity = affinity
         self.endpoint_stop_grace_period = endpoint_stop_grace_period
         self.active_pods = active_pods
@@ -251,16 +250,16 @@ class DeviceManager:
     def get_topology_hints(self, pod: Pod, container: Container) -> dict[str, list[TopologyHint] | None]:
         return self._container_hints(pod, container, resource_topology_hints)
 
-    def topology_hint_sources(self, pod: Pod, container: Container) -> dict[str, HintSource | None]:
-        return self._container_hints(pod, container, self._sources)
+    def implicit_topology_hints(self, pod: Pod, container: Container) -> dict[str, ListOrImplicit | None]:
+        return self._container_hints(pod, container, self._implicit_hints)
 
     def get_pod_topology_hints(self, pod: Pod) -> dict[str, list[TopologyHint] | None]:
         return self._pod_hints(pod, resource_topology_hints)
 
-    def pod_topology_hint_sources(self, pod: Pod) -> dict[str, HintSource | None]:
-        return self._pod_hints(pod, self._sources)
+    def implicit_pod_topology_hints(self, pod: Pod) -> dict[str, ListOrImplicit | None]:
+        return self._pod_hints(pod, self._implicit_hints)
 
-    def _sources(
+    def _implicit_hints(
         self,
         numa_nodes: Sequence[int],
         all_devices: Mapping[str, Device],
@@ -269,11 +268,13 @@ class DeviceManager:
         available: Collection[str],
         reusable: Collection[str],
         request: int,
-    ) -> HintSource | None:
-        """resource_topology_hints, described implicitly on machines with many NUMA nodes."""
-        from numalign.providers.fast_hints import resource_topology_hints_fast
+    ) -> ListOrImplicit | None:
+        """resource_topology_hints, implicit on machines with many NUMA nodes."""
+        # imported here: generators builds on providers.devices, whose __init__ imports this module
+        from numalign.providers.implicit.generators import resource_topology_hints_implicit
 
-        gen = resource_topology_hints_fast if use_implicit(len(numa_nodes)) else resource_topology_hints
+        implicit = len(numa_nodes) >= self.implicit_from_nodes
+        gen = resource_topology_hints_implicit if implicit else resource_topology_hints
         return gen(numa_nodes, all_devices, allocated=allocated, available=available, reusable=reusable,
                    request=request)
 

@@ -8,12 +8,11 @@ runs before the first mutation, so a raised AllocationError leaves the state unt
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, MutableMapping
-from typing import TYPE_CHECKING
 
 from numalign.core.bitmask import bits_of
 from numalign.core.hint import TopologyHint
 from numalign.errors import AllocationError
-from numalign.providers.hint_sources import use_implicit
+from numalign.providers.implicit import DEFAULT_IMPLICIT_FROM_NODES, ListOrImplicit
 from numalign.providers.memory.hints import (
     Requested,
     ReusableMemory,
@@ -23,10 +22,6 @@ from numalign.providers.memory.hints import (
     violates_grouping,
 )
 from numalign.providers.memory.state import RESOURCE_MEMORY, Block, NUMANodeState
-
-if TYPE_CHECKING:
-    # fast_hints imports the provider packages: imported lazily at run time (see _memory_hint_source)
-    from numalign.providers.fast_hints import HintSource
 
 ERR_NO_DEFAULT_AFFINITY = (
     "[memorymanager] failed to get the default NUMA affinity, no NUMA nodes with enough memory is available"
@@ -42,15 +37,19 @@ def choose_affinity(
     requested: Requested,
     hint: TopologyHint,
     reusable: ReusableMemory | None = None,
+    *,
+    implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
 ) -> TopologyHint:
     """The hint Allocate will use: the TM affinity, or the default one when the TM had no NUMA
-    preference, widened to a superset when the affinity's free memory cannot hold the request."""
-    from numalign.providers.fast_hints import best_member_hint
+    preference, widened to a superset when the affinity's free memory cannot hold the request.
+    calculateHints' list is implicit on machines with at least `implicit_from_nodes` NUMA nodes."""
+    # imported here: generators builds on providers.memory, whose modules import this one
+    from numalign.providers.implicit.generators import best_member_hint
 
     best = hint
-    source: HintSource | None = None  # calculateHints' memory list, built once and only when needed
+    source: ListOrImplicit | None = None  # calculateHints' memory list, built once and only when needed
     if hint.mask is None:
-        source = _memory_hint_source(machine_state, requested, reusable)
+        source = _memory_hints(machine_state, requested, reusable, implicit_from_nodes)
         default = None if source is None else best_member_hint(source)
         if default is None:
             # calculateHints found nothing; or (upstream would go on with a nil affinity and crash)
@@ -67,7 +66,7 @@ def choose_affinity(
     # listing the 2^N masks on large machines: best_member_hint).
     if not is_affinity_satisfy_request(machine_state, best.mask, requested):
         if source is None:
-            source = _memory_hint_source(machine_state, requested, reusable)
+            source = _memory_hints(machine_state, requested, reusable, implicit_from_nodes)
         extended = None if source is None else best_member_hint(source, best.mask)
         if extended is None:
             raise AllocationError(ERR_NO_EXTENSION)
@@ -81,12 +80,15 @@ def choose_affinity(
     return best
 
 
-def _memory_hint_source(
-    machine_state: Mapping[int, NUMANodeState], requested: Requested, reusable: ReusableMemory | None
-) -> HintSource | None:
+def _memory_hints(
+    machine_state: Mapping[int, NUMANodeState],
+    requested: Requested,
+    reusable: ReusableMemory | None,
+    implicit_from_nodes: int,
+) -> ListOrImplicit | None:
     """calculateHints' list for "memory" (None when it has no entry), implicit on large machines."""
-    if use_implicit(len(machine_state)):
-        from numalign.providers.fast_hints import memory_topology_hints
+    if len(machine_state) >= implicit_from_nodes:
+        from numalign.providers.implicit.generators import memory_topology_hints
 
         return memory_topology_hints(machine_state, requested, reusable).get(RESOURCE_MEMORY)
     return calculate_hints(machine_state, requested, reusable).get(RESOURCE_MEMORY)
@@ -107,12 +109,14 @@ def allocate_blocks(
     requested: Requested,
     hint: TopologyHint,
     reusable: ReusableMemory | None = None,
+    *,
+    implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
 ) -> list[Block]:
     """Upstream Allocate from the hint on: choose the affinity, create one block per requested
     resource (sorted by type; upstream's map order is random) and take the memory from the state.
     Each block records the full request; only the part not covered by the pod's reusable
     init-container memory on that exact mask is taken from `free`."""
-    best = choose_affinity(machine_state, requested, hint, reusable)
+    best = choose_affinity(machine_state, requested, hint, reusable, implicit_from_nodes=implicit_from_nodes)
     assert best.mask is not None
     mask_bits = bits_of(best.mask)
     blocks: list[Block] = []

@@ -14,6 +14,7 @@ from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.machine.topology import Machine
 from numalign.providers.base import AffinityStore
+from numalign.providers.implicit import DEFAULT_IMPLICIT_FROM_NODES
 from numalign.providers.memory.hints import MemoryHints
 from numalign.providers.memory.policy_static import MemoryManagerStatic
 from numalign.providers.memory.reserved import MemoryReservation, get_system_reserved_memory
@@ -80,6 +81,8 @@ def new_memory_manager(
     node_allocatable_reservation: Mapping[str, Quantity],
     reserved_memory: Iterable[MemoryReservation],
     affinity: AffinityStore | None = None,
+    *,
+    implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
 ) -> MemoryManager:
     """Upstream NewManager: the named policy over `machine`, with reservedMemory checked against the
     node-allocatable reservation for Static."""
@@ -87,7 +90,7 @@ def new_memory_manager(
         return MemoryManagerNone()
     if policy_name == POLICY_STATIC:
         reserved = get_system_reserved_memory(machine.numa_ids(), node_allocatable_reservation, reserved_memory)
-        return MemoryManagerStatic.for_machine(machine, reserved, affinity)
+        return MemoryManagerStatic.for_machine(machine, reserved, affinity, implicit_from_nodes=implicit_from_nodes)
     raise ConfigError(
         f'unknown policy: "{policy_name}" (memoryManagerPolicy must be "None" or "Static", case-sensitive)'
     )

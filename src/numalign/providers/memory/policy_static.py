@@ -9,7 +9,7 @@ Persistence is the caller's: snapshot()/restore() give and take the plain data o
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from numalign.core.bitmask import mask_of, mask_string
 from numalign.core.hint import TopologyHint
@@ -18,7 +18,7 @@ from numalign.k8s.pod import Container, Pod
 from numalign.k8s.qos import QOSClass, get_pod_qos
 from numalign.machine.topology import Machine
 from numalign.providers.base import AffinityStore
-from numalign.providers.hint_sources import use_implicit
+from numalign.providers.implicit import DEFAULT_IMPLICIT_FROM_NODES, ListOrImplicit
 from numalign.providers.memory.allocate import allocate_blocks, release_blocks
 from numalign.providers.memory.checkpoint import snapshot_from_state, state_from_snapshot
 from numalign.providers.memory.hints import (
@@ -51,11 +51,7 @@ from numalign.providers.memory.state import (
 
 POLICY_NAME = "Static"
 _NO_AFFINITY = TopologyHint(None, False)
-if TYPE_CHECKING:
-    # fast_hints imports the provider packages: imported lazily at run time, in _sources
-    from numalign.providers.fast_hints import HintSource
-
-_M = TypeVar("_M", MemoryHints, "Mapping[str, HintSource]")
+_M = TypeVar("_M", MemoryHints, Mapping[str, ListOrImplicit])
 _Gen = Callable[[Mapping[int, NUMANodeState], Requested, ReusableMemory | None], _M]
 
 
@@ -81,7 +77,11 @@ class MemoryManagerStatic:
         nodes: Sequence[NUMANodeMemory],
         reserved: SystemReservedMemory,
         affinity: AffinityStore | None = None,
+        *,
+        implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
     ) -> None:
+        # hints are implicit on machines with at least this many NUMA nodes (providers/implicit)
+        self.implicit_from_nodes = implicit_from_nodes
         if sum(r.get(RESOURCE_MEMORY, 0) for r in reserved.values()) <= 0:
             raise ConfigError(
                 "[memorymanager] you should specify the system reserved memory "
@@ -102,9 +102,14 @@ class MemoryManagerStatic:
 
     @classmethod
     def for_machine(
-        cls, machine: Machine, reserved: SystemReservedMemory, affinity: AffinityStore | None = None
+        cls,
+        machine: Machine,
+        reserved: SystemReservedMemory,
+        affinity: AffinityStore | None = None,
+        *,
+        implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
     ) -> MemoryManagerStatic:
-        return cls(numa_memory_of(machine), reserved, affinity)
+        return cls(numa_memory_of(machine), reserved, affinity, implicit_from_nodes=implicit_from_nodes)
 
     # ---- state lifecycle ------------------------------------------------------------------------
 
@@ -139,23 +144,23 @@ class MemoryManagerStatic:
     def get_topology_hints(self, pod: Pod, container: Container) -> MemoryHints | None:
         return self._container_hints(pod, container, calculate_hints)
 
-    def topology_hint_sources(self, pod: Pod, container: Container) -> Mapping[str, HintSource] | None:
-        return self._container_hints(pod, container, self._sources)
+    def implicit_topology_hints(self, pod: Pod, container: Container) -> Mapping[str, ListOrImplicit] | None:
+        return self._container_hints(pod, container, self._implicit_hints)
 
     def get_pod_topology_hints(self, pod: Pod) -> MemoryHints | None:
         return self._pod_hints(pod, calculate_hints)
 
-    def pod_topology_hint_sources(self, pod: Pod) -> Mapping[str, HintSource] | None:
-        return self._pod_hints(pod, self._sources)
+    def implicit_pod_topology_hints(self, pod: Pod) -> Mapping[str, ListOrImplicit] | None:
+        return self._pod_hints(pod, self._implicit_hints)
 
-    @staticmethod
-    def _sources(
-        machine_state: Mapping[int, NUMANodeState], requested: Requested, reusable: ReusableMemory | None
-    ) -> Mapping[str, HintSource]:
-        """calculateHints, described implicitly on machines with many NUMA nodes (see hint_sources)."""
-        if not use_implicit(len(machine_state)):
+    def _implicit_hints(
+        self, machine_state: Mapping[int, NUMANodeState], requested: Requested, reusable: ReusableMemory | None
+    ) -> Mapping[str, ListOrImplicit]:
+        """calculateHints, implicit on machines with many NUMA nodes (see providers/implicit)."""
+        if len(machine_state) < self.implicit_from_nodes:
             return calculate_hints(machine_state, requested, reusable)
-        from numalign.providers.fast_hints import memory_topology_hints
+        # imported here: generators builds on providers.memory, whose modules import this one
+        from numalign.providers.implicit.generators import memory_topology_hints
 
         return memory_topology_hints(machine_state, requested, reusable)
 
@@ -207,7 +212,9 @@ class MemoryManagerStatic:
         hint = self.affinity.get_affinity(pod.uid, container.name) if self.affinity else _NO_AFFINITY
         requested = get_requested_resources(container)
         machine_state = clone_machine_state(self.machine_state)
-        blocks = allocate_blocks(machine_state, requested, hint, self._reusable.get(pod.uid))
+        blocks = allocate_blocks(
+            machine_state, requested, hint, self._reusable.get(pod.uid), implicit_from_nodes=self.implicit_from_nodes
+        )
         self._update_pod_reusable_memory(pod, container, blocks)
         self.machine_state = machine_state
         self.assignments.setdefault(pod.uid, {})[container.name] = clone_blocks(blocks)

@@ -1,4 +1,4 @@
-"""CPUHintSpace answers exactly what the exhaustive generator lists, mask by mask."""
+"""CPUHintQueries answers exactly what the exhaustive generator lists, mask by mask."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numalign.errors import InvalidInputError
-from numalign.providers.cpu.hint_space import CPUHintSpace
 from numalign.providers.cpu.hints import generate_cpu_topology_hints
 from numalign.providers.cpu.topology import CPUInfo, CPUTopology
+from numalign.providers.implicit.cpu_queries import CPUHintQueries
 
 
 @st.composite
@@ -28,14 +28,14 @@ def machines(draw: st.DrawFn) -> CPUTopology:
 
 @settings(max_examples=200, deadline=None)
 @given(machines(), st.data())
-def test_hint_space_equals_exhaustive(topo: CPUTopology, data: st.DataObject) -> None:
+def test_hint_queries_equal_exhaustive(topo: CPUTopology, data: st.DataObject) -> None:
     cpus = sorted(topo.details.cpus())
     avail = data.draw(st.sets(st.sampled_from(cpus)))
     reusable = data.draw(st.sets(st.sampled_from(cpus), max_size=2)) - avail
     request = data.draw(st.integers(1, len(cpus) + 2))
     align = data.draw(st.booleans())
     exhaustive = generate_cpu_topology_hints(topo, avail, reusable, request, align)
-    space = CPUHintSpace(topo, avail, reusable, request, align)
+    space = CPUHintQueries(topo, avail, reusable, request, align)
     assert list(space.iter_hints()) == exhaustive
     by_mask = {h.mask: h for h in exhaustive}
     for mask in range(1, 1 << len(topo.details.numa_nodes())):
@@ -47,7 +47,7 @@ def test_hint_space_equals_exhaustive(topo: CPUTopology, data: st.DataObject) ->
 def test_large_machine_queries_without_enumeration() -> None:
     # 64 NUMA nodes x 4 CPUs: 2^64 masks could never be listed; single masks are answered directly.
     topo = CPUTopology.from_cpu_infos(CPUInfo(c, c // 4, c // 32, c, c // 4) for c in range(256))
-    space = CPUHintSpace(topo, range(4, 256), (), 4)
+    space = CPUHintQueries(topo, range(4, 256), (), 4)
     assert space.min_affinity_size == 1
     assert space.hint_for(1) is None  # node 0 has no free CPU
     hint = space.hint_for(1 << 5)

@@ -1,4 +1,4 @@
-"""The CPU provider's hints described implicitly, for machines where 2^N masks cannot be listed.
+"""The CPU provider's hints queried mask by mask, for machines where 2^N masks cannot be listed.
 
 generateCPUTopologyHints (hints.py) lists every NUMA mask with enough CPUs. Each entry of that list
 is decided by three facts that need no enumeration:
@@ -8,7 +8,7 @@ is decided by three facts that need no enumeration:
   the request, or the number of NUMA nodes when no mask does;
 - a hint is preferred iff its size is minAffinitySize, or (align-by-socket) it spans the minimal
   number of sockets.
-CPUHintSpace answers those per mask, and lists hints in upstream order up to a size bound, so a
+CPUHintQueries answers those per mask, and lists hints in upstream order up to a size bound, so a
 merge can ask about the masks it needs. Its answers equal the exhaustive list (see the tests).
 """
 
@@ -23,7 +23,7 @@ from numalign.providers.cpu.hints import is_hint_socket_aligned
 from numalign.providers.cpu.topology import CPUTopology
 
 
-class CPUHintSpace:
+class CPUHintQueries:
     """What generate_cpu_topology_hints would return, queried mask by mask."""
 
     def __init__(

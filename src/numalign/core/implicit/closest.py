@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Mapping, Sequence
 
-from numalign.core.implicit import search_masks
+from numalign.core.implicit.hints import search_masks
 
 
 def search_closest(

@@ -1,5 +1,10 @@
 """Implicit hint lists: a provider's hints described instead of listed, and exact searches over them.
 
+Vocabulary (one word per idea across core/implicit and providers/implicit): upstream's hint lists
+are *explicit* (every mask listed); an `ImplicitHints` is the same list *implicit* (described by a
+predicate). `HintList` is either; `ProviderAnswer` is a provider's resource -> HintList map, the
+shape Policy.merge accepts.
+
 Upstream providers list every NUMA mask that can hold a request (2^N masks). Each of our providers
 can instead hand the merge an `ImplicitHints`: the same set of hints, given as
 
@@ -100,6 +105,14 @@ class ImplicitHints:
         out += [h for h in self.extras if h.preferred and h.mask is not None and h.mask.bit_count() == 1
                 and h.mask not in seen]
         return out
+
+
+# One (provider, resource) hint list after filtering: upstream's explicit list or an implicit one.
+ExplicitHints = tuple[TopologyHint, ...]
+HintList = ExplicitHints | ImplicitHints
+# A provider's answer when its lists may be implicit (upstream's map[string][]TopologyHint otherwise):
+# None/{} = no preference; resource -> None = don't care; -> [] (or an empty implicit list) = cannot.
+ProviderAnswer = Mapping[str, Sequence[TopologyHint] | ImplicitHints | None] | None
 
 
 def search_masks(

@@ -27,76 +27,38 @@ Theory of operation (the ranking is the closed form of upstream's HintMerger, se
    narrowest hint of the list defining B, with D from every other list), so the search ends at B.
 3. Nothing non-empty: {D, non-preferred}, as upstream.
 
-single-numa-node only ever sees preferred single-node hints, at most N per list, so implicit lists
-are turned into those explicit lists and merged by core.merge (implicit_policy.merge_implicit, the
-public entry point, does that and picks the path per policy).
+single-numa-node only ever sees preferred single-node hints, at most N per list, so its policy turns
+implicit lists into those explicit lists and merges them as listed (core/policies/single_numa_node.py).
+core.merge.merge_filtered is the one caller of this merger for best-effort and restricted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 from itertools import product
 
 from numalign.core.bitmask import bits_of
 from numalign.core.hint import TopologyHint
-from numalign.core.implicit import ImplicitHints, search_masks
-from numalign.core.implicit_closest import search_closest
-from numalign.core.merge import CANNOT_SATISFY, DONT_CARE, mask_fitter
+from numalign.core.implicit.closest import search_closest
+from numalign.core.implicit.hints import HintList, ImplicitHints, search_masks
 from numalign.core.numa import NUMAInfo
 
-Explicit = tuple[TopologyHint, ...]
-Source = Explicit | ImplicitHints
-# What a provider returns when it may describe hints implicitly.
-ResourceSources = Mapping[str, Sequence[TopologyHint] | ImplicitHints | None]
-ProviderSources = ResourceSources | None
 
-
-@dataclass(frozen=True)
-class SourceList:
-    """One normalised hint list (explicit or implicit) and where it came from."""
-
-    provider: int
-    resource: str | None
-    source: Source
-
-
-def normalise(providers: Sequence[ProviderSources]) -> list[SourceList]:
-    """Upstream filterProvidersHints over lists that may be implicit (those are never empty)."""
-    out: list[SourceList] = []
-    for i, pmap in enumerate(providers):
-        if not pmap:
-            out.append(SourceList(i, None, (DONT_CARE,)))
-            continue
-        for resource in sorted(pmap):
-            hints = pmap[resource]
-            if hints is None:
-                out.append(SourceList(i, resource, (DONT_CARE,)))
-            elif isinstance(hints, ImplicitHints):
-                # an implicit list with no member is an empty list: "cannot be satisfied"
-                empty = not hints.has_up() and not any(h.mask is not None for h in hints.extras)
-                out.append(SourceList(i, resource, (CANNOT_SATISFY,) if empty else hints))
-            elif len(hints) == 0:
-                out.append(SourceList(i, resource, (CANNOT_SATISFY,)))
-            else:
-                out.append(SourceList(i, resource, tuple(hints)))
-    return out
-
-
-def source_min_count(src: Source) -> int | None:
-    """The narrowest non-nil raw mask's count (upstream maxOfMinAffinityCounts' per-list term)."""
-    if isinstance(src, ImplicitHints):
-        return src.min_count
-    counts = [h.mask.bit_count() for h in src if h.mask is not None]
+def narrowest_count(hints: HintList | Sequence[TopologyHint]) -> int | None:
+    """The narrowest non-nil mask's node count in one list (None: only nil hints)."""
+    if isinstance(hints, ImplicitHints):
+        return hints.min_count
+    counts = [h.mask.bit_count() for h in hints if h.mask is not None]
     return min(counts) if counts else None
 
 
-def best_non_preferred_count(sources: Iterable[Source]) -> int:
-    return max((c for c in map(source_min_count, sources) if c is not None), default=0)
+def max_of_min_affinity_counts(lists: Iterable[HintList | Sequence[TopologyHint]]) -> int:
+    """Upstream maxOfMinAffinityCounts (B): per list the narrowest non-nil mask's count, maximised."""
+    return max((c for c in map(narrowest_count, lists) if c is not None), default=0)
 
 
 class ImplicitMerger:
-    """Upstream HintMerger.Merge for best-effort/restricted over explicit and implicit lists.
+    """Upstream HintMerger.Merge for best-effort/restricted over listed and implicit lists.
 
     `considered` collects the candidates that were actually evaluated and won a comparison (bounded),
     for the decision record.
@@ -104,12 +66,12 @@ class ImplicitMerger:
 
     MAX_CONSIDERED = 16
 
-    def __init__(self, sources: Sequence[Source], numa: NUMAInfo, use_closest: bool) -> None:
+    def __init__(self, sources: Sequence[HintList], numa: NUMAInfo, use_closest: bool) -> None:
         self.sources = list(sources)
         self.numa = numa
         self.use_closest = use_closest
         self.default = numa.default_affinity_mask
-        self.fitter = mask_fitter(numa, use_closest)
+        self.fitter = numa.fitter(use_closest)
         self.explicit = [s for s in self.sources if not isinstance(s, ImplicitHints)]
         self.implicit = [s for s in self.sources if isinstance(s, ImplicitHints)]
         self.considered: list[TopologyHint] = []
@@ -134,7 +96,7 @@ class ImplicitMerger:
         return best
 
     # --- 1. preferred --------------------------------------------------------------------------
-    def _pref_in(self, src: Source, m: int) -> bool:
+    def _pref_in(self, src: HintList, m: int) -> bool:
         if isinstance(src, ImplicitHints):
             return src.is_preferred_member(m)
         return any(h.preferred and (h.mask is None or h.mask == m) for h in src)
@@ -189,7 +151,7 @@ class ImplicitMerger:
         return best
 
     # --- 2. non-preferred ----------------------------------------------------------------------
-    def _up_closed(self, src: Source) -> bool:
+    def _up_closed(self, src: HintList) -> bool:
         """Is the list, ANDed with D, upward closed within D (and so contains D)."""
         d = self.default
         if isinstance(src, ImplicitHints):
@@ -285,13 +247,14 @@ class ImplicitMerger:
         return next(search_masks(nodes, c, leaf, prune), None)
 
     # --- the merge -----------------------------------------------------------------------------
-    def merge(self) -> TopologyHint:
+    def merge(self, b: int | None = None) -> TopologyHint:
+        """The best hint; `b` is max_of_min_affinity_counts over the same lists when the caller has it."""
         if any(not isinstance(s, ImplicitHints) and len(s) == 0 for s in self.sources):
             return TopologyHint(self.default, False)
         pref = self.best_preferred()
         if pref is not None:
             return TopologyHint(pref, True)
-        best = self.best_non_preferred(best_non_preferred_count(self.sources))
+        best = self.best_non_preferred(max_of_min_affinity_counts(self.sources) if b is None else b)
         return TopologyHint(self.default if best is None else best, False)
 
 

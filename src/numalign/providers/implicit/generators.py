@@ -1,5 +1,5 @@
 """Provider hints without listing 2^N masks: the same hint sets as the exhaustive generators
-(providers/cpu/hints.py, devices/hints.py, memory/hints.py), described as ImplicitHints.
+(providers/cpu/hints.py, devices/hints.py, memory/hints.py), as ImplicitHints.
 
 Each function returns what the exhaustive generator returns when that is small ([] / {} / a
 fallback list) and otherwise an ImplicitHints holding exactly the generator's masks and flags:
@@ -25,7 +25,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from numalign.core.bitmask import bits_of, mask_of, mask_string
 from numalign.core.hint import TopologyHint
-from numalign.core.implicit import ImplicitHints, NodeSums, UpBound, min_member_count, search_masks
+from numalign.core.implicit.hints import ImplicitHints, NodeSums, UpBound, min_member_count, search_masks
 from numalign.providers.cpu.hints import generate_cpu_topology_hints, is_hint_socket_aligned
 from numalign.providers.cpu.topology import CPUTopology
 from numalign.providers.devices.endpoint import Device
@@ -34,6 +34,7 @@ from numalign.providers.devices.hints import (
     generate_device_topology_hints,
     resource_hint_steps,
 )
+from numalign.providers.implicit import ListOrImplicit
 from numalign.providers.memory.hints import (
     Requested,
     ReusableMemory,
@@ -43,8 +44,6 @@ from numalign.providers.memory.hints import (
     violates_grouping,
 )
 from numalign.providers.memory.state import NUMANodeState
-
-HintSource = list[TopologyHint] | ImplicitHints
 
 
 class _Coverage:
@@ -79,7 +78,7 @@ def cpu_topology_hints(
     reusable: Iterable[int],
     request: int,
     align_by_socket: bool = False,
-) -> HintSource:
+) -> ListOrImplicit:
     """generate_cpu_topology_hints, described: [] when no mask passes, else an ImplicitHints."""
     numa_ids = sorted(topo.details.numa_nodes())
     top = mask_of(numa_ids)
@@ -155,7 +154,7 @@ def device_topology_hints(
     available: Collection[str],
     reusable: Collection[str],
     request: int,
-) -> HintSource:
+) -> ListOrImplicit:
     """generate_device_topology_hints, described: [] when no mask passes, else an ImplicitHints."""
     available, reusable = list(dict.fromkeys(available)), list(dict.fromkeys(reusable))
     nodes = list(dict.fromkeys(numa_nodes))
@@ -200,7 +199,7 @@ def device_topology_hints(
     )
 
 
-def resource_topology_hints_fast(
+def resource_topology_hints_implicit(
     numa_nodes: Sequence[int],
     all_devices: Mapping[str, Device],
     *,
@@ -208,7 +207,7 @@ def resource_topology_hints_fast(
     available: Collection[str],
     reusable: Collection[str],
     request: int,
-) -> HintSource | None:
+) -> ListOrImplicit | None:
     """devices.hints.resource_topology_hints (steps a-e) with the implicit generator."""
     return resource_hint_steps(
         numa_nodes, all_devices, device_topology_hints,
@@ -221,7 +220,7 @@ def memory_topology_hints(
     machine_state: Mapping[int, NUMANodeState],
     requested: Requested,
     reusable: ReusableMemory | None = None,
-) -> dict[str, HintSource]:
+) -> dict[str, ListOrImplicit]:
     """calculate_hints, described: {} when no mask passes, else one (shared) list per resource."""
     nodes = sorted(machine_state)
     resources = sorted(requested)
@@ -315,7 +314,7 @@ def memory_topology_hints(
     return dict.fromkeys(resources, family)
 
 
-def best_member_hint(src: HintSource, containing: int = 0) -> TopologyHint | None:
+def best_member_hint(src: ListOrImplicit, containing: int = 0) -> TopologyHint | None:
     """The memory manager's findBestHint over the hints whose mask contains `containing` (all hints
     when 0), without listing them: a preferred hint first, then the narrowest (fewest nodes, then
     numerically smallest). Allocate uses it for the default affinity (`containing` 0) and to widen
@@ -360,11 +359,10 @@ def best_member_hint(src: HintSource, containing: int = 0) -> TopologyHint | Non
 
 
 __all__ = [
-    "HintSource",
     "best_member_hint",
     "cpu_topology_hints",
     "device_topology_hints",
     "memory_topology_hints",
-    "resource_topology_hints_fast",
+    "resource_topology_hints_implicit",
     "search_masks",
 ]
