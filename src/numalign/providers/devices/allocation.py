@@ -18,7 +18,7 @@ from numalign.providers.devices.affinity import filter_by_affinity
 from numalign.providers.devices.pod_devices import sorted_ids
 
 if TYPE_CHECKING:
-    from numalign.providers.devices.manager import DeviceManager
+    from numalign.providers.devices.view import DeviceManagerView
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ def _short(required: int, needed: int) -> AllocationError:
 
 
 def call_get_preferred_allocation(
-    m: DeviceManager, resource: str, available: Iterable[str], must_include: Iterable[str], size: int
+    m: DeviceManagerView, resource: str, available: Iterable[str], must_include: Iterable[str], size: int
 ) -> list[str]:
     """callGetPreferredAllocationIfAvailable: [] unless the plugin offers it; the plugin's order."""
     info = m.endpoints.get(resource)
@@ -60,7 +60,7 @@ def call_get_preferred_allocation(
     return list(dict.fromkeys(answer))
 
 
-def devices_to_allocate(m: DeviceManager, req: AllocationRequest) -> list[str] | None:
+def devices_to_allocate(m: DeviceManagerView, req: AllocationRequest) -> list[str] | None:
     """The ids to pass to the plugin's Allocate, or None when there is nothing to do."""
     resource, required = req.resource, req.required
     needed = required

@@ -152,3 +152,16 @@ class StaticEndpoint:
         self.calls.append(("PreStartContainer", (tuple(device_ids),)))
         self._check_known("PreStartContainer", device_ids)
         self.pre_started.append(tuple(device_ids))
+
+
+@dataclass
+class EndpointInfo:
+    """endpoints[resource]: the plugin (None when restored from a checkpoint and not yet
+    re-registered: upstream's stopped endpoint with nil options) and its stop time."""
+
+    endpoint: Endpoint | None
+    stop_time: float | None = None
+
+    @property
+    def stopped(self) -> bool:
+        return self.stop_time is not None

@@ -38,6 +38,7 @@ from numalign.providers.devices.endpoint import (
     ContainerAllocateResponse,
     Device,
     Endpoint,
+    EndpointInfo,
     StaticEndpoint,
 )
 from numalign.providers.devices.hints import resource_topology_hints
@@ -70,19 +71,6 @@ class _Gen(Protocol[_D_co]):
     ) -> _D_co | None: ...
 
 
-
-
-@dataclass
-class EndpointInfo:
-    """endpoints[resource]: the plugin (None when restored from a checkpoint and not yet
-    re-registered: upstream's stopped endpoint with nil options) and its stop time."""
-
-    endpoint: Endpoint | None
-    stop_time: float | None = None
-
-    @property
-    def stopped(self) -> bool:
-        return self.stop_time is not None
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,11 @@ from numalign.providers.devices.pod_devices import sorted_ids
 
 if TYPE_CHECKING:
     from numalign.providers.devices.endpoint import Endpoint
-    from numalign.providers.devices.manager import DeviceManager
+    from numalign.providers.devices.view import DeviceManagerView
 
 
 def pre_start_call(
-    m: DeviceManager, pod_uid: str, container_name: str, resource: str
+    m: DeviceManagerView, pod_uid: str, container_name: str, resource: str
 ) -> tuple[Endpoint, list[str]] | None:
     """The PreStartContainer call callPreStartContainerIfNeeded would make, without making it: the
     endpoint and the sorted device ids, or None when the plugin does not require it.
@@ -48,7 +48,7 @@ def run_pre_start(endpoint: Endpoint, device_ids: list[str]) -> None:
         raise PluginError(f"device plugin PreStartContainer rpc failed with err: {e}") from e
 
 
-def call_pre_start_if_needed(m: DeviceManager, pod_uid: str, container_name: str, resource: str) -> None:
+def call_pre_start_if_needed(m: DeviceManagerView, pod_uid: str, container_name: str, resource: str) -> None:
     """PreStartContainer with the container's devices, if the plugin's options require it."""
     call = pre_start_call(m, pod_uid, container_name, resource)
     if call is not None:
