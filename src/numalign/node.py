@@ -26,11 +26,11 @@ from numalign.admit_handlers import AdmitHandlers
 from numalign.core.decision import AdmitResult, DecisionRecord
 from numalign.core.numa import NUMAInfo
 from numalign.errors import CheckpointError, InvalidInputError
+from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
 from numalign.k8s.quantity import Quantity, QuantityFormat
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
-from numalign.machine.cpuset import format_cpuset
 from numalign.machine.topology import Machine
 from numalign.manager import TopologyManager
 from numalign.nodestate import NodeStore, Transaction, nothing, reconcile, recorded_allocation

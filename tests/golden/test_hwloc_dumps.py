@@ -234,7 +234,7 @@ def _cgroup_allowed(root: Path) -> tuple[frozenset[int] | None, frozenset[int] |
         for path in paths:
             d = root / v2.lstrip("/") / path.strip().lstrip("/")
             candidates.append((d, ["cpuset.cpus.effective"], ["cpuset.mems.effective"]))
-    from numalign.machine.cpuset import parse_cpuset
+    from numalign.k8s.cpuset import parse_cpuset
 
     for d, cpu_names, mem_names in candidates:
         cpus = next((d / n for n in cpu_names if (d / n).exists()), None)
@@ -385,7 +385,7 @@ def _check_distances(node_root: Path, machine: Machine) -> None:
     online_file = node_root / "online"
     if not online_file.exists():
         return
-    from numalign.machine.cpuset import parse_cpuset
+    from numalign.k8s.cpuset import parse_cpuset
 
     online = sorted(parse_cpuset(online_file.read_text().replace("\x00", "")))
     possible_file = node_root / "possible"

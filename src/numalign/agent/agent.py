@@ -513,7 +513,7 @@ class Agent:
     def _machine_doc(self, node: Node) -> dict[str, Any]:
         """The machine and reserved CPUs, so `numalign pods` draws the node the agent manages (once)."""
         if self._machine_cache is None:
-            from numalign.machine.cpuset import format_cpuset
+            from numalign.k8s.cpuset import format_cpuset
             from numalign.machine.fileformat import machine_to_dict
 
             reserved = node.cpu.reserved_cpus if isinstance(node.cpu, StaticPolicy) else frozenset()

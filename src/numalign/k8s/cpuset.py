@@ -1,47 +1,98 @@
 """CPU set text, as k8s.io/utils/cpuset reads and writes it ("0-3,6"; "" is the empty set).
 
 The kubelet stores CPU sets in this form (cpu_manager_state, reservedSystemCPUs, sysfs cpulists),
-so parsing follows cpuset.Parse: comma-separated elements, each "N" or "A-B" with A <= B.
+so parsing follows cpuset.Parse: comma-separated elements, each "N" or "A-B" with A <= B. This is the
+one parser; two fronts differ only in how they report: `parse_go_cpuset` with Go's error texts (the
+kubelet's configuration validation quotes them), `parse_cpuset` with one line naming the place.
+
+The bound: CPU ids must be below MAX_CPU_ID (65536). Go builds whatever range it is given, so
+"0-999999999" in a state or machine file would exhaust memory before any check could run. Linux
+supports at most 8192 CPUs (NR_CPUS, CONFIG_MAXSMP), so 65536 leaves eight times that headroom while
+a full set of ids still builds in milliseconds.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable
+from typing import Final
 
 from numalign.errors import InvalidInputError
 
+MAX_CPU_ID: Final = 1 << 16
+_ID: Final = re.compile(r"\+?[0-9]+")  # Go's strconv.Atoi after the split on "-": digits, maybe "+"
 
-def _parse_int(token: str, element: str, where: str) -> int:
-    # Go's strconv.Atoi accepts an optional sign; a negative value cannot reach here because the
-    # element was split on "-", so only digits with an optional "+" are valid.
-    body = token[1:] if token.startswith("+") else token
-    if not body.isascii() or not body.isdigit():
-        raise InvalidInputError(
-            f"{where}: invalid CPU set element {element!r} (cannot read {token!r} as a CPU id); "
-            'expected a list like "0-3,6" of CPU ids and ascending ranges'
-        )
-    return int(body)
+
+class _CPUSetTextError(Exception):
+    """What is wrong with one element; each front words it its own way."""
+
+    def __init__(self, kind: str, element: str, token: str = "", start: int = 0, end: int = 0) -> None:
+        super().__init__(kind)
+        self.kind, self.element, self.token, self.start, self.end = kind, element, token, start, end
+
+
+def _id(token: str, element: str) -> int:
+    if not _ID.fullmatch(token):
+        raise _CPUSetTextError("syntax", element, token)
+    return int(token)
+
+
+def _parse(text: str, strip: bool) -> frozenset[int]:
+    if text == "":
+        return frozenset()
+    out: set[int] = set()
+    for element in text.split(","):
+        bounds = element.split("-", 1)
+        if strip:
+            bounds = [b.strip() for b in bounds]
+        start = end = _id(bounds[0], element)
+        if len(bounds) == 2:
+            end = _id(bounds[1], element)
+            if start > end:
+                raise _CPUSetTextError("order", element, start=start, end=end)
+        if end >= MAX_CPU_ID:
+            raise _CPUSetTextError("bound", element, start=start, end=end)
+        out.update(range(start, end + 1))
+    return frozenset(out)
+
+
+def parse_go_cpuset(text: str) -> frozenset[int]:
+    """k8s.io/utils/cpuset.Parse, with its error texts (raises ValueError). No whitespace allowed."""
+    try:
+        return _parse(text, strip=False)
+    except _CPUSetTextError as e:
+        quoted = json.dumps(e.element, ensure_ascii=False)  # Go's %q for plain text
+        if e.kind == "syntax":
+            token = json.dumps(e.token, ensure_ascii=False)
+            raise ValueError(f"strconv.Atoi: parsing {token}: invalid syntax") from None
+        if e.kind == "order":
+            raise ValueError(f"invalid range {quoted} ({e.start} > {e.end})") from None
+        raise ValueError(
+            f"{quoted} names CPU ids up to {e.end}; expected ids below {MAX_CPU_ID} "
+            "(Linux supports at most 8192 CPUs)"
+        ) from None
 
 
 def parse_cpuset(text: str, where: str = "cpuset") -> frozenset[int]:
     """Parse k8s cpuset text. Surrounding whitespace (a trailing newline from a file) is ignored."""
-    s = text.strip()
-    if s == "":
-        return frozenset()
-    out: set[int] = set()
-    for element in s.split(","):
-        bounds = element.split("-", 1)
-        if len(bounds) == 1:
-            out.add(_parse_int(bounds[0].strip(), element, where))
-            continue
-        start = _parse_int(bounds[0].strip(), element, where)
-        end = _parse_int(bounds[1].strip(), element, where)
-        if start > end:
+    try:
+        return _parse(text.strip(), strip=True)
+    except _CPUSetTextError as e:
+        if e.kind == "syntax":
             raise InvalidInputError(
-                f'{where}: invalid range {element!r} ({start} > {end}); expected ranges written low-high, e.g. "2-5"'
-            )
-        out.update(range(start, end + 1))
-    return frozenset(out)
+                f"{where}: invalid CPU set element {e.element!r} (cannot read {e.token!r} as a CPU id); "
+                'expected a list like "0-3,6" of CPU ids and ascending ranges'
+            ) from None
+        if e.kind == "order":
+            raise InvalidInputError(
+                f"{where}: invalid range {e.element!r} ({e.start} > {e.end}); "
+                'expected ranges written low-high, e.g. "2-5"'
+            ) from None
+        raise InvalidInputError(
+            f"{where}: CPU set element {e.element!r} names CPU id {e.end}; expected ids below {MAX_CPU_ID} "
+            "(Linux supports at most 8192 CPUs); check the file for a typo"
+        ) from None
 
 
 def format_cpuset(cpus: Iterable[int]) -> str:

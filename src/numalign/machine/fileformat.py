@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from numalign.errors import InvalidInputError
-from numalign.machine.cpuset import format_cpuset, parse_cpuset
+from numalign.k8s.cpuset import format_cpuset, parse_cpuset
 from numalign.machine.topology import CPU, HEALTHY, Device, Machine, NUMANode
 
 FORMAT = "numalign.machine/v1"

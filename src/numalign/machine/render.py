@@ -4,7 +4,7 @@ then the distance matrix. Pure: returns text.
 
 from __future__ import annotations
 
-from numalign.machine.cpuset import format_cpuset
+from numalign.k8s.cpuset import format_cpuset
 from numalign.machine.topology import Device, Machine, NUMANode
 
 _BINARY = (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 
 from numalign.errors import DiscoveryError, InvalidInputError
-from numalign.machine.cpuset import parse_cpuset
+from numalign.k8s.cpuset import parse_cpuset
 
 NVIDIA = "0x10de"
 AMD_ATI = "0x1002"

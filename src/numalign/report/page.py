@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from numalign.machine.cpuset import format_cpuset
+from numalign.k8s.cpuset import format_cpuset
 from numalign.machine.render import human_bytes
 from numalign.report import colors
 from numalign.report.heatmap import distance_svg

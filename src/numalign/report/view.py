@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from numalign.machine.cpuset import parse_cpuset
+from numalign.k8s.cpuset import parse_cpuset
 from numalign.machine.topology import Machine
 
 

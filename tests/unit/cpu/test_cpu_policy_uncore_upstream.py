@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from numalign.core.hint import TopologyHint
+from numalign.k8s.cpuset import parse_cpuset
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
-from numalign.machine.cpuset import parse_cpuset
 from numalign.providers.cpu.policy_static import StaticPolicy
 from numalign.providers.cpu.state import CPUManagerState
 from numalign.providers.cpu.topology import CPUInfo, CPUTopology

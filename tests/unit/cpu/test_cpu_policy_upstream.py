@@ -6,9 +6,9 @@ import pytest
 
 from numalign.core.hint import TopologyHint
 from numalign.errors import AllocationError, CheckpointError, ConfigError
+from numalign.k8s.cpuset import parse_cpuset
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
-from numalign.machine.cpuset import parse_cpuset
 from numalign.providers.cpu.policy_static import StaticPolicy
 from numalign.providers.cpu.state import CPUManagerState
 from numalign.providers.cpu.take import TakeOptions, allocate_cpus

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from numalign.errors import AllocationError
-from numalign.machine.cpuset import parse_cpuset
+from numalign.k8s.cpuset import parse_cpuset
 from numalign.providers.cpu.accumulator import PACKED, SPREAD, CPUAccumulator, take_by_topology_numa_packed
 from numalign.providers.cpu.distributed import _go_combinations, take_by_topology_numa_distributed
 from numalign.providers.cpu.topology import CPUInfo, CPUTopology

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numalign.errors import InvalidInputError
-from numalign.machine.cpuset import format_cpuset, parse_cpuset
+from numalign.k8s.cpuset import format_cpuset, parse_cpuset, parse_go_cpuset
 
 
 @pytest.mark.parametrize(
@@ -47,3 +47,17 @@ def test_format(cpus: list[int], text: str) -> None:
 @given(st.frozensets(st.integers(min_value=0, max_value=300)))
 def test_round_trip(cpus: frozenset[int]) -> None:
     assert parse_cpuset(format_cpuset(cpus)) == cpus
+
+
+@pytest.mark.parametrize("text", ["0-999999999", "70000", "0-3,65536"])
+def test_ids_past_the_bound_are_refused_before_anything_is_built(text: str) -> None:
+    # a state or machine file with a huge range must give one line, not exhaust memory
+    with pytest.raises(InvalidInputError, match=r"cpu_manager_state: .* expected ids below 65536"):
+        parse_cpuset(text, where="cpu_manager_state")
+    with pytest.raises(ValueError, match="expected ids below 65536"):
+        parse_go_cpuset(text)
+
+
+def test_the_highest_allowed_id_parses() -> None:
+    assert parse_cpuset("65535") == frozenset({65535})
+    assert len(parse_go_cpuset("0-65535")) == 65536

@@ -13,11 +13,11 @@ from typing import TypeVar
 
 from numalign.core.hint import TopologyHint
 from numalign.errors import AllocationError, CheckpointError, ConfigError
+from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.qos import get_pod_qos
 from numalign.k8s.quantity import Quantity
 from numalign.k8s.requests import container_requests
-from numalign.machine.cpuset import format_cpuset
 from numalign.providers.base import AffinityStore
 from numalign.providers.cpu.hints import generate_cpu_topology_hints
 from numalign.providers.cpu.options import (

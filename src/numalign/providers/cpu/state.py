@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from numalign.errors import CheckpointError, InvalidInputError
-from numalign.machine.cpuset import format_cpuset, parse_cpuset
+from numalign.k8s.cpuset import format_cpuset, parse_cpuset
 
 # podUID -> container name -> exclusive CPUs
 Assignments = dict[str, dict[str, frozenset[int]]]
