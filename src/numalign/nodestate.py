@@ -23,10 +23,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from numalign.machine.cpuset import format_cpuset, parse_cpuset
+
 from numalign.core.decision import AdmitResult, DecisionRecord
 from numalign.errors import CheckpointError
 from numalign.k8s.pod import Pod
-from numalign.machine.cpuset import format_cpuset, parse_cpuset
 from numalign.providers.devices.manager import DeviceManager
 from numalign.providers.memory.manager import MemoryManager
 

@@ -5,6 +5,7 @@ and the Topology Manager policy, scope and options under test."""
 from __future__ import annotations
 
 from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.kubeletconfig_read import config_from_yaml
 
 STATIC_NODE_YAML = """
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -34,4 +35,4 @@ def static_node_yaml(
 def static_node_config(
     policy: str = "single-numa-node", scope: str = "container", options: str = "", reserved: str = "0"
 ) -> KubeletConfig:
-    return KubeletConfig.from_yaml(static_node_yaml(policy, scope, options, reserved))
+    return config_from_yaml(static_node_yaml(policy, scope, options, reserved))

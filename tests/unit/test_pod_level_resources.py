@@ -9,7 +9,7 @@ import pytest
 from support.configs import static_node_config, static_node_yaml
 
 from numalign.errors import InvalidInputError
-from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.k8s.manifest import pod_from_dict
 from numalign.k8s.qos import compute_pod_qos
 from numalign.machine.examples import example
@@ -63,7 +63,7 @@ def test_static_cpu_and_memory_policies_leave_pod_level_pods_in_the_shared_pool(
 
 
 def test_with_the_gate_off_the_kubelet_refuses_pod_level_pods() -> None:
-    config = KubeletConfig.from_yaml(static_node_yaml(reserved="0,64") + "featureGates: {PodLevelResources: false}\n")
+    config = config_from_yaml(static_node_yaml(reserved="0,64") + "featureGates: {PodLevelResources: false}\n")
     node = Node(example("dual-socket"), config)
     rec = node.admit(pod_from_dict(_pod({"limits": {"cpu": "4", "memory": "4Gi"}}, {"cpu": "2", "memory": "1Gi"})))
     assert not rec.result.admit

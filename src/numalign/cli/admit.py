@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from numalign.errors import ConfigError
+from numalign.k8s.kubeletconfig_read import config_from_yaml
 
 
 def register(sub: Any) -> None:
@@ -71,7 +72,6 @@ def run(args: argparse.Namespace) -> int:
     from numalign.adapters.textfiles import load_pods
     from numalign.cli.kubeletflags import FLAGS_DEST, config_from_args
     from numalign.errors import InvalidInputError
-    from numalign.k8s.kubeletconfig import KubeletConfig
     from numalign.k8s.manifest import SUPPORTED_KINDS
     from numalign.machine.examples import DEFAULT_MACHINE
 
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         # Without --config the built-in example stands in for the config file, pods or no pods, and
         # flags override it field by field as they would a file (so the fix a refusal suggests,
         # e.g. --policy-option max-allowable-numa-nodes=16, changes only that field).
-        base = KubeletConfig.from_yaml(_data(EXAMPLE_CONFIG).read_text(encoding="utf-8"), f"built-in {EXAMPLE_CONFIG}")
+        base = config_from_yaml(_data(EXAMPLE_CONFIG).read_text(encoding="utf-8"), f"built-in {EXAMPLE_CONFIG}")
     config = config_from_args(args, base=base)
     if base is not None:
         overrides = ", ".join(dict.fromkeys(name for name, _ in flags))

@@ -22,7 +22,13 @@ from numalign.k8s.kubeletconfig import (
     KubeletConfigValidationError,
     load_yaml_mapping,
 )
-from numalign.k8s.kubeletconfig_read import KUBELET_FLAGS, unknown_field_warnings, unknown_gate_warnings
+from numalign.k8s.kubeletconfig_read import (
+    KUBELET_FLAGS,
+    apply_flags,
+    config_from_dict,
+    unknown_field_warnings,
+    unknown_gate_warnings,
+)
 
 CONFIG_DEST: Final = "kubelet_config"
 FLAGS_DEST: Final = "kubelet_flags"
@@ -112,7 +118,7 @@ def config_from_args(
         obj = load_yaml_mapping(text, str(path))
         # Parsed first: a file that is not a KubeletConfiguration at all (a Pod given to --config) is
         # one error, not a warning per field of the wrong kind followed by that error.
-        config = KubeletConfig.from_dict(obj, str(path))
+        config = config_from_dict(obj, str(path))
         for message in unknown_field_warnings(obj, str(path)):
             warn(message)
         for message in unknown_gate_warnings(config.feature_gates, f"{path}: featureGates"):
@@ -120,9 +126,9 @@ def config_from_args(
     flags = getattr(args, FLAGS_DEST, None) or []
     gate_flags = [(name, value) for name, value in flags if name.lstrip("-") == "feature-gates"]
     if gate_flags:
-        for message in unknown_gate_warnings(KubeletConfig().with_flags(gate_flags).feature_gates, "--feature-gates"):
+        for message in unknown_gate_warnings(apply_flags(KubeletConfig(), gate_flags).feature_gates, "--feature-gates"):
             warn(message)
-    config = config.with_flags(flags)
+    config = apply_flags(config, flags)
     try:
         config.validate()
     except KubeletConfigValidationError as exc:

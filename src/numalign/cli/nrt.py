@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from numalign.cli.admit import EXAMPLE_CONFIG, _data
     from numalign.cli.kubeletflags import config_from_args
     from numalign.cluster.nrt import node_resource_topology
-    from numalign.k8s.kubeletconfig import KubeletConfig
+    from numalign.k8s.kubeletconfig_read import config_from_yaml
     from numalign.machine.examples import DEFAULT_MACHINE
     from numalign.node import Node
 
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         return _cluster(args)
     base = None
     if not args.kubelet_config:
-        base = KubeletConfig.from_yaml(_data(EXAMPLE_CONFIG).read_text(encoding="utf-8"), f"built-in {EXAMPLE_CONFIG}")
+        base = config_from_yaml(_data(EXAMPLE_CONFIG).read_text(encoding="utf-8"), f"built-in {EXAMPLE_CONFIG}")
     config = config_from_args(args, base=base)
     machine = load_machine(args.machine or DEFAULT_MACHINE)
     if args.pod_resources_socket is not None:

@@ -31,6 +31,7 @@ from numalign.cluster.model import Cluster, NodePool, Taint
 from numalign.cluster.nrt import NodeResourceTopology
 from numalign.errors import InvalidInputError
 from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.kubeletconfig_read import config_from_dict
 from numalign.k8s.pod import Pod
 from numalign.k8s.quantity import Quantity
 from numalign.machine.topology import CPU, Device, Machine, NUMANode
@@ -201,7 +202,7 @@ def _from_nrt(nrt: NodeResourceTopology, labels: Mapping[str, str], where: str) 
         cfg["reservedMemory"] = reserved_memory
     machine = Machine(nrt.name, tuple(numa_nodes), tuple(sorted(cpus, key=lambda c: c.id)), tuple(devices))
     try:
-        config = KubeletConfig.from_dict(cfg, f"{where}: kubelet configuration rebuilt from this NRT")
+        config = config_from_dict(cfg, f"{where}: kubelet configuration rebuilt from this NRT")
         config.validate()
     except InvalidInputError as e:
         raise InvalidInputError(f"{where}: cannot rebuild a kubelet configuration from this NodeResourceTopology "

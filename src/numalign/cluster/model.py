@@ -31,6 +31,7 @@ from typing import Any, Final
 
 from numalign.errors import ConfigError, InvalidInputError
 from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.kubeletconfig_read import apply_flags, config_from_dict, config_from_yaml
 from numalign.machine.topology import Machine
 from numalign.providers.devices.endpoint import Device as EndpointDevice
 
@@ -79,14 +80,14 @@ class Cluster:
             return self
         pools = []
         for p in self.pools:
-            config = p.config.with_flags(flags)
+            config = apply_flags(p.config, flags)
             config.validate()
             pools.append(dataclasses.replace(p, config=config))
         return dataclasses.replace(self, pools=tuple(pools))
 
 
 def example_config() -> KubeletConfig:
-    return KubeletConfig.from_yaml(EXAMPLE_CONFIG_FILE.read_text(encoding="utf-8"), "built-in example-kubelet-config")
+    return config_from_yaml(EXAMPLE_CONFIG_FILE.read_text(encoding="utf-8"), "built-in example-kubelet-config")
 
 
 def devices_per_numa(resource: str, per_numa: Mapping[int, int], prefix: str) -> list[EndpointDevice]:
@@ -238,7 +239,7 @@ def _config(obj: Mapping[str, Any], path: Path, where: str) -> KubeletConfig:
         if not isinstance(inline, Mapping):
             raise InvalidInputError(f"{path}: {where}.kubelet: expected KubeletConfiguration fields, got {inline!r}")
         base.update(inline)
-    return KubeletConfig.from_dict(base, source)
+    return config_from_dict(base, source)
 
 
 def _taint(obj: Any, path: Path, where: str) -> Taint:

@@ -1,7 +1,8 @@
 """The slice of KubeletConfiguration (kubelet.config.k8s.io/v1beta1) the resource managers read.
 
-Sources, in kubelet precedence: defaults < config file (`from_yaml`) < command-line flags
-(`with_flags`). `validate()` reproduces the relevant part of ValidateKubeletConfiguration with the
+Sources, in kubelet precedence: defaults < config file (kubeletconfig_read.config_from_yaml) <
+command-line flags (kubeletconfig_read.apply_flags); the reading lives there so that this model never
+imports its reader. `validate()` reproduces the relevant part of ValidateKubeletConfiguration with the
 kubelet's own messages, aggregated the way utilerrors.NewAggregate prints them.
 
 Reading follows the kubelet's decoder: unknown keys are ignored (the kubelet only warns about them),
@@ -15,13 +16,13 @@ file's map, except feature gates, which the kubelet merges (flags win per gate).
 from __future__ import annotations
 
 import json
-import re
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
 from numalign.errors import ConfigError, InvalidInputError
+from numalign.k8s.cpuset import parse_go_cpuset
 from numalign.k8s.documents import parse_documents
 from numalign.k8s.quantity import Quantity, QuantityFormat
 from numalign.k8s.resources import (
@@ -121,35 +122,9 @@ class KubeletConfig:
     pods_per_core: int = 0
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     # Set once validate() has passed, so the CLI (which validates to add its fix hints) and the Node it
-    # then builds do not validate the same config twice. Not an init field: replace() and with_flags()
+    # then builds do not validate the same config twice. Not an init field: replace() and apply_flags()
     # build a fresh, unvalidated config.
     _validated: bool = field(default=False, init=False, compare=False, repr=False)
-
-    # ---- reading -------------------------------------------------------------------------------------
-
-    @classmethod
-    def from_yaml(cls, text: str, source: str = "<kubelet config>") -> KubeletConfig:
-        """Read a KubeletConfiguration file (YAML or JSON)."""
-        from numalign.k8s.kubeletconfig_read import config_from_yaml
-
-        return config_from_yaml(text, source)
-
-    @classmethod
-    def from_dict(cls, obj: Mapping[str, Any], source: str = "<kubelet config>") -> KubeletConfig:
-        """A decoded KubeletConfiguration object: defaults, then the file's values."""
-        from numalign.k8s.kubeletconfig_read import config_from_dict
-
-        return config_from_dict(obj, source)
-
-    def with_flags(self, flags: Iterable[tuple[str, str]]) -> KubeletConfig:
-        """Apply kubelet command-line flags, given as (flag, value) pairs in command-line order.
-
-        Flag names may carry the leading "--". Map flags replace the file's map on first use and
-        merge on repeats, as pflag does; --feature-gates merge into the file's gates.
-        """
-        from numalign.k8s.kubeletconfig_read import apply_flags
-
-        return apply_flags(self, flags)
 
     def feature_gate_enabled(self, name: str) -> bool:
         """The gate as set in featureGates / --feature-gates, else its kubelet 1.35 default."""
@@ -375,41 +350,6 @@ def aggregate_errors(messages: Sequence[str]) -> str:
     if len(unique) == 1:
         return unique[0]
     return "[" + ", ".join(unique) + "]"
-
-
-def parse_go_cpuset(text: str) -> frozenset[int]:
-    """k8s.io/utils/cpuset.Parse, with its error texts (raises ValueError). No whitespace allowed."""
-    if text == "":
-        return frozenset()
-    cpus: set[int] = set()
-    for part in text.split(","):
-        bounds = part.split("-", 1)
-        if len(bounds) == 1:
-            cpus.add(_atoi(bounds[0]))
-            continue
-        start, end = _atoi(bounds[0]), _atoi(bounds[1])
-        if start > end:
-            raise ValueError(f"invalid range {go_quote(part)} ({start} > {end})")
-        if end >= MAX_CPU_ID:
-            # Go would build the set (and run out of memory for "0-999999999"); no machine has such
-            # CPU ids, so say so instead of hanging.
-            raise ValueError(
-                f"range {go_quote(part)} names CPU ids up to {end}; expected ids below {MAX_CPU_ID} "
-                "(Linux supports at most 8192 CPUs)"
-            )
-        cpus.update(range(start, end + 1))
-    return frozenset(cpus)
-
-
-# Far above Linux's NR_CPUS limit (8192), low enough that a range of them is quick to build.
-MAX_CPU_ID: Final = 1 << 20
-_ATOI_RE: Final = re.compile(r"[+-]?[0-9]+\Z")
-
-
-def _atoi(text: str) -> int:
-    if not _ATOI_RE.match(text):
-        raise ValueError(f"strconv.Atoi: parsing {go_quote(text)}: invalid syntax")
-    return int(text)
 
 
 def _float32(value: float) -> float:

@@ -75,11 +75,12 @@ def parse_go_bool(text: str) -> bool:
 # ---- file ---------------------------------------------------------------------------------------------
 
 
-def config_from_yaml(text: str, source: str) -> KubeletConfig:
+def config_from_yaml(text: str, source: str = "<kubelet config>") -> KubeletConfig:
+    """Read a KubeletConfiguration file (YAML or JSON)."""
     return config_from_dict(load_yaml_mapping(text, source), source)
 
 
-def config_from_dict(obj: Mapping[str, Any], source: str) -> KubeletConfig:
+def config_from_dict(obj: Mapping[str, Any], source: str = "<kubelet config>") -> KubeletConfig:
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if api_version != API_VERSION or kind != KIND:
         raise ConfigError(
@@ -411,6 +412,11 @@ def _parse_go_int32(text: str) -> int:
 
 
 def apply_flags(config: KubeletConfig, flags: Iterable[tuple[str, str]]) -> KubeletConfig:
+    """Apply kubelet command-line flags, given as (flag, value) pairs in command-line order.
+
+    Flag names may carry the leading "--". Map flags replace the file's map on first use and
+    merge on repeats, as pflag does; --feature-gates merge into the file's gates.
+    """
     changes: dict[str, Any] = {}
     initialized: set[str] = set()
     gates: dict[str, bool] = {}
@@ -497,7 +503,7 @@ def apply_flags(config: KubeletConfig, flags: Iterable[tuple[str, str]]) -> Kube
 
 def split_kubelet_args(argv: Iterable[str]) -> list[tuple[str, str]]:
     """Kubelet command-line words ("--flag=value" or "--flag value") as (flag, value) pairs for
-    KubeletConfig.with_flags; a bare boolean flag (--cgroups-per-qos) means "true", as in pflag."""
+    apply_flags; a bare boolean flag (--cgroups-per-qos) means "true", as in pflag."""
     words = list(argv)
     pairs: list[tuple[str, str]] = []
     i = 0

@@ -19,7 +19,7 @@ import pytest
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2_grpc as pr_grpc
 from numalign.agent import Agent, AgentOptions
 from numalign.agent.status import read_status
-from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.machine.examples import example
 
 DATA = Path(__file__).resolve().parents[3] / "src" / "numalign" / "data"
@@ -47,7 +47,7 @@ class Layout:
         return self.root / "state"
 
     def options(self, **overrides: Any) -> AgentOptions:
-        config = KubeletConfig.from_yaml((DATA / "example-kubelet-config.yaml").read_text(encoding="utf-8"), "cfg")
+        config = config_from_yaml((DATA / "example-kubelet-config.yaml").read_text(encoding="utf-8"), "cfg")
         config.validate()
         kw: dict[str, Any] = {
             "machine": example("dual-socket"),

@@ -17,7 +17,7 @@ from support.pages import boxes, numalign
 
 from numalign.agent import Agent, AgentOptions
 from numalign.agent.status import read_status
-from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.machine.examples import example
 
 DATA = Path(__file__).resolve().parents[3] / "src" / "numalign" / "data"
@@ -36,7 +36,7 @@ spec:
 @pytest.fixture
 def state() -> Iterator[Path]:
     root = Path(tempfile.mkdtemp(prefix="nrep-", dir="/tmp"))  # unix socket paths stay short
-    config = KubeletConfig.from_yaml((DATA / "example-kubelet-config.yaml").read_text(encoding="utf-8"), "cfg")
+    config = config_from_yaml((DATA / "example-kubelet-config.yaml").read_text(encoding="utf-8"), "cfg")
     manifests = root / "manifests"
     manifests.mkdir()
     (manifests / "small.yaml").write_text(POD.format(name="small", cpu=4), encoding="utf-8")

@@ -13,7 +13,7 @@ from support.configs import static_node_config
 
 from numalign.cluster.nrt import NodeResourceTopology, node_resource_topology
 from numalign.errors import InvalidInputError
-from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.k8s.manifest import pods_from_yaml
 from numalign.machine.examples import example
 from numalign.node import Node
@@ -132,7 +132,7 @@ def node_uid(node: Node, name: str) -> str:
 
 
 def test_none_policies_report_no_cpu_or_memory_allocatable() -> None:
-    config = KubeletConfig.from_yaml("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+    config = config_from_yaml("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
                                      "topologyManagerPolicy: best-effort\ntopologyManagerScope: pod\n")
     nrt = node_resource_topology(Node(example("dual-socket"), config), "n")
     _validate(nrt.to_dict())

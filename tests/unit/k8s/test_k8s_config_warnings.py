@@ -16,6 +16,8 @@ from numalign.k8s.kubeletconfig_read import (
     _FILE_FIELDS,
     KNOWN_FEATURE_GATES,
     KUBELET_CONFIGURATION_FIELDS,
+    apply_flags,
+    config_from_yaml,
     unknown_field_warnings,
     unknown_gate_warnings,
 )
@@ -40,10 +42,10 @@ def test_known_gates_are_the_ones_the_managers_read() -> None:
 
 def test_pod_level_resources_gate_is_modelled_on_by_default_and_parsed() -> None:
     assert KubeletConfig().feature_gate_enabled("PodLevelResources") is True  # beta, on since 1.34
-    off = KubeletConfig().with_flags([("--feature-gates", "PodLevelResources=false")])
+    off = apply_flags(KubeletConfig(), [("--feature-gates", "PodLevelResources=false")])
     assert off.feature_gates == {"PodLevelResources": False}
     assert off.feature_gate_enabled("PodLevelResources") is False
-    from_file = KubeletConfig.from_yaml(HEAD + "featureGates: {PodLevelResources: false}\n")
+    from_file = config_from_yaml(HEAD + "featureGates: {PodLevelResources: false}\n")
     assert from_file.feature_gate_enabled("PodLevelResources") is False
     assert unknown_gate_warnings({"PodLevelResources": True}, "--feature-gates") == []
     assert KubeletConfig().feature_gate_enabled("SomeGateNumalignDoesNotModel") is False

@@ -6,6 +6,7 @@ import pytest
 
 from numalign.errors import ConfigError
 from numalign.k8s.kubeletconfig import KubeletConfig, KubeletConfigValidationError
+from numalign.k8s.kubeletconfig_read import apply_flags, config_from_yaml
 from numalign.machine.examples import dual_socket
 from numalign.node import Node
 
@@ -14,7 +15,7 @@ HEADER = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\
 
 def test_empty_policy_fields_take_the_kubelet_defaults() -> None:
     # SetDefaults_KubeletConfiguration: `if obj.TopologyManagerScope == "" {...}` and so on.
-    c = KubeletConfig.from_yaml(
+    c = config_from_yaml(
         HEADER + 'topologyManagerScope: ""\ntopologyManagerPolicy: ""\ncpuManagerPolicy: ""\n'
         'memoryManagerPolicy: ""\ncpuManagerReconcilePeriod: 0s\n'
     )
@@ -25,7 +26,7 @@ def test_empty_policy_fields_take_the_kubelet_defaults() -> None:
 
 
 def test_json_empty_strings_default_too() -> None:
-    c = KubeletConfig.from_yaml(
+    c = config_from_yaml(
         '{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", '
         '"topologyManagerPolicy": "", "topologyManagerScope": ""}'
     )
@@ -35,7 +36,7 @@ def test_json_empty_strings_default_too() -> None:
 def test_fields_without_a_zero_value_default_keep_what_the_file_says() -> None:
     # reservedSystemCPUs/cgroups default to "" anyway; an explicit empty enforceNodeAllocatable list is
     # not nil, so the kubelet keeps it empty rather than defaulting it to [pods].
-    c = KubeletConfig.from_yaml(HEADER + 'reservedSystemCPUs: ""\nkubeReservedCgroup: ""\nenforceNodeAllocatable: []\n')
+    c = config_from_yaml(HEADER + 'reservedSystemCPUs: ""\nkubeReservedCgroup: ""\nenforceNodeAllocatable: []\n')
     assert c.reserved_system_cpus == ""
     assert c.kube_reserved_cgroup == ""
     assert c.enforce_node_allocatable == ()
@@ -44,7 +45,7 @@ def test_fields_without_a_zero_value_default_keep_what_the_file_says() -> None:
 @pytest.mark.parametrize("flag", ["--topology-manager-scope", "--topology-manager-policy"])
 def test_an_empty_flag_is_not_defaulted(flag: str) -> None:
     # Flags are applied after the file's defaulting, so the kubelet validates "" and refuses it.
-    c = KubeletConfig().with_flags([(flag, "")])
+    c = apply_flags(KubeletConfig(), [(flag, "")])
     assert any('""' in m for m in c.validation_errors())
 
 
@@ -60,12 +61,12 @@ def test_node_resolves_a_percentage_memory_threshold_against_the_machine_memory(
     total = sum(machine.memory_by_node().values())
     # GetThresholdQuantity: int64(float64(capacity) * float64(float32(5)/100)).
     reserved = int(float(total) * 0.05000000074505806)
-    config = KubeletConfig.from_yaml(
+    config = config_from_yaml(
         HEADER + "memoryManagerPolicy: Static\nevictionHard: {memory.available: \"5%\"}\n"
         f"reservedMemory:\n- numaNode: 0\n  limits: {{memory: \"{reserved}\"}}\n"
     )
     Node(machine, config)  # the static memory manager accepts reservedMemory == the 5% reservation
-    off_by_one = KubeletConfig.from_yaml(
+    off_by_one = config_from_yaml(
         HEADER + "memoryManagerPolicy: Static\nevictionHard: {memory.available: \"5%\"}\n"
         f"reservedMemory:\n- numaNode: 0\n  limits: {{memory: \"{reserved + 1}\"}}\n"
     )
@@ -75,11 +76,11 @@ def test_node_resolves_a_percentage_memory_threshold_against_the_machine_memory(
 
 
 def test_node_validates_the_config_like_the_cli() -> None:
-    config = KubeletConfig.from_yaml(HEADER + 'reservedSystemCPUs: "0-1"\nkubeReservedCgroup: /kube\n')
+    config = config_from_yaml(HEADER + 'reservedSystemCPUs: "0-1"\nkubeReservedCgroup: /kube\n')
     with pytest.raises(KubeletConfigValidationError, match="can't use reservedSystemCPUs"):
         _node(config)
     with pytest.raises(KubeletConfigValidationError, match=r'topologyManagerScope .*"Pod" must be one of'):
-        _node(KubeletConfig.from_yaml(HEADER + "topologyManagerScope: Pod\n"))
+        _node(config_from_yaml(HEADER + "topologyManagerScope: Pod\n"))
 
 
 def test_a_validated_config_is_validated_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -96,6 +97,6 @@ def test_a_validated_config_is_validated_once(monkeypatch: pytest.MonkeyPatch) -
     _node(config)
     assert len(calls) == 1
     # A changed config (flags, replace) is a new value and is validated again.
-    changed = config.with_flags([("--topology-manager-scope", "pod")])
+    changed = apply_flags(config, [("--topology-manager-scope", "pod")])
     _node(changed)
     assert len(calls) == 2

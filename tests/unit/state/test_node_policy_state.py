@@ -12,7 +12,7 @@ from support.configs import static_node_yaml
 
 from numalign.adapters.nodestate import StateDirectory
 from numalign.errors import CheckpointError
-from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.machine.examples import example
 from numalign.node import Node
 
@@ -22,7 +22,7 @@ CPU_STATIC_MEMORY_NONE = NONE + 'cpuManagerPolicy: static\nreservedSystemCPUs: "
 
 
 def _node(tmp_path: Path, config: str) -> Node:
-    node = Node(example("dual-socket"), KubeletConfig.from_yaml(config), store=StateDirectory(tmp_path))
+    node = Node(example("dual-socket"), config_from_yaml(config), store=StateDirectory(tmp_path))
     node.save()
     return node
 
@@ -51,6 +51,6 @@ def test_a_state_dir_of_another_policy_is_refused_and_left_untouched(
     _node(tmp_path, first)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
     with pytest.raises(CheckpointError) as e:
-        Node(example("dual-socket"), KubeletConfig.from_yaml(second), store=StateDirectory(tmp_path))
+        Node(example("dual-socket"), config_from_yaml(second), store=StateDirectory(tmp_path))
     assert text in str(e.value) and file in str(e.value)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
