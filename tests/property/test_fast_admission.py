@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.configs import static_node_config
 
@@ -107,7 +107,7 @@ def outcome(node: Node, rec: DecisionRecord) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=60)
 @given(
     name=st.sampled_from(["dual-socket", "epyc-nps4", "random", "random"]),
     policy=st.sampled_from(["best-effort", "restricted", "single-numa-node"]),

@@ -32,7 +32,7 @@ def cases(draw: st.DrawFn) -> tuple[NUMAInfo, list[int], int, frozenset[int], in
     return numa, ids, size, allowed, need
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(cases())
 def test_search_closest_equals_brute_force(case: tuple[NUMAInfo, list[int], int, frozenset[int], int]) -> None:
     numa, ids, size, allowed, need = case

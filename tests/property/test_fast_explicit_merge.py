@@ -21,7 +21,7 @@ from numalign.core.merge import (
 from numalign.core.numa import NUMAInfo
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.data())
 def test_rank_search_equals_exhaustive_product(data: st.DataObject) -> None:
     numa = data.draw(numa_infos(max_nodes=6))
@@ -51,7 +51,7 @@ def long_lists(draw: st.DrawFn) -> tuple[NUMAInfo, list[list[TopologyHint]], boo
     return numa, lists, draw(st.booleans()) and numa.distances is not None
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(long_lists())
 def test_rank_search_equals_intersection_dp_on_long_lists(
     case: tuple[NUMAInfo, list[list[TopologyHint]], bool],

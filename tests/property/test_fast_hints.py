@@ -10,11 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.fast_strategies import CPUCase, DeviceCase, MemoryCase, cpu_cases, device_cases, memory_cases
 from support.reference_merge import policy_merge
-from support.strategies import hints_for
+from support.strategies import (
+    CPUCase,
+    DeviceCase,
+    MemoryCase,
+    cpu_cases,
+    device_cases,
+    hints_for,
+    memory_cases,
+)
 
 from numalign.core.bitmask import iterate_bitmasks
 from numalign.core.hint import ProviderHints, TopologyHint
@@ -48,7 +55,7 @@ def check_family(src: ListOrImplicit, expected: list[TopologyHint], nodes: Seque
         assert src.materialize is not None and src.materialize() == expected
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(cpu_cases(max_nodes=10))
 def test_cpu_family_equals_exhaustive(c: CPUCase) -> None:
     expected = generate_cpu_topology_hints(c.topo, c.available, c.reusable, c.request, c.align_by_socket)
@@ -56,7 +63,7 @@ def test_cpu_family_equals_exhaustive(c: CPUCase) -> None:
     check_family(got, expected, sorted(c.topo.details.numa_nodes()))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(device_cases(max_nodes=10))
 def test_device_family_equals_exhaustive(c: DeviceCase) -> None:
     expected = generate_device_topology_hints(c.nodes, c.devices, c.available, c.reusable, c.request)
@@ -64,7 +71,7 @@ def test_device_family_equals_exhaustive(c: DeviceCase) -> None:
     check_family(got, expected, c.nodes)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(memory_cases(max_nodes=9))
 def test_memory_family_equals_exhaustive(c: MemoryCase) -> None:
     expected = calculate_hints(c.state, c.requested, c.reusable)
@@ -121,19 +128,19 @@ def check_admission(s: Scenario) -> None:
     assert got.best_non_preferred_affinity_count == want.best_non_preferred_affinity_count
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150)
 @given(admissions(max_nodes=7))
 def test_merge_of_implicit_provider_hints_equals_exhaustive(s: Scenario) -> None:
     check_admission(s)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=25)
 @given(admissions(max_nodes=10))
 def test_merge_up_to_ten_nodes(s: Scenario) -> None:
     check_admission(s)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(memory_cases(max_nodes=8), st.data())
 def test_best_member_hint_equals_find_best_hint(c: MemoryCase, data: st.DataObject) -> None:
     nodes = sorted(c.state)

@@ -103,7 +103,7 @@ def _explicit(providers: list[ProviderAnswer]) -> list[ProviderHints]:
     return out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(scenarios())
 def test_implicit_merge_equals_exhaustive_product(s: tuple[str, NUMAInfo, list[ProviderAnswer], bool]) -> None:
     policy, numa, providers, closest = s

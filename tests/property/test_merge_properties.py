@@ -21,7 +21,7 @@ def scenarios(draw: st.DrawFn) -> tuple[str, NUMAInfo, list[ProviderHints], bool
     return policy, numa, providers, closest
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(scenarios())
 def test_fast_merge_equals_exhaustive_product(s: tuple[str, NUMAInfo, list[ProviderHints], bool]) -> None:
     policy, numa, providers, closest = s
@@ -29,7 +29,7 @@ def test_fast_merge_equals_exhaustive_product(s: tuple[str, NUMAInfo, list[Provi
     assert (got.hint, got.admit) == ref_policy_merge(policy, providers, numa, closest)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(scenarios(), st.randoms(use_true_random=False))
 def test_result_does_not_depend_on_resource_order(
     s: tuple[str, NUMAInfo, list[ProviderHints], bool], rnd: object

@@ -154,5 +154,5 @@ class NodeMachine(RuleBasedStateMachine):
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-NodeMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=12, deadline=None)
+NodeMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=12)
 TestNodeStateful = NodeMachine.TestCase

@@ -1,12 +1,11 @@
 """Admission on 16- to 64-NUMA-node machines: refused above max-allowable-numa-nodes as the kubelet
-does, and fast and correctly aligned once the limit is raised (implicit hints, no 2^N walk)."""
+does, and correctly aligned once the limit is raised (implicit hints, no 2^N walk; benchmarks/ times it)."""
 
 from __future__ import annotations
 
 import json
 import tarfile
 import tempfile
-import time
 from functools import cache
 from pathlib import Path
 
@@ -77,9 +76,7 @@ def test_guaranteed_pods_are_admitted_aligned_and_fast(name: str, policy: str) -
     node = Node(m, config(policy))
     res = device_resource(m)
     pod = guaranteed("p1", 4, 2, {res: 1} if res else None)
-    t0 = time.perf_counter()
     rec = node.admit(pod)
-    elapsed = time.perf_counter() - t0
     assert rec.result.admit, rec.render()
     merged = rec.decisions[0].merged
     assert merged is not None and merged.mask is not None and merged.preferred
@@ -95,7 +92,6 @@ def test_guaranteed_pods_are_admitted_aligned_and_fast(name: str, policy: str) -
     # the record describes implicit lists instead of listing up to 2^64 masks, and is JSON
     text = json.dumps(rec.to_dict())
     assert '"implicit": true' in text and len(text) < 20_000
-    assert elapsed < 2.0, f"{name} {policy}: admission took {elapsed:.3f}s"
 
 
 @pytest.mark.parametrize("name", MACHINES)

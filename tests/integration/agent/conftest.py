@@ -58,7 +58,7 @@ class Layout:
             "state_dir": self.state,
             "poll_interval": 0.05,
             "capacity_interval": 0.1,
-            "dial_timeout": 2.0,
+            "dial_timeout": 0.5,  # local unix sockets answer in milliseconds
             "call_timeout": 3.0,
             # These tests address pods by their manifest names; test_agent_kubelet_defaults.py covers
             # the kubelet's `<name>-<node name>` default.

@@ -84,10 +84,10 @@ def test_hung_and_failing_allocate_reject_the_pod_and_the_agent_goes_on(short_ag
     with DevicePlugin(GPU, TWO, socket_dir=layout.plugins, allocate=hang) as plugin:
         plugin.register()
         wait_for(lambda: (_resource(layout) or {}).get("healthy") == ["gpu0", "gpu1"], "gpus")
-        start = time.monotonic()
         layout.write_manifest("hang.yaml", gpu_pod("hang"))
         entry = wait_pod(layout, "hang", "rejected", timeout=6)
-        assert time.monotonic() - start < 3  # the 1 s call deadline, not the plugin's 3 s sleep
+        # rejected by the 1 s call deadline: had the agent waited out the plugin's 3 s sleep, the
+        # (valid) answer would have admitted the pod
         assert entry["reason"] == "UnexpectedAdmissionError" and "DeadlineExceeded" in entry["message"]
     with DevicePlugin(GPU, TWO, socket_dir=layout.plugins, allocate=crash) as plugin:
         plugin.register()

@@ -12,6 +12,10 @@ import pytest
 
 from numalign.deviceplugin.testing import FakeKubelet, KubeletRecorder
 
+# The kubelet side dials plugins on this host's unix sockets, which answer in milliseconds; a dial
+# that has not connected by then never will (the tests that point it at a missing socket wait this out).
+DIAL_TIMEOUT = 0.5
+
 
 @pytest.fixture
 def sock_dir() -> Iterator[Path]:
@@ -25,7 +29,7 @@ def sock_dir() -> Iterator[Path]:
 
 @pytest.fixture
 def kubelet(sock_dir: Path) -> Iterator[FakeKubelet]:
-    k = FakeKubelet(sock_dir, dial_timeout=2.0, call_timeout=3.0)
+    k = FakeKubelet(sock_dir, dial_timeout=DIAL_TIMEOUT, call_timeout=3.0)
     k.start()
     try:
         yield k

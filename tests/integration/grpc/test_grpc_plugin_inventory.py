@@ -137,7 +137,7 @@ def test_grpc_preferred_allocation(
     assert preferred_allocation(DEVS, available, must, size) == expected
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(
     avail=st.lists(st.sampled_from(ALL), unique=True, min_size=1),
     data=st.data(),

@@ -44,7 +44,7 @@ def state() -> Iterator[Path]:
     agent = Agent(AgentOptions(
         machine=example("dual-socket"), config=config, device_plugin_dir=root / "dp",
         pod_resources_socket=root / "pr" / "kubelet.sock", manifests=manifests, state_dir=root / "state",
-        poll_interval=0.05, capacity_interval=0.1, dial_timeout=2.0, call_timeout=3.0, mirror_pod_names=False))
+        poll_interval=0.05, capacity_interval=0.1, dial_timeout=0.5, call_timeout=3.0, mirror_pod_names=False))
     agent.start()
     try:
         _wait_settled(root / "state")

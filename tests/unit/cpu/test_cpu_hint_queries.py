@@ -26,7 +26,7 @@ def machines(draw: st.DrawFn) -> CPUTopology:
     return CPUTopology.from_cpu_infos(infos)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(machines(), st.data())
 def test_hint_queries_equal_exhaustive(topo: CPUTopology, data: st.DataObject) -> None:
     cpus = sorted(topo.details.cpus())

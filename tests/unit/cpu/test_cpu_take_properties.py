@@ -38,7 +38,7 @@ OPTION_SETS = [
 ]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(machines(), st.data())
 def test_allocate_gives_exactly_n_allocatable_cpus(topo: CPUTopology, data: st.DataObject) -> None:
     all_cpus = sorted(topo.details.cpus())

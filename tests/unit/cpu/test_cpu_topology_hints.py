@@ -88,7 +88,7 @@ def test_not_enough_cpus_gives_empty_list() -> None:
     assert generate_cpu_topology_hints(QUAD, {0, 1}, (), 3) == []
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.sets(st.integers(0, 31)), st.integers(1, 32))
 def test_hints_match_brute_force(avail: set[int], request: int) -> None:
     hints = generate_cpu_topology_hints(QUAD, avail, (), request)

@@ -55,7 +55,7 @@ def check_books(m: DeviceManager) -> None:
     assert restored.pod_devices.devs == m.pod_devices.devs
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=120)
 @given(topologies=devices_st, ops=st.lists(op_st, max_size=12))
 def test_random_sequences_never_double_allocate(
     topologies: list[tuple[int, ...] | None], ops: list[tuple[object, ...]]

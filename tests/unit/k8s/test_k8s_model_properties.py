@@ -82,7 +82,7 @@ def _manifest(pod: Pod) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(pods())
 def test_manifest_round_trip_applies_only_defaulting(pod: Pod) -> None:
     [back] = pods_from_yaml(yaml.safe_dump(_manifest(pod)), "gen.yaml")
@@ -113,7 +113,7 @@ def _per_container_qos(pod: Pod) -> QOSClass:
     return QOSClass.BURSTABLE
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(pods())
 def test_classic_and_per_container_qos_agree_on_valid_pods(pod: Pod) -> None:
     assert compute_pod_qos(pod) is _per_container_qos(pod)

@@ -161,7 +161,7 @@ def pods(draw: st.DrawFn) -> Pod:
     return pod(*inits, *apps)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(pods())
 def test_effective_cpu_matches_a_direct_simulation(p: Pod) -> None:
     # Simulate the pod's life: each regular init container runs alone next to the sidecars started

@@ -270,7 +270,7 @@ quantities = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(quantities)
 def test_string_round_trip(q: Quantity) -> None:
     text = str(q)
@@ -283,7 +283,7 @@ def test_string_round_trip(q: Quantity) -> None:
     assert str(Quantity.parse(again)) == again
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(quantity_texts())
 def test_parse_rounds_up_to_nano(text: str) -> None:
     q = Quantity.parse(text)
@@ -295,7 +295,7 @@ def test_parse_rounds_up_to_nano(text: str) -> None:
     assert q.value() * NANO >= q.nanos if q.sign() >= 0 else q.value() * NANO <= q.nanos
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(quantities, quantities)
 def test_arithmetic_is_exact_and_ordered(a: Quantity, b: Quantity) -> None:
     assert (a + b).nanos == a.nanos + b.nanos

@@ -161,7 +161,7 @@ def layouts(draw: st.DrawFn) -> Machine:
     return Machine("r", node_list, tuple(cpus))
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80)
 @given(layouts())
 def test_kubelet_view_invariants_and_cadvisor_round_trip(m: Machine) -> None:
     infos = m.cpu_infos()

@@ -83,7 +83,7 @@ def machines(draw: st.DrawFn) -> Machine:
     return Machine(draw(st.text(min_size=1, max_size=8)), nodes, tuple(cpus), devices, frozenset(free_ids))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(machines())
 def test_round_trip_is_lossless(m: Machine) -> None:
     assert machine_from_dict(machine_to_dict(m), "x") == m

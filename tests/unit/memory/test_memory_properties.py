@@ -58,7 +58,7 @@ ops = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(nodes=st.integers(1, 4), script=ops)
 def test_random_admit_remove_sequences_keep_the_books(nodes: int, script: list[tuple[bool, int, int]]) -> None:
     m = machine(nodes)

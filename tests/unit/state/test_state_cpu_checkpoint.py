@@ -27,7 +27,7 @@ _entries = st.dictionaries(_text, st.dictionaries(_text, _text, max_size=3), max
 _checkpoints = st.builds(CPUManagerCheckpoint, _text, _text, _entries)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(_checkpoints)
 def test_decode_encode_round_trip(cp: CPUManagerCheckpoint) -> None:
     blob = encode_cpu_checkpoint(cp)

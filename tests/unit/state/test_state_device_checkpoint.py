@@ -42,7 +42,7 @@ def _fields(cp: DeviceCheckpoint) -> tuple[object, ...]:
     return (list(cp.pod_device_entries), cp.registered_devices, cp.boot_id)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(_checkpoints)
 def test_decode_encode_round_trip(cp: DeviceCheckpoint) -> None:
     blob = encode_device_checkpoint(cp)
@@ -116,7 +116,7 @@ def test_garbage_reports_both_formats() -> None:
         decode_device_checkpoint(b'{"Data":{"PodDeviceEntries":{}}}')
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50)
 @given(_checkpoints)
 def test_document_round_trip(cp: DeviceCheckpoint) -> None:
     doc = device_checkpoint_to_document(cp)

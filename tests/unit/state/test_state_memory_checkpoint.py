@@ -45,7 +45,7 @@ def _fields(cp: MemoryManagerCheckpoint) -> tuple[object, ...]:
     return (cp.policy_name, cp.machine_state, cp.entries)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(_checkpoints)
 def test_decode_encode_round_trip(cp: MemoryManagerCheckpoint) -> None:
     blob = encode_memory_checkpoint(cp)
@@ -102,7 +102,7 @@ def test_wrong_types_name_the_field() -> None:
         decode_memory_checkpoint(b'{"policyName":"Static","machineState":{"0":{"cells":"x"}},"checksum":1}')
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50)
 @given(_checkpoints)
 def test_document_round_trip(cp: MemoryManagerCheckpoint) -> None:
     doc = memory_checkpoint_to_document(cp)
