@@ -37,6 +37,7 @@ from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY, hugepage_resou
 from numalign.machine.topology import Machine
 from numalign.node import Node
 from numalign.providers.cpu.policy_static import StaticPolicy
+from numalign.validation import expect_list
 
 API_VERSION: Final = "topology.node.k8s.io/v1alpha2"
 KIND: Final = "NodeResourceTopology"
@@ -138,36 +139,29 @@ class NodeResourceTopology:
         if not isinstance(name, str) or not name:
             raise InvalidInputError(f"{where}: metadata.name missing; expected the node's name")
         zones = []
-        for i, z in enumerate(_list(obj.get("zones"), f"{where} ({name}).zones")):
+        for i, z in enumerate(expect_list(obj.get("zones"), f"{where} ({name}).zones")):
             zw = f"{where} ({name}).zones[{i}]"
             if not isinstance(z, Mapping) or not isinstance(z.get("name"), str):
                 raise InvalidInputError(f"{zw}: expected an object with name and type, got {z!r}")
             res = []
-            for j, r in enumerate(_list(z.get("resources"), f"{zw}.resources")):
+            for j, r in enumerate(expect_list(z.get("resources"), f"{zw}.resources")):
                 rw = f"{zw}.resources[{j}]"
                 if not isinstance(r, Mapping) or not isinstance(r.get("name"), str):
                     raise InvalidInputError(f"{rw}: expected {{name, capacity, allocatable, available}}, got {r!r}")
                 vals = [_qty(r.get(k), f"{rw}.{k}", r["name"]) for k in ("capacity", "allocatable", "available")]
                 res.append(ResourceInfo(r["name"], *vals))
-            costs = tuple((str(c["name"]), int(c["value"])) for c in _list(z.get("costs"), f"{zw}.costs")
+            costs = tuple((str(c["name"]), int(c["value"])) for c in expect_list(z.get("costs"), f"{zw}.costs")
                           if isinstance(c, Mapping) and "name" in c and "value" in c)
             zones.append(Zone(z["name"], str(z.get("type", "")), tuple(res), costs))
-        attrs = tuple((str(a["name"]), str(a["value"])) for a in _list(obj.get("attributes"), f"{where}.attributes")
+        raw_attrs = expect_list(obj.get("attributes"), f"{where}.attributes")
+        attrs = tuple((str(a["name"]), str(a["value"])) for a in raw_attrs
                       if isinstance(a, Mapping) and "name" in a and "value" in a)
-        policies = tuple(str(p) for p in _list(obj.get("topologyPolicies"), f"{where}.topologyPolicies"))
+        policies = tuple(str(p) for p in expect_list(obj.get("topologyPolicies"), f"{where}.topologyPolicies"))
         return cls(name, tuple(zones), attrs, policies)
 
 
 def _kind_of(obj: Any) -> str:
     return f"kind {obj.get('kind')!r}" if isinstance(obj, Mapping) else type(obj).__name__
-
-
-def _list(v: Any, where: str) -> list[Any]:
-    if v is None:
-        return []
-    if not isinstance(v, list):
-        raise InvalidInputError(f"{where}: expected a list, got {type(v).__name__}")
-    return v
 
 
 def _qty(v: Any, where: str, resource: str) -> int:

@@ -31,6 +31,7 @@ from numalign.cluster.result import RunResult
 from numalign.cluster.simulate import SCHEDULERS, SCORING, RunSpec, run_one
 from numalign.cluster.workload import Workload
 from numalign.errors import InvalidInputError
+from numalign.validation import expect_list
 
 
 def _mappingproxy(d: dict[Any, Any]) -> types.MappingProxyType[Any, Any]:
@@ -148,14 +149,15 @@ def sweep_from_dict(obj: Any, where: str) -> Sweep:
         raise InvalidInputError(f"{where}: {unknown[0]}: unknown field; expected one of {', '.join(sorted(known))}")
     sweep = Sweep()
     if "schedulers" in obj:
-        sweep.schedulers = [str(s) for s in _list(obj["schedulers"], f"{where}: schedulers")]
+        schedulers = expect_list(obj["schedulers"], f"{where}: schedulers", required=True)
+        sweep.schedulers = [str(s) for s in schedulers]
     scoring = obj.get("scoring") or {}
     if not isinstance(scoring, Mapping):
         raise InvalidInputError(f"{where}: scoring: expected scheduler: strategy, e.g. {{exact: LeastNUMANodes}}")
     sweep.scoring = {str(k): str(v) for k, v in scoring.items()}
     for name in AXES:
         if name in obj:
-            values = _list(obj[name], f"{where}: {name}")
+            values = expect_list(obj[name], f"{where}: {name}", required=True)
             for i, v in enumerate(values):
                 if isinstance(v, (Mapping, list)):
                     example = {"topologyManagerPolicyOptions": '"prefer-closest-numa-nodes=true"',
@@ -166,12 +168,6 @@ def sweep_from_dict(obj: Any, where: str) -> Sweep:
             sweep.axes[name] = ["" if v is None else str(v) for v in values]
     sweep.check(where)
     return sweep
-
-
-def _list(v: Any, where: str) -> list[Any]:
-    if not isinstance(v, list):
-        raise InvalidInputError(f"{where}: expected a list, got {v!r}")
-    return v
 
 
 def _run(args: tuple[Cluster, Workload, RunSpec, int, int]) -> RunResult:

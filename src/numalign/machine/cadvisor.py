@@ -16,26 +16,13 @@ from typing import Any
 
 from numalign.errors import InvalidInputError
 from numalign.machine.topology import CPU, Machine, NUMANode
+from numalign.validation import expect_int, expect_list
 
 _CADVISOR_KEYS = ("num_cores", "topology")
 
 
 def is_cadvisor_machine_info(obj: Any) -> bool:
     return isinstance(obj, Mapping) and all(k in obj for k in _CADVISOR_KEYS) and "numa_nodes" not in obj
-
-
-def _int(obj: Any, where: str) -> int:
-    if isinstance(obj, bool) or not isinstance(obj, int):
-        raise InvalidInputError(f"{where}: expected an integer, got {obj!r}")
-    return obj
-
-
-def _list(obj: Any, where: str) -> list[Any]:
-    if obj is None:
-        return []
-    if not isinstance(obj, list):
-        raise InvalidInputError(f"{where}: expected a list, got {type(obj).__name__}")
-    return obj
 
 
 def _map(obj: Any, where: str) -> Mapping[str, Any]:
@@ -50,7 +37,7 @@ def _l3s(caches: list[Any], where: str) -> list[int]:
     for i, raw in enumerate(caches):
         c = _map(raw, f"{where}[{i}]")
         if c.get("level", 0) >= 3 and c.get("type", "Unified") != "Instruction":
-            out.append(_int(c.get("id", 0), f"{where}[{i}].id"))
+            out.append(expect_int(c.get("id", 0), f"{where}[{i}].id"))
     return out
 
 
@@ -70,7 +57,7 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
       (prefer-closest-numa-nodes then refuses to start, where the kubelet would fail at admission).
     """
     info = _map(obj, source)
-    topology = _list(info.get("topology"), f"{source}: topology")
+    topology = expect_list(info.get("topology"), f"{source}: topology")
     if not topology:
         raise InvalidInputError(
             f"{source}: topology is empty: cadvisor found no NUMA node (no node directory and no CPU with a "
@@ -82,7 +69,7 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
     for i, raw_node in enumerate(topology):
         where = f"{source}: topology[{i}]"
         n = _map(raw_node, where)
-        node_id = _int(n.get("node_id", 0), f"{where}.node_id")
+        node_id = expect_int(n.get("node_id", 0), f"{where}.node_id")
         if node_id < 0:
             raise InvalidInputError(
                 f"{where}: node_id {node_id} (cadvisor names nodes after physical package ids when there is no "
@@ -90,10 +77,10 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
                 "negative node; describe the machine in a machine file instead"
             )
         raw_nodes.append((node_id, n, where))
-        for j, raw_core in enumerate(_list(n.get("cores"), f"{where}.cores")):
+        for j, raw_core in enumerate(expect_list(n.get("cores"), f"{where}.cores")):
             core = _map(raw_core, f"{where}.cores[{j}]")
-            for t in _list(core.get("thread_ids"), f"{where}.cores[{j}].thread_ids"):
-                owner[_int(t, f"{where}.cores[{j}].thread_ids")] = node_id
+            for t in expect_list(core.get("thread_ids"), f"{where}.cores[{j}].thread_ids"):
+                owner[expect_int(t, f"{where}.cores[{j}].thread_ids")] = node_id
     ids = sorted(node_id for node_id, _, _ in raw_nodes)
     nodes: list[tuple[int, NUMANode]] = []
     cpus: list[CPU] = []
@@ -101,17 +88,18 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
     node_caches: dict[int | None, list[int]] = {}  # node id -> its node-level L3 ids
     rows: dict[int, list[int] | None] = {}
     for node_id, n, where in raw_nodes:
-        node_l3s = _l3s(_list(n.get("caches"), f"{where}.caches"), f"{where}.caches")
+        node_l3s = _l3s(expect_list(n.get("caches"), f"{where}.caches"), f"{where}.caches")
         node_caches[node_id] = node_l3s
         node_l3 = node_l3s[0] if node_l3s else None
         node_cpus: set[int] = set()
-        for j, raw_core in enumerate(_list(n.get("cores"), f"{where}.cores")):
+        for j, raw_core in enumerate(expect_list(n.get("cores"), f"{where}.cores")):
             cw = f"{where}.cores[{j}]"
             core = _map(raw_core, cw)
-            threads = [_int(t, f"{cw}.thread_ids") for t in _list(core.get("thread_ids"), f"{cw}.thread_ids")]
+            raw_threads = expect_list(core.get("thread_ids"), f"{cw}.thread_ids")
+            threads = [expect_int(t, f"{cw}.thread_ids") for t in raw_threads]
             if not threads or len(set(threads)) != len(threads):
                 raise InvalidInputError(f"{cw}: thread_ids {threads}; expected unique CPU ids (kubelet: no cpus)")
-            uncore = _l3(_list(core.get("uncore_caches"), f"{cw}.uncore_caches"), f"{cw}.uncore_caches")
+            uncore = _l3(expect_list(core.get("uncore_caches"), f"{cw}.uncore_caches"), f"{cw}.uncore_caches")
             for t in threads:
                 if owner[t] != node_id:
                     continue  # listed again under a later node, which the kubelet keeps
@@ -119,8 +107,8 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
                 cpus.append(
                     CPU(
                         t,
-                        _int(core.get("socket_id", 0), f"{cw}.socket_id"),
-                        _int(core.get("core_id", 0), f"{cw}.core_id"),
+                        expect_int(core.get("socket_id", 0), f"{cw}.socket_id"),
+                        expect_int(core.get("core_id", 0), f"{cw}.core_id"),
                         node_id,
                         0,
                         uncore if uncore is not None else node_l3,
@@ -129,14 +117,16 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
                 )
                 node_cpus.add(t)
         hugepages: dict[int, int] = {}
-        for j, raw_hp in enumerate(_list(n.get("hugepages"), f"{where}.hugepages")):
+        for j, raw_hp in enumerate(expect_list(n.get("hugepages"), f"{where}.hugepages")):
             hp = _map(raw_hp, f"{where}.hugepages[{j}]")
-            hugepages[_int(hp.get("page_size"), f"{where}.hugepages[{j}].page_size") * 1024] = _int(
+            hugepages[expect_int(hp.get("page_size"), f"{where}.hugepages[{j}].page_size") * 1024] = expect_int(
                 hp.get("num_pages", 0), f"{where}.hugepages[{j}].num_pages"
             )
         dist_raw = n.get("distances")
-        rows[node_id] = None if not dist_raw else [_int(x, f"{where}.distances") for x in _list(dist_raw, where)]
-        memory = _int(n.get("memory", 0), f"{where}.memory")
+        rows[node_id] = (
+            None if not dist_raw else [expect_int(x, f"{where}.distances") for x in expect_list(dist_raw, where)]
+        )
+        memory = expect_int(n.get("memory", 0), f"{where}.memory")
         nodes.append((node_id, NUMANode(node_id, frozenset(node_cpus), memory, hugepages, None)))
     by_position = _rows_by_position(rows, ids)
     nodes.sort(key=lambda p: p[0])

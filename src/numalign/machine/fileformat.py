@@ -14,6 +14,7 @@ from typing import Any
 from numalign.errors import InvalidInputError
 from numalign.k8s.cpuset import format_cpuset, parse_cpuset
 from numalign.machine.topology import CPU, HEALTHY, Device, Machine, NUMANode
+from numalign.validation import expect_int, expect_list, expect_mapping, expect_opt_int
 
 FORMAT = "numalign.machine/v1"
 EXPECTED_FILE = f"a machine file ({FORMAT}, as `numalign discover --output yaml` writes) or cadvisor MachineInfo JSON"
@@ -84,21 +85,21 @@ def machine_to_dict(m: Machine) -> dict[str, Any]:
 def machine_from_dict(obj: Any, source: str) -> Machine:
     """Validate and build a machine; every error names `source`, the field, what was found and what
     was expected."""
-    top = _mapping(obj, source, _TOP_KEYS)
+    top = expect_mapping(obj, source, _TOP_KEYS)
     fmt = top.get("format", FORMAT)
     if fmt != FORMAT:
         raise InvalidInputError(f"{source}: format {fmt!r} is not supported; expected {FORMAT!r}")
     name = top.get("name", source)
     if not isinstance(name, str) or not name:
         raise InvalidInputError(f"{source}: name must be a non-empty string, got {name!r}")
-    raw_nodes = _list(top.get("numa_nodes"), f"{source}: numa_nodes", required=True)
-    raw_cpus = _list(top.get("cpus"), f"{source}: cpus", required=True)
+    raw_nodes = expect_list(top.get("numa_nodes"), f"{source}: numa_nodes", required=True)
+    raw_cpus = expect_list(top.get("cpus"), f"{source}: cpus", required=True)
     cpus = tuple(_cpu(c, f"{source}: cpus[{i}]") for i, c in enumerate(raw_cpus))
     nodes = []
     for i, raw in enumerate(raw_nodes):
         where = f"{source}: numa_nodes[{i}]"
-        n = _mapping(raw, where, _NODE_KEYS)
-        node_id = _int(n.get("id"), f"{where}.id")
+        n = expect_mapping(raw, where, _NODE_KEYS)
+        node_id = expect_int(n.get("id"), f"{where}.id")
         if "cpus" in n:
             node_cpus = _cpu_ids(n["cpus"], f"{where}.cpus")
         else:  # derived from the CPU list
@@ -107,13 +108,16 @@ def machine_from_dict(obj: Any, source: str) -> Machine:
         distances = (
             None
             if dist is None
-            else tuple(_int(x, f"{where}.distances[{j}]") for j, x in enumerate(_list(dist, f"{where}.distances")))
+            else tuple(
+                expect_int(x, f"{where}.distances[{j}]")
+                for j, x in enumerate(expect_list(dist, f"{where}.distances"))
+            )
         )
         nodes.append(
             NUMANode(
                 id=node_id,
                 cpus=node_cpus,
-                memory_bytes=_int(n.get("memory_bytes", 0), f"{where}.memory_bytes"),
+                memory_bytes=expect_int(n.get("memory_bytes", 0), f"{where}.memory_bytes"),
                 hugepages=_hugepages(n.get("hugepages", {}), f"{where}.hugepages"),
                 distances=distances,
             )
@@ -121,7 +125,8 @@ def machine_from_dict(obj: Any, source: str) -> Machine:
     offline = top.get("offline_cpus", "")
     offline_ids = _cpu_ids(offline, f"{source}: offline_cpus")
     devices = tuple(
-        _device(d, f"{source}: devices[{i}]") for i, d in enumerate(_list(top.get("devices", []), f"{source}: devices"))
+        _device(d, f"{source}: devices[{i}]")
+        for i, d in enumerate(expect_list(top.get("devices", []), f"{source}: devices"))
     )
     try:
         return Machine(name=name, numa_nodes=tuple(nodes), cpus=cpus, devices=devices, offline_cpus=offline_ids)
@@ -155,38 +160,11 @@ def parse_machine_text(text: str, source: str) -> Any:
 # ---- field readers ------------------------------------------------------------------------------
 
 
-def _mapping(obj: Any, where: str, allowed: set[str]) -> Mapping[str, Any]:
-    if not isinstance(obj, Mapping):
-        raise InvalidInputError(f"{where}: expected an object, got {type(obj).__name__}")
-    unknown = sorted(str(k) for k in obj if k not in allowed)
-    if unknown:
-        raise InvalidInputError(f"{where}: unknown keys {unknown}; expected some of {sorted(allowed)}")
-    return obj
-
-
-def _list(obj: Any, where: str, required: bool = False) -> list[Any]:
-    if obj is None and not required:
-        return []
-    if not isinstance(obj, list):
-        raise InvalidInputError(f"{where}: expected a list, got {type(obj).__name__}")
-    return obj
-
-
-def _int(obj: Any, where: str) -> int:
-    if isinstance(obj, bool) or not isinstance(obj, int):
-        raise InvalidInputError(f"{where}: expected an integer, got {obj!r}")
-    return obj
-
-
-def _opt_int(obj: Any, where: str) -> int | None:
-    return None if obj is None else _int(obj, where)
-
-
 def _cpu_ids(obj: Any, where: str) -> frozenset[int]:
     """A list of CPU ids, or cpuset text such as "0-3,8"."""
     if isinstance(obj, str):
         return parse_cpuset(obj, where)
-    ids = [_int(x, f"{where}[{i}]") for i, x in enumerate(_list(obj, where))]
+    ids = [expect_int(x, f"{where}[{i}]") for i, x in enumerate(expect_list(obj, where))]
     if len(set(ids)) != len(ids):
         raise InvalidInputError(f"{where}: CPU ids {ids} contain duplicates; expected unique ids")
     return frozenset(ids)
@@ -214,12 +192,12 @@ def _hugepages(obj: Any, where: str) -> dict[int, int]:
         size = page_size_bytes(k, f"{where} key {k!r}")
         if size in out:
             raise InvalidInputError(f"{where}: page size {size} bytes appears twice")
-        out[size] = _int(v, f"{where}[{k!r}]")
+        out[size] = expect_int(v, f"{where}[{k!r}]")
     return out
 
 
 def _cpu(obj: Any, where: str) -> CPU:
-    c = _mapping(obj, where, _CPU_KEYS)
+    c = expect_mapping(obj, where, _CPU_KEYS)
     for key in ("id", "socket", "core"):
         if key not in c:
             raise InvalidInputError(f"{where}: missing {key!r}; a CPU needs id, socket, core and numa_node")
@@ -229,12 +207,12 @@ def _cpu(obj: Any, where: str) -> CPU:
     if not isinstance(online, bool):
         raise InvalidInputError(f"{where}.online: expected true or false, got {online!r}")
     return CPU(
-        id=_int(c["id"], f"{where}.id"),
-        socket=_int(c["socket"], f"{where}.socket"),
-        core=_int(c["core"], f"{where}.core"),
-        numa_node=_opt_int(c["numa_node"], f"{where}.numa_node"),
-        die=_int(c.get("die", 0), f"{where}.die"),
-        l3=_opt_int(c.get("l3"), f"{where}.l3"),
+        id=expect_int(c["id"], f"{where}.id"),
+        socket=expect_int(c["socket"], f"{where}.socket"),
+        core=expect_int(c["core"], f"{where}.core"),
+        numa_node=expect_opt_int(c["numa_node"], f"{where}.numa_node"),
+        die=expect_int(c.get("die", 0), f"{where}.die"),
+        l3=expect_opt_int(c.get("l3"), f"{where}.l3"),
         online=online,
     )
 
@@ -246,7 +224,7 @@ def _opt_str(obj: Any, where: str) -> str | None:
 
 
 def _device(obj: Any, where: str) -> Device:
-    d = _mapping(obj, where, _DEVICE_KEYS)
+    d = expect_mapping(obj, where, _DEVICE_KEYS)
     dev_id = d.get("id")
     resource = d.get("resource")
     if not isinstance(dev_id, str) or not dev_id:
@@ -259,7 +237,10 @@ def _device(obj: Any, where: str) -> Device:
     nodes = (
         None
         if raw_nodes is None
-        else tuple(_int(x, f"{where}.numa_nodes[{i}]") for i, x in enumerate(_list(raw_nodes, f"{where}.numa_nodes")))
+        else tuple(
+            expect_int(x, f"{where}.numa_nodes[{i}]")
+            for i, x in enumerate(expect_list(raw_nodes, f"{where}.numa_nodes"))
+        )
     )
     health = d.get("health", HEALTHY)
     if not isinstance(health, str):

@@ -9,6 +9,7 @@ from numalign.errors import AllocationError, InvalidInputError
 from numalign.providers.cpu.hints import generate_cpu_topology_hints
 from numalign.providers.cpu.take import TakeOptions, allocate_cpus, smt_alignment_error
 from numalign.providers.cpu.topology import CPUInfo, CPUTopology
+from numalign.validation import expect_int
 
 _TAKE_OPTIONS = {
     "full-pcpus-only": "full_pcpus_only",
@@ -23,16 +24,10 @@ def _where(scenario: Mapping[str, Any]) -> str:
     return f"scenario {scenario.get('id', '?')!s}"
 
 
-def _int(value: Any, where: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidInputError(f"{where}: expected an integer, got {value!r}")
-    return value
-
-
 def _int_list(value: Any, where: str) -> list[int]:
     if not isinstance(value, list):
         raise InvalidInputError(f"{where}: expected a list of integers, got {value!r}")
-    return [_int(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return [expect_int(v, f"{where}[{i}]") for i, v in enumerate(value)]
 
 
 def topology_from_json(machine: Any, where: str) -> CPUTopology:
@@ -47,15 +42,15 @@ def topology_from_json(machine: Any, where: str) -> CPUTopology:
         missing = [k for k in ("id", "socket", "numa", "core") if k not in c]
         if missing:
             raise InvalidInputError(f"{w}: missing {', '.join(missing)}")
-        socket = _int(c["socket"], f"{w}.socket")
+        socket = expect_int(c["socket"], f"{w}.socket")
         infos.append(
             CPUInfo(
-                cpu=_int(c["id"], f"{w}.id"),
-                numa_node=_int(c["numa"], f"{w}.numa"),
+                cpu=expect_int(c["id"], f"{w}.id"),
+                numa_node=expect_int(c["numa"], f"{w}.numa"),
                 socket=socket,
-                core=_int(c["core"], f"{w}.core"),
+                core=expect_int(c["core"], f"{w}.core"),
                 # No uncore cache reported: upstream falls back to the socket id.
-                uncore=_int(c.get("uncore", socket), f"{w}.uncore"),
+                uncore=expect_int(c.get("uncore", socket), f"{w}.uncore"),
             )
         )
     return CPUTopology.from_cpu_infos(infos, where=f"{where}.machine.cpus")
@@ -85,7 +80,7 @@ def replay_cpu_hints(scenario: dict[str, Any]) -> dict[str, Any]:
         topo,
         _int_list(scenario.get("available", []), f"{where}.available"),
         _int_list(scenario.get("reusable", []), f"{where}.reusable"),
-        _int(scenario.get("request"), f"{where}.request"),
+        expect_int(scenario.get("request"), f"{where}.request"),
         align_by_socket=opts.get("align_by_socket", False),
     )
     return {"hints": [h.to_dict() for h in hints]}
@@ -97,7 +92,7 @@ def replay_cpu_take(scenario: dict[str, Any]) -> dict[str, Any]:
     options = TakeOptions(**_options(scenario, where))
     available = frozenset(_int_list(scenario.get("available", []), f"{where}.available"))
     reusable = frozenset(_int_list(scenario.get("reusable", []), f"{where}.reusable"))
-    request = _int(scenario.get("request"), f"{where}.request")
+    request = expect_int(scenario.get("request"), f"{where}.request")
     raw_affinity = scenario.get("affinity_numa")
     affinity: int | None = None
     if raw_affinity is not None:

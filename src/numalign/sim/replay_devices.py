@@ -12,24 +12,13 @@ from typing import Any
 from numalign.errors import InvalidInputError
 from numalign.providers.devices.endpoint import Device
 from numalign.providers.devices.hints import resource_topology_hints
-
-
-def _int(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInputError(f"{where}: expected an integer, got {value!r}")
-    return value
+from numalign.validation import expect_int, expect_str_list
 
 
 def _int_list(value: Any, where: str) -> list[int]:
     if not isinstance(value, list):
         raise InvalidInputError(f"{where}: expected a list of integers, got {value!r}")
-    return [_int(v, f"{where}[{i}]") for i, v in enumerate(value)]
-
-
-def _str_list(value: Any, where: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InvalidInputError(f"{where}: expected a list of device ids (strings), got {value!r}")
-    return list(value)
+    return [expect_int(v, f"{where}[{i}]") for i, v in enumerate(value)]
 
 
 def parse_devices(value: Any, where: str = "devices") -> dict[str, Device]:
@@ -59,11 +48,13 @@ def replay_device_hints(scenario: dict[str, Any]) -> dict[str, Any]:
         raise InvalidInputError(f"scenario {sid}: missing field(s) {missing}; see PROVIDERS-README.md")
     numa_nodes = _int_list(scenario["numa_nodes"], f"{sid}.numa_nodes")
     devices = parse_devices(scenario["devices"], f"{sid}.devices")
-    available = _str_list(scenario["available"], f"{sid}.available")
-    reusable = _str_list(scenario.get("reusable", []), f"{sid}.reusable")
-    request = _int(scenario["request"], f"{sid}.request")
+    available = expect_str_list(scenario["available"], f"{sid}.available", "device ids (strings)")
+    reusable = expect_str_list(scenario.get("reusable", []), f"{sid}.reusable", "device ids (strings)")
+    request = expect_int(scenario["request"], f"{sid}.request")
     allocated_raw = scenario.get("allocated")
-    allocated = None if allocated_raw is None else _str_list(allocated_raw, f"{sid}.allocated")
+    allocated = (
+        None if allocated_raw is None else expect_str_list(allocated_raw, f"{sid}.allocated", "device ids (strings)")
+    )
     hints = resource_topology_hints(
         numa_nodes, devices, allocated=allocated, available=available, reusable=reusable, request=request
     )

@@ -1,0 +1,50 @@
+"""Field validators for decoded JSON/YAML (machine files, cadvisor dumps, vectors, sweeps, NRT objects).
+
+Each takes the value and where it was found, and returns it typed or raises InvalidInputError with one
+line: where, what was expected, what was there. bool is not an int here (JSON true is not 1). The
+Kubernetes manifest reader keeps its own (k8s/manifest.py), which word errors as the API server does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from numalign.errors import InvalidInputError
+
+
+def expect_int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{where}: expected an integer, got {value!r}")
+    return value
+
+
+def expect_opt_int(value: Any, where: str) -> int | None:
+    """An integer, or None when the field is absent or null."""
+    return None if value is None else expect_int(value, where)
+
+
+def expect_list(value: Any, where: str, *, required: bool = False) -> list[Any]:
+    """A list; an absent or null field reads as [] unless `required`."""
+    if value is None and not required:
+        return []
+    if not isinstance(value, list):
+        raise InvalidInputError(f"{where}: expected a list, got {type(value).__name__}")
+    return value
+
+
+def expect_str_list(value: Any, where: str, what: str = "strings") -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidInputError(f"{where}: expected a list of {what}, got {value!r}")
+    return list(value)
+
+
+def expect_mapping(value: Any, where: str, allowed: Collection[str] | None = None) -> Mapping[str, Any]:
+    """An object; with `allowed`, any other key is refused (a typo must not be ignored silently)."""
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"{where}: expected an object, got {type(value).__name__}")
+    if allowed is not None:
+        unknown = sorted(str(k) for k in value if k not in allowed)
+        if unknown:
+            raise InvalidInputError(f"{where}: unknown keys {unknown}; expected some of {sorted(allowed)}")
+    return value
