@@ -18,7 +18,7 @@ from numalign.k8s.pod import Container, Pod
 from numalign.k8s.qos import get_pod_qos
 from numalign.k8s.quantity import Quantity
 from numalign.k8s.requests import container_requests
-from numalign.providers.base import AffinityStore
+from numalign.providers.base import AffinityStore, HintProvider
 from numalign.providers.cpu.hints import generate_cpu_topology_hints
 from numalign.providers.cpu.options import (
     StaticPolicyOptions,
@@ -28,7 +28,7 @@ from numalign.providers.cpu.options import (
 from numalign.providers.cpu.state import CPUManagerState, validate_state
 from numalign.providers.cpu.take import allocate_cpus, smt_alignment_error, take_by_topology
 from numalign.providers.cpu.topology import CPUTopology
-from numalign.providers.implicit import DEFAULT_IMPLICIT_FROM_NODES, ListOrImplicit
+from numalign.providers.implicit import DEFAULT_IMPLICIT_FROM_NODES, ImplicitHintProvider, ListOrImplicit
 
 POLICY_NAME = "static"
 RESOURCE_CPU = "cpu"
@@ -366,3 +366,8 @@ class StaticPolicy:
         for uid, name in stale:
             self.remove_container(uid, name)
         return stale
+
+
+# upstream: var _ Policy = &staticPolicy{} (checked by mypy, free at run time)
+_conforms: type[HintProvider] = StaticPolicy
+_conforms_implicit: type[ImplicitHintProvider] = StaticPolicy

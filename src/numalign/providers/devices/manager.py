@@ -30,7 +30,7 @@ from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.k8s.requests import pod_limits
 from numalign.paths import ENDPOINT_STOP_GRACE_PERIOD as ENDPOINT_STOP_GRACE_PERIOD  # re-export
-from numalign.providers.base import AffinityStore
+from numalign.providers.base import AffinityStore, HintProvider
 from numalign.providers.devices import checkpoint
 from numalign.providers.devices.allocation import AllocationRequest, devices_to_allocate
 from numalign.providers.devices.endpoint import (
@@ -50,7 +50,7 @@ from numalign.providers.devices.pod_devices import (
     sorted_ids,
 )
 from numalign.providers.devices.prestart import call_pre_start_if_needed, pre_start_call
-from numalign.providers.implicit import DEFAULT_IMPLICIT_FROM_NODES, ListOrImplicit
+from numalign.providers.implicit import DEFAULT_IMPLICIT_FROM_NODES, ImplicitHintProvider, ListOrImplicit
 
 _D_co = TypeVar("_D_co", bound=ListOrImplicit, covariant=True)
 _D = TypeVar("_D", bound=ListOrImplicit)
@@ -455,3 +455,8 @@ class DeviceManager:
             self.healthy[resource] = set()
             self.unhealthy[resource] = set()
             self.endpoints[resource] = EndpointInfo(None, stop_time=now)
+
+
+# upstream: var _ Manager = &ManagerImpl{} (checked by mypy, free at run time)
+_conforms: type[HintProvider] = DeviceManager
+_conforms_implicit: type[ImplicitHintProvider] = DeviceManager

@@ -17,8 +17,8 @@ from numalign.errors import AllocationError, CheckpointError, ConfigError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.qos import QOSClass, get_pod_qos
 from numalign.machine.topology import Machine
-from numalign.providers.base import AffinityStore
-from numalign.providers.implicit import DEFAULT_IMPLICIT_FROM_NODES, ListOrImplicit
+from numalign.providers.base import AffinityStore, HintProvider
+from numalign.providers.implicit import DEFAULT_IMPLICIT_FROM_NODES, ImplicitHintProvider, ListOrImplicit
 from numalign.providers.memory.allocate import allocate_blocks, release_blocks
 from numalign.providers.memory.checkpoint import snapshot_from_state, state_from_snapshot
 from numalign.providers.memory.hints import (
@@ -327,3 +327,8 @@ def _is_regular_init_container(pod: Pod, container: Container) -> bool:
         if init.name == container.name:
             return not is_restartable(init)
     return False
+
+
+# upstream: var _ Policy = &staticPolicy{} (checked by mypy, free at run time)
+_conforms: type[HintProvider] = MemoryManagerStatic
+_conforms_implicit: type[ImplicitHintProvider] = MemoryManagerStatic
