@@ -16,8 +16,8 @@ not fit is a TopologyAffinityError, and a pod the Topology Manager admitted can 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
 
 from numalign import metrics as m
 from numalign.admission.allocatable import RESOURCE_PODS, allowed_pod_number, node_allocatable
@@ -29,10 +29,25 @@ from numalign.admission.predicate import (
     predicate_admit,
 )
 from numalign.core.decision import AdmitResult
+from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
+from numalign.machine.topology import Machine
+from numalign.providers.devices.manager import DeviceManager
 
-if TYPE_CHECKING:
-    from numalign.node import Node
+
+class Node(Protocol):
+    """What the handlers read of numalign.node.Node (which builds them: a Protocol, not an import)."""
+
+    @property
+    def machine(self) -> Machine: ...
+    @property
+    def config(self) -> KubeletConfig: ...
+    @property
+    def metrics(self) -> m.Metrics: ...
+    @property
+    def devices(self) -> DeviceManager: ...
+    @property
+    def pods(self) -> Mapping[str, Pod]: ...
 
 
 # The reasons kubelet.go's recordAdmissionRejection labels by name (of those numalign can produce);

@@ -27,6 +27,7 @@ from numalign.machine.cpuset import format_cpuset, parse_cpuset
 
 from numalign.core.decision import AdmitResult, DecisionRecord
 from numalign.errors import CheckpointError
+from numalign.k8s.cpuset import format_cpuset, parse_cpuset
 from numalign.k8s.pod import Pod
 from numalign.providers.devices.manager import DeviceManager
 from numalign.providers.memory.manager import MemoryManager

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.machine.examples import example
 from support.nodecheck import check_node, open_read_only
 
@@ -43,7 +44,7 @@ class Figures:
 
 
 def _config() -> KubeletConfig:
-    config = KubeletConfig.from_yaml(CONFIG_FILE.read_text(encoding="utf-8"), str(CONFIG_FILE))
+    config = config_from_yaml(CONFIG_FILE.read_text(encoding="utf-8"), str(CONFIG_FILE))
     config.validate()
     return config
 

@@ -13,7 +13,7 @@ from integration.agent.conftest import DATA, Layout, gpu_pod, wait_for, wait_pod
 
 from numalign.adapters.nodestate import StateDirectory
 from numalign.agent import Agent
-from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.machine.examples import example
 from numalign.node import Node
 
@@ -21,7 +21,7 @@ STATE_FILES = (".numalign_pods.json.", ".cpu_manager_state.", ".memory_manager_s
 
 
 def on_disk(layout: Layout) -> list[str]:
-    config = KubeletConfig.from_yaml((DATA / "example-kubelet-config.yaml").read_text(encoding="utf-8"), "cfg")
+    config = config_from_yaml((DATA / "example-kubelet-config.yaml").read_text(encoding="utf-8"), "cfg")
     node = Node(example("dual-socket"), config, store=StateDirectory(layout.state, read_only=True))
     return sorted(p.name for p in node.pods.values())
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from support.nodecheck import check_node, open_read_only
 
-from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.machine.examples import example
 
 DATA = Path(__file__).resolve().parents[3] / "src" / "numalign" / "data"
@@ -50,7 +50,7 @@ def test_a_full_disk_fails_the_admission_completely(tmp_path: Path) -> None:
     assert "File too large" in rec["result"]["message"] and rec["allocations"] == {}
     # Space again, and a restart: b is not admitted, a is as it was, nothing is held twice.
     machine = example("dual-socket")
-    config = KubeletConfig.from_yaml((DATA / "example-kubelet-config.yaml").read_text(), "cfg")
+    config = config_from_yaml((DATA / "example-kubelet-config.yaml").read_text(), "cfg")
     node = open_read_only(machine, config, state)
     held = check_node(node, state)
     assert sorted(p.name for p in node.pods.values()) == ["a"] and held[next(iter(node.pods))]["app"]

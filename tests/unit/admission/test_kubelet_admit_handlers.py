@@ -13,6 +13,7 @@ from support.machines import gpu_node
 from numalign.admission.eviction import NodeCondition, eviction_admit
 from numalign.admission.predicate import insufficient_resources
 from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.kubeletconfig_read import apply_flags, config_from_yaml
 from numalign.k8s.manifest import pod_from_dict
 from numalign.k8s.pod import Pod
 from numalign.node import Node
@@ -31,7 +32,7 @@ def pod(name: str, requests: dict[str, str] | None = None, limits: dict[str, str
 
 def test_600_burstable_pods_of_500m_stop_at_out_of_cpu_on_224_cpus() -> None:
     # reservedSystemCPUs 0 (one CPU) plus memory reservations: 223 CPUs allocatable, 446 pods of 500m.
-    config = static_node_config(reserved="0").with_flags([("max-pods", "1000")])
+    config = apply_flags(static_node_config(reserved="0"), [("max-pods", "1000")])
     node = Node(gpu_node(), config)
     answers = [node.admit(pod(f"web-{i}", {"cpu": "500m", "memory": "256Mi"})).result for i in range(600)]
     assert sum(a.admit for a in answers) == 446
@@ -42,7 +43,7 @@ def test_600_burstable_pods_of_500m_stop_at_out_of_cpu_on_224_cpus() -> None:
 
 
 def test_kube_and_system_reserved_cpu_count_without_reserved_cpus() -> None:
-    config = KubeletConfig().with_flags([("kube-reserved", "cpu=1500m"), ("system-reserved", "cpu=500m")])
+    config = apply_flags(KubeletConfig(), [("kube-reserved", "cpu=1500m"), ("system-reserved", "cpu=500m")])
     node = Node(gpu_node(), config)
     assert node.admit(pod("big", {"cpu": "222"})).result.admit
     assert node.admit(pod("one-more", {"cpu": "1m"})).result.message == (
@@ -50,7 +51,7 @@ def test_kube_and_system_reserved_cpu_count_without_reserved_cpus() -> None:
 
 
 def test_max_pods_gives_out_of_pods_first() -> None:
-    node = Node(gpu_node(), KubeletConfig().with_flags([("max-pods", "3")]))
+    node = Node(gpu_node(), apply_flags(KubeletConfig(), [("max-pods", "3")]))
     for i in range(3):
         assert node.admit(pod(f"p{i}")).result.admit
     r = node.admit(pod("p3", {"cpu": "300"})).result   # also OutOfcpu: the pods limit is checked first
@@ -59,7 +60,7 @@ def test_max_pods_gives_out_of_pods_first() -> None:
 
 
 def test_pods_per_core_caps_max_pods() -> None:
-    config = KubeletConfig.from_yaml(
+    config = config_from_yaml(
         "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\npodsPerCore: 1\nmaxPods: 500")
     node = Node(gpu_node(), config)
     assert node.handlers.allocatable(node, False)["pods"] == 224
@@ -85,7 +86,7 @@ def test_extended_resource_failure_reason_names_the_resource() -> None:
 
 
 def test_topology_manager_decides_before_the_resource_fit() -> None:
-    node = Node(gpu_node(), static_node_config().with_flags([("max-pods", "1")]))
+    node = Node(gpu_node(), apply_flags(static_node_config(), [("max-pods", "1")]))
     assert node.admit(pod("a", limits={"cpu": "1", "memory": "1Gi"})).result.admit
     # Cannot fit on one NUMA node AND beyond the pods limit: the Topology Manager's answer comes first.
     r = node.admit(pod("b", limits={"cpu": "60", "memory": "1Gi"})).result

@@ -15,6 +15,7 @@ from numalign.answer import copies
 from numalign.answer.report import NodeAnswers, text_lines
 from numalign.answer.whatif import Answer, would_fit_if
 from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.kubeletconfig_read import apply_flags
 from numalign.k8s.manifest import pod_from_dict
 from numalign.k8s.pod import Pod
 from numalign.node import Node
@@ -48,7 +49,7 @@ SCENARIOS: dict[str, Scenario] = {
     "OutOfmemory": (lambda: Node(gpu_node(), KubeletConfig()),
                     [pod("x", requests={"memory": "900Gi"}), pod("y", requests={"memory": "100Gi"})],
                     "OutOfmemory", "pod default/x was evicted"),
-    "OutOfpods": (lambda: Node(gpu_node(), KubeletConfig().with_flags([("max-pods", "1")])),
+    "OutOfpods": (lambda: Node(gpu_node(), apply_flags(KubeletConfig(), [("max-pods", "1")])),
                   [pod("a"), pod("b")], "OutOfpods", "maxPods 2"),
     "OutOfhugepages": (lambda: Node(gpu_node(), KubeletConfig()),
                        [pod("h", limits={"hugepages-1Gi": "65Gi", "memory": "1Gi", "cpu": "1"})],
@@ -63,11 +64,11 @@ SCENARIOS: dict[str, Scenario] = {
                                     [pod(f"t{i}", g("2", gpus="2")) for i in range(4)]
                                     + [pod("last", g("2", gpus="1"))],
                                     "TopologyAffinityError", "pod default/t0 was evicted"),
-    "SMTAlignmentError-odd": (lambda: Node(gpu_node(), static_node_config().with_flags(SMT)),
+    "SMTAlignmentError-odd": (lambda: Node(gpu_node(), apply_flags(static_node_config(), SMT)),
                               [pod("odd", g("3"))], "SMTAlignmentError", "cpu: 4 (whole cores"),
     # Reserved CPUs 0, 2 and 4 leave their siblings alone on their cores: 5 CPUs free, one whole core.
-    "SMTAlignmentError-cores": (lambda: Node(gpu_node(), static_node_config(policy="none", reserved="0,2,4")
-                                             .with_flags(SMT)),
+    "SMTAlignmentError-cores": (lambda: Node(gpu_node(),
+                                             apply_flags(static_node_config(policy="none", reserved="0,2,4"), SMT)),
                                 [pod(f"w{i}", g("54")) for i in range(4)] + [pod("last", g("4"))],
                                 "SMTAlignmentError", "cpu: 2"),
     "UnexpectedAdmissionError-memory": (lambda: Node(gpu_node(), static_node_config(policy="best-effort")),
@@ -77,7 +78,7 @@ SCENARIOS: dict[str, Scenario] = {
                                          [pod("g1", g("2", gpus="6")), pod("g2", g("2", gpus="4"))],
                                          "UnexpectedAdmissionError", "pod default/g1 was evicted"),
     "PodLevelResourcesNotSupported": (
-        lambda: Node(gpu_node(), KubeletConfig().with_flags([("feature-gates", "PodLevelResources=false")])),
+        lambda: Node(gpu_node(), apply_flags(KubeletConfig(), [("feature-gates", "PodLevelResources=false")])),
         [pod("p", pod_resources={"requests": {"cpu": "1"}})], "PodLevelResourcesNotSupported", "PodLevelResources"),
 }
 
@@ -149,7 +150,7 @@ def test_free_capacity_names_holders_per_numa_node() -> None:
 
 
 def test_answers_are_shared_by_identical_rejections_and_text_renders() -> None:
-    node = Node(gpu_node(), KubeletConfig().with_flags([("max-pods", "1")]))
+    node = Node(gpu_node(), apply_flags(KubeletConfig(), [("max-pods", "1")]))
     answers = NodeAnswers(node)
     node.admit(pod("a"))
     outs = []
