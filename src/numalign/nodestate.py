@@ -23,8 +23,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from numalign.machine.cpuset import format_cpuset, parse_cpuset
-
 from numalign.core.decision import AdmitResult, DecisionRecord
 from numalign.errors import CheckpointError
 from numalign.k8s.cpuset import format_cpuset, parse_cpuset

@@ -21,7 +21,7 @@ from numalign.adapters.textfiles import load_pods
 from numalign.agent.status import write_status
 from numalign.cli.main import main
 from numalign.cli.output import EXIT_CHECK_FAILED, EXIT_INVALID, EXIT_OK
-from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.machine.examples import example
 from numalign.machine.fileformat import machine_to_dict
 from numalign.node import Node
@@ -49,7 +49,7 @@ def vectors(tmp_path: Path) -> Path:
 @pytest.fixture
 def status_dir(tmp_path: Path) -> Path:
     """The agent's status file after admitting the built-in example pods (one of them rejected)."""
-    config = KubeletConfig.from_yaml((DATA / "example-kubelet-config.yaml").read_text(encoding="utf-8"), "cfg")
+    config = config_from_yaml((DATA / "example-kubelet-config.yaml").read_text(encoding="utf-8"), "cfg")
     node = Node(example("dual-socket"), config)
     pods = {}
     for pod in load_pods(DATA / "example-pods.yaml"):

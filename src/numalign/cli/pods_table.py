@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from numalign.machine.cpuset import format_cpuset, parse_cpuset
-
+from numalign.k8s.cpuset import format_cpuset, parse_cpuset
 from numalign.machine.render import binary_quantity
 
 COLUMNS = ("NAMESPACE", "NAME", "STATUS", "CPUS", "MEMORY", "DEVICES")
