@@ -56,7 +56,12 @@ class Policy(Protocol):
 
 def has_implicit(providers_hints: Sequence[ProviderAnswer]) -> bool:
     """Did any provider describe a list implicitly (then the implicit merge decides)."""
-    return any(h is not None and any(isinstance(v, ImplicitHints) for v in h.values()) for h in providers_hints)
+    for answer in providers_hints:
+        if answer:
+            for hints in answer.values():
+                if isinstance(hints, ImplicitHints):
+                    return True
+    return False
 
 
 def is_alignment_guaranteed(policy: Policy) -> bool:
