@@ -516,8 +516,8 @@ class Agent:
             from numalign.k8s.cpuset import format_cpuset
             from numalign.machine.fileformat import machine_to_dict
 
-            reserved = node.cpu.reserved_cpus if isinstance(node.cpu, StaticPolicy) else frozenset()
-            self._machine_cache = {"machine": machine_to_dict(node.machine), "reserved_cpus": format_cpuset(reserved)}
+            self._machine_cache = {"machine": machine_to_dict(node.machine),
+                                   "reserved_cpus": format_cpuset(node.cpu.reserved_cpus)}
         return self._machine_cache
 
     def _write_status(self) -> None:

@@ -18,7 +18,6 @@ from numalign.adapters.grpc.podresources import (
 )
 from numalign.k8s.pod import Container, Pod
 from numalign.node import Node
-from numalign.providers.cpu.policy_static import StaticPolicy
 
 
 def _reported_containers(pod: Pod) -> Iterable[Container]:
@@ -29,10 +28,8 @@ def _reported_containers(pod: Pod) -> Iterable[Container]:
 
 
 def container_resources(node: Node, pod: Pod, container: Container) -> ContainerResources:
-    cpus: tuple[int, ...] = ()
-    if isinstance(node.cpu, StaticPolicy):
-        # GetExclusiveCPUs: only CPUs assigned to this container, never the shared pool.
-        cpus = tuple(sorted(node.cpu.get_exclusive_cpus(pod.uid, container.name)))
+    # GetExclusiveCPUs: only CPUs assigned to this container, never the shared pool (none under none).
+    cpus = tuple(sorted(node.cpu.get_exclusive_cpus(pod.uid, container.name)))
     blocks = node.memory.get_memory(pod.uid, container.name) or []
     memory = tuple(MemoryBlock(b.type, b.size, tuple(b.numa_affinity)) for b in blocks)
     devices: list[AssignedDevices] = []
@@ -66,9 +63,7 @@ def inactive_view(pods: Iterable[Pod]) -> list[PodResources]:
 
 
 def allocatable_view(node: Node) -> AllocatableResources:
-    cpus: tuple[int, ...] = ()
-    if isinstance(node.cpu, StaticPolicy):
-        cpus = tuple(sorted(node.cpu.get_allocatable_cpus()))
+    cpus = tuple(sorted(node.cpu.get_allocatable_cpus()))
     # Under the none policy upstream reports no CPUs at all: nonePolicy.GetAllocatableCPUs returns
     # the empty set, as no CPU can be exclusively allocated (clients read "no CPU manager pinning").
     memory = tuple(

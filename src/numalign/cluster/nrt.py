@@ -36,7 +36,6 @@ from numalign.k8s.requests import container_requests
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY, hugepage_resource_name
 from numalign.machine.topology import Machine
 from numalign.node import Node
-from numalign.providers.cpu.policy_static import StaticPolicy
 from numalign.validation import expect_list
 
 API_VERSION: Final = "topology.node.k8s.io/v1alpha2"
@@ -196,7 +195,7 @@ WatchedPod = tuple[bool, Sequence[ContainerView]]
 
 def node_resource_topology(node: Node, name: str) -> NodeResourceTopology:
     """The object the topology-updater would publish for this node now."""
-    cpus: list[int] = sorted(node.cpu.get_allocatable_cpus()) if isinstance(node.cpu, StaticPolicy) else []
+    cpus: list[int] = sorted(node.cpu.get_allocatable_cpus())
     memory = [(b.type, b.size, list(b.numa_affinity)) for b in node.memory.get_allocatable_memory()]
     devices = [(resource, dev_id, dev.topology)
                for resource, devs in node.devices.get_allocatable_devices().items() for dev_id, dev in devs.items()]
@@ -215,7 +214,7 @@ def _watched_view(node: Node, pod: Pod) -> WatchedPod | None:
         return None
     containers: list[ContainerView] = []
     for c in reported:
-        cpus = sorted(node.cpu.get_exclusive_cpus(pod.uid, c.name)) if isinstance(node.cpu, StaticPolicy) else []
+        cpus = sorted(node.cpu.get_exclusive_cpus(pod.uid, c.name))
         devs = [(resource, dev_id) for resource, ids in devices[c.name].items() for dev_id in ids]
         memory = [(b.type, b.size, list(b.numa_affinity)) for b in node.memory.get_memory(pod.uid, c.name) or []]
         containers.append((cpus, devs, memory))

@@ -43,6 +43,14 @@ class NonePolicy:
     def cpus_for_container(self, pod_uid: str, container_name: str) -> frozenset[int]:
         return self.shared_cpus
 
+    def get_allocatable_cpus(self) -> frozenset[int]:
+        # Upstream's nonePolicy.GetAllocatableCPUs: no CPU can be exclusively allocated, so PodResources
+        # and the NodeResourceTopology exporters report none (not the shared pool).
+        return frozenset()
+
+    def get_exclusive_cpus(self, pod_uid: str, container_name: str) -> frozenset[int]:
+        return frozenset()  # upstream's GetExclusiveCPUs under none: nothing is ever assigned
+
     def remove_stale_state(
         self, active_pods: Iterable[Pod], pending_pod: Pod | None = None
     ) -> list[tuple[str, str]]:
