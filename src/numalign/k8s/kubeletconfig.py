@@ -31,6 +31,7 @@ from numalign.k8s.resources import (
     RESOURCE_PIDS,
     is_hugepage_resource_name,
 )
+from numalign.limits import check_cpuset_text
 
 API_VERSION: Final = "kubelet.config.k8s.io/v1beta1"
 KIND: Final = "KubeletConfiguration"
@@ -187,6 +188,7 @@ class KubeletConfig:
                     "(--kube-reserved-cgroup)"
                 )
             try:
+                check_cpuset_text(self.reserved_system_cpus, "reservedSystemCPUs")  # before a set is built
                 parse_go_cpuset(self.reserved_system_cpus)
             except ValueError as exc:
                 errors.append(
@@ -297,6 +299,7 @@ class KubeletConfig:
     def reserved_cpus(self) -> frozenset[int]:
         """reservedSystemCPUs as a set of CPU ids (ConfigError when it is not a cpuset)."""
         try:
+            check_cpuset_text(self.reserved_system_cpus, "reservedSystemCPUs")  # before a set is built
             return parse_go_cpuset(self.reserved_system_cpus)
         except ValueError as exc:
             raise ConfigError(

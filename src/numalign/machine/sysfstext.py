@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 
 from numalign.errors import DiscoveryError, InvalidInputError
+from numalign.limits import MAX_CPU_ID, check_cpuset_text
 from numalign.machine.cpuset import parse_cpuset
 
 NVIDIA = "0x10de"
@@ -45,6 +46,11 @@ def parse_cpumask(text: str, where: str) -> frozenset[int]:
                 f"{where}: cannot read {text.strip()!r} as a CPU mask; expected hex words like 'ff,00000001'"
             )
         value = (value << 32) | int(w, 16)
+    if value.bit_length() > MAX_CPU_ID + 1:
+        raise DiscoveryError(
+            f"{where}: CPU mask names CPU {value.bit_length() - 1}, above {MAX_CPU_ID}, the largest CPU id Linux "
+            "supports; expected a kernel cpumap; check the dump"
+        )
     out = set()
     bit = 0
     while value:
@@ -58,6 +64,7 @@ def parse_cpumask(text: str, where: str) -> frozenset[int]:
 def parse_cpulist(text: str, where: str) -> frozenset[int]:
     """A kernel cpulist ("0-3,8"); the same text as a k8s cpuset."""
     try:
+        check_cpuset_text(text, where)
         return parse_cpuset(text, where)
     except InvalidInputError as e:
         raise DiscoveryError(str(e)) from None

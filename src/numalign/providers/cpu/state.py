@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from numalign.errors import CheckpointError, InvalidInputError
+from numalign.limits import check_cpuset_text
 from numalign.machine.cpuset import format_cpuset, parse_cpuset
 
 # podUID -> container name -> exclusive CPUs
@@ -50,10 +51,11 @@ class CPUManagerState:
     ) -> CPUManagerState:
         """Parse the checkpoint's text fields; unparsable CPU sets are a CheckpointError."""
         try:
-            default = parse_cpuset(default_cpu_set, f"{where}: defaultCpuSet")
+            default = parse_cpuset(_bounded(default_cpu_set, f"{where}: defaultCpuSet"), f"{where}: defaultCpuSet")
             parsed: Assignments = {
                 uid: {
-                    name: parse_cpuset(text, f"{where}: entries[{uid}][{name}]")
+                    name: parse_cpuset(_bounded(text, f"{where}: entries[{uid}][{name}]"),
+                                       f"{where}: entries[{uid}][{name}]")
                     for name, text in ctrs.items()
                 }
                 for uid, ctrs in (entries or {}).items()
@@ -110,3 +112,10 @@ def validate_state(
             f'state "{format_cpuset(known)}"; {_DRAIN_ADVICE}'
         )
     return state.copy()
+
+
+def _bounded(text: str, where: str) -> str:
+    """The text, once no CPU id in it is above MAX_CPU_ID (a range such as 0-999999999 would grow to
+    gigabytes as a set)."""
+    check_cpuset_text(text, where)
+    return text
