@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from numalign.errors import InvalidInputError
-from numalign.limits import MAX_CPU_ID, MAX_NUMA_NODE_ID, check_cpuset_text, check_nesting, quote
+from numalign.limits import MAX_CPU_ID, MAX_NUMA_NODE_ID, check_cpuset_text, quote
 from numalign.machine.cpuset import format_cpuset, parse_cpuset
 from numalign.machine.topology import CPU, HEALTHY, Device, Machine, NUMANode
 
