@@ -24,6 +24,7 @@ Stdlib only and pure except `read_bounded`, so every layer may use it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -67,6 +68,20 @@ def quote(value: object, limit: int = QUOTE_CHARS) -> str:
     head = text[:limit]
     shown = repr(head) if isinstance(value, str) else head
     return f"{shown}... ({len(text)} characters)"
+
+
+def go_quote(value: str, limit: int = QUOTE_CHARS) -> str:
+    """Go's %q of at most `limit` characters of `value` (JSON string quoting, close to Go's for the
+    names plugins and configs send), with "... (N characters)" when it was longer."""
+    if len(value) <= limit:
+        return json.dumps(value, ensure_ascii=False)
+    return f"{json.dumps(value[:limit], ensure_ascii=False)}... ({len(value)} characters)"
+
+
+def clip(message: str, limit: int = 4 * KiB) -> str:
+    """A message cut to `limit` characters: the last guard where a message goes into a size-limited
+    place (gRPC status details travel in headers, 8 kB by default)."""
+    return message if len(message) <= limit else f"{message[:limit]}... (cut at {limit} of {len(message)} characters)"
 
 
 def check_nesting(text: str, where: str, expected: str, limit: int = MAX_NESTING_DEPTH) -> None:
