@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from support.fuzz_surfaces import SURFACES
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -31,9 +30,9 @@ def test_fuzz_surface_gives_results_or_one_line_errors(surface: str) -> None:
 
 def _cli(*args: str, limit: int = 1 << 30) -> subprocess.CompletedProcess[str]:
     code = (
-        "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({0}, {0})); "
+        f"import resource, sys; resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit})); "
         "from numalign.cli.main import main; sys.exit(main(sys.argv[1:]))"
-    ).format(limit)
+    )
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60,
                           check=False)
 

@@ -46,6 +46,10 @@ class Surface:
     target: Callable[[Any, Path], str]
 
 
+_STRUCTURE = ["{", "[", "]", "}", ":", "- ", "\n  ", "'", '"', "#", "&a ", "*a", "!!", "\t"]
+_NUMBERS = ["-1", "1e308", "0x", "1Ei", "nan", "999999999"]
+
+
 def _mutate_text(seed: str, rng: random.Random) -> str:
     """Byte-level damage: cut, duplicate, flip, insert structure characters or huge numbers."""
     s = seed
@@ -62,9 +66,9 @@ def _mutate_text(seed: str, rng: random.Random) -> str:
         elif op == 2:
             s = s[:i] + chr(rng.randrange(1, 0x300)) + s[i + 1:]
         elif op == 3:
-            s = s[:i] + rng.choice(["{", "[", "]", "}", ":", "- ", "\n  ", "'", '"', "#", "&a ", "*a", "!!", "\t"]) + s[i:]
+            s = s[:i] + rng.choice(_STRUCTURE) + s[i:]
         elif op == 4:
-            s = s[:i] + rng.choice(["9" * rng.randint(5, 5000), "-1", "1e308", "0x", "1Ei", "nan", "999999999"]) + s[j:]
+            s = s[:i] + rng.choice(["9" * rng.randint(5, 5000), *_NUMBERS]) + s[j:]
         elif op == 5:
             s = s[:i] + rng.choice(BOMBS) + s[j:]
         elif op == 6:
@@ -229,7 +233,7 @@ def sysfs_surface() -> Surface:
             if how == 0:
                 victim.write_text(text)
             elif how == 1:
-                os.symlink("/dev/zero", victim)
+                victim.symlink_to("/dev/zero")
             elif how == 2:
                 os.mkfifo(victim)
             else:
