@@ -74,7 +74,7 @@ def parse_int(text: str, where: str) -> int:
     s = text.strip()
     try:
         return int(s, 0) if s.lower().startswith("0x") else int(s)
-    except ValueError:
+    except ValueError:  # not a number, or more than 4,300 digits
         raise DiscoveryError(f"{where}: cannot read {s!r} as an integer") from None
 
 
@@ -83,13 +83,15 @@ def parse_meminfo_total(text: str, where: str) -> int:
     m = _MEMTOTAL.search(text)
     if not m:
         raise DiscoveryError(f"{where}: no 'MemTotal: N kB' line; expected a meminfo file")
+    if len(m.group(1)) > 20:
+        raise DiscoveryError(f"{where}: MemTotal of {len(m.group(1))} digits; expected a meminfo file")
     return int(m.group(1)) * 1024
 
 
 def hugepage_dir_size(name: str) -> int | None:
     """Page size in bytes of a `hugepages-2048kB` directory name, None for other names."""
     m = _HUGEDIR.match(name)
-    return int(m.group(1)) * 1024 if m else None
+    return int(m.group(1)) * 1024 if m and len(m.group(1)) <= 20 else None
 
 
 def parse_distances(text: str, where: str) -> list[int]:
