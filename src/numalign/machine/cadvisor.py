@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from numalign.errors import InvalidInputError
+from numalign.limits import MAX_CPU_ID, MAX_NUMA_NODE_ID, quote
 from numalign.machine.topology import CPU, Machine, NUMANode
 
 _CADVISOR_KEYS = ("num_cores", "topology")
@@ -24,9 +25,11 @@ def is_cadvisor_machine_info(obj: Any) -> bool:
     return isinstance(obj, Mapping) and all(k in obj for k in _CADVISOR_KEYS) and "numa_nodes" not in obj
 
 
-def _int(obj: Any, where: str) -> int:
+def _int(obj: Any, where: str, maximum: int | None = None) -> int:
     if isinstance(obj, bool) or not isinstance(obj, int):
-        raise InvalidInputError(f"{where}: expected an integer, got {obj!r}")
+        raise InvalidInputError(f"{where}: expected an integer, got {quote(obj)}")
+    if maximum is not None and obj > maximum:
+        raise InvalidInputError(f"{where}: {quote(obj)} is out of range; expected an id of at most {maximum}")
     return obj
 
 
@@ -49,7 +52,7 @@ def _l3s(caches: list[Any], where: str) -> list[int]:
     out: list[int] = []
     for i, raw in enumerate(caches):
         c = _map(raw, f"{where}[{i}]")
-        if c.get("level", 0) >= 3 and c.get("type", "Unified") != "Instruction":
+        if _int(c.get("level", 0), f"{where}[{i}].level") >= 3 and c.get("type", "Unified") != "Instruction":
             out.append(_int(c.get("id", 0), f"{where}[{i}].id"))
     return out
 
@@ -82,7 +85,7 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
     for i, raw_node in enumerate(topology):
         where = f"{source}: topology[{i}]"
         n = _map(raw_node, where)
-        node_id = _int(n.get("node_id", 0), f"{where}.node_id")
+        node_id = _int(n.get("node_id", 0), f"{where}.node_id", MAX_NUMA_NODE_ID)
         if node_id < 0:
             raise InvalidInputError(
                 f"{where}: node_id {node_id} (cadvisor names nodes after physical package ids when there is no "
@@ -93,7 +96,7 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
         for j, raw_core in enumerate(_list(n.get("cores"), f"{where}.cores")):
             core = _map(raw_core, f"{where}.cores[{j}]")
             for t in _list(core.get("thread_ids"), f"{where}.cores[{j}].thread_ids"):
-                owner[_int(t, f"{where}.cores[{j}].thread_ids")] = node_id
+                owner[_int(t, f"{where}.cores[{j}].thread_ids", MAX_CPU_ID)] = node_id
     ids = sorted(node_id for node_id, _, _ in raw_nodes)
     nodes: list[tuple[int, NUMANode]] = []
     cpus: list[CPU] = []
