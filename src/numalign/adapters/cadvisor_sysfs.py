@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from numalign.errors import DiscoveryError
-from numalign.limits import MAX_CPU_ID, MAX_NUMA_NODE_ID
+from numalign.limits import MAX_CPU_ID, MAX_NUMA_NODE_ID, go_quote
 
 log = logging.getLogger("numalign.discovery")
 
@@ -93,7 +93,7 @@ def _atoi(text: str, path: Path) -> int:
     """Go strconv.Atoi on cadvisor's TrimSpace'd value."""
     value = text.strip()
     if not _GO_INT.fullmatch(value) or len(value) > 20 or not -_INT64 <= int(value) < _INT64:
-        raise DiscoveryError(f'{path}: strconv.Atoi: parsing "{value[:40]}": invalid syntax (cadvisor); '
+        raise DiscoveryError(f'{path}: strconv.Atoi: parsing {go_quote(value, 40)}: invalid syntax (cadvisor); '
                              "expected an integer")
     return int(value)
 
@@ -328,7 +328,7 @@ class _CadvisorSysfs:
                                      "the name otherwise)")
             size_text = parts[1].split("kB")[0]
             if not size_text.isdigit():
-                raise DiscoveryError(f'{directory / name}: strconv.ParseUint: parsing "{size_text[:20]}": '
+                raise DiscoveryError(f'{directory / name}: strconv.ParseUint: parsing {go_quote(size_text, 20)}: '
                                      "invalid syntax (cadvisor); expected hugepages-<size>kB")
             nr = directory / name / "nr_hugepages"
             text = _read(nr)
