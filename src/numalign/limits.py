@@ -70,6 +70,13 @@ def quote(value: object, limit: int = QUOTE_CHARS) -> str:
     return f"{shown}... ({len(text)} characters)"
 
 
+def flat(text: str, limit: int = QUOTE_CHARS) -> str:
+    """`text` as it may stand unquoted inside a one-line message (where upstream's wording prints a value
+    raw): control characters escaped (a newline becomes \\n), at most `limit` characters of it."""
+    escaped = repr(text[: limit + 1])[1:-1]
+    return escaped if len(text) <= limit else f"{repr(text[:limit])[1:-1]}... ({len(text)} characters)"
+
+
 def go_quote(value: str, limit: int = QUOTE_CHARS) -> str:
     """Go's %q of at most `limit` characters of `value` (JSON string quoting, close to Go's for the
     names plugins and configs send), with "... (N characters)" when it was longer."""
