@@ -177,6 +177,9 @@ def _check_memory(scenario: Mapping[str, Any]) -> None:
             t = _mapping(table, f"machine_state.{key}", "an object with cells and memory tables", optional=False)
             if "cells" in t:
                 _node_list(t["cells"], f"machine_state.{key}.cells")
-    for i, item in enumerate(scenario.get("reusable") or []):
+    reusable = scenario.get("reusable") or []
+    if not isinstance(reusable, list):
+        raise _bad("reusable", reusable, "a list of {mask, resource, size}")
+    for i, item in enumerate(reusable):
         if isinstance(item, Mapping) and "mask" in item:
             _node_list(item["mask"], f"reusable[{i}].mask")
