@@ -252,6 +252,7 @@ def sysfs_surface() -> Surface:
 
 
 def state_surface() -> Surface:
+    from numalign.adapters.nodestate import state_directory
     from numalign.k8s.kubeletconfig import KubeletConfig
     from numalign.k8s.manifest import pods_from_yaml
     from numalign.machine.examples import example
@@ -268,7 +269,7 @@ def state_surface() -> Surface:
         which, r, text = damage
         seed = tmp / "state-seed"
         if not seed.exists():
-            node = Node(machine, config, state_dir=seed)
+            node = Node(machine, config, store=state_directory(seed))
             for pod in pods_from_yaml((SRC_DATA / "example-pods.yaml").read_text(), "example"):
                 node.admit(pod)
         state = tmp / "state"
@@ -285,7 +286,7 @@ def state_surface() -> Surface:
         if r % 3 == 0:
             damaged = _mutate_text(original, random.Random(r))
         victim.write_text(damaged)
-        return _outcome(lambda: Node(machine, config, state_dir=state))
+        return _outcome(lambda: Node(machine, config, store=state_directory(state, read_only=True)))
     damage = st.tuples(st.integers(0, 3), st.integers(0, 2**32), st.text(max_size=30))
     return Surface("state-files", damage, target)
 
