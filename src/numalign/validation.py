@@ -11,17 +11,22 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from numalign.errors import InvalidInputError
+from numalign.limits import quote
 
 
-def expect_int(value: Any, where: str) -> int:
+def expect_int(value: Any, where: str, *, maximum: int | None = None) -> int:
+    """An integer; with `maximum`, an id from 0 to `maximum` (a node or CPU id past the kernel's own
+    ceiling would otherwise size tables and masks)."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInputError(f"{where}: expected an integer, got {value!r}")
+        raise InvalidInputError(f"{where}: expected an integer, got {quote(value)}")
+    if maximum is not None and not 0 <= value <= maximum:
+        raise InvalidInputError(f"{where}: {quote(value)} is out of range; expected an id from 0 to {maximum}")
     return value
 
 
-def expect_opt_int(value: Any, where: str) -> int | None:
+def expect_opt_int(value: Any, where: str, *, maximum: int | None = None) -> int | None:
     """An integer, or None when the field is absent or null."""
-    return None if value is None else expect_int(value, where)
+    return None if value is None else expect_int(value, where, maximum=maximum)
 
 
 def expect_list(value: Any, where: str, *, required: bool = False) -> list[Any]:
@@ -35,7 +40,7 @@ def expect_list(value: Any, where: str, *, required: bool = False) -> list[Any]:
 
 def expect_str_list(value: Any, where: str, what: str = "strings") -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InvalidInputError(f"{where}: expected a list of {what}, got {value!r}")
+        raise InvalidInputError(f"{where}: expected a list of {what}, got {quote(value)}")
     return list(value)
 
 

@@ -90,14 +90,14 @@ def test_unreadable_file(capsys: pytest.CaptureFixture[str], monkeypatch: pytest
                          files: dict[str, Path], command: str, option: str, what: str) -> None:
     """Root (as here and in CI) reads mode-0 files, so the kernel's answer is faked for that file."""
     target = files["unreadable"]
-    read_text = Path.read_text
+    real_open = os.open
 
-    def deny(self: Path, *args: Any, **kwargs: Any) -> str:
-        if self == target:
-            raise PermissionError(13, "Permission denied", str(self))
-        return read_text(self, *args, **kwargs)
+    def deny(path: Any, *args: Any, **kwargs: Any) -> int:
+        if Path(path) == target:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_text", deny)
+    monkeypatch.setattr(os, "open", deny)
     msg = error_of(capsys, command, *([option] if option else []), str(target))
     assert f"{target}: cannot read {what}: Permission denied; expected " in msg
     assert msg.endswith("; make it readable by this user (chmod/chown) or run as a user who can read it")

@@ -19,7 +19,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "numalign"
 # package (or top-level module) -> rank; every package and module of numalign must be listed.
 RANK = {
     "errors": 0, "paths": 0, "metrics": 0,  # leaves: they import no other numalign module
-    "core": 1, "validation": 1,  # validation: field validators for decoded files (errors only)
+    "core": 1, "limits": 1,  # limits: bounds on input and the bounded quoting of it in errors
+    "validation": 2,  # field validators for decoded files (errors, limits)
     "k8s": 2,
     "machine": 3,
     "providers": 4, "state": 4, "admission": 4,  # admission: the kubelet's predicate admit handlers

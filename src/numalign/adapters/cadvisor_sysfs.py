@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from numalign.errors import DiscoveryError
+from numalign.limits import MAX_CPU_ID, MAX_NUMA_NODE_ID, go_quote
 
 log = logging.getLogger("numalign.discovery")
 
@@ -91,10 +92,20 @@ def _read(path: Path) -> str | None:
 def _atoi(text: str, path: Path) -> int:
     """Go strconv.Atoi on cadvisor's TrimSpace'd value."""
     value = text.strip()
-    if not _GO_INT.fullmatch(value) or not -_INT64 <= int(value) < _INT64:
-        raise DiscoveryError(f'{path}: strconv.Atoi: parsing "{value[:40]}": invalid syntax (cadvisor); '
+    if not _GO_INT.fullmatch(value) or len(value) > 20 or not -_INT64 <= int(value) < _INT64:
+        raise DiscoveryError(f'{path}: strconv.Atoi: parsing {go_quote(value, 40)}: invalid syntax (cadvisor); '
                              "expected an integer")
     return int(value)
+
+
+def _dec(digits: str, path: Path, maximum: int = _INT64 - 1) -> int:
+    """Decimal digits cadvisor parses into a 64-bit integer (or an id no larger than `maximum`); more
+    digits than that fail in Go as "value out of range", and in Python past 4,300 digits."""
+    value = int(digits) if len(digits) <= 20 else maximum + 1
+    if value > maximum:
+        raise DiscoveryError(f'{path}: parsing "{digits[:24]}": value out of range (cadvisor); expected a number '
+                             f"of at most {maximum}")
+    return value
 
 
 def _sscanf_int(text: str, path: Path, suffix: str = "") -> int:
@@ -103,7 +114,7 @@ def _sscanf_int(text: str, path: Path, suffix: str = "") -> int:
     if m is None:
         raise DiscoveryError(f"{path}: {text.strip()[:40]!r} does not match %d{suffix} (cadvisor); "
                              "expected a number")
-    return int(m.group(1))
+    return _dec(m.group(1), path)
 
 
 def _glob(directory: Path, prefix: str) -> list[Path]:
@@ -170,7 +181,7 @@ class _CadvisorSysfs:
             m = _CPU_ID.search(str(cpu_dir))
             if m is None:
                 raise DiscoveryError(f"unexpected format of CPU directory, cpuDirRegExp /cpu(\\d+), cpuDir: {cpu_dir}")
-            cpu_id = int(m.group(1))
+            cpu_id = _dec(m.group(1), cpu_dir, MAX_CPU_ID)
             if not self.is_online(cpu_id):
                 continue
             core_text = _read(cpu_dir / "topology" / "core_id")
@@ -256,7 +267,8 @@ class _CadvisorSysfs:
             m = _NODE_ID.search(str(node_dir))
             if m is None or not m.group(1):
                 raise DiscoveryError(f"failed to match regexp, str: {node_dir} (cadvisor); expected nodeN")
-            node: dict[str, Any] = {"node_id": int(m.group(1)), "memory": 0, "hugepages": [], "cores": [],
+            node_id = _dec(m.group(1), node_dir, MAX_NUMA_NODE_ID)
+            node: dict[str, Any] = {"node_id": node_id, "memory": 0, "hugepages": [], "cores": [],
                                     "caches": [], "distances": None}
             cpu_dirs = _glob(node_dir, "cpu")
             if not cpu_dirs:
@@ -301,7 +313,7 @@ class _CadvisorSysfs:
         if m is None:
             raise DiscoveryError(f"{node_dir / 'meminfo'}: failed to match regexp in output (cadvisor); expected "
                                  "a 'MemTotal: N kB' line")
-        return int(m.group(1)) * 1024
+        return _dec(m.group(1), node_dir / "meminfo") * 1024
 
     def hugepages(self, directory: Path) -> list[dict[str, int]]:
         try:
@@ -316,7 +328,7 @@ class _CadvisorSysfs:
                                      "the name otherwise)")
             size_text = parts[1].split("kB")[0]
             if not size_text.isdigit():
-                raise DiscoveryError(f'{directory / name}: strconv.ParseUint: parsing "{size_text[:20]}": '
+                raise DiscoveryError(f'{directory / name}: strconv.ParseUint: parsing {go_quote(size_text, 20)}: '
                                      "invalid syntax (cadvisor); expected hugepages-<size>kB")
             nr = directory / name / "nr_hugepages"
             text = _read(nr)
@@ -326,7 +338,7 @@ class _CadvisorSysfs:
             if m is None:
                 raise DiscoveryError(f"could not parse file nr_hugepage for {name}, contents {text.strip()[:40]!r} "
                                      "(cadvisor)")
-            out.append({"page_size": int(size_text), "num_pages": int(m.group(1))})
+            out.append({"page_size": _dec(size_text, directory / name), "num_pages": _dec(m.group(1), nr)})
         return out
 
     def distances(self, node_dir: Path) -> list[int] | None:
@@ -339,7 +351,7 @@ class _CadvisorSysfs:
             if not part.isdigit():
                 raise DiscoveryError(f"{node_dir / 'distance'}: cannot convert {part[:20]!r} to int (cadvisor); "
                                      "expected distances separated by single spaces")
-            row.append(int(part))
+            row.append(_dec(part, node_dir / "distance"))
         return row
 
 
@@ -367,5 +379,5 @@ def read_machine_info(root: Path) -> dict[str, Any]:
     text = _read(meminfo)
     capacity = 0
     if text is not None and (m := _MEMTOTAL.search(text)) is not None:
-        capacity = int(m.group(1)) * 1024
+        capacity = _dec(m.group(1), meminfo) * 1024
     return {"num_cores": num_cores, "memory_capacity": capacity, "topology": topology}

@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TypeVar
 
-from numalign.errors import CheckpointError
+from numalign.errors import CheckpointError, InvalidInputError
+from numalign.limits import MAX_STATE_FILE_BYTES, read_bounded
 from numalign.state.cpu_checkpoint import (
     CPU_MANAGER_STATE_FILE,
     CPUManagerCheckpoint,
@@ -114,9 +115,11 @@ def read_checkpoint(path: str | os.PathLike[str]) -> bytes | None:
     """The file's bytes, or None when it does not exist."""
     target = Path(path)
     try:
-        return target.read_bytes()
+        return read_bounded(target, MAX_STATE_FILE_BYTES, f"the state file {target.name}", regular_only=True)
     except FileNotFoundError:
         return None
+    except InvalidInputError as e:  # a device, a FIFO, or larger than any state file numalign writes
+        raise CheckpointFileError(str(e), path=target) from None
     except OSError as e:
         raise CheckpointFileError(_read_error(target, e), path=target, reason=e) from e
 

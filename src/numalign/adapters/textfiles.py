@@ -18,6 +18,7 @@ from numalign.errors import InvalidInputError
 from numalign.k8s.documents import parse_documents
 from numalign.k8s.manifest import EXPECTED_MANIFEST, pods_from_documents
 from numalign.k8s.pod import Pod
+from numalign.limits import MAX_TEXT_FILE_BYTES, read_bounded
 
 STDIN: Final = "-"
 
@@ -48,8 +49,15 @@ def read_text_file(
     name = source_name(path)
     try:
         if str(path) == STDIN:
-            return sys.stdin.buffer.read().decode("utf-8")
-        return p.read_text(encoding="utf-8")
+            data = sys.stdin.buffer.read(MAX_TEXT_FILE_BYTES + 1)
+            if len(data) > MAX_TEXT_FILE_BYTES:
+                raise InvalidInputError(f"{name}: cannot read {what}: larger than the limit of "
+                                        f"{MAX_TEXT_FILE_BYTES >> 20} MiB; check that this is the input you meant")
+            return data.decode("utf-8")
+        # Bounded: a device that never ends (/dev/zero) or a huge file stops at the limit.
+        return read_bounded(p, MAX_TEXT_FILE_BYTES, what).decode("utf-8")
+    except InvalidInputError as exc:
+        raise error(str(exc)) from None
     except UnicodeDecodeError as exc:
         raise error(
             f"{name}: cannot read {what}: not UTF-8 text ({exc.reason} at byte {exc.start}); expected UTF-8 text "

@@ -47,6 +47,7 @@ from numalign.agent.snapshot import allocatable_view, inactive_view, pods_view
 from numalign.agent.status import read_status, write_status
 from numalign.errors import NumalignError
 from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.limits import quote
 from numalign.machine.topology import Machine
 from numalign.node import Node
 from numalign.nodestate import Transaction
@@ -442,7 +443,7 @@ class Agent:
             self._after_change()
 
     def _on_refused(self, resource: str, message: str) -> None:
-        self._fault("registration_refused", f"registration of {resource!r} refused: {message}")
+        self._fault("registration_refused", f"registration of {quote(resource)} refused: {message}")
         with self._lock:
             self._write_status()
 

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from numalign.adapters.checkpoints import write_atomic
-from numalign.errors import CheckpointError
+from numalign.errors import CheckpointError, InvalidInputError
+from numalign.limits import MAX_STATE_FILE_BYTES, read_bounded
 
 STATUS_FILE = "numalign_status.json"
 VERSION = 1
@@ -34,14 +35,17 @@ def read_status(state_dir: Path) -> dict[str, Any] | None:
     """The status document, or None when the agent never wrote one there."""
     path = status_path(state_dir)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = read_bounded(path, MAX_STATE_FILE_BYTES, "the agent's status file", regular_only=True)
+        text = raw.decode("utf-8", errors="replace")
     except FileNotFoundError:
         return None
+    except InvalidInputError as e:
+        raise CheckpointError(str(e)) from None
     except OSError as e:
         raise CheckpointError(f"{path}: cannot read the agent's status file: {e.strerror or e}") from None
     try:
         doc = json.loads(text)
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:
         raise CheckpointError(
             f"{path}: not the JSON numalign serve writes ({e}); remove it, the agent rewrites it at its next change"
         ) from None

@@ -5,10 +5,10 @@ so parsing follows cpuset.Parse: comma-separated elements, each "N" or "A-B" wit
 one parser; two fronts differ only in how they report: `parse_go_cpuset` with Go's error texts (the
 kubelet's configuration validation quotes them), `parse_cpuset` with one line naming the place.
 
-The bound: CPU ids must be below MAX_CPU_ID (65536). Go builds whatever range it is given, so
-"0-999999999" in a state or machine file would exhaust memory before any check could run. Linux
-supports at most 8192 CPUs (NR_CPUS, CONFIG_MAXSMP), so 65536 leaves eight times that headroom while
-a full set of ids still builds in milliseconds.
+The bound: CPU ids run from 0 to numalign.limits.MAX_CPU_ID (8191), as Linux supports at most 8192
+CPUs (NR_CPUS, CONFIG_MAXSMP). Go builds whatever range it is given, so "0-999999999" in a state or
+machine file would exhaust memory before any check could run; here it is refused before a set is
+built, and an id of more digits than any CPU id has is refused before it becomes an int.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from typing import Final
 
 from numalign.errors import InvalidInputError
+from numalign.limits import MAX_CPU_ID, quote
 
-MAX_CPU_ID: Final = 1 << 16
 _ID: Final = re.compile(r"\+?[0-9]+")  # Go's strconv.Atoi after the split on "-": digits, maybe "+"
 
 
@@ -35,6 +35,8 @@ class _CPUSetTextError(Exception):
 def _id(token: str, element: str) -> int:
     if not _ID.fullmatch(token):
         raise _CPUSetTextError("syntax", element, token)
+    if len(token) > 6:  # past any CPU id, and int() of thousands of digits is refused by Python
+        raise _CPUSetTextError("bound", element, token)
     return int(token)
 
 
@@ -51,8 +53,8 @@ def _parse(text: str, strip: bool) -> frozenset[int]:
             end = _id(bounds[1], element)
             if start > end:
                 raise _CPUSetTextError("order", element, start=start, end=end)
-        if end >= MAX_CPU_ID:
-            raise _CPUSetTextError("bound", element, start=start, end=end)
+        if end > MAX_CPU_ID:
+            raise _CPUSetTextError("bound", element, str(end), start=start, end=end)
         out.update(range(start, end + 1))
     return frozenset(out)
 
@@ -69,7 +71,7 @@ def parse_go_cpuset(text: str) -> frozenset[int]:
         if e.kind == "order":
             raise ValueError(f"invalid range {quoted} ({e.start} > {e.end})") from None
         raise ValueError(
-            f"{quoted} names CPU ids up to {e.end}; expected ids below {MAX_CPU_ID} "
+            f"{quote(e.element)} names CPU id {quote(e.token, 20)}; expected ids from 0 to {MAX_CPU_ID} "
             "(Linux supports at most 8192 CPUs)"
         ) from None
 
@@ -90,8 +92,8 @@ def parse_cpuset(text: str, where: str = "cpuset") -> frozenset[int]:
                 'expected ranges written low-high, e.g. "2-5"'
             ) from None
         raise InvalidInputError(
-            f"{where}: CPU set element {e.element!r} names CPU id {e.end}; expected ids below {MAX_CPU_ID} "
-            "(Linux supports at most 8192 CPUs); check the file for a typo"
+            f"{where}: CPU set element {quote(e.element)} names CPU id {quote(e.token, 20)}; expected ids from 0 "
+            f"to {MAX_CPU_ID} (Linux supports at most 8192 CPUs); check the file for a typo"
         ) from None
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from numalign.errors import InvalidInputError
+from numalign.limits import check_nesting
 
 # libyaml's C loader when PyYAML was built with it (several times faster on large manifests).
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -23,22 +24,42 @@ def parse_documents(
     does). Text that looks like JSON is read as JSON first; YAML (a superset) reads the rest. A syntax
     error raises `error` worded by syntax_error_message; JSON-looking text that neither parser takes
     gets the JSON parser's complaint, which points at the real mistake."""
+    try:
+        # Before any parser: text nested thousands deep makes json recurse past Python's stack and
+        # overflows the C stack of libyaml's loader (a segmentation fault, not an exception).
+        check_nesting(text, source, expected)
+    except InvalidInputError as exc:
+        raise error(str(exc)) from None
     json_error: json.JSONDecodeError | None = None
-    if text.lstrip().startswith(("{", "[")):
+    try:
+        if text.lstrip().startswith(("{", "[")):
+            try:
+                return [json.loads(text)]
+            except json.JSONDecodeError as exc:
+                json_error = exc  # maybe YAML flow style, which JSON does not take
         try:
-            return [json.loads(text)]
-        except json.JSONDecodeError as exc:
-            json_error = exc  # maybe YAML flow style, which JSON does not take
-    try:
-        return list(yaml.load_all(text, Loader=_Loader))
-    except yaml.YAMLError:
-        pass
-    try:
-        # Parsed again by the pure-Python loader only to word the error: libyaml's marks and phrases
-        # differ from PyYAML's, and the messages stay the same whichever PyYAML build is installed.
-        return list(yaml.load_all(text, Loader=yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        raise error(syntax_error_message(json_error or exc, source, expected)) from None
+            return list(yaml.load_all(text, Loader=_Loader))
+        except yaml.YAMLError:
+            pass
+        try:
+            # Parsed again by the pure-Python loader only to word the error: libyaml's marks and phrases
+            # differ from PyYAML's, and the messages stay the same whichever PyYAML build is installed.
+            return list(yaml.load_all(text, Loader=yaml.SafeLoader))
+        except yaml.YAMLError as exc:
+            raise error(syntax_error_message(json_error or exc, source, expected)) from None
+    except ValueError as exc:  # not a syntax error: an integer of more than 4,300 digits
+        if isinstance(exc, InvalidInputError):
+            raise
+        raise error(number_error_message(exc, source, expected)) from None
+
+
+def number_error_message(exc: ValueError, source: str, expected: str) -> str:
+    """The parsers' ValueError that is not a syntax error: an integer too long for Python to convert."""
+    reason = str(exc).split(";")[0].split(":")[0]
+    return (
+        f"{source}: a number in the file is too long ({reason}); expected {expected}; write numbers of at "
+        "most a few dozen digits"
+    )
 
 
 def syntax_error_message(exc: yaml.YAMLError | json.JSONDecodeError, source: str, expected: str) -> str:

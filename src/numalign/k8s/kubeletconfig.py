@@ -32,6 +32,7 @@ from numalign.k8s.resources import (
     RESOURCE_PIDS,
     is_hugepage_resource_name,
 )
+from numalign.limits import flat
 
 API_VERSION: Final = "kubelet.config.k8s.io/v1beta1"
 KIND: Final = "KubeletConfiguration"
@@ -166,7 +167,7 @@ class KubeletConfig:
             except ValueError as exc:
                 errors.append(
                     f"invalid configuration: unable to parse reservedSystemCPUs (--reserved-cpus) "
-                    f"{self.reserved_system_cpus}, error: {exc}"
+                    f"{flat(self.reserved_system_cpus)}, error: {exc}"
                 )
         errors.extend(self._reserved_memory_errors())
         return errors
@@ -275,7 +276,7 @@ class KubeletConfig:
             return parse_go_cpuset(self.reserved_system_cpus)
         except ValueError as exc:
             raise ConfigError(
-                f"unable to parse reservedSystemCPUs (--reserved-cpus) {self.reserved_system_cpus}, "
+                f"unable to parse reservedSystemCPUs (--reserved-cpus) {flat(self.reserved_system_cpus)}, "
                 f"error: {exc}; {RESERVED_CPUS_EXPECTED}"
             ) from None
 

@@ -45,6 +45,7 @@ from numalign.k8s.resources import (
     is_pod_level_resource,
     is_qualified_name,
 )
+from numalign.limits import check_replicas, quote
 
 # A fixed namespace for derived pod uids; changing it would change every derived uid.
 POD_UID_NAMESPACE: Final = uuid.UUID("6f1d2a34-6b0e-5c1a-9e53-6e756d616c67")
@@ -185,9 +186,9 @@ def _replicas(obj: Mapping[str, Any], kind: str, where: str) -> int:
         return 1
     if isinstance(node, bool) or not isinstance(node, int) or node < 0:
         raise InvalidInputError(
-            f"{where}: {'.'.join(fields)}: expected a non-negative integer, got {node!r}"
+            f"{where}: {'.'.join(fields)}: expected a non-negative integer, got {quote(node)}"
         )
-    return node
+    return check_replicas(node, f"{where}: {'.'.join(fields)}")
 
 
 # ---- pod spec --------------------------------------------------------------------------------------

@@ -30,6 +30,10 @@ from enum import StrEnum
 from typing import Final
 
 from numalign.errors import InvalidInputError
+from numalign.limits import MAX_QUANTITY_CHARS, quote
+
+# Integers of at most MAX_QUANTITY_CHARS decimal digits (log2(10) = 3.32 bits a digit).
+_MAX_INT_BITS = int(MAX_QUANTITY_CHARS * 3.32)
 
 NANO: Final = 10**9
 _INT64_MAX: Final = 2**63 - 1
@@ -174,10 +178,15 @@ class Quantity:
         """
         if isinstance(text, bool) or not isinstance(text, str | int | float):
             raise InvalidInputError(
-                f"{where}: invalid quantity {text!r} ({type(text).__name__}): expected a string or a "
+                f"{where}: invalid quantity {quote(text)} ({type(text).__name__}): expected a string or a "
                 f"number in the quantity grammar {GRAMMAR}; {_EXAMPLE}"
             )
         if isinstance(text, int):
+            if abs(text).bit_length() > _MAX_INT_BITS:
+                raise InvalidInputError(
+                    f"{where}: invalid quantity {quote(text, 40)}: more than {MAX_QUANTITY_CHARS} digits; "
+                    f"expected {GRAMMAR}; {_EXAMPLE}"
+                )
             return cls(text * NANO)
         if isinstance(text, float):
             if not math.isfinite(text):
@@ -185,11 +194,16 @@ class Quantity:
                     f"{where}: invalid quantity {text!r}: expected a finite number; {_EXAMPLE}"
                 )
             text = _go_json_float(text)
+        if len(text) > MAX_QUANTITY_CHARS:
+            raise InvalidInputError(
+                f"{where}: invalid quantity {quote(text, 40)}: longer than {MAX_QUANTITY_CHARS} characters; "
+                f"expected {GRAMMAR}; {_EXAMPLE}"
+            )
         try:
             return _parse_cached(text)
         except _FormatError:
             raise InvalidInputError(
-                f"{where}: invalid quantity {text!r}: expected {GRAMMAR}; {_EXAMPLE}"
+                f"{where}: invalid quantity {quote(text)}: expected {GRAMMAR}; {_EXAMPLE}"
             ) from None
 
     @staticmethod

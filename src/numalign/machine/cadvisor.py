@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from numalign.errors import InvalidInputError
+from numalign.limits import MAX_CPU_ID, MAX_NUMA_NODE_ID
 from numalign.machine.topology import CPU, Machine, NUMANode
 from numalign.validation import expect_int, expect_list
 
@@ -36,7 +37,7 @@ def _l3s(caches: list[Any], where: str) -> list[int]:
     out: list[int] = []
     for i, raw in enumerate(caches):
         c = _map(raw, f"{where}[{i}]")
-        if c.get("level", 0) >= 3 and c.get("type", "Unified") != "Instruction":
+        if expect_int(c.get("level", 0), f"{where}[{i}].level") >= 3 and c.get("type", "Unified") != "Instruction":
             out.append(expect_int(c.get("id", 0), f"{where}[{i}].id"))
     return out
 
@@ -69,7 +70,7 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
     for i, raw_node in enumerate(topology):
         where = f"{source}: topology[{i}]"
         n = _map(raw_node, where)
-        node_id = expect_int(n.get("node_id", 0), f"{where}.node_id")
+        node_id = expect_int(n.get("node_id", 0), f"{where}.node_id", maximum=MAX_NUMA_NODE_ID)
         if node_id < 0:
             raise InvalidInputError(
                 f"{where}: node_id {node_id} (cadvisor names nodes after physical package ids when there is no "
@@ -80,7 +81,7 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
         for j, raw_core in enumerate(expect_list(n.get("cores"), f"{where}.cores")):
             core = _map(raw_core, f"{where}.cores[{j}]")
             for t in expect_list(core.get("thread_ids"), f"{where}.cores[{j}].thread_ids"):
-                owner[expect_int(t, f"{where}.cores[{j}].thread_ids")] = node_id
+                owner[expect_int(t, f"{where}.cores[{j}].thread_ids", maximum=MAX_CPU_ID)] = node_id
     ids = sorted(node_id for node_id, _, _ in raw_nodes)
     nodes: list[tuple[int, NUMANode]] = []
     cpus: list[CPU] = []

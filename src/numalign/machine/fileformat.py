@@ -13,6 +13,7 @@ from typing import Any
 
 from numalign.errors import InvalidInputError
 from numalign.k8s.cpuset import format_cpuset, parse_cpuset
+from numalign.limits import MAX_CPU_ID, MAX_NUMA_NODE_ID, quote
 from numalign.machine.topology import CPU, HEALTHY, Device, Machine, NUMANode
 from numalign.validation import expect_int, expect_list, expect_mapping, expect_opt_int
 
@@ -88,10 +89,10 @@ def machine_from_dict(obj: Any, source: str) -> Machine:
     top = expect_mapping(obj, source, _TOP_KEYS)
     fmt = top.get("format", FORMAT)
     if fmt != FORMAT:
-        raise InvalidInputError(f"{source}: format {fmt!r} is not supported; expected {FORMAT!r}")
+        raise InvalidInputError(f"{source}: format {quote(fmt)} is not supported; expected {FORMAT!r}")
     name = top.get("name", source)
     if not isinstance(name, str) or not name:
-        raise InvalidInputError(f"{source}: name must be a non-empty string, got {name!r}")
+        raise InvalidInputError(f"{source}: name must be a non-empty string, got {quote(name)}")
     raw_nodes = expect_list(top.get("numa_nodes"), f"{source}: numa_nodes", required=True)
     raw_cpus = expect_list(top.get("cpus"), f"{source}: cpus", required=True)
     cpus = tuple(_cpu(c, f"{source}: cpus[{i}]") for i, c in enumerate(raw_cpus))
@@ -99,7 +100,7 @@ def machine_from_dict(obj: Any, source: str) -> Machine:
     for i, raw in enumerate(raw_nodes):
         where = f"{source}: numa_nodes[{i}]"
         n = expect_mapping(raw, where, _NODE_KEYS)
-        node_id = expect_int(n.get("id"), f"{where}.id")
+        node_id = expect_int(n.get("id"), f"{where}.id", maximum=MAX_NUMA_NODE_ID)
         if "cpus" in n:
             node_cpus = _cpu_ids(n["cpus"], f"{where}.cpus")
         else:  # derived from the CPU list
@@ -143,7 +144,7 @@ def machine_to_text(m: Machine, fmt: str) -> str:
         import yaml
 
         return str(yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100))
-    raise InvalidInputError(f"unknown machine output format {fmt!r}; expected 'json' or 'yaml'")
+    raise InvalidInputError(f"unknown machine output format {quote(fmt)}; expected 'json' or 'yaml'")
 
 
 def parse_machine_text(text: str, source: str) -> Any:
@@ -164,7 +165,7 @@ def _cpu_ids(obj: Any, where: str) -> frozenset[int]:
     """A list of CPU ids, or cpuset text such as "0-3,8"."""
     if isinstance(obj, str):
         return parse_cpuset(obj, where)
-    ids = [expect_int(x, f"{where}[{i}]") for i, x in enumerate(expect_list(obj, where))]
+    ids = [expect_int(x, f"{where}[{i}]", maximum=MAX_CPU_ID) for i, x in enumerate(expect_list(obj, where))]
     if len(set(ids)) != len(ids):
         raise InvalidInputError(f"{where}: CPU ids {ids} contain duplicates; expected unique ids")
     return frozenset(ids)
@@ -177,7 +178,7 @@ def page_size_bytes(key: Any, where: str) -> int:
     m = _SIZE.match(str(key))
     if not m:
         raise InvalidInputError(
-            f"{where}: page size {key!r} not understood; expected bytes (2097152) or a size like 2Mi, 1Gi, 2048kB"
+            f"{where}: page size {quote(key)} not understood; expected bytes (2097152) or a size like 2Mi, 1Gi, 2048kB"
         )
     return int(m.group(1)) << _SHIFT[m.group(2)]
 
@@ -186,13 +187,13 @@ def _hugepages(obj: Any, where: str) -> dict[int, int]:
     if obj is None:
         return {}
     if not isinstance(obj, Mapping):
-        raise InvalidInputError(f"{where}: expected an object {{page size: total pages}}, got {obj!r}")
+        raise InvalidInputError(f"{where}: expected an object {{page size: total pages}}, got {quote(obj)}")
     out: dict[int, int] = {}
     for k, v in obj.items():
-        size = page_size_bytes(k, f"{where} key {k!r}")
+        size = page_size_bytes(k, f"{where} key {quote(k)}")
         if size in out:
             raise InvalidInputError(f"{where}: page size {size} bytes appears twice")
-        out[size] = expect_int(v, f"{where}[{k!r}]")
+        out[size] = expect_int(v, f"{where}[{quote(k)}]")
     return out
 
 
@@ -200,17 +201,17 @@ def _cpu(obj: Any, where: str) -> CPU:
     c = expect_mapping(obj, where, _CPU_KEYS)
     for key in ("id", "socket", "core"):
         if key not in c:
-            raise InvalidInputError(f"{where}: missing {key!r}; a CPU needs id, socket, core and numa_node")
+            raise InvalidInputError(f"{where}: missing {quote(key)}; a CPU needs id, socket, core and numa_node")
     if "numa_node" not in c:
         raise InvalidInputError(f"{where}: missing 'numa_node' (use null for a CPU no NUMA node lists)")
     online = c.get("online", True)
     if not isinstance(online, bool):
-        raise InvalidInputError(f"{where}.online: expected true or false, got {online!r}")
+        raise InvalidInputError(f"{where}.online: expected true or false, got {quote(online)}")
     return CPU(
-        id=expect_int(c["id"], f"{where}.id"),
+        id=expect_int(c["id"], f"{where}.id", maximum=MAX_CPU_ID),
         socket=expect_int(c["socket"], f"{where}.socket"),
         core=expect_int(c["core"], f"{where}.core"),
-        numa_node=expect_opt_int(c["numa_node"], f"{where}.numa_node"),
+        numa_node=expect_opt_int(c["numa_node"], f"{where}.numa_node", maximum=MAX_NUMA_NODE_ID),
         die=expect_int(c.get("die", 0), f"{where}.die"),
         l3=expect_opt_int(c.get("l3"), f"{where}.l3"),
         online=online,
@@ -220,7 +221,7 @@ def _cpu(obj: Any, where: str) -> CPU:
 def _opt_str(obj: Any, where: str) -> str | None:
     if obj is None or isinstance(obj, str):
         return obj
-    raise InvalidInputError(f"{where}: expected a string, got {obj!r}")
+    raise InvalidInputError(f"{where}: expected a string, got {quote(obj)}")
 
 
 def _device(obj: Any, where: str) -> Device:
@@ -228,23 +229,23 @@ def _device(obj: Any, where: str) -> Device:
     dev_id = d.get("id")
     resource = d.get("resource")
     if not isinstance(dev_id, str) or not dev_id:
-        raise InvalidInputError(f"{where}.id: expected a non-empty string, got {dev_id!r}")
+        raise InvalidInputError(f"{where}.id: expected a non-empty string, got {quote(dev_id)}")
     if not isinstance(resource, str) or "/" not in resource:
         raise InvalidInputError(
-            f"{where}.resource: expected an extended resource name like 'nvidia.com/gpu', got {resource!r}"
+            f"{where}.resource: expected an extended resource name like 'nvidia.com/gpu', got {quote(resource)}"
         )
     raw_nodes = d.get("numa_nodes")
     nodes = (
         None
         if raw_nodes is None
         else tuple(
-            expect_int(x, f"{where}.numa_nodes[{i}]")
+            expect_int(x, f"{where}.numa_nodes[{i}]", maximum=MAX_NUMA_NODE_ID)
             for i, x in enumerate(expect_list(raw_nodes, f"{where}.numa_nodes"))
         )
     )
     health = d.get("health", HEALTHY)
     if not isinstance(health, str):
-        raise InvalidInputError(f"{where}.health: expected a string such as 'Healthy', got {health!r}")
+        raise InvalidInputError(f"{where}.health: expected a string such as 'Healthy', got {quote(health)}")
     return Device(
         id=dev_id,
         resource=resource,

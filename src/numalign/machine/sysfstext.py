@@ -24,6 +24,7 @@ import re
 
 from numalign.errors import DiscoveryError, InvalidInputError
 from numalign.k8s.cpuset import parse_cpuset
+from numalign.limits import MAX_CPU_ID
 
 NVIDIA = "0x10de"
 AMD_ATI = "0x1002"
@@ -45,6 +46,11 @@ def parse_cpumask(text: str, where: str) -> frozenset[int]:
                 f"{where}: cannot read {text.strip()!r} as a CPU mask; expected hex words like 'ff,00000001'"
             )
         value = (value << 32) | int(w, 16)
+    if value.bit_length() > MAX_CPU_ID + 1:
+        raise DiscoveryError(
+            f"{where}: CPU mask names CPU {value.bit_length() - 1}, above {MAX_CPU_ID}, the largest CPU id Linux "
+            "supports; expected a kernel cpumap; check the dump"
+        )
     out = set()
     bit = 0
     while value:
@@ -67,7 +73,7 @@ def parse_int(text: str, where: str) -> int:
     s = text.strip()
     try:
         return int(s, 0) if s.lower().startswith("0x") else int(s)
-    except ValueError:
+    except ValueError:  # not a number, or more than 4,300 digits
         raise DiscoveryError(f"{where}: cannot read {s!r} as an integer") from None
 
 
@@ -76,13 +82,15 @@ def parse_meminfo_total(text: str, where: str) -> int:
     m = _MEMTOTAL.search(text)
     if not m:
         raise DiscoveryError(f"{where}: no 'MemTotal: N kB' line; expected a meminfo file")
+    if len(m.group(1)) > 20:
+        raise DiscoveryError(f"{where}: MemTotal of {len(m.group(1))} digits; expected a meminfo file")
     return int(m.group(1)) * 1024
 
 
 def hugepage_dir_size(name: str) -> int | None:
     """Page size in bytes of a `hugepages-2048kB` directory name, None for other names."""
     m = _HUGEDIR.match(name)
-    return int(m.group(1)) * 1024 if m else None
+    return int(m.group(1)) * 1024 if m and len(m.group(1)) <= 20 else None
 
 
 def parse_distances(text: str, where: str) -> list[int]:

@@ -9,11 +9,13 @@ kind, so the CLI imports only the providers the file's kinds need.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from numalign.errors import InvalidInputError
+from numalign.limits import MAX_REPLAY_LINE_BYTES, quote
+from numalign.sim.replay_check import check_scenario
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -74,7 +76,7 @@ def handler_for(kind: str) -> Handler:
     load = HANDLERS.get(key)
     if load is None:
         known = ", ".join(sorted(set(HANDLERS) | MERGE_KINDS))
-        raise InvalidInputError(f"unknown scenario kind {kind!r}; expected one of: {known}")
+        raise InvalidInputError(f"field kind: unknown scenario kind {quote(kind)}; expected one of: {known}")
     return load()
 
 
@@ -84,23 +86,54 @@ class ReplayOutcome:
     scenario_id: str
     result: dict[str, Any]
     expected: dict[str, Any] | None
+    # The line could not be replayed (bad JSON, a field out of range): one line saying where and why.
+    error: str | None = None
 
     @property
     def equal(self) -> bool:
-        if self.expected is None:
+        if self.expected is None or self.error is not None:
             return False
         exp = {k: v for k, v in self.expected.items() if k not in IGNORED_RESULT_KEYS}
         got = {k: v for k, v in self.result.items() if k not in IGNORED_RESULT_KEYS}
         return exp == got
 
 
+class LineTooLong(str):
+    """Stands for a line longer than MAX_REPLAY_LINE_BYTES, which was skipped unread."""
+
+
+def bounded_lines(stream: IO[str], limit: int = MAX_REPLAY_LINE_BYTES) -> Iterator[str]:
+    """The stream's lines, each read up to `limit` characters: a longer line (a file that is one
+    endless line) is skipped to its end and given as a LineTooLong, so memory stays bounded."""
+    while True:
+        line = stream.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith("\n"):
+            while (rest := stream.readline(limit)) and not rest.endswith("\n"):
+                pass
+            yield LineTooLong()
+            continue
+        yield line
+
+
 def parse_line(line: str, line_no: int, source: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    if isinstance(line, LineTooLong):
+        raise InvalidInputError(
+            f"{source}:{line_no}: longer than {MAX_REPLAY_LINE_BYTES} characters; expected one JSON scenario per "
+            "line (the largest recorded vector is 36 kB); check the file"
+        )
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as e:
         raise InvalidInputError(
             f"{source}:{line_no}: not valid JSON ({e.msg} at column {e.colno}); "
             "expected one JSON object per line"
+        ) from None
+    except (ValueError, RecursionError) as e:  # an integer of 4,300+ digits; nesting deeper than Python's stack
+        raise InvalidInputError(
+            f"{source}:{line_no}: cannot read the JSON ({quote(str(e), 60)}); expected one JSON scenario per line "
+            "with numbers of at most 19 digits and a few levels of nesting"
         ) from None
     if not isinstance(obj, dict):
         raise InvalidInputError(f"{source}:{line_no}: expected a JSON object, got {type(obj).__name__}")
@@ -109,24 +142,40 @@ def parse_line(line: str, line_no: int, source: str) -> tuple[dict[str, Any], di
     else:
         scenario, expected = obj, None
     if not isinstance(scenario, dict):
-        raise InvalidInputError(f"{source}:{line_no}: 'scenario' must be an object")
+        raise InvalidInputError(f"{source}:{line_no}: field scenario: expected an object")
     if expected is not None and not isinstance(expected, dict):
-        raise InvalidInputError(f"{source}:{line_no}: 'result' must be an object")
+        raise InvalidInputError(f"{source}:{line_no}: field result: expected an object")
     return scenario, expected
 
 
 def replay_lines(lines: Iterable[str], source: str = "<input>") -> Iterator[ReplayOutcome]:
+    """One outcome per non-blank line. A line that cannot be replayed gives an outcome with `error`
+    set (naming the line and the field) and the next line still runs, as start-up errors do."""
     cache: dict[str, Handler] = {}
     for line_no, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        scenario, expected = parse_line(line, line_no, source)
-        kind = str(scenario.get("kind", "merge"))
-        fn = cache.get(kind)
-        if fn is None:
-            fn = cache[kind] = handler_for(kind)
+        scenario: dict[str, Any] = {}
+        expected: dict[str, Any] | None = None
         try:
+            scenario, expected = parse_line(line, line_no, source)
+            kind = scenario.get("kind", "merge")
+            if not isinstance(kind, str):
+                raise InvalidInputError(f"field kind: got {quote(kind)}; expected a scenario kind such as \"merge\"")
+            fn = cache.get(kind)
+            if fn is None:
+                fn = cache[kind] = handler_for(kind)
+            check_scenario(scenario, kind)
             result = fn(scenario)
         except InvalidInputError as e:
-            raise InvalidInputError(f"{source}:{line_no}: {e}") from None
-        yield ReplayOutcome(line_no, str(scenario.get("id", f"line {line_no}")), result, expected)
+            text = str(e)
+            if not text.startswith(f"{source}:{line_no}:"):
+                text = f"{source}:{line_no}: {text}"
+            yield ReplayOutcome(line_no, _scenario_id(scenario, line_no), {}, expected, error=text)
+            continue
+        yield ReplayOutcome(line_no, _scenario_id(scenario, line_no), result, expected)
+
+
+def _scenario_id(scenario: Mapping[str, Any], line_no: int) -> str:
+    sid = scenario.get("id")
+    return quote(sid, 60).strip("'") if isinstance(sid, str) else f"line {line_no}"

@@ -196,6 +196,20 @@ def test_grpc_invalid_registrations_are_refused(
     assert kubelet.server.resources() == []
 
 
+@pytest.mark.parametrize("field", ["version", "resource", "endpoint"])
+def test_grpc_huge_registration_fields_are_quoted_bounded(kubelet: FakeKubelet, sock_dir: Path, field: str) -> None:
+    """A 10 kB field echoed whole would exceed gRPC's metadata limit (the plugin would see
+    RESOURCE_EXHAUSTED); the refusal quotes a bounded prefix and says how long the value was."""
+    huge = "v" * 10_000
+    args = {"version": "v1beta1", "resource": GPU, "endpoint": "p.sock"} | {field: huge}
+    err = _raw_register(sock_dir, args["version"], args["resource"], args["endpoint"])
+    assert isinstance(err, grpc.Call)
+    assert err.code() == grpc.StatusCode.UNKNOWN
+    details = err.details() or ""
+    assert "... (10000 characters)" in details and len(details) < 600
+    assert kubelet.registered == []
+
+
 def test_grpc_reregistration_replaces_endpoint(kubelet: FakeKubelet, sock_dir: Path) -> None:
     first = DevicePlugin(GPU, [Device("a", HEALTHY, (0,))], socket_dir=sock_dir, socket_name="first.sock")
     second = DevicePlugin(GPU, [Device("b", HEALTHY, (1,))], socket_dir=sock_dir, socket_name="second.sock")

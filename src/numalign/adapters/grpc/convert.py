@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 
 from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
 from numalign.errors import PluginError
+from numalign.limits import quote
 from numalign.providers.devices.endpoint import (
     ContainerAllocateResponse,
     Device,
@@ -69,7 +70,7 @@ def devices_from_pb(resource: str, msgs: Iterable[pb.Device]) -> list[Device]:
     seen: set[str] = set()
     for msg in msgs:
         dev = device_from_pb(msg)
-        where = f"ListAndWatch from the device plugin for {resource!r}"
+        where = f"ListAndWatch from the device plugin for {quote(resource)}"
         if not dev.id:
             raise PluginError(f"{where}: a device has an empty ID; every device needs a unique ID")
         if len(dev.id) > MAX_DEVICE_ID_LENGTH:
@@ -82,10 +83,10 @@ def devices_from_pb(resource: str, msgs: Iterable[pb.Device]) -> list[Device]:
                 MAX_DEVICE_ID_LENGTH,
             )
         if dev.id in seen:
-            raise PluginError(f"{where}: device ID {dev.id!r} is listed twice; IDs must be unique")
+            raise PluginError(f"{where}: device ID {quote(dev.id)} is listed twice; IDs must be unique")
         if dev.topology is not None and any(n < 0 for n in dev.topology):
             raise PluginError(
-                f"{where}: device {dev.id!r} has NUMA node ids {list(dev.topology)}; ids must be >= 0 "
+                f"{where}: device {quote(dev.id)} has NUMA node ids {list(dev.topology)}; ids must be >= 0 "
                 "(omit the topology for a device with no NUMA affinity)"
             )
         seen.add(dev.id)

@@ -20,6 +20,7 @@ from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
 from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
 from numalign.adapters.grpc.sockets import dial
 from numalign.errors import PluginError
+from numalign.limits import quote
 from numalign.providers.devices.endpoint import ContainerAllocateResponse, Device, DevicePluginOptions
 
 log = logging.getLogger("numalign.grpc.plugin_client")
@@ -248,18 +249,20 @@ def kubelet_devices(resource: str, msgs: Iterable[pb.Device]) -> tuple[list[Devi
     snapshot instead would hide every other device of a plugin the kubelet serves fine, so each of
     these is reported and the snapshot is used.
     """
-    where = f"ListAndWatch from the device plugin for {resource!r}"
+    where = f"ListAndWatch from the device plugin for {quote(resource)}"
     by_id: dict[str, Device] = {}
     problems: list[str] = []
     for msg in msgs:
         dev = convert.device_from_pb(msg)
         if dev.id in by_id:
-            problems.append(f"{where}: device ID {dev.id!r} is listed twice; the last entry is used, as in the kubelet")
+            problems.append(
+                f"{where}: device ID {quote(dev.id)} is listed twice; the last entry is used, as in the kubelet"
+            )
         elif not dev.id:
             problems.append(f"{where}: a device has an empty ID; it is kept, as the kubelet does")
         if dev.topology is not None and any(n < 0 for n in dev.topology):
             problems.append(
-                f"{where}: device {dev.id!r} has NUMA node ids {list(dev.topology)}; a negative id matches no "
+                f"{where}: device {quote(dev.id)} has NUMA node ids {list(dev.topology)}; a negative id matches no "
                 "NUMA node (a plugin should omit the topology of a device without NUMA affinity)"
             )
         by_id[dev.id] = dev

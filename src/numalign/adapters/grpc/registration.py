@@ -27,7 +27,6 @@ count once, empty IDs and negative NUMA ids pass); such oddities are also report
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import posixpath
@@ -44,6 +43,7 @@ from numalign.adapters.grpc.plugin_client import CALL_TIMEOUT_S, DIAL_TIMEOUT_S,
 from numalign.adapters.grpc.sockets import MAX_UNIX_PATH, refuse_live_socket, resolve_group, start_unix_server
 from numalign.errors import PluginError
 from numalign.k8s.resources import is_extended_resource_name
+from numalign.limits import clip, go_quote
 from numalign.paths import DEFAULT_DEVICE_PLUGIN_DIR as DEFAULT_DEVICE_PLUGIN_DIR  # re-export
 from numalign.providers.devices.endpoint import Device, Endpoint
 
@@ -65,8 +65,9 @@ OnProblem = Callable[[str, str], None]
 
 
 def _go_quote(value: str) -> str:
-    # Go's %q for the ASCII names a plugin sends; close enough for anything else.
-    return json.dumps(value, ensure_ascii=False)
+    # Go's %q for the ASCII names a plugin sends, of a bounded prefix: a 10 kB name echoed whole would
+    # push the error past gRPC's metadata limit and the plugin would see RESOURCE_EXHAUSTED instead.
+    return go_quote(value)
 
 
 def cleanup_plugin_directory(directory: Path, keep: Collection[str] = (CHECKPOINT_FILE,)) -> list[Path]:
@@ -118,7 +119,7 @@ class _Servicer(pb_grpc.RegistrationServicer):
             )
         except PluginError as e:
             # Go returns a plain error from the handler: gRPC code Unknown with the error text.
-            context.abort(grpc.StatusCode.UNKNOWN, str(e))
+            context.abort(grpc.StatusCode.UNKNOWN, clip(str(e)))
         return pb.Empty()
 
 
@@ -279,12 +280,12 @@ class RegistrationServer:
         `is_active` tells whether the plugin is still waiting for the answer. Raises PluginError
         (RegistrationRefusedError for a bad request) with the text the plugin gets.
         """
-        log.info("got registration request from device plugin with resource %s", resource)
+        log.info("got registration request from device plugin with resource %s", go_quote(resource))
         self._notify1(self._on_request, resource)
         try:
             socket_path = self.validate(version, resource, endpoint)
         except RegistrationRefusedError as e:
-            log.error("bad registration request from device plugin with resource %r: %s", resource, e)
+            log.error("bad registration request from device plugin with resource %s: %s", go_quote(resource), e)
             self._notify(self._on_refused, resource, str(e))
             raise
         client = PluginEndpointClient(
@@ -306,7 +307,7 @@ class RegistrationServer:
             self._notify(self._on_refused, resource, str(e))
             if isinstance(e, PluginError):
                 raise
-            raise PluginError(f"device plugin {resource!r} could not be registered: {e}") from e
+            raise PluginError(f"device plugin {go_quote(resource)} could not be registered: {e}") from e
         with self._lock:
             old = self._clients.get(resource)
             self._clients[resource] = client

@@ -110,3 +110,4 @@ def validate_state(
             f'state "{format_cpuset(known)}"; {_DRAIN_ADVICE}'
         )
     return state.copy()
+
