@@ -14,19 +14,23 @@ from numalign.errors import InvalidInputError
 from numalign.limits import quote
 
 
-def expect_int(value: Any, where: str, *, maximum: int | None = None) -> int:
-    """An integer; with `maximum`, an id from 0 to `maximum` (a node or CPU id past the kernel's own
-    ceiling would otherwise size tables and masks)."""
+def expect_int(value: Any, where: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """An integer, within [minimum, maximum] where given (a node or CPU id past the kernel's own
+    ceiling would otherwise size tables and masks; cadvisor's view keeps -1 ids, so no minimum there)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidInputError(f"{where}: expected an integer, got {quote(value)}")
-    if maximum is not None and not 0 <= value <= maximum:
-        raise InvalidInputError(f"{where}: {quote(value)} is out of range; expected an id from 0 to {maximum}")
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        expected = (f"from {minimum} to {maximum}" if minimum is not None and maximum is not None
+                    else f"of at least {minimum}" if minimum is not None else f"of at most {maximum}")
+        raise InvalidInputError(f"{where}: {quote(value)} is out of range; expected an id {expected}")
     return value
 
 
-def expect_opt_int(value: Any, where: str, *, maximum: int | None = None) -> int | None:
+def expect_opt_int(
+    value: Any, where: str, *, minimum: int | None = None, maximum: int | None = None
+) -> int | None:
     """An integer, or None when the field is absent or null."""
-    return None if value is None else expect_int(value, where, maximum=maximum)
+    return None if value is None else expect_int(value, where, minimum=minimum, maximum=maximum)
 
 
 def expect_list(value: Any, where: str, *, required: bool = False) -> list[Any]:

@@ -100,7 +100,7 @@ def machine_from_dict(obj: Any, source: str) -> Machine:
     for i, raw in enumerate(raw_nodes):
         where = f"{source}: numa_nodes[{i}]"
         n = expect_mapping(raw, where, _NODE_KEYS)
-        node_id = expect_int(n.get("id"), f"{where}.id", maximum=MAX_NUMA_NODE_ID)
+        node_id = expect_int(n.get("id"), f"{where}.id", minimum=0, maximum=MAX_NUMA_NODE_ID)
         if "cpus" in n:
             node_cpus = _cpu_ids(n["cpus"], f"{where}.cpus")
         else:  # derived from the CPU list
@@ -165,7 +165,7 @@ def _cpu_ids(obj: Any, where: str) -> frozenset[int]:
     """A list of CPU ids, or cpuset text such as "0-3,8"."""
     if isinstance(obj, str):
         return parse_cpuset(obj, where)
-    ids = [expect_int(x, f"{where}[{i}]", maximum=MAX_CPU_ID) for i, x in enumerate(expect_list(obj, where))]
+    ids = [expect_int(x, f"{where}[{i}]", minimum=0, maximum=MAX_CPU_ID) for i, x in enumerate(expect_list(obj, where))]
     if len(set(ids)) != len(ids):
         raise InvalidInputError(f"{where}: CPU ids {ids} contain duplicates; expected unique ids")
     return frozenset(ids)
@@ -208,10 +208,10 @@ def _cpu(obj: Any, where: str) -> CPU:
     if not isinstance(online, bool):
         raise InvalidInputError(f"{where}.online: expected true or false, got {quote(online)}")
     return CPU(
-        id=expect_int(c["id"], f"{where}.id", maximum=MAX_CPU_ID),
+        id=expect_int(c["id"], f"{where}.id", minimum=0, maximum=MAX_CPU_ID),
         socket=expect_int(c["socket"], f"{where}.socket"),
         core=expect_int(c["core"], f"{where}.core"),
-        numa_node=expect_opt_int(c["numa_node"], f"{where}.numa_node", maximum=MAX_NUMA_NODE_ID),
+        numa_node=expect_opt_int(c["numa_node"], f"{where}.numa_node", minimum=0, maximum=MAX_NUMA_NODE_ID),
         die=expect_int(c.get("die", 0), f"{where}.die"),
         l3=expect_opt_int(c.get("l3"), f"{where}.l3"),
         online=online,
@@ -239,7 +239,7 @@ def _device(obj: Any, where: str) -> Device:
         None
         if raw_nodes is None
         else tuple(
-            expect_int(x, f"{where}.numa_nodes[{i}]", maximum=MAX_NUMA_NODE_ID)
+            expect_int(x, f"{where}.numa_nodes[{i}]", minimum=0, maximum=MAX_NUMA_NODE_ID)
             for i, x in enumerate(expect_list(raw_nodes, f"{where}.numa_nodes"))
         )
     )
