@@ -217,7 +217,8 @@ def test_a_reused_pid_is_not_mistaken_for_the_run(tmp_path: Path) -> None:
     record = decode_pod_record(path.read_bytes())
     (entry,) = record.pods
     # Alive, but started at another time than the record says.
-    process = {**entry.process, "pid": os.getpid(), "start_time": entry.process["start_time"] + 1}  # type: ignore[index]
+    assert entry.process is not None
+    process = {**entry.process, "pid": os.getpid(), "start_time": entry.process["start_time"] + 1}
     entry = dataclasses.replace(entry, process=process)
     path.write_bytes(encode_pod_record(dataclasses.replace(record, pods=(entry,))))
     nxt = subprocess.run(numalign(state, "--cpus", "1", "--memory", "64Mi", "--", "true"), capture_output=True,
