@@ -245,7 +245,8 @@ def _print_decision(
         print(f"numalign run: released {key}: its process had ended without releasing it", file=sys.stderr)
     if not rec.result.admit:
         print(rec.render(), file=sys.stderr)
-        print(f"numalign run: {rec.pod} rejected ({rec.result.reason}); COMMAND was not run", file=sys.stderr)
+        print(f"numalign run: {rec.pod} rejected ({rec.result.reason}); COMMAND was not run; see what holds this "
+              f"node with `numalign pods --state-dir {args.state_dir or default_state_dir()}`", file=sys.stderr)
         return
     from numalign.machine.render import binary_quantity
 
