@@ -66,3 +66,46 @@ def test_a_parent_outside_every_cgroup2_mount_is_refused(tmp_path: Path) -> None
     with pytest.raises(PlacementError, match=r"--cgroup-parent /tmp/x: not inside a cgroup2 file system \(mounted: "
                        r"/sys/fs/cgroup, /srv/my cgroups\)"):
         create(CgroupLimits(frozenset({1})), "pod", Path("/tmp/x"), info)
+
+
+def test_on_a_unified_hierarchy_controllers_are_enabled_down_to_the_parent_and_limits_written(tmp_path: Path) -> None:
+    """A cgroup2 tree laid out as files (the kernel's own is not writable by every test machine): each
+    level from the mount to the parent enables what the child needs, then the child gets its limits."""
+    mount = tmp_path / "cgroup"
+    mount.mkdir()
+    (mount / "cgroup.controllers").write_text("cpuset cpu io memory hugetlb pids\n")
+    (mount / "cgroup.subtree_control").write_text("memory\n")
+    info = tmp_path / "mountinfo"
+    info.write_text(f"30 23 0:26 / {mount} rw - cgroup2 cgroup2 rw\n")
+    parent = mount / "jobs" / "numalign"
+    setup = create(CgroupLimits(frozenset({2, 3}), frozenset({1}), 64 << 20), "uid-1", parent, info)
+    assert setup.cgroup is not None and setup.cgroup.path == parent / "uid-1"
+    assert setup.note() is None  # everything applied
+    child = parent / "uid-1"
+    hugetlb = sorted(p.name for p in child.glob("hugetlb.*.max"))  # one per size this kernel offers
+    # One controller per write, in the order cpuset, memory, hugetlb; a plain file keeps the last write.
+    # The mount enabled memory already, so it is not written there.
+    last = "+hugetlb\n" if hugetlb else "+memory\n"
+    assert (mount / "cgroup.subtree_control").read_text() == ("+hugetlb\n" if hugetlb else "+cpuset\n")
+    assert (mount / "jobs" / "cgroup.subtree_control").read_text() == last
+    assert (parent / "cgroup.subtree_control").read_text() == last
+    assert (child / "cpuset.cpus").read_text() == "2-3\n"
+    assert (child / "cpuset.mems").read_text() == "1\n"
+    assert (child / "memory.max").read_text() == f"{64 << 20}\n"
+    assert setup.applied[:3] == ["cpuset.cpus", "cpuset.mems", "memory.max"]
+    assert sorted(f for f in setup.applied if f.startswith("hugetlb.")) == hugetlb
+    assert all((child / f).read_text() == "0\n" for f in hugetlb)  # none asked for
+
+
+def test_a_parent_that_cannot_be_created_is_named_once(tmp_path: Path) -> None:
+    mount = tmp_path / "cgroup"
+    mount.mkdir()
+    (mount / "cgroup.controllers").write_text("cpuset memory\n")
+    (mount / "blocked").write_text("a file where a directory should be\n")
+    info = tmp_path / "mountinfo"
+    info.write_text(f"30 23 0:26 / {mount} rw - cgroup2 cgroup2 rw\n")
+    setup = create(CgroupLimits(frozenset({0}), None, 1 << 20), "uid-2", mount / "blocked" / "numalign", info)
+    assert setup.cgroup is None
+    note = setup.note()
+    assert note is not None and note.startswith("cgroup: cpuset.cpus, memory.max not applied: ")
+    assert "--cgroup-parent" in note
