@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
     command: list[str] = list(getattr(args, "command_argv", None) or [])
     if not command:
-        raise InvalidInputError("numalign run: no COMMAND; expected `numalign run [requests] -- COMMAND [ARGS...]`; "
+        raise InvalidInputError("no COMMAND; expected `numalign run [requests] -- COMMAND [ARGS...]`; "
                                 "add -- and the command to run")
     state_dir = args.state_dir or default_state_dir()
     _check_state_dir(state_dir)

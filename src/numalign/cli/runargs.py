@@ -68,7 +68,7 @@ def build_pod(
     if args.pod is not None:
         if given:
             raise InvalidInputError(
-                f"numalign run {args.pod}: {', '.join(given)} given with a manifest; expected requests either from "
+                f"{args.pod}: {', '.join(given)} given with a manifest; expected requests either from "
                 "POD.yaml or from flags; drop the flags or the manifest"
             )
         pods = load_pods(args.pod)
@@ -88,15 +88,20 @@ def build_pod(
     else:
         if args.container:
             raise InvalidInputError("--container names a container of POD.yaml; without a manifest drop it")
+        from numalign.k8s.quantity import Quantity
+
         limits: dict[str, str] = {}
-        for resource, value in (("cpu", args.cpus), ("memory", args.memory), ("hugepages-2Mi", args.hugepages_2Mi),
-                                ("hugepages-1Gi", args.hugepages_1Gi)):
+        for resource, option in (("cpu", "--cpus"), ("memory", "--memory"), ("hugepages-2Mi", "--hugepages-2Mi"),
+                                 ("hugepages-1Gi", "--hugepages-1Gi")):
+            value = flags[option]
             if value is not None:
+                Quantity.parse(value, where=option)  # named by its flag, not by the manifest built from it
                 limits[resource] = value
         for resource, count in parse_pairs(args.device, "--device", "RESOURCE=N", str):
+            Quantity.parse(count, where=f"--device {resource}")
             limits[resource] = count
         if not limits:
-            raise InvalidInputError("numalign run: no requests; expected --cpus, --memory, --hugepages-*, --device "
+            raise InvalidInputError("no requests; expected --cpus, --memory, --hugepages-*, --device "
                                     "or a POD.yaml; e.g. --cpus 2 --memory 1Gi")
         from numalign.cli.run import pod_name
 

@@ -265,7 +265,7 @@ def test_device_environment_from_a_devices_file(tmp_path: Path) -> None:
     (["--cpus", "4096", "--memory", "1Gi"], "asks for more CPUs than"),
     (["--cpus", "1", "--device", "example.com/nothing=1"], "example.com/nothing: no device on"),
     (["--cpus", "1", "--device", "example.com/gpu"], "--device 'example.com/gpu': expected RESOURCE=N"),
-    (["--cpus", "two"], "cpu"),
+    (["--cpus", "two"], "--cpus: invalid quantity 'two'"),
 ])
 def test_bad_requests_are_one_line_and_nothing_is_applied(tmp_path: Path, args: list[str], expected: str) -> None:
     state = tmp_path / "state"
