@@ -220,13 +220,26 @@ class Node:
         for uid in set(self.processes) - set(self.pods):
             del self.processes[uid]
         self.reclaimed = []
-        if self.process_alive is not None:
-            for uid, proc in list(self.processes.items()):
-                if not self.process_alive(proc):
-                    pod = self._forget(uid)
-                    log.info("state %s: released %s: its numalign run process %s ended without releasing it",
-                             getattr(self.store, "state_dir", ""), pod.key, proc.get("pid"))
-                    self.reclaimed.append((pod, proc))
+        self._reclaim()
+
+    def _reclaim(self) -> bool:
+        found = False
+        for uid, proc in list(self.processes.items()):
+            if self.process_alive is not None and not self.process_alive(proc):
+                pod = self._forget(uid)
+                log.info("state %s: released %s: its numalign run process %s ended without releasing it",
+                         getattr(self.store, "state_dir", ""), pod.key, proc.get("pid"))
+                self.reclaimed.append((pod, proc))
+                found = True
+        return found
+
+    def reclaim_ended(self) -> bool:
+        """Release, in a transaction, the pods of `numalign run` processes that ended since the last
+        load (a long-lived agent asks on its tick); True when there were any."""
+        if self.process_alive is None or all(self.process_alive(p) for p in self.processes.values()):
+            return False
+        with self.transaction():
+            return self._reclaim()
 
     def _forget(self, pod_uid: str) -> Pod:
         """Drop a pod and everything it holds, in memory (the caller's transaction writes it)."""

@@ -279,9 +279,10 @@ class Agent:
             generation = self._generation(node)
             with node.transaction() as tx:
                 cap = node.devices.get_capacity(self.now())
+                ended = node.reclaim_ended()  # `numalign run` processes killed without releasing
             self._check(tx, "capacity update")
             retried = book.retry_releases()
-            if not cap.deleted and not retried and generation == self._generation(node):
+            if not cap.deleted and not retried and not ended and generation == self._generation(node):
                 return
             for resource in cap.deleted:
                 log.warning("device plugin resource %s dropped: its plugin stayed away longer than %gs",

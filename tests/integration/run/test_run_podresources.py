@@ -47,3 +47,28 @@ def test_podresources_lists_a_run_while_it_runs(tmp_path: Path) -> None:
     finally:
         serve.terminate()
         serve.wait(timeout=30)
+
+
+def test_a_killed_run_leaves_podresources_without_another_write(tmp_path: Path) -> None:
+    """serve notices on its own tick that a run's process ended (kill -9 of `numalign run`), releases
+    the pod and stops listing it, though nobody else wrote the directory."""
+    state, sock = tmp_path / "state", tmp_path / "pr.sock"
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "numalign.cli.main", "serve", "--config", str(RUN_CONFIG), "--state-dir", str(state),
+         "--device-plugin-dir", str(tmp_path / "dp"), "--pod-resources-socket", str(sock)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(sock.is_socket, "the agent's PodResources socket", timeout=20)
+        proc = start(state, "--cpus", "1", "--memory", "64Mi")
+        json.loads(proc.stdout.readline())  # type: ignore[union-attr]
+        (pod,) = json.loads((state / "numalign_pods.json").read_text())["pods"]
+        key = f"default/{pod['manifest']['metadata']['name']}"
+        wait_for(lambda: key in listed(sock), f"{key} in PodResources List", timeout=20)
+        proc.kill()
+        proc.communicate(timeout=30)
+        wait_for(lambda: key not in listed(sock), f"{key} gone from PodResources List", timeout=20)
+        assert json.loads((state / "numalign_pods.json").read_text())["pods"] == []
+    finally:
+        serve.terminate()
+        serve.wait(timeout=30)
