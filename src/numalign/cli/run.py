@@ -3,8 +3,8 @@
 The container is admitted on this host (or --machine) with the kubelet's managers against a state
 directory shared with other runs and with `numalign serve`; COMMAND then runs with its CPU affinity,
 memory policy, cgroup limits and device environment set to what was decided, and its allocation is
-released when it exits. The exit status is COMMAND's (128 + N when a signal N ended it); 3 when
-numalign refused (bad input, a rejected admission, a placement the kernel refused) and ran nothing.
+released when it exits. The exit status is COMMAND's (128 + N when a signal N ended it); when
+numalign ran nothing, the project's codes (RUN_EXIT_CODES: 1 rejected, 2 invalid input, 3 failed).
 """
 
 from __future__ import annotations
@@ -17,7 +17,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_REFUSED = 3
+EXIT_REJECTED = 1  # "the answer is no", as admit --exit-code: the container was not admitted
+RUN_EXIT_CODES = """exit status:
+  N         COMMAND's own; 128 + N when signal N ended it
+  1         the container was rejected (its decision record is on stderr); COMMAND was not run
+  2         invalid input: flags, a manifest, machine or state directory that cannot be used;
+            one line says which and how to fix it; COMMAND was not run
+  3         numalign failed (state files, a placement the kernel refused); COMMAND was not run
+  126, 127  COMMAND could not be executed, or was not found"""
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Wrapped help text, the exit-status table kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return text if text is RUN_EXIT_CODES else super()._fill_text(text, width, indent)
 
 
 def default_state_dir() -> Path:
@@ -36,8 +50,10 @@ def register(sub: Any) -> None:
         "CPUs (sched_setaffinity), NUMA memory (set_mempolicy MPOL_BIND), cgroup v2 limits (cpuset, memory.max, "
         "hugetlb; where this process may create cgroups) and device environment decided, and release them "
         "when it exits. Requests come from flags (requests = limits) or from a Pod manifest. The decision goes "
-        "to stderr; COMMAND's exit status is returned (3 when numalign refused and ran nothing). Unlike the "
+        "to stderr; COMMAND's exit status is returned (see below). Unlike the "
         "kubelet, a request for an extended resource that no device on this machine provides is refused.",
+        epilog=RUN_EXIT_CODES,
+        formatter_class=_Formatter,
         usage="numalign run [POD.yaml --container NAME | --cpus N --memory Q ...] [options] -- COMMAND [ARGS...]",
     )
     p.add_argument("pod", nargs="?", metavar="POD.yaml", help="a Pod manifest (one pod) instead of request flags")
@@ -69,8 +85,7 @@ def register(sub: Any) -> None:
     p.add_argument("--no-cgroup", action="store_true", help="create no cgroup (affinity and memory policy only)")
     p.add_argument("--output", "-o", choices=("text", "json", "yaml"), default="text",
                    help="format of the decision printed on stderr")
-    from numalign.k8s.kubeletflags import add_kubelet_flags
-
+    from numalign.cli.kubeletflags import add_kubelet_flags
     from numalign.cli.runargs import RUN_CONFIG
 
     add_kubelet_flags(p, "a KubeletConfiguration file and the kubelet's own flags (flags win); without --config "
@@ -117,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     if not adm.record.result.admit:
         child.abort()
         _print_decision(args, adm, None, [], None)
-        return EXIT_REFUSED
+        return EXIT_REJECTED
     try:
         placement, notes, cgroup_info = _place(args, adm, pod, container)
     except BaseException:
@@ -215,8 +230,7 @@ def _check_state_dir(path: Path) -> None:
 
 
 def _load_devices(value: str) -> Any:
-    from numalign.k8s.textfiles import read_text_file
-
+    from numalign.adapters.textfiles import read_text_file
     from numalign.deviceplugin.inventory import load_yaml_devices
 
     read_text_file(Path(value), "the device list", "a YAML list of devices like '- {id: gpu0, numa: 0}'")

@@ -32,8 +32,7 @@ def parse_pairs(values: Sequence[str], option: str, form: str, convert: Callable
 def run_config(args: argparse.Namespace) -> Any:
     """The kubelet configuration: --config and flags, over the built-in run configuration (not the
     kubelet's defaults, whose cpuManagerPolicy none would pin nothing)."""
-    from numalign.k8s.kubeletflags import config_from_args
-
+    from numalign.cli.kubeletflags import config_from_args
     from numalign.k8s.kubeletconfig import KubeletConfig
 
     base = None
@@ -60,7 +59,8 @@ def build_pod(
     args: argparse.Namespace, command: list[str], machine: Any, devices: Mapping[str, Any]
 ) -> tuple[Any, str]:
     """The pod to admit and the container COMMAND runs as; refused here when it cannot fit at all."""
-    from numalign.k8s.manifest import load_pods, pod_from_dict, pod_uid
+    from numalign.adapters.textfiles import load_pods
+    from numalign.k8s.manifest import pod_from_dict, pod_uid
 
     flags = {"--cpus": args.cpus, "--memory": args.memory, "--hugepages-2Mi": args.hugepages_2Mi,
              "--hugepages-1Gi": args.hugepages_1Gi}

@@ -51,7 +51,7 @@ RUN_COLUMNS = ("PID", "COMMAND", "POD", "STATUS", "CPUS", "MEMORY", "DEVICES")
 
 def run_rows(runs: list[dict[str, Any]]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """The processes as table rows: STATUS running, or ended (released by the next run, admit or serve)."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for r in runs:
         a = r["allocation"]
         cpus = a.get("cpus") or "-"

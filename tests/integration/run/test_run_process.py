@@ -155,7 +155,7 @@ def test_concurrent_runs_never_share_an_exclusive_cpu(tmp_path: Path) -> None:
     results = [finish(p) for p in procs]
     assert len(held) == min(3, free)
     assert len(frozenset().union(*held)) == len(held)  # pairwise disjoint, one CPU each
-    rejected = [decision(err) for code, _, err in results if code != 0]
+    rejected = [decision(err) for code, _, err in results if code == 1]  # 1: rejected, nothing run
     assert len(rejected) == 3 - len(held)
     for doc in rejected:
         # The kubelet's resource fit (allocatable CPUs) refuses first; the CPU manager would too.
@@ -238,7 +238,7 @@ def test_a_manifest_container_runs_with_its_own_allocation(tmp_path: Path) -> No
     )
     bad = subprocess.run(numalign(tmp_path / "state", str(pod), "--container", "nosuch", "--", "true"),
                          capture_output=True, text=True, timeout=60, check=False)
-    assert bad.returncode == 3 and "--container nosuch: expected one of trainer; pass --container NAME" in bad.stderr
+    assert bad.returncode == 2 and "--container nosuch: expected one of trainer; pass --container NAME" in bad.stderr
     proc = start(tmp_path / "state", str(pod), "--container", "trainer")
     seen = json.loads(proc.stdout.readline())  # type: ignore[union-attr]
     code, _, err = finish(proc)
@@ -271,7 +271,7 @@ def test_bad_requests_are_one_line_and_nothing_is_applied(tmp_path: Path, args: 
     state = tmp_path / "state"
     res = subprocess.run(numalign(state, *args, "--", "touch", str(tmp_path / "ran")), capture_output=True,
                          text=True, timeout=60, check=False)
-    assert res.returncode == 3
+    assert res.returncode == 2  # invalid input
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("numalign run: error: ") and expected in lines[0]
     assert not (tmp_path / "ran").exists()
@@ -280,7 +280,7 @@ def test_bad_requests_are_one_line_and_nothing_is_applied(tmp_path: Path, args: 
 
 def test_no_command_is_one_line(tmp_path: Path) -> None:
     res = subprocess.run(numalign(tmp_path, "--cpus", "1"), capture_output=True, text=True, timeout=60, check=False)
-    assert res.returncode == 3 and "add -- and the command to run" in res.stderr
+    assert res.returncode == 2 and "add -- and the command to run" in res.stderr
 
 
 def test_a_command_that_does_not_exist_releases_its_allocation(tmp_path: Path) -> None:
@@ -306,7 +306,7 @@ def test_a_state_directory_owned_by_someone_else_is_refused(tmp_path: Path) -> N
     before = sorted(state.iterdir())
     res = subprocess.run(numalign(state, "--cpus", "1", "--", "touch", str(tmp_path / "ran")), capture_output=True,
                          text=True, timeout=60, check=False)
-    assert res.returncode == 3
+    assert res.returncode == 2
     (line,) = res.stderr.strip().splitlines()
     assert f"--state-dir {state}: owned by uid {owner}, not by you (uid {os.geteuid()})" in line
     assert line.endswith("pass --state-dir DIR you own")
@@ -380,7 +380,7 @@ def test_a_machine_this_host_cannot_apply_is_refused_before_the_state_is_opened(
     res = subprocess.run(numalign(state, "--machine", "dual-socket", "--cpus", "2", "--memory", "1Gi", "--",
                                   "touch", str(tmp_path / "ran")), capture_output=True, text=True, timeout=60,
                          check=False)
-    assert res.returncode == 3
+    assert res.returncode == 2
     (line,) = res.stderr.strip().splitlines()
     usable = parse_cpuset(",".join(map(str, os.sched_getaffinity(0))))
     assert line.startswith("numalign run: error: machine dual-socket: CPUs ")
