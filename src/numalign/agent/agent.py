@@ -538,7 +538,10 @@ class Agent:
             }
             for r in sorted(set(node.devices.healthy) | set(node.devices.unhealthy) | set(self._endpoints))
         }
-        doc = {**book.to_dict(), "resources": resources, "faults": dict(sorted(self.faults.items())),
+        # Connected plugins' sockets, so `numalign run` sharing the directory can ask them for Allocate too.
+        sockets = {r: s for r in sorted(self._endpoints) if (s := _socket_of(self._endpoints[r])) is not None}
+        doc = {**book.to_dict(), "resources": resources, "plugin_sockets": sockets,
+               "faults": dict(sorted(self.faults.items())),
                "fault_log": list(self.fault_log), **self._machine_doc(node)}
         try:
             write_status(self.options.state_dir, doc)
@@ -555,3 +558,9 @@ class Agent:
             faults = sorted(self.faults.items())
         lines += [f'numalign_agent_faults_total{{kind="{k}"}} {v}' for k, v in faults]
         return render_text(self.metrics) + ("\n".join(lines) + "\n").encode()
+
+
+def _socket_of(endpoint: Endpoint | None) -> str | None:
+    inner = getattr(endpoint, "inner", endpoint)
+    path = getattr(inner, "socket_path", None)
+    return None if path is None else str(path)

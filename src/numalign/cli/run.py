@@ -94,9 +94,18 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from numalign.cli.runargs import build_pod, check_host_fits, parse_pairs, run_config, this_host
+    from numalign.cli.runargs import (
+        build_pod,
+        check_host_fits,
+        parse_pairs,
+        requested_extended,
+        run_config,
+        serve_plugins,
+        this_host,
+    )
     from numalign.errors import InvalidInputError
     from numalign.run.launch import GatedChild, LaunchError
+    from numalign.run.plugins import close_plugins, connect_plugins
     from numalign.run.process import ProcessRef, start_time
     from numalign.run.session import RunNode, admit
 
@@ -115,11 +124,15 @@ def run(args: argparse.Namespace) -> int:
         machine = this_host()
     devices = dict(parse_pairs(args.devices, "--devices", "RESOURCE=FILE", _load_devices))
     device_env = dict(parse_pairs(args.device_env, "--device-env", "RESOURCE=NAME", str))
-    pod, container = build_pod(args, command, machine, devices)
+    sockets = serve_plugins(state_dir)
+    pod, container = build_pod(args, command, machine, {**dict.fromkeys(sockets), **devices})
     check_host_fits(machine, config)
+    # Plugins registered with a serve on this directory answer for their resources (not --devices ones).
+    sockets = {r: s for r, s in sockets.items() if r in requested_extended(pod) and r not in devices}
     node = RunNode(machine, config, state_dir, devices, device_env)
-    child = GatedChild(command)
+    child = GatedChild(command)  # forked before any gRPC thread exists
     try:
+        node.plugins = connect_plugins(sockets)
         ref = ProcessRef(child.pid, start_time(child.pid) or 0, tuple(command))
         record = {**ref.to_dict()}
         cgroup_path = _cgroup_path(args, pod.uid)
@@ -129,6 +142,9 @@ def run(args: argparse.Namespace) -> int:
     except BaseException:
         child.abort()
         raise
+    finally:
+        close_plugins(node.plugins)
+        node.plugins = {}
     if not adm.record.result.admit:
         child.abort()
         _print_decision(args, adm, None, [], None)

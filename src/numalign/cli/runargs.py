@@ -55,6 +55,22 @@ def this_host() -> Any:
         ) from None
 
 
+def serve_plugins(state_dir: Path) -> dict[str, Path]:
+    """Device plugins connected to a `numalign serve` on this state directory: resource -> socket."""
+    from numalign.agent.status import read_status
+
+    doc = read_status(state_dir) if state_dir.is_dir() else None
+    resources = (doc or {}).get("resources") or {}
+    return {str(r): Path(s) for r, s in ((doc or {}).get("plugin_sockets") or {}).items()
+            if isinstance(s, str) and (resources.get(r) or {}).get("connected")}
+
+
+def requested_extended(pod: Any) -> set[str]:
+    from numalign.k8s.resources import is_extended_resource_name
+
+    return {n for c in pod.all_containers() for n in (*c.requests, *c.limits) if is_extended_resource_name(n)}
+
+
 def build_pod(
     args: argparse.Namespace, command: list[str], machine: Any, devices: Mapping[str, Any]
 ) -> tuple[Any, str]:
@@ -118,7 +134,7 @@ def _check_fits(pod: Any, machine: Any, devices: Mapping[str, Any], args: argpar
     """Requests nothing here can satisfy are bad input for a run, not a decision to record."""
     from numalign.k8s.resources import is_extended_resource_name
 
-    have = {*machine.devices_by_resource(), *devices}
+    have = {*machine.devices_by_resource(), *devices}  # `devices` names plugins too
     online = len(machine.online_cpus())
     for c in pod.all_containers():
         cpu = c.limits.get("cpu") or c.requests.get("cpu")
@@ -133,7 +149,8 @@ def _check_fits(pod: Any, machine: Any, devices: Mapping[str, Any], args: argpar
                 raise InvalidInputError(
                     f"{name}: no device on {machine.name} provides it (it has: {known}); numalign run refuses a "
                     f"device it cannot give (the kubelet would start the container without it); pass --devices "
-                    f"{name}=FILE listing them, or drop the request"
+                    f"{name}=FILE listing them, start its device plugin with `numalign serve` on this --state-dir, "
+                    "or drop the request"
                 )
 
 

@@ -25,6 +25,7 @@ from numalign.providers.devices.endpoint import Device
 from numalign.run.affinity import PlacementError, allowed_cpus, allowed_mems
 from numalign.run.cgroup import remove_cgroup
 from numalign.run.devices import allocate_fn
+from numalign.run.plugins import ConnectedPlugin
 from numalign.run.process import ProcessRef, is_alive
 from numalign.run.reconcile import reconcile_shared_pool
 
@@ -57,6 +58,8 @@ class RunNode:
     state_dir: Path
     devices: Mapping[str, Sequence[Device]] = field(default_factory=dict)
     device_env: Mapping[str, str] = field(default_factory=dict)
+    # Plugins registered with a serve sharing the directory, dialed by this run (see run.plugins).
+    plugins: Mapping[str, ConnectedPlugin] = field(default_factory=dict)
 
     def open(self) -> Node:
         """The node as the directory holds it, ended runs released (and written so)."""
@@ -68,6 +71,9 @@ class RunNode:
             node.devices.add_static_plugin(
                 resource, devs, allocate_fn=allocate_fn(resource, [d.id for d in devs], self.device_env.get(resource))
             )
+        for resource, plugin in sorted(self.plugins.items()):
+            node.devices.register_endpoint(resource, plugin.client)
+            node.devices.update_devices(resource, plugin.devices)
         return node
 
 
