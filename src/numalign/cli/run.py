@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,14 +31,6 @@ class _Formatter(argparse.HelpFormatter):
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         return text if text is RUN_EXIT_CODES else super()._fill_text(text, width, indent)
-
-
-def default_state_dir() -> Path:
-    """/var/lib/numalign for root; $XDG_STATE_HOME/numalign (~/.local/state/numalign) for anyone else."""
-    if os.geteuid() == 0:
-        return Path("/var/lib/numalign")
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "numalign"
 
 
 def register(sub: Any) -> None:
@@ -97,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from numalign.cli.runargs import (
         build_pod,
         check_host_fits,
+        default_state_dir,
         parse_pairs,
         requested_extended,
         run_config,
@@ -276,7 +268,7 @@ def _print_decision(
     if not rec.result.admit:
         print(rec.render(), file=sys.stderr)
         print(f"numalign run: {rec.pod} rejected ({rec.result.reason}); COMMAND was not run; see what holds this "
-              f"node with `numalign pods --state-dir {args.state_dir or default_state_dir()}`", file=sys.stderr)
+              f"node with `numalign pods --state-dir {args.state_dir or _default_state_dir()}`", file=sys.stderr)
         return
     from numalign.machine.render import binary_quantity
 
@@ -293,9 +285,7 @@ def _print_decision(
         print(f"numalign run:   {n}", file=sys.stderr)
 
 
-_NAME = re.compile(r"[^a-z0-9-]+")
+def _default_state_dir() -> Path:
+    from numalign.cli.runargs import default_state_dir
 
-
-def pod_name(command: list[str]) -> str:
-    base = _NAME.sub("-", Path(command[0]).name.lower()).strip("-") or "run"
-    return f"{base[:40]}-{os.getpid()}"
+    return default_state_dir()

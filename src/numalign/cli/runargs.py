@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -33,12 +35,12 @@ def run_config(args: argparse.Namespace) -> Any:
     """The kubelet configuration: --config and flags, over the built-in run configuration (not the
     kubelet's defaults, whose cpuManagerPolicy none would pin nothing)."""
     from numalign.cli.kubeletflags import config_from_args
-    from numalign.k8s.kubeletconfig import KubeletConfig
+    from numalign.k8s.kubeletconfig_read import config_from_yaml
 
     base = None
     if not args.kubelet_config:
         path = Path(__file__).resolve().parent.parent / "data" / RUN_CONFIG
-        base = KubeletConfig.from_yaml(path.read_text(encoding="utf-8"), f"built-in {RUN_CONFIG}")
+        base = config_from_yaml(path.read_text(encoding="utf-8"), f"built-in {RUN_CONFIG}")
     return config_from_args(args, base=base)
 
 
@@ -119,8 +121,6 @@ def build_pod(
         if not limits:
             raise InvalidInputError("no requests; expected --cpus, --memory, --hugepages-*, --device "
                                     "or a POD.yaml; e.g. --cpus 2 --memory 1Gi")
-        from numalign.cli.run import pod_name
-
         name = args.name or pod_name(command)
         manifest = {"metadata": {"name": name, "namespace": "default", "uid": str(uuid.uuid4())},
                     "spec": {"containers": [{"name": "main", "resources": {"limits": limits}}]}}
@@ -158,7 +158,7 @@ def check_host_fits(machine: Any, config: Any) -> None:
     """Every CPU and NUMA node the decision could give must be usable by this process, or a refusal now,
     before the state directory is opened (it would otherwise hold another machine's state): the
     machine is not this host (--machine), or this process is confined to a cpuset."""
-    from numalign.machine.cpuset import format_cpuset
+    from numalign.k8s.cpuset import format_cpuset
     from numalign.run.affinity import allowed_cpus, allowed_mems
 
     usable = allowed_cpus()
@@ -189,3 +189,20 @@ def container_limits(pod: Any, container: str) -> tuple[int | None, dict[int, in
     hugetlb = {hugepage_size_from_resource_name(n).value(): q.value()
                for n, q in c.limits.items() if is_hugepage_resource_name(n)}
     return (None if memory is None else memory.value()), hugetlb
+
+
+def default_state_dir() -> Path:
+    """/var/lib/numalign for root; $XDG_STATE_HOME/numalign (~/.local/state/numalign) for anyone else."""
+    if os.geteuid() == 0:
+        return Path("/var/lib/numalign")
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "numalign"
+
+
+_NAME = re.compile(r"[^a-z0-9-]+")
+
+
+def pod_name(command: list[str]) -> str:
+    """COMMAND's name as a DNS label, with numalign's pid: unique among concurrent runs."""
+    base = _NAME.sub("-", Path(command[0]).name.lower()).strip("-") or "run"
+    return f"{base[:40]}-{os.getpid()}"

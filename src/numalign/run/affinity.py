@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from numalign.errors import NumalignError
-from numalign.machine.cpuset import format_cpuset, parse_cpuset
+from numalign.k8s.cpuset import format_cpuset, parse_cpuset
 
 # include/uapi/linux/mempolicy.h
 MPOL_DEFAULT = 0

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from numalign.machine.cpuset import format_cpuset
+from numalign.k8s.cpuset import format_cpuset
 from numalign.run.affinity import PlacementError
 
 MOUNTINFO = Path("/proc/self/mountinfo")

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from numalign.errors import NumalignError
-from numalign.machine.cpuset import format_cpuset
+from numalign.k8s.cpuset import format_cpuset
 from numalign.node import Node
 from numalign.run.affinity import allowed_cpus
 from numalign.run.process import PROC, ProcessRef, is_alive

@@ -16,9 +16,9 @@ from typing import Any
 from numalign.adapters.nodestate import StateDirectory
 from numalign.core.decision import DecisionRecord
 from numalign.errors import NumalignError
+from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
-from numalign.machine.cpuset import format_cpuset
 from numalign.machine.topology import Machine
 from numalign.node import ContainerAllocation, Node
 from numalign.providers.devices.endpoint import Device

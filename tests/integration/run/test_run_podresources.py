@@ -16,7 +16,7 @@ from integration.run.test_run_process import finish, start
 
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2 as pr
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2_grpc as pr_grpc
-from numalign.machine.cpuset import parse_cpuset
+from numalign.k8s.cpuset import parse_cpuset
 
 RUN_CONFIG = Path(__file__).resolve().parents[3] / "src" / "numalign" / "data" / "run-kubelet-config.yaml"
 
