@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -94,6 +94,7 @@ class Node:
         static_devices: bool = True,
         node_conditions: Sequence[NodeCondition] = (),
         implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
+        process_alive: Callable[[Mapping[str, Any]], bool] | None = None,
     ) -> None:
         # implicit_from_nodes: the NUMA-node count from which providers describe hints implicitly
         # (providers/implicit).
@@ -158,6 +159,10 @@ class Node:
         # files must hold (None when not recorded) and `numalign run`'s process, carried untouched.
         self.allocations: dict[str, Mapping[str, Any] | None] = {}
         self.processes: dict[str, Mapping[str, Any]] = {}
+        # `numalign run` pods whose process ended (kill -9) are released on every load: `process_alive`
+        # (I/O, given by the composition) tells; `reclaimed` lists them with their process records.
+        self.process_alive = process_alive
+        self.reclaimed: list[tuple[Pod, Mapping[str, Any]]] = []
         self.store = store
         self._tx: Transaction | None = None
         self.cpu.start()
@@ -214,6 +219,37 @@ class Node:
             log.warning("state %s: %s", getattr(self.store, "state_dir", ""), line)
         for uid in set(self.processes) - set(self.pods):
             del self.processes[uid]
+        self.reclaimed = []
+        self._reclaim()
+
+    def _reclaim(self) -> bool:
+        found = False
+        for uid, proc in list(self.processes.items()):
+            if self.process_alive is not None and not self.process_alive(proc):
+                pod = self._forget(uid)
+                log.info("state %s: released %s: its numalign run process %s ended without releasing it",
+                         getattr(self.store, "state_dir", ""), pod.key, proc.get("pid"))
+                self.reclaimed.append((pod, proc))
+                found = True
+        return found
+
+    def reclaim_ended(self) -> bool:
+        """Release, in a transaction, the pods of `numalign run` processes that ended since the last
+        load (a long-lived agent asks on its tick); True when there were any."""
+        if self.process_alive is None or all(self.process_alive(p) for p in self.processes.values()):
+            return False
+        with self.transaction():
+            return self._reclaim()
+
+    def _forget(self, pod_uid: str) -> Pod:
+        """Drop a pod and everything it holds, in memory (the caller's transaction writes it)."""
+        pod = self.pods.pop(pod_uid)
+        self.tm.remove_pod(pod)
+        self.devices.remove_pod(pod.uid)
+        self.records.pop(pod_uid, None)
+        self.allocations.pop(pod_uid, None)
+        self.processes.pop(pod_uid, None)
+        return pod
 
     def _readmit(self, pod: Pod) -> DecisionRecord:
         self.devices.remove_pod(pod.uid)
@@ -334,14 +370,9 @@ class Node:
         """Release a pod. CheckpointError when its removal could not be written (the pod is then still
         admitted, here and on disk: the caller retries); once the record is written it stays removed."""
         with self.transaction() as tx:
-            pod = self.pods.pop(pod_uid, None)
-            if pod is None:
+            if pod_uid not in self.pods:
                 raise InvalidInputError(f"no pod with uid {pod_uid} on this node")
-            self.tm.remove_pod(pod)
-            self.devices.remove_pod(pod.uid)
-            self.records.pop(pod_uid, None)
-            self.allocations.pop(pod_uid, None)
-            self.processes.pop(pod_uid, None)
+            pod = self._forget(pod_uid)
         if tx.failure is not None and pod_uid in self.pods:
             raise tx.failure
         return pod

@@ -27,8 +27,8 @@ RANK = {
     "scopes": 5, "sim": 5, "admit_handlers": 5, "nodestate": 5,
     "manager": 6,
     "node": 7,
-    "adapters": 8, "report": 8, "run": 8, "answer": 8,
-    "deviceplugin": 9,
+    "adapters": 8, "report": 8, "answer": 8,
+    "deviceplugin": 9, "run": 9,  # run: pins processes through the adapters (state directory, plugin sockets)
     "cluster": 10,
     "agent": 11,
     "cli": 12,

@@ -156,8 +156,10 @@ class Agent:
         try:
             refuse_live_socket(self.registration.socket_path, "device-plugin registration")
             refuse_live_socket(opts.pod_resources_socket, "PodResources")
+            from numalign.run.session import process_alive  # `numalign run` pods whose process ended
+
             node = Node(opts.machine, opts.config, store=StateDirectory(opts.state_dir), metrics=self.metrics,
-                        static_devices=False)
+                        static_devices=False, process_alive=process_alive)
         except BaseException:
             self._owner.release()
             raise
@@ -277,9 +279,10 @@ class Agent:
             generation = self._generation(node)
             with node.transaction() as tx:
                 cap = node.devices.get_capacity(self.now())
+                ended = node.reclaim_ended()  # `numalign run` processes killed without releasing
             self._check(tx, "capacity update")
             retried = book.retry_releases()
-            if not cap.deleted and not retried and generation == self._generation(node):
+            if not cap.deleted and not retried and not ended and generation == self._generation(node):
                 return
             for resource in cap.deleted:
                 log.warning("device plugin resource %s dropped: its plugin stayed away longer than %gs",
@@ -535,7 +538,10 @@ class Agent:
             }
             for r in sorted(set(node.devices.healthy) | set(node.devices.unhealthy) | set(self._endpoints))
         }
-        doc = {**book.to_dict(), "resources": resources, "faults": dict(sorted(self.faults.items())),
+        # Connected plugins' sockets, so `numalign run` sharing the directory can ask them for Allocate too.
+        sockets = {r: s for r in sorted(self._endpoints) if (s := _socket_of(self._endpoints[r])) is not None}
+        doc = {**book.to_dict(), "resources": resources, "plugin_sockets": sockets,
+               "faults": dict(sorted(self.faults.items())),
                "fault_log": list(self.fault_log), **self._machine_doc(node)}
         try:
             write_status(self.options.state_dir, doc)
@@ -552,3 +558,9 @@ class Agent:
             faults = sorted(self.faults.items())
         lines += [f'numalign_agent_faults_total{{kind="{k}"}} {v}' for k, v in faults]
         return render_text(self.metrics) + ("\n".join(lines) + "\n").encode()
+
+
+def _socket_of(endpoint: Endpoint | None) -> str | None:
+    inner = getattr(endpoint, "inner", endpoint)
+    path = getattr(inner, "socket_path", None)
+    return None if path is None else str(path)

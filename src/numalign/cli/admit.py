@@ -158,8 +158,10 @@ def _admit_all(
 
     conditions = [NodeCondition.parse(c) for c in args.node_condition]
     try:
+        from numalign.run.session import process_alive  # ended `numalign run` processes are released
+
         node = Node(machine, config, store=state_directory(args.state_dir, read_only=args.dry_run),
-                    node_conditions=conditions)
+                    node_conditions=conditions, process_alive=process_alive)
     except ConfigError as exc:
         exc = _with_numa_nodes(exc, config, machine)
         if base is None:

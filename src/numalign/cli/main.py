@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "nrt": "nrt",
     "simulate": "simulate",
     "capacity": "capacity",
+    "run": "run",
 }
 
 
@@ -80,7 +81,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args_list:
         # The main job: with no arguments, admit the built-in example pods on a built-in machine.
         args_list = ["admit"] if "admit" in COMMANDS else ["--help"]
+    # `numalign run ... -- COMMAND ARGS`: COMMAND's arguments are its own, never numalign's options.
+    command_argv: list[str] | None = None
+    first = next((a for a in args_list if not a.startswith("-")), None)
+    if first == "run" and "--" in args_list[args_list.index("run"):]:
+        cut = args_list.index("--", args_list.index("run"))
+        args_list, command_argv = args_list[:cut], args_list[cut + 1:]
     args = parser.parse_args(args_list)
+    if command_argv is not None:
+        args.command_argv = command_argv
     if args.command is None:
         parser.print_help()
         return EXIT_INVALID

@@ -35,9 +35,14 @@ def run(args: argparse.Namespace) -> int:
     from numalign.adapters.statelock import transaction
     from numalign.agent.status import STATUS_FILE, read_status
     from numalign.errors import InvalidInputError
+    from numalign.run.listing import run_processes, run_rows
 
     with transaction(args.state_dir, shared=True):  # a reader: never between two files of one change
         doc = read_status(args.state_dir)
+        runs = run_processes(args.state_dir)  # `numalign run` processes sharing the directory
+    agent = doc is not None
+    if doc is None and runs:
+        doc = {"pods": {}}
     if doc is None:
         raise InvalidInputError(
             f"{args.state_dir / STATUS_FILE} does not exist: no `numalign serve` has run with --state-dir "
@@ -57,12 +62,16 @@ def run(args: argparse.Namespace) -> int:
     if args.output in ("json", "yaml"):
         from numalign.cli.output import emit
 
-        emit({"pods": doc["pods"], "manifests": doc.get("manifests", {}),
-              "resources": doc.get("resources", {}), "faults": doc.get("faults", {})}, args.output, sort_keys=True)
+        emit({"pods": doc["pods"], "manifests": doc.get("manifests", {}), "resources": doc.get("resources", {}),
+              "faults": doc.get("faults", {}), "processes": runs}, args.output, sort_keys=True)
         return 0
-    from numalign.cli.pods_table import print_pods
+    from numalign.cli.pods_table import print_pods, table
 
-    print_pods(doc, wide=args.output == "wide")
+    if agent:
+        print_pods(doc, wide=args.output == "wide")
+    if runs:
+        # `numalign run` processes: a second table, one row per process holding an allocation.
+        print(("\n" if agent else "") + table(*run_rows(runs)), end="")
     if view is not None:
         from numalign.cli.reportargs import use_color
         from numalign.report import terminal_picture

@@ -1,0 +1,63 @@
+"""`numalign run` processes as `numalign pods` lists them: read from numalign_pods.json under a shared
+transaction, each marked alive or ended (an ended one is released by the next command that decides)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from numalign.adapters.statelock import transaction
+from numalign.errors import CheckpointError, NumalignError
+from numalign.machine.render import binary_quantity
+from numalign.run.process import ProcessRef, describe, is_alive
+from numalign.state.pod_record import POD_RECORD_FILE
+
+
+def run_processes(state_dir: Path) -> list[dict[str, Any]]:
+    """One entry per run pod: pod, uid, pid, start_time, command, container, allocation, alive."""
+    path = state_dir / POD_RECORD_FILE
+    with transaction(state_dir, shared=True):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        except OSError as e:
+            raise CheckpointError(f"{path}: cannot read numalign's pod list: {e.strerror or e}") from None
+    try:
+        pods = json.loads(text).get("pods", [])
+    except (ValueError, AttributeError) as e:
+        raise CheckpointError(f"{path}: not the pod list numalign writes ({e}); restore it from backup") from None
+    out = []
+    for entry in pods:
+        proc = entry.get("process") if isinstance(entry, dict) else None
+        if not isinstance(proc, dict):
+            continue
+        try:
+            ref = ProcessRef.from_dict(proc, f"{path}: pod {entry.get('uid')}")
+        except NumalignError:
+            continue
+        meta = (entry.get("manifest") or {}).get("metadata") or {}
+        out.append({
+            "pod": f"{meta.get('namespace', 'default')}/{meta.get('name', '?')}", "uid": entry.get("uid"),
+            **ref.to_dict(), "container": proc.get("container"), "allocation": proc.get("allocation") or {},
+            "cgroup": proc.get("cgroup"), "alive": is_alive(ref),
+        })
+    return sorted(out, key=lambda r: r["pid"])
+
+
+RUN_COLUMNS = ("PID", "COMMAND", "POD", "STATUS", "CPUS", "MEMORY", "DEVICES")
+
+
+def run_rows(runs: list[dict[str, Any]]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The processes as table rows: STATUS running, or ended (released by the next run, admit or serve)."""
+    rows: list[tuple[str, ...]] = []
+    for r in runs:
+        a = r["allocation"]
+        cpus = a.get("cpus") or "-"
+        memory = ", ".join(f"{binary_quantity(b['size'])}@{','.join(map(str, b['numa_nodes']))}"
+                           for b in a.get("memory", []) if b.get("type") == "memory") or "-"
+        devices = ", ".join(f"{res} {' '.join(sorted(devs))}" for res, devs in sorted((a.get("devices") or {}).items()))
+        rows.append((str(r["pid"]), describe(r["command"], 40), r["pod"], "running" if r["alive"] else "ended",
+                     cpus if a.get("exclusive_cpus") else f"shared ({cpus})", memory, devices or "-"))
+    return RUN_COLUMNS, rows

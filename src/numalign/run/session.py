@@ -1,0 +1,153 @@
+"""A run's allocation in the shared state directory: admitted, and later released, each inside one
+transaction (load, decide, write), so `numalign run` processes and `numalign serve` never see or
+write half a change. A run takes no owner lock: it shares the directory with an agent and other runs.
+
+Every time a run opens the directory, the pods of runs whose process ended without releasing them
+(kill -9) are released first, together with the cgroup they left behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from numalign.adapters.nodestate import StateDirectory
+from numalign.core.decision import DecisionRecord
+from numalign.errors import NumalignError
+from numalign.k8s.cpuset import format_cpuset
+from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.pod import Pod
+from numalign.machine.topology import Machine
+from numalign.node import ContainerAllocation, Node
+from numalign.providers.devices.endpoint import Device
+from numalign.run.affinity import PlacementError, allowed_cpus, allowed_mems
+from numalign.run.cgroup import remove_cgroup
+from numalign.run.devices import allocate_fn
+from numalign.run.plugins import ConnectedPlugin
+from numalign.run.process import ProcessRef, is_alive
+from numalign.run.reconcile import reconcile_shared_pool
+
+
+def process_alive(record: Mapping[str, Any]) -> bool:
+    """Node's liveness check for run pods: the recorded pid with the recorded start time still runs."""
+    try:
+        ref = ProcessRef.from_dict(record, "numalign_pods.json")
+    except NumalignError:
+        return True  # not ours to judge: keep it rather than release someone's allocation
+    return is_alive(ref)
+
+
+def _remove_leftovers(node: Node) -> list[str]:
+    """Ended runs' cgroups go with their pods; what still runs in them ends, as a container's processes do."""
+    for pod, record in node.reclaimed:
+        cgroup = record.get("cgroup")
+        # Only a cgroup this run created (named after its pod's uid): what it holds is killed.
+        if isinstance(cgroup, str) and Path(cgroup).name == pod.uid:
+            remove_cgroup(Path(cgroup))
+    return [pod.key for pod, _ in node.reclaimed]
+
+
+@dataclass
+class RunNode:
+    """How every transaction of one run opens the node: same machine, configuration and devices."""
+
+    machine: Machine
+    config: KubeletConfig
+    state_dir: Path
+    devices: Mapping[str, Sequence[Device]] = field(default_factory=dict)
+    device_env: Mapping[str, str] = field(default_factory=dict)
+    # Plugins registered with a serve sharing the directory, dialed by this run (see run.plugins).
+    plugins: Mapping[str, ConnectedPlugin] = field(default_factory=dict)
+
+    def open(self) -> Node:
+        """The node as the directory holds it, ended runs released (and written so)."""
+        node = Node(self.machine, self.config, store=StateDirectory(self.state_dir), process_alive=process_alive)
+        resources = {r: [Device(d.id, d.health, d.numa_nodes) for d in ds]
+                     for r, ds in self.machine.devices_by_resource().items()}
+        resources.update({r: list(ds) for r, ds in self.devices.items()})
+        for resource, devs in sorted(resources.items()):
+            node.devices.add_static_plugin(
+                resource, devs, allocate_fn=allocate_fn(resource, [d.id for d in devs], self.device_env.get(resource))
+            )
+        for resource, plugin in sorted(self.plugins.items()):
+            node.devices.register_endpoint(resource, plugin.client)
+            node.devices.update_devices(resource, plugin.devices)
+        return node
+
+
+@dataclass
+class Admission:
+    record: DecisionRecord
+    allocation: ContainerAllocation | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    reclaimed: list[str] = field(default_factory=list)
+
+
+def admit(run: RunNode, pod: Pod, container: str, process: Mapping[str, Any]) -> Admission:
+    """Admit `pod` for `process` in one transaction; an allocation this host cannot apply is refused and
+    never written (the transaction is discarded)."""
+    node = run.open()
+    reclaimed = _remove_leftovers(node)
+    opened = node.reclaimed
+    with node.transaction() as tx:
+        if node.reclaimed is not opened:  # the transaction read the directory again: another writer came
+            reclaimed += _remove_leftovers(node)
+        node.processes[pod.uid] = dict(process)
+        record = node.admit(pod)
+        alloc: ContainerAllocation | None = None
+        env: dict[str, str] = {}
+        if record.result.admit:
+            alloc = node.allocation(pod.uid, container)
+            problem = _not_applicable(alloc, node)
+            if problem:
+                raise PlacementError(problem)
+            options = node.devices.pod_devices.run_container_options(pod.uid, container)
+            env = dict(options.envs) if options is not None else {}
+            # What `numalign pods` shows beside the process, without decoding three checkpoints.
+            node.processes[pod.uid] = {**process, "container": container, "allocation": alloc.to_dict()}
+        else:
+            node.processes.pop(pod.uid, None)
+        reconcile_shared_pool(node)
+    record = tx.outcome([record], node.pods)[0]
+    if not record.result.admit:
+        alloc, env = None, {}
+    return Admission(record, alloc, env, reclaimed)
+
+
+def release(run: RunNode, pod_uid: str) -> bool:
+    """Release the run's pod; False when another command released it already."""
+    node = run.open()
+    # Opening the directory may have released this very pod already: its command has been reaped.
+    released = any(pod.uid == pod_uid for pod, _ in node.reclaimed)
+    _remove_leftovers(node)
+    opened = node.reclaimed
+    with node.transaction() as tx:
+        if node.reclaimed is not opened:
+            _remove_leftovers(node)
+        if pod_uid in node.pods:
+            node.remove(pod_uid)
+            released = True
+        reconcile_shared_pool(node)
+    if tx.failure is not None:
+        raise tx.failure
+    return released
+
+
+def _not_applicable(alloc: ContainerAllocation, node: Node) -> str | None:
+    cpus, usable = set(alloc.cpus), allowed_cpus()
+    # The shared pool holds the reserved CPUs too, which this process need not be allowed to use.
+    if alloc.exclusive and cpus and not cpus <= usable:
+        # The kubelet's reserved CPUs plus those this process may not use: the decision then stays inside.
+        reserved = set(node.config.reserved_cpus()) | (set(node.machine.online_cpus()) - usable)
+        return (f"the decision gives CPUs {format_cpuset(sorted(cpus))}, but this process may only run on "
+                f"{format_cpuset(sorted(usable))}; expected a machine that is this host and CPUs this process may "
+                f"use; omit --machine, or keep the others out with --reserved-cpus {format_cpuset(sorted(reserved))}")
+    mems = {n for b in alloc.memory for n in b["numa_nodes"]}
+    usable_mems = allowed_mems()
+    if mems and not mems <= usable_mems:
+        return (f"the decision binds memory to NUMA nodes {format_cpuset(sorted(mems))}, but this process may "
+                f"only allocate on {format_cpuset(sorted(usable_mems))}; omit --machine so the decision is made "
+                "for this host")
+    return None
