@@ -200,6 +200,13 @@ class Node:
             self.memory.start()
         else:
             self.memory.restore(memory)
+        if devices is not None and self.static_devices:
+            # The machine describes the devices: pods must hold devices it has, or they count as free.
+            from numalign.providers.devices.identity import check_device_identity
+
+            check_device_identity(devices["PodDeviceEntries"] or [], self.machine,
+                                  f"{getattr(self.store, 'state_dir', '')}/device-plugins/kubelet_internal_checkpoint",
+                                  devices.get("RegisteredDevices"))
         self.devices.restore(devices or {"PodDeviceEntries": [], "RegisteredDevices": {}}, now=0.0,
                              keep_endpoints=reload)
         if devices is not None and self.static_devices and not reload:
