@@ -140,7 +140,7 @@ def test_snapshot_then_admit_on_it_uses_the_plugins_ids_and_never_writes(short_d
     )
 
     pci = {"0000:17:00.0": 0, "0000:18:00.0": 0, "0000:57:00.0": 1, "0000:58:00.0": 1}
-    root = write_sysfs(short_dir / "root", gpus=pci)
+    root = write_sysfs(short_dir / "root", cores=8, gpus=pci)
     gpus = gpu_uuids(short_dir / "gpus.yaml", {0: 2, 1: 2})
     state = short_dir / "kubelet"
     machine = ["--machine", str(root), "--devices", f"nvidia.com/gpu={gpus}", "--cpu-manager-policy", "none",

@@ -9,7 +9,7 @@ from pathlib import Path
 def write_sysfs(root: Path, *, nodes: int = 2, cores: int = 2, threads: int = 2,
                 gpus: dict[str, int] | None = None, hostname: str = "worker-1") -> Path:
     """Write sys/ and proc/ under `root`: `nodes` NUMA nodes of `cores` cores x `threads` threads,
-    8 GiB each, and NVIDIA GPUs {PCI address: NUMA node}. Returns root."""
+    64 GiB each, and NVIDIA GPUs {PCI address: NUMA node}. Returns root."""
     system = root / "sys" / "devices" / "system"
     n_cores = nodes * cores
     n_cpus = n_cores * threads
@@ -26,7 +26,7 @@ def write_sysfs(root: Path, *, nodes: int = 2, cores: int = 2, threads: int = 2,
     for n in range(nodes):
         d = system / "node" / f"node{n}"
         d.mkdir()
-        (d / "meminfo").write_text(f"Node {n} MemTotal:       8388608 kB\n")
+        (d / "meminfo").write_text(f"Node {n} MemTotal:       67108864 kB\n")
         (d / "distance").write_text(" ".join("10" if m == n else "21" for m in range(nodes)) + "\n")
         for cpu in range(n_cpus):
             if (cpu % n_cores) // cores == n:
@@ -38,6 +38,6 @@ def write_sysfs(root: Path, *, nodes: int = 2, cores: int = 2, threads: int = 2,
         (dev / "vendor").write_text("0x10de\n")
         (dev / "numa_node").write_text(f"{node}\n")
     (root / "proc" / "sys" / "kernel").mkdir(parents=True)
-    (root / "proc" / "meminfo").write_text(f"MemTotal:       {8388608 * nodes} kB\n")
+    (root / "proc" / "meminfo").write_text(f"MemTotal:       {67108864 * nodes} kB\n")
     (root / "proc" / "sys" / "kernel" / "hostname").write_text(f"{hostname}\n")
     return root

@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         owner = acquire_owner(args.state_dir, "numalign admit")
         from numalign.cli.noderecord import write_record
 
-        write_record(args.state_dir, machine, args.kubelet_config, flags)
+        write_record(args.state_dir, machine, _machine_spec(args, DEFAULT_MACHINE), args.kubelet_config, flags)
     with owner if owner is not None else contextlib.nullcontext():
         node, records, extras = _admit_all(args, machine, config, base, pods, notes)
     if args.report is not None:
@@ -165,6 +165,18 @@ def run(args: argparse.Namespace) -> int:
              args.output, sort_keys=True)
     rejected = any(not r.result.admit for r in records)
     return EXIT_CHECK_FAILED if args.exit_code and rejected else EXIT_OK
+
+
+def _machine_spec(args: argparse.Namespace, default: str) -> str | None:
+    """The --machine value when it alone names the machine (a built-in name or the shorthand, no
+    --devices), so numalign_node.json stays small; None when the machine must be kept whole."""
+    from numalign.machine.examples import EXAMPLES
+    from numalign.machine.shorthand import looks_like_shorthand
+
+    spec = args.machine or default
+    if args.devices or getattr(args, "recorded_machine", None) is not None:
+        return None
+    return spec if spec in EXAMPLES or (looks_like_shorthand(spec) and not Path(spec).exists()) else None
 
 
 def _admit_all(

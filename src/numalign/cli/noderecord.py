@@ -3,8 +3,9 @@ kept beside the state files so `pods` and `remove` read the directory without re
 --devices and the kubelet options (a different machine would be refused by the CPU manager's own
 state check, with a fix that does not name the real cause).
 
-The machine is kept whole (devices given with --devices included); the kubelet configuration as the
---config path (none for the built-in example) and the kubelet flags, in command-line order.
+The machine is kept as its --machine value when that names it (a built-in name or the shorthand, no
+--devices), else whole (devices included); the kubelet configuration as the --config path (none for
+the built-in example) and the kubelet flags, in command-line order.
 """
 
 from __future__ import annotations
@@ -20,14 +21,19 @@ NODE_FILE = "numalign_node.json"
 _FORMAT = "numalign.node/v1"
 
 
-def write_record(state_dir: Path, machine: Any, config_path: str | None, flags: list[tuple[str, str]]) -> None:
+def write_record(state_dir: Path, machine: Any, spec: str | None, config_path: str | None,
+                 flags: list[tuple[str, str]]) -> None:
+    """`spec`: the --machine value when it alone names `machine` (else None: the machine is kept whole)."""
     from numalign.adapters.checkpoints import write_atomic
     from numalign.machine.fileformat import machine_to_dict
 
-    doc = {"format": _FORMAT, "machine": machine_to_dict(machine),
+    doc = {"format": _FORMAT, "machine": spec if spec is not None else machine_to_dict(machine),
            "kubelet_config": str(Path(config_path).resolve()) if config_path else None,
            "kubelet_flags": [list(f) for f in flags]}
-    write_atomic(state_dir / NODE_FILE, json.dumps(doc, indent=1, sort_keys=True).encode())
+    data = json.dumps(doc, indent=1, sort_keys=True).encode()
+    path = state_dir / NODE_FILE
+    if not path.is_file() or path.read_bytes() != data:  # only what changed is written, as for the state
+        write_atomic(path, data)
 
 
 def apply_record(args: argparse.Namespace) -> str | None:
@@ -47,15 +53,19 @@ def apply_record(args: argparse.Namespace) -> str | None:
 
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        machine = machine_from_dict(doc["machine"], f"{path}: machine")
+        spec = doc["machine"] if isinstance(doc["machine"], str) else None
+        machine = None if spec is not None else machine_from_dict(doc["machine"], f"{path}: machine")
         flags = [(str(n), str(v)) for n, v in doc["kubelet_flags"]]
         config = doc["kubelet_config"]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise InvalidInputError(f"{path}: cannot read numalign's node record ({e}); expected the file `numalign "
                                 "admit` wrote; fix: give --machine and the kubelet options, or delete it") from None
-    args.recorded_machine = machine
+    if spec is not None:
+        args.machine = spec  # a built-in name or the shorthand: named again, not kept whole
+    else:
+        args.recorded_machine = machine
     args.kubelet_config = config
     setattr(args, FLAGS_DEST, flags)
-    return (f"machine {machine.name} and kubelet config {config or 'built-in example'}"
+    return (f"machine {spec if spec is not None else machine.name} and kubelet config {config or 'built-in example'}"
             + (f" with {' '.join(f'{n}={v}' for n, v in flags)}" if flags else "")
             + f", as recorded by admit in {path}")

@@ -43,7 +43,8 @@ def find_pod(node: Any, ref: str) -> Any:
             return pod
     known = ", ".join(sorted(p.key for p in node.pods.values())[:8]) or "none"
     raise InvalidInputError(
-        f"remove {ref}: no pod {key} (nor UID {ref}) in {getattr(node.store, "state_dir", "the node")}; expected one of its pods ({known}); "
+        f"remove {ref}: no pod {key} (nor UID {ref}) in {getattr(node.store, 'state_dir', 'the node')}; expected "
+        f"one of its pods ({known}); "
         "`numalign pods --state-dir` lists them"
     )
 
