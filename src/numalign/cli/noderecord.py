@@ -66,6 +66,7 @@ def apply_record(args: argparse.Namespace) -> str | None:
         args.recorded_machine = machine
     args.kubelet_config = config
     setattr(args, FLAGS_DEST, flags)
-    return (f"machine {spec if spec is not None else machine.name} and kubelet config {config or 'built-in example'}"
+    name = spec if spec is not None else machine.name if machine is not None else "?"
+    return (f"machine {name} and kubelet config {config or 'built-in example'}"
             + (f" with {' '.join(f'{n}={v}' for n, v in flags)}" if flags else "")
             + f", as recorded by admit in {path}")

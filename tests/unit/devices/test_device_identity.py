@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from numalign.adapters.devicefile import apply_devices_options, devices_from_allocatable
+from numalign.adapters.nodestate import state_directory
 from numalign.errors import InvalidInputError
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.manifest import pods_from_yaml
@@ -68,11 +69,11 @@ def test_checkpoint_holding_unknown_devices_is_refused_not_counted_free(tmp_path
     config = KubeletConfig()
     (tmp_path / "gpus.yaml").write_text("".join(f"- {{id: GPU-{n}, numa: {n}}}\n" for n in range(4)))
     plugin_ids = apply_devices_options(example("dual-socket"), [f"nvidia.com/gpu={tmp_path / 'gpus.yaml'}"])
-    node = Node(plugin_ids, config, state_dir=tmp_path / "s")
+    node = Node(plugin_ids, config, store=state_directory(tmp_path / "s"))
     assert node.admit(pods_from_yaml(POD)[0]).result.admit
     with pytest.raises(InvalidInputError, match=r"pods hold nvidia.com/gpu GPU-0, which machine dual-socket does "
                        r"not have \(its nvidia.com/gpu devices are 0000:17:00.0, .*; the plugin reported GPU-0, "
                        r"GPU-1, GPU-2, GPU-3\)"):
-        Node(example("dual-socket"), config, state_dir=tmp_path / "s", read_only=True)
-    again = Node(plugin_ids, config, state_dir=tmp_path / "s", read_only=True)
+        Node(example("dual-socket"), config, store=state_directory(tmp_path / "s", read_only=True))
+    again = Node(plugin_ids, config, store=state_directory(tmp_path / "s", read_only=True))
     assert again.devices.get_container_devices(node.pods.popitem()[0], "c") is not None
