@@ -193,6 +193,13 @@ def test_snapshot_then_admit_on_it_uses_the_plugins_ids_and_never_writes(short_d
     shown = json.loads(run("discover", "--node", str(short_dir / "node.tgz"), "-o", "json").stdout)
     assert [(d["id"], d["numa_nodes"]) for d in shown["devices"]] == [(u, [i // 2]) for i, u in enumerate(uuids)]
 
+    # A setting the state was not written under: the kubelet's refusal, naming the snapshot's file.
+    other = run("admit", "-", "--node", str(short_dir / "node.tgz"), "--cpu-manager-policy", "static",
+                "--reserved-cpus", "0", stdin=ask)
+    assert other.returncode != 0 and "numalign-node-" not in other.stderr
+    assert f"{short_dir / 'node.tgz'}:state/cpu_manager_state" in other.stderr
+    assert "read from the snapshot" in other.stderr
+
     # Without the PodResources capture the PCI addresses stand: refused with the mismatch named.
     bare = run("snapshot", str(short_dir / "bare.tgz"), "--sysfs-root", str(root), "--state-dir", str(state),
                "--config", str(short_dir / "config.yaml"), "--pod-resources-socket", str(short_dir / "none.sock"))

@@ -190,11 +190,14 @@ def _admit_all(
     from numalign.node import Node
 
     conditions = [NodeCondition.parse(c) for c in args.node_condition]
+    from numalign.cli.nodeargs import snapshot_errors
+
     try:
         from numalign.run.session import process_alive  # ended `numalign run` processes are released
 
-        node = Node(machine, config, store=state_directory(args.state_dir, read_only=args.dry_run),
-                    node_conditions=conditions, process_alive=process_alive)
+        with snapshot_errors(args):
+            node = Node(machine, config, store=state_directory(args.state_dir, read_only=args.dry_run),
+                        node_conditions=conditions, process_alive=process_alive)
     except ConfigError as exc:
         exc = _with_numa_nodes(exc, config, machine)
         if base is None:

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +136,22 @@ def _listed_name(listed: Any, allocations: dict[str, dict[str, Any]]) -> tuple[s
             if (cpus and cpus == held_cpus) or (devices and devices == held_devices):
                 return str(p.get("namespace", "default")), str(p.get("name"))
     return None
+
+
+@contextlib.contextmanager
+def snapshot_errors(args: argparse.Namespace) -> Iterator[None]:
+    """State errors of a --node snapshot name the snapshot, not its private extraction directory, and
+    the configuration they were read with (a snapshot without the node's settings is the usual cause)."""
+    from numalign.errors import CheckpointError
+
+    snap = getattr(args, "node_snapshot", None)
+    try:
+        yield
+    except CheckpointError as e:
+        if snap is None:
+            raise
+        text = str(e).replace(f"{snap.root}/", f"{snap.path}:")
+        raise CheckpointError(
+            f"{text} (read from the snapshot with kubelet config {config_label(args)}; if the node's kubelet "
+            "runs with other settings, give them with --config or kubelet flags)"
+        ) from None

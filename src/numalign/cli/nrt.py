@@ -79,9 +79,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     pods = [pod for f in args.pods for pod in load_pods(Path(f), expand_replicas=args.replicas)]
     from numalign.adapters.nodestate import state_directory
+    from numalign.cli.nodeargs import snapshot_errors
     from numalign.run.session import process_alive  # ended `numalign run` processes hold nothing
 
-    node = Node(machine, config, store=state_directory(args.state_dir, read_only=True), process_alive=process_alive)
+    with snapshot_errors(args):
+        node = Node(machine, config, store=state_directory(args.state_dir, read_only=True),
+                    process_alive=process_alive)
     rejected = []
     for pod in pods:
         rec = node.admit(pod)

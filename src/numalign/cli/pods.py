@@ -112,7 +112,7 @@ def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, 
     from numalign.adapters.checkpoints import CheckpointStore
     from numalign.adapters.nodestate import state_directory
     from numalign.adapters.snapshot_collect import PODS_MEMBER
-    from numalign.cli.nodeargs import node_config, resolve_node, state_pods
+    from numalign.cli.nodeargs import node_config, resolve_node, snapshot_errors, state_pods
     from numalign.cli.noderecord import apply_record
     from numalign.machine.examples import DEFAULT_MACHINE
     from numalign.node import Node
@@ -130,7 +130,8 @@ def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, 
     if not any(p.is_file() for p in (store.cpu_path, store.memory_path, store.device_path,
                                      args.state_dir / POD_RECORD_FILE)):
         return None, None
-    node = Node(machine, node_config(args), store=state_directory(args.state_dir, read_only=True))
+    with snapshot_errors(args):
+        node = Node(machine, node_config(args), store=state_directory(args.state_dir, read_only=True))
     listed = None
     snap = args.node_snapshot
     if snap is not None and (snap.root / PODS_MEMBER).is_file():
