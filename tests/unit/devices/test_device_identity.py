@@ -77,3 +77,18 @@ def test_checkpoint_holding_unknown_devices_is_refused_not_counted_free(tmp_path
         Node(example("dual-socket"), config, store=state_directory(tmp_path / "s", read_only=True))
     again = Node(plugin_ids, config, store=state_directory(tmp_path / "s", read_only=True))
     assert again.devices.get_container_devices(node.pods.popitem()[0], "c") is not None
+
+
+def test_devices_option_errors_name_the_value_and_the_forms(tmp_path: Path) -> None:
+    (tmp_path / "gpus.yaml").write_text("- {id: GPU-a, numa: 0}\n")
+    cases = {
+        f"nvidia.com/gpu={tmp_path / 'none.yaml'}": "none.yaml: no such file; expected RESOURCE=FILE",
+        str(tmp_path / "none.json"): "none.json: cannot read (No such file or directory); expected RESOURCE=FILE",
+        str(tmp_path / "gpus.yaml"): "not JSON (Expecting value: line 1 column 1 (char 0)); expected RESOURCE=FILE",
+    }
+    for spec, expected in cases.items():
+        with pytest.raises(InvalidInputError) as e:
+            apply_devices_options(example("dual-socket"), [spec])
+        assert expected in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(InvalidInputError, match=r"--devices example\.com/gpu=.*gpus\.yaml"):
+        apply_devices_options(example("dual-socket"), [str(tmp_path / "gpus.yaml")])
