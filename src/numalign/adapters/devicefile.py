@@ -1,5 +1,5 @@
-"""`--devices`: the devices a node's plugins really report, with their NUMA nodes, in place of the
-machine description's own.
+"""The devices a node's plugins really report, with their NUMA nodes, in place of the machine
+description's own (`--devices`, whose option lives in cli/nodeargs.py; snapshots).
 
 Two forms, because these are what a user has at hand:
 * `RESOURCE=FILE`: the device list `numalign plugin --resource RESOURCE --devices FILE` takes (YAML or
@@ -16,9 +16,7 @@ resources by vendor and class, which a plugin may name otherwise or not serve at
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from numalign.errors import InvalidInputError
@@ -26,35 +24,6 @@ from numalign.machine.topology import HEALTHY, Device, Machine
 
 EXPECTED = ("RESOURCE=FILE (a device list as `numalign plugin --devices` takes: - {id: ..., numa: N}) or "
             "FILE.json (a PodResources GetAllocatableResources answer)")
-
-
-def load_devices_option(spec: str) -> dict[str, list[Device]]:
-    """resource -> devices, from one `--devices` value."""
-    if is_plugin_list(spec):
-        resource, _, file = spec.partition("=")
-        return {resource: _plugin_list(resource, Path(file))}
-    path = Path(spec)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InvalidInputError(f"--devices {spec}: cannot read ({e.strerror or e}); expected {EXPECTED}") from None
-    try:
-        obj = json.loads(text)
-    except ValueError as e:
-        raise InvalidInputError(
-            f"--devices {spec}: not JSON ({e}); expected {EXPECTED}; for a YAML device list name its resource: "
-            f"--devices example.com/gpu={spec}"
-        ) from None
-    return devices_from_allocatable(obj, f"--devices {spec}")
-
-
-def _plugin_list(resource: str, path: Path) -> list[Device]:
-    from numalign.deviceplugin.inventory import load_yaml_devices
-
-    if not path.is_file():
-        raise InvalidInputError(f"--devices {resource}={path}: no such file; expected {EXPECTED}")
-    return [Device(p.device.id, resource, p.device.topology, None, None, None, p.device.health)
-            for p in load_yaml_devices(path)]
 
 
 def devices_from_allocatable(obj: Any, source: str) -> dict[str, list[Device]]:
@@ -116,23 +85,3 @@ def machine_with_devices(machine: Machine, by_resource: Mapping[str, Sequence[De
     except InvalidInputError as e:
         raise InvalidInputError(f"{source}: {e}; describe devices on the machine's NUMA nodes "
                                 f"({', '.join(map(str, machine.numa_ids()))})") from None
-
-
-def is_plugin_list(spec: str) -> bool:
-    """RESOURCE=FILE (one resource's devices) rather than a PodResources answer (all of them)."""
-    resource, sep, _ = spec.partition("=")
-    return bool(sep) and "/" in resource and not Path(spec).exists()
-
-
-def apply_devices_options(machine: Machine, specs: Sequence[str]) -> Machine:
-    """Every `--devices` value applied in order (a later one wins for a resource both name)."""
-    merged: dict[str, list[Device]] = {}
-    for spec in specs:
-        found = load_devices_option(spec)
-        if not is_plugin_list(spec):
-            # A PodResources answer is every plugin's devices: the machine's others are not served.
-            merged = {d.resource: [] for d in machine.devices}
-        merged.update(found)
-    if not merged:
-        return machine
-    return machine_with_devices(machine, merged, "--devices " + " ".join(specs))

@@ -13,6 +13,9 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+# EXAMPLE_CONFIG and _data are named here too: nrt and the tests take them from admit.
+from numalign.cli.nodeargs import EXAMPLE_CONFIG
+from numalign.cli.nodeargs import data_file as _data
 from numalign.errors import ConfigError
 from numalign.k8s.kubeletconfig_read import config_from_yaml
 
@@ -65,13 +68,6 @@ def register(sub: Any) -> None:
     add_kubelet_flags(p, "a KubeletConfiguration file and the kubelet's own flags (flags win); without "
                       "--config the built-in example configuration is the base (static CPU manager, Static "
                       "memory manager, single-numa-node), not the kubelet's defaults")
-
-
-EXAMPLE_CONFIG = "example-kubelet-config.yaml"
-
-
-def _data(name: str) -> Path:
-    return Path(__file__).resolve().parent.parent / "data" / name
 
 
 def run(args: argparse.Namespace) -> int:

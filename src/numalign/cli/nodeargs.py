@@ -5,11 +5,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from numalign.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from numalign.machine.topology import Device, Machine
+
+EXAMPLE_CONFIG = "example-kubelet-config.yaml"
+
+
+def data_file(name: str) -> Path:
+    """A file shipped in numalign/data (the example pods and kubelet configuration)."""
+    return Path(__file__).resolve().parent.parent / "data" / name
+
 
 NODE_HELP = ("a node snapshot (`numalign snapshot FILE`) in place of --machine, --config and --state-dir: its "
              "sysfs, kubelet config, state files and the device IDs its PodResources reported; only read, "
@@ -28,7 +39,6 @@ def add_node_args(p: argparse.ArgumentParser) -> None:
 def resolve_node(args: argparse.Namespace, default_machine: str) -> tuple[Any, list[str]]:
     """The machine to decide on, with notes; with --node, also fills args.kubelet_config and
     args.state_dir from the snapshot (and sets args.node_snapshot)."""
-    from numalign.adapters.devicefile import apply_devices_options
     from numalign.adapters.sysfs import load_machine
 
     notes: list[str] = []
@@ -80,13 +90,12 @@ def node_config(args: argparse.Namespace) -> Any:
     """The kubelet configuration as `admit` builds it: --config (or the snapshot's; the kubelet's
     defaults for a snapshot without one), else the built-in example configuration; kubelet flags
     override either field by field."""
-    from numalign.cli.admit import EXAMPLE_CONFIG, _data
     from numalign.cli.kubeletflags import config_from_args
     from numalign.k8s.kubeletconfig_read import config_from_yaml
 
     base = None
     if not getattr(args, "kubelet_config", None) and getattr(args, "node_snapshot", None) is None:
-        base = config_from_yaml(_data(EXAMPLE_CONFIG).read_text(encoding="utf-8"), f"built-in {EXAMPLE_CONFIG}")
+        base = config_from_yaml(data_file(EXAMPLE_CONFIG).read_text(encoding="utf-8"), f"built-in {EXAMPLE_CONFIG}")
     return config_from_args(args, base=base)
 
 
@@ -155,3 +164,64 @@ def snapshot_errors(args: argparse.Namespace) -> Iterator[None]:
             f"{text} (read from the snapshot with kubelet config {config_label(args)}; if the node's kubelet "
             "runs with other settings, give them with --config or kubelet flags)"
         ) from None
+
+
+# ---- --devices -------------------------------------------------------------------------------------
+
+
+def load_devices_option(spec: str) -> dict[str, list[Device]]:
+    """resource -> devices, from one `--devices` value: RESOURCE=FILE (the device list `numalign plugin
+    --devices` takes) or FILE.json (a PodResources GetAllocatableResources answer)."""
+    import json
+
+    from numalign.adapters.devicefile import EXPECTED, devices_from_allocatable
+
+    if is_plugin_list(spec):
+        resource, _, file = spec.partition("=")
+        return {resource: _plugin_list(resource, Path(file))}
+    path = Path(spec)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InvalidInputError(f"--devices {spec}: cannot read ({e.strerror or e}); expected {EXPECTED}") from None
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        raise InvalidInputError(
+            f"--devices {spec}: not JSON ({e}); expected {EXPECTED}; for a YAML device list name its resource: "
+            f"--devices example.com/gpu={spec}"
+        ) from None
+    return devices_from_allocatable(obj, f"--devices {spec}")
+
+
+def _plugin_list(resource: str, path: Path) -> list[Device]:
+    from numalign.adapters.devicefile import EXPECTED
+    from numalign.deviceplugin.inventory import load_yaml_devices
+    from numalign.machine.topology import Device
+
+    if not path.is_file():
+        raise InvalidInputError(f"--devices {resource}={path}: no such file; expected {EXPECTED}")
+    return [Device(p.device.id, resource, p.device.topology, None, None, None, p.device.health)
+            for p in load_yaml_devices(path)]
+
+
+def is_plugin_list(spec: str) -> bool:
+    """RESOURCE=FILE (one resource's devices) rather than a PodResources answer (all of them)."""
+    resource, sep, _ = spec.partition("=")
+    return bool(sep) and "/" in resource and not Path(spec).exists()
+
+
+def apply_devices_options(machine: Machine, specs: Sequence[str]) -> Machine:
+    """Every `--devices` value applied in order (a later one wins for a resource both name)."""
+    from numalign.adapters.devicefile import machine_with_devices
+
+    merged: dict[str, list[Device]] = {}
+    for spec in specs:
+        found = load_devices_option(spec)
+        if not is_plugin_list(spec):
+            # A PodResources answer is every plugin's devices: the machine's others are not served.
+            merged = {d.resource: [] for d in machine.devices}
+        merged.update(found)
+    if not merged:
+        return machine
+    return machine_with_devices(machine, merged, "--devices " + " ".join(specs))

@@ -7,9 +7,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-DEFAULT_CONFIG = Path("/var/lib/kubelet/config.yaml")
-DEFAULT_STATE = Path("/var/lib/kubelet")
-DEFAULT_SOCKET = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
+from numalign.paths import DEFAULT_DEVICE_PLUGIN_DIR, DEFAULT_POD_RESOURCES_SOCKET
+from numalign.paths import DEFAULT_STATE_DIR as DEFAULT_STATE
+
+# Where kubeadm (and most installers) write the kubelet's configuration file.
+DEFAULT_CONFIG = DEFAULT_STATE / "config.yaml"
+DEFAULT_SOCKET = DEFAULT_POD_RESOURCES_SOCKET
 
 
 def register(sub: Any) -> None:
@@ -62,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     state_dir = args.state_dir or Path(kubelet.root_dir if kubelet and kubelet.root_dir else DEFAULT_STATE)
     plugin_dir = args.device_plugin_dir
     if plugin_dir is None and not (state_dir / "device-plugins").is_dir():
-        plugin_dir = DEFAULT_STATE / "device-plugins"
+        plugin_dir = DEFAULT_DEVICE_PLUGIN_DIR
     from numalign.cli.clusterargs import Progress
 
     progress = Progress(f"snapshot {args.file}")  # drawn only when stderr is a terminal

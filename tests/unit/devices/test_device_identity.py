@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from numalign.adapters.devicefile import apply_devices_options, devices_from_allocatable
+from numalign.adapters.devicefile import devices_from_allocatable
 from numalign.adapters.nodestate import state_directory
+from numalign.cli.nodeargs import apply_devices_options
 from numalign.errors import InvalidInputError
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.manifest import pods_from_yaml
