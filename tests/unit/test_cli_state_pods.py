@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from numalign.cli.admit import EXAMPLE_CONFIG, _data
-from numalign.cli.nodeargs import state_pods
+from numalign.cli.nodeargs import EXAMPLE_CONFIG, state_pods
+from numalign.cli.nodeargs import data_file as _data
 from numalign.k8s.cpuset import parse_cpuset
 from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.k8s.manifest import pods_from_yaml

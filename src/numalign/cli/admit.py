@@ -13,7 +13,6 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-# EXAMPLE_CONFIG and _data are named here too: nrt and the tests take them from admit.
 from numalign.cli.nodeargs import EXAMPLE_CONFIG
 from numalign.cli.nodeargs import data_file as _data
 from numalign.errors import ConfigError

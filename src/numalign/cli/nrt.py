@@ -51,8 +51,9 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from numalign.adapters.textfiles import load_pods
-    from numalign.cli.admit import EXAMPLE_CONFIG, _data
     from numalign.cli.kubeletflags import config_from_args
+    from numalign.cli.nodeargs import EXAMPLE_CONFIG
+    from numalign.cli.nodeargs import data_file as _data
     from numalign.cluster.nrt import node_resource_topology
     from numalign.k8s.kubeletconfig_read import config_from_yaml
     from numalign.machine.examples import DEFAULT_MACHINE
