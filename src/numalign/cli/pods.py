@@ -117,6 +117,7 @@ def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, 
     from numalign.machine.examples import DEFAULT_MACHINE
     from numalign.node import Node
     from numalign.report import node_view_from_status
+    from numalign.run.session import process_alive
     from numalign.state.pod_record import POD_RECORD_FILE
 
     if args.node is not None:
@@ -131,7 +132,8 @@ def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, 
                                      args.state_dir / POD_RECORD_FILE)):
         return None, None
     with snapshot_errors(args):
-        node = Node(machine, node_config(args), store=state_directory(args.state_dir, read_only=True))
+        node = Node(machine, node_config(args), store=state_directory(args.state_dir, read_only=True),
+                    process_alive=process_alive)  # ended `numalign run` processes hold nothing
     listed = None
     snap = args.node_snapshot
     if snap is not None and (snap.root / PODS_MEMBER).is_file():

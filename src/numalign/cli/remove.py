@@ -71,7 +71,9 @@ def run(args: argparse.Namespace) -> int:
     removed = []
     check_state_dir(args.state_dir)
     with acquire_owner(args.state_dir, "numalign remove"):
-        node = Node(machine, config, store=state_directory(args.state_dir))
+        from numalign.run.session import process_alive  # ended `numalign run` processes are released
+
+        node = Node(machine, config, store=state_directory(args.state_dir), process_alive=process_alive)
         # One transaction: every pod named is removed, or (a write failed) none.
         with node.transaction() as tx:
             pods = {pod.uid: pod for pod in (find_pod(node, ref) for ref in args.pods)}
