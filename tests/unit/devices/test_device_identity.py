@@ -93,3 +93,11 @@ def test_devices_option_errors_name_the_value_and_the_forms(tmp_path: Path) -> N
         assert expected in str(e.value) and "\n" not in str(e.value)
     with pytest.raises(InvalidInputError, match=r"--devices example\.com/gpu=.*gpus\.yaml"):
         apply_devices_options(example("dual-socket"), [str(tmp_path / "gpus.yaml")])
+
+
+def test_only_resources_the_machine_describes_are_checked() -> None:
+    from numalign.providers.devices.identity import unknown_held_devices
+
+    entries = [{"ResourceName": "example.com/fpga", "DeviceIDs": {0: ["fpga0"]}},  # a plugin's own resource
+               {"ResourceName": "nvidia.com/gpu", "DeviceIDs": {0: ["GPU-a"], 1: ["0000:57:00.0"]}}]
+    assert unknown_held_devices(entries, example("dual-socket")) == {"nvidia.com/gpu": ["GPU-a"]}

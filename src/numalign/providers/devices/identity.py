@@ -31,11 +31,16 @@ def held_devices(entries: Iterable[Mapping[str, Any]]) -> dict[str, set[str]]:
 
 
 def unknown_held_devices(entries: Iterable[Mapping[str, Any]], machine: Machine) -> dict[str, list[str]]:
-    """resource -> held device IDs the machine does not describe (sorted), for resources with any."""
+    """resource -> held device IDs the machine does not describe (sorted), for resources the machine
+    has devices of. A resource it has none of is served by a plugin it does not describe (a device
+    plugin registered with `serve`): new pods get none of those devices here, so nothing held is
+    given again, and the kubelet's own answer (admitted without them) stands."""
     known = {r: {d.id for d in devs} for r, devs in machine.devices_by_resource().items()}
     out: dict[str, list[str]] = {}
     for resource, ids in sorted(held_devices(entries).items()):
-        missing = sorted(ids - known.get(resource, set()))
+        if resource not in known:
+            continue
+        missing = sorted(ids - known[resource])
         if missing:
             out[resource] = missing
     return out
@@ -52,8 +57,7 @@ def check_device_identity(entries: Sequence[Mapping[str, Any]], machine: Machine
     by_resource = machine.devices_by_resource()
     parts = []
     for resource, missing in unknown.items():
-        have = [d.id for d in by_resource.get(resource, [])]
-        theirs = f"its {resource} devices are {_sample(have)}" if have else f"it has no {resource} devices"
+        theirs = f"its {resource} devices are {_sample([d.id for d in by_resource[resource]])}"
         plugin = list((registered or {}).get(resource) or [])
         known = f"; the plugin reported {_sample(sorted(plugin))}" if plugin else ""
         parts.append(f"pods hold {resource} {_sample(missing)}, which machine {machine.name} does not have "
