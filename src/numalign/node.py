@@ -200,6 +200,13 @@ class Node:
             self.memory.start()
         else:
             self.memory.restore(memory)
+        if devices is not None and self.static_devices:
+            # The machine describes the devices: pods must hold devices it has, or they count as free.
+            from numalign.providers.devices.identity import check_device_identity
+
+            check_device_identity(devices["PodDeviceEntries"] or [], self.machine,
+                                  f"{getattr(self.store, 'state_dir', '')}/device-plugins/kubelet_internal_checkpoint",
+                                  devices.get("RegisteredDevices"))
         self.devices.restore(devices or {"PodDeviceEntries": [], "RegisteredDevices": {}}, now=0.0,
                              keep_endpoints=reload)
         if devices is not None and self.static_devices and not reload:
@@ -214,6 +221,11 @@ class Node:
         """Read the store into this Node and reconcile the kubelet files with the pod record."""
         assert self.store is not None
         self.store.load(self)
+        if getattr(self.store, "record", True) is None:
+            # No pod record: the kubelet's own directory (or a copy). Its checkpoints are the truth, and
+            # the pods in them, which numalign never admitted, keep what they hold: releasing it as
+            # orphans would count CPUs and devices in use as free.
+            return
         for line in reconcile(self.pods, self.allocations, self.cpu, self.memory, self.devices,
                               self.tm.remove_pod, self._readmit):
             log.warning("state %s: %s", getattr(self.store, "state_dir", ""), line)

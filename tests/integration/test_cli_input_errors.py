@@ -378,9 +378,10 @@ def test_already_admitted_names_the_cli_fixes(capsys: pytest.CaptureFixture[str]
     capsys.readouterr()
     msg = error_of(capsys, "admit", str(files["pod"]), "--state-dir", str(state))
     assert "pod default/p (uid " in msg and f"is already admitted in the state of {state}" in msg
-    assert "use a fresh --state-dir, give the pod another name (or metadata.uid), or use --dry-run" in msg
+    assert "add --replace to admit the new version in its place, give the pod another name (or metadata.uid) " \
+        "for a copy, use a fresh --state-dir, or use --dry-run" in msg
     assert "Node.remove" not in msg
     msg = error_of(capsys, "admit", str(files["pod"]), "--state-dir", str(state), "--dry-run")
-    assert "another name (or metadata.uid) to ask about a copy" in msg and "Node." not in msg
+    assert "another name (or metadata.uid) to ask about a copy" in msg and "--replace" in msg and "Node." not in msg
     msg = error_of(capsys, "admit", str(files["pod"]), str(files["pod"]))
     assert "already admitted earlier in this run" in msg and "Node." not in msg

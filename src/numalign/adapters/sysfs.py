@@ -321,10 +321,13 @@ def load_machine(spec: str) -> Machine:
     from numalign.machine.cadvisor import is_cadvisor_machine_info, machine_from_cadvisor
     from numalign.machine.examples import EXAMPLES, example
     from numalign.machine.fileformat import machine_from_dict, parse_machine_text
+    from numalign.machine.shorthand import looks_like_shorthand, machine_from_shorthand, parse_shorthand
 
     if spec in EXAMPLES:
         return example(spec)
     path = Path(spec)
+    if not path.exists() and looks_like_shorthand(spec):
+        return parse_shorthand(spec)
     if path.is_dir():
         return discover_sysfs(find_sysfs_root(path))
     if not path.exists():
@@ -347,6 +350,8 @@ def load_machine(spec: str) -> Machine:
             f"{path}: looks like a Kubernetes manifest (apiVersion {data.get('apiVersion')!r}, kind "
             f"{data.get('kind')!r}), not a machine; --machine expects {_expected_machine()}"
         )
+    if "sockets" in data:
+        return machine_from_shorthand(data, str(path))
     return machine_from_dict(data, str(path))
 
 
@@ -354,8 +359,9 @@ def _expected_machine() -> str:
     from numalign.machine.examples import EXAMPLES
 
     return (
-        "a machine file (numalign discover --output yaml), cadvisor MachineInfo JSON, a sysfs dump "
-        f"(directory or tarball) or a built-in name ({', '.join(EXAMPLES)})"
+        "a machine file (numalign discover --output yaml, or the few-line form with sockets:), cadvisor "
+        "MachineInfo JSON, a sysfs dump (directory or tarball), a shorthand such as \"2s x 2n x 28c x 2t, "
+        f"256Gi/node, nvidia.com/gpu=2/node\" or a built-in name ({', '.join(EXAMPLES)})"
     )
 
 

@@ -93,7 +93,10 @@ def load_document(
     return docs[0] if docs else None
 
 
-def load_pods(path: str | PathLike[str], *, expand_replicas: bool = False) -> list[Pod]:
-    """The pods of a manifest file (or stdin for `-`), as k8s.manifest reads them."""
+def load_pods(
+    path: str | PathLike[str], *, expand_replicas: bool = False, skipped: list[str] | None = None
+) -> list[Pod]:
+    """The pods of a manifest file (or stdin for `-`), as k8s.manifest reads them; with `skipped`,
+    objects of other kinds are noted there instead of being an error."""
     docs = load_documents(path, "the manifest", EXPECTED_MANIFEST)
-    return pods_from_documents(docs, source_name(path), expand_replicas=expand_replicas)
+    return pods_from_documents(docs, source_name(path), expand_replicas=expand_replicas, skipped=skipped)

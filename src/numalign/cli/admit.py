@@ -13,6 +13,8 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+from numalign.cli.nodeargs import EXAMPLE_CONFIG
+from numalign.cli.nodeargs import data_file as _data
 from numalign.errors import ConfigError
 from numalign.k8s.kubeletconfig_read import config_from_yaml
 
@@ -27,7 +29,8 @@ def register(sub: Any) -> None:
         "override field by field.",
     )
     p.add_argument("pods", nargs="*", metavar="POD.yaml",
-                   help="Pod manifests (YAML/JSON, Lists, workloads); - reads standard input")
+                   help="Pod manifests (YAML/JSON, Lists, workloads); - reads standard input (`helm template ... | "
+                   "numalign admit -`); other kinds (Service, ConfigMap, ...) are skipped with a note")
     p.add_argument("--machine", metavar="FILE|NAME", help="machine file, sysfs dump, cadvisor JSON or a "
                    "built-in name (default: dual-socket)")
     p.add_argument("--state-dir", metavar="DIR", type=Path,
@@ -39,6 +42,12 @@ def register(sub: Any) -> None:
                    help="with --state-dir: read the state files but write nothing, so it is safe to ask "
                    "\"would this pod be admitted now?\" of a live node's /var/lib/kubelet")
     p.add_argument("--replicas", action="store_true", help="admit spec.replicas pods for each workload")
+    p.add_argument("--replace", action="store_true",
+                   help="a pod of the same namespace/name already in --state-dir is removed first and the new one "
+                   "admitted in its place (a new version of the same workload); without it such a pod is an error")
+    from numalign.cli.nodeargs import add_node_args
+
+    add_node_args(p)
     p.add_argument("--node-condition", action="append", default=[], metavar="CONDITION",
                    help="a pressure condition the node has (MemoryPressure, DiskPressure, PIDPressure; repeat "
                    "for more): the kubelet's eviction manager then rejects BestEffort pods (MemoryPressure "
@@ -60,17 +69,11 @@ def register(sub: Any) -> None:
                       "memory manager, single-numa-node), not the kubelet's defaults")
 
 
-EXAMPLE_CONFIG = "example-kubelet-config.yaml"
-
-
-def _data(name: str) -> Path:
-    return Path(__file__).resolve().parent.parent / "data" / name
-
-
 def run(args: argparse.Namespace) -> int:
-    from numalign.adapters.sysfs import load_machine
-    from numalign.adapters.textfiles import load_pods
+    from numalign.adapters.textfiles import load_pods, source_name
     from numalign.cli.kubeletflags import FLAGS_DEST, config_from_args
+    from numalign.cli.nodeargs import config_label, resolve_node
+    from numalign.cli.noderecord import apply_record
     from numalign.errors import InvalidInputError
     from numalign.k8s.manifest import SUPPORTED_KINDS
     from numalign.machine.examples import DEFAULT_MACHINE
@@ -80,9 +83,14 @@ def run(args: argparse.Namespace) -> int:
     if not pod_files:
         pod_files = [_data("example-pods.yaml")]
         notes.append(f"no pods given: admitting the built-in examples ({pod_files[0].name})")
+    recorded = apply_record(args)  # a second run on a state directory keeps the first run's node
+    machine, node_notes = resolve_node(args, DEFAULT_MACHINE)
+    notes.extend([*node_notes, *([recorded] if recorded else [])])
+    if args.node_snapshot is not None and not args.dry_run:
+        args.dry_run = True  # a snapshot is a record of the node: asked, never changed
     flags: list[tuple[str, str]] = getattr(args, FLAGS_DEST, None) or []
     base = None
-    if not args.kubelet_config:
+    if not args.kubelet_config and args.node_snapshot is None:
         # Without --config the built-in example stands in for the config file, pods or no pods, and
         # flags override it field by field as they would a file (so the fix a refusal suggests,
         # e.g. --policy-option max-allowable-numa-nodes=16, changes only that field).
@@ -97,27 +105,32 @@ def run(args: argparse.Namespace) -> int:
             + (f", overridden by {overrides}" if overrides else "; pass --config or kubelet flags to change it")
         )
     elif flags:
-        notes.append(f"kubelet config: {args.kubelet_config}, overridden by "
+        notes.append(f"kubelet config: {config_label(args)}, overridden by "
                      + ", ".join(dict.fromkeys(name for name, _ in flags)))
     else:
-        notes.append(f"kubelet config: {args.kubelet_config}")
+        notes.append(f"kubelet config: {config_label(args)}")
     if config.topology_manager_policy != "none" and config.cpu_manager_policy == "none":
         notes.append("note: cpuManagerPolicy is none, so CPUs take no part in NUMA alignment "
                      "(add --cpu-manager-policy static and a CPU reservation)")
-    if args.dry_run and args.state_dir is not None:
+    if args.dry_run and args.node_snapshot is not None:
+        notes.append("dry run: the snapshot is read, nothing is written")
+    elif args.dry_run and args.state_dir is not None:
         notes.append(f"dry run: the state in {args.state_dir} is read, nothing is written")
     elif args.dry_run:
         # Without --state-dir nothing is read or written anyway; say so rather than let the flag look active.
         notes.append("note: --dry-run has no effect without --state-dir (nothing is written either way); "
                      "add --state-dir DIR to ask of a node's state files")
-    machine = load_machine(args.machine or DEFAULT_MACHINE)
     pods = []
     for f in pod_files:
-        found = load_pods(f, expand_replicas=args.replicas)
+        skipped: list[str] = []
+        found = load_pods(f, expand_replicas=args.replicas, skipped=skipped)
+        notes.extend(skipped)
         if not found:
             raise InvalidInputError(
-                f"{f}: no Pod (or workload with a pod template) found; expected a manifest of kind "
-                f"{', '.join(SUPPORTED_KINDS)}; check that the file is the one you meant and is not empty"
+                f"{source_name(f)}: no Pod (or workload with a pod template) found"
+                + (f" ({len(skipped)} other object(s) skipped, e.g. {skipped[0]})" if skipped else "")
+                + f"; expected a manifest of kind {', '.join(SUPPORTED_KINDS)}; check that the input is the one "
+                "you meant and is not empty"
             )
         pods.extend(found)
     owner = None
@@ -128,8 +141,11 @@ def run(args: argparse.Namespace) -> int:
         check_state_dir(args.state_dir)
         # One owner per state directory; the kernel drops the lock when this process ends.
         owner = acquire_owner(args.state_dir, "numalign admit")
+        from numalign.cli.noderecord import write_record
+
+        write_record(args.state_dir, machine, _machine_spec(args, DEFAULT_MACHINE), args.kubelet_config, flags)
     with owner if owner is not None else contextlib.nullcontext():
-        node, records, extras = _admit_all(args, machine, config, base, pods)
+        node, records, extras = _admit_all(args, machine, config, base, pods, notes)
     if args.report is not None:
         _report(args.report, node, pods, records, notes, config)
     from numalign.answer.report import to_json
@@ -146,8 +162,20 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_CHECK_FAILED if args.exit_code and rejected else EXIT_OK
 
 
+def _machine_spec(args: argparse.Namespace, default: str) -> str | None:
+    """The --machine value when it alone names the machine (a built-in name or the shorthand, no
+    --devices), so numalign_node.json stays small; None when the machine must be kept whole."""
+    from numalign.machine.examples import EXAMPLES
+    from numalign.machine.shorthand import looks_like_shorthand
+
+    spec = args.machine or default
+    if args.devices or getattr(args, "recorded_machine", None) is not None:
+        return None
+    return spec if spec in EXAMPLES or (looks_like_shorthand(spec) and not Path(spec).exists()) else None
+
+
 def _admit_all(
-    args: argparse.Namespace, machine: Any, config: Any, base: Any, pods: list[Any]
+    args: argparse.Namespace, machine: Any, config: Any, base: Any, pods: list[Any], notes: list[str]
 ) -> tuple[Any, list[Any], list[Any]]:
     """Admit `pods` in one transaction of the state directory (if any): all kept, or none. Beside each
     record: its alignment, or why it was rejected and what would make it fit."""
@@ -157,11 +185,14 @@ def _admit_all(
     from numalign.node import Node
 
     conditions = [NodeCondition.parse(c) for c in args.node_condition]
+    from numalign.cli.nodeargs import snapshot_errors
+
     try:
         from numalign.run.session import process_alive  # ended `numalign run` processes are released
 
-        node = Node(machine, config, store=state_directory(args.state_dir, read_only=args.dry_run),
-                    node_conditions=conditions, process_alive=process_alive)
+        with snapshot_errors(args):
+            node = Node(machine, config, store=state_directory(args.state_dir, read_only=args.dry_run),
+                        node_conditions=conditions, process_alive=process_alive)
     except ConfigError as exc:
         exc = _with_numa_nodes(exc, config, machine)
         if base is None:
@@ -176,7 +207,7 @@ def _admit_all(
     from numalign.cli.clusterargs import Progress
 
     answers = NodeAnswers(node)
-    records = []
+    records: list[Any] = []
     extras = []
     progress = Progress(f"admit: {len(pods)} pod(s) on {machine.name}")  # drawn only when stderr is a terminal
     try:
@@ -184,7 +215,12 @@ def _admit_all(
         # not at all, so an interrupted admit can be run again.
         with node.transaction() as tx:
             for pod in pods:
-                if pod.uid in node.pods:
+                held = [p for p in node.pods.values() if p.key == pod.key or p.uid == pod.uid]
+                if held and args.replace and not any(r.pod_uid in {h.uid for h in held} for r in records):
+                    for old in held:
+                        node.remove(old.uid)
+                    notes.append(f"replaced: pod {pod.key} removed from the state before admitting the new one")
+                elif held:
                     raise InvalidInputError(_already_admitted(pod, args.state_dir, args.dry_run))
                 records.append(node.admit(pod))
                 extras.append(answers.after(pod, records[-1]))
@@ -232,11 +268,12 @@ def _already_admitted(pod: Any, state_dir: Path | None, dry_run: bool) -> str:
     if state_dir is None:
         return f"{what} earlier in this run (a pod is admitted once); {rename} for each copy"
     if dry_run:
-        return (f"{what} in the state of {state_dir}; expected a pod not admitted there yet; {rename} to ask "
-                "about a copy")
+        return (f"{what} in the state of {state_dir}; expected a pod not admitted there yet; add --replace to "
+                f"ask about a new version in its place, or {rename} to ask about a copy")
     return (
-        f"{what} in the state of {state_dir}; expected a pod not admitted there yet; use a fresh --state-dir, "
-        f"{rename}, or use --dry-run to ask without keeping pods"
+        f"{what} in the state of {state_dir}; expected a pod not admitted there yet; add --replace to admit the "
+        f"new version in its place, {rename} for a copy, use a fresh --state-dir, or use --dry-run to ask "
+        "without keeping pods"
     )
 
 

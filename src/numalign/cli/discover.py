@@ -24,6 +24,8 @@ def register(sub: Any) -> None:
         help="a built-in machine name, a machine file (.json/.yaml), cadvisor MachineInfo JSON, "
         "a sysfs root directory or a dump tarball",
     )
+    src.add_argument("--node", metavar="SNAPSHOT", type=Path,
+                     help="a `numalign snapshot` tarball: its sysfs, with the devices its PodResources reported")
     src.add_argument("--list", action="store_true", help="list the built-in machines")
     p.add_argument(
         "--hwloc",
@@ -59,7 +61,13 @@ def run(args: argparse.Namespace) -> int:
             emit(rows, "yaml" if args.output == "yaml" else "json")
         return 0
     root = None
-    if args.machine:
+    if args.node is not None:
+        from numalign.adapters.snapshot import open_snapshot
+
+        snap = open_snapshot(args.node)
+        root = snap.root if args.hwloc else None
+        machine = discover_sysfs_hwloc(root, name=snap.node_name) if root is not None else snap.machine()
+    elif args.machine:
         path = Path(args.machine)
         root = find_sysfs_root(path) if path.is_dir() and args.machine not in EXAMPLES else None
         machine = load_machine(args.machine) if root is None or not args.hwloc else discover_sysfs_hwloc(root)

@@ -33,6 +33,8 @@ COMMANDS: dict[str, str] = {
     "serve": "serve",
     "plugin": "plugin",
     "pods": "pods",
+    "remove": "remove",
+    "snapshot": "snapshot",
     "nrt": "nrt",
     "simulate": "simulate",
     "capacity": "capacity",

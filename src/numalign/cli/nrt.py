@@ -37,6 +37,9 @@ def register(sub: Any) -> None:
     c.add_argument("--pods-dump", metavar="FILE", type=Path,
                    help="`kubectl get pods -A -o json`: running pods bound to their nodes first")
     p.add_argument("--replicas", action="store_true", help="admit spec.replicas pods for each workload")
+    from numalign.cli.nodeargs import add_node_args
+
+    add_node_args(p)
     from numalign.cli.output import add_output_arg
 
     add_output_arg(p, default="yaml", help="yaml (default) or json: the object itself; text: a table per zone")
@@ -47,10 +50,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from numalign.adapters.sysfs import load_machine
     from numalign.adapters.textfiles import load_pods
-    from numalign.cli.admit import EXAMPLE_CONFIG, _data
     from numalign.cli.kubeletflags import config_from_args
+    from numalign.cli.nodeargs import EXAMPLE_CONFIG
+    from numalign.cli.nodeargs import data_file as _data
     from numalign.cluster.nrt import node_resource_topology
     from numalign.k8s.kubeletconfig_read import config_from_yaml
     from numalign.machine.examples import DEFAULT_MACHINE
@@ -58,11 +61,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.cluster or args.nodes or args.nrts or args.pods_dump:
         return _cluster(args)
+    from numalign.cli.nodeargs import resolve_node
+
+    machine, _ = resolve_node(args, DEFAULT_MACHINE)
     base = None
-    if not args.kubelet_config:
+    if not args.kubelet_config and args.node_snapshot is None:
         base = config_from_yaml(_data(EXAMPLE_CONFIG).read_text(encoding="utf-8"), f"built-in {EXAMPLE_CONFIG}")
     config = config_from_args(args, base=base)
-    machine = load_machine(args.machine or DEFAULT_MACHINE)
     if args.pod_resources_socket is not None:
         from numalign.cluster.nrt_podresources import nrt_from_pod_resources
         from numalign.errors import InvalidInputError
@@ -75,9 +80,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     pods = [pod for f in args.pods for pod in load_pods(Path(f), expand_replicas=args.replicas)]
     from numalign.adapters.nodestate import state_directory
+    from numalign.cli.nodeargs import snapshot_errors
     from numalign.run.session import process_alive  # ended `numalign run` processes hold nothing
 
-    node = Node(machine, config, store=state_directory(args.state_dir, read_only=True), process_alive=process_alive)
+    with snapshot_errors(args):
+        node = Node(machine, config, store=state_directory(args.state_dir, read_only=True),
+                    process_alive=process_alive)
     rejected = []
     for pod in pods:
         rec = node.admit(pod)

@@ -13,9 +13,12 @@ def register(sub: Any) -> None:
 
     p: argparse.ArgumentParser = sub.add_parser(
         "pods",
-        help="list the node agent's pods, their admission outcome and allocations",
+        help="list the pods of a node agent, a state directory or a snapshot, with their allocations",
         description="Read numalign_status.json in the state directory of `numalign serve` and list every pod "
-        "(admitted, rejected or pending) with its CPUs, memory and devices, and every invalid manifest.",
+        "(admitted, rejected or pending) with its CPUs, memory and devices, and every invalid manifest. A state "
+        "directory without it (written by `numalign admit --state-dir`, a kubelet's /var/lib/kubelet, or a "
+        "--node snapshot) is read through its state files, on the machine and kubelet configuration admit "
+        "recorded there (numalign_node.json), else those of --machine, --devices and the kubelet options.",
     )
     p.add_argument("--state-dir", metavar="DIR", type=Path, default=DEFAULT_STATE_DIR,
                    help=f"the agent's --state-dir (default {DEFAULT_STATE_DIR})")
@@ -25,7 +28,14 @@ def register(sub: Any) -> None:
                    "and the machine drawn with them; wide: more columns (CONTAINERS HUGEPAGES DEVICE-IDS FILE) and "
                    "each container's allocation and runtime requests; json, yaml: the status document")
     p.add_argument("--machine", metavar="FILE|NAME",
-                   help="the machine to draw the pods on (default: the one the agent recorded in its status file)")
+                   help="the machine to draw the pods on (default: the one the agent recorded in its status file; "
+                   "for other state directories the one admit recorded, else dual-socket, as for admit)")
+    from numalign.cli.kubeletflags import add_kubelet_flags
+    from numalign.cli.nodeargs import add_node_args
+
+    add_node_args(p)
+    add_kubelet_flags(p, "for a state directory without the agent's status file: the kubelet configuration it "
+                      "was written with (as for admit)")
     from numalign.cli.reportargs import add_report_arg
 
     add_report_arg(p, "the machine with every pod's CPUs, memory and devices and each rejected pod's decision record")
@@ -37,18 +47,32 @@ def run(args: argparse.Namespace) -> int:
     from numalign.errors import InvalidInputError
     from numalign.run.listing import run_processes, run_rows
 
-    with transaction(args.state_dir, shared=True):  # a reader: never between two files of one change
-        doc = read_status(args.state_dir)
-        runs = run_processes(args.state_dir)  # `numalign run` processes sharing the directory
+    doc = None
+    runs: list[Any] = []
+    if args.node is None:
+        with transaction(args.state_dir, shared=True):  # a reader: never between two files of one change
+            doc = read_status(args.state_dir)
+            runs = run_processes(args.state_dir)  # `numalign run` processes sharing the directory
     agent = doc is not None
     if doc is None and runs:
         doc = {"pods": {}}
-    if doc is None:
-        raise InvalidInputError(
-            f"{args.state_dir / STATUS_FILE} does not exist: no `numalign serve` has run with --state-dir "
-            f"{args.state_dir}; pass the agent's --state-dir"
-        )
-    view = _view(args, doc)
+        view = _view(args, doc)
+    elif doc is None:
+        # No agent: the pods of the state files themselves (admit's directory, a kubelet's, a snapshot).
+        agent = True
+        doc, view = _from_state_files(args)
+        if doc is None:
+            if args.node is not None:
+                raise InvalidInputError(
+                    f"--node {args.node}: the snapshot holds no state files (none were found where it was taken); "
+                    "expected a snapshot of a node with state (numalign snapshot --state-dir DIR)"
+                )
+            raise InvalidInputError(
+                f"{args.state_dir}: no state there (neither {STATUS_FILE} of `numalign serve` nor the kubelet's "
+                "state files); pass the --state-dir of the agent or of `numalign admit`, or --node SNAPSHOT"
+            )
+    else:
+        view = _view(args, doc)
     if args.report is not None:
         from numalign.cli.reportargs import write_report
         from numalign.report import node_report
@@ -79,6 +103,46 @@ def run(args: argparse.Namespace) -> int:
         print()
         sys.stdout.write(terminal_picture(view, color=use_color(sys.stdout)))
     return 0
+
+
+def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, Any]:
+    """The pods of a state directory (or snapshot) read through a read-only Node, and their picture."""
+    import json
+
+    from numalign.adapters.checkpoints import CheckpointStore
+    from numalign.adapters.nodestate import state_directory
+    from numalign.adapters.snapshot_collect import PODS_MEMBER
+    from numalign.cli.nodeargs import node_config, resolve_node, snapshot_errors, state_pods
+    from numalign.cli.noderecord import apply_record
+    from numalign.machine.examples import DEFAULT_MACHINE
+    from numalign.node import Node
+    from numalign.report import node_view_from_status
+    from numalign.run.session import process_alive
+    from numalign.state.pod_record import POD_RECORD_FILE
+
+    if args.node is not None:
+        args.state_dir = None  # the snapshot's state is used (resolve_node refuses both)
+    recorded = apply_record(args)
+    machine, notes = resolve_node(args, DEFAULT_MACHINE)
+    notes += [recorded] if recorded else []
+    if args.state_dir is None:
+        return None, None  # a snapshot without state files
+    store = CheckpointStore.under(args.state_dir)
+    if not any(p.is_file() for p in (store.cpu_path, store.memory_path, store.device_path,
+                                     args.state_dir / POD_RECORD_FILE)):
+        return None, None
+    with snapshot_errors(args):
+        node = Node(machine, node_config(args), store=state_directory(args.state_dir, read_only=True),
+                    process_alive=process_alive)  # ended `numalign run` processes hold nothing
+    listed = None
+    snap = args.node_snapshot
+    if snap is not None and (snap.root / PODS_MEMBER).is_file():
+        listed = json.loads((snap.root / PODS_MEMBER).read_text(encoding="utf-8"))
+    doc: dict[str, Any] = {"pods": state_pods(node, listed)}
+    where = args.node if args.node is not None else args.state_dir
+    view = node_view_from_status(machine, doc, title=f"numalign pods: {machine.name}",
+                                 notes=[f"from the state files in {where}", *notes])
+    return doc, view
 
 
 def _view(args: argparse.Namespace, doc: dict[str, Any]) -> Any:

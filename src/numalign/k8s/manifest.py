@@ -83,27 +83,36 @@ def pod_uid(namespace: str, name: str) -> str:
 # ---- entry points ----------------------------------------------------------------------------------
 
 
-def pods_from_yaml(text: str, source: str = "<input>", *, expand_replicas: bool = False) -> list[Pod]:
+def pods_from_yaml(
+    text: str, source: str = "<input>", *, expand_replicas: bool = False, skipped: list[str] | None = None
+) -> list[Pod]:
     """Pods from manifest text (YAML, multi-document YAML or JSON). `source` names it in errors."""
     return pods_from_documents(parse_documents(text, source, EXPECTED_MANIFEST), source,
-                               expand_replicas=expand_replicas)
+                               expand_replicas=expand_replicas, skipped=skipped)
 
 
-def pods_from_documents(docs: list[Any], source: str, *, expand_replicas: bool = False) -> list[Pod]:
-    """Pods from decoded documents (k8s.documents.parse_documents); empty documents are skipped."""
+def pods_from_documents(
+    docs: list[Any], source: str, *, expand_replicas: bool = False, skipped: list[str] | None = None
+) -> list[Pod]:
+    """Pods from decoded documents (k8s.documents.parse_documents); empty documents are skipped.
+
+    With `skipped`, objects of other kinds (a Service, a ConfigMap: what `helm template` prints beside
+    a Deployment) are noted there and left out instead of being an error."""
     pods: list[Pod] = []
     for index, doc in enumerate(docs, start=1):
         if doc is None:
             continue
         where = f"{source}: document {index}"
-        pods.extend(pods_from_object(doc, where, expand_replicas=expand_replicas))
+        pods.extend(pods_from_object(doc, where, expand_replicas=expand_replicas, skipped=skipped))
     return pods
 
 
-def pods_from_object(obj: object, where: str, *, expand_replicas: bool = False) -> list[Pod]:
+def pods_from_object(
+    obj: object, where: str, *, expand_replicas: bool = False, skipped: list[str] | None = None
+) -> list[Pod]:
     """Pods from one decoded document: a Pod, a List, a workload or a JSON array of those."""
     if isinstance(obj, list):
-        return _items(obj, where, "", expand_replicas)
+        return _items(obj, where, "", expand_replicas, skipped)
     if not isinstance(obj, Mapping):
         raise InvalidInputError(
             f"{where}: expected a mapping (a Pod, a List or a workload such as a Deployment), "
@@ -120,9 +129,13 @@ def pods_from_object(obj: object, where: str, *, expand_replicas: bool = False) 
             return []
         if not isinstance(items, list):
             raise InvalidInputError(f"{where}: items: expected a list of objects, got {_type_name(items)}")
-        return _items(items, where, "items", expand_replicas)
+        return _items(items, where, "items", expand_replicas, skipped)
     if isinstance(kind, str) and kind in WORKLOAD_TEMPLATES:
         return _workload_pods(obj, kind, where, expand_replicas)
+    if skipped is not None and isinstance(kind, str) and kind:
+        name = obj.get("metadata", {}).get("name") if isinstance(obj.get("metadata"), Mapping) else None
+        skipped.append(f"{where}: {kind}{f' {name}' if isinstance(name, str) else ''} skipped (no pod template)")
+        return []
     raise InvalidInputError(
         f"{where}: kind: unsupported kind {kind!r}; supported kinds: {', '.join(SUPPORTED_KINDS)}"
     )
@@ -142,13 +155,15 @@ def pod_from_dict(obj: Mapping[str, Any], where: str = "pod") -> Pod:
     return _build_pod(spec, "spec", where, name=name, namespace=namespace, uid=uid, qos=qos or None)
 
 
-def _items(items: list[Any], where: str, path: str, expand_replicas: bool) -> list[Pod]:
+def _items(
+    items: list[Any], where: str, path: str, expand_replicas: bool, skipped: list[str] | None
+) -> list[Pod]:
     pods: list[Pod] = []
     for i, item in enumerate(items):
         label = f"{path}[{i}]"
         if item is None:
             continue
-        pods.extend(pods_from_object(item, f"{where}: {label}", expand_replicas=expand_replicas))
+        pods.extend(pods_from_object(item, f"{where}: {label}", expand_replicas=expand_replicas, skipped=skipped))
     return pods
 
 

@@ -1,0 +1,112 @@
+"""`--node SNAPSHOT`: a tarball `numalign snapshot` wrote, opened for reading.
+
+The tarball is extracted (data members only, no links leaving it) into a private temporary directory
+that lives as long as the process; the state files are read from that copy, so nothing ever writes
+into the snapshot itself. The machine is discovered from its sysfs files as from a live node, with the
+devices its PodResources capture reports (the IDs the plugins really use) in place of the PCI scan's.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from numalign.adapters.snapshot_collect import (
+    ALLOCATABLE_MEMBER,
+    CONFIG_MEMBER,
+    MANIFEST,
+    SNAPSHOT_FORMAT,
+    STATE_PREFIX,
+)
+from numalign.errors import InvalidInputError
+from numalign.machine.topology import Machine
+
+_EXPECTED = "a tarball written by `numalign snapshot` (snapshot.json, sys/, kubelet/, state/)"
+_kept: list[tempfile.TemporaryDirectory[str]] = []  # removed when the process ends
+
+
+@dataclass(frozen=True)
+class NodeSnapshot:
+    path: Path
+    root: Path
+    node_name: str
+    manifest: dict[str, Any]
+
+    @property
+    def config(self) -> Path | None:
+        p = self.root / CONFIG_MEMBER
+        return p if p.is_file() else None
+
+    @property
+    def state_dir(self) -> Path | None:
+        p = self.root / STATE_PREFIX
+        return p if p.is_dir() else None
+
+    @property
+    def allocatable(self) -> Path | None:
+        p = self.root / ALLOCATABLE_MEMBER
+        return p if p.is_file() else None
+
+    @property
+    def kubelet_flags(self) -> list[tuple[str, str]]:
+        """The resource-manager flags of the kubelet's command line when the snapshot was taken."""
+        kubelet = self.manifest.get("kubelet")
+        raw = kubelet.get("flags") if isinstance(kubelet, dict) else None
+        if not isinstance(raw, list):
+            return []
+        return [(str(f[0]), str(f[1])) for f in raw if isinstance(f, list) and len(f) == 2]
+
+    def machine(self) -> Machine:
+        """The node's machine: its sysfs, with the plugins' own device IDs where captured."""
+        from numalign.adapters.devicefile import devices_from_allocatable, machine_with_devices
+        from numalign.adapters.sysfs import discover_sysfs
+
+        machine = discover_sysfs(self.root, name=self.node_name)
+        if self.allocatable is None:
+            return machine
+        source = f"{self.path}: {ALLOCATABLE_MEMBER}"
+        obj = json.loads(self.allocatable.read_text(encoding="utf-8"))
+        # The capture lists every device plugin's devices: the PCI scan's own guesses are dropped.
+        captured = devices_from_allocatable(obj, source)
+        return machine_with_devices(machine, {**{d.resource: [] for d in machine.devices}, **captured}, source)
+
+    def describe(self) -> str:
+        parts = ["sysfs"]
+        if self.config is not None:
+            parts.append("kubelet config")
+        if self.state_dir is not None:
+            parts.append("state files")
+        if self.allocatable is not None:
+            parts.append("PodResources devices")
+        if self.kubelet_flags:
+            parts.append("kubelet flags " + " ".join(f"{n}={v}" for n, v in self.kubelet_flags))
+        return f"node snapshot {self.path} ({self.node_name}: {', '.join(parts)}), read only"
+
+
+def open_snapshot(path: Path) -> NodeSnapshot:
+    if not path.is_file():
+        raise InvalidInputError(f"--node {path}: no such file; expected {_EXPECTED}; take one with "
+                                "`numalign snapshot FILE` on the node")
+    tmp = tempfile.TemporaryDirectory(prefix="numalign-node-")
+    _kept.append(tmp)
+    root = Path(tmp.name)
+    try:
+        with tarfile.open(path) as tf:
+            tf.extractall(root, filter="data")
+    except (tarfile.TarError, OSError) as e:
+        raise InvalidInputError(f"--node {path}: cannot extract ({' '.join(str(e).split())}); expected "
+                                f"{_EXPECTED}") from None
+    try:
+        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise InvalidInputError(f"--node {path}: no readable {MANIFEST}; expected {_EXPECTED}; for a plain "
+                                "sysfs dump use --machine") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != SNAPSHOT_FORMAT:
+        found = manifest.get("format") if isinstance(manifest, dict) else None
+        raise InvalidInputError(f"--node {path}: {MANIFEST} has format {found!r}; expected {SNAPSHOT_FORMAT!r}")
+    name = manifest.get("node_name")
+    return NodeSnapshot(path, root, name if isinstance(name, str) and name else path.name.split(".")[0], manifest)
