@@ -55,9 +55,11 @@ def _plugins(layout: Layout, hang: HangFirst) -> tuple[DevicePlugin, DevicePlugi
     for p in (gpu, nic):
         p.start()
         p.register()
-    for r, n in ((GPU, 4), (NIC, 2)):
-        wait_for(lambda r=r, n=n: len((layout.status()["resources"].get(r) or {}).get("healthy", [])) == n,
-                 f"{r} reported")
+    def reported() -> bool:
+        resources = layout.status()["resources"]
+        return [len((resources.get(r) or {}).get("healthy", [])) for r in (GPU, NIC)] == [4, 2]
+
+    wait_for(reported, "both plugins' devices")
     return gpu, nic
 
 
