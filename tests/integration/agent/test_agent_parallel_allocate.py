@@ -1,17 +1,22 @@
-"""--parallel-allocate (opt-in): a device plugin hung in Allocate delays only the pods waiting on it.
+"""--parallel-allocate (opt-in): a device plugin hung in Allocate delays only the pods waiting on it,
+in the agent and in `numalign serve` as a process.
 
 Real gRPC plugins on unix sockets; the hung Allocate blocks on an Event, so every "meanwhile" below is
 an ordering (the other pods are admitted before the Event is set), never a time window."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 
 import pytest
-from integration.agent.conftest import GPU, Layout, gpu_pod, pod_status, wait_for, wait_pod
+from integration.agent.conftest import DATA, GPU, Layout, gpu_pod, pod_status, wait_for, wait_pod
 
 from numalign.agent import Agent
+from numalign.cli.main import main
 from numalign.deviceplugin import Device, DevicePlugin
 from numalign.providers.devices.endpoint import ContainerAllocateResponse
 
@@ -159,3 +164,41 @@ def test_a_pod_removed_while_its_allocate_hangs_is_never_admitted(layout: Layout
         hang.release.set()
         gpu.stop()
         nic.stop()
+
+
+def test_serve_parallel_allocate_as_a_process(layout: Layout, capsys: pytest.CaptureFixture[str]) -> None:
+    cmd = [
+        sys.executable, "-m", "numalign.cli.main", "serve", "--machine", "dual-socket", "--parallel-allocate",
+        "--config", str(DATA / "example-kubelet-config.yaml"), "--keep-static-pod-names",
+        "--device-plugin-dir", str(layout.plugins), "--pod-resources-socket", str(layout.pr_socket),
+        "--manifests", str(layout.manifests), "--state-dir", str(layout.state),
+    ]
+    log_path = layout.root / "serve.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    hang = HangFirst()
+    try:
+        wait_for(lambda: (layout.plugins / "kubelet.sock").is_socket(), "agent socket", timeout=10)
+        gpu, nic = _plugins(layout, hang)
+        try:
+            layout.write_manifest("a.yaml", gpu_pod("a", gpus=1))
+            assert hang.entered.wait(8)
+            layout.write_manifest("c.yaml", cpu_pod("c"))
+            wait_pod(layout, "c", "admitted", timeout=8)
+            capsys.readouterr()
+            assert main(["pods", "--state-dir", str(layout.state)]) == 0
+            rows = {line.split()[1]: line.split()[2] for line in capsys.readouterr().out.splitlines()[1:3]}
+            assert rows == {"a": "admitting", "c": "admitted"}
+            hang.release.set()
+            wait_pod(layout, "a", "admitted", timeout=8)
+        finally:
+            hang.release.set()
+            gpu.stop()
+            nic.stop()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert "Traceback" not in log_path.read_text(encoding="utf-8")
