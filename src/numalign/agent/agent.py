@@ -226,6 +226,10 @@ class Agent:
             self.metrics_server.stop()
         with self._lock:
             if self.node is not None:
+                # Admissions whose Allocate is still out are not recorded: release what they took, so
+                # the files saved below hold only admitted pods (the next start admits them afresh).
+                for uid in list(self.node.reserved):
+                    self.node.cancel(uid)
                 try:
                     self.node.save()
                     self._write_status()

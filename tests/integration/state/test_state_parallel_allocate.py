@@ -143,3 +143,25 @@ def test_a_cancelled_or_reloaded_reservation_is_gone(tmp_path: Path) -> None:
     rec = n.complete(res, *call(res))
     assert rec is not None and rec.result.admit
     check_node(open_read_only(MACHINE, CONFIG, tmp_path), tmp_path)
+
+
+def test_a_pod_rejected_after_its_device_calls_gets_the_answer_the_calls_decide() -> None:
+    """The device manager allocates first: container gpu's devices are chosen (its call deferred), then
+    container big asks for more CPUs than the node has. The kubelet made gpu's call before that: if it
+    fails, that failure is the answer; if not, the CPU rejection is."""
+    limits = {"cpu": Q("2"), "memory": Q("1Gi"), GPU: Q("1")}
+    huge = {"cpu": Q("500"), "memory": Q("1Gi")}
+    p = Pod(name="p", uid="uid-p", containers=(Container("gpu", requests=dict(limits), limits=limits),
+                                                Container("big", requests=dict(huge), limits=huge)))
+    for fail in (False, True):
+        serial = Node(MACHINE, CONFIG)
+        plugin(serial, fail=fail)
+        want = serial.admit(p)
+        n = Node(MACHINE, CONFIG)
+        plugin(n, fail=fail)
+        res = n.reserve(p)
+        assert isinstance(res, Reservation) and not res.record.result.admit and not n.reserved
+        got = n.complete(res, *call(res))
+        assert got is not None and not got.result.admit and got.result == want.result
+        assert ("Allocate failed due to" in got.result.message) == fail
+        assert not n.pods and not n.devices.allocated.get(GPU)
