@@ -120,6 +120,10 @@ class PodBook:
                     if opts is not None:
                         runtime[c.name] = _runtime_dict(opts)
                 entry["runtime"] = runtime
+            elif entry["status"] == ADMITTING and (res := self.node.reserved.get(uid)) is not None:
+                # What it holds already (no plugin answer yet, so no runtime).
+                entry["allocations"] = {c.name: self.node.allocation(uid, c.name).to_dict()
+                                        for c in res.pod.all_containers()}
         return {"pods": self.pods, "manifests": self.manifests}
 
     # -- files -------------------------------------------------------------------------------------

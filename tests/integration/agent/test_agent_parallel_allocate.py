@@ -84,7 +84,9 @@ def test_other_pods_are_admitted_while_one_allocate_hangs(layout: Layout, parall
     try:
         layout.write_manifest("a.yaml", gpu_pod("a", gpus=2))
         assert hang.entered.wait(5), "the plugin's Allocate was never called"
-        assert wait_pod(layout, "a", "admitting")["allocations"] == {}
+        held = wait_pod(layout, "a", "admitting")
+        assert set(held["allocations"]["main"]["devices"][GPU]) == set(hang.calls[0])
+        assert held["runtime"] == {}  # no answer from the plugin yet
         # While a's Allocate is blocked: a NIC pod, a CPU-only pod, and a pod of the same plugin.
         layout.write_manifest("b.yaml", gpu_pod("b", gpus=0, extra=f', {NIC}: "1"'))
         layout.write_manifest("c.yaml", cpu_pod("c"))
