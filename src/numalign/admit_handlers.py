@@ -48,6 +48,8 @@ class Node(Protocol):
     def devices(self) -> DeviceManager: ...
     @property
     def pods(self) -> Mapping[str, Pod]: ...
+    @property
+    def reserved_pods(self) -> Sequence[Pod]: ...
 
 
 # The reasons kubelet.go's recordAdmissionRejection labels by name (of those numalign can produce);
@@ -103,7 +105,8 @@ class AdmitHandlers:
         return out
 
     def after_topology(self, node: Node, pod: Pod) -> AdmitResult:
-        others = [p for uid, p in node.pods.items() if uid != pod.uid]
+        # Pods whose admission waits on a plugin's Allocate count as admitted: they hold their resources.
+        others = [p for uid, p in node.pods.items() if uid != pod.uid] + list(node.reserved_pods)
         holds = any(node.devices.get_container_devices(pod.uid, c.name) for c in pod.all_containers())
         result, self.last_failures = predicate_admit(
             pod, self.allocatable(node, holds), self.requests_of(others), len(others)

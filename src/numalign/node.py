@@ -23,7 +23,7 @@ from typing import Any
 from numalign import metrics as m
 from numalign.admission.eviction import NodeCondition
 from numalign.admit_handlers import AdmitHandlers
-from numalign.core.decision import AdmitResult, DecisionRecord
+from numalign.core.decision import UNEXPECTED_ADMISSION_ERROR, AdmitResult, DecisionRecord
 from numalign.core.numa import NUMAInfo
 from numalign.errors import CheckpointError, InvalidInputError
 from numalign.k8s.cpuset import format_cpuset
@@ -38,7 +38,7 @@ from numalign.providers.cpu.manager import new_cpu_manager_policy
 from numalign.providers.cpu.state import CPUManagerState
 from numalign.providers.cpu.topology import CPUTopology
 from numalign.providers.devices.endpoint import Device
-from numalign.providers.devices.manager import DeviceManager
+from numalign.providers.devices.manager import DeferredAllocate, DeviceManager
 from numalign.providers.implicit import DEFAULT_IMPLICIT_FROM_NODES
 from numalign.providers.memory.manager import new_memory_manager
 from numalign.providers.memory.reserved import MemoryReservation
@@ -65,6 +65,20 @@ def numa_info_for(machine: Machine) -> NUMAInfo:
             full[target] = row[pos]
         by_id[node] = full
     return NUMAInfo.create(order, by_id)
+
+
+@dataclass
+class Reservation:
+    """An admission decided with its device plugins' Allocate calls still to make (Node.reserve).
+
+    `record` is the decision; when it admits, the pod holds everything it was given (other admissions
+    see it taken) but is not in the pod record until Node.complete. When it rejects, the pod holds
+    nothing, and the calls are those the kubelet made before the rejection: a failing one is the answer."""
+
+    pod: Pod
+    record: DecisionRecord
+    calls: list[DeferredAllocate]
+    reloads: int
 
 
 @dataclass
@@ -163,6 +177,9 @@ class Node:
         # (I/O, given by the composition) tells; `reclaimed` lists them with their process records.
         self.process_alive = process_alive
         self.reclaimed: list[tuple[Pod, Mapping[str, Any]]] = []
+        # Admitted pods whose plugin Allocate calls are in flight (reserve .. complete); not recorded.
+        self.reserved: dict[str, Reservation] = {}
+        self.reloads = 0  # how often the state was read again: a reload drops every reservation
         self.store = store
         self._tx: Transaction | None = None
         self.cpu.start()
@@ -220,6 +237,8 @@ class Node:
     def _reload(self) -> None:
         """Read the store into this Node and reconcile the kubelet files with the pod record."""
         assert self.store is not None
+        self.reloads += 1
+        self.reserved.clear()
         self.store.load(self)
         if getattr(self.store, "record", True) is None:
             # No pod record: the kubelet's own directory (or a copy). Its checkpoints are the truth, and
@@ -322,7 +341,7 @@ class Node:
         return tx.outcome([rec], self.pods)[0]
 
     def _admit(self, pod: Pod) -> DecisionRecord:
-        if pod.uid in self.pods:
+        if pod.uid in self.pods or pod.uid in self.reserved:
             raise InvalidInputError(
                 f"pod {pod.key} (uid {pod.uid}) is already admitted on this node; give the new pod another "
                 "name or metadata.uid (Node.remove(uid) releases the old one; with `numalign admit "
@@ -357,6 +376,66 @@ class Node:
                                         for c in pod.all_containers()})
         self.records[pod.uid] = rec
         return rec
+
+    @property
+    def reserved_pods(self) -> list[Pod]:
+        return [r.pod for r in self.reserved.values()]
+
+    def reserve(self, pod: Pod) -> DecisionRecord | Reservation:
+        """Admit as `admit` does, but hand back the device plugins' Allocate calls instead of making
+        them, so a caller can make them without holding up other admissions (see complete). A pod
+        that needs no such call gets its final record at once."""
+        with self.transaction() as tx:
+            self.devices.deferred = []
+            try:
+                rec = self._admit(pod)
+            finally:
+                calls, self.devices.deferred = self.devices.deferred, None
+            if calls and tx.failure is None and rec.result.admit:
+                # Taken but not recorded: a crash now leaves the pod unadmitted and its files reconciled.
+                del self.pods[pod.uid]
+                self.allocations.pop(pod.uid, None)
+                del self.records[pod.uid]
+        if not calls or tx.failure is not None:
+            return tx.outcome([rec], self.pods)[0]
+        res = Reservation(pod, rec, calls, self.reloads)
+        if rec.result.admit:
+            self.reserved[pod.uid] = res
+        return res
+
+    def complete(self, res: Reservation, responses: Sequence[Any], error: str | None) -> DecisionRecord | None:
+        """The outcome of a reservation's calls: one response per call made, and the first call's error
+        (the calls stop there, as the kubelet's Allocate does). None when the reservation is gone
+        meanwhile (cancelled, or dropped by a reload of the state: admit the pod again)."""
+        pod, rec = res.pod, res.record
+        if not rec.result.admit:
+            if error is None:
+                return rec
+            return replace(rec, result=AdmitResult.from_allocation_error(None, error))
+        if self.reserved.get(pod.uid) is not res or self.reloads != res.reloads:
+            return None
+        with self.transaction() as tx:
+            del self.reserved[pod.uid]
+            if error is not None:
+                self.tm.remove_pod(pod)
+                self.devices.remove_pod(pod.uid)
+                self.metrics.inc(m.ADMISSION_REJECTIONS, reason=UNEXPECTED_ADMISSION_ERROR)
+                return replace(rec, result=AdmitResult.from_allocation_error(None, error), allocations={})
+            for call, resp in zip(res.calls, responses, strict=True):
+                self.devices.answered(call, resp)
+            self.pods[pod.uid] = pod
+            if self.store is not None:
+                self.allocations[pod.uid] = recorded_allocation(pod, self.cpu, self.memory, self.devices)
+            self.records[pod.uid] = rec
+        return tx.outcome([rec], self.pods)[0]
+
+    def cancel(self, pod_uid: str) -> None:
+        """Release a reservation whose pod went away; its calls' outcome is then ignored (complete)."""
+        res = self.reserved.pop(pod_uid, None)
+        if res is not None:
+            with self.transaction():
+                self.tm.remove_pod(res.pod)
+                self.devices.remove_pod(pod_uid)
 
     def _started(self, pod: Pod) -> None:
         for c in pod.all_containers():

@@ -4,7 +4,8 @@ Threads: gRPC servers call back on their own threads, the manifest/capacity loop
 thread, and `stop()` comes from the main thread. Every touch of the Node (and its DeviceManager, which
 is not thread-safe) happens under ONE lock, `_lock`, as the kubelet serialises its managers. Plugin
 calls made during admission (Allocate, GetPreferredAllocation) carry deadlines, so a hung plugin holds
-the lock for at most that long.
+the lock for at most that long; with `parallel_allocate` (opt-in) Allocate is made off the lock
+instead, on the `numalign-allocate` threads, so a hung plugin delays only the pods that wait on it.
 
 Nothing a plugin or a manifest does may take the agent down: every callback and loop iteration
 catches, logs and counts its failure (`faults`, shown in the status file and as
@@ -45,15 +46,15 @@ from numalign.agent.metrics_http import MetricsServer
 from numalign.agent.pods import ADMITTED, FAILED, STARTING, PodBook
 from numalign.agent.snapshot import allocatable_view, inactive_view, pods_view
 from numalign.agent.status import read_status, write_status
-from numalign.errors import NumalignError
+from numalign.errors import NumalignError, PluginError
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.limits import quote
 from numalign.machine.topology import Machine
-from numalign.node import Node
+from numalign.node import Node, Reservation
 from numalign.nodestate import Transaction
 from numalign.paths import DEFAULT_STATE_DIR as DEFAULT_STATE_DIR  # re-export
 from numalign.providers.cpu.policy_static import StaticPolicy
-from numalign.providers.devices.endpoint import Device, Endpoint
+from numalign.providers.devices.endpoint import ContainerAllocateResponse, Device, Endpoint
 from numalign.providers.devices.manager import ENDPOINT_STOP_GRACE_PERIOD
 from numalign.providers.devices.prestart import run_pre_start
 
@@ -82,6 +83,9 @@ class AgentOptions:
     call_timeout: float = CALL_TIMEOUT_S
     # Not the kubelet's behaviour (opt-in): hold pods whose device plugin has not reported devices yet.
     wait_for_device_plugins: bool = False
+    # Not the kubelet's behaviour (opt-in): make device plugins' Allocate calls without holding up
+    # other pods' admission (the kubelet admits one pod at a time, Allocate included).
+    parallel_allocate: bool = False
     # The kubelet names static pods `<name>-<node name>`; False keeps the manifests' names (opt-in).
     mirror_pod_names: bool = True
     # Back-off between attempts to start a pod's containers after PreStartContainer failed: doubles
@@ -110,6 +114,10 @@ class Agent:
         # One pending back-off timer per pod uid; each start is bound to the status entry it was
         # scheduled for, so a pod replaced or removed meanwhile is never started by a stale timer.
         self._start_timers: dict[str, threading.Timer] = {}
+        # parallel_allocate: admissions' Allocate calls, off the agent's lock (one thread per call in
+        # flight, up to this many; more wait for a free thread, never for the lock).
+        self._allocator = ThreadPoolExecutor(max_workers=8, thread_name_prefix="numalign-allocate")
+        self._allocating = 0  # reservations whose calls are not settled yet (allocations_in_flight)
         self._t0 = time.monotonic()
         self._nrt_written = b""
         self._endpoints: dict[str, Endpoint] = {}
@@ -173,7 +181,8 @@ class Agent:
             self.node = node
             self.book = PodBook(node, previous, self._fault, wait_for_plugins=opts.wait_for_device_plugins,
                                 start=self._schedule_start, node_name=opts.node_name,
-                                mirror_names=opts.mirror_pod_names)
+                                mirror_names=opts.mirror_pod_names,
+                                allocate=self._schedule_allocate if opts.parallel_allocate else None)
             self._publish()
         try:
             self.pod_resources.start()
@@ -205,6 +214,9 @@ class Agent:
         # Not waiting: a start blocked in a plugin's PreStartContainer ends at its deadline and then
         # sees the stop flag; it records nothing after the state below is saved.
         self._starter.shutdown(wait=False, cancel_futures=True)
+        # Not waiting either: an admission whose Allocate is in flight is not recorded, so the state
+        # saved below does not hold it, and the next start admits its pod afresh.
+        self._allocator.shutdown(wait=False, cancel_futures=True)
         if self._loop is not None:
             self._loop.join(10)
             self._loop = None
@@ -214,6 +226,10 @@ class Agent:
             self.metrics_server.stop()
         with self._lock:
             if self.node is not None:
+                # Admissions whose Allocate is still out are not recorded: release what they took, so
+                # the files saved below hold only admitted pods (the next start admits them afresh).
+                for uid in list(self.node.reserved):
+                    self.node.cancel(uid)
                 try:
                     self.node.save()
                     self._write_status()
@@ -298,6 +314,46 @@ class Agent:
     def _check(self, tx: Transaction, what: str) -> None:
         if tx.failure is not None:
             self._fault("state_write_error", f"{what}: {tx.failure} (retried at the next change or tick)")
+
+    # -- Allocate off the lock (parallel_allocate; worker threads) ----------------------------------
+
+    def allocations_in_flight(self) -> int:
+        """Admissions whose plugin Allocate calls are made but not settled yet (parallel_allocate)."""
+        with self._lock:
+            return self._allocating
+
+    def _schedule_allocate(self, res: Reservation, entry: dict[str, Any]) -> None:
+        with self._lock, contextlib.suppress(RuntimeError):  # the pool is shut down while stopping
+            self._allocator.submit(self._run_allocate, res, entry)
+            self._allocating += 1
+
+    def _run_allocate(self, res: Reservation, entry: dict[str, Any]) -> None:
+        """Make a reservation's Allocate calls in the kubelet's order, stopping at the first failure,
+        then settle the admission under the lock (PodBook.finish)."""
+        responses: list[ContainerAllocateResponse] = []
+        error: str | None = None
+        for call in res.calls:
+            if self._stop.is_set():
+                break
+            try:
+                responses.append(call.endpoint.allocate(list(call.device_ids)))
+            except PluginError as e:
+                error = str(e)
+                break
+            except Exception as e:  # a bug in a plugin client must not leave the pod admitting for good
+                log.exception("Allocate for pod %s failed", res.pod.key)
+                error = str(e)
+                break
+        with self._lock:
+            self._allocating -= 1
+            if self._stop.is_set() or self.book is None:
+                return
+            try:
+                self.book.finish(res, entry, responses, error)
+            except Exception as e:
+                log.exception("settling the admission of pod %s failed", res.pod.key)
+                self._fault("admission_error", f"pod {res.pod.key}: {e}")
+            self._after_change()
 
     # -- starting containers (worker threads) -------------------------------------------------------
 

@@ -18,7 +18,11 @@ Called with the agent's lock held. Rules (the kubelet's static-pod file source, 
   manager if the plugin went away (its devices are unhealthy) or has too few. With
   `wait_for_plugins=True` (opt-in, not the kubelet's behaviour) such a pod waits ("pending") until the
   plugin is connected *and* has answered ListAndWatch at least once since it registered, so another
-  plugin's event in that gap cannot admit it before the device manager knows the resource.
+  plugin's event in that gap cannot admit it before the device manager knows the resource;
+- with `allocate` given (opt-in, not the kubelet's behaviour: it admits one pod at a time), a pod whose
+  devices need a plugin's Allocate is decided and its resources taken at once, then waits
+  ("admitting") while `allocate` makes the calls off the caller's lock and hands the outcome to
+  `finish`: a hung plugin delays only its own pods.
 """
 
 from __future__ import annotations
@@ -29,10 +33,11 @@ from dataclasses import replace
 from typing import Any
 
 from numalign.adapters.textfiles import load_pods
+from numalign.core.decision import DecisionRecord
 from numalign.errors import NumalignError
 from numalign.k8s.pod import Pod
 from numalign.k8s.resources import is_extended_resource_name
-from numalign.node import Node, pod_to_manifest
+from numalign.node import Node, Reservation, pod_to_manifest
 from numalign.providers.devices.pod_devices import RunContainerOptions
 
 log = logging.getLogger("numalign.agent.pods")
@@ -45,6 +50,7 @@ STARTING = "starting"
 STARTED = "started"
 FAILED = "failed"
 PENDING = "pending"
+ADMITTING = "admitting"  # decided, resources taken; a device plugin's Allocate is in flight
 
 FaultFn = Callable[[str, str], None]
 
@@ -60,6 +66,7 @@ class PodBook:
         start: Callable[[str], None] | None = None,
         node_name: str = "node",
         mirror_names: bool = True,
+        allocate: Callable[[Reservation, dict[str, Any]], None] | None = None,
     ) -> None:
         self.node = node
         self.wait_for_plugins = wait_for_plugins
@@ -70,6 +77,9 @@ class PodBook:
         # start(uid): start an admitted pod's containers (PreStartContainer, run options) off the
         # caller's thread, as the kubelet's pod workers do; None starts them here, synchronously.
         self._start = start
+        # allocate(reservation, entry): make a reservation's Allocate calls off the caller's lock,
+        # then call finish(); None makes them during admission, as the kubelet does.
+        self._allocate = allocate
         self._fault = fault
         self.pods: dict[str, dict[str, Any]] = {}  # uid -> status entry
         self.manifests: dict[str, dict[str, Any]] = {}  # file -> {"status", "error", "pods"}
@@ -110,6 +120,10 @@ class PodBook:
                     if opts is not None:
                         runtime[c.name] = _runtime_dict(opts)
                 entry["runtime"] = runtime
+            elif entry["status"] == ADMITTING and (res := self.node.reserved.get(uid)) is not None:
+                # What it holds already (no plugin answer yet, so no runtime).
+                entry["allocations"] = {c.name: self.node.allocation(uid, c.name).to_dict()
+                                        for c in res.pod.all_containers()}
         return {"pods": self.pods, "manifests": self.manifests}
 
     # -- files -------------------------------------------------------------------------------------
@@ -150,7 +164,7 @@ class PodBook:
         old = self.manifests.get(path, {"pods": []})["pods"]
         new_uids = [p.uid for p in pods]
         for uid in old:
-            current = self.node.pods.get(uid)
+            current = self._held(uid)
             keep = uid in new_uids and current is not None and _same(current, _by_uid(pods, uid))
             if not keep:
                 self._release(uid)
@@ -166,7 +180,7 @@ class PodBook:
                 self._fault("duplicate_pod", f"{path}: {msg}")
                 continue
             info["pods"].append(pod.uid)
-            current = self.node.pods.get(pod.uid)
+            current = self._held(pod.uid)
             if current is not None and _same(current, pod):
                 self.pods[pod.uid]["file"] = path  # restored and unchanged: keep its allocation
                 continue
@@ -183,6 +197,11 @@ class PodBook:
             if not self._missing_resources(pod):
                 del self.pending[uid]
                 self._admit(pod, self.pods[uid]["file"])
+
+    def _held(self, uid: str) -> Pod | None:
+        """The pod holding resources under `uid`: admitted, or admitting (its Allocate in flight)."""
+        res = self.node.reserved.get(uid)
+        return res.pod if res is not None else self.node.pods.get(uid)
 
     def _owner(self, uid: str) -> str | None:
         entry = self.pods.get(uid)
@@ -211,7 +230,7 @@ class PodBook:
             return
         self.rejected.pop(pod.uid, None)
         try:
-            rec = self.node.admit(pod)
+            rec = self.node.admit(pod) if self._allocate is None else self.node.reserve(pod)
         except NumalignError as e:
             self._fault("admission_error", f"pod {pod.key}: {e}")
             self.pods[pod.uid] = self._entry(pod, path, REJECTED, "AdmissionError", str(e), None)
@@ -223,6 +242,28 @@ class PodBook:
             self.pods[pod.uid] = self._entry(pod, path, REJECTED, "AdmissionError", str(e), None)
             self.rejected[pod.uid] = pod
             return
+        if isinstance(rec, Reservation):
+            entry = self._entry(pod, path, ADMITTING, None, "waiting for the device plugins' Allocate", None)
+            self.pods[pod.uid] = entry
+            assert self._allocate is not None
+            self._allocate(rec, entry)
+            return
+        self._record(pod, path, rec)
+
+    def finish(self, res: Reservation, entry: dict[str, Any], responses: list[Any], error: str | None) -> None:
+        """The outcome of a reservation's Allocate calls (see Node.complete), for the admission that
+        made `entry`; an admission superseded meanwhile (its pod removed or changed) has nothing to do."""
+        pod = res.pod
+        if self.pods.get(pod.uid) is not entry:
+            return
+        rec = self.node.complete(res, responses, error)
+        if rec is None:  # the state was read again meanwhile and the reservation went with it
+            log.info("pod %s: the state changed during its admission; admitting it again", pod.key)
+            self._admit(pod, entry["file"])
+            return
+        self._record(pod, entry["file"], rec)
+
+    def _record(self, pod: Pod, path: str | None, rec: DecisionRecord) -> None:
         res = rec.result
         if not res.admit:
             self.rejected[pod.uid] = pod
@@ -263,6 +304,7 @@ class PodBook:
         entry = self.pods.pop(uid, None)
         self.pending.pop(uid, None)
         self.rejected.pop(uid, None)
+        self.node.cancel(uid)  # an admission in flight: its resources go now, its outcome is ignored
         if uid in self.node.pods:
             try:
                 self.node.remove(uid)

@@ -63,6 +63,11 @@ def register(sub: Any) -> None:
                    "rejected if its plugin went away or has too few")
     p.add_argument("--no-wait-for-device-plugins", dest="wait_for_device_plugins", action="store_false",
                    help=argparse.SUPPRESS)  # the default since pods no longer wait; kept for old scripts
+    p.add_argument("--parallel-allocate", action="store_true",
+                   help="NOT the kubelet's behaviour (opt-in): make device plugins' Allocate calls without holding "
+                   "up other pods' admission, so a hung plugin delays only its own pods (their resources stay "
+                   "taken meanwhile). By default pods are admitted one at a time, as the kubelet admits them: a "
+                   "plugin hung in Allocate holds up every later admission until its deadline")
     p.add_argument("--keep-static-pod-names", action="store_true",
                    help="NOT the kubelet's behaviour (opt-in): keep static pods' manifest names. By default they "
                    "are named <name>-<node name> as the kubelet names them (and their mirror pods)")
@@ -111,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         socket_group=args.socket_group,
         endpoint_grace_period=args.endpoint_grace_period,
         wait_for_device_plugins=args.wait_for_device_plugins,
+        parallel_allocate=args.parallel_allocate,
         nrt_file=args.nrt_file,
         mirror_pod_names=not args.keep_static_pod_names,
         node_name=(args.node_name or socket.gethostname()).lower(),

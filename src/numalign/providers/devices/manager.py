@@ -15,7 +15,9 @@ kubelet frees a pod's devices only once the pod is no longer active).
 
 Not thread-safe: a caller with several threads (plugin streams, admission) serializes all calls,
 as upstream does with its mutex. Plugin calls (Allocate, GetPreferredAllocation, PreStartContainer)
-go through the Endpoint while the caller's lock is held; they carry their own deadlines.
+go through the Endpoint while the caller's lock is held; they carry their own deadlines. A caller
+that sets `deferred` to a list gets the Allocate calls handed back instead (DeferredAllocate), to
+make them without its lock: the devices are taken at once, their response filled in by `answered`.
 """
 
 from __future__ import annotations
@@ -83,6 +85,18 @@ class DeviceCapacity:
     deleted: list[str]
 
 
+@dataclass(frozen=True)
+class DeferredAllocate:
+    """One plugin Allocate call held back for the caller to make (see DeviceManager.deferred)."""
+
+    pod_uid: str
+    container_name: str
+    resource: str
+    endpoint: Endpoint
+    device_ids: tuple[str, ...]
+    per_numa: DevicesPerNUMA
+
+
 def _count(limits: Mapping[str, Quantity], resource: str) -> int:
     """int(quantity.Value()): rounded up to an integer."""
     return limits[resource].value()
@@ -123,6 +137,8 @@ class DeviceManager:
         self.allocated: dict[str, set[str]] = {}
         self.pod_devices = PodDevices()
         self.devices_to_reuse: dict[str, dict[str, set[str]]] = {}
+        # When a list: Allocate calls are appended here (in the kubelet's order) instead of made.
+        self.deferred: list[DeferredAllocate] | None = None
 
     # -- plugins and inventory -------------------------------------------------------------------
 
@@ -345,22 +361,37 @@ class DeviceManager:
                 self.allocated = self.pod_devices.devices()
                 raise AllocationError(f"unknown Device Plugin {resource}")
             devs = sorted_ids(picked)
+            per_numa = self._per_numa(resource, devs)
             try:
-                resp = self._call_allocate(resource, info, devs)
+                if self.deferred is None:
+                    resp: ContainerAllocateResponse | None = self._call_allocate(resource, info, devs)
+                else:
+                    self.deferred.append(DeferredAllocate(pod.uid, container.name, resource,
+                                                          self._live_endpoint(resource, info), tuple(devs), per_numa))
+                    resp = None  # the devices are taken now; `answered` records the response
             except PluginError as e:
                 # Roll allocatedDevices back to what podDevices records.
                 self.allocated = self.pod_devices.devices()
                 raise AllocationError(str(e)) from e
-            self.pod_devices.insert(pod.uid, container.name, resource, self._per_numa(resource, devs), resp)
+            self.pod_devices.insert(pod.uid, container.name, resource, per_numa, resp)
         if needs_checkpoint:
             self._checkpoint()
 
     @staticmethod
-    def _call_allocate(resource: str, info: EndpointInfo, devs: list[str]) -> ContainerAllocateResponse:
+    def _live_endpoint(resource: str, info: EndpointInfo) -> Endpoint:
         if info.endpoint is None or info.stopped:
             # Upstream prints the endpoint struct with %v; we name the resource.
             raise PluginError(f"endpoint {resource} has been stopped")
-        return info.endpoint.allocate(devs)
+        return info.endpoint
+
+    @classmethod
+    def _call_allocate(cls, resource: str, info: EndpointInfo, devs: list[str]) -> ContainerAllocateResponse:
+        return cls._live_endpoint(resource, info).allocate(devs)
+
+    def answered(self, call: DeferredAllocate, resp: ContainerAllocateResponse) -> None:
+        """A deferred Allocate call's response, recorded as the call would have recorded it."""
+        self.pod_devices.insert(call.pod_uid, call.container_name, call.resource, call.per_numa, resp)
+        self._checkpoint()
 
     def _per_numa(self, resource: str, devs: Iterable[str]) -> DevicesPerNUMA:
         out: DevicesPerNUMA = {}
