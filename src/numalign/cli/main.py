@@ -85,9 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args_list = ["admit"] if "admit" in COMMANDS else ["--help"]
     # `numalign run ... -- COMMAND ARGS`: COMMAND's arguments are its own, never numalign's options.
     command_argv: list[str] | None = None
-    first = next((a for a in args_list if not a.startswith("-")), None)
-    if first == "run" and "--" in args_list[args_list.index("run"):]:
-        cut = args_list.index("--", args_list.index("run"))
+    at = _command_index(args_list)
+    if at is not None and args_list[at] == "run" and "--" in args_list[at:]:
+        cut = args_list.index("--", at)
         args_list, command_argv = args_list[:cut], args_list[cut + 1:]
     args = parser.parse_args(args_list)
     if command_argv is not None:
@@ -101,6 +101,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(module, args)
     finally:
         restore_logging()
+
+
+def _command_index(args_list: Sequence[str]) -> int | None:
+    """Where the command's name is: the first word that is not a top-level option or its value
+    (`numalign -v 1 run ...` names `run`, not `1`)."""
+    i = 0
+    while i < len(args_list):
+        arg = args_list[i]
+        if arg in _TOP_LEVEL_VALUE_OPTIONS:
+            i += 2
+        elif arg.startswith("-"):
+            i += 1
+        else:
+            return i
+    return None
+
+
+# The top-level options that take their value as the next word (add_logging_args).
+_TOP_LEVEL_VALUE_OPTIONS = frozenset({"-v", "--v", "--log-format"})
 
 
 def _run(module: Any, args: argparse.Namespace) -> int:

@@ -283,6 +283,16 @@ def test_no_command_is_one_line(tmp_path: Path) -> None:
     assert res.returncode == 2 and "add -- and the command to run" in res.stderr
 
 
+def test_top_level_options_before_run_leave_the_commands_arguments_alone(tmp_path: Path) -> None:
+    # `-v 1` and `--log-format json` take values; `sh -c ...` after `--` is COMMAND's, never numalign's.
+    state = tmp_path / "state"
+    cmd = [sys.executable, "-m", "numalign.cli.main", "-v", "1", "--log-format", "json", "run",
+           "--state-dir", str(state), "--cpus", "1", "--memory", "64Mi", "--", "sh", "-c", "echo ran $0", "x"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "ran x\n"
+
+
 def test_a_command_that_does_not_exist_releases_its_allocation(tmp_path: Path) -> None:
     state = tmp_path / "state"
     res = subprocess.run(numalign(state, "--cpus", "1", "--memory", "64Mi", "--", "no-such-command-here"),
