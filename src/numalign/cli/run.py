@@ -131,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
         if cgroup_path is not None:
             record["cgroup"] = str(cgroup_path)
         adm = admit(node, pod, container, record)
+        _record_node(args, state_dir, machine)
     except BaseException:
         child.abort()
         raise
@@ -158,6 +159,19 @@ def run(args: argparse.Namespace) -> int:
         return child.wait()
     finally:
         _release(node, pod.uid, placement.cgroup)
+
+
+def _record_node(args: argparse.Namespace, state_dir: Path, machine: Any) -> None:
+    """numalign_node.json, as admit writes it: `numalign pods --state-dir` reads the directory on this
+    machine and run's configuration once every run has ended (else it would assume admit's defaults)."""
+    from numalign.cli.kubeletflags import FLAGS_DEST
+    from numalign.cli.noderecord import write_record
+    from numalign.cli.runargs import RUN_CONFIG
+
+    if not state_dir.is_dir():
+        return  # nothing was written there (a rejection on a new directory)
+    config = args.kubelet_config or str(Path(__file__).resolve().parent.parent / "data" / RUN_CONFIG)
+    write_record(state_dir, machine, None, config, getattr(args, FLAGS_DEST, None) or [])
 
 
 def _cgroup_path(args: argparse.Namespace, uid: str) -> Path | None:

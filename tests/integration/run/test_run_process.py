@@ -293,6 +293,19 @@ def test_top_level_options_before_run_leave_the_commands_arguments_alone(tmp_pat
     assert res.stdout == "ran x\n"
 
 
+def test_pods_reads_a_run_directory_after_every_run_ended(tmp_path: Path) -> None:
+    # The README's `numalign pods --state-dir DIR` after the jobs: this host and run's configuration
+    # (CPU 0 reserved), not admit's default machine, whose reserved CPUs this state would contradict.
+    state = tmp_path / "state"
+    ran = subprocess.run(numalign(state, "--cpus", "1", "--memory", "64Mi", "--", "true"), capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert ran.returncode == 0, ran.stderr
+    pods = subprocess.run([sys.executable, "-m", "numalign.cli.main", "pods", "--state-dir", str(state)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert pods.returncode == 0, pods.stderr
+    assert pods.stdout.startswith("no pods\n")
+
+
 def test_a_command_that_does_not_exist_releases_its_allocation(tmp_path: Path) -> None:
     state = tmp_path / "state"
     res = subprocess.run(numalign(state, "--cpus", "1", "--memory", "64Mi", "--", "no-such-command-here"),
