@@ -155,6 +155,11 @@ def test_the_readme_examples_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest
     assert len(runs) == 12 and all(r["pods"] == 100 for r in runs)
     assert all(r["rejections"] == 0 for r in runs if r["config"]["scheduler"] == "exact")
     assert any(r["rejections"] > 0 for r in runs if r["config"]["scheduler"] == "default")
+    # The kubelets here refuse with the memory manager's UnexpectedAdmissionError, not TopologyAffinityError:
+    # exact's unschedulable reason names no reason it did not see.
+    assert {k for r in runs for k in r["kubelet_rejections"]} == {"UnexpectedAdmissionError"}
+    exact_reasons = {k for r in runs if r["config"]["scheduler"] == "exact" for k in r["unschedulable_reasons"]}
+    assert exact_reasons and not any("TopologyAffinityError" in k for k in exact_reasons)
     assert main(["capacity", "train.yaml", "--cluster", "cluster.yaml", "-o", "json"]) == 0
     cap = json.loads(capsys.readouterr().out)
     assert (cap["exact"], cap["by_requests"]) == (24, 32)

@@ -205,7 +205,8 @@ def _place(args: argparse.Namespace, adm: Any, pod: Any, container: str) -> tupl
             notes.append(str(setup.note()))
         if setup.cgroup is not None:
             cgroup = setup.cgroup.path
-            notes.append(f"cgroup {cgroup}: {', '.join(setup.applied) or 'no limits'}")
+            applied = f"applied {', '.join(setup.applied)}" if setup.applied else "no limits"
+            notes.append(f"cgroup {cgroup}: {applied}")
         info = {"path": None if cgroup is None else str(cgroup), "applied": setup.applied,
                 "not_applied": setup.not_applied, "reason": setup.reason}
     return Placement(_usable(alloc), mems, adm.env, cgroup), notes, info

@@ -141,7 +141,8 @@ def _check_fits(pod: Any, machine: Any, devices: Mapping[str, Any], args: argpar
         if cpu is not None and cpu.milli_value() > online * 1000:
             raise InvalidInputError(
                 f"cpu {cpu}: {'--cpus' if args.pod is None else args.pod + ' container ' + c.name} asks for more CPUs "
-                f"than {machine.name} has ({online}); ask for at most {online}"
+                f"than {machine.name} has ({online}); ask for at most {online} less the reserved CPUs "
+                "(--reserved-cpus; the built-in run configuration reserves CPU 0)"
             )
         for name in (*c.requests, *c.limits):
             if is_extended_resource_name(name) and name not in have:

@@ -226,5 +226,5 @@ class ExactScheduler(DefaultScheduler):
     def reasons(self, pod: Pod, pv: PodVector, placement_mask: BoolArray) -> dict[str, int]:
         out = super().reasons(pod, pv, placement_mask)
         if self._rejected_by_kubelet:
-            out["node(s) whose kubelet would reject the pod (TopologyAffinityError)"] = self._rejected_by_kubelet
+            out["node(s) whose kubelet would reject the pod"] = self._rejected_by_kubelet
         return out
