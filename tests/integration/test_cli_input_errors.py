@@ -345,6 +345,15 @@ def test_dry_run_without_state_dir_says_it_has_no_effect(capsys: pytest.CaptureF
     assert "has no effect" not in capsys.readouterr().out
 
 
+def test_dry_run_of_a_state_dir_that_is_not_there_is_a_wrong_path(capsys: pytest.CaptureFixture[str],
+                                                                  files: dict[str, Path]) -> None:
+    # Not an empty node that fits everything: "would it fit there now?" of a mistyped path.
+    missing = files["dir"] / "kubelet"
+    msg = error_of(capsys, "admit", str(files["pod"]), "--dry-run", "--state-dir", str(missing), "--exit-code")
+    assert f"--state-dir {missing}: no such directory" in msg and "check the path" in msg
+    assert not missing.exists()
+
+
 def test_pod_given_as_config_is_one_error_without_field_warnings(capsys: pytest.CaptureFixture[str],
                                                                   files: dict[str, Path]) -> None:
     msg = error_of(capsys, "admit", "--config", str(files["pod"]))  # exactly one line: no warnings first

@@ -115,6 +115,12 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run and args.node_snapshot is not None:
         notes.append("dry run: the snapshot is read, nothing is written")
     elif args.dry_run and args.state_dir is not None:
+        if not args.state_dir.is_dir():
+            # "Would it fit there now?" of a directory that is not there is a wrong path, not an empty node.
+            raise InvalidInputError(
+                f"--state-dir {args.state_dir}: no such directory; expected the kubelet's root directory (its "
+                "state files) or a directory `numalign admit --state-dir` wrote; check the path"
+            )
         notes.append(f"dry run: the state in {args.state_dir} is read, nothing is written")
     elif args.dry_run:
         # Without --state-dir nothing is read or written anyway; say so rather than let the flag look active.
