@@ -138,6 +138,16 @@ def test_invalid_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str
     with pytest.raises(SystemExit) as usage:  # argparse's own usage errors are 2 as well
         main(["admit", "--no-such-flag"])
     assert usage.value.code == EXIT_INVALID
+    with pytest.raises(SystemExit) as usage:
+        main(["admit", "-o", "xml"])
+    assert usage.value.code == EXIT_INVALID
+    # one line each (what, and where to read more), not argparse's usage block first
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "numalign: error: unrecognized arguments: --no-such-flag; see 'numalign --help'",
+        "numalign admit: error: argument -o/--output: invalid choice: 'xml' (choose from 'text', 'json', 'yaml'); "
+        "see 'numalign admit --help'",
+    ]
 
 
 def test_log_lines_as_klog_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from numalign.cli.output import (
     EXIT_CODES_HELP,
@@ -43,8 +43,16 @@ COMMANDS: dict[str, str] = {
 
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line (what, and where to read more), not the whole usage block first; every
+    command's parser is one of these (argparse builds subparsers with the parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}; see '{self.prog} --help'\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="numalign",
         description="The kubelet Topology Manager, CPU, memory and device managers, decided exactly "
         "as the kubelet does, fast at any NUMA size.",

@@ -74,9 +74,10 @@ def register(sub: Any) -> None:
     p.add_argument("--cgroup-parent", metavar="DIR", type=Path,
                    help="cgroup v2 directory to create the run's cgroup in (default <cgroup2 mount>/numalign)")
     p.add_argument("--no-cgroup", action="store_true", help="create no cgroup (affinity and memory policy only)")
-    p.add_argument("--output", "-o", choices=("text", "json", "yaml"), default="text",
-                   help="format of the decision printed on stderr")
     from numalign.cli.kubeletflags import add_kubelet_flags
+    from numalign.cli.output import add_output_arg
+
+    add_output_arg(p, help="format of the decision printed on stderr (default text)")
     from numalign.cli.runargs import RUN_CONFIG
 
     add_kubelet_flags(p, "a KubeletConfiguration file and the kubelet's own flags (flags win); without --config "
