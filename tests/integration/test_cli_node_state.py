@@ -206,3 +206,17 @@ def test_snapshot_then_admit_on_it_uses_the_plugins_ids_and_never_writes(short_d
     assert bare.returncode == 0 and "missing:  PodResources" in bare.stdout
     refused = run("admit", "-", "--node", str(short_dir / "bare.tgz"), stdin=ask)
     assert refused.returncode != 0 and "which machine worker-1 does not have" in refused.stderr
+
+
+def test_pods_on_a_snapshot_of_a_node_without_state_says_no_pods(tmp_path: Path) -> None:
+    empty = tmp_path / "kubelet"
+    empty.mkdir()
+    snap = tmp_path / "node.tgz"
+    made = run("snapshot", str(snap), "--state-dir", str(empty), "--config", str(tmp_path / "none.yaml"),
+               "--pod-resources-socket", str(tmp_path / "none.sock"))
+    assert made.returncode == 0, made.stderr
+    shown = run("pods", "--node", str(snap))
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("no pods\n") and "NUMA nodes of" in shown.stdout
+    as_json = run("pods", "--node", str(snap), "-o", "json")
+    assert json.loads(as_json.stdout)["pods"] == {}

@@ -62,11 +62,6 @@ def run(args: argparse.Namespace) -> int:
         agent = True
         doc, view = _from_state_files(args)
         if doc is None:
-            if args.node is not None:
-                raise InvalidInputError(
-                    f"--node {args.node}: the snapshot holds no state files (none were found where it was taken); "
-                    "expected a snapshot of a node with state (numalign snapshot --state-dir DIR)"
-                )
             raise InvalidInputError(
                 f"{args.state_dir}: no state there (neither {STATUS_FILE} of `numalign serve` nor the kubelet's "
                 "state files); pass the --state-dir of the agent or of `numalign admit`, or --node SNAPSHOT"
@@ -125,8 +120,13 @@ def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, 
     recorded = apply_record(args)
     machine, notes = resolve_node(args, DEFAULT_MACHINE)
     notes += [recorded] if recorded else []
+    where = args.node if args.node is not None else args.state_dir
     if args.state_dir is None:
-        return None, None  # a snapshot without state files
+        # A snapshot of a node with no state files (no kubelet ran there, or it keeps none): no pods, as
+        # kubectl says "No resources found", and the machine drawn bare.
+        empty: dict[str, Any] = {"pods": {}}
+        return empty, node_view_from_status(machine, empty, title=f"numalign pods: {machine.name}",
+                                            notes=[f"{where} holds no state files: no pods", *notes])
     store = CheckpointStore.under(args.state_dir)
     if not any(p.is_file() for p in (store.cpu_path, store.memory_path, store.device_path,
                                      args.state_dir / POD_RECORD_FILE)):
@@ -139,7 +139,6 @@ def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, 
     if snap is not None and (snap.root / PODS_MEMBER).is_file():
         listed = json.loads((snap.root / PODS_MEMBER).read_text(encoding="utf-8"))
     doc: dict[str, Any] = {"pods": state_pods(node, listed)}
-    where = args.node if args.node is not None else args.state_dir
     view = node_view_from_status(machine, doc, title=f"numalign pods: {machine.name}",
                                  notes=[f"from the state files in {where}", *notes])
     return doc, view
