@@ -22,12 +22,7 @@ from typing import Protocol
 from numalign import metrics as m
 from numalign.admission.allocatable import RESOURCE_PODS, allowed_pod_number, node_allocatable
 from numalign.admission.eviction import NodeCondition, eviction_admit
-from numalign.admission.predicate import (
-    INSUFFICIENT_RESOURCE_PREFIX,
-    InsufficientResource,
-    fit_requests,
-    predicate_admit,
-)
+from numalign.admission.predicate import INSUFFICIENT_RESOURCE_PREFIX, fit_requests, predicate_admit
 from numalign.core.decision import AdmitResult
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
@@ -74,7 +69,6 @@ class AdmitHandlers:
         self._static = {k: v for k, v in base.items() if k not in devices}
         self._static[RESOURCE_PODS] = allowed_pod_number(node.machine, node.config)
         self._requests: dict[str, tuple[Pod, dict[str, int]]] = {}
-        self.last_failures: list[InsufficientResource] = []
 
     def before_topology(self, node: Node, pod: Pod) -> AdmitResult:
         result = eviction_admit(pod, self.conditions)
@@ -108,9 +102,7 @@ class AdmitHandlers:
         # Pods whose admission waits on a plugin's Allocate count as admitted: they hold their resources.
         others = [p for uid, p in node.pods.items() if uid != pod.uid] + list(node.reserved_pods)
         holds = any(node.devices.get_container_devices(pod.uid, c.name) for c in pod.all_containers())
-        result, self.last_failures = predicate_admit(
-            pod, self.allocatable(node, holds), self.requests_of(others), len(others)
-        )
+        result = predicate_admit(pod, self.allocatable(node, holds), self.requests_of(others), len(others))
         if not result.admit:
             node.metrics.inc(m.ADMISSION_REJECTIONS, reason=rejection_metric_reason(result.reason))
         return result

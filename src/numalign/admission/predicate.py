@@ -110,10 +110,10 @@ def insufficient_resources(
 
 def predicate_admit(
     pod: Pod, allocatable: Mapping[str, int], others: Iterable[Mapping[str, int]], pod_count: int
-) -> tuple[AdmitResult, list[InsufficientResource]]:
-    """The handler's answer (the first failure's reason and message) and every failure found."""
+) -> AdmitResult:
+    """The handler's answer: the first failure's reason and message (numalign.answer.why lists them all)."""
     failures = insufficient_resources(fit_requests(pod), allocatable, requested_by(others), pod_count)
     if not failures:
-        return AdmitResult.admitted(), []
+        return AdmitResult.admitted()
     first = failures[0]
-    return AdmitResult(False, first.reason, first.message), failures
+    return AdmitResult(False, first.reason, first.message)
