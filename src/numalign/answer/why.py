@@ -8,7 +8,6 @@ the CPU manager).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 from numalign.admission.allocatable import RESOURCE_PODS
 from numalign.admission.eviction import NodeCondition
@@ -17,6 +16,7 @@ from numalign.admission.predicate import (
     InsufficientResource,
     fit_requests,
     insufficient_resources,
+    requested_by,
 )
 from numalign.core.decision import ContainerDecision, DecisionRecord
 from numalign.k8s.pod import Container, Pod
@@ -33,15 +33,7 @@ def current_failures(node: Node, pod: Pod) -> list[InsufficientResource]:
     """The predicate's failures for `pod` on the node as it is now (the pod not admitted)."""
     others = [p for uid, p in node.pods.items() if uid != pod.uid]
     return insufficient_resources(fit_requests(pod), node.handlers.allocatable(node, False),
-                                  _sum(node.handlers.requests_of(others)), len(others))
-
-
-def _sum(reqs: Sequence[dict[str, int]]) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for r in reqs:
-        for k, v in r.items():
-            total[k] = total.get(k, 0) + v
-    return total
+                                  requested_by(node.handlers.requests_of(others)), len(others))
 
 
 def show(resource: str, value: int) -> str:
