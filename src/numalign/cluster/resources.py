@@ -27,17 +27,11 @@ from numalign.k8s.quantity import Quantity
 from numalign.k8s.requests import container_requests, pod_requests
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
 
-__all__ = ["DEFAULT_MAX_PODS", "RESOURCE_PODS", "amount", "node_allocatable", "non_zero_requests", "requests_of",
-           "shape_key"]
+__all__ = ["DEFAULT_MAX_PODS", "RESOURCE_PODS", "amount", "node_allocatable", "non_zero_requests", "shape_key"]
 
 DEFAULT_MILLI_CPU_REQUEST: Final = 100
 DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024
 DEFAULT_MAX_PODS: Final = 110
-
-
-def requests_of(pod: Pod) -> dict[str, int]:
-    """What NodeResourcesFit's filter compares against allocatable - requested."""
-    return {name: amount(name, q) for name, q in pod_requests(pod).items() if amount(name, q) > 0}
 
 
 def _with_default_requests(c: Container) -> Container:

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from numalign.admission.predicate import fit_requests
 from numalign.cluster.model import Cluster, NodePool
-from numalign.cluster.resources import node_allocatable, non_zero_requests, requests_of, shape_key
+from numalign.cluster.resources import node_allocatable, non_zero_requests, shape_key
 from numalign.cluster.workload import Placement
 from numalign.core.decision import DecisionRecord
 from numalign.k8s.pod import Pod
@@ -108,7 +109,7 @@ class ClusterState:
             pod.__dict__["_numalign_shape"] = key  # a memo beside the frozen fields, as compute_pod_qos keeps
         pv = self._vectors.get(key)
         if pv is None:
-            req = requests_of(pod)
+            req = fit_requests(pod)
             vec = np.zeros(len(self.resources), dtype=np.int64)
             for name in req:
                 if name not in self.index:
