@@ -16,7 +16,6 @@ from typing import Any
 from numalign.cli.nodeargs import EXAMPLE_CONFIG
 from numalign.cli.nodeargs import data_file as _data
 from numalign.errors import ConfigError
-from numalign.k8s.kubeletconfig_read import config_from_yaml
 
 
 def register(sub: Any) -> None:
@@ -72,7 +71,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from numalign.adapters.textfiles import load_pods, source_name
     from numalign.cli.kubeletflags import FLAGS_DEST, config_from_args
-    from numalign.cli.nodeargs import config_label, resolve_node
+    from numalign.cli.nodeargs import config_label, example_base, resolve_node
     from numalign.cli.noderecord import apply_record
     from numalign.errors import InvalidInputError
     from numalign.k8s.manifest import SUPPORTED_KINDS
@@ -89,12 +88,10 @@ def run(args: argparse.Namespace) -> int:
     if args.node_snapshot is not None and not args.dry_run:
         args.dry_run = True  # a snapshot is a record of the node: asked, never changed
     flags: list[tuple[str, str]] = getattr(args, FLAGS_DEST, None) or []
-    base = None
-    if not args.kubelet_config and args.node_snapshot is None:
-        # Without --config the built-in example stands in for the config file, pods or no pods, and
-        # flags override it field by field as they would a file (so the fix a refusal suggests,
-        # e.g. --policy-option max-allowable-numa-nodes=16, changes only that field).
-        base = config_from_yaml(_data(EXAMPLE_CONFIG).read_text(encoding="utf-8"), f"built-in {EXAMPLE_CONFIG}")
+    # Without --config the built-in example stands in for the config file, pods or no pods, and
+    # flags override it field by field as they would a file (so the fix a refusal suggests,
+    # e.g. --policy-option max-allowable-numa-nodes=16, changes only that field).
+    base = example_base(args)
     config = config_from_args(args, base=base)
     if base is not None:
         overrides = ", ".join(dict.fromkeys(name for name, _ in flags))

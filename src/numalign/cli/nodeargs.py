@@ -86,17 +86,27 @@ def config_label(args: argparse.Namespace) -> str:
     return str(args.kubelet_config)
 
 
+def builtin_config(name: str) -> Any:
+    """A kubelet configuration shipped in numalign/data, read as a --config file is."""
+    from numalign.k8s.kubeletconfig_read import config_from_yaml
+
+    return config_from_yaml(data_file(name).read_text(encoding="utf-8"), f"built-in {name}")
+
+
+def example_base(args: argparse.Namespace) -> Any:
+    """The built-in example configuration when neither --config nor --node names one, else None."""
+    if not getattr(args, "kubelet_config", None) and getattr(args, "node_snapshot", None) is None:
+        return builtin_config(EXAMPLE_CONFIG)
+    return None
+
+
 def node_config(args: argparse.Namespace) -> Any:
     """The kubelet configuration as `admit` builds it: --config (or the snapshot's; the kubelet's
     defaults for a snapshot without one), else the built-in example configuration; kubelet flags
     override either field by field."""
     from numalign.cli.kubeletflags import config_from_args
-    from numalign.k8s.kubeletconfig_read import config_from_yaml
 
-    base = None
-    if not getattr(args, "kubelet_config", None) and getattr(args, "node_snapshot", None) is None:
-        base = config_from_yaml(data_file(EXAMPLE_CONFIG).read_text(encoding="utf-8"), f"built-in {EXAMPLE_CONFIG}")
-    return config_from_args(args, base=base)
+    return config_from_args(args, base=example_base(args))
 
 
 def state_pods(node: Any, listed: Any = None) -> dict[str, dict[str, Any]]:

@@ -51,23 +51,16 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from numalign.adapters.textfiles import load_pods
-    from numalign.cli.kubeletflags import config_from_args
-    from numalign.cli.nodeargs import EXAMPLE_CONFIG
-    from numalign.cli.nodeargs import data_file as _data
     from numalign.cluster.nrt import node_resource_topology
-    from numalign.k8s.kubeletconfig_read import config_from_yaml
     from numalign.machine.examples import DEFAULT_MACHINE
     from numalign.node import Node
 
     if args.cluster or args.nodes or args.nrts or args.pods_dump:
         return _cluster(args)
-    from numalign.cli.nodeargs import resolve_node
+    from numalign.cli.nodeargs import node_config, resolve_node
 
     machine, _ = resolve_node(args, DEFAULT_MACHINE)
-    base = None
-    if not args.kubelet_config and args.node_snapshot is None:
-        base = config_from_yaml(_data(EXAMPLE_CONFIG).read_text(encoding="utf-8"), f"built-in {EXAMPLE_CONFIG}")
-    config = config_from_args(args, base=base)
+    config = node_config(args)
     if args.pod_resources_socket is not None:
         from numalign.cluster.nrt_podresources import nrt_from_pod_resources
         from numalign.errors import InvalidInputError

@@ -35,13 +35,9 @@ def run_config(args: argparse.Namespace) -> Any:
     """The kubelet configuration: --config and flags, over the built-in run configuration (not the
     kubelet's defaults, whose cpuManagerPolicy none would pin nothing)."""
     from numalign.cli.kubeletflags import config_from_args
-    from numalign.k8s.kubeletconfig_read import config_from_yaml
+    from numalign.cli.nodeargs import builtin_config
 
-    base = None
-    if not args.kubelet_config:
-        path = Path(__file__).resolve().parent.parent / "data" / RUN_CONFIG
-        base = config_from_yaml(path.read_text(encoding="utf-8"), f"built-in {RUN_CONFIG}")
-    return config_from_args(args, base=base)
+    return config_from_args(args, base=None if args.kubelet_config else builtin_config(RUN_CONFIG))
 
 
 def this_host() -> Any:
