@@ -11,7 +11,7 @@ import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from numalign.k8s.kubeletconfig_read import KUBELET_FLAGS
+from numalign.k8s.kubeletconfig_flags import KUBELET_FLAGS
 
 _BOOLEAN = frozenset({"cgroups-per-qos"})
 _CMDLINE_LIMIT = 1 << 20

@@ -22,9 +22,8 @@ from numalign.k8s.kubeletconfig import (
     KubeletConfigValidationError,
     load_yaml_mapping,
 )
+from numalign.k8s.kubeletconfig_flags import KUBELET_FLAGS, apply_flags
 from numalign.k8s.kubeletconfig_read import (
-    KUBELET_FLAGS,
-    apply_flags,
     config_from_dict,
     unknown_field_warnings,
     unknown_gate_warnings,

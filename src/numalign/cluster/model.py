@@ -31,7 +31,8 @@ from typing import Any, Final
 
 from numalign.errors import ConfigError, InvalidInputError
 from numalign.k8s.kubeletconfig import KubeletConfig
-from numalign.k8s.kubeletconfig_read import apply_flags, config_from_dict, config_from_yaml
+from numalign.k8s.kubeletconfig_flags import apply_flags
+from numalign.k8s.kubeletconfig_read import config_from_dict, config_from_yaml
 from numalign.machine.topology import Machine
 from numalign.providers.devices.endpoint import Device as EndpointDevice
 

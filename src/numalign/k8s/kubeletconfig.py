@@ -1,7 +1,7 @@
 """The slice of KubeletConfiguration (kubelet.config.k8s.io/v1beta1) the resource managers read.
 
 Sources, in kubelet precedence: defaults < config file (kubeletconfig_read.config_from_yaml) <
-command-line flags (kubeletconfig_read.apply_flags); the reading lives there so that this model never
+command-line flags (kubeletconfig_flags.apply_flags); the reading lives there so that this model never
 imports its reader. `validate()` reproduces the relevant part of ValidateKubeletConfiguration with the
 kubelet's own messages, aggregated the way utilerrors.NewAggregate prints them.
 

@@ -13,7 +13,8 @@ from support.machines import gpu_node
 from numalign.admission.eviction import NodeCondition, eviction_admit
 from numalign.admission.predicate import insufficient_resources
 from numalign.k8s.kubeletconfig import KubeletConfig
-from numalign.k8s.kubeletconfig_read import apply_flags, config_from_yaml
+from numalign.k8s.kubeletconfig_flags import apply_flags
+from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.k8s.manifest import pod_from_dict
 from numalign.k8s.pod import Pod
 from numalign.node import Node

@@ -15,7 +15,7 @@ from numalign.answer import copies
 from numalign.answer.report import NodeAnswers, text_lines
 from numalign.answer.whatif import Answer, would_fit_if
 from numalign.k8s.kubeletconfig import KubeletConfig
-from numalign.k8s.kubeletconfig_read import apply_flags
+from numalign.k8s.kubeletconfig_flags import apply_flags
 from numalign.k8s.manifest import pod_from_dict
 from numalign.k8s.pod import Pod
 from numalign.node import Node

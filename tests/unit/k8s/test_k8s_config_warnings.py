@@ -12,11 +12,11 @@ from numalign.cli.kubeletflags import CONFIG_DEST, FLAGS_DEST, config_from_args
 from numalign.core.policies import options as tm_options
 from numalign.errors import ConfigError
 from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.kubeletconfig_flags import apply_flags
 from numalign.k8s.kubeletconfig_read import (
     _FILE_FIELDS,
     KNOWN_FEATURE_GATES,
     KUBELET_CONFIGURATION_FIELDS,
-    apply_flags,
     config_from_yaml,
     unknown_field_warnings,
     unknown_gate_warnings,

@@ -17,7 +17,8 @@ from numalign.k8s.kubeletconfig import (
     ReservedMemory,
     aggregate_errors,
 )
-from numalign.k8s.kubeletconfig_read import apply_flags, config_from_yaml, parse_go_bool, parse_go_duration
+from numalign.k8s.kubeletconfig_flags import apply_flags
+from numalign.k8s.kubeletconfig_read import config_from_yaml, parse_go_bool, parse_go_duration
 from numalign.k8s.quantity import Quantity
 
 Q = Quantity.parse
@@ -364,7 +365,7 @@ def test_argparse_helper(tmp_path: Path) -> None:
 
 
 def test_split_kubelet_args() -> None:
-    from numalign.k8s.kubeletconfig_read import split_kubelet_args
+    from numalign.k8s.kubeletconfig_flags import split_kubelet_args
 
     pairs = split_kubelet_args([
         "--topology-manager-policy=single-numa-node", "--reserved-memory", "0:memory=1Gi",

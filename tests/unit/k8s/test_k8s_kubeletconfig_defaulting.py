@@ -6,7 +6,8 @@ import pytest
 
 from numalign.errors import ConfigError
 from numalign.k8s.kubeletconfig import KubeletConfig, KubeletConfigValidationError
-from numalign.k8s.kubeletconfig_read import apply_flags, config_from_yaml
+from numalign.k8s.kubeletconfig_flags import apply_flags
+from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.machine.examples import dual_socket
 from numalign.node import Node
 
