@@ -12,7 +12,8 @@ directory, the PodResources v1 socket, a Prometheus endpoint, and a status file 
 
 from __future__ import annotations
 
-from numalign.agent.agent import Agent, AgentOptions
+from numalign.agent.agent import Agent
+from numalign.agent.options import AgentOptions
 from numalign.agent.status import STATUS_FILE, read_status
 
 __all__ = ["STATUS_FILE", "Agent", "AgentOptions", "read_status"]

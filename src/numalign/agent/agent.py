@@ -21,21 +21,18 @@ import threading
 import time
 from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from numalign import metrics as m
 from numalign.adapters.checkpoints import write_atomic
-from numalign.adapters.grpc.plugin_client import CALL_TIMEOUT_S, DIAL_TIMEOUT_S
 from numalign.adapters.grpc.podresources import (
-    DEFAULT_POD_RESOURCES_SOCKET,
     SERVER_API_VERSION,
     PodResourcesServer,
     SnapshotPodResourcesSource,
 )
 from numalign.adapters.grpc.podresources import get_enabled as pr_get_enabled  # the KubeletPodResourcesGet gate
-from numalign.adapters.grpc.registration import DEFAULT_DEVICE_PLUGIN_DIR, RegistrationServer
+from numalign.adapters.grpc.registration import RegistrationServer
 from numalign.adapters.grpc.sockets import refuse_live_socket
 from numalign.adapters.nodestate import StateDirectory
 from numalign.adapters.statelock import OwnerLock, acquire_owner
@@ -43,19 +40,17 @@ from numalign.agent.endpoints import TimedEndpoint, check_topology
 from numalign.agent.exposition import render_text
 from numalign.agent.manifests import ManifestWatcher
 from numalign.agent.metrics_http import MetricsServer
+from numalign.agent.options import AgentOptions
 from numalign.agent.pods import ADMITTED, FAILED, STARTING, PodBook
 from numalign.agent.snapshot import allocatable_view, inactive_view, pods_view
-from numalign.agent.status import read_status, write_status
+from numalign.agent.status import machine_document, plugin_documents, read_status, write_status
 from numalign.errors import NumalignError, PluginError
-from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.limits import quote
-from numalign.machine.topology import Machine
 from numalign.node import Node, Reservation
 from numalign.nodestate import Transaction
 from numalign.paths import DEFAULT_STATE_DIR as DEFAULT_STATE_DIR  # re-export
 from numalign.providers.cpu.policy_static import StaticPolicy
 from numalign.providers.devices.endpoint import ContainerAllocateResponse, Device, Endpoint
-from numalign.providers.devices.manager import ENDPOINT_STOP_GRACE_PERIOD
 from numalign.providers.devices.prestart import run_pre_start
 
 log = logging.getLogger("numalign.agent")
@@ -64,40 +59,6 @@ FAULT_LOG_SIZE = 50
 
 _PR_REQUESTS = {"list": m.PR_REQUESTS_LIST, "get_allocatable": m.PR_REQUESTS_ALLOCATABLE, "get": m.PR_REQUESTS_GET}
 _PR_ERRORS = {"list": m.PR_ERRORS_LIST, "get_allocatable": m.PR_ERRORS_ALLOCATABLE, "get": m.PR_ERRORS_GET}
-
-
-@dataclass
-class AgentOptions:
-    machine: Machine
-    config: KubeletConfig
-    device_plugin_dir: Path = DEFAULT_DEVICE_PLUGIN_DIR
-    pod_resources_socket: Path = DEFAULT_POD_RESOURCES_SOCKET
-    manifests: Path | None = None
-    state_dir: Path = DEFAULT_STATE_DIR
-    metrics_address: str | None = None
-    socket_group: str | None = None
-    endpoint_grace_period: float = ENDPOINT_STOP_GRACE_PERIOD
-    poll_interval: float = 0.5
-    capacity_interval: float = 1.0
-    dial_timeout: float = DIAL_TIMEOUT_S
-    call_timeout: float = CALL_TIMEOUT_S
-    # Not the kubelet's behaviour (opt-in): hold pods whose device plugin has not reported devices yet.
-    wait_for_device_plugins: bool = False
-    # Not the kubelet's behaviour (opt-in): make device plugins' Allocate calls without holding up
-    # other pods' admission (the kubelet admits one pod at a time, Allocate included).
-    parallel_allocate: bool = False
-    # The kubelet names static pods `<name>-<node name>`; False keeps the manifests' names (opt-in).
-    mirror_pod_names: bool = True
-    # Back-off between attempts to start a pod's containers after PreStartContainer failed: doubles
-    # from the first value up to the second, as the kubelet's container restart back-off (10 s, 5 min).
-    start_backoff: float = 10.0
-    start_backoff_max: float = 300.0
-    # NodeResourceTopology v1alpha2 of this node, rewritten (atomically) whenever it changes, as the
-    # NFD topology-updater would publish it.
-    nrt_file: Path | None = None
-    # The kubelet's node name (its --hostname-override, else the host name, lower-cased): the NRT
-    # object's metadata.name and the suffix of static pods' names.
-    node_name: str = "node"
 
 
 class Agent:
@@ -570,35 +531,13 @@ class Agent:
         for numa, count in node.cpu.allocated_per_numa().items():
             self.metrics.set(m.CPU_PER_NUMA, float(count), numa_node=str(numa))
 
-    def _machine_doc(self, node: Node) -> dict[str, Any]:
-        """The machine and reserved CPUs, so `numalign pods` draws the node the agent manages (once)."""
-        if self._machine_cache is None:
-            from numalign.k8s.cpuset import format_cpuset
-            from numalign.machine.fileformat import machine_to_dict
-
-            self._machine_cache = {"machine": machine_to_dict(node.machine),
-                                   "reserved_cpus": format_cpuset(node.cpu.reserved_cpus)}
-        return self._machine_cache
-
     def _write_status(self) -> None:
         node, book = self._require_node(), self._require_book()
-        resources = {
-            r: {
-                "healthy": sorted(node.devices.healthy.get(r, set())),
-                "unhealthy": sorted(node.devices.unhealthy.get(r, set())),
-                "connected": r in self._endpoints
-                and (info := node.devices.endpoints.get(r)) is not None
-                and not info.stopped,
-                # False between a plugin's registration and its first ListAndWatch answer
-                "reported": book.has_reported(r),
-            }
-            for r in sorted(set(node.devices.healthy) | set(node.devices.unhealthy) | set(self._endpoints))
-        }
-        # Connected plugins' sockets, so `numalign run` sharing the directory can ask them for Allocate too.
-        sockets = {r: s for r in sorted(self._endpoints) if (s := _socket_of(self._endpoints[r])) is not None}
-        doc = {**book.to_dict(), "resources": resources, "plugin_sockets": sockets,
-               "faults": dict(sorted(self.faults.items())),
-               "fault_log": list(self.fault_log), **self._machine_doc(node)}
+        if self._machine_cache is None:  # the machine never changes: rendered once
+            self._machine_cache = machine_document(node)
+        doc = {**book.to_dict(), **plugin_documents(node, book, self._endpoints),
+               "faults": dict(sorted(self.faults.items())), "fault_log": list(self.fault_log),
+               **self._machine_cache}
         try:
             write_status(self.options.state_dir, doc)
         except NumalignError as e:
@@ -614,9 +553,3 @@ class Agent:
             faults = sorted(self.faults.items())
         lines += [f'numalign_agent_faults_total{{kind="{k}"}} {v}' for k, v in faults]
         return render_text(self.metrics) + ("\n".join(lines) + "\n").encode()
-
-
-def _socket_of(endpoint: Endpoint | None) -> str | None:
-    inner = getattr(endpoint, "inner", endpoint)
-    path = getattr(inner, "socket_path", None)
-    return None if path is None else str(path)

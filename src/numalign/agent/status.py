@@ -16,12 +16,16 @@ Written atomically after every change, read by `numalign pods`. Layout (JSON, so
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from numalign.adapters.checkpoints import write_atomic
+from numalign.agent.pods import PodBook
 from numalign.errors import CheckpointError, InvalidInputError
 from numalign.limits import MAX_STATE_FILE_BYTES, read_bounded
+from numalign.node import Node
+from numalign.providers.devices.endpoint import Endpoint
 
 STATUS_FILE = "numalign_status.json"
 VERSION = 1
@@ -58,3 +62,36 @@ def write_status(state_dir: Path, doc: dict[str, Any]) -> None:
     doc = {"version": VERSION, **doc}
     # 0600 like the kubelet's state files beside it: it holds Allocate's envs and mounts per container.
     write_atomic(status_path(state_dir), json.dumps(doc, indent=1, sort_keys=True).encode() + b"\n", mode=0o600)
+
+
+def plugin_documents(node: Node, book: PodBook, endpoints: Mapping[str, Endpoint]) -> dict[str, Any]:
+    """The "resources" and "plugin_sockets" entries: every resource's devices and plugin connection."""
+    resources = {
+        r: {
+            "healthy": sorted(node.devices.healthy.get(r, set())),
+            "unhealthy": sorted(node.devices.unhealthy.get(r, set())),
+            "connected": r in endpoints
+            and (info := node.devices.endpoints.get(r)) is not None
+            and not info.stopped,
+            # False between a plugin's registration and its first ListAndWatch answer
+            "reported": book.has_reported(r),
+        }
+        for r in sorted(set(node.devices.healthy) | set(node.devices.unhealthy) | set(endpoints))
+    }
+    # Connected plugins' sockets, so `numalign run` sharing the directory can ask them for Allocate too.
+    sockets = {r: s for r in sorted(endpoints) if (s := _socket_of(endpoints[r])) is not None}
+    return {"resources": resources, "plugin_sockets": sockets}
+
+
+def machine_document(node: Node) -> dict[str, Any]:
+    """The machine and reserved CPUs, so `numalign pods` draws the node the agent manages."""
+    from numalign.k8s.cpuset import format_cpuset
+    from numalign.machine.fileformat import machine_to_dict
+
+    return {"machine": machine_to_dict(node.machine), "reserved_cpus": format_cpuset(node.cpu.reserved_cpus)}
+
+
+def _socket_of(endpoint: Endpoint | None) -> str | None:
+    inner = getattr(endpoint, "inner", endpoint)
+    path = getattr(inner, "socket_path", None)
+    return None if path is None else str(path)
