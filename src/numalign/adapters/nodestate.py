@@ -199,6 +199,12 @@ def _device_checkpoint(snap: dict[str, Any]) -> Any:
     )
 
 
+def read_pod_record(state_dir: str | os.PathLike[str]) -> PodRecord | None:
+    """numalign_pods.json read and checked as a StateDirectory reads it (None: no file), for a reader that
+    wants the record without opening a Node; the caller holds the directory's lock."""
+    return StateDirectory(state_dir, read_only=True)._read_record()
+
+
 def state_directory(state_dir: str | os.PathLike[str] | None, *, read_only: bool = False) -> StateDirectory | None:
     """The store for an optional --state-dir (None: the node lives in memory only)."""
     return None if state_dir is None else StateDirectory(state_dir, read_only=read_only)

@@ -1,14 +1,15 @@
-"""`numalign run` processes as `numalign pods` lists them: read from numalign_pods.json under a shared
-transaction, each marked alive or ended (an ended one is released by the next command that decides)."""
+"""`numalign run` processes as `numalign pods` lists them: read from numalign_pods.json (as the state
+directory reads it) under a shared transaction, each marked alive or ended (an ended one is released
+by the next command that decides)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from numalign.adapters.nodestate import read_pod_record
 from numalign.adapters.statelock import transaction
-from numalign.errors import CheckpointError, NumalignError
+from numalign.errors import NumalignError
 from numalign.machine.render import binary_quantity
 from numalign.run.process import ProcessRef, describe, is_alive
 from numalign.state.pod_record import POD_RECORD_FILE
@@ -16,30 +17,20 @@ from numalign.state.pod_record import POD_RECORD_FILE
 
 def run_processes(state_dir: Path) -> list[dict[str, Any]]:
     """One entry per run pod: pod, uid, pid, start_time, command, container, allocation, alive."""
-    path = state_dir / POD_RECORD_FILE
     with transaction(state_dir, shared=True):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return []
-        except OSError as e:
-            raise CheckpointError(f"{path}: cannot read numalign's pod list: {e.strerror or e}") from None
-    try:
-        pods = json.loads(text).get("pods", [])
-    except (ValueError, AttributeError) as e:
-        raise CheckpointError(f"{path}: not the pod list numalign writes ({e}); restore it from backup") from None
+        record = read_pod_record(state_dir)
     out = []
-    for entry in pods:
-        proc = entry.get("process") if isinstance(entry, dict) else None
-        if not isinstance(proc, dict):
+    for entry in record.pods if record is not None else ():
+        proc = entry.process
+        if proc is None:
             continue
         try:
-            ref = ProcessRef.from_dict(proc, f"{path}: pod {entry.get('uid')}")
+            ref = ProcessRef.from_dict(proc, f"{state_dir / POD_RECORD_FILE}: pod {entry.uid}")
         except NumalignError:
             continue
-        meta = (entry.get("manifest") or {}).get("metadata") or {}
+        meta = entry.manifest.get("metadata") or {}
         out.append({
-            "pod": f"{meta.get('namespace', 'default')}/{meta.get('name', '?')}", "uid": entry.get("uid"),
+            "pod": f"{meta.get('namespace', 'default')}/{meta.get('name', '?')}", "uid": entry.uid,
             **ref.to_dict(), "container": proc.get("container"), "allocation": proc.get("allocation") or {},
             "cgroup": proc.get("cgroup"), "alive": is_alive(ref),
         })
