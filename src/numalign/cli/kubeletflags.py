@@ -13,7 +13,6 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from numalign.adapters.textfiles import read_text_file
 from numalign.errors import ConfigError
 from numalign.k8s.kubeletconfig import (
     EXPECTED_CONFIG,
@@ -113,6 +112,9 @@ def config_from_args(
     config = KubeletConfig() if base is None else base
     path = getattr(args, CONFIG_DEST, None)
     if path:
+        # Imported here: textfiles brings the manifest parser and yaml, which `--help` need not load.
+        from numalign.adapters.textfiles import read_text_file
+
         text = read_text_file(path, "the kubelet config file", EXPECTED_CONFIG, ConfigError)
         obj = load_yaml_mapping(text, str(path))
         # Parsed first: a file that is not a KubeletConfiguration at all (a Pod given to --config) is
