@@ -101,6 +101,10 @@ class AdmitHandlers:
     def after_topology(self, node: Node, pod: Pod) -> AdmitResult:
         # Pods whose admission waits on a plugin's Allocate count as admitted: they hold their resources.
         others = [p for uid, p in node.pods.items() if uid != pod.uid] + list(node.reserved_pods)
+        if len(self._requests) > 2 * len(others) + 8:
+            # Removed pods' entries go now and then, so a long-running agent's cache stays its node's size.
+            held = {p.uid for p in others}
+            self._requests = {uid: hit for uid, hit in self._requests.items() if uid in held}
         holds = any(node.devices.get_container_devices(pod.uid, c.name) for c in pod.all_containers())
         result = predicate_admit(pod, self.allocatable(node, holds), self.requests_of(others), len(others))
         if not result.admit:

@@ -132,3 +132,17 @@ def test_node_condition_parse() -> None:
     assert NodeCondition.parse("memorypressure") is NodeCondition.MEMORY_PRESSURE
     with pytest.raises(ValueError, match="expected one of MemoryPressure, DiskPressure, PIDPressure"):
         NodeCondition.parse("Hot")
+
+
+def test_the_requests_cache_of_a_long_running_node_keeps_to_the_pods_it_holds() -> None:
+    # An agent admits and removes pods for weeks: removed pods' requests must not pile up.
+    node = Node(gpu_node(), KubeletConfig())
+    node.admit(pod("stays", {"cpu": "1"}))
+    for i in range(200):  # each admitted while the one before is held, so each is once among the others
+        assert node.admit(pod(f"churn-{i}", {"cpu": "1"})).result.admit
+        if i:
+            node.remove(f"churn-{i - 1}")
+    node.remove("churn-199")
+    assert len(node.handlers._requests) <= 20  # of the 201 pods that came and went, about those held
+    r = node.admit(pod("late", {"cpu": "1000"})).result  # the pod still held is still counted
+    assert r.message == "Node didn't have enough resource: cpu, requested: 1000000, used: 1000, capacity: 224000"
