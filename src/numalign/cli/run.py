@@ -264,6 +264,8 @@ def _load_devices(value: str) -> Any:
 def _print_decision(
     args: argparse.Namespace, adm: Any, placement: Any, notes: list[str], cgroup: dict[str, Any] | None
 ) -> None:
+    from numalign.cli.output import emit
+
     rec = adm.record
     if args.output != "text":
         doc: dict[str, Any] = {"decision": rec.to_dict(), "notes": notes, "numalign_pid": os.getpid(),
@@ -271,13 +273,7 @@ def _print_decision(
         if placement is not None:
             doc["placement"] = json.loads(placement.to_json())
             doc["cgroup"] = cgroup
-        if args.output == "json":
-            json.dump(doc, sys.stderr, indent=2, sort_keys=True)
-            print(file=sys.stderr)
-        else:
-            import yaml
-
-            yaml.safe_dump(doc, sys.stderr, sort_keys=True)
+        emit(doc, args.output, sort_keys=True, stream=sys.stderr)  # stdout is the command's
         return
     for key in adm.reclaimed:
         print(f"numalign run: released {key}: its process had ended without releasing it", file=sys.stderr)
