@@ -64,12 +64,6 @@ OnResource = Callable[[str], None]
 OnProblem = Callable[[str, str], None]
 
 
-def _go_quote(value: str) -> str:
-    # Go's %q for the ASCII names a plugin sends, of a bounded prefix: a 10 kB name echoed whole would
-    # push the error past gRPC's metadata limit and the plugin would see RESOURCE_EXHAUSTED instead.
-    return go_quote(value)
-
-
 def cleanup_plugin_directory(directory: Path, keep: Collection[str] = (CHECKPOINT_FILE,)) -> list[Path]:
     """Remove every unix socket in `directory` except the names in `keep` (upstream
     CleanupPluginDirectory). Regular files and directories stay. Returns what was removed.
@@ -226,15 +220,17 @@ class RegistrationServer:
 
     def validate(self, version: str, resource: str, endpoint: str) -> Path:
         """Raise RegistrationRefusedError with the kubelet's error text if the request is not acceptable;
-        return the plugin's socket path."""
+        return the plugin's socket path. Names are quoted by limits.go_quote, of a bounded prefix: a 10 kB
+        name echoed whole would push the error past gRPC's metadata limit, and the plugin would see
+        RESOURCE_EXHAUSTED instead."""
         if version not in SUPPORTED_VERSIONS:
             # upstream errUnsupportedVersion, "%q" of the SupportedVersions array
             raise RegistrationRefusedError(
-                f"requested API version {_go_quote(version)} is not supported by kubelet. Supported version "
-                f"is [{' '.join(_go_quote(v) for v in SUPPORTED_VERSIONS)}]"
+                f"requested API version {go_quote(version)} is not supported by kubelet. Supported version "
+                f"is [{' '.join(go_quote(v) for v in SUPPORTED_VERSIONS)}]"
             )
         if not is_extended_resource_name(resource):
-            raise RegistrationRefusedError(f"the ResourceName {_go_quote(resource)} is invalid")
+            raise RegistrationRefusedError(f"the ResourceName {go_quote(resource)} is invalid")
         return self.resolve_endpoint(resource, endpoint)
 
     def resolve_endpoint(self, resource: str, endpoint: str) -> Path:
@@ -245,7 +241,7 @@ class RegistrationServer:
 
         def refuse(why: str) -> RegistrationRefusedError:
             return RegistrationRefusedError(
-                f"the endpoint {_go_quote(endpoint)} of device plugin {_go_quote(resource)} is invalid: {why}"
+                f"the endpoint {go_quote(endpoint)} of device plugin {go_quote(resource)} is invalid: {why}"
             )
 
         if not endpoint or "\x00" in endpoint:
