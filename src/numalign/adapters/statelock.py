@@ -132,6 +132,25 @@ def acquire_owner(state_dir: Path, command: str) -> OwnerLock:
     return OwnerLock(state_dir, fd)
 
 
+def transaction_busy(state_dir: Path) -> bool:
+    """True while another process holds the transaction lock (a writer, or a reader). A periodic task
+    asks first and comes back on its next tick instead of waiting: `numalign run` may hold the lock
+    across a device plugin's Allocate call, and an agent must not stall its gRPC servers meanwhile."""
+    try:
+        fd = os.open(state_dir / TRANSACTION_LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return False  # no lock file yet: nobody has held it
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return True
+        raise CheckpointError(f"cannot lock {state_dir / TRANSACTION_LOCK_FILE}: {e.strerror or e}") from e
+    finally:
+        os.close(fd)  # closing drops the probe's lock at once
+    return False
+
+
 @contextlib.contextmanager
 def transaction(state_dir: Path, *, shared: bool = False, timeout: float = 30.0) -> Iterator[None]:
     """Hold the transaction lock: exclusive for a writer, shared for a reader.

@@ -35,7 +35,7 @@ from numalign.adapters.grpc.podresources import get_enabled as pr_get_enabled  #
 from numalign.adapters.grpc.registration import RegistrationServer
 from numalign.adapters.grpc.sockets import refuse_live_socket
 from numalign.adapters.nodestate import StateDirectory
-from numalign.adapters.statelock import OwnerLock, acquire_owner
+from numalign.adapters.statelock import OwnerLock, acquire_owner, transaction_busy
 from numalign.agent.endpoints import TimedEndpoint, check_topology
 from numalign.agent.exposition import render_text
 from numalign.agent.manifests import ManifestWatcher
@@ -250,7 +250,11 @@ class Agent:
 
     def _capacity_tick(self) -> None:
         """Also the state's reconcile tick: reads the directory again if another process (`numalign
-        run`) changed it, retries writes and removals that failed, and drops plugins gone too long."""
+        run`) changed it, retries writes and removals that failed, and drops plugins gone too long.
+        Skipped while another process holds the directory's transaction (the next tick catches up), so
+        the agent's lock is never held waiting on it."""
+        if transaction_busy(self.options.state_dir):
+            return
         with self._lock:
             node, book = self._require_node(), self._require_book()
             generation = self._generation(node)

@@ -82,3 +82,17 @@ def test_a_reader_does_not_create_a_missing_directory(tmp_path: Path) -> None:
     with transaction(missing, shared=True):
         pass
     assert not missing.exists()
+
+
+def test_busy_says_whether_another_process_holds_a_transaction(tmp_path: Path) -> None:
+    from numalign.adapters.statelock import transaction_busy
+
+    assert not transaction_busy(tmp_path)  # no lock file yet
+    p = _holder(tmp_path, "transaction")
+    try:
+        assert transaction_busy(tmp_path)
+    finally:
+        _kill(p)
+    assert not transaction_busy(tmp_path)
+    with transaction(tmp_path, timeout=0.05):  # the probe left nothing held
+        pass
