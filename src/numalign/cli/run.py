@@ -147,19 +147,19 @@ def run(args: argparse.Namespace) -> int:
         placement, notes, cgroup_info = _place(args, adm, pod, container)
     except BaseException:
         child.abort()
-        _release(node, pod.uid, None)
+        _release(node, pod.uid, ref, None)
         raise
     _print_decision(args, adm, placement, notes, cgroup_info)
     try:
         child.start(placement)
     except LaunchError as e:
-        _release(node, pod.uid, placement.cgroup)
+        _release(node, pod.uid, ref, placement.cgroup)
         print(f"numalign run: error: {e}", file=sys.stderr)
         return e.exit_code
     try:
         return child.wait()
     finally:
-        _release(node, pod.uid, placement.cgroup)
+        _release(node, pod.uid, ref, placement.cgroup)
 
 
 def _record_node(args: argparse.Namespace, state_dir: Path, machine: Any) -> None:
@@ -221,13 +221,13 @@ def _usable(alloc: Any) -> frozenset[int]:
     return cpus if alloc.exclusive else (cpus & allowed_cpus() or cpus)
 
 
-def _release(node: Any, uid: str, cgroup: Path | None) -> None:
+def _release(node: Any, uid: str, process: Any, cgroup: Path | None) -> None:
     from numalign.run.cgroup import remove_cgroup
     from numalign.run.session import release
 
     if cgroup is not None:
         remove_cgroup(cgroup)
-    release(node, uid)
+    release(node, uid, process)
 
 
 def _check_state_dir(path: Path) -> None:

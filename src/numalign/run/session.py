@@ -8,7 +8,7 @@ Every time a run opens the directory, the pods of runs whose process ended witho
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,16 @@ def process_alive(record: Mapping[str, Any]) -> bool:
     return is_alive(ref)
 
 
+def _alive_or(own: ProcessRef) -> Callable[[Mapping[str, Any]], bool]:
+    """process_alive, except that `own`'s record (same pid and start time: the pair that tells a reused
+    pid apart) counts as alive."""
+
+    def alive(record: Mapping[str, Any]) -> bool:
+        return (record.get("pid") == own.pid and record.get("start_time") == own.start_time) or process_alive(record)
+
+    return alive
+
+
 def _remove_leftovers(node: Node) -> list[str]:
     """Ended runs' cgroups go with their pods; what still runs in them ends, as a container's processes do."""
     for pod, record in node.reclaimed:
@@ -61,9 +71,12 @@ class RunNode:
     # Plugins registered with a serve sharing the directory, dialed by this run (see run.plugins).
     plugins: Mapping[str, ConnectedPlugin] = field(default_factory=dict)
 
-    def open(self) -> Node:
-        """The node as the directory holds it, ended runs released (and written so)."""
-        node = Node(self.machine, self.config, store=StateDirectory(self.state_dir), process_alive=process_alive)
+    def open(self, releasing: ProcessRef | None = None) -> Node:
+        """The node as the directory holds it, ended runs released (and written so). `releasing`: the
+        process whose pod this run is about to release; it has ended, but its pod is not a crash leftover,
+        so it stays for the explicit removal (and nothing reports it as one)."""
+        alive = process_alive if releasing is None else _alive_or(releasing)
+        node = Node(self.machine, self.config, store=StateDirectory(self.state_dir), process_alive=alive)
         resources = {r: [Device(d.id, d.health, d.numa_nodes) for d in ds]
                      for r, ds in self.machine.devices_by_resource().items()}
         resources.update({r: list(ds) for r, ds in self.devices.items()})
@@ -116,11 +129,11 @@ def admit(run: RunNode, pod: Pod, container: str, process: Mapping[str, Any]) ->
     return Admission(record, alloc, env, reclaimed)
 
 
-def release(run: RunNode, pod_uid: str) -> bool:
-    """Release the run's pod; False when another command released it already."""
-    node = run.open()
-    # Opening the directory may have released this very pod already: its command has been reaped.
-    released = any(pod.uid == pod_uid for pod, _ in node.reclaimed)
+def release(run: RunNode, pod_uid: str, process: ProcessRef) -> bool:
+    """Release the run's pod, which `process` (its ended command) held; False when another command
+    released it already (it saw the command end first)."""
+    node = run.open(releasing=process)
+    released = False
     _remove_leftovers(node)
     opened = node.reclaimed
     with node.transaction() as tx:

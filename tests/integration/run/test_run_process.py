@@ -293,6 +293,19 @@ def test_top_level_options_before_run_leave_the_commands_arguments_alone(tmp_pat
     assert res.stdout == "ran x\n"
 
 
+def test_a_normal_exit_is_released_by_the_run_not_reported_as_a_crash(tmp_path: Path) -> None:
+    # The run's own release opens the directory after COMMAND ended: that pod is not a leftover of a
+    # killed run, neither in the log (-v 1) nor in the "released ..." lines a next run prints.
+    state = tmp_path / "state"
+    for _ in range(2):
+        cmd = [sys.executable, "-m", "numalign.cli.main", "-v", "1", "run", "--state-dir", str(state),
+               "--cpus", "1", "--memory", "64Mi", "--", "true"]
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+        assert res.returncode == 0, res.stderr
+        assert "without releasing" not in res.stderr, res.stderr
+        assert state_pods(state) == []
+
+
 def test_pods_reads_a_run_directory_after_every_run_ended(tmp_path: Path) -> None:
     # The README's `numalign pods --state-dir DIR` after the jobs: this host and run's configuration
     # (CPU 0 reserved), not admit's default machine, whose reserved CPUs this state would contradict.

@@ -1,0 +1,62 @@
+"""A run releasing its own pod after its command ended: the pod is removed explicitly, not reported as
+a crash leftover; another run's ended process is still released (and named) on the same open."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from numalign.adapters.nodestate import StateDirectory
+from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.manifest import pod_from_dict
+from numalign.machine.examples import example
+from numalign.node import Node
+from numalign.run.process import ProcessRef, start_time
+from numalign.run.session import RunNode, release
+
+CONFIG = KubeletConfig(cpu_manager_policy="static", reserved_system_cpus="0")
+
+
+def pod(name: str) -> Any:
+    return pod_from_dict({"metadata": {"name": name, "uid": f"uid-{name}"}, "spec": {"containers": [
+        {"name": "main", "resources": {"limits": {"cpu": "2", "memory": "1Gi"}}}]}})
+
+
+def ended_process() -> ProcessRef:
+    """A real process that ran and was reaped (its pid and start time name no running process)."""
+    child = subprocess.Popen(["true"])
+    started = start_time(child.pid)  # readable until the child is reaped
+    child.wait()
+    assert started is not None
+    return ProcessRef(child.pid, started, ("true",))
+
+
+def test_the_runs_own_release_is_not_a_crash_leftover(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    machine = example("dual-socket")
+    node = Node(machine, CONFIG, store=StateDirectory(tmp_path))
+    own, crashed = ended_process(), ended_process()
+    for name, ref in (("own", own), ("crashed", crashed)):
+        node.processes[f"uid-{name}"] = ref.to_dict()
+        assert node.admit(pod(name)).result.admit
+
+    with caplog.at_level(logging.INFO, logger="numalign.node"):
+        assert release(RunNode(machine, CONFIG, tmp_path), "uid-own", own)
+    ended = [r.getMessage() for r in caplog.records if "ended without releasing" in r.getMessage()]
+    assert ended == [f"state {tmp_path}: released default/crashed: its numalign run process {crashed.pid} "
+                     "ended without releasing it"]
+    after = Node(machine, CONFIG, store=StateDirectory(tmp_path))
+    assert after.pods == {} and after.processes == {}
+
+
+def test_a_release_after_another_command_released_the_pod_says_so(tmp_path: Path) -> None:
+    machine = example("dual-socket")
+    node = Node(machine, CONFIG, store=StateDirectory(tmp_path))
+    own = ended_process()
+    node.processes["uid-own"] = own.to_dict()
+    assert node.admit(pod("own")).result.admit
+    Node(machine, CONFIG, store=StateDirectory(tmp_path), process_alive=lambda r: False)  # e.g. an agent's tick
+    assert not release(RunNode(machine, CONFIG, tmp_path), "uid-own", own)
