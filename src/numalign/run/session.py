@@ -15,12 +15,12 @@ from typing import Any
 
 from numalign.adapters.nodestate import StateDirectory
 from numalign.core.decision import DecisionRecord
-from numalign.errors import NumalignError
+from numalign.errors import NumalignError, PluginError
 from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
 from numalign.machine.topology import Machine
-from numalign.node import ContainerAllocation, Node
+from numalign.node import ContainerAllocation, Node, Reservation
 from numalign.providers.devices.endpoint import Device
 from numalign.run.affinity import PlacementError, allowed_cpus, allowed_mems
 from numalign.run.cgroup import remove_cgroup
@@ -98,35 +98,104 @@ class Admission:
     reclaimed: list[str] = field(default_factory=list)
 
 
+# Admissions redone because another process wrote the directory during the plugins' Allocate calls,
+# before the run gives up on calling them outside the lock and holds it across the calls instead.
+RESERVE_ATTEMPTS = 3
+
+
 def admit(run: RunNode, pod: Pod, container: str, process: Mapping[str, Any]) -> Admission:
-    """Admit `pod` for `process` in one transaction; an allocation this host cannot apply is refused and
-    never written (the transaction is discarded)."""
+    """Admit `pod` for `process`; an allocation this host cannot apply is refused and never written (the
+    transaction is discarded). Device plugins registered with a serve are asked for Allocate outside the
+    directory's lock (see _admit_reserving), so the agent's admissions never wait on a plugin."""
     node = run.open()
     reclaimed = _remove_leftovers(node)
+    if run.plugins:
+        for _ in range(RESERVE_ATTEMPTS):
+            done = _admit_reserving(node, pod, container, process, reclaimed)
+            if done is not None:
+                return done
     opened = node.reclaimed
     with node.transaction() as tx:
         if node.reclaimed is not opened:  # the transaction read the directory again: another writer came
             reclaimed += _remove_leftovers(node)
         node.processes[pod.uid] = dict(process)
-        record = node.admit(pod)
-        alloc: ContainerAllocation | None = None
-        env: dict[str, str] = {}
-        if record.result.admit:
-            alloc = node.allocation(pod.uid, container)
-            problem = _not_applicable(alloc, node)
-            if problem:
-                raise PlacementError(problem)
-            options = node.devices.pod_devices.run_container_options(pod.uid, container)
-            env = dict(options.envs) if options is not None else {}
-            # What `numalign pods` shows beside the process, without decoding three checkpoints.
-            node.processes[pod.uid] = {**process, "container": container, "allocation": alloc.to_dict()}
-        else:
-            node.processes.pop(pod.uid, None)
-        reconcile_shared_pool(node)
+        record = _admitted(node, node.admit(pod), pod, container, process)
     record = tx.outcome([record], node.pods)[0]
+    return _admission(node, record, pod, container, reclaimed)
+
+
+def _admit_reserving(
+    node: Node, pod: Pod, container: str, process: Mapping[str, Any], reclaimed: list[str]
+) -> Admission | None:
+    """Decide and take the pod's resources in one transaction, make the plugins' Allocate calls with the
+    lock released, record the pod in a second one (Node.reserve / complete). The reservation is in the
+    kubelet files only, not the pod record: a crash leaves orphans the next open releases, and a
+    process writing the directory meanwhile releases them too, so the second transaction then finds the
+    reservation gone (None: decide again)."""
+    opened = node.reclaimed
+    with node.transaction() as tx:
+        if node.reclaimed is not opened:
+            reclaimed += _remove_leftovers(node)
+        node.processes[pod.uid] = dict(process)
+        res = node.reserve(pod)
+        if isinstance(res, Reservation):
+            if res.record.result.admit:
+                problem = _not_applicable(node.allocation(pod.uid, container), node)
+                if problem:
+                    raise PlacementError(problem)  # discarded: nothing of it is written
+            reconcile_shared_pool(node)  # the shared pool lost the CPUs the reservation took
+        else:
+            res = _admitted(node, res, pod, container, process)
+    if not isinstance(res, Reservation):
+        return _admission(node, tx.outcome([res], node.pods)[0], pod, container, reclaimed)
+    if tx.failure is not None:
+        raise tx.failure
+    responses, error = _call(res)
+    opened = node.reclaimed
+    with node.transaction() as tx:
+        if node.reclaimed is not opened:
+            reclaimed += _remove_leftovers(node)
+        record = node.complete(res, responses, error)
+        if record is None:
+            return None
+        record = _admitted(node, record, pod, container, process)
+    return _admission(node, tx.outcome([record], node.pods)[0], pod, container, reclaimed)
+
+
+def _call(res: Reservation) -> tuple[list[Any], str | None]:
+    """The reservation's Allocate calls in order, up to the first failure (as the kubelet makes them)."""
+    responses: list[Any] = []
+    for call in res.calls:
+        try:
+            responses.append(call.endpoint.allocate(list(call.device_ids)))
+        except PluginError as e:
+            return responses, str(e)
+    return responses, None
+
+
+def _admitted(node: Node, record: DecisionRecord, pod: Pod, container: str,
+              process: Mapping[str, Any]) -> DecisionRecord:
+    """Inside the admission's transaction: refuse what this host cannot apply, record the process."""
+    if record.result.admit:
+        alloc = node.allocation(pod.uid, container)
+        problem = _not_applicable(alloc, node)
+        if problem:
+            raise PlacementError(problem)
+        # What `numalign pods` shows beside the process, without decoding three checkpoints.
+        node.processes[pod.uid] = {**process, "container": container, "allocation": alloc.to_dict()}
+    else:
+        node.processes.pop(pod.uid, None)
+    reconcile_shared_pool(node)
+    return record
+
+
+def _admission(node: Node, record: DecisionRecord, pod: Pod, container: str, reclaimed: list[str]) -> Admission:
+    """The admission as written (a failed write is a rejection: see Transaction.outcome)."""
     if not record.result.admit:
-        alloc, env = None, {}
-    return Admission(record, alloc, env, reclaimed)
+        return Admission(record, None, {}, reclaimed)
+    options = node.devices.pod_devices.run_container_options(pod.uid, container)
+    env = dict(options.envs) if options is not None else {}
+    return Admission(record, node.allocation(pod.uid, container), env, reclaimed)
 
 
 def release(run: RunNode, pod_uid: str, process: ProcessRef) -> bool:
