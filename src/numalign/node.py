@@ -412,9 +412,11 @@ class Node:
             if error is None:
                 return rec
             return replace(rec, result=AdmitResult.from_allocation_error(None, error))
-        if self.reserved.get(pod.uid) is not res or self.reloads != res.reloads:
-            return None
         with self.transaction() as tx:
+            # Checked under the lock: a process that wrote the directory since (the transaction read it
+            # again) has dropped the reservation, and may have given its resources to another pod.
+            if self.reserved.get(pod.uid) is not res or self.reloads != res.reloads:
+                return None
             del self.reserved[pod.uid]
             if error is not None:
                 self.tm.remove_pod(pod)
