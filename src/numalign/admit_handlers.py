@@ -59,7 +59,7 @@ def rejection_metric_reason(reason: str) -> str:
 
 
 class AdmitHandlers:
-    """The eviction and predicate handlers of one node; pure but for a cache of pods' requests."""
+    """The eviction and predicate handlers of one node; pure but for the running sum of held pods' requests."""
 
     def __init__(self, node: Node, conditions: Sequence[NodeCondition] = ()) -> None:
         self.conditions: tuple[NodeCondition, ...] = tuple(dict.fromkeys(conditions))
@@ -68,7 +68,9 @@ class AdmitHandlers:
         devices = node.machine.devices_by_resource()
         self._static = {k: v for k, v in base.items() if k not in devices}
         self._static[RESOURCE_PODS] = allowed_pod_number(node.machine, node.config)
-        self._requests: dict[str, tuple[Pod, dict[str, int]]] = {}
+        # The pods whose requests `_requested` sums (see requested).
+        self._counted: dict[str, Pod] = {}
+        self._requested: dict[str, int] = {}
 
     def before_topology(self, node: Node, pod: Pod) -> AdmitResult:
         result = eviction_admit(pod, self.conditions)
@@ -89,24 +91,41 @@ class AdmitHandlers:
         return out
 
     def requests_of(self, pods: Iterable[Pod]) -> list[dict[str, int]]:
-        out = []
-        for pod in pods:
-            hit = self._requests.get(pod.uid)
-            if hit is None or hit[0] is not pod:
-                hit = (pod, fit_requests(pod))
-                self._requests[pod.uid] = hit
-            out.append(hit[1])
-        return out
+        return [fit_requests(pod) for pod in pods]
+
+    def requested(self, others: Mapping[str, Pod]) -> dict[str, int]:
+        """requested_by(others' requests), kept from one admission to the next: only the pods admitted
+        or removed since the last call are added or taken off (integers, so the sum is exact)."""
+        total, counted = self._requested, self._counted
+        for uid, held in list(counted.items()):
+            if others.get(uid) is not held:
+                del counted[uid]
+                self._count(held, -1)
+        for uid, held in others.items():
+            if uid not in counted:
+                counted[uid] = held
+                self._count(held, 1)
+        return total
+
+    def _count(self, pod: Pod, sign: int) -> None:
+        total = self._requested
+        for name, value in fit_requests(pod).items():
+            now = total.get(name, 0) + sign * value
+            if now:
+                total[name] = now
+            else:
+                del total[name]  # as requested_by: a resource no pod requests is absent
 
     def after_topology(self, node: Node, pod: Pod) -> AdmitResult:
         # Pods whose admission waits on a plugin's Allocate count as admitted: they hold their resources.
-        others = [p for uid, p in node.pods.items() if uid != pod.uid] + list(node.reserved_pods)
-        if len(self._requests) > 2 * len(others) + 8:
-            # Removed pods' entries go now and then, so a long-running agent's cache stays its node's size.
-            held = {p.uid for p in others}
-            self._requests = {uid: hit for uid, hit in self._requests.items() if uid in held}
-        holds = any(node.devices.get_container_devices(pod.uid, c.name) for c in pod.all_containers())
-        result = predicate_admit(pod, self.allocatable(node, holds), self.requests_of(others), len(others))
+        others = {uid: p for uid, p in node.pods.items() if uid != pod.uid}
+        reserved = node.reserved_pods
+        count = len(others) + len(reserved)
+        for p in reserved:
+            others[p.uid] = p
+        holds = node.devices.pod_devices.has_pod(pod.uid) and any(
+            node.devices.get_container_devices(pod.uid, c.name) for c in pod.all_containers())
+        result = predicate_admit(pod, self.allocatable(node, holds), self.requested(others), count)
         if not result.admit:
             node.metrics.inc(m.ADMISSION_REJECTIONS, reason=rejection_metric_reason(result.reason))
         return result

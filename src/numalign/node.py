@@ -33,7 +33,7 @@ from numalign.k8s.quantity import Quantity, QuantityFormat
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
 from numalign.machine.topology import Machine
 from numalign.manager import TopologyManager
-from numalign.nodestate import NodeStore, Transaction, nothing, reconcile, recorded_allocation
+from numalign.nodestate import NodeStore, Transaction, reconcile, recorded_allocation
 from numalign.providers.cpu.manager import new_cpu_manager_policy
 from numalign.providers.cpu.state import CPUManagerState
 from numalign.providers.cpu.topology import CPUTopology
@@ -88,9 +88,10 @@ class ContainerAllocation:
     memory: list[dict[str, Any]] = field(default_factory=list)
     devices: dict[str, dict[str, list[int] | None]] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, cpus_text: str | None = None) -> dict[str, Any]:
+        """cpus_text: format_cpuset(self.cpus) when the caller has it already."""
         return {
-            "cpus": format_cpuset(self.cpus),
+            "cpus": format_cpuset(self.cpus) if cpus_text is None else cpus_text,
             "exclusive_cpus": self.exclusive,
             "memory": self.memory,
             "devices": self.devices,
@@ -182,6 +183,9 @@ class Node:
         self.reloads = 0  # how often the state was read again: a reload drops every reservation
         self.store = store
         self._tx: Transaction | None = None
+        self._cpuset_texts: dict[frozenset[int], str] = {}  # see _allocation_dict
+        # The providers' pinning counters at the last _sync_provider_metrics (metrics only grow).
+        self._synced_counts: tuple[int, ...] = ()
         self.cpu.start()
         self.memory.start()
         if store is not None:
@@ -306,18 +310,20 @@ class Node:
         store = self.store
         tx = self._tx = Transaction()
         try:
-            with store.lock() if store is not None else nothing():
-                if store is not None and store.changed():
+            if store is None:  # nothing to lock, read again or write
+                yield tx
+                return
+            with store.lock():
+                if store.changed():
                     log.info("state %s: changed by another process; reading it again",
                              getattr(store, "state_dir", ""))
                     self._reload()
                 try:
                     yield tx
                 except BaseException:
-                    if store is not None:
-                        self._reload()
+                    self._reload()
                     raise
-                if store is not None and not store.read_only:
+                if not store.read_only:
                     try:
                         store.commit(self)
                     except CheckpointError as e:
@@ -372,7 +378,7 @@ class Node:
         self._started(pod)
         if self.store is not None:
             self.allocations[pod.uid] = recorded_allocation(pod, self.cpu, self.memory, self.devices)
-        rec = replace(rec, allocations={c.name: self.allocation(pod.uid, c.name).to_dict()
+        rec = replace(rec, allocations={c.name: self._allocation_dict(pod.uid, c.name)
                                         for c in pod.all_containers()})
         self.records[pod.uid] = rec
         return rec
@@ -449,6 +455,12 @@ class Node:
 
     def _sync_provider_metrics(self) -> None:
         """Providers count pinning requests/errors as plain attributes (pure code); publish the deltas."""
+        cpu, memory = self.cpu, self.memory
+        counts = (getattr(cpu, "pinning_requests_total", 0), getattr(cpu, "pinning_errors_total", 0),
+                  getattr(memory, "pinning_requests_total", 0), getattr(memory, "pinning_errors_total", 0))
+        if counts == self._synced_counts:
+            return  # every metric already reached these counts, and counters never go down
+        self._synced_counts = counts
         for provider, req_name, err_name in (
             (self.cpu, m.CPU_PINNING_REQUESTS, m.CPU_PINNING_ERRORS),
             (self.memory, m.MEM_PINNING_REQUESTS, m.MEM_PINNING_ERRORS),
@@ -469,6 +481,17 @@ class Node:
         if tx.failure is not None and pod_uid in self.pods:
             raise tx.failure
         return pod
+
+    def _allocation_dict(self, pod_uid: str, container: str) -> dict[str, Any]:
+        """allocation(..).to_dict() for the decision record, the CPU set's text remembered per set: every
+        container in the shared pool gets the same (large) set until an exclusive allocation changes it."""
+        cpus = self.cpu.cpus_for_container(pod_uid, container)
+        text = self._cpuset_texts.get(cpus)
+        if text is None:
+            if len(self._cpuset_texts) >= 64:
+                self._cpuset_texts.clear()
+            text = self._cpuset_texts[cpus] = format_cpuset(cpus)
+        return self.allocation(pod_uid, container).to_dict(text)
 
     def allocation(self, pod_uid: str, container: str) -> ContainerAllocation:
         out = ContainerAllocation()

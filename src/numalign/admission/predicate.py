@@ -65,15 +65,24 @@ class InsufficientResource:
                 "capacity": self.capacity, "short": self.short}
 
 
+_FIT_MEMO: Final = "_numalign_fit_requests"
+
+
 def fit_requests(pod: Pod) -> dict[str, int]:
     """The pod's requests in the scheduler's units (PodRequests: init containers, sidecars, overhead,
-    pod-level resources), zero requests left out."""
-    out: dict[str, int] = {}
-    for name, q in pod_requests(pod).items():
-        value = amount(name, q)
-        if value > 0:
-            out[name] = value
-    return out
+    pod-level resources), zero requests left out. A fresh dict each call (callers may change it).
+
+    Memoised on the pod as compute_pod_qos is (a Pod is frozen): admission asks for a pod's requests
+    when it is admitted and again while it holds them."""
+    memo: dict[str, int] | None = pod.__dict__.get(_FIT_MEMO)
+    if memo is None:
+        memo = {}
+        for name, q in pod_requests(pod).items():
+            value = amount(name, q)
+            if value > 0:
+                memo[name] = value
+        pod.__dict__[_FIT_MEMO] = memo
+    return dict(memo)
 
 
 def requested_by(pods: Iterable[Mapping[str, int]]) -> dict[str, int]:
@@ -109,10 +118,11 @@ def insufficient_resources(
 
 
 def predicate_admit(
-    pod: Pod, allocatable: Mapping[str, int], others: Iterable[Mapping[str, int]], pod_count: int
+    pod: Pod, allocatable: Mapping[str, int], requested: Mapping[str, int], pod_count: int
 ) -> AdmitResult:
-    """The handler's answer: the first failure's reason and message (numalign.answer.why lists them all)."""
-    failures = insufficient_resources(fit_requests(pod), allocatable, requested_by(others), pod_count)
+    """The handler's answer: the first failure's reason and message (numalign.answer.why lists them all).
+    `requested`: the other pods' summed requests (requested_by)."""
+    failures = insufficient_resources(fit_requests(pod), allocatable, requested, pod_count)
     if not failures:
         return AdmitResult.admitted()
     first = failures[0]

@@ -11,7 +11,7 @@ from support.configs import static_node_config
 from support.machines import gpu_node
 
 from numalign.admission.eviction import NodeCondition, eviction_admit
-from numalign.admission.predicate import insufficient_resources
+from numalign.admission.predicate import insufficient_resources, requested_by
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.kubeletconfig_flags import apply_flags
 from numalign.k8s.kubeletconfig_read import config_from_yaml
@@ -134,7 +134,7 @@ def test_node_condition_parse() -> None:
         NodeCondition.parse("Hot")
 
 
-def test_the_requests_cache_of_a_long_running_node_keeps_to_the_pods_it_holds() -> None:
+def test_the_requests_sum_of_a_long_running_node_keeps_to_the_pods_it_holds() -> None:
     # An agent admits and removes pods for weeks: removed pods' requests must not pile up.
     node = Node(gpu_node(), KubeletConfig())
     node.admit(pod("stays", {"cpu": "1"}))
@@ -143,6 +143,21 @@ def test_the_requests_cache_of_a_long_running_node_keeps_to_the_pods_it_holds() 
         if i:
             node.remove(f"churn-{i - 1}")
     node.remove("churn-199")
-    assert len(node.handlers._requests) <= 20  # of the 201 pods that came and went, about those held
+    assert len(node.handlers._counted) == 2  # of the 201 pods that came and went, those held at the last admission
     r = node.admit(pod("late", {"cpu": "1000"})).result  # the pod still held is still counted
     assert r.message == "Node didn't have enough resource: cpu, requested: 1000000, used: 1000, capacity: 224000"
+
+
+def test_the_running_sum_of_requests_is_the_sum_over_the_pods_held() -> None:
+    # Kept from one admission to the next (pods added and removed in any order, a uid reused by another
+    # pod); it must equal requested_by over the pods held, with no zero entries left behind.
+    node = Node(gpu_node(), KubeletConfig())
+    shapes = [{"cpu": "1"}, {"cpu": "500m", "memory": "1Gi"}, {"memory": "3Gi"}, {}]
+    for i in range(24):
+        name = f"p{i % 7}"
+        if any(p.name == name for p in node.pods.values()):
+            node.remove(next(uid for uid, p in node.pods.items() if p.name == name))
+        assert node.admit(pod(name, shapes[i % len(shapes)])).result.admit
+        others = list(node.pods.values())
+        assert node.handlers.requested({p.uid: p for p in others}) == requested_by(
+            node.handlers.requests_of(others))
