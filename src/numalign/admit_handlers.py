@@ -22,7 +22,12 @@ from typing import Protocol
 from numalign import metrics as m
 from numalign.admission.allocatable import RESOURCE_PODS, allowed_pod_number, node_allocatable
 from numalign.admission.eviction import NodeCondition, eviction_admit
-from numalign.admission.predicate import INSUFFICIENT_RESOURCE_PREFIX, fit_requests, predicate_admit
+from numalign.admission.predicate import (
+    INSUFFICIENT_RESOURCE_PREFIX,
+    fit_requests,
+    held_requests,
+    predicate_admit,
+)
 from numalign.core.decision import AdmitResult
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
@@ -109,7 +114,7 @@ class AdmitHandlers:
 
     def _count(self, pod: Pod, sign: int) -> None:
         total = self._requested
-        for name, value in fit_requests(pod).items():
+        for name, value in held_requests(pod).items():
             now = total.get(name, 0) + sign * value
             if now:
                 total[name] = now

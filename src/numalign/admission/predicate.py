@@ -70,10 +70,13 @@ _FIT_MEMO: Final = "_numalign_fit_requests"
 
 def fit_requests(pod: Pod) -> dict[str, int]:
     """The pod's requests in the scheduler's units (PodRequests: init containers, sidecars, overhead,
-    pod-level resources), zero requests left out. A fresh dict each call (callers may change it).
+    pod-level resources), zero requests left out. A fresh dict each call (callers may change it)."""
+    return dict(held_requests(pod))
 
-    Memoised on the pod as compute_pod_qos is (a Pod is frozen): admission asks for a pod's requests
-    when it is admitted and again while it holds them."""
+
+def held_requests(pod: Pod) -> Mapping[str, int]:
+    """fit_requests, shared: memoised on the pod as compute_pod_qos is (a Pod is frozen), since
+    admission asks for a pod's requests when it is admitted and again while it holds them."""
     memo: dict[str, int] | None = pod.__dict__.get(_FIT_MEMO)
     if memo is None:
         memo = {}
@@ -82,7 +85,7 @@ def fit_requests(pod: Pod) -> dict[str, int]:
             if value > 0:
                 memo[name] = value
         pod.__dict__[_FIT_MEMO] = memo
-    return dict(memo)
+    return memo
 
 
 def requested_by(pods: Iterable[Mapping[str, int]]) -> dict[str, int]:
@@ -106,7 +109,7 @@ def insufficient_resources(
         out.append(InsufficientResource(RESOURCE_PODS, 1, pod_count, allowed))
     # removeMissingExtendedResources: an extended resource the node does not report is not checked.
     wanted = {n: v for n, v in request.items()
-              if n != RESOURCE_PODS and not (is_extended_resource_name(n) and n not in allocatable)}
+              if n != RESOURCE_PODS and not (n not in allocatable and is_extended_resource_name(n))}
     names = [n for n in _FIRST if n in wanted] + sorted(n for n in wanted if n not in _FIRST)
     for name in names:
         value = wanted[name]
@@ -122,7 +125,7 @@ def predicate_admit(
 ) -> AdmitResult:
     """The handler's answer: the first failure's reason and message (numalign.answer.why lists them all).
     `requested`: the other pods' summed requests (requested_by)."""
-    failures = insufficient_resources(fit_requests(pod), allocatable, requested, pod_count)
+    failures = insufficient_resources(held_requests(pod), allocatable, requested, pod_count)
     if not failures:
         return AdmitResult.admitted()
     first = failures[0]
