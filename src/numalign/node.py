@@ -45,6 +45,9 @@ from numalign.providers.memory.reserved import MemoryReservation
 
 log = logging.getLogger("numalign.node")
 
+# The providers' pinning counters as Node._sync_provider_metrics publishes them.
+_PINNING_METRICS = (m.CPU_PINNING_REQUESTS, m.CPU_PINNING_ERRORS, m.MEM_PINNING_REQUESTS, m.MEM_PINNING_ERRORS)
+
 
 def numa_info_for(machine: Machine) -> NUMAInfo:
     """The kubelet's NUMAInfo: node ids in cadvisor order, distance rows indexed by node id.
@@ -185,7 +188,7 @@ class Node:
         self._tx: Transaction | None = None
         self._cpuset_texts: dict[frozenset[int], str] = {}  # see _allocation_dict
         # The providers' pinning counters at the last _sync_provider_metrics (metrics only grow).
-        self._synced_counts: tuple[int, ...] = ()
+        self._synced_counts: tuple[int, ...] = ()  # in _PINNING_METRICS order
         self.cpu.start()
         self.memory.start()
         if store is not None:
@@ -456,17 +459,14 @@ class Node:
     def _sync_provider_metrics(self) -> None:
         """Providers count pinning requests/errors as plain attributes (pure code); publish the deltas."""
         cpu, memory = self.cpu, self.memory
-        counts = (getattr(cpu, "pinning_requests_total", 0), getattr(cpu, "pinning_errors_total", 0),
-                  getattr(memory, "pinning_requests_total", 0), getattr(memory, "pinning_errors_total", 0))
-        if counts == self._synced_counts:
-            return  # every metric already reached these counts, and counters never go down
+        counts = (int(getattr(cpu, "pinning_requests_total", 0)), int(getattr(cpu, "pinning_errors_total", 0)),
+                  int(getattr(memory, "pinning_requests_total", 0)), int(getattr(memory, "pinning_errors_total", 0)))
+        # A metric already reached the count it was synced with, and metrics never go down: only a count
+        # that changed since can publish anything.
+        before = self._synced_counts or (None,) * len(counts)
         self._synced_counts = counts
-        for provider, req_name, err_name in (
-            (self.cpu, m.CPU_PINNING_REQUESTS, m.CPU_PINNING_ERRORS),
-            (self.memory, m.MEM_PINNING_REQUESTS, m.MEM_PINNING_ERRORS),
-        ):
-            for attr, name in (("pinning_requests_total", req_name), ("pinning_errors_total", err_name)):
-                now = int(getattr(provider, attr, 0))
+        for name, now, then in zip(_PINNING_METRICS, counts, before, strict=True):
+            if now != then:
                 delta = now - int(self.metrics.value(name))
                 if delta > 0:
                     self.metrics.inc(name, float(delta))
@@ -491,21 +491,26 @@ class Node:
             if len(self._cpuset_texts) >= 64:
                 self._cpuset_texts.clear()
             text = self._cpuset_texts[cpus] = format_cpuset(cpus)
-        return self.allocation(pod_uid, container).to_dict(text)
+        out = ContainerAllocation(exclusive=self.cpu.get_cpu_set(pod_uid, container) is not None,
+                                  memory=self._memory_of(pod_uid, container),
+                                  devices=self._devices_of(pod_uid, container))
+        return out.to_dict(text)
 
     def allocation(self, pod_uid: str, container: str) -> ContainerAllocation:
-        out = ContainerAllocation()
-        out.exclusive = self.cpu.get_cpu_set(pod_uid, container) is not None
-        out.cpus = sorted(self.cpu.cpus_for_container(pod_uid, container))
+        return ContainerAllocation(sorted(self.cpu.cpus_for_container(pod_uid, container)),
+                                   self.cpu.get_cpu_set(pod_uid, container) is not None,
+                                   self._memory_of(pod_uid, container), self._devices_of(pod_uid, container))
+
+    def _memory_of(self, pod_uid: str, container: str) -> list[dict[str, Any]]:
         blocks = self.memory.get_memory(pod_uid, container) or []
-        out.memory = [{"type": b.type, "size": b.size, "numa_nodes": list(b.numa_affinity)} for b in blocks]
+        return [{"type": b.type, "size": b.size, "numa_nodes": list(b.numa_affinity)} for b in blocks]
+
+    def _devices_of(self, pod_uid: str, container: str) -> dict[str, dict[str, list[int] | None]]:
         devs = self.devices.get_container_devices(pod_uid, container) or {}
-        out.devices = {
+        return {
             res: {d: (None if dev.topology is None else list(dev.topology)) for d, dev in sorted(ids.items())}
             for res, ids in sorted(devs.items())
         }
-        return out
-
 
 def pod_to_manifest(pod: Pod) -> dict[str, Any]:
     """A minimal Pod manifest that reads back into the same Pod (for numalign's pod list)."""
