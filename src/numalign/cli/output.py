@@ -29,7 +29,9 @@ EXIT_CODES_HELP: Final = """exit status:
        one line says which and how to fix it
   3    the command failed while running (writing files, sockets, device plugins, state files),
        or a bug (--debug shows the traceback)
-  130  interrupted"""
+  130  interrupted
+  run: once COMMAND started, its own exit status (128+N when signal N ended it; 126/127 when it
+       could not be executed or found)"""
 
 # ---- -o ----------------------------------------------------------------------------------------------------
 

@@ -169,7 +169,10 @@ def _stranded(r: Any, k: str) -> str:
 
 
 def _table(sim: Any) -> None:
-    print(f"cluster {sim.cluster} ({sim.nodes} nodes); workload {sim.workload} ({sim.pods} pods); seed {sim.seed}")
+    # A generated workload's source already names its pod count and seed (the run's seed, as given).
+    said = f"seed {sim.seed}," in sim.workload and f"{sim.pods} pods" in sim.workload
+    tail = "" if said else f" ({sim.pods} pods); seed {sim.seed}"
+    print(f"cluster {sim.cluster} ({sim.nodes} nodes); workload {sim.workload}{tail}")
     headers = [r.config.label for r in sim.runs]
     rows = _rows(sim)
     width0 = max(len(n) for n, _ in rows)
