@@ -25,7 +25,7 @@ from numalign.admission.eviction import NodeCondition
 from numalign.admit_handlers import AdmitHandlers
 from numalign.core.decision import UNEXPECTED_ADMISSION_ERROR, AdmitResult, DecisionRecord
 from numalign.core.numa import NUMAInfo
-from numalign.errors import CheckpointError, InvalidInputError
+from numalign.errors import CheckpointError, InvalidInputError, PluginError
 from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
@@ -82,6 +82,29 @@ class Reservation:
     record: DecisionRecord
     calls: list[DeferredAllocate]
     reloads: int
+
+    def make_calls(
+        self,
+        stopped: Callable[[], bool] = lambda: False,
+        unexpected: Callable[[Exception], None] | None = None,
+    ) -> tuple[list[Any], str | None]:
+        """The Allocate calls in the kubelet's order, up to the first failure, whose text is the answer
+        (Node.complete). `unexpected`, when given, sees any other exception, which then fails the pod too;
+        without it such an exception propagates."""
+        responses: list[Any] = []
+        for call in self.calls:
+            if stopped():
+                break
+            try:
+                responses.append(call.endpoint.allocate(list(call.device_ids)))
+            except PluginError as e:
+                return responses, str(e)
+            except Exception as e:
+                if unexpected is None:
+                    raise
+                unexpected(e)
+                return responses, str(e)
+        return responses, None
 
 
 @dataclass

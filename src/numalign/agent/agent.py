@@ -44,13 +44,13 @@ from numalign.agent.options import AgentOptions
 from numalign.agent.pods import ADMITTED, FAILED, STARTING, PodBook
 from numalign.agent.snapshot import allocatable_view, inactive_view, pods_view
 from numalign.agent.status import machine_document, plugin_documents, read_status, write_status
-from numalign.errors import NumalignError, PluginError
+from numalign.errors import NumalignError
 from numalign.limits import quote
 from numalign.node import Node, Reservation
 from numalign.nodestate import Transaction
 from numalign.paths import DEFAULT_STATE_DIR as DEFAULT_STATE_DIR  # re-export
 from numalign.providers.cpu.policy_static import StaticPolicy
-from numalign.providers.devices.endpoint import ContainerAllocateResponse, Device, Endpoint
+from numalign.providers.devices.endpoint import Device, Endpoint
 from numalign.providers.devices.prestart import run_pre_start
 
 log = logging.getLogger("numalign.agent")
@@ -295,20 +295,10 @@ class Agent:
     def _run_allocate(self, res: Reservation, entry: dict[str, Any]) -> None:
         """Make a reservation's Allocate calls in the kubelet's order, stopping at the first failure,
         then settle the admission under the lock (PodBook.finish)."""
-        responses: list[ContainerAllocateResponse] = []
-        error: str | None = None
-        for call in res.calls:
-            if self._stop.is_set():
-                break
-            try:
-                responses.append(call.endpoint.allocate(list(call.device_ids)))
-            except PluginError as e:
-                error = str(e)
-                break
-            except Exception as e:  # a bug in a plugin client must not leave the pod admitting for good
-                log.exception("Allocate for pod %s failed", res.pod.key)
-                error = str(e)
-                break
+        def unexpected(e: Exception) -> None:  # a bug in a plugin client must not leave the pod admitting
+            log.exception("Allocate for pod %s failed", res.pod.key, exc_info=e)
+
+        responses, error = res.make_calls(self._stop.is_set, unexpected)
         with self._lock:
             self._allocating -= 1
             if self._stop.is_set() or self.book is None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from numalign.adapters.nodestate import StateDirectory
 from numalign.core.decision import DecisionRecord
-from numalign.errors import NumalignError, PluginError
+from numalign.errors import NumalignError
 from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
@@ -150,7 +150,7 @@ def _admit_reserving(
         return _admission(node, tx.outcome([res], node.pods)[0], pod, container, reclaimed)
     if tx.failure is not None:
         raise tx.failure
-    responses, error = _call(res)
+    responses, error = res.make_calls()
     opened = node.reclaimed
     with node.transaction() as tx:
         if node.reclaimed is not opened:
@@ -160,17 +160,6 @@ def _admit_reserving(
             return None
         record = _admitted(node, record, pod, container, process)
     return _admission(node, tx.outcome([record], node.pods)[0], pod, container, reclaimed)
-
-
-def _call(res: Reservation) -> tuple[list[Any], str | None]:
-    """The reservation's Allocate calls in order, up to the first failure (as the kubelet makes them)."""
-    responses: list[Any] = []
-    for call in res.calls:
-        try:
-            responses.append(call.endpoint.allocate(list(call.device_ids)))
-        except PluginError as e:
-            return responses, str(e)
-    return responses, None
 
 
 def _admitted(node: Node, record: DecisionRecord, pod: Pod, container: str,

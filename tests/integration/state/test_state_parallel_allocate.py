@@ -48,17 +48,6 @@ def free_cpus(n: Node) -> int:
     return len(n.cpu.get_available_cpus())
 
 
-def call(res: Reservation) -> tuple[list[ContainerAllocateResponse], str | None]:
-    """What the agent's allocate thread does: the calls in order, up to the first failure."""
-    out: list[ContainerAllocateResponse] = []
-    for c in res.calls:
-        try:
-            out.append(c.endpoint.allocate(list(c.device_ids)))
-        except PluginError as e:
-            return out, str(e)
-    return out, None
-
-
 def test_the_calls_are_handed_back_and_the_devices_taken_at_once(tmp_path: Path) -> None:
     n = Node(MACHINE, CONFIG, store=StateDirectory(tmp_path))
     ep = plugin(n)
@@ -71,7 +60,7 @@ def test_the_calls_are_handed_back_and_the_devices_taken_at_once(tmp_path: Path)
     cpu_only = n.reserve(pod("c"))  # nothing to call: final at once
     assert not isinstance(cpu_only, Reservation) and cpu_only.result.admit
     for res in (b, a):  # answers may come in any order
-        rec = n.complete(res, *call(res))
+        rec = n.complete(res, *res.make_calls())
         assert rec is not None and rec.result.admit
     assert not n.reserved
     again = open_read_only(MACHINE, CONFIG, tmp_path)
@@ -104,7 +93,7 @@ def test_a_failed_call_gives_the_kubelets_answer_and_releases_everything(tmp_pat
     res = n.reserve(pod("a", gpus=1))
     assert isinstance(res, Reservation)
     assert free_cpus(n) == free - 4
-    got = n.complete(res, *call(res))
+    got = n.complete(res, *res.make_calls())
     assert got is not None and got.result == want.result
     assert got.result.message == ("Allocate failed due to rpc error: code = Unknown desc = device reset failed, "
                                   "which is unexpected")
@@ -130,17 +119,17 @@ def test_a_cancelled_or_reloaded_reservation_is_gone(tmp_path: Path) -> None:
     assert isinstance(res, Reservation)
     n.cancel("uid-a")
     assert free_cpus(n) == free and not n.devices.allocated.get(GPU)
-    assert n.complete(res, *call(res)) is None and "uid-a" not in n.pods
+    assert n.complete(res, *res.make_calls()) is None and "uid-a" not in n.pods
     # Another process writes the directory while a's call is out: the reload drops the reservation.
     res = n.reserve(pod("a", gpus=1))
     assert isinstance(res, Reservation)
     other = Node(MACHINE, CONFIG, store=StateDirectory(tmp_path))
     assert other.admit(pod("z")).result.admit
     n.save()
-    assert n.complete(res, *call(res)) is None
+    assert n.complete(res, *res.make_calls()) is None
     res = n.reserve(pod("a", gpus=1))  # the agent admits it again
     assert isinstance(res, Reservation)
-    rec = n.complete(res, *call(res))
+    rec = n.complete(res, *res.make_calls())
     assert rec is not None and rec.result.admit
     check_node(open_read_only(MACHINE, CONFIG, tmp_path), tmp_path)
 
@@ -161,7 +150,7 @@ def test_a_pod_rejected_after_its_device_calls_gets_the_answer_the_calls_decide(
         plugin(n, fail=fail)
         res = n.reserve(p)
         assert isinstance(res, Reservation) and not res.record.result.admit and not n.reserved
-        got = n.complete(res, *call(res))
+        got = n.complete(res, *res.make_calls())
         assert got is not None and not got.result.admit and got.result == want.result
         assert ("Allocate failed due to" in got.result.message) == fail
         assert not n.pods and not n.devices.allocated.get(GPU)

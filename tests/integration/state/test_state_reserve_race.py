@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from integration.state.test_state_parallel_allocate import CONFIG, MACHINE, call, plugin, pod
+from integration.state.test_state_parallel_allocate import CONFIG, MACHINE, plugin, pod
 from support.nodecheck import check_node, open_read_only
 
 from numalign.adapters.nodestate import StateDirectory
@@ -19,10 +19,10 @@ def test_a_write_before_complete_drops_the_reservation(tmp_path: Path) -> None:
     assert isinstance(res, Reservation)
     other = Node(MACHINE, CONFIG, store=StateDirectory(tmp_path))  # releases a's orphaned resources
     assert other.admit(pod("z")).result.admit
-    assert n.complete(res, *call(res)) is None
+    assert n.complete(res, *res.make_calls()) is None
     assert "uid-a" not in n.pods and not n.reserved and sorted(n.pods) == ["uid-z"]
     res = n.reserve(pod("a", gpus=1))  # admitted again, as the agent does
     assert isinstance(res, Reservation)
-    rec = n.complete(res, *call(res))
+    rec = n.complete(res, *res.make_calls())
     assert rec is not None and rec.result.admit
     check_node(open_read_only(MACHINE, CONFIG, tmp_path), tmp_path)
