@@ -1,4 +1,4 @@
-"""numalign: the kubelet 1.35 Topology Manager and its hint providers, as a library.
+"""numalign: the kubelet's Topology Manager and its hint providers, as a library.
 
 The names below are the public API; everything else is reachable under its module but may move.
 They are imported on first use (PEP 562 `__getattr__`), so `import numalign` and `numalign --help`
@@ -16,6 +16,31 @@ from __future__ import annotations
 
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+# The layers, lowest first: a module may import its own package and packages of a lower layer, never
+# one of its own layer or above (tests/unit/test_architecture.py walks every import against this;
+# docs/architecture.md draws it). The same rule holds between the subpackages of kubelet/, laid out as
+# upstream's pkg/kubelet/cm: the managers build on the Topology Manager's provider contract, the admit
+# handlers and the node on the managers.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "paths", "metrics"),
+    ("core", "limits"),
+    ("validation", "k8s"),
+    ("machine",),
+    ("kubelet",),
+    ("adapters", "report", "answer", "replay"),
+    ("deviceplugin", "run"),
+    ("cluster",),
+    ("agent",),
+    ("cli",),
+)
+KUBELET_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("checkpointmanager",),
+    ("topologymanager",),
+    ("cpumanager", "memorymanager", "devicemanager"),
+    ("admission", "nodestate"),
+    ("node",),
+)
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -49,9 +74,9 @@ _EXPORTS = {
     "machine_from_dict": "numalign.machine.fileformat",
     "load_machine": "numalign.adapters.sysfs",
     # one node's kubelet side, and the Topology Manager alone
-    "Node": "numalign.node",
-    "TopologyManager": "numalign.manager",
-    "HintProvider": "numalign.providers.base",
+    "Node": "numalign.kubelet.node",
+    "TopologyManager": "numalign.kubelet.topologymanager.manager",
+    "HintProvider": "numalign.kubelet.topologymanager.provider",
     # errors: every one is a NumalignError; bad input is also a ValueError
     "NumalignError": "numalign.errors",
     "InvalidInputError": "numalign.errors",
@@ -139,8 +164,8 @@ if TYPE_CHECKING:  # the same names for type checkers and editors
     from numalign.k8s.manifest import pod_from_dict, pods_from_yaml
     from numalign.k8s.pod import Container, Pod
     from numalign.k8s.quantity import Quantity
+    from numalign.kubelet.node import Node
+    from numalign.kubelet.topologymanager.manager import TopologyManager
+    from numalign.kubelet.topologymanager.provider import HintProvider
     from numalign.machine.examples import example
     from numalign.machine.topology import Machine
-    from numalign.manager import TopologyManager
-    from numalign.node import Node
-    from numalign.providers.base import HintProvider

@@ -16,3 +16,5 @@ DEFAULT_DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
 DEFAULT_POD_RESOURCES_SOCKET = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
 # upstream endpointStopGracePeriod (5 minutes), in seconds.
 ENDPOINT_STOP_GRACE_PERIOD = 300.0
+# numalign's own data files (built-in pods, kubelet configurations, cluster examples), shipped in the package.
+DATA_DIR = Path(__file__).resolve().parent / "data"

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import pytest
 
-from numalign.state.checkpoint_errors import CorruptCheckpointError, PolicyMismatchError
-from numalign.state.cpu_checkpoint import cpu_checkpoint_checksum, decode_cpu_checkpoint, encode_cpu_checkpoint
-from numalign.state.device_checkpoint import (
+from numalign.kubelet.checkpointmanager.errors import CorruptCheckpointError, PolicyMismatchError
+from numalign.kubelet.cpumanager.checkpoint import cpu_checkpoint_checksum, decode_cpu_checkpoint, encode_cpu_checkpoint
+from numalign.kubelet.devicemanager.checkpoint_codec import (
     decode_device_checkpoint,
     device_checkpoint_checksum,
     encode_device_checkpoint,
 )
-from numalign.state.memory_checkpoint import (
+from numalign.kubelet.memorymanager.checkpoint_codec import (
     decode_memory_checkpoint,
     encode_memory_checkpoint,
     memory_checkpoint_checksum,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from numalign.providers.implicit.cpu_queries import CPUHintQueries
-from numalign.sim.replay_cpu import replay_cpu_hints, replay_cpu_take, topology_from_json
+from numalign.kubelet.cpumanager.hint_queries import CPUHintQueries
+from numalign.replay.cpu import replay_cpu_hints, replay_cpu_take, topology_from_json
 
 DATA = Path(__file__).parent / "data" / "provider_vectors_cpu.jsonl"
 

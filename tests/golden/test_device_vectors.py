@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from numalign.sim.replay import replay_lines
+from numalign.replay.runner import replay_lines
 
 DATA = Path(__file__).parent / "data" / "provider_vectors_devices.jsonl"
 

@@ -14,10 +14,10 @@ from support.dumps import TARBALL_IDS, TARBALLS, extracted
 
 from numalign.adapters.sysfs import discover_sysfs, discover_sysfs_hwloc
 from numalign.errors import ConfigError, DiscoveryError
+from numalign.kubelet.cpumanager.manager import new_cpu_manager_policy
+from numalign.kubelet.cpumanager.topology import CPUTopology
 from numalign.machine.cadvisor import machine_from_cadvisor, machine_to_cadvisor
 from numalign.machine.topology import Machine
-from numalign.providers.cpu.manager import new_cpu_manager_policy
-from numalign.providers.cpu.topology import CPUTopology
 
 _views: dict[str, tuple[dict[str, object], Machine | DiscoveryError]] = {}
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from numalign.sim.replay import replay_lines
+from numalign.replay.runner import replay_lines
 
 DATA = Path(__file__).parent / "data" / "memory_vectors.jsonl"
 LINES = [line for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]

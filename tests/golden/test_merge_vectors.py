@@ -11,8 +11,8 @@ from support.reference_merge import ref_policy_merge
 
 from numalign.core.bitmask import bits_of
 from numalign.core.hint import provider_hints_from_json
-from numalign.sim.replay import replay_lines
-from numalign.sim.replay_merge import numa_info_from_scenario, replay_merge
+from numalign.replay.merge import numa_info_from_scenario, replay_merge
+from numalign.replay.runner import replay_lines
 
 DATA = Path(__file__).parent / "data" / "merge_vectors.jsonl"
 

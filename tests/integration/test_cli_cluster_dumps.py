@@ -14,7 +14,7 @@ from numalign.cluster.dumps import cluster_from_dumps
 from numalign.cluster.examples import gpu_node
 from numalign.cluster.model import example_config
 from numalign.cluster.nrt import node_resource_topology
-from numalign.node import Node
+from numalign.kubelet.node import Node
 
 
 def _node(name: str, capacity: dict[str, str], labels: dict[str, str] | None = None) -> dict[str, Any]:

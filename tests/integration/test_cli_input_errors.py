@@ -302,11 +302,12 @@ def test_serve_keeps_kubelet_defaults_without_config() -> None:
     """serve models a kubelet: without --config it starts from the kubelet's defaults."""
     import argparse
 
-    from numalign.cli.kubeletflags import config_from_args
+    from numalign.cli.options.kubeletflags import config_from_args
     from numalign.k8s.kubeletconfig import KubeletConfig
 
     assert config_from_args(argparse.Namespace()) == KubeletConfig()
-    serve_source = (Path(__file__).resolve().parents[2] / "src" / "numalign" / "cli" / "serve.py").read_text()
+    serve_py = Path(__file__).resolve().parents[2] / "src" / "numalign" / "cli" / "commands" / "serve.py"
+    serve_source = serve_py.read_text()
     assert "example-kubelet-config" not in serve_source and "base=" not in serve_source
 
 

@@ -22,9 +22,9 @@ from numalign.agent.status import write_status
 from numalign.cli.main import main
 from numalign.cli.output import EXIT_CHECK_FAILED, EXIT_INVALID, EXIT_OK
 from numalign.k8s.kubeletconfig_read import config_from_yaml
+from numalign.kubelet.node import Node
 from numalign.machine.examples import example
 from numalign.machine.fileformat import machine_to_dict
-from numalign.node import Node
 
 DATA = Path(__file__).resolve().parents[2] / "src" / "numalign" / "data"
 ORACLE = Path(__file__).resolve().parents[3] / "shared" / "oracle" / "merge_vectors.jsonl"
@@ -157,7 +157,7 @@ def test_log_lines_as_klog_json(tmp_path: Path, capsys: pytest.CaptureFixture[st
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     rejected = [line for line in lines if "rejected" in line["msg"]]
     assert rejected and {"ts", "v", "logger", "msg"} <= set(rejected[0])
-    assert rejected[0]["v"] == 1 and rejected[0]["logger"] == "numalign.manager"
+    assert rejected[0]["v"] == 1 and rejected[0]["logger"] == "numalign.kubelet.topologymanager.manager"
     assert "default/huge" in rejected[0]["msg"]
     # At -v 0 a one-shot command's info lines stay quiet (its answer is on stdout); -v before the command too.
     assert main(["admit", str(too_big)]) == EXIT_OK

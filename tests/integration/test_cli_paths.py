@@ -62,7 +62,7 @@ def test_dangling_symlink_is_named(capsys: pytest.CaptureFixture[str], tmp_path:
 
 def test_any_oserror_of_a_command_is_one_line(capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    import numalign.cli.replay as replay
+    import numalign.cli.commands.replay as replay
 
     def refuse(args: object) -> int:
         raise PermissionError(13, "Permission denied", "/var/lib/kubelet/cpu_manager_state")

@@ -15,7 +15,7 @@ from numalign.errors import NumalignError
 from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.machine.cadvisor import machine_to_cadvisor
 from numalign.machine.examples import example
-from numalign.sim.replay import replay_lines
+from numalign.replay.runner import replay_lines
 
 
 def _holders(obj: Any, key: str) -> list[dict[str, Any]]:

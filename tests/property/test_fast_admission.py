@@ -18,9 +18,9 @@ from support.configs import static_node_config
 from numalign.core.decision import DecisionRecord
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
+from numalign.kubelet.node import Node
 from numalign.machine.examples import example
 from numalign.machine.topology import CPU, Device, Machine, NUMANode
-from numalign.node import Node
 
 Q = Quantity.parse
 ALWAYS, NEVER = 0, 1 << 30

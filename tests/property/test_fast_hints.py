@@ -28,16 +28,13 @@ from numalign.core.hint import ProviderHints, TopologyHint
 from numalign.core.implicit.hints import ImplicitHints, ProviderAnswer
 from numalign.core.numa import NUMAInfo
 from numalign.core.policies import PolicyOptions, make_policy
-from numalign.providers.cpu.hints import generate_cpu_topology_hints
-from numalign.providers.devices.hints import generate_device_topology_hints
-from numalign.providers.implicit import ListOrImplicit
-from numalign.providers.implicit.generators import (
-    best_member_hint,
-    cpu_topology_hints,
-    device_topology_hints,
-    memory_topology_hints,
-)
-from numalign.providers.memory.hints import calculate_hints, find_best_hint
+from numalign.kubelet.cpumanager.hints import generate_cpu_topology_hints
+from numalign.kubelet.cpumanager.implicit_hints import cpu_topology_hints
+from numalign.kubelet.devicemanager.hints import generate_device_topology_hints
+from numalign.kubelet.devicemanager.implicit_hints import device_topology_hints
+from numalign.kubelet.memorymanager.hints import calculate_hints, find_best_hint
+from numalign.kubelet.memorymanager.implicit_hints import best_member_hint, memory_topology_hints
+from numalign.kubelet.topologymanager.provider import ListOrImplicit
 
 
 def pairs(src: ListOrImplicit, nodes: Sequence[int]) -> set[tuple[int | None, bool]]:

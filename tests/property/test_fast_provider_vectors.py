@@ -15,10 +15,13 @@ import pytest
 
 from numalign.core.bitmask import iterate_bitmasks
 from numalign.core.hint import TopologyHint
-from numalign.providers.implicit import ListOrImplicit, generators
-from numalign.sim import replay_cpu as cpu_replay
-from numalign.sim import replay_devices as device_replay
-from numalign.sim import replay_memory as memory_replay
+from numalign.kubelet.cpumanager.implicit_hints import cpu_topology_hints
+from numalign.kubelet.devicemanager.implicit_hints import resource_topology_hints_implicit
+from numalign.kubelet.memorymanager.implicit_hints import memory_topology_hints
+from numalign.kubelet.topologymanager.provider import ListOrImplicit
+from numalign.replay import cpu as cpu_replay
+from numalign.replay import devices as device_replay
+from numalign.replay import memory as memory_replay
 
 DATA = Path(__file__).parent.parent / "golden" / "data"
 
@@ -55,7 +58,7 @@ def _check(vectors: list[tuple[dict[str, Any], dict[str, Any]]], handler: Callab
 
 def test_cpu_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
     def fast(topo: Any, available: Any, reusable: Any, request: int, align_by_socket: bool = False) -> Any:
-        src = generators.cpu_topology_hints(topo, available, reusable, request, align_by_socket)
+        src = cpu_topology_hints(topo, available, reusable, request, align_by_socket)
         return listed(src, sorted(topo.details.numa_nodes()))
 
     monkeypatch.setattr(cpu_replay, "generate_cpu_topology_hints", fast)
@@ -64,7 +67,7 @@ def test_cpu_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_device_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
     def fast(numa_nodes: Sequence[int], all_devices: Any, **kw: Any) -> Any:
-        src = generators.resource_topology_hints_implicit(numa_nodes, all_devices, **kw)
+        src = resource_topology_hints_implicit(numa_nodes, all_devices, **kw)
         return listed(src, list(numa_nodes))
 
     monkeypatch.setattr(device_replay, "resource_topology_hints", fast)
@@ -73,7 +76,7 @@ def test_device_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_memory_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
     def fast(machine_state: Mapping[int, Any], requested: Any, reusable: Any = None) -> Any:
-        families = generators.memory_topology_hints(machine_state, requested, reusable)
+        families = memory_topology_hints(machine_state, requested, reusable)
         return {r: listed(src, sorted(machine_state)) for r, src in families.items()}
 
     monkeypatch.setattr(memory_replay, "calculate_hints", fast)

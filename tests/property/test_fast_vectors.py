@@ -17,7 +17,7 @@ from numalign.core.implicit.hints import ImplicitHints, ProviderAnswer
 from numalign.core.implicit.merge import ImplicitMerger
 from numalign.core.merge import filter_providers_hints
 from numalign.core.policies import PolicyOptions
-from numalign.sim.replay_merge import numa_info_from_scenario
+from numalign.replay.merge import numa_info_from_scenario
 
 DATA = Path(__file__).parent.parent / "golden" / "data" / "merge_vectors.jsonl"
 

@@ -16,14 +16,14 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from support.configs import static_node_config
 
-from numalign.adapters.nodestate import StateDirectory
+from numalign.adapters.statedir.directory import StateDirectory
 from numalign.errors import CheckpointError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
+from numalign.kubelet.cpumanager.policy_static import StaticPolicy
+from numalign.kubelet.memorymanager.policy_static import MemoryManagerStatic
+from numalign.kubelet.node import Node
 from numalign.machine.examples import example
-from numalign.node import Node
-from numalign.providers.cpu.policy_static import StaticPolicy
-from numalign.providers.memory.policy_static import MemoryManagerStatic
 
 Q = Quantity.parse
 

@@ -183,7 +183,7 @@ def machine_surface() -> Surface:
 
 
 def replay_surface() -> Surface:
-    from numalign.sim.replay import replay_lines
+    from numalign.replay.runner import replay_lines
 
     seeds: list[Any] = []
     for f in sorted((shared_dir() / "oracle").glob("*.jsonl")):
@@ -252,11 +252,11 @@ def sysfs_surface() -> Surface:
 
 
 def state_surface() -> Surface:
-    from numalign.adapters.nodestate import state_directory
+    from numalign.adapters.statedir.directory import state_directory
     from numalign.k8s.kubeletconfig_read import config_from_yaml
     from numalign.k8s.manifest import pods_from_yaml
+    from numalign.kubelet.node import Node
     from numalign.machine.examples import example
-    from numalign.node import Node
 
     config = config_from_yaml((SRC_DATA / "example-kubelet-config.yaml").read_text(), "example")
     machine = example("dual-socket")

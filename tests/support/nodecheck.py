@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from numalign.adapters.nodestate import StateDirectory
+from numalign.adapters.statedir.directory import StateDirectory
 from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.kubelet.cpumanager.policy_static import StaticPolicy
+from numalign.kubelet.memorymanager.policy_static import MemoryManagerStatic
+from numalign.kubelet.node import Node
 from numalign.machine.topology import Machine
-from numalign.node import Node
-from numalign.providers.cpu.policy_static import StaticPolicy
-from numalign.providers.memory.policy_static import MemoryManagerStatic
 
 
 def open_read_only(machine: Machine, config: KubeletConfig, state_dir: Path) -> Node:

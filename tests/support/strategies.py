@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from numalign.core.bitmask import mask_of, mask_string
 from numalign.core.hint import ProviderHints, TopologyHint
 from numalign.core.numa import NUMAInfo
-from numalign.providers.cpu.topology import CPUInfo, CPUTopology
-from numalign.providers.devices.endpoint import Device
-from numalign.providers.memory.state import MemoryTable, NUMANodeState
+from numalign.kubelet.cpumanager.topology import CPUInfo, CPUTopology
+from numalign.kubelet.devicemanager.endpoint import Device
+from numalign.kubelet.memorymanager.state import MemoryTable, NUMANodeState
 
 
 @st.composite

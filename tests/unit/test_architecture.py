@@ -1,38 +1,28 @@
 """The dependency direction of the design, checked by walking every import (ast) of every module.
 
-Intended flow (docs/architecture.md): core <- k8s <- machine <- providers, state <- scopes, sim <-
-manager <- node <- adapters, report, run <- deviceplugin <- cluster <- agent <- cli. A module may
-import its own package and packages of a strictly lower rank, never a sibling of the same rank. Imports
-inside functions count: they only delay a dependency, they do not remove it. And no two modules may
-import each other, directly or through others.
+The layers are declared once, in numalign.LAYERS (and numalign.KUBELET_LAYERS between the subpackages of
+kubelet/); docs/architecture.md draws them. A module may import its own package and packages of a
+strictly lower layer, never a sibling of the same layer. Imports inside functions count: they only
+delay a dependency, they do not remove it. And no two modules may import each other, directly or
+through others.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from numalign import KUBELET_LAYERS, LAYERS
+
 SRC = Path(__file__).resolve().parents[2] / "src" / "numalign"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 
 # package (or top-level module) -> rank; every package and module of numalign must be listed.
-RANK = {
-    "errors": 0, "paths": 0, "metrics": 0,  # leaves: they import no other numalign module
-    "core": 1, "limits": 1,  # limits: bounds on input and the bounded quoting of it in errors
-    "validation": 2,  # field validators for decoded files (errors, limits)
-    "k8s": 2,
-    "machine": 3,
-    "providers": 4, "state": 4, "admission": 4,  # admission: the kubelet's predicate admit handlers
-    "scopes": 5, "sim": 5, "admit_handlers": 5, "nodestate": 5,
-    "manager": 6,
-    "node": 7,
-    "adapters": 8, "report": 8, "answer": 8,
-    "deviceplugin": 9, "run": 9,  # run: pins processes through the adapters (state directory, plugin sockets)
-    "cluster": 10,
-    "agent": 11,
-    "cli": 12,
-}
+RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
+KUBELET_RANK = {name: rank for rank, names in enumerate(KUBELET_LAYERS) for name in names}
 # Imports against the flow that another change removes; each names what removes it. The test also
 # fails when an entry is no longer needed, so the list only shrinks.
 KNOWN: set[tuple[str, str]] = set()
@@ -87,9 +77,43 @@ def package_of(module: str) -> str:
     return module.split(".")[1] if "." in module else ""
 
 
+def kubelet_part(module: str) -> str:
+    """The subpackage (or module) of kubelet/ a module belongs to; "" outside kubelet/."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "kubelet" else ""
+
+
 def test_every_package_has_a_rank() -> None:
     missing = sorted({package_of(m) for m in MODULES if package_of(m)} - set(RANK))
     assert missing == [], "add the new package to RANK (and docs/architecture.md) where it belongs in the flow"
+
+
+def test_every_kubelet_part_has_a_rank() -> None:
+    missing = sorted({kubelet_part(m) for m in MODULES if kubelet_part(m)} - set(KUBELET_RANK))
+    assert missing == [], "add the new part of kubelet/ to numalign.KUBELET_LAYERS where it belongs"
+
+
+def test_kubelet_parts_follow_the_flow() -> None:
+    bad = []
+    for src, deps in sorted(edges().items()):
+        for dst in sorted(deps):
+            a, b = kubelet_part(src), kubelet_part(dst)
+            if a and b and a != b and KUBELET_RANK[b] >= KUBELET_RANK[a]:
+                bad.append(f"{src} ({a}, layer {KUBELET_RANK[a]}) imports {dst} ({b}, layer {KUBELET_RANK[b]})")
+    assert bad == []
+
+
+def test_the_top_level_holds_only_the_leaves_and_packages() -> None:
+    loose = sorted(p.stem for p in SRC.glob("*.py") if p.stem != "__init__")
+    assert loose == ["errors", "limits", "metrics", "paths", "validation"]
+
+
+def test_docs_draw_the_declared_layers() -> None:
+    """docs/architecture.md's layer list is the declared one, layer by layer."""
+    text = DOC.read_text(encoding="utf-8")
+    drawn = re.findall(r"^\| (\d+) \| ([^|]+) \|", text[text.index("## Layers"):], flags=re.M)
+    want = [(str(i), ", ".join(names)) for i, names in enumerate(LAYERS)]
+    assert [(n, names.strip().replace("`", "")) for n, names in drawn][: len(want)] == want
 
 
 def test_imports_follow_the_flow() -> None:
@@ -148,8 +172,8 @@ def test_no_import_cycles() -> None:
 def test_the_walk_sees_imports_inside_functions_and_from_packages() -> None:
     """The checks above are only as good as the walk: it must see a lazy import and resolve
     `from package import module` to the module."""
-    assert "numalign.providers.implicit.generators" in edges()["numalign.providers.cpu.policy_static"]
-    assert "numalign.sim.replay_merge" in edges()["numalign.sim.replay"]
+    assert "numalign.cli.options.nodeargs" in edges()["numalign.cli.commands.admit"]
+    assert "numalign.replay.merge" in edges()["numalign.replay.runner"]
 
 
 def test_core_uses_only_the_standard_library() -> None:

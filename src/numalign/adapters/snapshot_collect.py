@@ -175,7 +175,7 @@ def collect(out_path: Path, *, sysfs_root: Path, config: Path | None, state_dir:
             progress: Callable[[str], None] | None = None) -> Collected:
     """Write the snapshot tarball (gzip) to `out_path`; `kubelet`: the running kubelet, whose
     resource-manager flags are recorded (they override its config file)."""
-    from numalign.adapters.checkpoints import write_atomic
+    from numalign.adapters.statedir.files import write_atomic
 
     host_file = sysfs_root / "proc" / "sys" / "kernel" / "hostname"
     hostname = read_attribute(host_file).strip() if host_file.is_file() else ""

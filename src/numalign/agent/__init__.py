@@ -1,6 +1,6 @@
 """numalign.agent: the node agent behind `numalign serve`.
 
-It wires a numalign.node.Node (Topology Manager, CPU/memory/device managers, kubelet state files) to
+It wires a numalign.kubelet.node.Node (Topology Manager, CPU/memory/device managers, kubelet state files) to
 the kubelet's real surfaces: device plugins registering over gRPC, static-pod manifests in a
 directory, the PodResources v1 socket, a Prometheus endpoint, and a status file beside the state.
 

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from numalign import metrics as m
-from numalign.adapters.checkpoints import write_atomic
 from numalign.adapters.grpc.podresources import (
     SERVER_API_VERSION,
     PodResourcesServer,
@@ -34,8 +33,9 @@ from numalign.adapters.grpc.podresources import (
 from numalign.adapters.grpc.podresources import get_enabled as pr_get_enabled  # the KubeletPodResourcesGet gate
 from numalign.adapters.grpc.registration import RegistrationServer
 from numalign.adapters.grpc.sockets import refuse_live_socket
-from numalign.adapters.nodestate import StateDirectory
-from numalign.adapters.statelock import OwnerLock, acquire_owner, transaction_busy
+from numalign.adapters.statedir.directory import StateDirectory
+from numalign.adapters.statedir.files import write_atomic
+from numalign.adapters.statedir.locks import OwnerLock, acquire_owner, transaction_busy
 from numalign.agent.endpoints import TimedEndpoint, check_topology
 from numalign.agent.exposition import render_text
 from numalign.agent.manifests import ManifestWatcher
@@ -45,13 +45,13 @@ from numalign.agent.pods import ADMITTED, FAILED, STARTING, PodBook
 from numalign.agent.snapshot import allocatable_view, inactive_view, pods_view
 from numalign.agent.status import machine_document, plugin_documents, read_status, write_status
 from numalign.errors import NumalignError
+from numalign.kubelet.cpumanager.policy_static import StaticPolicy
+from numalign.kubelet.devicemanager.endpoint import Device, Endpoint
+from numalign.kubelet.devicemanager.prestart import run_pre_start
+from numalign.kubelet.node import Node, Reservation
+from numalign.kubelet.nodestate import Transaction
 from numalign.limits import quote
-from numalign.node import Node, Reservation
-from numalign.nodestate import Transaction
 from numalign.paths import DEFAULT_STATE_DIR as DEFAULT_STATE_DIR  # re-export
-from numalign.providers.cpu.policy_static import StaticPolicy
-from numalign.providers.devices.endpoint import Device, Endpoint
-from numalign.providers.devices.prestart import run_pre_start
 
 log = logging.getLogger("numalign.agent")
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 
 from numalign import metrics as m
-from numalign.providers.devices.endpoint import (
+from numalign.kubelet.devicemanager.endpoint import (
     UNHEALTHY,
     ContainerAllocateResponse,
     Device,

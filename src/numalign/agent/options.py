@@ -9,9 +9,9 @@ from numalign.adapters.grpc.plugin_client import CALL_TIMEOUT_S, DIAL_TIMEOUT_S
 from numalign.adapters.grpc.podresources import DEFAULT_POD_RESOURCES_SOCKET
 from numalign.adapters.grpc.registration import DEFAULT_DEVICE_PLUGIN_DIR
 from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.kubelet.devicemanager.manager import ENDPOINT_STOP_GRACE_PERIOD
 from numalign.machine.topology import Machine
 from numalign.paths import DEFAULT_STATE_DIR
-from numalign.providers.devices.manager import ENDPOINT_STOP_GRACE_PERIOD
 
 
 @dataclass

@@ -37,8 +37,8 @@ from numalign.core.decision import DecisionRecord
 from numalign.errors import NumalignError
 from numalign.k8s.pod import Pod
 from numalign.k8s.resources import is_extended_resource_name
-from numalign.node import Node, Reservation, pod_to_manifest
-from numalign.providers.devices.pod_devices import RunContainerOptions
+from numalign.kubelet.devicemanager.pod_devices import RunContainerOptions
+from numalign.kubelet.node import Node, Reservation, pod_to_manifest
 
 log = logging.getLogger("numalign.agent.pods")
 

@@ -17,7 +17,7 @@ from numalign.adapters.grpc.podresources import (
     PodResources,
 )
 from numalign.k8s.pod import Container, Pod
-from numalign.node import Node
+from numalign.kubelet.node import Node
 
 
 def _reported_containers(pod: Pod) -> Iterable[Container]:

@@ -20,12 +20,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from numalign.adapters.checkpoints import write_atomic
+from numalign.adapters.statedir.files import write_atomic
 from numalign.agent.pods import PodBook
 from numalign.errors import CheckpointError, InvalidInputError
+from numalign.kubelet.devicemanager.endpoint import Endpoint
+from numalign.kubelet.node import Node
 from numalign.limits import MAX_STATE_FILE_BYTES, read_bounded
-from numalign.node import Node
-from numalign.providers.devices.endpoint import Endpoint
 
 STATUS_FILE = "numalign_status.json"
 VERSION = 1

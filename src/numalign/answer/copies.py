@@ -22,17 +22,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from numalign import metrics as m
-from numalign.admission.eviction import NodeCondition
-from numalign.admit_handlers import AdmitHandlers
-from numalign.manager import TopologyManager
-from numalign.node import Node
-from numalign.providers.cpu.options import validate_static_policy_options
-from numalign.providers.cpu.policy_static import StaticPolicy
+from numalign.kubelet.admission.eviction import NodeCondition
+from numalign.kubelet.admission.handlers import AdmitHandlers
+from numalign.kubelet.cpumanager.options import validate_static_policy_options
+from numalign.kubelet.cpumanager.policy_static import StaticPolicy
+from numalign.kubelet.node import Node
+from numalign.kubelet.topologymanager.manager import TopologyManager
 
 
 def _shared(node: Node) -> list[object]:
     """Immutable values a copy may share (and must: machines hold read-only mappings deepcopy refuses)."""
-    from numalign.providers.devices import endpoint
+    from numalign.kubelet.devicemanager import endpoint
 
     machine = node.machine
     return [machine, *machine.numa_nodes, *machine.cpus, *machine.devices, node.config, node.numa,

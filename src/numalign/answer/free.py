@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from numalign.admission.allocatable import RESOURCE_PODS
 from numalign.k8s.resources import RESOURCE_CPU
-from numalign.node import Node
-from numalign.providers.cpu.policy_static import StaticPolicy
-from numalign.providers.memory.policy_static import MemoryManagerStatic
+from numalign.kubelet.admission.allocatable import RESOURCE_PODS
+from numalign.kubelet.cpumanager.policy_static import StaticPolicy
+from numalign.kubelet.memorymanager.policy_static import MemoryManagerStatic
+from numalign.kubelet.node import Node
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from numalign.admission.allocatable import RESOURCE_PODS, amount
-from numalign.admission.predicate import INSUFFICIENT_RESOURCE_PREFIX
 from numalign.answer import copies
 from numalign.answer.alignment import AlignmentJudge, PodAlignment, empty_node_capacity
 from numalign.answer.free import FreeCapacity, node_capacity, numa_capacity
@@ -40,7 +38,9 @@ from numalign.k8s.qos import QOSClass, get_pod_qos
 from numalign.k8s.quantity import Quantity, QuantityFormat
 from numalign.k8s.requests import container_requests
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY, is_hugepage_resource_name
-from numalign.node import Node, pod_to_manifest
+from numalign.kubelet.admission.allocatable import RESOURCE_PODS, amount
+from numalign.kubelet.admission.predicate import INSUFFICIENT_RESOURCE_PREFIX
+from numalign.kubelet.node import Node, pod_to_manifest
 
 MAX_TRIES = 8
 MAX_EVICTED = 8

@@ -9,24 +9,24 @@ from __future__ import annotations
 
 import re
 
-from numalign.admission.allocatable import RESOURCE_PODS
-from numalign.admission.eviction import NodeCondition
-from numalign.admission.predicate import (
+from numalign.core.decision import ContainerDecision, DecisionRecord
+from numalign.k8s.pod import Container, Pod
+from numalign.k8s.qos import QOSClass, get_pod_qos
+from numalign.k8s.requests import container_requests
+from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY, is_hugepage_resource_name
+from numalign.kubelet.admission.allocatable import RESOURCE_PODS
+from numalign.kubelet.admission.eviction import NodeCondition
+from numalign.kubelet.admission.predicate import (
     INSUFFICIENT_RESOURCE_PREFIX,
     InsufficientResource,
     fit_requests,
     insufficient_resources,
     requested_by,
 )
-from numalign.core.decision import ContainerDecision, DecisionRecord
-from numalign.k8s.pod import Container, Pod
-from numalign.k8s.qos import QOSClass, get_pod_qos
-from numalign.k8s.requests import container_requests
-from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY, is_hugepage_resource_name
+from numalign.kubelet.cpumanager.policy_static import StaticPolicy
+from numalign.kubelet.memorymanager.policy_static import MemoryManagerStatic
+from numalign.kubelet.node import Node
 from numalign.machine.render import binary_quantity
-from numalign.node import Node
-from numalign.providers.cpu.policy_static import StaticPolicy
-from numalign.providers.memory.policy_static import MemoryManagerStatic
 
 
 def current_failures(node: Node, pod: Pod) -> list[InsufficientResource]:

@@ -64,9 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMANDS.values():
         try:
-            mod = importlib.import_module(f"numalign.cli.{module}")
+            mod = importlib.import_module(f"numalign.cli.commands.{module}")
         except ModuleNotFoundError as e:
-            if e.name == f"numalign.cli.{module}":
+            if e.name == f"numalign.cli.commands.{module}":
                 continue  # command not built yet in this checkout
             raise
         mod.register(sub)
@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_INVALID
-    module = importlib.import_module(f"numalign.cli.{COMMANDS[args.command]}")
+    module = importlib.import_module(f"numalign.cli.commands.{COMMANDS[args.command]}")
     restore_logging = configure_logging(args, args.command, getattr(module, "LONG_RUNNING", False))
     try:
         return _run(module, args)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from numalign.cluster.model import DATA_DIR, Cluster, NodePool, devices_per_numa, example_config, with_devices
+from numalign.cluster.model import Cluster, NodePool, devices_per_numa, example_config, with_devices
 from numalign.cluster.workload import Shape, Workload, generate, load_mix
 from numalign.errors import InvalidInputError
 from numalign.machine.examples import example
 from numalign.machine.topology import Machine
+from numalign.paths import DATA_DIR
 
 GPU: Final = "nvidia.com/gpu"
 EXAMPLE_MIX: Final = DATA_DIR / "example-mix.yaml"

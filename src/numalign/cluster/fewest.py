@@ -19,7 +19,7 @@ from numalign.k8s.pod import Pod
 from numalign.k8s.qos import QOSClass, get_pod_qos
 from numalign.k8s.requests import container_requests, pod_requests
 from numalign.k8s.resources import RESOURCE_CPU
-from numalign.node import Node
+from numalign.kubelet.node import Node
 
 EXHAUSTIVE_LIMIT = 12
 

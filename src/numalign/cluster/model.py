@@ -33,11 +33,11 @@ from numalign.errors import ConfigError, InvalidInputError
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.kubeletconfig_flags import apply_flags
 from numalign.k8s.kubeletconfig_read import config_from_dict, config_from_yaml
+from numalign.kubelet.devicemanager.endpoint import Device as EndpointDevice
 from numalign.machine.topology import Machine
-from numalign.providers.devices.endpoint import Device as EndpointDevice
+from numalign.paths import DATA_DIR
 
 CLUSTER_KIND: Final = "Cluster"
-DATA_DIR: Final = Path(__file__).resolve().parent.parent / "data"
 EXAMPLE_CONFIG_FILE: Final = DATA_DIR / "example-kubelet-config.yaml"
 TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 

@@ -34,8 +34,8 @@ from numalign.k8s.qos import QOSClass, get_pod_qos
 from numalign.k8s.quantity import Quantity, QuantityFormat
 from numalign.k8s.requests import container_requests
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY, hugepage_resource_name
+from numalign.kubelet.node import Node
 from numalign.machine.topology import Machine
-from numalign.node import Node
 from numalign.validation import expect_list
 
 API_VERSION: Final = "topology.node.k8s.io/v1alpha2"

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from numalign.providers.cpu.policy_static import StaticPolicy
+from numalign.kubelet.cpumanager.policy_static import StaticPolicy
 
 if TYPE_CHECKING:
     from numalign.cluster.state import ClusterState
 
 
 def numa_occupancy(state: ClusterState) -> dict[str, dict[int, float]]:
-    from numalign.node import Node
+    from numalign.kubelet.node import Node
 
     held: dict[str, dict[int, int]] = {}
     allocatable: dict[str, dict[int, int]] = {}

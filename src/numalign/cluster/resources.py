@@ -1,5 +1,5 @@
 """The scheduler's view of resources: a node's allocatable (node status, as the kubelet reports it:
-numalign.admission.allocatable, shared with the kubelet's own predicate admit handler) and a pod's
+numalign.kubelet.admission.allocatable, shared with the kubelet's own predicate admit handler) and a pod's
 requests (as kube-scheduler's NodeResourcesFit reads them).
 
 Units are the scheduler's: cpu in millicores, every other resource in whole units (bytes, devices).
@@ -21,11 +21,11 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Final
 
-from numalign.admission.allocatable import RESOURCE_PODS, amount, node_allocatable
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.k8s.requests import container_requests, pod_requests
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
+from numalign.kubelet.admission.allocatable import RESOURCE_PODS, amount, node_allocatable
 
 __all__ = ["DEFAULT_MAX_PODS", "RESOURCE_PODS", "amount", "node_allocatable", "non_zero_requests", "shape_key"]
 

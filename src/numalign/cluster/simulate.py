@@ -193,7 +193,7 @@ def _run_config(spec: RunSpec, cluster: Cluster) -> RunConfig:
 
 def _alignment(state: ClusterState, bound: dict[str, tuple[int, str]]) -> NUMAAlignment:
     from numalign.cluster.fewest import fewest_numa_nodes, needs, zone_allocatable
-    from numalign.node import Node
+    from numalign.kubelet.node import Node
 
     hist: Counter[int] = Counter()
     guaranteed = single = fewest = 0

@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from numalign.admission.predicate import fit_requests
 from numalign.cluster.model import Cluster, NodePool
 from numalign.cluster.resources import node_allocatable, non_zero_requests, shape_key
 from numalign.cluster.workload import Placement
 from numalign.core.decision import DecisionRecord
 from numalign.k8s.pod import Pod
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
-from numalign.node import Node
+from numalign.kubelet.admission.predicate import fit_requests
+from numalign.kubelet.node import Node
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]

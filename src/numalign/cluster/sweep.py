@@ -107,7 +107,7 @@ class Sweep:
     def check_against(self, cluster: Cluster, where: str) -> None:
         """Start every pool's kubelet under each combination now, so that a value the kubelet refuses is
         named with its file here instead of failing inside a worker process."""
-        from numalign.node import Node
+        from numalign.kubelet.node import Node
 
         for name, values in self.axes.items():
             for value in values:

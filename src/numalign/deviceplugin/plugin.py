@@ -24,7 +24,7 @@ from numalign.adapters.grpc.registration import DEFAULT_DEVICE_PLUGIN_DIR, KUBEL
 from numalign.adapters.grpc.sockets import dial, start_unix_server
 from numalign.errors import InvalidInputError, PluginError
 from numalign.k8s.resources import is_extended_resource_name
-from numalign.providers.devices.endpoint import ContainerAllocateResponse, Device, DevicePluginOptions
+from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, Device, DevicePluginOptions
 
 log = logging.getLogger("numalign.deviceplugin")
 

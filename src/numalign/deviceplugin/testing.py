@@ -21,7 +21,7 @@ from pathlib import Path
 
 from numalign.adapters.grpc.plugin_client import PluginEndpointClient
 from numalign.adapters.grpc.registration import RegistrationServer
-from numalign.providers.devices.endpoint import Device, Endpoint
+from numalign.kubelet.devicemanager.endpoint import Device, Endpoint
 
 DEFAULT_WAIT_S = 5.0
 

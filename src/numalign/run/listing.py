@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from numalign.adapters.nodestate import read_pod_record
-from numalign.adapters.statelock import transaction
+from numalign.adapters.statedir.directory import read_pod_record
+from numalign.adapters.statedir.locks import transaction
+from numalign.adapters.statedir.podrecord import POD_RECORD_FILE
 from numalign.errors import NumalignError
 from numalign.machine.render import binary_quantity
 from numalign.run.process import ProcessRef, describe, is_alive
-from numalign.state.pod_record import POD_RECORD_FILE
 
 
 def run_processes(state_dir: Path) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from numalign.errors import NumalignError
 from numalign.k8s.cpuset import format_cpuset
-from numalign.node import Node
+from numalign.kubelet.node import Node
 from numalign.run.affinity import allowed_cpus
 from numalign.run.process import PROC, ProcessRef, is_alive
 

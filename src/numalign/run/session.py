@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from numalign.adapters.nodestate import StateDirectory
+from numalign.adapters.statedir.directory import StateDirectory
 from numalign.core.decision import DecisionRecord
 from numalign.errors import NumalignError
 from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
+from numalign.kubelet.devicemanager.endpoint import Device
+from numalign.kubelet.node import ContainerAllocation, Node, Reservation
 from numalign.machine.topology import Machine
-from numalign.node import ContainerAllocation, Node, Reservation
-from numalign.providers.devices.endpoint import Device
 from numalign.run.affinity import PlacementError, allowed_cpus, allowed_mems
 from numalign.run.cgroup import remove_cgroup
 from numalign.run.devices import allocate_fn

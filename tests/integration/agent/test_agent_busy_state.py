@@ -16,7 +16,7 @@ _HOLD = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from numalign.adapters.statelock import transaction
+    from numalign.adapters.statedir.locks import transaction
     with transaction(Path(sys.argv[1])):
         print("held", flush=True)
         sys.stdin.read()

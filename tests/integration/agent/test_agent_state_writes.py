@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from integration.agent.conftest import DATA, Layout, gpu_pod, wait_for, wait_pod
 
-from numalign.adapters.nodestate import StateDirectory
+from numalign.adapters.statedir.directory import StateDirectory
 from numalign.agent import Agent
 from numalign.k8s.kubeletconfig_read import config_from_yaml
+from numalign.kubelet.node import Node
 from numalign.machine.examples import example
-from numalign.node import Node
 
 STATE_FILES = (".numalign_pods.json.", ".cpu_manager_state.", ".memory_manager_state.", ".kubelet_internal_checkpoint.")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from integration.agent.conftest import Layout, gpu_pod, pod_status, wait_for, wait_pod
 
-from numalign.adapters.statelock import StateDirInUseError
+from numalign.adapters.statedir.locks import StateDirInUseError
 from numalign.agent import Agent
 from numalign.errors import InvalidInputError
 

@@ -17,7 +17,7 @@ from numalign.adapters.grpc.registration import RegistrationServer, cleanup_plug
 from numalign.deviceplugin import HEALTHY, UNHEALTHY, ContainerAllocateResponse, Device, DevicePlugin, Mount
 from numalign.deviceplugin.testing import FakeKubelet, KubeletRecorder
 from numalign.errors import InvalidInputError, PluginError
-from numalign.providers.devices.endpoint import DevicePluginOptions, Endpoint
+from numalign.kubelet.devicemanager.endpoint import DevicePluginOptions, Endpoint
 
 GPU = "example.com/gpu"
 

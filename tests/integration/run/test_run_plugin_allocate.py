@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from numalign.adapters.nodestate import StateDirectory
-from numalign.adapters.statelock import TRANSACTION_LOCK_FILE
+from numalign.adapters.statedir.directory import StateDirectory
+from numalign.adapters.statedir.locks import TRANSACTION_LOCK_FILE
 from numalign.deviceplugin.plugin import DevicePlugin
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.manifest import pod_from_dict
 from numalign.k8s.pod import Pod
+from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, Device
+from numalign.kubelet.node import Node
 from numalign.machine.examples import example
-from numalign.node import Node
-from numalign.providers.devices.endpoint import ContainerAllocateResponse, Device
 from numalign.run.plugins import close_plugins, connect_plugins
 from numalign.run.session import RESERVE_ATTEMPTS, RunNode, admit
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from numalign.adapters.statedir.podrecord import POD_RECORD_FILE, decode_pod_record, encode_pod_record
 from numalign.cli.main import main
 from numalign.k8s.cpuset import parse_cpuset
-from numalign.state.pod_record import POD_RECORD_FILE, decode_pod_record, encode_pod_record
 
 # Prints what the kernel applied to this process, then waits until stdin closes.
 PROBE = r"""

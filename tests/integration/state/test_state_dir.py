@@ -12,12 +12,12 @@ import pytest
 from support.configs import static_node_config
 from support.nodecheck import check_node, open_read_only
 
-from numalign.adapters.nodestate import StateDirectory
+from numalign.adapters.statedir.directory import StateDirectory
 from numalign.errors import CheckpointError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
+from numalign.kubelet.node import Node
 from numalign.machine.examples import example
-from numalign.node import Node
 
 Q = Quantity.parse
 MACHINE = example("dual-socket")
@@ -78,7 +78,7 @@ def test_an_admission_killed_before_its_record_leaves_orphans_that_the_next_open
         n.admit(pod("lost", gpus=1))
     on_disk = json.loads((tmp_path / "cpu_manager_state").read_text())
     assert "uid-lost" in on_disk["entries"]  # the kubelet files were ahead of the record
-    with caplog.at_level(logging.WARNING, logger="numalign.node"):
+    with caplog.at_level(logging.WARNING, logger="numalign.kubelet.node"):
         again = node(tmp_path)
     assert check_node(again, tmp_path) == before
     lines = [r.getMessage() for r in caplog.records]
@@ -107,7 +107,7 @@ def test_missing_allocations_are_admitted_again_or_reported(tmp_path: Path, capl
     n.admit(pod("a", cpus=8))
     held = check_node(n, tmp_path)
     (tmp_path / "cpu_manager_state").unlink()  # lost: the record still says what uid-a holds
-    with caplog.at_level(logging.WARNING, logger="numalign.node"):
+    with caplog.at_level(logging.WARNING, logger="numalign.kubelet.node"):
         again = node(tmp_path)
     assert check_node(again, tmp_path) == held  # the same CPUs: admission is deterministic
     assert any("admitted pod default/a (uid uid-a) again" in r.getMessage() for r in caplog.records)

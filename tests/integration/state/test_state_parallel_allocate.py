@@ -11,14 +11,14 @@ from pathlib import Path
 from support.configs import static_node_config
 from support.nodecheck import check_node, open_read_only
 
-from numalign.adapters.nodestate import StateDirectory
+from numalign.adapters.statedir.directory import StateDirectory
 from numalign.errors import PluginError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
+from numalign.kubelet.cpumanager.policy_static import StaticPolicy
+from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, Device, StaticEndpoint
+from numalign.kubelet.node import Node, Reservation
 from numalign.machine.examples import example
-from numalign.node import Node, Reservation
-from numalign.providers.cpu.policy_static import StaticPolicy
-from numalign.providers.devices.endpoint import ContainerAllocateResponse, Device, StaticEndpoint
 
 Q = Quantity.parse
 MACHINE = example("dual-socket")

@@ -8,8 +8,8 @@ from pathlib import Path
 from integration.state.test_state_parallel_allocate import CONFIG, MACHINE, plugin, pod
 from support.nodecheck import check_node, open_read_only
 
-from numalign.adapters.nodestate import StateDirectory
-from numalign.node import Node, Reservation
+from numalign.adapters.statedir.directory import StateDirectory
+from numalign.kubelet.node import Node, Reservation
 
 
 def test_a_write_before_complete_drops_the_reservation(tmp_path: Path) -> None:

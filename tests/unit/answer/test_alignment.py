@@ -11,9 +11,9 @@ from pathlib import Path
 from support.configs import static_node_config
 from support.machines import gpu_node, gpu_node_dict
 
-from numalign.answer.report import NodeAnswers, allocation_line
+from numalign.answer.text import NodeAnswers, allocation_line
 from numalign.k8s.manifest import pod_from_dict
-from numalign.node import Node
+from numalign.kubelet.node import Node
 
 
 def _pod(name: str, limits: dict[str, str]) -> object:

@@ -10,16 +10,16 @@ import pytest
 from support.configs import static_node_config
 from support.machines import gpu_node
 
-from numalign.admission.eviction import NodeCondition
 from numalign.answer import copies
-from numalign.answer.report import NodeAnswers, text_lines
+from numalign.answer.text import NodeAnswers, text_lines
 from numalign.answer.whatif import Answer, would_fit_if
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.kubeletconfig_flags import apply_flags
 from numalign.k8s.manifest import pod_from_dict
 from numalign.k8s.pod import Pod
-from numalign.node import Node
-from numalign.providers.cpu.policy_static import StaticPolicy
+from numalign.kubelet.admission.eviction import NodeCondition
+from numalign.kubelet.cpumanager.policy_static import StaticPolicy
+from numalign.kubelet.node import Node
 
 
 def pod(name: str, limits: dict[str, str] | None = None, requests: dict[str, str] | None = None,

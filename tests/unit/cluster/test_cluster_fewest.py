@@ -7,7 +7,7 @@ from numalign.cluster.fewest import fewest_numa_nodes, needs, zone_allocatable
 from numalign.cluster.model import example_config
 from numalign.cluster.simulate import RunSpec, run_one
 from numalign.k8s.manifest import pods_from_yaml
-from numalign.node import Node
+from numalign.kubelet.node import Node
 
 ZONES = [{"cpu": 30, "memory": 100, "gpu": 2}, {"cpu": 32, "memory": 100, "gpu": 2},
          {"cpu": 32, "memory": 100, "gpu": 0}, {"cpu": 32, "memory": 100}]

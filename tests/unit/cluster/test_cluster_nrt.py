@@ -15,8 +15,8 @@ from numalign.cluster.nrt import NodeResourceTopology, node_resource_topology
 from numalign.errors import InvalidInputError
 from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.k8s.manifest import pods_from_yaml
+from numalign.kubelet.node import Node
 from numalign.machine.examples import example
-from numalign.node import Node
 
 SCHEMA = yaml.safe_load((Path(__file__).parent / "nrt_v1alpha2_openapi_schema.yaml").read_text(encoding="utf-8"))
 GiB = 1 << 30

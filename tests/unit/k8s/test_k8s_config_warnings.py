@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from numalign.adapters.grpc.podresources import GATE_GET
-from numalign.cli.kubeletflags import CONFIG_DEST, FLAGS_DEST, config_from_args
+from numalign.cli.options.kubeletflags import CONFIG_DEST, FLAGS_DEST, config_from_args
 from numalign.core.policies import options as tm_options
 from numalign.errors import ConfigError
 from numalign.k8s.kubeletconfig import KubeletConfig
@@ -21,7 +21,7 @@ from numalign.k8s.kubeletconfig_read import (
     unknown_field_warnings,
     unknown_gate_warnings,
 )
-from numalign.providers.cpu import options as cpu_options
+from numalign.kubelet.cpumanager import options as cpu_options
 
 HEAD = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
 

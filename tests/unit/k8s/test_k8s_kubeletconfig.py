@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from numalign.cli.kubeletflags import add_kubelet_flags, config_from_args
+from numalign.cli.options.kubeletflags import add_kubelet_flags, config_from_args
 from numalign.errors import ConfigError, InvalidInputError
 from numalign.k8s.cpuset import parse_go_cpuset
 from numalign.k8s.kubeletconfig import (

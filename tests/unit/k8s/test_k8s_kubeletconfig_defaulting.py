@@ -8,8 +8,8 @@ from numalign.errors import ConfigError
 from numalign.k8s.kubeletconfig import KubeletConfig, KubeletConfigValidationError
 from numalign.k8s.kubeletconfig_flags import apply_flags
 from numalign.k8s.kubeletconfig_read import config_from_yaml
+from numalign.kubelet.node import Node
 from numalign.machine.examples import dual_socket
-from numalign.node import Node
 
 HEADER = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
 

@@ -16,9 +16,9 @@ from support.configs import static_node_config
 
 from numalign.agent.status import write_status
 from numalign.k8s.manifest import pod_from_dict
+from numalign.kubelet.node import Node
 from numalign.machine.examples import example
 from numalign.machine.fileformat import machine_to_dict
-from numalign.node import Node
 from numalign.report import NodeView, node_view_from_records, terminal_picture
 
 EXE = [sys.executable, "-m", "numalign.cli.main"]

@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from numalign.adapters.nodestate import StateDirectory
+from numalign.adapters.statedir.directory import StateDirectory
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.manifest import pod_from_dict
+from numalign.kubelet.node import Node
 from numalign.machine.examples import example
-from numalign.node import Node
 
 CONFIG = KubeletConfig(cpu_manager_policy="static", reserved_system_cpus="0")
 

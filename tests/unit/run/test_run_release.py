@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from numalign.adapters.nodestate import StateDirectory
+from numalign.adapters.statedir.directory import StateDirectory
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.manifest import pod_from_dict
+from numalign.kubelet.node import Node
 from numalign.machine.examples import example
-from numalign.node import Node
 from numalign.run.process import ProcessRef, start_time
 from numalign.run.session import RunNode, release
 
@@ -43,7 +43,7 @@ def test_the_runs_own_release_is_not_a_crash_leftover(tmp_path: Path, caplog: py
         node.processes[f"uid-{name}"] = ref.to_dict()
         assert node.admit(pod(name)).result.admit
 
-    with caplog.at_level(logging.INFO, logger="numalign.node"):
+    with caplog.at_level(logging.INFO, logger="numalign.kubelet.node"):
         assert release(RunNode(machine, CONFIG, tmp_path), "uid-own", own)
     ended = [r.getMessage() for r in caplog.records if "ended without releasing" in r.getMessage()]
     assert ended == [f"state {tmp_path}: released default/crashed: its numalign run process {crashed.pid} "

@@ -5,7 +5,7 @@
 - plugin_client: PluginEndpointClient, the kubelet's client for one plugin (implements the device
   manager's Endpoint protocol; follows ListAndWatch).
 - podresources: PodResourcesServer, the v1.PodResourcesLister service, reading a PodResourcesSource.
-- convert: protobuf <-> numalign.providers.devices.endpoint dataclasses.
+- convert: protobuf <-> numalign.kubelet.devicemanager.endpoint dataclasses.
 - sockets: unix-socket helpers (0600/0660 sockets, blocking dial with a deadline).
 - gen: code generated from proto/ by scripts/gen-protos (committed; do not edit).
 

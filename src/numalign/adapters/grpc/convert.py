@@ -1,6 +1,6 @@
 """Conversions between device-plugin v1beta1 protobuf messages and numalign's plain dataclasses.
 
-The device manager only sees numalign.providers.devices.endpoint dataclasses; this module is the one
+The device manager only sees numalign.kubelet.devicemanager.endpoint dataclasses; this module is the one
 place that knows the wire shapes. A Device's topology keeps the protobuf distinction between "no
 TopologyInfo" (None) and "TopologyInfo with no nodes" (()), because upstream's hint generation treats
 the two differently.
@@ -13,14 +13,14 @@ from collections.abc import Iterable, Sequence
 
 from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
 from numalign.errors import PluginError
-from numalign.limits import quote
-from numalign.providers.devices.endpoint import (
+from numalign.kubelet.devicemanager.endpoint import (
     ContainerAllocateResponse,
     Device,
     DevicePluginOptions,
     DeviceSpec,
     Mount,
 )
+from numalign.limits import quote
 
 log = logging.getLogger("numalign.grpc.convert")
 

@@ -1,6 +1,6 @@
 """The kubelet's client for one registered device plugin (upstream plugin/v1beta1/client.go + endpoint.go).
 
-`PluginEndpointClient` implements numalign.providers.devices.endpoint.Endpoint over the plugin's unix
+`PluginEndpointClient` implements numalign.kubelet.devicemanager.endpoint.Endpoint over the plugin's unix
 socket, so the device manager calls a real plugin exactly as it calls the in-process StaticEndpoint.
 Every unary call has a deadline: a hung plugin costs at most that long and surfaces as PluginError.
 """
@@ -20,8 +20,8 @@ from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
 from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
 from numalign.adapters.grpc.sockets import dial
 from numalign.errors import PluginError
+from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, Device, DevicePluginOptions
 from numalign.limits import quote
-from numalign.providers.devices.endpoint import ContainerAllocateResponse, Device, DevicePluginOptions
 
 log = logging.getLogger("numalign.grpc.plugin_client")
 

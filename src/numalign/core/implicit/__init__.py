@@ -10,7 +10,7 @@ decides exactly as it would over the listed masks.
 - merge.py: ImplicitMerger, upstream's HintMerger over explicit and implicit lists.
 
 The provider side (which provider describes what, and from how many NUMA nodes) is
-numalign.providers.implicit.
+numalign.kubelet.topologymanager.provider and each manager's implicit_hints.py.
 """
 
 from numalign.core.implicit.hints import ExplicitHints, HintList, ImplicitHints, ProviderAnswer

@@ -1,0 +1,229 @@
+"""A Node's state directory: the kubelet's three state files plus numalign's pod record, written in
+the order numalign.kubelet.nodestate gives, only when they changed, under the directory's transaction lock.
+
+Layout (the kubelet's, so a kubelet pointed at the directory reads our files and we read its):
+cpu_manager_state, memory_manager_state, device-plugins/kubelet_internal_checkpoint, and
+numalign_pods.json; numalign.lock and numalign-owner.lock (adapters.statelock) beside them.
+
+"Changed" is judged on the state, not the bytes: a file is rewritten when the provider's state differs
+from what this process last read or wrote there, so a kubelet-written file is not rewritten for its
+formatting alone, and a write that failed is tried again at the next commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from numalign.adapters.grpc.convert import allocate_response_from_pb, allocate_response_to_pb
+from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
+from numalign.adapters.statedir.files import (
+    CheckpointFileError,
+    CheckpointStore,
+    path_kind_problem,
+    read_checkpoint,
+    write_atomic,
+)
+from numalign.adapters.statedir.locks import transaction
+from numalign.adapters.statedir.podrecord import (
+    POD_RECORD_FILE,
+    PodEntry,
+    PodRecord,
+    decode_pod_record,
+    encode_pod_record,
+)
+from numalign.errors import CheckpointError, InvalidInputError
+from numalign.k8s.manifest import pod_from_dict
+from numalign.k8s.pod import Pod
+from numalign.kubelet.cpumanager.checkpoint import CPUManagerCheckpoint
+from numalign.kubelet.cpumanager.state import CPUManagerState
+from numalign.kubelet.devicemanager.checkpoint_codec import (
+    device_checkpoint_from_document,
+    device_checkpoint_to_document,
+)
+from numalign.kubelet.memorymanager.checkpoint_codec import (
+    memory_checkpoint_from_document,
+    memory_checkpoint_to_document,
+)
+from numalign.kubelet.node import Node, pod_to_manifest
+
+log = logging.getLogger("numalign.state")
+
+_Fingerprint = tuple[int, int, int, int] | None
+
+
+class StateDirectory:
+    """NodeStore over one directory. `read_only`: read under the shared lock, never write (--dry-run,
+    `pods`, `nrt` on a live node's directory)."""
+
+    def __init__(self, state_dir: str | os.PathLike[str], *, read_only: bool = False) -> None:
+        self.state_dir = Path(state_dir)
+        self.read_only = read_only
+        self.files = CheckpointStore.under(self.state_dir)
+        self.record_path = self.state_dir / POD_RECORD_FILE
+        self.record: PodRecord | None = None  # as last read or written; None: no file
+        self._fingerprint: _Fingerprint = None
+        # Per kubelet file, the provider state it holds as far as this process knows (None: no file).
+        self._disk: dict[str, Any] = {"cpu": None, "memory": None, "devices": None}
+        self._loaded = False
+
+    def lock(self) -> contextlib.AbstractContextManager[None]:
+        return transaction(self.state_dir, shared=self.read_only)
+
+    # ---- reading ---------------------------------------------------------------------------------
+    def load(self, node: Any) -> None:
+        assert isinstance(node, Node)
+        record = self._read_record()
+        # The kubelet opens both managers' checkpoints whatever the policy (the none policies included),
+        # so a file written under another policy is refused here too, never silently ignored.
+        cp = self.files.load_cpu(policy_name=node.cpu.policy_name)
+        mcp = self.files.load_memory(policy_name=node.memory.policy_name)
+        dcp = self.files.load_devices()
+        cpu = None if cp is None else CPUManagerState.from_strings(cp.policy_name, cp.default_cpu_set, cp.entries)
+        memory = None if mcp is None else memory_checkpoint_to_document(mcp)
+        devices = None if dcp is None else _device_document(dcp)
+        node.restore(cpu, memory, devices, self._pods(record), reload=self._loaded)
+        self._loaded = True
+        self.record = record
+        self._disk = {
+            "cpu": None if cp is None else _cpu_doc(node),
+            "memory": None if mcp is None else node.memory.snapshot(),
+            "devices": None if dcp is None else node.devices.snapshot(),
+        }
+
+    def _read_record(self) -> PodRecord | None:
+        self._fingerprint = _stat(self.record_path)
+        data = read_checkpoint(self.record_path)
+        if data is None:
+            return None
+        try:
+            return decode_pod_record(data)
+        except CheckpointError as e:
+            raise CheckpointFileError(self._record_problem(str(e)), path=self.record_path, reason=e) from None
+
+    def _record_problem(self, what: str) -> str:
+        return (f"{self.record_path}: cannot read numalign's pod record: {what}; expected the file numalign wrote; "
+                f"fix: restore it from backup, or remove it together with the kubelet state files in "
+                f"{self.state_dir} to start from an empty node")
+
+    def _pods(self, record: PodRecord | None) -> list[tuple[Pod, Any, Any]]:
+        out = []
+        for i, entry in enumerate(record.pods if record else ()):
+            try:
+                pod = pod_from_dict(entry.manifest, f"pods[{i}].manifest")
+            except (InvalidInputError, ValueError, TypeError, RecursionError) as e:
+                raise CheckpointError(self._record_problem(str(e))) from None
+            if pod.uid != entry.uid:
+                raise CheckpointError(self._record_problem(
+                    f"pods[{i}]: the manifest's uid {pod.uid[:80]!r} differs from the entry's {entry.uid[:80]!r}"))
+            out.append((pod, entry.allocation, entry.process))
+        return out
+
+    def changed(self) -> bool:
+        now = _stat(self.record_path)
+        if now == self._fingerprint:
+            return False
+        if now is None or self.record is None:
+            return True
+        try:
+            data = read_checkpoint(self.record_path)
+            generation = decode_pod_record(data).generation if data is not None else -1
+        except CheckpointError:
+            return True  # the reload reports it
+        if generation != self.record.generation:
+            return True
+        self._fingerprint = now
+        return False
+
+    # ---- writing ---------------------------------------------------------------------------------
+    def commit(self, node: Any) -> None:
+        assert isinstance(node, Node)
+        if self.read_only:
+            return
+        entries = tuple(PodEntry(p.uid, pod_to_manifest(p), alloc, proc) for p, alloc, proc in node.state_entries())
+        docs = {"devices": node.devices.snapshot(), "cpu": _cpu_doc(node), "memory": node.memory.snapshot()}
+        stale = [k for k, doc in docs.items() if doc != self._disk[k]]
+        old = self.record.pods if self.record is not None else None
+        if not stale and old == entries:
+            return
+        wrote_record = False
+        if old is not None and {e.uid for e in old} - {e.uid for e in entries}:
+            # A removal commits before its release: the record first, so a crash can only leave
+            # allocations no pod claims (released on the next open), never a pod without its allocations.
+            new = {e.uid for e in entries}
+            self._write_record(tuple(e for e in old if e.uid in new))
+            wrote_record = True
+        for key in stale:
+            self._write_file(key, docs[key])
+        if not wrote_record or self.record is None or self.record.pods != entries:
+            # An admission commits here, after the kubelet files hold its allocations.
+            self._write_record(entries)
+
+    def _write_record(self, pods: tuple[PodEntry, ...]) -> None:
+        generation = (self.record.generation if self.record is not None else 0) + 1
+        record = PodRecord(generation, pods)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.record_path, encode_pod_record(record))
+        self.record = record
+        self._fingerprint = _stat(self.record_path)
+
+    def _write_file(self, key: str, doc: Any) -> None:
+        if key == "cpu":
+            self.files.save_cpu(CPUManagerCheckpoint(*doc), force=True)
+        elif key == "memory":
+            self.files.save_memory(memory_checkpoint_from_document(doc), force=True)
+        else:
+            self.files.save_devices(_device_checkpoint(doc), force=True)
+        self._disk[key] = doc
+
+
+def _stat(path: Path) -> _Fingerprint:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _cpu_doc(node: Node) -> tuple[str, str, dict[str, dict[str, str]]]:
+    return node.cpu.snapshot().to_strings()
+
+
+def _device_document(dcp: Any) -> dict[str, Any]:
+    doc = device_checkpoint_to_document(dcp)
+    for entry in doc["PodDeviceEntries"] or []:
+        raw = entry.get("AllocResp")
+        entry["AllocResp"] = allocate_response_from_pb(pb.ContainerAllocateResponse.FromString(raw or b""))
+    return doc
+
+
+def _device_checkpoint(snap: dict[str, Any]) -> Any:
+    entries = []
+    for e in snap.get("PodDeviceEntries") or []:
+        e = dict(e)
+        e["AllocResp"] = allocate_response_to_pb(e["AllocResp"]).SerializeToString()
+        entries.append(e)
+    return device_checkpoint_from_document(
+        {"PodDeviceEntries": entries, "RegisteredDevices": snap.get("RegisteredDevices", {})}
+    )
+
+
+def read_pod_record(state_dir: str | os.PathLike[str]) -> PodRecord | None:
+    """numalign_pods.json read and checked as a StateDirectory reads it (None: no file), for a reader that
+    wants the record without opening a Node; the caller holds the directory's lock."""
+    return StateDirectory(state_dir, read_only=True)._read_record()
+
+
+def state_directory(state_dir: str | os.PathLike[str] | None, *, read_only: bool = False) -> StateDirectory | None:
+    """The store for an optional --state-dir (None: the node lives in memory only)."""
+    return None if state_dir is None else StateDirectory(state_dir, read_only=read_only)
+
+
+def check_state_dir(state_dir: str | os.PathLike[str]) -> None:
+    """Refuse, before any lock is taken, a --state-dir that is a file or lies under one."""
+    problem = path_kind_problem(Path(state_dir) / "cpu_manager_state")
+    if problem is not None:
+        raise CheckpointError(f"cannot use --state-dir {state_dir}: {problem}")

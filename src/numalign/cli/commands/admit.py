@@ -1,0 +1,341 @@
+"""`numalign admit POD.yaml...`: admit pods on a node as the kubelet would, and say why not.
+
+With no arguments it runs the main job: the built-in example pods on the built-in dual-socket machine
+with a typical NUMA-aligned kubelet configuration (static CPU manager, Static memory manager,
+single-numa-node topology manager). Without --config that example configuration stands in for the
+config file, pods or no pods, and kubelet flags override it field by field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from pathlib import Path
+from typing import Any
+
+from numalign.cli.options.nodeargs import EXAMPLE_CONFIG
+from numalign.cli.options.nodeargs import data_file as _data
+from numalign.errors import ConfigError
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "admit",
+        help="admit pods on a machine with the kubelet's resource managers; explain every rejection",
+        description="Admit pods in order, as the kubelet's Topology Manager, CPU, memory and device managers "
+        "would, and print each decision with the CPUs, memory and devices given. With no pods: the built-in "
+        "example pods. Without --config: the built-in example kubelet configuration, which kubelet flags "
+        "override field by field.",
+    )
+    p.add_argument("pods", nargs="*", metavar="POD.yaml",
+                   help="Pod manifests (YAML/JSON, Lists, workloads); - reads standard input (`helm template ... | "
+                   "numalign admit -`); other kinds (Service, ConfigMap, ...) are skipped with a note")
+    p.add_argument("--machine", metavar="FILE|NAME", help="machine file, sysfs dump, cadvisor JSON or a "
+                   "built-in name (default: dual-socket)")
+    p.add_argument("--state-dir", metavar="DIR", type=Path,
+                   help="read and write the kubelet state files here (cpu_manager_state, memory_manager_state, "
+                   "device-plugins/kubelet_internal_checkpoint) and numalign_pods.json, so successive runs see "
+                   "earlier pods; one run is one transaction (all its pods are kept, or none), and a directory "
+                   "another admit or serve owns is refused")
+    p.add_argument("--dry-run", action="store_true",
+                   help="with --state-dir: read the state files but write nothing, so it is safe to ask "
+                   "\"would this pod be admitted now?\" of a live node's /var/lib/kubelet")
+    p.add_argument("--replicas", action="store_true", help="admit spec.replicas pods for each workload")
+    p.add_argument("--replace", action="store_true",
+                   help="a pod of the same namespace/name already in --state-dir is removed first and the new one "
+                   "admitted in its place (a new version of the same workload); without it such a pod is an error")
+    from numalign.cli.options.nodeargs import add_node_args
+
+    add_node_args(p)
+    p.add_argument("--node-condition", action="append", default=[], metavar="CONDITION",
+                   help="a pressure condition the node has (MemoryPressure, DiskPressure, PIDPressure; repeat "
+                   "for more): the kubelet's eviction manager then rejects BestEffort pods (MemoryPressure "
+                   "alone) or every pod, with reason Evicted. numalign observes no usage; by default none")
+    p.add_argument("--exit-code", action="store_true",
+                   help="exit 1 when any pod is rejected (as git diff --exit-code), so a script can ask "
+                   "\"would it fit?\"; without it admit exits 0 whatever the decisions")
+    from numalign.cli.output import add_output_arg
+
+    add_output_arg(p)
+    from numalign.cli.options.reportargs import add_report_arg
+
+    add_report_arg(p, "the machine with every container's CPUs, memory and devices and each rejected pod's "
+                   "decision record")
+    from numalign.cli.options.kubeletflags import add_kubelet_flags
+
+    add_kubelet_flags(p, "a KubeletConfiguration file and the kubelet's own flags (flags win); without "
+                      "--config the built-in example configuration is the base (static CPU manager, Static "
+                      "memory manager, single-numa-node), not the kubelet's defaults")
+
+
+def run(args: argparse.Namespace) -> int:
+    from numalign.adapters.textfiles import load_pods, source_name
+    from numalign.cli.options.kubeletflags import FLAGS_DEST, config_from_args
+    from numalign.cli.options.nodeargs import config_label, example_base, resolve_node
+    from numalign.cli.options.noderecord import apply_record
+    from numalign.errors import InvalidInputError
+    from numalign.k8s.manifest import SUPPORTED_KINDS
+    from numalign.machine.examples import DEFAULT_MACHINE
+
+    notes: list[str] = []
+    pod_files = [Path(p) for p in args.pods]
+    if not pod_files:
+        pod_files = [_data("example-pods.yaml")]
+        notes.append(f"no pods given: admitting the built-in examples ({pod_files[0].name})")
+    recorded = apply_record(args)  # a second run on a state directory keeps the first run's node
+    machine, node_notes = resolve_node(args, DEFAULT_MACHINE)
+    notes.extend([*node_notes, *([recorded] if recorded else [])])
+    if args.node_snapshot is not None and not args.dry_run:
+        args.dry_run = True  # a snapshot is a record of the node: asked, never changed
+    flags: list[tuple[str, str]] = getattr(args, FLAGS_DEST, None) or []
+    # Without --config the built-in example stands in for the config file, pods or no pods, and
+    # flags override it field by field as they would a file (so the fix a refusal suggests,
+    # e.g. --policy-option max-allowable-numa-nodes=16, changes only that field).
+    base = example_base(args)
+    config = config_from_args(args, base=base)
+    if base is not None:
+        overrides = ", ".join(dict.fromkeys(name for name, _ in flags))
+        notes.append(
+            f"kubelet config: built-in example {EXAMPLE_CONFIG} (cpuManagerPolicy {base.cpu_manager_policy}, "
+            f"memoryManagerPolicy {base.memory_manager_policy}, topologyManagerPolicy "
+            f"{base.topology_manager_policy})"
+            + (f", overridden by {overrides}" if overrides else "; pass --config or kubelet flags to change it")
+        )
+    elif flags:
+        notes.append(f"kubelet config: {config_label(args)}, overridden by "
+                     + ", ".join(dict.fromkeys(name for name, _ in flags)))
+    else:
+        notes.append(f"kubelet config: {config_label(args)}")
+    if config.topology_manager_policy != "none" and config.cpu_manager_policy == "none":
+        notes.append("note: cpuManagerPolicy is none, so CPUs take no part in NUMA alignment "
+                     "(add --cpu-manager-policy static and a CPU reservation)")
+    if args.dry_run and args.node_snapshot is not None:
+        notes.append("dry run: the snapshot is read, nothing is written")
+    elif args.dry_run and args.state_dir is not None:
+        if not args.state_dir.is_dir():
+            # "Would it fit there now?" of a directory that is not there is a wrong path, not an empty node.
+            raise InvalidInputError(
+                f"--state-dir {args.state_dir}: no such directory; expected the kubelet's root directory (its "
+                "state files) or a directory `numalign admit --state-dir` wrote; check the path"
+            )
+        notes.append(f"dry run: the state in {args.state_dir} is read, nothing is written")
+    elif args.dry_run:
+        # Without --state-dir nothing is read or written anyway; say so rather than let the flag look active.
+        notes.append("note: --dry-run has no effect without --state-dir (nothing is written either way); "
+                     "add --state-dir DIR to ask of a node's state files")
+    pods = []
+    for f in pod_files:
+        skipped: list[str] = []
+        found = load_pods(f, expand_replicas=args.replicas, skipped=skipped)
+        notes.extend(skipped)
+        if not found:
+            raise InvalidInputError(
+                f"{source_name(f)}: no Pod (or workload with a pod template) found"
+                + (f" ({len(skipped)} other object(s) skipped, e.g. {skipped[0]})" if skipped else "")
+                + f"; expected a manifest of kind {', '.join(SUPPORTED_KINDS)}; check that the input is the one "
+                "you meant and is not empty"
+            )
+        pods.extend(found)
+    owner = None
+    if args.state_dir is not None and not args.dry_run:
+        from numalign.adapters.statedir.directory import check_state_dir
+        from numalign.adapters.statedir.locks import acquire_owner
+
+        check_state_dir(args.state_dir)
+        # One owner per state directory; the kernel drops the lock when this process ends.
+        owner = acquire_owner(args.state_dir, "numalign admit")
+        from numalign.cli.options.noderecord import write_record
+
+        write_record(args.state_dir, machine, _machine_spec(args, DEFAULT_MACHINE), args.kubelet_config, flags)
+    with owner if owner is not None else contextlib.nullcontext():
+        node, records, extras = _admit_all(args, machine, config, base, pods, notes)
+    if args.report is not None:
+        _report(args.report, node, pods, records, notes, config)
+    from numalign.answer.text import to_json
+    from numalign.cli.output import EXIT_CHECK_FAILED, EXIT_OK, emit
+
+    if args.output == "text":
+        unprovided = [_unprovided_extended_resources(pod, node) for pod in pods]
+        _print_text(machine.name, config, notes, records, unprovided, extras)
+    else:
+        emit({"machine": machine.name, "kubelet_config": _config_dict(config), "notes": notes,
+              "pods": [r.to_dict() | to_json(x) for r, x in zip(records, extras, strict=True)]},
+             args.output, sort_keys=True)
+    rejected = any(not r.result.admit for r in records)
+    return EXIT_CHECK_FAILED if args.exit_code and rejected else EXIT_OK
+
+
+def _machine_spec(args: argparse.Namespace, default: str) -> str | None:
+    """The --machine value when it alone names the machine (a built-in name or the shorthand, no
+    --devices), so numalign_node.json stays small; None when the machine must be kept whole."""
+    from numalign.machine.examples import EXAMPLES
+    from numalign.machine.shorthand import looks_like_shorthand
+
+    spec = args.machine or default
+    if args.devices or getattr(args, "recorded_machine", None) is not None:
+        return None
+    return spec if spec in EXAMPLES or (looks_like_shorthand(spec) and not Path(spec).exists()) else None
+
+
+def _admit_all(
+    args: argparse.Namespace, machine: Any, config: Any, base: Any, pods: list[Any], notes: list[str]
+) -> tuple[Any, list[Any], list[Any]]:
+    """Admit `pods` in one transaction of the state directory (if any): all kept, or none. Beside each
+    record: its alignment, or why it was rejected and what would make it fit."""
+    from numalign.adapters.statedir.directory import state_directory
+    from numalign.errors import InvalidInputError
+    from numalign.kubelet.admission.eviction import NodeCondition
+    from numalign.kubelet.node import Node
+
+    conditions = [NodeCondition.parse(c) for c in args.node_condition]
+    from numalign.cli.options.nodeargs import snapshot_errors
+
+    try:
+        from numalign.run.session import process_alive  # ended `numalign run` processes are released
+
+        with snapshot_errors(args):
+            node = Node(machine, config, store=state_directory(args.state_dir, read_only=args.dry_run),
+                        node_conditions=conditions, process_alive=process_alive)
+    except ConfigError as exc:
+        exc = _with_numa_nodes(exc, config, machine)
+        if base is None:
+            raise exc from None
+        # The user never wrote this configuration: say where it came from and how to replace it.
+        raise ConfigError(
+            f"{exc} (the kubelet configuration is the built-in example {EXAMPLE_CONFIG}, used because no "
+            "--config was given; pass --config FILE, or override its fields with kubelet flags, e.g. "
+            "--policy-option KEY=VALUE, --reserved-cpus, --reserved-memory, --kube-reserved)"
+        ) from None
+    from numalign.answer.text import NodeAnswers
+    from numalign.cli.options.clusterargs import Progress
+
+    answers = NodeAnswers(node)
+    records: list[Any] = []
+    extras = []
+    progress = Progress(f"admit: {len(pods)} pod(s) on {machine.name}")  # drawn only when stderr is a terminal
+    try:
+        # One transaction: the pods are written together at the end, or (killed, or a write failed)
+        # not at all, so an interrupted admit can be run again.
+        with node.transaction() as tx:
+            for pod in pods:
+                held = [p for p in node.pods.values() if p.key == pod.key or p.uid == pod.uid]
+                if held and args.replace and not any(r.pod_uid in {h.uid for h in held} for r in records):
+                    for old in held:
+                        node.remove(old.uid)
+                    notes.append(f"replaced: pod {pod.key} removed from the state before admitting the new one")
+                elif held:
+                    raise InvalidInputError(_already_admitted(pod, args.state_dir, args.dry_run))
+                records.append(node.admit(pod))
+                extras.append(answers.after(pod, records[-1]))
+                progress.step(pod.key)
+        outcome = tx.outcome(records, node.pods)
+    finally:
+        progress.close()
+    # A write that failed turns the admissions into rejections: explain those as they now stand.
+    extras = [x if new is old else answers.after(pod, new)
+              for pod, old, new, x in zip(pods, records, outcome, extras, strict=True)]
+    return node, outcome, extras
+
+
+def _report(path: Path, node: Any, pods: list[Any], records: list[Any], notes: list[str], config: Any) -> None:
+    from numalign.cli.options.reportargs import write_report
+    from numalign.report import node_report, node_view_from_records
+
+    reserved: frozenset[int] = getattr(node.cpu, "reserved_cpus", frozenset())
+    order = {p.key: [c.name for c in p.all_containers()] for p in pods}
+    config_line = (f"topologyManagerPolicy {config.topology_manager_policy}, scope {config.topology_manager_scope}, "
+                   f"cpuManagerPolicy {config.cpu_manager_policy}, memoryManagerPolicy {config.memory_manager_policy}")
+    view = node_view_from_records(node.machine, [r.to_dict() for r in records], reserved_cpus=reserved,
+                                  title=f"numalign admit: {node.machine.name}", notes=[config_line, *notes],
+                                  container_order=order)
+    write_report(path, node_report(view))
+
+
+def _with_numa_nodes(exc: ConfigError, config: Any, machine: Any) -> ConfigError:
+    """The kubelet's "references a NUMA node N that does not exist" names no node that does exist."""
+    existing = sorted(n.id for n in machine.numa_nodes)
+    missing = sorted({r.numa_node for r in config.reserved_memory} - set(existing))
+    if not missing or "references a NUMA node" not in str(exc):
+        return exc
+    return ConfigError(
+        f"{exc}; machine {machine.name} has NUMA node{'s' if len(existing) > 1 else ''} "
+        f"{','.join(map(str, existing))}; reserve memory only on those (--reserved-memory "
+        f"{existing[0]}:memory=SIZE, or reservedMemory in --config), or pick the machine with --machine"
+    )
+
+
+def _already_admitted(pod: Any, state_dir: Path | None, dry_run: bool) -> str:
+    """Node.admit's own message names library calls; on the command line the fixes are options."""
+    what = f"pod {pod.key} (uid {pod.uid}) is already admitted"
+    rename = "give the pod another name (or metadata.uid)"
+    if state_dir is None:
+        return f"{what} earlier in this run (a pod is admitted once); {rename} for each copy"
+    if dry_run:
+        return (f"{what} in the state of {state_dir}; expected a pod not admitted there yet; add --replace to "
+                f"ask about a new version in its place, or {rename} to ask about a copy")
+    return (
+        f"{what} in the state of {state_dir}; expected a pod not admitted there yet; add --replace to admit the "
+        f"new version in its place, {rename} for a copy, use a fresh --state-dir, or use --dry-run to ask "
+        "without keeping pods"
+    )
+
+
+def _config_dict(config: Any) -> dict[str, Any]:
+    """The resource-manager settings in effect, under their KubeletConfiguration names."""
+    return {
+        "topologyManagerPolicy": config.topology_manager_policy,
+        "topologyManagerScope": config.topology_manager_scope,
+        "topologyManagerPolicyOptions": dict(config.topology_manager_policy_options),
+        "cpuManagerPolicy": config.cpu_manager_policy,
+        "cpuManagerPolicyOptions": dict(config.cpu_manager_policy_options),
+        "memoryManagerPolicy": config.memory_manager_policy,
+    }
+
+
+def _unprovided_extended_resources(pod: Any, node: Any) -> list[str]:
+    """Extended resources the pod asks for that no device plugin (nor the machine file) provides. The
+    kubelet drops them before its fit check (removeMissingExtendedResources: a scheduler extender may
+    own them) and the device manager gives no hint, so the pod is admitted without them; the output
+    says so, since "devices: no preference" alone reads as if the devices were found."""
+    from numalign.k8s.resources import is_extended_resource_name
+
+    names = {
+        name
+        for c in (*pod.init_containers, *pod.containers)
+        for name in (*c.requests, *c.limits)
+        if is_extended_resource_name(name)
+    }
+    return sorted(n for n in names if not node.devices.is_device_plugin_resource(n))
+
+
+def _print_text(
+    machine: str, config: Any, notes: list[str], records: list[Any], unprovided: list[list[str]], extras: list[Any]
+) -> None:
+    from numalign.answer.text import allocation_line, text_lines
+
+    print(f"machine {machine}; topologyManagerPolicy {config.topology_manager_policy}, "
+          f"scope {config.topology_manager_scope}, cpuManagerPolicy {config.cpu_manager_policy}, "
+          f"memoryManagerPolicy {config.memory_manager_policy}")
+    for n in notes:
+        print(f"# {n}")
+    admitted = 0
+    for rec, missing, extra in zip(records, unprovided, extras, strict=True):
+        print()
+        print(rec.render())
+        if rec.result.admit:
+            admitted += 1
+            by_name = {c.container: c for c in extra.containers}
+            for cname, alloc in rec.allocations.items():
+                print(allocation_line(cname, alloc, by_name.get(cname)))
+        for line in text_lines(extra, rec.result.reason == "TopologyAffinityError"):
+            print(line)
+        for name in missing:
+            if rec.result.admit:
+                print(f"  note: no device plugin provides {name} on this machine; the kubelet admits the pod "
+                      "without those devices")
+            else:
+                print(f"  note: no device plugin provides {name} on this machine; the kubelet leaves that "
+                      "request out of admission, so it is not why the pod was rejected")
+    print()
+    print(f"{admitted}/{len(records)} pods admitted")
+

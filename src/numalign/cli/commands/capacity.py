@@ -1,0 +1,63 @@
+"""`numalign capacity POD.yaml`: how many more copies of a pod fit, NUMA-exact, per node pool."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from numalign.cli.options.clusterargs import add_cluster_args, load_cluster_arg
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "capacity",
+        help="how many more copies of a pod fit on the cluster, NUMA-exact, per node pool, beside the "
+        "topology-unaware count from a sum of requests",
+        description="Count, per node pool, how many more copies of the pod each node's kubelet (numalign, with "
+        "the pool's Topology Manager, CPU, memory and device managers) would admit one after another, and "
+        "beside it the count a topology-unaware sum of requests gives (what cluster-capacity and the "
+        "default scheduler see). With no pod: the built-in example training pod; with no cluster: the "
+        "built-in example cluster.",
+    )
+    p.add_argument("pod", nargs="?", metavar="POD.yaml", type=Path,
+                   help="one Pod or workload manifest; its (first) pod is copied")
+    add_cluster_args(p, workload=False)
+    from numalign.cli.output import add_output_arg
+
+    add_output_arg(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from numalign.cli.options.clusterargs import dump
+    from numalign.cluster.capacity import capacity
+    from numalign.cluster.examples import example_shapes
+    from numalign.cluster.workload import load_workload
+
+    cluster = load_cluster_arg(args)
+    if args.pod is None:
+        shapes, _ = example_shapes()
+        shape = next(s for s in shapes if s.name == "training")
+        pod, placement, source = shape.pod, shape.placement, "built-in example pod ml/training"
+    else:
+        group = load_workload([args.pod]).groups[0]
+        pod, placement, source = group.pods[0], group.placement, f"{args.pod} ({group.pods[0].key})"
+    from numalign.cli.options.clusterargs import running_pods
+
+    pools = capacity(cluster, pod, placement, running_pods(args, cluster))
+    if args.output != "text":
+        dump({"cluster": cluster.name, "pod": source, "pools": [p.to_dict() for p in pools],
+              "exact": sum(p.exact for p in pools), "by_requests": sum(p.by_requests for p in pools)}, args.output)
+        return 0
+    print(f"cluster {cluster.name} ({cluster.node_count} nodes); pod {source}")
+    print()
+    rows = [(p.pool, str(p.nodes), str(p.exact), str(p.by_requests),
+             ", ".join(f"{k} ({v})" for k, v in p.limited_by.items())) for p in pools]
+    rows.append(("total", str(cluster.node_count), str(sum(p.exact for p in pools)),
+                 str(sum(p.by_requests for p in pools)), ""))
+    head = ("POOL", "NODES", "FIT (NUMA-EXACT)", "FIT (SUM OF REQUESTS)", "LIMITED BY (NODES)")
+    widths = [max(len(r[i]) for r in [*rows, head]) for i in range(5)]
+    for r in (head, *rows):
+        cells = [c.ljust(w) if i in (0, 4) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))]
+        print("  ".join(cells).rstrip())
+    return 0

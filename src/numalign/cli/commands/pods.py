@@ -1,0 +1,162 @@
+"""`numalign pods`: the node's pods and their allocations, from the status file `numalign serve` keeps."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    from numalign.paths import DEFAULT_STATE_DIR
+
+    p: argparse.ArgumentParser = sub.add_parser(
+        "pods",
+        help="list the pods of a node agent, a state directory or a snapshot, with their allocations",
+        description="Read numalign_status.json in the state directory of `numalign serve` and list every pod "
+        "(admitted, rejected or pending) with its CPUs, memory and devices, and every invalid manifest. A state "
+        "directory without it (written by `numalign admit --state-dir`, a kubelet's /var/lib/kubelet, or a "
+        "--node snapshot) is read through its state files, on the machine and kubelet configuration admit "
+        "recorded there (numalign_node.json), else those of --machine, --devices and the kubelet options.",
+    )
+    p.add_argument("--state-dir", metavar="DIR", type=Path, default=DEFAULT_STATE_DIR,
+                   help=f"the agent's --state-dir (default {DEFAULT_STATE_DIR})")
+    from numalign.cli.output import add_output_arg
+
+    add_output_arg(p, "wide", help="text (default): a table of the pods (NAMESPACE NAME STATUS CPUS MEMORY DEVICES) "
+                   "and the machine drawn with them; wide: more columns (CONTAINERS HUGEPAGES DEVICE-IDS FILE) and "
+                   "each container's allocation and runtime requests; json, yaml: the status document")
+    p.add_argument("--machine", metavar="FILE|NAME",
+                   help="the machine to draw the pods on (default: the one the agent recorded in its status file; "
+                   "for other state directories the one admit recorded, else dual-socket, as for admit)")
+    from numalign.cli.options.kubeletflags import add_kubelet_flags
+    from numalign.cli.options.nodeargs import add_node_args
+
+    add_node_args(p)
+    add_kubelet_flags(p, "for a state directory without the agent's status file: the kubelet configuration it "
+                      "was written with (as for admit)")
+    from numalign.cli.options.reportargs import add_report_arg
+
+    add_report_arg(p, "the machine with every pod's CPUs, memory and devices and each rejected pod's decision record")
+
+
+def run(args: argparse.Namespace) -> int:
+    from numalign.adapters.statedir.locks import transaction
+    from numalign.agent.status import STATUS_FILE, read_status
+    from numalign.errors import InvalidInputError
+    from numalign.run.listing import run_processes, run_rows
+
+    doc = None
+    runs: list[Any] = []
+    if args.node is None:
+        with transaction(args.state_dir, shared=True):  # a reader: never between two files of one change
+            doc = read_status(args.state_dir)
+            runs = run_processes(args.state_dir)  # `numalign run` processes sharing the directory
+    agent = doc is not None
+    if doc is None and runs:
+        doc = {"pods": {}}
+        view = _view(args, doc)
+    elif doc is None:
+        # No agent: the pods of the state files themselves (admit's directory, a kubelet's, a snapshot).
+        agent = True
+        doc, view = _from_state_files(args)
+        if doc is None:
+            raise InvalidInputError(
+                f"{args.state_dir}: no state there (neither {STATUS_FILE} of `numalign serve` nor the kubelet's "
+                "state files); pass the --state-dir of the agent or of `numalign admit`, or --node SNAPSHOT"
+            )
+    else:
+        view = _view(args, doc)
+    if args.report is not None:
+        from numalign.cli.options.reportargs import write_report
+        from numalign.report import node_report
+
+        if view is None:
+            raise InvalidInputError(
+                f"{args.state_dir / STATUS_FILE} names no machine (written by an older numalign serve); pass "
+                "--machine NAME|FILE, the machine the agent runs with, to draw the report"
+            )
+        write_report(args.report, node_report(view))
+    if args.output in ("json", "yaml"):
+        from numalign.cli.output import emit
+
+        emit({"pods": doc["pods"], "manifests": doc.get("manifests", {}), "resources": doc.get("resources", {}),
+              "faults": doc.get("faults", {}), "processes": runs}, args.output, sort_keys=True)
+        return 0
+    from numalign.cli.commands.pods_table import print_pods, table
+
+    if agent:
+        print_pods(doc, wide=args.output == "wide")
+    if runs:
+        # `numalign run` processes: a second table, one row per process holding an allocation.
+        print(("\n" if agent else "") + table(*run_rows(runs)), end="")
+    if view is not None:
+        from numalign.cli.options.reportargs import use_color
+        from numalign.report import terminal_picture
+
+        print()
+        sys.stdout.write(terminal_picture(view, color=use_color(sys.stdout)))
+    return 0
+
+
+def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, Any]:
+    """The pods of a state directory (or snapshot) read through a read-only Node, and their picture."""
+    import json
+
+    from numalign.adapters.snapshot_collect import PODS_MEMBER
+    from numalign.adapters.statedir.directory import state_directory
+    from numalign.adapters.statedir.files import CheckpointStore
+    from numalign.adapters.statedir.podrecord import POD_RECORD_FILE
+    from numalign.cli.options.nodeargs import node_config, resolve_node, snapshot_errors, state_pods
+    from numalign.cli.options.noderecord import apply_record
+    from numalign.kubelet.node import Node
+    from numalign.machine.examples import DEFAULT_MACHINE
+    from numalign.report import node_view_from_status
+    from numalign.run.session import process_alive
+
+    if args.node is not None:
+        args.state_dir = None  # the snapshot's state is used (resolve_node refuses both)
+    recorded = apply_record(args)
+    machine, notes = resolve_node(args, DEFAULT_MACHINE)
+    notes += [recorded] if recorded else []
+    where = args.node if args.node is not None else args.state_dir
+    if args.state_dir is None:
+        # A snapshot of a node with no state files (no kubelet ran there, or it keeps none): no pods, as
+        # kubectl says "No resources found", and the machine drawn bare.
+        empty: dict[str, Any] = {"pods": {}}
+        return empty, node_view_from_status(machine, empty, title=f"numalign pods: {machine.name}",
+                                            notes=[f"{where} holds no state files: no pods", *notes])
+    store = CheckpointStore.under(args.state_dir)
+    if not any(p.is_file() for p in (store.cpu_path, store.memory_path, store.device_path,
+                                     args.state_dir / POD_RECORD_FILE)):
+        return None, None
+    with snapshot_errors(args):
+        node = Node(machine, node_config(args), store=state_directory(args.state_dir, read_only=True),
+                    process_alive=process_alive)  # ended `numalign run` processes hold nothing
+    listed = None
+    snap = args.node_snapshot
+    if snap is not None and (snap.root / PODS_MEMBER).is_file():
+        listed = json.loads((snap.root / PODS_MEMBER).read_text(encoding="utf-8"))
+    doc: dict[str, Any] = {"pods": state_pods(node, listed)}
+    view = node_view_from_status(machine, doc, title=f"numalign pods: {machine.name}",
+                                 notes=[f"from the state files in {where}", *notes])
+    return doc, view
+
+
+def _view(args: argparse.Namespace, doc: dict[str, Any]) -> Any:
+    """The pods on their machine: --machine, else the machine the agent recorded; None when neither."""
+    from numalign.report import node_view_from_status
+
+    if args.machine:
+        from numalign.adapters.sysfs import load_machine
+
+        machine = load_machine(args.machine)
+    elif isinstance(doc.get("machine"), dict):
+        from numalign.machine.fileformat import machine_from_dict
+
+        machine = machine_from_dict(doc["machine"], f"{args.state_dir / 'numalign_status.json'}: machine")
+    else:
+        return None
+    return node_view_from_status(machine, doc, title=f"numalign pods: {machine.name}",
+                                 notes=[f"from the agent's state in {args.state_dir}"])

@@ -1,0 +1,95 @@
+"""`numalign remove POD... --state-dir DIR`: release pods from a state directory, as the kubelet does
+when a pod is deleted (its CPUs go back to the shared pool, its memory and devices are freed)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "remove",
+        help="remove pods (by namespace/name, name or UID) from a state directory written by admit",
+        description="Remove pods from --state-dir and write the state files again (owner lock and one "
+        "transaction, as admit writes). POD is namespace/name, a name in the default namespace, or a pod UID. "
+        "The machine and kubelet configuration are those admit recorded in numalign_node.json, unless "
+        "--machine, --devices or kubelet options are given.",
+    )
+    p.add_argument("pods", nargs="+", metavar="POD", help="namespace/name, name (namespace default) or UID")
+    p.add_argument("--state-dir", metavar="DIR", type=Path, required=True, help="the state directory to change")
+    p.add_argument("--machine", metavar="FILE|NAME", help="the machine the state was written on "
+                   "(default: dual-socket, as for admit)")
+    p.add_argument("--devices", metavar="RESOURCE=FILE|FILE.json", action="append", default=[],
+                   help="the devices the state was written with (as for admit)")
+    from numalign.cli.output import add_output_arg
+
+    add_output_arg(p)
+    from numalign.cli.options.kubeletflags import add_kubelet_flags
+
+    add_kubelet_flags(p, "the kubelet configuration the state was written with (as for admit)")
+
+
+def find_pod(node: Any, ref: str) -> Any:
+    """The pod `ref` names: a UID, namespace/name, or a name in the default namespace."""
+    from numalign.errors import InvalidInputError
+
+    if ref in node.pods:
+        return node.pods[ref]
+    key = ref if "/" in ref else f"default/{ref}"
+    for pod in node.pods.values():
+        if pod.key == key:
+            return pod
+    known = ", ".join(sorted(p.key for p in node.pods.values())[:8]) or "none"
+    raise InvalidInputError(
+        f"remove {ref}: no pod {key} (nor UID {ref}) in {getattr(node.store, 'state_dir', 'the node')}; expected "
+        f"one of its pods ({known}); "
+        "`numalign pods --state-dir` lists them"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from numalign.adapters.statedir.directory import check_state_dir, state_directory
+    from numalign.adapters.statedir.locks import acquire_owner
+    from numalign.adapters.statedir.podrecord import POD_RECORD_FILE
+    from numalign.cli.options.nodeargs import node_config, resolve_node
+    from numalign.errors import InvalidInputError
+    from numalign.kubelet.node import Node
+    from numalign.machine.examples import DEFAULT_MACHINE
+
+    if not (args.state_dir / POD_RECORD_FILE).is_file():
+        raise InvalidInputError(
+            f"{args.state_dir / POD_RECORD_FILE}: no such file; expected a state directory written by `numalign admit "
+            "--state-dir` (pods the kubelet itself admitted are removed by deleting them from the cluster)"
+        )
+    from numalign.cli.options.noderecord import apply_record
+
+    apply_record(args)
+    machine, _ = resolve_node(args, DEFAULT_MACHINE)
+    config = node_config(args)
+    removed = []
+    check_state_dir(args.state_dir)
+    with acquire_owner(args.state_dir, "numalign remove"):
+        from numalign.run.session import process_alive  # ended `numalign run` processes are released
+
+        node = Node(machine, config, store=state_directory(args.state_dir), process_alive=process_alive)
+        # One transaction: every pod named is removed, or (a write failed) none.
+        with node.transaction() as tx:
+            pods = {pod.uid: pod for pod in (find_pod(node, ref) for ref in args.pods)}
+            for pod in pods.values():
+                node.remove(pod.uid)
+                removed.append({"namespace": pod.namespace, "name": pod.name, "uid": pod.uid})
+        if tx.failure is not None:
+            raise tx.failure
+        left = len(node.pods)
+    doc = {"state_dir": str(args.state_dir), "removed": removed, "pods_left": left}
+    if args.output != "text":
+        from numalign.cli.output import emit
+
+        emit(doc, args.output, sort_keys=True)
+    else:
+        for r in removed:
+            print(f"removed {r['namespace']}/{r['name']} (uid {r['uid']})")
+        print(f"{left} pod(s) left in {args.state_dir}")
+    return 0

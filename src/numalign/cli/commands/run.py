@@ -1,0 +1,305 @@
+"""`numalign run [POD.yaml] [REQUESTS] -- COMMAND [ARGS...]`: decide as the kubelet, then pin a real process.
+
+The container is admitted on this host (or --machine) with the kubelet's managers against a state
+directory shared with other runs and with `numalign serve`; COMMAND then runs with its CPU affinity,
+memory policy, cgroup limits and device environment set to what was decided, and its allocation is
+released when it exits. The exit status is COMMAND's (128 + N when a signal N ended it); when
+numalign ran nothing, the project's codes (RUN_EXIT_CODES: 1 rejected, 2 invalid input, 3 failed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from numalign.paths import DATA_DIR
+
+EXIT_REJECTED = 1  # "the answer is no", as admit --exit-code: the container was not admitted
+RUN_EXIT_CODES = """exit status:
+  N         COMMAND's own; 128 + N when signal N ended it
+  1         the container was rejected (its decision record is on stderr); COMMAND was not run
+  2         invalid input: flags, a manifest, machine or state directory that cannot be used;
+            one line says which and how to fix it; COMMAND was not run
+  3         numalign failed (state files, a placement the kernel refused); COMMAND was not run
+  126, 127  COMMAND could not be executed, or was not found"""
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Wrapped help text, the exit-status table kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return text if text is RUN_EXIT_CODES else super()._fill_text(text, width, indent)
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "run",
+        help="run a command pinned where the kubelet's managers would place it (CPUs, memory, devices)",
+        description="Admit a container on this host as the kubelet would, then run COMMAND with exactly the "
+        "CPUs (sched_setaffinity), NUMA memory (set_mempolicy MPOL_BIND), cgroup v2 limits (cpuset, memory.max, "
+        "hugetlb; where this process may create cgroups) and device environment decided, and release them "
+        "when it exits. Requests come from flags (requests = limits) or from a Pod manifest. The decision goes "
+        "to stderr; COMMAND's exit status is returned (see below). Unlike the "
+        "kubelet, a request for an extended resource that no device on this machine provides is refused.",
+        epilog=RUN_EXIT_CODES,
+        formatter_class=_Formatter,
+        usage="numalign run [POD.yaml --container NAME | --cpus N --memory Q ...] [options] -- COMMAND [ARGS...]",
+    )
+    p.add_argument("pod", nargs="?", metavar="POD.yaml", help="a Pod manifest (one pod) instead of request flags")
+    p.add_argument("--container", metavar="NAME", help="with POD.yaml: the container COMMAND runs as "
+                   "(default: its only container)")
+    req = p.add_argument_group("requests (requests = limits; Guaranteed with integer --cpus and --memory "
+                               "gets exclusive CPUs, as on the kubelet)")
+    req.add_argument("--cpus", metavar="Q", help="CPU, e.g. 2 or 500m")
+    req.add_argument("--memory", metavar="Q", help="memory, e.g. 16Gi")
+    req.add_argument("--hugepages-2Mi", dest="hugepages_2Mi", metavar="Q", help="2 MiB huge pages, e.g. 512Mi")
+    req.add_argument("--hugepages-1Gi", dest="hugepages_1Gi", metavar="Q", help="1 GiB huge pages, e.g. 2Gi")
+    req.add_argument("--device", action="append", default=[], metavar="RESOURCE=N",
+                     help="devices of an extended resource, e.g. nvidia.com/gpu=1 (repeatable)")
+    req.add_argument("--name", metavar="NAME", help="the pod's name (default: COMMAND's name and numalign's pid)")
+    dev = p.add_argument_group("devices")
+    dev.add_argument("--devices", action="append", default=[], metavar="RESOURCE=FILE",
+                     help="the devices of RESOURCE, listed as for `numalign plugin --devices` (replaces what the "
+                     "machine lists for it; repeatable)")
+    dev.add_argument("--device-env", action="append", default=[], metavar="RESOURCE=NAME",
+                     help="the variable naming RESOURCE's assigned device ids (default NUMALIGN_DEVICES_<RESOURCE>; "
+                     "nvidia.com/gpu with PCI ids also gets CUDA_VISIBLE_DEVICES)")
+    p.add_argument("--machine", metavar="FILE|NAME", help="decide for this machine instead of this host's /sys "
+                   "(for tests; the placement must still fit this host)")
+    p.add_argument("--state-dir", metavar="DIR", type=Path,
+                   help="state shared with other runs and `numalign serve` (default /var/lib/numalign as root, "
+                   "else $XDG_STATE_HOME/numalign)")
+    p.add_argument("--cgroup-parent", metavar="DIR", type=Path,
+                   help="cgroup v2 directory to create the run's cgroup in (default <cgroup2 mount>/numalign)")
+    p.add_argument("--no-cgroup", action="store_true", help="create no cgroup (affinity and memory policy only)")
+    from numalign.cli.options.kubeletflags import add_kubelet_flags
+    from numalign.cli.output import add_output_arg
+
+    add_output_arg(p, help="format of the decision printed on stderr (default text)")
+    from numalign.cli.options.runargs import RUN_CONFIG
+
+    add_kubelet_flags(p, "a KubeletConfiguration file and the kubelet's own flags (flags win); without --config "
+                      f"the built-in {RUN_CONFIG} is the base: static CPU manager with CPU 0 reserved, Static memory "
+                      "manager, single-numa-node")
+
+
+def run(args: argparse.Namespace) -> int:
+    from numalign.cli.options.runargs import (
+        build_pod,
+        check_host_fits,
+        default_state_dir,
+        parse_pairs,
+        requested_extended,
+        run_config,
+        serve_plugins,
+        this_host,
+    )
+    from numalign.errors import InvalidInputError
+    from numalign.run.launch import GatedChild, LaunchError
+    from numalign.run.plugins import close_plugins, connect_plugins
+    from numalign.run.process import ProcessRef, start_time
+    from numalign.run.session import RunNode, admit
+
+    command: list[str] = list(getattr(args, "command_argv", None) or [])
+    if not command:
+        raise InvalidInputError("no COMMAND; expected `numalign run [requests] -- COMMAND [ARGS...]`; "
+                                "add -- and the command to run")
+    state_dir = args.state_dir or default_state_dir()
+    _check_state_dir(state_dir)
+    config = run_config(args)
+    if args.machine:
+        from numalign.adapters.sysfs import load_machine
+
+        machine = load_machine(args.machine)
+    else:
+        machine = this_host()
+    devices = dict(parse_pairs(args.devices, "--devices", "RESOURCE=FILE", _load_devices))
+    device_env = dict(parse_pairs(args.device_env, "--device-env", "RESOURCE=NAME", str))
+    sockets = serve_plugins(state_dir)
+    pod, container = build_pod(args, command, machine, {**dict.fromkeys(sockets), **devices})
+    check_host_fits(machine, config)
+    # Plugins registered with a serve on this directory answer for their resources (not --devices ones).
+    sockets = {r: s for r, s in sockets.items() if r in requested_extended(pod) and r not in devices}
+    node = RunNode(machine, config, state_dir, devices, device_env)
+    child = GatedChild(command)  # forked before any gRPC thread exists
+    try:
+        node.plugins = connect_plugins(sockets)
+        ref = ProcessRef(child.pid, start_time(child.pid) or 0, tuple(command))
+        record = {**ref.to_dict()}
+        cgroup_path = _cgroup_path(args, pod.uid)
+        if cgroup_path is not None:
+            record["cgroup"] = str(cgroup_path)
+        adm = admit(node, pod, container, record)
+        _record_node(args, state_dir, machine)
+    except BaseException:
+        child.abort()
+        raise
+    finally:
+        close_plugins(node.plugins)
+        node.plugins = {}
+    if not adm.record.result.admit:
+        child.abort()
+        _print_decision(args, adm, None, [], None)
+        return EXIT_REJECTED
+    try:
+        placement, notes, cgroup_info = _place(args, adm, pod, container)
+    except BaseException:
+        child.abort()
+        _release(node, pod.uid, ref, None)
+        raise
+    _print_decision(args, adm, placement, notes, cgroup_info)
+    try:
+        child.start(placement)
+    except LaunchError as e:
+        _release(node, pod.uid, ref, placement.cgroup)
+        print(f"numalign run: error: {e}", file=sys.stderr)
+        return e.exit_code
+    try:
+        return child.wait()
+    finally:
+        _release(node, pod.uid, ref, placement.cgroup)
+
+
+def _record_node(args: argparse.Namespace, state_dir: Path, machine: Any) -> None:
+    """numalign_node.json, as admit writes it: `numalign pods --state-dir` reads the directory on this
+    machine and run's configuration once every run has ended (else it would assume admit's defaults)."""
+    from numalign.cli.options.kubeletflags import FLAGS_DEST
+    from numalign.cli.options.noderecord import write_record
+    from numalign.cli.options.runargs import RUN_CONFIG
+
+    if not state_dir.is_dir():
+        return  # nothing was written there (a rejection on a new directory)
+    config = args.kubelet_config or str(DATA_DIR / RUN_CONFIG)
+    write_record(state_dir, machine, None, config, getattr(args, FLAGS_DEST, None) or [])
+
+
+def _cgroup_path(args: argparse.Namespace, uid: str) -> Path | None:
+    if args.no_cgroup:
+        return None
+    from numalign.run.cgroup import PARENT_NAME, find_cgroup2_mount
+
+    mount = find_cgroup2_mount()
+    if args.cgroup_parent is not None:
+        return Path(args.cgroup_parent) / uid
+    return None if mount is None else mount / PARENT_NAME / uid
+
+
+def _place(args: argparse.Namespace, adm: Any, pod: Any, container: str) -> tuple[Any, list[str], dict[str, Any]]:
+    from numalign.cli.options.runargs import container_limits
+    from numalign.run.cgroup import CgroupLimits, create
+    from numalign.run.launch import Placement
+
+    alloc = adm.allocation
+    mems = frozenset(n for b in alloc.memory for n in b["numa_nodes"]) or None
+    memory_max, hugetlb = container_limits(pod, container)
+    notes: list[str] = []
+    cgroup = None
+    info: dict[str, Any] = {"path": None, "applied": [], "not_applied": [], "reason": "--no-cgroup"}
+    if not args.no_cgroup:
+        setup = create(
+            CgroupLimits(_usable(alloc), mems, memory_max, hugetlb),
+            pod.uid, args.cgroup_parent,
+        )
+        if setup.note():
+            notes.append(str(setup.note()))
+        if setup.cgroup is not None:
+            cgroup = setup.cgroup.path
+            applied = f"applied {', '.join(setup.applied)}" if setup.applied else "no limits"
+            notes.append(f"cgroup {cgroup}: {applied}")
+        info = {"path": None if cgroup is None else str(cgroup), "applied": setup.applied,
+                "not_applied": setup.not_applied, "reason": setup.reason}
+    return Placement(_usable(alloc), mems, adm.env, cgroup), notes, info
+
+
+def _usable(alloc: Any) -> frozenset[int]:
+    """Exclusive CPUs as given (checked usable); the shared pool as far as this process may use it."""
+    from numalign.run.affinity import allowed_cpus
+
+    cpus = frozenset(alloc.cpus)
+    return cpus if alloc.exclusive else (cpus & allowed_cpus() or cpus)
+
+
+def _release(node: Any, uid: str, process: Any, cgroup: Path | None) -> None:
+    from numalign.run.cgroup import remove_cgroup
+    from numalign.run.session import release
+
+    if cgroup is not None:
+        remove_cgroup(cgroup)
+    release(node, uid, process)
+
+
+def _check_state_dir(path: Path) -> None:
+    from numalign.cli.options.paths import check_directory
+    from numalign.errors import InvalidInputError
+
+    check_directory(path, "--state-dir")
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    if existing is None:
+        return
+    st = existing.stat()
+    euid = os.geteuid()
+    # Root too: state another user can rewrite would steer root's pinning (and its cgroup removals).
+    if existing == path and st.st_uid != euid:
+        raise InvalidInputError(
+            f"--state-dir {path}: owned by uid {st.st_uid}, not by you (uid {euid}); expected a state directory "
+            "you own, so no other user's runs can change your allocations; pass --state-dir DIR you own"
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InvalidInputError(
+            f"--state-dir {path}: {existing} is not writable by uid {euid}; expected a directory numalign may "
+            "write its state in; pass another --state-dir, or fix its permissions"
+        )
+
+
+def _load_devices(value: str) -> Any:
+    from numalign.adapters.textfiles import read_text_file
+    from numalign.deviceplugin.inventory import load_yaml_devices
+
+    read_text_file(Path(value), "the device list", "a YAML list of devices like '- {id: gpu0, numa: 0}'")
+    return [d.device for d in load_yaml_devices(Path(value))]
+
+
+def _print_decision(
+    args: argparse.Namespace, adm: Any, placement: Any, notes: list[str], cgroup: dict[str, Any] | None
+) -> None:
+    from numalign.cli.output import emit
+
+    rec = adm.record
+    if args.output != "text":
+        doc: dict[str, Any] = {"decision": rec.to_dict(), "notes": notes, "numalign_pid": os.getpid(),
+                               "released_ended_runs": adm.reclaimed}
+        if placement is not None:
+            doc["placement"] = json.loads(placement.to_json())
+            doc["cgroup"] = cgroup
+        emit(doc, args.output, sort_keys=True, stream=sys.stderr)  # stdout is the command's
+        return
+    for key in adm.reclaimed:
+        print(f"numalign run: released {key}: its process had ended without releasing it", file=sys.stderr)
+    if not rec.result.admit:
+        print(rec.render(), file=sys.stderr)
+        print(f"numalign run: {rec.pod} rejected ({rec.result.reason}); COMMAND was not run; see what holds this "
+              f"node with `numalign pods --state-dir {args.state_dir or _default_state_dir()}`", file=sys.stderr)
+        return
+    from numalign.machine.render import binary_quantity
+
+    alloc = adm.allocation
+    parts = [f"cpus {alloc.to_dict()['cpus']} ({'exclusive' if alloc.exclusive else 'shared pool'})"]
+    for b in alloc.memory:
+        parts.append(f"{b['type']} {binary_quantity(b['size'])} on NUMA {','.join(map(str, b['numa_nodes']))}")
+    for res, devs in alloc.devices.items():
+        parts.append(f"{res} {' '.join(devs)}")
+    print(f"numalign run: {rec.pod} admitted: " + "; ".join(parts), file=sys.stderr)
+    for k, v in sorted(placement.env.items()):
+        print(f"numalign run:   env {k}={v}", file=sys.stderr)
+    for n in notes:
+        print(f"numalign run:   {n}", file=sys.stderr)
+
+
+def _default_state_dir() -> Path:
+    from numalign.cli.options.runargs import default_state_dir
+
+    return default_state_dir()

@@ -1,0 +1,214 @@
+"""`numalign simulate`: schedulers x kubelet policies on a whole cluster, side by side."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from numalign.cli.options.clusterargs import add_cluster_args, load_cluster_arg, load_workload_args
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "simulate",
+        help="schedule a workload on a cluster with each scheduler and kubelet policy; count placements, "
+        "kubelet rejections, NUMA alignment and stranded capacity",
+        description="Play a workload on a cluster, once per combination of scheduler (default: "
+        "kube-scheduler's NodeResourcesFit, topology-unaware; nrt: scheduler-plugins' "
+        "NodeResourceTopologyMatch; exact: numalign's admission as a filter) and kubelet settings. Every "
+        "chosen node's kubelet (numalign) admits or rejects; a rejected pod is recreated by its controller "
+        "up to --max-retries times. With no files: the built-in example cluster and workload. Same seed, "
+        "same result, wherever the runs execute (--jobs, --dask).",
+    )
+    add_cluster_args(p)
+    g = p.add_argument_group("the sweep (every combination runs; axes not given keep each pool's own setting)")
+    g.add_argument("--scheduler", action="append", choices=("default", "nrt", "exact"),
+                   help="scheduler to compare (repeat; default: all of them)")
+    g.add_argument("--scoring", action="append", default=[], metavar="SCHEDULER=STRATEGY",
+                   help="scoring strategy: default/exact LeastAllocated (default), MostAllocated, "
+                   "RequestedToCapacityRatio; exact also LeastNUMANodes; nrt LeastAllocated, MostAllocated, "
+                   "BalancedAllocation, LeastNUMANodes")
+    g.add_argument("--policy", "--topology-manager-policy", dest="policies", action="append", default=[],
+                   metavar="POLICY", help="Topology Manager policy axis (repeat for several)")
+    g.add_argument("--scope", "--topology-manager-scope", dest="scopes", action="append", default=[],
+                   metavar="SCOPE", help="Topology Manager scope axis: container, pod (repeat)")
+    g.add_argument("--policy-options", dest="tm_options", action="append", default=[], metavar="K=V[,K=V]",
+                   help="one set of Topology Manager policy options per use; '' for none (repeat)")
+    g.add_argument("--cpu-manager-policy", dest="cpu_policies", action="append", default=[], metavar="POLICY",
+                   help="CPU manager policy axis: none, static (repeat)")
+    g.add_argument("--cpu-manager-policy-options", dest="cpu_options", action="append", default=[],
+                   metavar="K=V[,K=V]", help="one set of CPU manager policy options per use (repeat)")
+    g.add_argument("--memory-manager-policy", dest="memory_policies", action="append", default=[],
+                   metavar="POLICY", help="memory manager policy axis: None, Static (repeat)")
+    g.add_argument("--sweep", metavar="FILE", type=Path, help="the axes in a sweep file (kind: Sweep)")
+    r = p.add_argument_group("running")
+    r.add_argument("--max-retries", type=int, default=3, metavar="N",
+                   help="times a rejected pod is recreated and scheduled again (default 3)")
+    r.add_argument("--jobs", "-j", type=int, default=0, metavar="N",
+                   help="local worker processes for the runs (default: one per CPU, at most one per run)")
+    r.add_argument("--dask", metavar="ADDRESS", help="run the sweep on this Dask scheduler (tcp://host:8786)")
+    from numalign.cli.output import add_output_arg
+
+    add_output_arg(p, "csv", help="text table (default), json or yaml (the result document), or csv (one row per run)")
+    from numalign.cli.options.reportargs import add_report_arg
+
+    add_report_arg(p, "the runs side by side (placed, kubelet rejections by reason, unschedulable, NUMA "
+                   "alignment, stranded capacity), NUMA occupancy per node pool as heat maps and the outcome "
+                   "along each swept axis")
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+
+    from numalign.cli.options.clusterargs import Progress, dump
+    from numalign.cluster.result import SimulationResult
+    from numalign.cluster.sweep import AXES, load_sweep, run_sweep, specs_from_args
+    from numalign.errors import InvalidInputError
+
+    if args.max_retries < 0:
+        raise InvalidInputError(f"--max-retries {args.max_retries}: expected a whole number >= 0")
+    cluster = load_cluster_arg(args)
+    workload = load_workload_args(args)
+    from numalign.cli.options.clusterargs import running_pods
+
+    workload.bound = running_pods(args, cluster)
+    if args.sweep is not None:
+        if args.policies or args.scopes or args.tm_options or args.cpu_policies or args.cpu_options \
+                or args.memory_policies or args.scheduler:
+            raise InvalidInputError("--sweep and axis flags (--scheduler, --policy, --scope, ...) both given; "
+                                    "expected one of them; put every axis in the sweep file")
+        sweep = load_sweep(args.sweep)
+        sweep.check_against(cluster, str(args.sweep))
+        specs = sweep.specs(str(args.sweep))
+    else:
+        scoring: dict[str, str] = {}
+        for item in args.scoring:
+            name, sep, strategy = item.partition("=")
+            if not sep:
+                raise InvalidInputError(f"--scoring {item!r}: expected SCHEDULER=STRATEGY, e.g. exact=LeastNUMANodes")
+            scoring[name] = strategy
+        keys = list(AXES)
+        values = [args.policies, args.scopes, args.tm_options, args.cpu_policies, args.cpu_options,
+                  args.memory_policies]
+        specs = specs_from_args(args.scheduler or _default_schedulers(), scoring, dict(zip(keys, values, strict=True)))
+    jobs = args.jobs or min(len(specs), os.cpu_count() or 1)
+    progress = Progress(f"simulate: {len(specs)} run(s) on {cluster.node_count} nodes, {workload.pod_count()} pods")
+    total = workload.pod_count()
+    results = run_sweep(cluster, workload, specs, args.seed, args.max_retries, jobs=jobs, dask=args.dask,
+                        done=lambda i, r: progress.step(f"{r.config.label}: {r.placed} placed, "
+                                                        f"{r.rejections} kubelet rejections"),
+                        placed=(lambda i, n: progress.note(f"run {i + 1}/{len(specs)}: {n}/{total} pods placed"))
+                        if progress.on else None)
+    progress.close()
+    sim = SimulationResult(cluster.name, cluster.node_count, workload.source, workload.pod_count(), args.seed,
+                           args.max_retries, tuple(results))
+    if args.report is not None:
+        from numalign.cli.options.reportargs import write_report
+        from numalign.report.simulation import simulation_report
+
+        write_report(args.report, simulation_report(sim.to_dict()))
+    if args.output == "csv":
+        _csv(sim)
+    elif args.output in ("json", "yaml"):
+        dump(sim.to_dict(), args.output)
+    else:
+        _table(sim)
+    return 0
+
+
+def _default_schedulers() -> list[str]:
+    from numalign.cluster.simulate import SCHEDULERS
+
+    return list(SCHEDULERS)
+
+
+def _rows(sim: Any) -> list[tuple[str, list[str]]]:
+    runs = sim.runs
+    rows: list[tuple[str, list[str]]] = [
+        *([("running before (dump)", [str(r.preexisting) for r in runs])] if any(r.preexisting for r in runs) else []),
+        ("pods", [str(r.pods) for r in runs]),
+        ("placed", [str(r.placed) for r in runs]),
+        ("unschedulable", [str(r.unschedulable) for r in runs]),
+        ("kubelet rejections", [str(r.rejections) for r in runs]),
+    ]
+    reasons = sorted({k for r in runs for k in r.kubelet_rejections})
+    rows += [(f"  {k}", [str(r.kubelet_rejections.get(k, 0)) for r in runs]) for k in reasons]
+    rows += [
+        ("pods rejected", [str(r.rejected_pods) for r in runs]),
+        ("retries", [str(r.retries) for r in runs]),
+        ("failed after retries", [str(r.failed) for r in runs]),
+        ("Guaranteed on 1 NUMA node", [f"{r.alignment.share:.1%}" for r in runs]),
+        ("Guaranteed on fewest possible", [f"{r.alignment.fewest_share:.1%}" for r in runs]),
+    ]
+    # cpu, memory and whatever the workload asked for (resources nobody requests stay out of the table).
+    names = sorted({k for r in runs for k, f in r.resources.items() if f.requested or k in ("cpu", "memory")},
+                   key=_resource_order)
+    for k in names:
+        rows.append((f"{k} used", [_pct(r, k) for r in runs]))
+    for k in names:
+        rows.append((f"{k} stranded", [_stranded(r, k) for r in runs]))
+    return rows
+
+
+def _resource_order(name: str) -> tuple[int, str]:
+    return ({"cpu": 0, "memory": 1}.get(name, 2 if "/" in name else 3), name)
+
+
+def _pct(r: Any, k: str) -> str:
+    f = r.resources.get(k)
+    return "-" if f is None else f"{f.utilisation:.1%}"
+
+
+def _stranded(r: Any, k: str) -> str:
+    from numalign.cli.options.clusterargs import human
+
+    f = r.resources.get(k)
+    return "-" if f is None else human(k, f.stranded)
+
+
+def _table(sim: Any) -> None:
+    # A generated workload's source already names its pod count and seed (the run's seed, as given).
+    said = f"seed {sim.seed}," in sim.workload and f"{sim.pods} pods" in sim.workload
+    tail = "" if said else f" ({sim.pods} pods); seed {sim.seed}"
+    print(f"cluster {sim.cluster} ({sim.nodes} nodes); workload {sim.workload}{tail}")
+    headers = [r.config.label for r in sim.runs]
+    rows = _rows(sim)
+    width0 = max(len(n) for n, _ in rows)
+    widths = [max(len(h), *(len(v[i]) for _, v in rows)) for i, h in enumerate(headers)]
+    print()
+    print(" " * width0 + "  " + "  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True)))
+    for name, values in rows:
+        print(name.ljust(width0) + "  " + "  ".join(v.rjust(w) for v, w in zip(values, widths, strict=True)))
+    unsched = {k for r in sim.runs for k in r.unschedulable_reasons}
+    if unsched:
+        print("\nunschedulable, by the scheduler's reasons:")
+        for r in sim.runs:
+            for reason, n in r.unschedulable_reasons.items():
+                print(f"  {r.config.label}: {n} pod(s): {reason}")
+    if any(r.config.scheduler == "exact" for r in sim.runs):
+        print("\nexact sends a pod only to a node whose kubelet admits it: 0 kubelet rejections by construction.")
+
+
+def _csv(sim: Any) -> None:
+    import csv
+
+    w = csv.writer(sys.stdout)
+    names = sorted({k for r in sim.runs for k in r.resources}, key=_resource_order)
+    reasons = sorted({k for r in sim.runs for k in r.kubelet_rejections})
+    w.writerow(["scheduler", "scoring", "topologyManagerPolicy", "topologyManagerScope", "topologyManagerPolicyOptions",
+                "cpuManagerPolicy", "cpuManagerPolicyOptions", "memoryManagerPolicy", "pods", "placed",
+                "unschedulable", "kubelet_rejections", *[f"rejections:{k}" for k in reasons], "rejected_pods",
+                "retries", "failed", "numa_aligned_share", "numa_fewest_share", *[f"utilisation:{k}" for k in names],
+                *[f"stranded:{k}" for k in names]])
+    for r in sim.runs:
+        c = r.config
+        w.writerow([c.scheduler, c.scoring, c.topology_manager_policy, c.topology_manager_scope,
+                    ",".join(f"{k}={v}" for k, v in sorted(c.topology_manager_policy_options.items())),
+                    c.cpu_manager_policy, ",".join(f"{k}={v}" for k, v in sorted(c.cpu_manager_policy_options.items())),
+                    c.memory_manager_policy, r.pods, r.placed, r.unschedulable, r.rejections,
+                    *[r.kubelet_rejections.get(k, 0) for k in reasons], r.rejected_pods, r.retries, r.failed,
+                    f"{r.alignment.share:.6f}", f"{r.alignment.fewest_share:.6f}",
+                    *[f"{r.resources[k].utilisation:.6f}" if k in r.resources else "" for k in names],
+                    *[r.resources[k].stranded if k in r.resources else "" for k in names]])

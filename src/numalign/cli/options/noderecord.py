@@ -1,0 +1,72 @@
+"""numalign_node.json: the machine and kubelet configuration `numalign admit --state-dir` decided with,
+kept beside the state files so `pods` and `remove` read the directory without repeating --machine,
+--devices and the kubelet options (a different machine would be refused by the CPU manager's own
+state check, with a fix that does not name the real cause).
+
+The machine is kept as its --machine value when that names it (a built-in name or the shorthand, no
+--devices), else whole (devices included); the kubelet configuration as the --config path (none for
+the built-in example) and the kubelet flags, in command-line order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from numalign.errors import InvalidInputError
+
+NODE_FILE = "numalign_node.json"
+_FORMAT = "numalign.kubelet.node/v1"
+
+
+def write_record(state_dir: Path, machine: Any, spec: str | None, config_path: str | None,
+                 flags: list[tuple[str, str]]) -> None:
+    """`spec`: the --machine value when it alone names `machine` (else None: the machine is kept whole)."""
+    from numalign.adapters.statedir.files import write_atomic
+    from numalign.machine.fileformat import machine_to_dict
+
+    doc = {"format": _FORMAT, "machine": spec if spec is not None else machine_to_dict(machine),
+           "kubelet_config": str(Path(config_path).resolve()) if config_path else None,
+           "kubelet_flags": [list(f) for f in flags]}
+    data = json.dumps(doc, indent=1, sort_keys=True).encode()
+    path = state_dir / NODE_FILE
+    if not path.is_file() or path.read_bytes() != data:  # only what changed is written, as for the state
+        write_atomic(path, data)
+
+
+def apply_record(args: argparse.Namespace) -> str | None:
+    """Fill args from the state directory's record when the command line names no machine, devices,
+    config or kubelet flag; returns a note saying so, or None."""
+    from numalign.cli.options.kubeletflags import FLAGS_DEST
+
+    state_dir = getattr(args, "state_dir", None)
+    if state_dir is None or getattr(args, "node", None) is not None:
+        return None
+    given = (args.machine, getattr(args, "devices", None), getattr(args, "kubelet_config", None),
+             getattr(args, FLAGS_DEST, None))
+    path = Path(state_dir) / NODE_FILE
+    if any(given) or not path.is_file():
+        return None
+    from numalign.machine.fileformat import machine_from_dict
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        spec = doc["machine"] if isinstance(doc["machine"], str) else None
+        machine = None if spec is not None else machine_from_dict(doc["machine"], f"{path}: machine")
+        flags = [(str(n), str(v)) for n, v in doc["kubelet_flags"]]
+        config = doc["kubelet_config"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise InvalidInputError(f"{path}: cannot read numalign's node record ({e}); expected the file `numalign "
+                                "admit` wrote; fix: give --machine and the kubelet options, or delete it") from None
+    if spec is not None:
+        args.machine = spec  # a built-in name or the shorthand: named again, not kept whole
+    else:
+        args.recorded_machine = machine
+    args.kubelet_config = config
+    setattr(args, FLAGS_DEST, flags)
+    name = spec if spec is not None else machine.name if machine is not None else "?"
+    return (f"machine {name} and kubelet config {config or 'built-in example'}"
+            + (f" with {' '.join(f'{n}={v}' for n, v in flags)}" if flags else "")
+            + f", as recorded by admit in {path}")

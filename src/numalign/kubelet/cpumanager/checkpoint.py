@@ -1,0 +1,181 @@
+"""`cpu_manager_state` codec: bytes <-> CPUManagerCheckpoint (kubelet cpumanager/state, v1.32-1.35).
+
+Current format (v2), as json.Marshal writes `state.CPUManagerCheckpoint`:
+    {"policyName":"static","defaultCpuSet":"0,2-7","entries":{"<podUID>":{"<container>":"1"}},"checksum":N}
+`entries` is omitempty. The checksum is FNV-1a-32 over the spew dump of the *pointer* to the struct
+with Checksum zeroed; 0 means "no checksum" (accepted for files from the old file backend).
+
+Legacy v1 (before 1.18): `entries` maps runtime containerID -> cpuset. The kubelet first tries v2;
+on any failure (a type error because entries are flat, or a checksum mismatch) it tries v1, whose
+checksum is computed with the type name rewritten to CPUManagerCheckpoint, then migrates the
+entries through the container map (containerID -> podUID, containerName).
+
+CPU sets stay strings here; the CPU provider parses them (and reports unparsable ones).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from numalign.errors import CheckpointError
+from numalign.kubelet.checkpointmanager import gojson
+from numalign.kubelet.checkpointmanager.checksum import go_checksum
+from numalign.kubelet.checkpointmanager.errors import (
+    CheckpointDecodeError,
+    CorruptCheckpointError,
+    MigrationError,
+    PolicyMismatchError,
+)
+from numalign.kubelet.checkpointmanager.gospew import CHECKSUM, STRING, Field, Map, Ptr, Struct
+
+CPU_MANAGER_STATE_FILE = "cpu_manager_state"
+
+_V2 = Struct(
+    "state.CPUManagerCheckpoint",
+    (
+        Field("PolicyName", STRING, "policyName"),
+        Field("DefaultCPUSet", STRING, "defaultCpuSet"),
+        Field("Entries", Map(STRING, Map(STRING, STRING)), "entries", omitempty=True),
+        Field("Checksum", CHECKSUM, "checksum"),
+    ),
+)
+# The v1 verifier hashes `CPUManagerCheckpointV1` renamed to `CPUManagerCheckpoint`; only the
+# Entries type differs from v2 in the hashed text.
+_V1 = Struct(
+    "state.CPUManagerCheckpoint",
+    (
+        Field("PolicyName", STRING, "policyName"),
+        Field("DefaultCPUSet", STRING, "defaultCpuSet"),
+        Field("Entries", Map(STRING, STRING), "entries", omitempty=True),
+        Field("Checksum", CHECKSUM, "checksum"),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class CPUManagerCheckpoint:
+    """The v2 content. `checksum` is what the file held (0 for a migrated v1 file or a new one)."""
+
+    policy_name: str
+    default_cpu_set: str
+    entries: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    checksum: int = 0
+    version: int = field(default=2, compare=False)  # format the bytes were in: 1 or 2
+
+
+def _go_value(cp: CPUManagerCheckpoint) -> dict[str, Any]:
+    # storeState always builds a non-nil Entries map with a non-nil inner map per pod.
+    return {
+        "PolicyName": cp.policy_name,
+        "DefaultCPUSet": cp.default_cpu_set,
+        "Entries": {pod: dict(containers) for pod, containers in cp.entries.items()},
+        "Checksum": 0,
+    }
+
+
+def cpu_checkpoint_checksum(cp: CPUManagerCheckpoint) -> int:
+    """The checksum the kubelet writes for this content (the `checksum` field is ignored)."""
+    return go_checksum(Ptr(_V2), _go_value(cp))
+
+
+def encode_cpu_checkpoint(cp: CPUManagerCheckpoint) -> bytes:
+    """The exact bytes the kubelet writes (v2, checksum computed, no trailing newline)."""
+    value = _go_value(cp)
+    value["Checksum"] = go_checksum(Ptr(_V2), value)
+    return gojson.encode(_V2, value).encode("utf-8")
+
+
+def _verify(t: Struct, value: dict[str, Any], label: str) -> None:
+    stored = int(value["Checksum"])
+    if stored == 0:
+        return  # "accept empty checksum for compatibility with old file backend"
+    actual = go_checksum(Ptr(t), {**value, "Checksum": 0})
+    if actual != stored:
+        raise CorruptCheckpointError(
+            f"checkpoint is corrupted: stored checksum {stored} does not match the content "
+            f"({actual} when read as {label})",
+            expected=stored,
+            actual=actual,
+        )
+
+
+def _initial() -> dict[str, Any]:
+    # newCPUManagerCheckpointV1/V2 pre-make Entries, so an absent "entries" hashes as map[], not <nil>.
+    return {"PolicyName": "", "DefaultCPUSet": "", "Entries": {}, "Checksum": 0}
+
+
+def _load_v2(j: Any) -> dict[str, Any]:
+    value: dict[str, Any] = gojson.decode(_V2, j, _initial(), "CPUManagerCheckpointV2")
+    _verify(_V2, value, "v2")
+    return value
+
+
+def _load_v1(j: Any) -> dict[str, Any]:
+    value: dict[str, Any] = gojson.decode(_V1, j, _initial(), "CPUManagerCheckpointV1")
+    _verify(_V1, value, "v1")
+    return value
+
+
+def _migrate(v1: dict[str, Any], containers: Mapping[str, tuple[str, str]]) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for container_id in sorted(v1["Entries"] or {}):
+        ref = containers.get(container_id)
+        if ref is None:
+            raise MigrationError(
+                "failed to migrate checkpoint from v1 to v2: "
+                f"containerID '{container_id}' not found in initial containers list "
+                f"(known: {sorted(containers) or 'none'}); the v1 file names runtime container IDs, "
+                "so pass the running containers (containerID -> podUID, container name)"
+            )
+        pod_uid, name = ref
+        out.setdefault(pod_uid, {})[name] = v1["Entries"][container_id]
+    return out
+
+
+def decode_cpu_checkpoint(
+    data: bytes,
+    *,
+    policy_name: str | None = None,
+    initial_containers: Mapping[str, tuple[str, str]] | None = None,
+) -> CPUManagerCheckpoint:
+    """Read, verify and (for v1) migrate, as loadAndMigrateCheckpointV2 + the policy check.
+
+    `policy_name` given: a different stored policy raises PolicyMismatchError with the kubelet's
+    message. `initial_containers` maps runtime containerID -> (podUID, containerName) for v1.
+    """
+    j = gojson.parse_json(data)
+    try:
+        v2 = _load_v2(j)
+        # A null pod entry is a nil inner map in Go: it hashed as <nil>, it restores as no containers.
+        entries = {pod: dict(ctrs or {}) for pod, ctrs in (v2["Entries"] or {}).items()}
+        cp = CPUManagerCheckpoint(v2["PolicyName"], v2["DefaultCPUSet"], entries, v2["Checksum"])
+    except (CheckpointDecodeError, CorruptCheckpointError) as v2_error:
+        try:
+            v1 = _load_v1(j)
+        except CheckpointError as v1_error:
+            raise _pick_error(v2_error, v1_error) from v1_error
+        entries = _migrate(v1, initial_containers or {})
+        cp = CPUManagerCheckpoint(v1["PolicyName"], v1["DefaultCPUSet"], entries, 0, version=1)
+    if policy_name is not None and policy_name != cp.policy_name:
+        raise PolicyMismatchError(
+            f"configured policy {_goq(policy_name)} differs from state checkpoint policy {_goq(cp.policy_name)}"
+        )
+    return cp
+
+
+def _pick_error(v2_error: CheckpointError, v1_error: CheckpointError) -> CheckpointError:
+    # A v2-shaped file with a wrong checksum is best described by the v2 mismatch; a v1-shaped one
+    # by the v1 mismatch; a file that is neither gets both decode errors.
+    if isinstance(v2_error, CorruptCheckpointError):
+        return v2_error
+    if isinstance(v1_error, CorruptCheckpointError):
+        return v1_error
+    return CheckpointDecodeError(f"not a v2 checkpoint ({v2_error}) nor a v1 one ({v1_error})")
+
+
+def _goq(s: str) -> str:
+    # fmt's %q for the printable strings policies are made of.
+    return json.dumps(s, ensure_ascii=False)

@@ -1,0 +1,118 @@
+"""CPU manager construction (upstream NewManager, spec §1.2): pick the policy, work out the reservation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from numalign.core.hint import ProviderHints
+from numalign.errors import ConfigError
+from numalign.k8s.pod import Container, Pod
+from numalign.k8s.quantity import Quantity
+from numalign.kubelet.cpumanager.options import check_none_policy_options
+from numalign.kubelet.cpumanager.policy_static import StaticPolicy, num_reserved_cpus
+from numalign.kubelet.cpumanager.state import CPUManagerState
+from numalign.kubelet.cpumanager.topology import CPUTopology
+from numalign.kubelet.topologymanager.provider import DEFAULT_IMPLICIT_FROM_NODES, AffinityStore
+
+
+class NonePolicy:
+    """The `none` policy: every container runs on the shared pool (`shared_cpus`, the machine's CPUs);
+    no hints, no allocation. It has the static policy's state interface so a Node treats both alike;
+    its checkpoint holds only its name and an empty default set, as the kubelet's none policy leaves."""
+
+    name = "cpu"
+    policy_name = "none"
+    reserved_cpus: frozenset[int] = frozenset()
+
+    def __init__(self, shared_cpus: frozenset[int] = frozenset()) -> None:
+        self.shared_cpus = shared_cpus
+
+    def start(self, state: CPUManagerState | None = None) -> None:
+        return None  # the kubelet's none policy Start: nothing to validate or adopt
+
+    def restore(self, state: CPUManagerState) -> None:
+        return None
+
+    def snapshot(self) -> CPUManagerState:
+        return CPUManagerState(self.policy_name, frozenset(), {})
+
+    def get_cpu_set(self, pod_uid: str, container_name: str) -> frozenset[int] | None:
+        return None
+
+    def cpus_for_container(self, pod_uid: str, container_name: str) -> frozenset[int]:
+        return self.shared_cpus
+
+    def get_allocatable_cpus(self) -> frozenset[int]:
+        # Upstream's nonePolicy.GetAllocatableCPUs: no CPU can be exclusively allocated, so PodResources
+        # and the NodeResourceTopology exporters report none (not the shared pool).
+        return frozenset()
+
+    def get_exclusive_cpus(self, pod_uid: str, container_name: str) -> frozenset[int]:
+        return frozenset()  # upstream's GetExclusiveCPUs under none: nothing is ever assigned
+
+    def remove_stale_state(
+        self, active_pods: Iterable[Pod], pending_pod: Pod | None = None
+    ) -> list[tuple[str, str]]:
+        return []
+
+    def get_topology_hints(self, pod: Pod, container: Container) -> ProviderHints:
+        return None
+
+    def get_pod_topology_hints(self, pod: Pod) -> ProviderHints:
+        return None
+
+    def allocate(self, pod: Pod, container: Container) -> None:
+        return None
+
+    def remove_container(self, pod_uid: str, container_name: str) -> None:
+        return None
+
+
+def new_cpu_manager_policy(
+    policy_name: str,
+    topology: CPUTopology,
+    *,
+    reserved_cpu: Quantity | None = None,
+    reserved_system_cpus: Iterable[int] = (),
+    policy_options: Mapping[str, str] | None = None,
+    feature_gates: Mapping[str, bool] | None = None,
+    topology_manager_policy: str = "none",
+    affinity: AffinityStore | None = None,
+    shared_cpus: frozenset[int] | None = None,
+    implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
+) -> StaticPolicy | NonePolicy:
+    """NewManager's policy choice.
+
+    `reserved_cpu` is kubeReserved.cpu + systemReserved.cpu. When `reserved_system_cpus` is given,
+    the kubelet replaces that reservation by the size of the set, and the set itself is reserved.
+    """
+    options = dict(policy_options or {})
+    if policy_name == "none":
+        check_none_policy_options(options)
+        return NonePolicy(topology.details.cpus() if shared_cpus is None else shared_cpus)
+    if policy_name != "static":
+        raise ConfigError(f'unknown policy: "{policy_name}" (expected cpuManagerPolicy none or static)')
+    if topology.num_cpus == 0:
+        # topology.Discover, before the static policy exists: cadvisor found no CPU it could read.
+        raise ConfigError(
+            "could not detect number of cpus; cadvisor found no online CPU with a readable core_id and "
+            "physical_package_id under the machine's NUMA nodes, so the kubelet's static CPU manager cannot "
+            "start (cpuManagerPolicy none can)"
+        )
+    explicit = frozenset(reserved_system_cpus)
+    if explicit:
+        reserved_cpu = Quantity.from_int(len(explicit))
+    count = num_reserved_cpus(reserved_cpu)
+    try:
+        return StaticPolicy(
+            topology,
+            count,
+            reserved_cpus=explicit,
+            affinity=affinity,
+            options=options,
+            feature_gates=feature_gates,
+            topology_manager_policy=topology_manager_policy,
+            implicit_from_nodes=implicit_from_nodes,
+        )
+    except ConfigError as e:
+        raise ConfigError(f"new static policy error: {e}") from None

@@ -1,0 +1,376 @@
+"""The CPU manager with the `static` policy, as a Topology Manager hint provider named "cpu".
+
+Upstream staticPolicy (spec §1.2-§1.5) plus the manager's removeStaleState, over an in-memory
+CPUManagerState. Persistence is the caller's: snapshot()/restore() hand over the plain data that
+the `cpu_manager_state` codec writes. Counters mirror the kubelet metrics the policy updates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
+
+from numalign.core.hint import TopologyHint
+from numalign.errors import AllocationError, CheckpointError, ConfigError
+from numalign.k8s.cpuset import format_cpuset
+from numalign.k8s.pod import Container, Pod
+from numalign.k8s.qos import get_pod_qos
+from numalign.k8s.quantity import Quantity
+from numalign.k8s.requests import container_requests
+from numalign.kubelet.cpumanager.hints import generate_cpu_topology_hints
+from numalign.kubelet.cpumanager.implicit_hints import cpu_topology_hints
+from numalign.kubelet.cpumanager.options import (
+    StaticPolicyOptions,
+    new_static_policy_options,
+    validate_static_policy_options,
+)
+from numalign.kubelet.cpumanager.state import CPUManagerState, validate_state
+from numalign.kubelet.cpumanager.take import allocate_cpus, smt_alignment_error, take_by_topology
+from numalign.kubelet.cpumanager.topology import CPUTopology
+from numalign.kubelet.topologymanager.provider import (
+    DEFAULT_IMPLICIT_FROM_NODES,
+    AffinityStore,
+    HintProvider,
+    ImplicitHintProvider,
+    ListOrImplicit,
+)
+
+POLICY_NAME = "static"
+RESOURCE_CPU = "cpu"
+_NO_AFFINITY = TopologyHint(None, False)
+
+CPUHints = dict[str, list[TopologyHint]]
+_H = TypeVar("_H", list[TopologyHint], ListOrImplicit)
+
+
+def num_reserved_cpus(reserved_cpu: Quantity | None) -> int:
+    """NewManager: ceil(kubeReserved.cpu + systemReserved.cpu), which must be present and > 0."""
+    if reserved_cpu is None:
+        raise ConfigError(
+            "[cpumanager] unable to determine reserved CPU resources for static policy "
+            "(set kubeReserved.cpu and/or systemReserved.cpu, or reservedSystemCPUs)"
+        )
+    if reserved_cpu.is_zero():
+        raise ConfigError(
+            "[cpumanager] the static policy requires systemreserved.cpu + kubereserved.cpu to be "
+            "greater than zero"
+        )
+    return math.ceil(reserved_cpu.milli_value() / 1000)
+
+
+def guaranteed_cpus(pod: Pod, container: Container) -> int:
+    """Upstream guaranteedCPUs: the integer CPU request of a container of a Guaranteed pod, else 0.
+
+    Also 0 for a pod with pod-level resources: with PodLevelResources on (the default since 1.34) the
+    static policy skips such pods in GetTopologyHints, GetPodTopologyHints and Allocate alike.
+    """
+    if get_pod_qos(pod) != "Guaranteed" or pod.has_pod_level_resources:
+        return 0
+    q = container_requests(container).get(RESOURCE_CPU)
+    if q is None:
+        return 0
+    if q.value() * 1000 != q.milli_value():
+        return 0
+    return q.value()
+
+
+def pod_guaranteed_cpus(pod: Pod) -> int:
+    """Upstream podGuaranteedCPUs: max(init peak, apps + sidecars), containers without a cpu key skipped."""
+    init_peak = 0
+    sidecars = 0
+    for c in pod.init_containers:
+        if RESOURCE_CPU not in container_requests(c):
+            continue
+        n = guaranteed_cpus(pod, c)
+        if c.restart_policy == "Always":
+            sidecars += n
+        elif sidecars + n > init_peak:
+            init_peak = sidecars + n
+    apps = sum(
+        guaranteed_cpus(pod, c) for c in pod.containers if RESOURCE_CPU in container_requests(c)
+    )
+    return max(init_peak, apps + sidecars)
+
+
+class StaticPolicy:
+    """CPU manager, static policy. `reserved_cpus` (reservedSystemCPUs) wins over the count."""
+
+    name = "cpu"
+    policy_name = POLICY_NAME
+
+    def __init__(
+        self,
+        topology: CPUTopology,
+        num_reserved: int,
+        *,
+        reserved_cpus: Iterable[int] = (),
+        affinity: AffinityStore | None = None,
+        options: StaticPolicyOptions | Mapping[str, str] | None = None,
+        feature_gates: Mapping[str, bool] | None = None,
+        topology_manager_policy: str = "none",
+        implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
+    ) -> None:
+        # hints are implicit on machines with at least this many NUMA nodes (providers/implicit)
+        self.implicit_from_nodes = implicit_from_nodes
+        if options is None or isinstance(options, StaticPolicyOptions):
+            opts = options or StaticPolicyOptions()
+        else:
+            opts = new_static_policy_options(options, feature_gates)
+        validate_static_policy_options(
+            opts, topology.num_sockets, topology.num_numa_nodes, topology_manager_policy
+        )
+        self.topology = topology
+        self.options = opts
+        self.affinity = affinity
+        self._take = opts.take_options()
+        all_cpus = topology.details.cpus()
+        explicit = frozenset(reserved_cpus)
+        if explicit:
+            reserved = explicit
+        else:
+            try:
+                reserved = take_by_topology(topology, all_cpus, num_reserved, self._take)
+            except AllocationError:
+                reserved = frozenset()
+        if len(reserved) != num_reserved:
+            raise ConfigError(
+                "[cpumanager] unable to reserve the required amount of CPUs (size of "
+                f"{format_cpuset(reserved)} did not equal {num_reserved})"
+            )
+        physical: set[int] = set()
+        for cpu in reserved:
+            info = topology.info(cpu)
+            if info is None:
+                raise ConfigError(
+                    "[cpumanager] unable to build the reserved physical CPUs from the reserved set: "
+                    f"unknown CPU ID: {cpu} (reservedSystemCPUs must name CPUs of this machine)"
+                )
+            physical |= topology.details.cpus_in_cores(info.core)
+        self.reserved_cpus: frozenset[int] = reserved
+        self.reserved_physical_cpus: frozenset[int] = frozenset(physical)
+        self.state = CPUManagerState(POLICY_NAME, frozenset(), {})
+        self.cpus_to_reuse: dict[str, frozenset[int]] = {}
+        # Kubelet metrics this policy updates (see spec §8).
+        self.pinning_requests_total = 0
+        self.pinning_errors_total = 0
+        self.aligned_physical_cpu_total = 0
+        self.aligned_physical_cpu_failures_total = 0
+        self.aligned_uncore_cache_total = 0
+        self.shared_pool_size_millicores = 0
+        self.exclusive_cpu_allocation_count = 0
+
+    # ---- state lifecycle ------------------------------------------------------------------------
+
+    def start(self, state: CPUManagerState | None = None) -> None:
+        """Policy Start: validate (or initialize) the state, then adopt it (CheckpointError if bad)."""
+        st = state if state is not None else CPUManagerState(POLICY_NAME, frozenset(), {})
+        self.state = validate_state(
+            st, self.topology.details.cpus(), self.reserved_cpus, self.options.strict_cpu_reservation
+        )
+        self.state.policy_name = POLICY_NAME
+        self.cpus_to_reuse = {}
+        self.shared_pool_size_millicores = len(self.get_available_cpus()) * 1000
+        self.exclusive_cpu_allocation_count = sum(
+            len(c) for ctrs in self.state.entries.values() for c in ctrs.values()
+        )
+
+    def snapshot(self) -> CPUManagerState:
+        return self.state.copy()
+
+    def restore(self, state: CPUManagerState) -> None:
+        if state.policy_name != POLICY_NAME:
+            raise CheckpointError(
+                f'configured policy "{POLICY_NAME}" differs from state checkpoint policy '
+                f'"{state.policy_name}" (drain the node and delete cpu_manager_state to switch policies)'
+            )
+        self.start(state)
+
+    # ---- pools ----------------------------------------------------------------------------------
+
+    def get_available_cpus(self) -> frozenset[int]:
+        """defaultCpuSet minus reserved: what exclusive allocations can take."""
+        return self.state.default_cpu_set - self.reserved_cpus
+
+    def get_allocatable_cpus(self) -> frozenset[int]:
+        return self.topology.details.cpus() - self.reserved_cpus
+
+    def get_default_cpu_set(self) -> frozenset[int]:
+        return self.state.default_cpu_set
+
+    def get_cpu_set(self, pod_uid: str, container_name: str) -> frozenset[int] | None:
+        return self.state.entries.get(pod_uid, {}).get(container_name)
+
+    def get_exclusive_cpus(self, pod_uid: str, container_name: str) -> frozenset[int]:
+        """Manager GetExclusiveCPUs (PodResources cpu_ids): the exclusive set, or empty."""
+        return self.get_cpu_set(pod_uid, container_name) or frozenset()
+
+    def cpus_for_container(self, pod_uid: str, container_name: str) -> frozenset[int]:
+        """Manager GetCPUAffinity, what the reconcile loop writes: the exclusive set, or the shared pool."""
+        own = self.get_cpu_set(pod_uid, container_name)
+        return own if own is not None else self.state.default_cpu_set
+
+    def allocated_per_numa(self) -> dict[int, int]:
+        """kubelet_cpu_manager_allocation_per_numa: exclusive CPUs per NUMA node (every node listed)."""
+        out = dict.fromkeys(sorted(self.topology.details.numa_nodes()), 0)
+        for ctrs in self.state.entries.values():
+            for cset in ctrs.values():
+                for cpu in cset:
+                    info = self.topology.info(cpu)
+                    if info is not None:
+                        out[info.numa_node] += 1
+        return out
+
+    # ---- hints ----------------------------------------------------------------------------------
+
+    def _hints(self, available: Iterable[int], reusable: Iterable[int], request: int) -> list[TopologyHint]:
+        return generate_cpu_topology_hints(
+            self.topology, available, reusable, request, self.options.align_by_socket
+        )
+
+    def _implicit_hints(self, available: Iterable[int], reusable: Iterable[int], request: int) -> ListOrImplicit:
+        """The same hints, implicit on machines with many NUMA nodes (see topologymanager/provider.py)."""
+        if len(self.topology.details.numa_nodes()) < self.implicit_from_nodes:
+            return self._hints(available, reusable, request)
+        return cpu_topology_hints(self.topology, available, reusable, request, self.options.align_by_socket)
+
+    def get_topology_hints(self, pod: Pod, container: Container) -> CPUHints | None:
+        return self._container_hints(pod, container, self._hints)
+
+    def implicit_topology_hints(self, pod: Pod, container: Container) -> dict[str, ListOrImplicit] | None:
+        return self._container_hints(pod, container, self._implicit_hints)
+
+    def get_pod_topology_hints(self, pod: Pod) -> CPUHints | None:
+        return self._pod_hints(pod, self._hints)
+
+    def implicit_pod_topology_hints(self, pod: Pod) -> dict[str, ListOrImplicit] | None:
+        return self._pod_hints(pod, self._implicit_hints)
+
+    def _container_hints(
+        self, pod: Pod, container: Container, gen: Callable[[Iterable[int], Iterable[int], int], _H]
+    ) -> dict[str, _H] | None:
+        requested = guaranteed_cpus(pod, container)
+        if requested == 0:
+            return None
+        allocated = self.get_cpu_set(pod.uid, container.name)
+        if allocated is not None:
+            if len(allocated) != requested:
+                return {RESOURCE_CPU: []}
+            return {RESOURCE_CPU: gen(allocated, (), requested)}
+        reusable = self.cpus_to_reuse.get(pod.uid, frozenset())
+        return {RESOURCE_CPU: gen(self.get_available_cpus(), reusable, requested)}
+
+    def _pod_hints(
+        self, pod: Pod, gen: Callable[[Iterable[int], Iterable[int], int], _H]
+    ) -> dict[str, _H] | None:
+        requested = pod_guaranteed_cpus(pod)
+        if requested == 0:
+            return None
+        assigned: frozenset[int] = frozenset()
+        for c in pod.all_containers():
+            allocated = self.get_cpu_set(pod.uid, c.name)
+            if allocated is None:
+                continue
+            if len(allocated) != guaranteed_cpus(pod, c):
+                return {RESOURCE_CPU: []}
+            assigned |= allocated
+        if len(assigned) == requested:
+            return {RESOURCE_CPU: gen(assigned, (), requested)}
+        reusable = self.cpus_to_reuse.get(pod.uid, frozenset()) | assigned
+        return {RESOURCE_CPU: gen(self.get_available_cpus(), reusable, requested)}
+
+    # ---- allocation -----------------------------------------------------------------------------
+
+    def allocate(self, pod: Pod, container: Container) -> None:
+        num_cpus = guaranteed_cpus(pod, container)
+        if num_cpus == 0:
+            return  # shared pool: nothing to do
+        self.pinning_requests_total += 1
+        try:
+            self._allocate(pod, container, num_cpus)
+        except AllocationError:
+            self.pinning_errors_total += 1
+            if self.options.full_pcpus_only:
+                self.aligned_physical_cpu_failures_total += 1
+            raise
+        if self.options.full_pcpus_only:
+            self.aligned_physical_cpu_total += 1
+
+    def _allocate(self, pod: Pod, container: Container, num_cpus: int) -> None:
+        if self.options.full_pcpus_only:
+            free_physical = len(self.state.default_cpu_set - self.reserved_physical_cpus)
+            err = smt_alignment_error(self.topology, num_cpus, free_physical)
+            if err is not None:
+                raise err
+        existing = self.get_cpu_set(pod.uid, container.name)
+        if existing is not None:
+            self._update_cpus_to_reuse(pod, container, existing)
+            return
+        hint = self.affinity.get_affinity(pod.uid, container.name) if self.affinity else _NO_AFFINITY
+        result = allocate_cpus(
+            self.topology,
+            num_cpus,
+            hint.mask,
+            self.get_available_cpus(),
+            self.cpus_to_reuse.get(pod.uid, frozenset()),
+            self._take,
+        )
+        self.state.default_cpu_set = self.state.default_cpu_set - result
+        self.state.entries.setdefault(pod.uid, {})[container.name] = result
+        self._update_cpus_to_reuse(pod, container, result)
+        self.exclusive_cpu_allocation_count += len(result)
+        self.shared_pool_size_millicores -= len(result) * 1000
+        if self.topology.check_alignment_uncore(result):
+            self.aligned_uncore_cache_total += 1
+
+    def _update_cpus_to_reuse(self, pod: Pod, container: Container, cset: frozenset[int]) -> None:
+        # Only the pod being admitted is tracked.
+        for uid in [u for u in self.cpus_to_reuse if u != pod.uid]:
+            del self.cpus_to_reuse[uid]
+        current = self.cpus_to_reuse.get(pod.uid, frozenset())
+        for init in pod.init_containers:
+            if init.name == container.name:
+                if init.restart_policy != "Always":
+                    # A regular init container finishes before the next starts: its CPUs are reusable.
+                    self.cpus_to_reuse[pod.uid] = current | cset
+                    return
+                break
+        self.cpus_to_reuse[pod.uid] = current - cset
+
+    # ---- release --------------------------------------------------------------------------------
+
+    def remove_container(self, pod_uid: str, container_name: str) -> None:
+        containers = self.state.entries.get(pod_uid)
+        if containers is None or container_name not in containers:
+            return
+        in_use: frozenset[int] = frozenset()
+        for name, cset in containers.items():
+            if name != container_name:
+                in_use |= cset
+        released = containers.pop(container_name) - in_use
+        if not containers:
+            del self.state.entries[pod_uid]
+        self.state.default_cpu_set = self.state.default_cpu_set | released
+        self.exclusive_cpu_allocation_count -= len(released)
+        self.shared_pool_size_millicores += len(released) * 1000
+
+    def remove_stale_state(
+        self, active_pods: Iterable[Pod], pending_pod: Pod | None = None
+    ) -> list[tuple[str, str]]:
+        """Manager removeStaleState: drop assignments of containers no active (or pending) pod has."""
+        pods = list(active_pods) + ([pending_pod] if pending_pod is not None else [])
+        active = {(p.uid, c.name) for p in pods for c in p.all_containers()}
+        stale = [
+            (uid, name)
+            for uid in sorted(self.state.entries)
+            for name in sorted(self.state.entries[uid])
+            if (uid, name) not in active
+        ]
+        for uid, name in stale:
+            self.remove_container(uid, name)
+        return stale
+
+
+# upstream: var _ Policy = &staticPolicy{} (checked by mypy, free at run time)
+_conforms: type[HintProvider] = StaticPolicy
+_conforms_implicit: type[ImplicitHintProvider] = StaticPolicy

@@ -1,0 +1,113 @@
+"""CPU assignment entry points: upstream staticPolicy.takeByTopology (spec §1.6) and allocateCPUs (§1.5).
+
+The algorithms live in accumulator.py (packed) and distributed.py (KEP-2902); this module picks one
+from the policy options and implements the aligned-first allocation and the full-pcpus-only checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from numalign.core.bitmask import bits_of
+from numalign.errors import AllocationError
+from numalign.kubelet.cpumanager.accumulator import (
+    PACKED,
+    SPREAD,
+    CPUAccumulator,
+    not_enough_cpus,
+    take_by_topology_numa_packed,
+)
+from numalign.kubelet.cpumanager.distributed import standard_deviation, take_by_topology_numa_distributed
+from numalign.kubelet.cpumanager.topology import CPUTopology
+
+__all__ = [
+    "PACKED",
+    "SPREAD",
+    "CPUAccumulator",
+    "TakeOptions",
+    "aligned_cpus",
+    "allocate_cpus",
+    "not_enough_cpus",
+    "smt_alignment_error",
+    "standard_deviation",
+    "take_by_topology",
+    "take_by_topology_numa_distributed",
+    "take_by_topology_numa_packed",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TakeOptions:
+    """The policy options that steer takeByTopology and allocateCPUs."""
+
+    full_pcpus_only: bool = False
+    distribute_cpus_across_numa: bool = False
+    distribute_cpus_across_cores: bool = False
+    prefer_align_cpus_by_uncorecache: bool = False
+    align_by_socket: bool = False
+
+
+def take_by_topology(
+    topo: CPUTopology, available: Iterable[int], n: int, options: TakeOptions
+) -> frozenset[int]:
+    """Upstream staticPolicy.takeByTopology: the dispatcher of spec §1.6."""
+    strategy = SPREAD if options.distribute_cpus_across_cores else PACKED
+    if options.distribute_cpus_across_numa:
+        group = topo.cpus_per_core() if options.full_pcpus_only else 1
+        return take_by_topology_numa_distributed(topo, available, n, group, strategy)
+    return take_by_topology_numa_packed(
+        topo, available, n, strategy, options.prefer_align_cpus_by_uncorecache
+    )
+
+
+def smt_alignment_error(
+    topo: CPUTopology, num_cpus: int, available_physical_cpus: int
+) -> AllocationError | None:
+    """The full-pcpus-only checks of Allocate; None when the request passes them."""
+    per_core = topo.cpus_per_core()
+    if per_core and num_cpus % per_core != 0:
+        return AllocationError(
+            f"SMT Alignment Error: requested {num_cpus} cpus not multiple cpus per core = {per_core}",
+            reason="SMTAlignmentError",
+        )
+    if num_cpus > available_physical_cpus:
+        return AllocationError(
+            "SMT Alignment Error: not enough free physical CPUs: "
+            f"available physical CPUs = {available_physical_cpus}, requested CPUs = {num_cpus}, "
+            f"CPUs per core = {per_core}",
+            reason="SMTAlignmentError",
+        )
+    return None
+
+
+def aligned_cpus(
+    topo: CPUTopology, numa_affinity: int, allocatable: frozenset[int], align_by_socket: bool
+) -> frozenset[int]:
+    """Upstream getAlignedCPUs: allocatable CPUs on the mask's NUMA nodes (or whole sockets)."""
+    nodes = bits_of(numa_affinity)
+    if align_by_socket:
+        sockets = topo.details.sockets_in_numa_nodes(*nodes)
+        return allocatable & topo.details.cpus_in_sockets(*sockets)
+    return allocatable & topo.details.cpus_in_numa_nodes(*nodes)
+
+
+def allocate_cpus(
+    topo: CPUTopology,
+    num_cpus: int,
+    numa_affinity: int | None,
+    available: Iterable[int],
+    reusable: Iterable[int],
+    options: TakeOptions,
+) -> frozenset[int]:
+    """Upstream allocateCPUs minus the state update: aligned CPUs first, then the rest.
+
+    `available` is defaultCpuSet minus reserved; the caller removes the result from the pool.
+    """
+    allocatable = frozenset(available) | frozenset(reusable)
+    result: frozenset[int] = frozenset()
+    if numa_affinity is not None:
+        aligned = aligned_cpus(topo, numa_affinity, allocatable, options.align_by_socket)
+        result = take_by_topology(topo, aligned, min(num_cpus, len(aligned)), options)
+    rest = take_by_topology(topo, allocatable - result, num_cpus - len(result), options)
+    return result | rest

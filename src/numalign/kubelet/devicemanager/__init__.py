@@ -1,0 +1,30 @@
+"""numalign.kubelet.devicemanager: the kubelet device manager (hints, allocation, plugin endpoints).
+
+The public names are re-exported here; the modules say which upstream file each one follows.
+"""
+
+from numalign.kubelet.devicemanager.endpoint import (
+    ContainerAllocateResponse,
+    Device,
+    DevicePluginOptions,
+    DeviceSpec,
+    Endpoint,
+    Mount,
+    StaticEndpoint,
+)
+from numalign.kubelet.devicemanager.manager import ENDPOINT_STOP_GRACE_PERIOD, DeviceCapacity, DeviceManager
+from numalign.kubelet.devicemanager.pod_devices import RunContainerOptions
+
+__all__ = [
+    "ENDPOINT_STOP_GRACE_PERIOD",
+    "ContainerAllocateResponse",
+    "Device",
+    "DeviceCapacity",
+    "DeviceManager",
+    "DevicePluginOptions",
+    "DeviceSpec",
+    "Endpoint",
+    "Mount",
+    "RunContainerOptions",
+    "StaticEndpoint",
+]

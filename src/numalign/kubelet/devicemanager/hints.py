@@ -1,0 +1,135 @@
+"""Device topology hints (upstream devicemanager topology_hints.go), as pure functions.
+
+The manager keeps the inventory; these functions only look at what they are given, so the replay of
+golden vectors and the manager share one code path.
+
+Upstream facts kept on purpose:
+- A resource has "topology alignment" only if some device has a TopologyInfo with at least one
+  node. Otherwise the hint is None (the Topology Manager ignores the resource).
+- minAffinitySize counts ALL devices of the resource (any health, any allocation): a mask is as
+  narrow as it can be if the machine has enough devices there, free or not.
+- A device's TopologyInfo with no nodes (topology == ()) never matches a mask, like a device with no
+  TopologyInfo; but as a *reusable* device only the latter is skipped: the former rejects every
+  mask (Go: `Topology == nil` skips, then `!mask.AnySet([])` rejects).
+- Available and reusable are counted independently; a device in both counts twice, as upstream.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TypeVar
+
+from numalign.core.bitmask import iterate_bitmasks
+from numalign.core.hint import TopologyHint
+from numalign.kubelet.devicemanager.endpoint import Device
+
+
+def device_numa_mask(device: Device | None) -> int:
+    """The device's NUMA nodes as an int mask; 0 for no TopologyInfo or no nodes.
+
+    Negative ids cannot be set in a Go bitmask (AnySet tests IsSet on each id), so they never match.
+    """
+    if device is None or device.topology is None:
+        return 0
+    mask = 0
+    for node in device.topology:
+        if node >= 0:
+            mask |= 1 << node
+    return mask
+
+
+def device_has_topology_alignment(all_devices: Mapping[str, Device]) -> bool:
+    """Upstream deviceHasTopologyAlignment: any device with a non-empty TopologyInfo node list."""
+    return any(d.topology for d in all_devices.values())
+
+
+def generate_device_topology_hints(
+    numa_nodes: Sequence[int],
+    all_devices: Mapping[str, Device],
+    available: Collection[str],
+    reusable: Collection[str],
+    request: int,
+) -> list[TopologyHint]:
+    """Upstream generateDeviceTopologyHints: every mask over the machine's NUMA nodes with enough
+    reusable+available devices, Preferred where the mask is as narrow as the machine allows."""
+    # Upstream passes sets: a repeated id counts once.
+    available, reusable = list(dict.fromkeys(available)), list(dict.fromkeys(reusable))
+    # Devices are counted by their node mask; distinct masks are few (about one per NUMA node).
+    all_masks = Counter(device_numa_mask(d) for d in all_devices.values())
+    # A reusable device without TopologyInfo (or unknown to the inventory: Go reads a zero Device)
+    # is skipped; every other reusable device must touch the mask.
+    reusable_masks = Counter(
+        device_numa_mask(dev) for d in reusable if (dev := all_devices.get(d)) is not None and dev.topology is not None
+    )
+    num_reusable = sum(reusable_masks.values())
+    available_masks = Counter(device_numa_mask(all_devices.get(d)) for d in available)
+
+    min_affinity_size = len(numa_nodes)
+    candidates: list[int] = []
+    for mask in iterate_bitmasks(list(numa_nodes)):
+        count = mask.bit_count()
+        if count < min_affinity_size and sum(n for m, n in all_masks.items() if m & mask) >= request:
+            min_affinity_size = count
+
+        if any(not (m & mask) for m in reusable_masks):
+            continue
+        num_matching = num_reusable + sum(n for m, n in available_masks.items() if m & mask)
+        if num_matching >= request:
+            candidates.append(mask)
+
+    return [TopologyHint(m, m.bit_count() == min_affinity_size) for m in candidates]
+
+
+# A hint generator with generate_device_topology_hints' signature: upstream's explicit lists, or
+# devicemanager/implicit_hints.device_topology_hints, which describes the same list implicitly on large machines.
+_H = TypeVar("_H")
+HintGenerator = Callable[[Sequence[int], Mapping[str, Device], Collection[str], Collection[str], int], _H]
+
+
+def resource_topology_hints(
+    numa_nodes: Sequence[int],
+    all_devices: Mapping[str, Device],
+    *,
+    allocated: Collection[str] | None,
+    available: Collection[str],
+    reusable: Collection[str],
+    request: int,
+) -> list[TopologyHint] | None:
+    """One resource's entry of GetTopologyHints / GetPodTopologyHints (steps a-e).
+
+    `allocated` is what the container (container scope) or the pod (pod scope) already holds for the
+    resource; pod scope passes no reusable devices. Returns None for "no topology preference" and []
+    for "cannot be satisfied".
+    """
+    return resource_hint_steps(
+        numa_nodes, all_devices, generate_device_topology_hints,
+        allocated=allocated, available=available, reusable=reusable, request=request,
+    )
+
+
+def resource_hint_steps(
+    numa_nodes: Sequence[int],
+    all_devices: Mapping[str, Device],
+    generate: HintGenerator[_H],
+    *,
+    allocated: Collection[str] | None,
+    available: Collection[str],
+    reusable: Collection[str],
+    request: int,
+) -> _H | list[TopologyHint] | None:
+    """Steps a-e of resource_topology_hints with the hint list built by `generate`."""
+    # a. No device reports NUMA nodes: no preference.
+    if not device_has_topology_alignment(all_devices):
+        return None
+    # b. Already allocated (e.g. after a restart): regenerate from what is held.
+    if allocated:
+        held = set(allocated)
+        if len(held) != request:
+            return []
+        return generate(numa_nodes, all_devices, held, (), request)
+    # c-d. Not enough free plus reusable devices at all.
+    if len(set(available) | set(reusable)) < request:
+        return []
+    # e.
+    return generate(numa_nodes, all_devices, available, reusable, request)

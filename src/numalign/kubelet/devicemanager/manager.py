@@ -1,0 +1,496 @@
+"""The device manager (upstream pkg/kubelet/cm/devicemanager ManagerImpl), as a hint provider.
+
+Pure: no clock, no I/O. Times (plugin stop, capacity queries) are passed in by the caller, in
+seconds on any monotonic scale. The checkpoint file is the state layer's business: it reads
+`snapshot()` whenever `checkpoint_hook` fires (where upstream calls writeCheckpoint).
+
+Determinism: where upstream iterates a Go map or set, we iterate sorted (resources by name, devices in
+natural id order), so that the same state always yields the same allocation. See affinity.py for
+the order within filterByAffinity. GetPreferredAllocation answers are taken in the plugin's order.
+
+Pod garbage collection (UpdateAllocatedDevices) needs the set of active pods. Without an
+`active_pods` callable nothing is collected and the owner calls `remove_pod` when a pod goes away.
+Upstream has no per-container release; `remove_container` exists for the admission layer (the
+kubelet frees a pod's devices only once the pod is no longer active).
+
+Not thread-safe: a caller with several threads (plugin streams, admission) serializes all calls,
+as upstream does with its mutex. Plugin calls (Allocate, GetPreferredAllocation, PreStartContainer)
+go through the Endpoint while the caller's lock is held; they carry their own deadlines. A caller
+that sets `deferred` to a list gets the Allocate calls handed back instead (DeferredAllocate), to
+make them without its lock: the devices are taken at once, their response filled in by `answered`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from numalign.core.hint import TopologyHint
+from numalign.errors import AllocationError, PluginError
+from numalign.k8s.pod import Container, Pod
+from numalign.k8s.quantity import Quantity
+from numalign.k8s.requests import pod_limits
+from numalign.kubelet.devicemanager import checkpoint
+from numalign.kubelet.devicemanager.allocation import AllocationRequest, devices_to_allocate
+from numalign.kubelet.devicemanager.endpoint import (
+    HEALTHY,
+    ContainerAllocateResponse,
+    Device,
+    Endpoint,
+    EndpointInfo,
+    StaticEndpoint,
+)
+from numalign.kubelet.devicemanager.hints import resource_topology_hints
+from numalign.kubelet.devicemanager.implicit_hints import resource_topology_hints_implicit
+from numalign.kubelet.devicemanager.pod_devices import (
+    NODE_WITHOUT_TOPOLOGY,
+    DevicesPerNUMA,
+    PodDevices,
+    RunContainerOptions,
+    sorted_ids,
+)
+from numalign.kubelet.devicemanager.prestart import call_pre_start_if_needed, pre_start_call
+from numalign.kubelet.topologymanager.provider import (
+    DEFAULT_IMPLICIT_FROM_NODES,
+    AffinityStore,
+    HintProvider,
+    ImplicitHintProvider,
+    ListOrImplicit,
+)
+from numalign.paths import ENDPOINT_STOP_GRACE_PERIOD as ENDPOINT_STOP_GRACE_PERIOD  # re-export
+
+_D_co = TypeVar("_D_co", bound=ListOrImplicit, covariant=True)
+_D = TypeVar("_D", bound=ListOrImplicit)
+
+
+class _Gen(Protocol[_D_co]):
+    """A hint generator with resource_topology_hints' signature (explicit or implicit lists)."""
+
+    def __call__(
+        self,
+        numa_nodes: Sequence[int],
+        all_devices: Mapping[str, Device],
+        *,
+        allocated: Collection[str] | None,
+        available: Collection[str],
+        reusable: Collection[str],
+        request: int,
+    ) -> _D_co | None: ...
+
+
+
+
+@dataclass(frozen=True)
+class DeviceCapacity:
+    """GetCapacity's three results: capacity and allocatable counts per resource, and the resources
+    dropped in this call (node status removes them)."""
+
+    capacity: dict[str, int]
+    allocatable: dict[str, int]
+    deleted: list[str]
+
+
+@dataclass(frozen=True)
+class DeferredAllocate:
+    """One plugin Allocate call held back for the caller to make (see DeviceManager.deferred)."""
+
+    pod_uid: str
+    container_name: str
+    resource: str
+    endpoint: Endpoint
+    device_ids: tuple[str, ...]
+    per_numa: DevicesPerNUMA
+
+
+def _count(limits: Mapping[str, Quantity], resource: str) -> int:
+    """int(quantity.Value()): rounded up to an integer."""
+    return limits[resource].value()
+
+
+class DeviceManager:
+    """HintProvider "devices": inventory, plugin endpoints, hints, allocation and checkpoint data."""
+
+    name = "devices"
+
+    def __init__(
+        self,
+        numa_nodes: Sequence[int],
+        affinity: AffinityStore,
+        *,
+        endpoint_stop_grace_period: float = ENDPOINT_STOP_GRACE_PERIOD,
+        active_pods: Callable[[], Iterable[str]] | None = None,
+        sources_ready: Callable[[], bool] = lambda: True,
+        running_containers: Collection[tuple[str, str]] = (),
+        checkpoint_hook: Callable[[], None] | None = None,
+        implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
+    ) -> None:
+        self.numa_nodes = list(numa_nodes)
+        # hints are implicit on machines with at least this many NUMA nodes (providers/implicit)
+        self.implicit_from_nodes = implicit_from_nodes
+        self.affinity = affinity
+        self.endpoint_stop_grace_period = endpoint_stop_grace_period
+        self.active_pods = active_pods
+        self.sources_ready = sources_ready
+        # (pod UID, container) reported running by the runtime at start (containerMap + running set).
+        self.running_containers = set(running_containers)
+        self.checkpoint_hook = checkpoint_hook
+
+        self.endpoints: dict[str, EndpointInfo] = {}
+        self.all_devices: dict[str, dict[str, Device]] = {}
+        self.healthy: dict[str, set[str]] = {}
+        self.unhealthy: dict[str, set[str]] = {}
+        self.allocated: dict[str, set[str]] = {}
+        self.pod_devices = PodDevices()
+        self.devices_to_reuse: dict[str, dict[str, set[str]]] = {}
+        # When a list: Allocate calls are appended here (in the kubelet's order) instead of made.
+        self.deferred: list[DeferredAllocate] | None = None
+
+    # -- plugins and inventory -------------------------------------------------------------------
+
+    def register_endpoint(self, resource: str, endpoint: Endpoint) -> None:
+        """PluginConnected: the latest registration replaces any endpoint of the resource."""
+        self.endpoints[resource] = EndpointInfo(endpoint)
+
+    def add_static_plugin(
+        self, resource: str, devices: Sequence[Device], **endpoint_options: Any
+    ) -> StaticEndpoint:
+        """Register an in-process plugin and feed it one ListAndWatch update (CLI, simulation).
+        `endpoint_options` go to StaticEndpoint (options, preferred_fn, allocate_fn)."""
+        endpoint = StaticEndpoint(resource, devices, **endpoint_options)
+        self.register_endpoint(resource, endpoint)
+        self.update_devices(resource, devices)
+        return endpoint
+
+    def plugin_disconnected(self, resource: str, now: float, endpoint: Endpoint | None = None) -> None:
+        """PluginDisconnected: every device of the resource becomes unhealthy and the endpoint is
+        stopped at `now`. Passing `endpoint` ignores the call when a newer plugin has replaced it
+        (upstream does not check, and races on re-registration)."""
+        info = self.endpoints.get(resource)
+        if info is None or (endpoint is not None and info.endpoint is not endpoint):
+            return
+        self._mark_resource_unhealthy(resource)
+        info.stop_time = now
+
+    def _mark_resource_unhealthy(self, resource: str) -> None:
+        moved = self.healthy.get(resource, set())
+        if resource in self.healthy:
+            self.healthy[resource] = set()
+        self.unhealthy[resource] = self.unhealthy.get(resource, set()) | moved
+
+    def update_devices(self, resource: str, devices: Sequence[Device]) -> list[str]:
+        """A ListAndWatch response: REPLACES the resource's devices. Health "Healthy" is healthy,
+        any other value unhealthy. Returns the pods holding a device whose health changed or that
+        reappeared (what the ResourceHealthStatus gate would update), sorted."""
+        old = self.all_devices.get(resource, {})
+        changed: set[str] = set()
+        self.healthy[resource] = set()
+        self.unhealthy[resource] = set()
+        self.all_devices[resource] = {}
+        for dev in devices:
+            prev = old.get(dev.id)
+            if prev is None or prev.health != dev.health:
+                owner = self.pod_devices.pod_and_container_for_device(resource, dev.id)
+                if owner is not None:
+                    changed.add(owner[0])
+            self.all_devices[resource][dev.id] = dev
+            (self.healthy if dev.health == HEALTHY else self.unhealthy)[resource].add(dev.id)
+        self._checkpoint()
+        return sorted(changed)
+
+    def is_device_plugin_resource(self, resource: str) -> bool:
+        return resource in self.healthy or resource in self.allocated
+
+    def get_capacity(self, now: float) -> DeviceCapacity:
+        """GetCapacity: drops resources whose endpoint is missing or stopped for longer than the
+        grace period (their inventory maps and endpoint), and reports them as deleted."""
+        capacity: dict[str, int] = {}
+        allocatable: dict[str, int] = {}
+        deleted: set[str] = set()
+        for table, counts_allocatable in ((self.healthy, True), (self.unhealthy, False)):
+            for resource in sorted(table):
+                info = self.endpoints.get(resource)
+                if info is None or self._grace_expired(info, now):
+                    self.endpoints.pop(resource, None)
+                    del table[resource]
+                    deleted.add(resource)
+                    continue
+                n = len(table[resource])
+                capacity[resource] = capacity.get(resource, 0) + n
+                if counts_allocatable:
+                    allocatable[resource] = n
+        if deleted:
+            self._checkpoint()
+        return DeviceCapacity(capacity, allocatable, sorted(deleted))
+
+    def _grace_expired(self, info: EndpointInfo, now: float) -> bool:
+        return info.stop_time is not None and now - info.stop_time > self.endpoint_stop_grace_period
+
+    def get_allocatable_devices(self) -> dict[str, dict[str, Device]]:
+        """GetAllocatableDevices: all devices restricted to the healthy ones (PodResources)."""
+        return {
+            r: {d: dev for d, dev in self.all_devices[r].items() if d in ids}
+            for r, ids in sorted(self.healthy.items())
+            if r in self.all_devices
+        }
+
+    def get_container_devices(self, pod_uid: str, container_name: str) -> dict[str, dict[str, Device]] | None:
+        """GetDevices: a container's devices per resource, each with the NUMA nodes it was recorded
+        under (topology None for node -1). None when the container holds nothing."""
+        return self.pod_devices.get_container_devices(pod_uid, container_name)
+
+    # -- hints -------------------------------------------------------------------------------------
+
+    def update_allocated_devices(self) -> None:
+        """UpdateAllocatedDevices: forget pods that are no longer active (once sources are ready)."""
+        if self.active_pods is None:
+            return
+        active = set(self.active_pods())
+        if not self.sources_ready():
+            return
+        stale = self.pod_devices.pods() - active
+        if not stale:
+            return
+        self.pod_devices.delete(stale)
+        self.allocated = self.pod_devices.devices()
+
+    def _available(self, resource: str) -> set[str]:
+        return self.healthy.get(resource, set()) - self.allocated.get(resource, set())
+
+    def get_topology_hints(self, pod: Pod, container: Container) -> dict[str, list[TopologyHint] | None]:
+        return self._container_hints(pod, container, resource_topology_hints)
+
+    def implicit_topology_hints(self, pod: Pod, container: Container) -> dict[str, ListOrImplicit | None]:
+        return self._container_hints(pod, container, self._implicit_hints)
+
+    def get_pod_topology_hints(self, pod: Pod) -> dict[str, list[TopologyHint] | None]:
+        return self._pod_hints(pod, resource_topology_hints)
+
+    def implicit_pod_topology_hints(self, pod: Pod) -> dict[str, ListOrImplicit | None]:
+        return self._pod_hints(pod, self._implicit_hints)
+
+    def _implicit_hints(
+        self,
+        numa_nodes: Sequence[int],
+        all_devices: Mapping[str, Device],
+        *,
+        allocated: Collection[str] | None,
+        available: Collection[str],
+        reusable: Collection[str],
+        request: int,
+    ) -> ListOrImplicit | None:
+        """resource_topology_hints, implicit on machines with many NUMA nodes."""
+        implicit = len(numa_nodes) >= self.implicit_from_nodes
+        gen = resource_topology_hints_implicit if implicit else resource_topology_hints
+        return gen(numa_nodes, all_devices, allocated=allocated, available=available, reusable=reusable,
+                   request=request)
+
+    def _container_hints(self, pod: Pod, container: Container, gen: _Gen[_D]) -> dict[str, _D | None]:
+        self.update_allocated_devices()
+        hints: dict[str, _D | None] = {}
+        for resource in sorted(container.limits):
+            if not self.is_device_plugin_resource(resource):
+                continue
+            hints[resource] = gen(
+                self.numa_nodes,
+                self.all_devices.get(resource, {}),
+                allocated=self.pod_devices.container_devices(pod.uid, container.name, resource),
+                available=self._available(resource),
+                reusable=self.devices_to_reuse.get(pod.uid, {}).get(resource, set()),
+                request=_count(container.limits, resource),
+            )
+        return hints
+
+    def _pod_hints(self, pod: Pod, gen: _Gen[_D]) -> dict[str, _D | None]:
+        self.update_allocated_devices()
+        limits = {r: q.value() for r, q in pod_limits(pod, exclude_overhead=True).items()}
+        # Upstream PodLimits keeps keys whose value is 0 (numalign's drops them); a device limit of
+        # 0 still gets hints (every mask fits), so put those keys back.
+        for c in pod.all_containers():
+            for r in c.limits:
+                limits.setdefault(r, 0)
+        hints: dict[str, _D | None] = {}
+        for resource in sorted(limits):
+            if not self.is_device_plugin_resource(resource):
+                continue
+            hints[resource] = gen(
+                self.numa_nodes,
+                self.all_devices.get(resource, {}),
+                allocated=self.pod_devices.pod_devices(pod.uid, resource),
+                available=self._available(resource),
+                reusable=(),
+                request=int(limits[resource]),
+            )
+        return hints
+
+    # -- allocation ------------------------------------------------------------------------------
+
+    def allocate(self, pod: Pod, container: Container) -> None:
+        """Allocate: init containers first (the caller's order), reusing a pod's init-container
+        devices; a regular init container's devices become reusable, a sidecar's do not."""
+        reuse = self.devices_to_reuse.setdefault(pod.uid, {})
+        for uid in [u for u in self.devices_to_reuse if u != pod.uid]:
+            del self.devices_to_reuse[uid]
+        for init in pod.init_containers:
+            if init.name == container.name:
+                self._allocate_container_resources(pod, container, reuse)
+                if init.restart_policy != "Always":
+                    self.pod_devices.add_container_allocated_resources(pod.uid, container.name, reuse)
+                else:
+                    self.pod_devices.remove_container_allocated_resources(pod.uid, container.name, reuse)
+                return
+        self._allocate_container_resources(pod, container, reuse)
+        self.pod_devices.remove_container_allocated_resources(pod.uid, container.name, reuse)
+
+    def _allocate_container_resources(
+        self, pod: Pod, container: Container, reuse: Mapping[str, set[str]]
+    ) -> None:
+        updated = needs_checkpoint = False
+        for resource in sorted(container.limits):
+            if not self.is_device_plugin_resource(resource):
+                continue
+            if not updated:
+                self.update_allocated_devices()
+                updated = True
+            request = AllocationRequest(
+                pod.uid, container.name, resource, _count(container.limits, resource), reuse.get(resource, set())
+            )
+            picked = devices_to_allocate(self, request)
+            if not picked:
+                continue
+            needs_checkpoint = True
+            info = self.endpoints.get(resource)
+            if info is None:
+                self.allocated = self.pod_devices.devices()
+                raise AllocationError(f"unknown Device Plugin {resource}")
+            devs = sorted_ids(picked)
+            per_numa = self._per_numa(resource, devs)
+            try:
+                if self.deferred is None:
+                    resp: ContainerAllocateResponse | None = self._call_allocate(resource, info, devs)
+                else:
+                    self.deferred.append(DeferredAllocate(pod.uid, container.name, resource,
+                                                          self._live_endpoint(resource, info), tuple(devs), per_numa))
+                    resp = None  # the devices are taken now; `answered` records the response
+            except PluginError as e:
+                # Roll allocatedDevices back to what podDevices records.
+                self.allocated = self.pod_devices.devices()
+                raise AllocationError(str(e)) from e
+            self.pod_devices.insert(pod.uid, container.name, resource, per_numa, resp)
+        if needs_checkpoint:
+            self._checkpoint()
+
+    @staticmethod
+    def _live_endpoint(resource: str, info: EndpointInfo) -> Endpoint:
+        if info.endpoint is None or info.stopped:
+            # Upstream prints the endpoint struct with %v; we name the resource.
+            raise PluginError(f"endpoint {resource} has been stopped")
+        return info.endpoint
+
+    @classmethod
+    def _call_allocate(cls, resource: str, info: EndpointInfo, devs: list[str]) -> ContainerAllocateResponse:
+        return cls._live_endpoint(resource, info).allocate(devs)
+
+    def answered(self, call: DeferredAllocate, resp: ContainerAllocateResponse) -> None:
+        """A deferred Allocate call's response, recorded as the call would have recorded it."""
+        self.pod_devices.insert(call.pod_uid, call.container_name, call.resource, call.per_numa, resp)
+        self._checkpoint()
+
+    def _per_numa(self, resource: str, devs: Iterable[str]) -> DevicesPerNUMA:
+        out: DevicesPerNUMA = {}
+        for d in devs:
+            dev = self.all_devices.get(resource, {}).get(d)
+            if dev is None or not dev.topology:
+                out.setdefault(NODE_WITHOUT_TOPOLOGY, []).append(d)
+                continue
+            for node in dev.topology:
+                out.setdefault(node, []).append(d)
+        return out
+
+    def remove_container(self, pod_uid: str, container_name: str) -> None:
+        """Release one container's devices (and stop offering them for reuse)."""
+        reuse = self.devices_to_reuse.get(pod_uid)
+        if reuse is not None:
+            self.pod_devices.remove_container_allocated_resources(pod_uid, container_name, reuse)
+        self.pod_devices.delete_container(pod_uid, container_name)
+        self.allocated = self.pod_devices.devices()
+        self._checkpoint()
+
+    def remove_pod(self, pod_uid: str) -> None:
+        """Release every device of a pod, as UpdateAllocatedDevices does for an inactive pod."""
+        self.devices_to_reuse.pop(pod_uid, None)
+        self.pod_devices.delete([pod_uid])
+        self.allocated = self.pod_devices.devices()
+        self._checkpoint()
+
+    # -- container start -------------------------------------------------------------------------
+
+    def pre_start_calls(self, pod: Pod, container: Container) -> list[tuple[Endpoint, list[str]]]:
+        """The PreStartContainer calls GetDeviceRunContainerOptions would make for `container`, in its
+        order, for a caller that makes them outside its own lock (then passes pre_start=False)."""
+        calls = []
+        for resource in sorted(container.limits):
+            if not self.is_device_plugin_resource(resource) or _count(container.limits, resource) == 0:
+                continue
+            call = pre_start_call(self, pod.uid, container.name, resource)
+            if call is not None:
+                calls.append(call)
+        return calls
+
+    def get_device_run_container_options(
+        self, pod: Pod, container: Container, *, pre_start: bool = True
+    ) -> RunContainerOptions | None:
+        """GetDeviceRunContainerOptions: PreStartContainer where the plugin requires it (unless the
+        caller made those calls itself: pre_start=False), re-Allocate a still-active pod's container
+        that has no devices recorded, then the merged CRI options.
+        Raises PluginError (pre-start) or AllocationError (re-allocation)."""
+        needs_reallocate = False
+        for resource in sorted(container.limits):
+            if not self.is_device_plugin_resource(resource) or _count(container.limits, resource) == 0:
+                continue
+            if pre_start:
+                call_pre_start_if_needed(self, pod.uid, container.name, resource)
+            if self.active_pods is not None and pod.uid not in set(self.active_pods()):
+                continue
+            if self.pod_devices.container_devices(pod.uid, container.name, resource) is None:
+                needs_reallocate = True
+        if needs_reallocate:
+            self.allocate(pod, container)
+        return self.pod_devices.run_container_options(pod.uid, container.name)
+
+    # -- checkpoint --------------------------------------------------------------------------------
+
+    def _checkpoint(self) -> None:
+        if self.checkpoint_hook is not None:
+            self.checkpoint_hook()
+
+    def snapshot(self) -> dict[str, Any]:
+        """The checkpoint's Data as plain data (see checkpoint.py)."""
+        return checkpoint.encode(self.pod_devices, self.healthy)
+
+    def restore(self, data: Any, now: float, *, keep_endpoints: bool = False) -> None:
+        """readCheckpoint: restore podDevices and allocatedDevices; every registered resource comes
+        back with empty healthy/unhealthy sets and an endpoint stopped at `now`, so capacity reads 0
+        until the plugin re-registers and the resource is dropped after the grace period.
+
+        keep_endpoints: a reload of a state another process changed: only the allocations are
+        replaced; the plugins registered with this process, and their devices, stay."""
+        entries, registered = checkpoint.decode(data)
+        self.pod_devices = PodDevices()
+        self.devices_to_reuse = {}
+        for e in entries:
+            if e.alloc_resp is None:
+                continue  # upstream: "Can't unmarshal allocResp", entry skipped
+            self.pod_devices.insert(e.pod_uid, e.container_name, e.resource_name, e.device_ids, e.alloc_resp)
+        self.allocated = self.pod_devices.devices()
+        if keep_endpoints:
+            return
+        for resource in registered:
+            self.healthy[resource] = set()
+            self.unhealthy[resource] = set()
+            self.endpoints[resource] = EndpointInfo(None, stop_time=now)
+
+
+# upstream: var _ Manager = &ManagerImpl{} (checked by mypy, free at run time)
+_conforms: type[HintProvider] = DeviceManager
+_conforms_implicit: type[ImplicitHintProvider] = DeviceManager

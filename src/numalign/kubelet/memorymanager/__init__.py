@@ -1,0 +1,1 @@
+"""numalign.kubelet.memorymanager."""

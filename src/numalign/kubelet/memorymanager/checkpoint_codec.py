@@ -1,0 +1,226 @@
+"""`memory_manager_state` codec: bytes <-> MemoryManagerCheckpoint (memorymanager/state, v1.32-1.35).
+
+Layout, as json.Marshal writes `state.MemoryManagerCheckpoint`:
+    {"policyName":"Static",
+     "machineState":{"0":{"numberOfAssignments":2,
+                          "memoryMap":{"memory":{"total":…,"systemReserved":…,"allocatable":…,
+                                                 "reserved":…,"free":…}},
+                          "cells":[0]}},
+     "entries":{"<podUID>":{"<container>":[{"numaAffinity":[0],"type":"memory","size":1073741824}]}},
+     "checksum":N}
+`entries` is omitempty. The checksum is FNV-1a-32 over the spew dump of the pointer to the struct
+with Checksum zeroed (machine state values and memory tables are pointers: spew prints `<*>{…}`).
+Unlike the CPU manager, the released (1.22-1.35) memory verifier has no "0 means no checksum"
+escape: a 0 is compared like any other value. Only 1.36+, when it reads this layout as its legacy
+"v1", accepts 0 (`accept_zero_checksum=True`). 1.36+ also adds podEntries and a data/dataChecksum
+wrapper [gated/new], which this codec does not write.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from numalign.kubelet.checkpointmanager import gojson
+from numalign.kubelet.checkpointmanager.checksum import go_checksum
+from numalign.kubelet.checkpointmanager.errors import CheckpointDecodeError, CorruptCheckpointError, PolicyMismatchError
+from numalign.kubelet.checkpointmanager.gospew import (
+    CHECKSUM,
+    INT,
+    STRING,
+    UINT64,
+    Field,
+    Map,
+    Ptr,
+    Scalar,
+    Slice,
+    Struct,
+)
+
+MEMORY_MANAGER_STATE_FILE = "memory_manager_state"
+
+_RESOURCE_NAME = Scalar("v1.ResourceName", "string")
+_MEMORY_TABLE = Struct(
+    "state.MemoryTable",
+    (
+        Field("TotalMemSize", UINT64, "total"),
+        Field("SystemReserved", UINT64, "systemReserved"),
+        Field("Allocatable", UINT64, "allocatable"),
+        Field("Reserved", UINT64, "reserved"),
+        Field("Free", UINT64, "free"),
+    ),
+)
+_NUMA_NODE_STATE = Struct(
+    "state.NUMANodeState",
+    (
+        Field("NumberOfAssignments", INT, "numberOfAssignments"),
+        Field("MemoryMap", Map(_RESOURCE_NAME, Ptr(_MEMORY_TABLE)), "memoryMap"),
+        Field("Cells", Slice(INT), "cells"),
+    ),
+)
+_BLOCK = Struct(
+    "state.Block",
+    (
+        Field("NUMAAffinity", Slice(INT), "numaAffinity"),
+        Field("Type", _RESOURCE_NAME, "type"),
+        Field("Size", UINT64, "size"),
+    ),
+)
+_CHECKPOINT = Struct(
+    "state.MemoryManagerCheckpoint",
+    (
+        Field("PolicyName", STRING, "policyName"),
+        Field("MachineState", Map(INT, Ptr(_NUMA_NODE_STATE), "state.NUMANodeMap"), "machineState"),
+        Field(
+            "Entries",
+            Map(STRING, Map(STRING, Slice(_BLOCK)), "state.ContainerMemoryAssignments"),
+            "entries",
+            omitempty=True,
+        ),
+        Field("Checksum", CHECKSUM, "checksum"),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class MemoryTable:
+    total: int
+    system_reserved: int
+    allocatable: int
+    reserved: int
+    free: int
+
+
+@dataclass(frozen=True)
+class NUMANodeState:
+    number_of_assignments: int
+    memory_map: Mapping[str, MemoryTable]
+    cells: Sequence[int]
+
+
+@dataclass(frozen=True)
+class Block:
+    numa_affinity: Sequence[int]
+    type: str
+    size: int
+
+
+@dataclass(frozen=True)
+class MemoryManagerCheckpoint:
+    policy_name: str
+    machine_state: Mapping[int, NUMANodeState] = field(default_factory=dict)
+    entries: Mapping[str, Mapping[str, Sequence[Block]]] = field(default_factory=dict)
+    checksum: int = 0
+
+
+def _table_value(t: MemoryTable) -> dict[str, int]:
+    return {
+        "TotalMemSize": t.total,
+        "SystemReserved": t.system_reserved,
+        "Allocatable": t.allocatable,
+        "Reserved": t.reserved,
+        "Free": t.free,
+    }
+
+
+def _block_value(b: Block) -> dict[str, Any]:
+    return {"NUMAAffinity": list(b.numa_affinity), "Type": b.type, "Size": b.size}
+
+
+def _go_value(cp: MemoryManagerCheckpoint) -> dict[str, Any]:
+    # storeState writes clones: non-nil cells and block lists, non-nil maps.
+    return {
+        "PolicyName": cp.policy_name,
+        "MachineState": {
+            node: {
+                "NumberOfAssignments": s.number_of_assignments,
+                "MemoryMap": {r: _table_value(t) for r, t in s.memory_map.items()},
+                "Cells": list(s.cells),
+            }
+            for node, s in cp.machine_state.items()
+        },
+        "Entries": {
+            pod: {c: [_block_value(b) for b in blocks] for c, blocks in containers.items()}
+            for pod, containers in cp.entries.items()
+        },
+        "Checksum": 0,
+    }
+
+
+def memory_checkpoint_checksum(cp: MemoryManagerCheckpoint) -> int:
+    """The checksum the kubelet writes for this content (the `checksum` field is ignored)."""
+    return go_checksum(Ptr(_CHECKPOINT), _go_value(cp))
+
+
+def encode_memory_checkpoint(cp: MemoryManagerCheckpoint) -> bytes:
+    """The exact bytes the kubelet writes (checksum computed, no trailing newline)."""
+    value = _go_value(cp)
+    value["Checksum"] = go_checksum(Ptr(_CHECKPOINT), value)
+    return gojson.encode(_CHECKPOINT, value).encode("utf-8")
+
+
+def _from_go(value: Mapping[str, Any]) -> MemoryManagerCheckpoint:
+    machine: dict[int, NUMANodeState] = {}
+    for node, s in (value["MachineState"] or {}).items():
+        if s is None:
+            raise CheckpointDecodeError(f"machineState[{node}] is null; expected a NUMA node state object")
+        tables: dict[str, MemoryTable] = {}
+        for resource, t in (s["MemoryMap"] or {}).items():
+            if t is None:
+                raise CheckpointDecodeError(
+                    f"machineState[{node}].memoryMap[{resource}] is null; expected a memory table object"
+                )
+            tables[resource] = MemoryTable(
+                t["TotalMemSize"], t["SystemReserved"], t["Allocatable"], t["Reserved"], t["Free"]
+            )
+        machine[node] = NUMANodeState(s["NumberOfAssignments"], tables, list(s["Cells"] or []))
+    entries = {
+        pod: {
+            c: [Block(list(b["NUMAAffinity"] or []), b["Type"], b["Size"]) for b in (blocks or [])]
+            for c, blocks in (containers or {}).items()
+        }
+        for pod, containers in (value["Entries"] or {}).items()
+    }
+    return MemoryManagerCheckpoint(value["PolicyName"], machine, entries, value["Checksum"])
+
+
+def memory_checkpoint_to_document(cp: MemoryManagerCheckpoint) -> dict[str, Any]:
+    """The file's JSON object without "checksum" (the memory provider's snapshot/restore shape)."""
+    doc: dict[str, Any] = json.loads(encode_memory_checkpoint(cp))
+    doc.pop("checksum")
+    return doc
+
+
+def memory_checkpoint_from_document(doc: Mapping[str, Any]) -> MemoryManagerCheckpoint:
+    """Inverse of memory_checkpoint_to_document, with the decoder's type checks (checksum 0)."""
+    initial = {"PolicyName": "", "MachineState": {}, "Entries": {}, "Checksum": 0}
+    value = gojson.decode(_CHECKPOINT, gojson.from_python(doc), initial, "MemoryManagerCheckpoint")
+    return _from_go({**value, "Checksum": 0})
+
+
+def decode_memory_checkpoint(
+    data: bytes, *, policy_name: str | None = None, accept_zero_checksum: bool = False
+) -> MemoryManagerCheckpoint:
+    """Read and verify, as GetCheckpoint + restoreState's policy check (kubelet <= 1.35)."""
+    j = gojson.parse_json(data)
+    # NewMemoryManagerCheckpoint pre-makes Entries and MachineState (absent key: map[], not <nil>).
+    initial = {"PolicyName": "", "MachineState": {}, "Entries": {}, "Checksum": 0}
+    value: dict[str, Any] = gojson.decode(_CHECKPOINT, j, initial, "MemoryManagerCheckpoint")
+    stored = int(value["Checksum"])
+    if stored != 0 or not accept_zero_checksum:
+        actual = go_checksum(Ptr(_CHECKPOINT), {**value, "Checksum": 0})
+        if actual != stored:
+            raise CorruptCheckpointError(
+                f"checkpoint is corrupted: stored checksum {stored} does not match the content ({actual})",
+                expected=stored,
+                actual=actual,
+            )
+    cp = _from_go(value)
+    if policy_name is not None and policy_name != cp.policy_name:
+        raise PolicyMismatchError(
+            f"[memorymanager] configured policy {json.dumps(policy_name, ensure_ascii=False)} differs "
+            f"from state checkpoint policy {json.dumps(cp.policy_name, ensure_ascii=False)}"
+        )
+    return cp

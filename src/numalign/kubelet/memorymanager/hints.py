@@ -1,0 +1,152 @@
+"""Memory manager Static policy: topology hints (upstream calculateHints / regenerateHints).
+
+Result shapes are upstream's, kept distinct:
+- None: regenerateHints found blocks that do not match the request (the TM reads it as "don't care");
+- {}: calculateHints found no mask that can hold the request;
+- otherwise one list per requested resource, identical across resources (possibly [] in
+  regenerateHints when several matching blocks share one type).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import combinations
+
+from numalign.core.bitmask import bits_of, is_narrower, mask_of, mask_string
+from numalign.core.hint import TopologyHint
+from numalign.kubelet.memorymanager.state import Block, NUMANodeState
+
+# The container's (or pod's) request per resource, bytes.
+Requested = Mapping[str, int]
+# Reusable init-container memory of the pod being admitted: mask_string(mask) -> resource -> bytes.
+# It counts only for the exact mask it was allocated on.
+ReusableMemory = Mapping[str, Mapping[str, int]]
+
+MemoryHints = dict[str, list[TopologyHint]]
+
+
+def reusable_for(reusable: ReusableMemory | None, mask: int, resource: str) -> int:
+    """Upstream getPodReusableMemory, keyed by the bitmask's String() text."""
+    if not reusable:
+        return 0
+    return reusable.get(mask_string(mask), {}).get(resource, 0)
+
+
+def _group_matches(cells: Sequence[int], mask_bits: Sequence[int]) -> bool:
+    """Upstream areGroupsEqual: the same NUMA ids in any order (lists compared sorted)."""
+    return sorted(cells) == sorted(mask_bits)
+
+
+def violates_grouping(machine_state: Mapping[int, NUMANodeState], mask_bits: Sequence[int]) -> bool:
+    """Upstream isAffinityViolatingNUMAAllocations: a node is used either by single-NUMA allocations or
+    by exactly one multi-NUMA group. Only multi-node masks over used nodes can violate it."""
+    if len(mask_bits) == 1:
+        return False
+    for nid in mask_bits:
+        node = machine_state[nid]
+        if node.number_of_assignments == 0:
+            continue
+        if len(node.cells) == 1 or not _group_matches(node.cells, mask_bits):
+            return True
+    return False
+
+
+def calculate_hints(
+    machine_state: Mapping[int, NUMANodeState],
+    requested: Requested,
+    reusable: ReusableMemory | None = None,
+) -> MemoryHints:
+    """Upstream calculateHints. Masks come from IterateBitMasks over the sorted NUMA ids; preferred
+    means the mask size equals the smallest size whose *allocatable* totals cover the request."""
+    nodes = sorted(machine_state)
+    resources = sorted(requested)
+    # Per-resource columns of allocatable and free bytes by NUMA id, read once: the mask walk below
+    # only sums them (it runs for every admission, so table lookups per mask add up).
+    columns = [
+        (
+            r,
+            requested[r],
+            {n: machine_state[n].table(r).allocatable for n in nodes},
+            {n: machine_state[n].table(r).free for n in nodes},
+        )
+        for r in resources
+    ]
+    min_affinity_size = len(nodes)
+    masks: list[int] = []
+    for k in range(1, len(nodes) + 1):
+        # combinations of the sorted ids in order == upstream IterateBitMasks
+        for mask_bits in combinations(nodes, k):
+            if any(sum(alloc[n] for n in mask_bits) < need for _, need, alloc, _ in columns):
+                continue
+            # Updated before the grouping and free-memory checks: a mask that is merely busy still
+            # counts as the minimal size, so wider fallbacks are then not preferred.
+            if k < min_affinity_size:
+                min_affinity_size = k
+            if k == 1:
+                if len(machine_state[mask_bits[0]].cells) > 1:
+                    continue  # the node belongs to a multi-NUMA group
+            elif violates_grouping(machine_state, mask_bits):
+                continue
+            mask = mask_of(mask_bits)
+            if any(
+                sum(free[n] for n in mask_bits) + reusable_for(reusable, mask, r) < need
+                for r, need, _, free in columns
+            ):
+                continue
+            masks.append(mask)
+
+    hints: MemoryHints = {}
+    for r in resources:
+        if masks:
+            hints[r] = [TopologyHint(m, m.bit_count() == min_affinity_size) for m in masks]
+    return hints
+
+
+def regenerate_hints(blocks: Iterable[Block], requested: Requested) -> MemoryHints | None:
+    """Upstream regenerateHints: the hints of a container that already holds blocks (e.g. after a
+    kubelet restart). Returns None when the blocks do not match the request."""
+    blocks = list(blocks)
+    hints: MemoryHints = {r: [] for r in sorted(requested)}
+    if len(blocks) != len(requested):
+        return None
+    for b in blocks:
+        if b.type not in requested or b.size != requested[b.type]:
+            return None
+        hints[b.type].append(TopologyHint(mask_of(b.numa_affinity), True))
+    return hints
+
+
+def find_best_hint(hints: Iterable[TopologyHint]) -> TopologyHint | None:
+    """Upstream findBestHint: the first hint, replaced by any preferred one over a non-preferred one,
+    and by a narrower one with the same preference. None for an empty list (upstream: a nil-affinity
+    zero hint)."""
+    best: TopologyHint | None = None
+    for h in hints:
+        if best is None:
+            best = h
+            continue
+        if h.preferred and not best.preferred:
+            best = h
+            continue
+        if (
+            h.preferred == best.preferred
+            and h.mask is not None
+            and best.mask is not None
+            and is_narrower(h.mask, best.mask)
+        ):
+            best = h
+    return best
+
+
+def is_affinity_satisfy_request(
+    machine_state: Mapping[int, NUMANodeState], mask: int, requested: Requested
+) -> bool:
+    """Upstream isAffinitySatisfyRequest: Σ free over the mask covers every request (reusable memory
+    is not counted here)."""
+    tables = [machine_state[n] for n in bits_of(mask)]
+    return all(sum(t.table(r).free for t in tables) >= size for r, size in requested.items())
+
+
+def is_subset_mask(inner: int, outer: int) -> bool:
+    """Upstream isHintInGroup(inner bits, outer bits): every node of `inner` is in `outer`."""
+    return inner & outer == inner

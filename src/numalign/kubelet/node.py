@@ -1,0 +1,573 @@
+"""A node: the machine, the kubelet configuration, the Topology Manager and its three providers, and
+the kubelet's state files. This is what `numalign admit` and `numalign serve` drive.
+
+Providers are registered in the order CPU, memory, devices; the order changes only the decision
+record's layout, never the decision (the merge is a total order).
+
+Rejected pods: the kubelet leaves the partial allocations of a rejected pod in place until its next
+removeStaleState pass drops them (the pod is not active); we release them at once, which is the state
+the kubelet reaches before it admits anything else.
+
+The Node does no I/O: a NodeStore (numalign.adapters.statedir.directory.StateDirectory) keeps its state in a
+directory; numalign.kubelet.nodestate says in which order, and how a directory is reconciled on open.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from numalign import metrics as m
+from numalign.core.decision import UNEXPECTED_ADMISSION_ERROR, AdmitResult, DecisionRecord
+from numalign.core.numa import NUMAInfo
+from numalign.errors import CheckpointError, InvalidInputError, PluginError
+from numalign.k8s.cpuset import format_cpuset
+from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.pod import Pod
+from numalign.k8s.quantity import Quantity, QuantityFormat
+from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
+from numalign.kubelet.admission.eviction import NodeCondition
+from numalign.kubelet.admission.handlers import AdmitHandlers
+from numalign.kubelet.cpumanager.manager import new_cpu_manager_policy
+from numalign.kubelet.cpumanager.state import CPUManagerState
+from numalign.kubelet.cpumanager.topology import CPUTopology
+from numalign.kubelet.devicemanager.endpoint import Device
+from numalign.kubelet.devicemanager.manager import DeferredAllocate, DeviceManager
+from numalign.kubelet.memorymanager.manager import new_memory_manager
+from numalign.kubelet.memorymanager.reserved import MemoryReservation
+from numalign.kubelet.nodestate import NodeStore, Transaction, reconcile, recorded_allocation
+from numalign.kubelet.topologymanager.manager import TopologyManager
+from numalign.kubelet.topologymanager.provider import DEFAULT_IMPLICIT_FROM_NODES
+from numalign.machine.topology import Machine
+
+log = logging.getLogger("numalign.kubelet.node")
+
+# The providers' pinning counters as Node._sync_provider_metrics publishes them.
+_PINNING_METRICS = (m.CPU_PINNING_REQUESTS, m.CPU_PINNING_ERRORS, m.MEM_PINNING_REQUESTS, m.MEM_PINNING_ERRORS)
+
+
+def numa_info_for(machine: Machine) -> NUMAInfo:
+    """The kubelet's NUMAInfo: node ids in cadvisor order, distance rows indexed by node id.
+
+    Machine rows are indexed by position (as sysfs writes them); upstream indexes them by node id,
+    which is the same for contiguous ids. For sparse ids the kubelet would index past the row; we map
+    positions to ids instead so such machines still work."""
+    order = machine.cadvisor_numa_order()
+    rows = machine.distance_matrix()
+    if rows is None:
+        return NUMAInfo.create(order)
+    ids = machine.numa_ids()
+    width = max(ids) + 1
+    by_id: dict[int, list[int]] = {}
+    for node, row in rows.items():
+        full = [0] * width
+        for pos, target in enumerate(ids):
+            full[target] = row[pos]
+        by_id[node] = full
+    return NUMAInfo.create(order, by_id)
+
+
+@dataclass
+class Reservation:
+    """An admission decided with its device plugins' Allocate calls still to make (Node.reserve).
+
+    `record` is the decision; when it admits, the pod holds everything it was given (other admissions
+    see it taken) but is not in the pod record until Node.complete. When it rejects, the pod holds
+    nothing, and the calls are those the kubelet made before the rejection: a failing one is the answer."""
+
+    pod: Pod
+    record: DecisionRecord
+    calls: list[DeferredAllocate]
+    reloads: int
+
+    def make_calls(
+        self,
+        stopped: Callable[[], bool] = lambda: False,
+        unexpected: Callable[[Exception], None] | None = None,
+    ) -> tuple[list[Any], str | None]:
+        """The Allocate calls in the kubelet's order, up to the first failure, whose text is the answer
+        (Node.complete). `unexpected`, when given, sees any other exception, which then fails the pod too;
+        without it such an exception propagates."""
+        responses: list[Any] = []
+        for call in self.calls:
+            if stopped():
+                break
+            try:
+                responses.append(call.endpoint.allocate(list(call.device_ids)))
+            except PluginError as e:
+                return responses, str(e)
+            except Exception as e:
+                if unexpected is None:
+                    raise
+                unexpected(e)
+                return responses, str(e)
+        return responses, None
+
+
+@dataclass
+class ContainerAllocation:
+    cpus: list[int] = field(default_factory=list)
+    exclusive: bool = False
+    memory: list[dict[str, Any]] = field(default_factory=list)
+    devices: dict[str, dict[str, list[int] | None]] = field(default_factory=dict)
+
+    def to_dict(self, cpus_text: str | None = None) -> dict[str, Any]:
+        """cpus_text: format_cpuset(self.cpus) when the caller has it already."""
+        return {
+            "cpus": format_cpuset(self.cpus) if cpus_text is None else cpus_text,
+            "exclusive_cpus": self.exclusive,
+            "memory": self.memory,
+            "devices": self.devices,
+        }
+
+
+class Node:
+    def __init__(
+        self,
+        machine: Machine,
+        config: KubeletConfig,
+        *,
+        store: NodeStore | None = None,
+        metrics: m.Metrics | None = None,
+        static_devices: bool = True,
+        node_conditions: Sequence[NodeCondition] = (),
+        implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
+        process_alive: Callable[[Mapping[str, Any]], bool] | None = None,
+    ) -> None:
+        # implicit_from_nodes: the NUMA-node count from which providers describe hints implicitly
+        # (providers/implicit).
+        # The kubelet validates its configuration before it builds any manager; a library caller gets
+        # the same refusal (and the CLI, which validated already, no second pass).
+        config.validate()
+        self.machine = machine
+        self.config = config
+        self.metrics = metrics or m.Metrics()
+        self.numa = numa_info_for(machine)
+        self.tm = TopologyManager(
+            self.numa,
+            config.topology_manager_policy,
+            config.topology_manager_scope,
+            config.topology_manager_policy_options,
+            config.feature_gates,
+            self.metrics,
+        )
+        # GetNodeAllocatableReservation against the node's capacity (cadvisor: NumCores online CPUs,
+        # MemoryCapacity = the NUMA nodes' memory), so percentage eviction thresholds resolve.
+        capacity = {
+            RESOURCE_CPU: Quantity.from_int(len(machine.online_cpus())),
+            RESOURCE_MEMORY: Quantity.from_int(
+                sum(machine.memory_by_node().values()), QuantityFormat.BINARY_SI
+            ),
+        }
+        reservation = config.node_allocatable_reservation(capacity)
+        self.cpu = new_cpu_manager_policy(
+            config.cpu_manager_policy,
+            CPUTopology.from_machine(machine),
+            reserved_cpu=reservation.get("cpu"),
+            reserved_system_cpus=config.reserved_cpus(),
+            policy_options=config.cpu_manager_policy_options,
+            feature_gates=config.feature_gates,
+            topology_manager_policy=config.topology_manager_policy,
+            affinity=self.tm,
+            shared_cpus=machine.online_cpus(),
+            implicit_from_nodes=implicit_from_nodes,
+        )
+        self.memory = new_memory_manager(
+            config.memory_manager_policy,
+            machine,
+            reservation,
+            [MemoryReservation(r.numa_node, dict(r.limits)) for r in config.reserved_memory],
+            affinity=self.tm,
+            implicit_from_nodes=implicit_from_nodes,
+        )
+        self.devices = DeviceManager(machine.numa_ids(), self.tm, implicit_from_nodes=implicit_from_nodes)
+        self.static_devices = static_devices
+        if static_devices:
+            self._register_static_plugins()
+        # The kubelet's container manager registers the device manager, then the CPU manager, then the
+        # memory manager (container_manager_linux.go); hints are listed and Allocate is called in
+        # that order, so a device failure stops admission before any CPU or memory is pinned.
+        for provider in (self.devices, self.cpu, self.memory):
+            self.tm.add_hint_provider(provider)
+        self.pods: dict[str, Pod] = {}
+        self.records: dict[str, DecisionRecord] = {}
+        # The kubelet's other admit handlers, run before and after the Topology Manager's.
+        self.handlers = AdmitHandlers(self, node_conditions)
+        # Per pod, what numalign's pod record keeps beside the manifest: the allocation the kubelet
+        # files must hold (None when not recorded) and `numalign run`'s process, carried untouched.
+        self.allocations: dict[str, Mapping[str, Any] | None] = {}
+        self.processes: dict[str, Mapping[str, Any]] = {}
+        # `numalign run` pods whose process ended (kill -9) are released on every load: `process_alive`
+        # (I/O, given by the composition) tells; `reclaimed` lists them with their process records.
+        self.process_alive = process_alive
+        self.reclaimed: list[tuple[Pod, Mapping[str, Any]]] = []
+        # Admitted pods whose plugin Allocate calls are in flight (reserve .. complete); not recorded.
+        self.reserved: dict[str, Reservation] = {}
+        self.reloads = 0  # how often the state was read again: a reload drops every reservation
+        self.store = store
+        self._tx: Transaction | None = None
+        self._cpuset_texts: dict[frozenset[int], str] = {}  # see _allocation_dict
+        # The providers' pinning counters at the last _sync_provider_metrics (metrics only grow).
+        self._synced_counts: tuple[int, ...] = ()  # in _PINNING_METRICS order
+        self.cpu.start()
+        self.memory.start()
+        if store is not None:
+            with store.lock():
+                self._reload()
+                if not store.read_only:
+                    store.commit(self)  # the repairs, and fresh files where none were (as the kubelet starts)
+
+    def _register_static_plugins(self) -> None:
+        for resource, devs in sorted(self.machine.devices_by_resource().items()):
+            self.devices.add_static_plugin(resource, [Device(d.id, d.health, d.numa_nodes) for d in devs])
+
+    # ---- state -----------------------------------------------------------------------------------
+    def restore(
+        self,
+        cpu: CPUManagerState | None,
+        memory: Mapping[str, Any] | None,
+        devices: Any | None,
+        pods: list[tuple[Pod, Mapping[str, Any] | None, Mapping[str, Any] | None]],
+        *,
+        reload: bool,
+    ) -> None:
+        """Adopt a state read from disk: the providers' states (None: no file), then the pods with their
+        recorded allocation and process. `reload`: this Node ran before, so the device plugins that
+        registered with it stay (the first load restores them stopped, as the kubelet's restart does)."""
+        for pod in self.pods.values():
+            self.tm.scope.forget_pod(pod.uid)
+        if cpu is None:
+            self.cpu.start()
+        else:
+            self.cpu.restore(cpu)
+        if memory is None:
+            self.memory.start()
+        else:
+            self.memory.restore(memory)
+        if devices is not None and self.static_devices:
+            # The machine describes the devices: pods must hold devices it has, or they count as free.
+            from numalign.kubelet.devicemanager.identity import check_device_identity
+
+            check_device_identity(devices["PodDeviceEntries"] or [], self.machine,
+                                  f"{getattr(self.store, 'state_dir', '')}/device-plugins/kubelet_internal_checkpoint",
+                                  devices.get("RegisteredDevices"))
+        self.devices.restore(devices or {"PodDeviceEntries": [], "RegisteredDevices": {}}, now=0.0,
+                             keep_endpoints=reload)
+        if devices is not None and self.static_devices and not reload:
+            # In-process plugins register again at once, as real plugins re-register with a restarted kubelet.
+            self._register_static_plugins()
+        self.pods = {p.uid: p for p, _, _ in pods}
+        self.allocations = {p.uid: a for p, a, _ in pods}
+        self.processes = {p.uid: proc for p, _, proc in pods if proc is not None}
+        self.records = {uid: r for uid, r in self.records.items() if uid in self.pods}
+
+    def _reload(self) -> None:
+        """Read the store into this Node and reconcile the kubelet files with the pod record."""
+        assert self.store is not None
+        self.reloads += 1
+        self.reserved.clear()
+        self.store.load(self)
+        if getattr(self.store, "record", True) is None:
+            # No pod record: the kubelet's own directory (or a copy). Its checkpoints are the truth, and
+            # the pods in them, which numalign never admitted, keep what they hold: releasing it as
+            # orphans would count CPUs and devices in use as free.
+            return
+        for line in reconcile(self.pods, self.allocations, self.cpu, self.memory, self.devices,
+                              self.tm.remove_pod, self._readmit):
+            log.warning("state %s: %s", getattr(self.store, "state_dir", ""), line)
+        for uid in set(self.processes) - set(self.pods):
+            del self.processes[uid]
+        self.reclaimed = []
+        self._reclaim()
+
+    def _reclaim(self) -> bool:
+        found = False
+        for uid, proc in list(self.processes.items()):
+            if self.process_alive is not None and not self.process_alive(proc):
+                pod = self._forget(uid)
+                log.info("state %s: released %s: its numalign run process %s ended without releasing it",
+                         getattr(self.store, "state_dir", ""), pod.key, proc.get("pid"))
+                self.reclaimed.append((pod, proc))
+                found = True
+        return found
+
+    def reclaim_ended(self) -> bool:
+        """Release, in a transaction, the pods of `numalign run` processes that ended since the last
+        load (a long-lived agent asks on its tick); True when there were any."""
+        if self.process_alive is None or all(self.process_alive(p) for p in self.processes.values()):
+            return False
+        with self.transaction():
+            return self._reclaim()
+
+    def _forget(self, pod_uid: str) -> Pod:
+        """Drop a pod and everything it holds, in memory (the caller's transaction writes it)."""
+        pod = self.pods.pop(pod_uid)
+        self.tm.remove_pod(pod)
+        self.devices.remove_pod(pod.uid)
+        self.records.pop(pod_uid, None)
+        self.allocations.pop(pod_uid, None)
+        self.processes.pop(pod_uid, None)
+        return pod
+
+    def _readmit(self, pod: Pod) -> DecisionRecord:
+        self.devices.remove_pod(pod.uid)
+        rec = self.tm.admit(pod)
+        if rec.result.admit:
+            self._started(pod)
+        else:
+            self.tm.remove_pod(pod)
+        return rec
+
+    def state_entries(self) -> list[tuple[Pod, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
+        """The pods with what the record keeps for each (see restore)."""
+        return [(p, self.allocations.get(uid), self.processes.get(uid)) for uid, p in self.pods.items()]
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """Changes made inside are written at the end, all or none (see numalign.kubelet.nodestate). Nested
+        transactions join the outer one. A failed write leaves `failure` set and this Node as the disk
+        is; an exception inside discards the changes (the disk is read again)."""
+        if self._tx is not None:
+            yield self._tx
+            return
+        store = self.store
+        tx = self._tx = Transaction()
+        try:
+            if store is None:  # nothing to lock, read again or write
+                yield tx
+                return
+            with store.lock():
+                if store.changed():
+                    log.info("state %s: changed by another process; reading it again",
+                             getattr(store, "state_dir", ""))
+                    self._reload()
+                try:
+                    yield tx
+                except BaseException:
+                    self._reload()
+                    raise
+                if not store.read_only:
+                    try:
+                        store.commit(self)
+                    except CheckpointError as e:
+                        log.error("%s", e)
+                        tx.failure = e
+                        self._reload()
+        finally:
+            self._tx = None
+
+    def save(self) -> None:
+        """Write whatever differs from disk (retries a write that failed before). CheckpointError if not."""
+        with self.transaction() as tx:
+            pass
+        if tx.failure is not None:
+            raise tx.failure
+
+    # ---- pods --------------------------------------------------------------------------------------
+    def admit(self, pod: Pod) -> DecisionRecord:
+        with self.transaction() as tx:
+            rec = self._admit(pod)
+        return tx.outcome([rec], self.pods)[0]
+
+    def _admit(self, pod: Pod) -> DecisionRecord:
+        if pod.uid in self.pods or pod.uid in self.reserved:
+            raise InvalidInputError(
+                f"pod {pod.key} (uid {pod.uid}) is already admitted on this node; give the new pod another "
+                "name or metadata.uid (Node.remove(uid) releases the old one; with `numalign admit "
+                "--state-dir`, start from a fresh directory or use --dry-run to ask without keeping pods)"
+            )
+        if pod.has_pod_level_resources and not self.config.feature_gate_enabled("PodLevelResources"):
+            # The kubelet's isPodLevelResourcesSupported admit handler; numalign checks it first (the
+            # kubelet may run the Topology Manager's handler before it, with the same final verdict).
+            self.metrics.inc(m.ADMISSION_REJECTIONS, reason="Other")  # not one of the kubelet's named reasons
+            return DecisionRecord(
+                pod.key, pod.uid, self.tm.policy_name, self.tm.scope_name, dict(self.tm.options), (),
+                AdmitResult(False, "PodLevelResourcesNotSupported", "PodLevelResources feature gate is disabled"),
+            )
+        early = self.handlers.before_topology(self, pod)
+        if not early.admit:
+            return DecisionRecord(pod.key, pod.uid, self.tm.policy_name, self.tm.scope_name, dict(self.tm.options),
+                                  (), early)
+        rec = self.tm.admit(pod)
+        self._sync_provider_metrics()
+        if rec.result.admit:
+            late = self.handlers.after_topology(self, pod)
+            if not late.admit:
+                rec = replace(rec, result=late)
+        if not rec.result.admit:
+            self.tm.remove_pod(pod)
+            return rec
+        self.pods[pod.uid] = pod
+        self._started(pod)
+        if self.store is not None:
+            self.allocations[pod.uid] = recorded_allocation(pod, self.cpu, self.memory, self.devices)
+        rec = replace(rec, allocations={c.name: self._allocation_dict(pod.uid, c.name)
+                                        for c in pod.all_containers()})
+        self.records[pod.uid] = rec
+        return rec
+
+    @property
+    def reserved_pods(self) -> list[Pod]:
+        return [r.pod for r in self.reserved.values()]
+
+    def reserve(self, pod: Pod) -> DecisionRecord | Reservation:
+        """Admit as `admit` does, but hand back the device plugins' Allocate calls instead of making
+        them, so a caller can make them without holding up other admissions (see complete). A pod
+        that needs no such call gets its final record at once."""
+        with self.transaction() as tx:
+            self.devices.deferred = []
+            try:
+                rec = self._admit(pod)
+            finally:
+                calls, self.devices.deferred = self.devices.deferred, None
+            if calls and tx.failure is None and rec.result.admit:
+                # Taken but not recorded: a crash now leaves the pod unadmitted and its files reconciled.
+                del self.pods[pod.uid]
+                self.allocations.pop(pod.uid, None)
+                del self.records[pod.uid]
+        if not calls or tx.failure is not None:
+            return tx.outcome([rec], self.pods)[0]
+        res = Reservation(pod, rec, calls, self.reloads)
+        if rec.result.admit:
+            self.reserved[pod.uid] = res
+        return res
+
+    def complete(self, res: Reservation, responses: Sequence[Any], error: str | None) -> DecisionRecord | None:
+        """The outcome of a reservation's calls: one response per call made, and the first call's error
+        (the calls stop there, as the kubelet's Allocate does). None when the reservation is gone
+        meanwhile (cancelled, or dropped by a reload of the state: admit the pod again)."""
+        pod, rec = res.pod, res.record
+        if not rec.result.admit:
+            if error is None:
+                return rec
+            return replace(rec, result=AdmitResult.from_allocation_error(None, error))
+        with self.transaction() as tx:
+            # Checked under the lock: a process that wrote the directory since (the transaction read it
+            # again) has dropped the reservation, and may have given its resources to another pod.
+            if self.reserved.get(pod.uid) is not res or self.reloads != res.reloads:
+                return None
+            del self.reserved[pod.uid]
+            if error is not None:
+                self.tm.remove_pod(pod)
+                self.devices.remove_pod(pod.uid)
+                self.metrics.inc(m.ADMISSION_REJECTIONS, reason=UNEXPECTED_ADMISSION_ERROR)
+                return replace(rec, result=AdmitResult.from_allocation_error(None, error), allocations={})
+            for call, resp in zip(res.calls, responses, strict=True):
+                self.devices.answered(call, resp)
+            self.pods[pod.uid] = pod
+            if self.store is not None:
+                self.allocations[pod.uid] = recorded_allocation(pod, self.cpu, self.memory, self.devices)
+            self.records[pod.uid] = rec
+        return tx.outcome([rec], self.pods)[0]
+
+    def cancel(self, pod_uid: str) -> None:
+        """Release a reservation whose pod went away; its calls' outcome is then ignored (complete)."""
+        res = self.reserved.pop(pod_uid, None)
+        if res is not None:
+            with self.transaction():
+                self.tm.remove_pod(res.pod)
+                self.devices.remove_pod(pod_uid)
+
+    def _started(self, pod: Pod) -> None:
+        for c in pod.all_containers():
+            self.tm.add_container(pod, c, f"{pod.uid}/{c.name}")
+        # Containers start in order; starting one releases earlier regular init containers' memory
+        # (upstream memory manager AddContainer).
+        for c in pod.all_containers():
+            self.memory.add_container(pod, c)
+
+    def _sync_provider_metrics(self) -> None:
+        """Providers count pinning requests/errors as plain attributes (pure code); publish the deltas."""
+        cpu, memory = self.cpu, self.memory
+        counts = (int(getattr(cpu, "pinning_requests_total", 0)), int(getattr(cpu, "pinning_errors_total", 0)),
+                  int(getattr(memory, "pinning_requests_total", 0)), int(getattr(memory, "pinning_errors_total", 0)))
+        # A metric already reached the count it was synced with, and metrics never go down: only a count
+        # that changed since can publish anything.
+        before = self._synced_counts or (None,) * len(counts)
+        self._synced_counts = counts
+        for name, now, then in zip(_PINNING_METRICS, counts, before, strict=True):
+            if now != then:
+                delta = now - int(self.metrics.value(name))
+                if delta > 0:
+                    self.metrics.inc(name, float(delta))
+
+    def remove(self, pod_uid: str) -> Pod:
+        """Release a pod. CheckpointError when its removal could not be written (the pod is then still
+        admitted, here and on disk: the caller retries); once the record is written it stays removed."""
+        with self.transaction() as tx:
+            if pod_uid not in self.pods:
+                raise InvalidInputError(f"no pod with uid {pod_uid} on this node")
+            pod = self._forget(pod_uid)
+        if tx.failure is not None and pod_uid in self.pods:
+            raise tx.failure
+        return pod
+
+    def _allocation_dict(self, pod_uid: str, container: str) -> dict[str, Any]:
+        """allocation(..).to_dict() for the decision record, the CPU set's text remembered per set: every
+        container in the shared pool gets the same (large) set until an exclusive allocation changes it."""
+        cpus = self.cpu.cpus_for_container(pod_uid, container)
+        text = self._cpuset_texts.get(cpus)
+        if text is None:
+            if len(self._cpuset_texts) >= 64:
+                self._cpuset_texts.clear()
+            text = self._cpuset_texts[cpus] = format_cpuset(cpus)
+        out = ContainerAllocation(exclusive=self.cpu.get_cpu_set(pod_uid, container) is not None,
+                                  memory=self._memory_of(pod_uid, container),
+                                  devices=self._devices_of(pod_uid, container))
+        return out.to_dict(text)
+
+    def allocation(self, pod_uid: str, container: str) -> ContainerAllocation:
+        return ContainerAllocation(sorted(self.cpu.cpus_for_container(pod_uid, container)),
+                                   self.cpu.get_cpu_set(pod_uid, container) is not None,
+                                   self._memory_of(pod_uid, container), self._devices_of(pod_uid, container))
+
+    def _memory_of(self, pod_uid: str, container: str) -> list[dict[str, Any]]:
+        blocks = self.memory.get_memory(pod_uid, container) or []
+        return [{"type": b.type, "size": b.size, "numa_nodes": list(b.numa_affinity)} for b in blocks]
+
+    def _devices_of(self, pod_uid: str, container: str) -> dict[str, dict[str, list[int] | None]]:
+        devs = self.devices.get_container_devices(pod_uid, container) or {}
+        return {
+            res: {d: (None if dev.topology is None else list(dev.topology)) for d, dev in sorted(ids.items())}
+            for res, ids in sorted(devs.items())
+        }
+
+def pod_to_manifest(pod: Pod) -> dict[str, Any]:
+    """A minimal Pod manifest that reads back into the same Pod (for numalign's pod list)."""
+
+    def res(c: Any) -> dict[str, Any]:
+        return {
+            "requests": {k: str(v) for k, v in c.requests.items()},
+            "limits": {k: str(v) for k, v in c.limits.items()},
+        }
+
+    def ctr(c: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": c.name, "resources": res(c)}
+        if c.restart_policy:
+            out["restartPolicy"] = c.restart_policy
+        return out
+
+    spec: dict[str, Any] = {
+        "containers": [ctr(c) for c in pod.containers],
+    }
+    if pod.init_containers:
+        spec["initContainers"] = [ctr(c) for c in pod.init_containers]
+    if pod.overhead:
+        spec["overhead"] = {k: str(v) for k, v in pod.overhead.items()}
+    if pod.has_pod_spec_resources:
+        spec["resources"] = {
+            "requests": {k: str(v) for k, v in (pod.pod_requests or {}).items()},
+            "limits": {k: str(v) for k, v in (pod.pod_limits or {}).items()},
+        }
+    manifest: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
+        "spec": spec,
+    }
+    if pod.status_qos_class:
+        manifest["status"] = {"qosClass": pod.status_qos_class}
+    return manifest

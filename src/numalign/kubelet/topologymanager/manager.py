@@ -1,0 +1,99 @@
+"""TopologyManager: the facade over providers, scope, policy and the affinity store.
+
+Construction follows the kubelet's NewManager, errors and their order included: option errors,
+then NUMA discovery, then the NUMA-count limit (max-allowable-numa-nodes), then the policy name, then
+the scope name (core/policies/startup.py, shared with `numalign replay`). Policy none skips all of it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+
+from numalign import metrics as m
+from numalign.core.decision import DecisionRecord
+from numalign.core.hint import TopologyHint
+from numalign.core.numa import NUMAInfo
+from numalign.core.policies import PolicyName
+from numalign.core.policies.startup import start_policy
+from numalign.k8s.pod import Container, Pod
+from numalign.kubelet.topologymanager.provider import HintProvider
+from numalign.kubelet.topologymanager.scopes import Scope, make_scope
+
+log = logging.getLogger("numalign.kubelet.topologymanager.manager")
+
+KNOWN_REJECTION_REASONS = frozenset(
+    {"TopologyAffinityError", "SMTAlignmentError", "UnexpectedAdmissionError"}
+)
+
+
+class TopologyManager:
+    def __init__(
+        self,
+        numa: NUMAInfo,
+        policy: str = "none",
+        scope: str = "container",
+        options: Mapping[str, str] | None = None,
+        gates: Mapping[str, bool] | None = None,
+        metrics: m.Metrics | None = None,
+    ) -> None:
+        self.metrics = metrics or m.Metrics()
+        self.numa = numa
+        self.policy_name = policy
+        self.scope_name = scope
+        self.options: dict[str, str] = dict(options or {})
+        started = start_policy(policy, numa, self.options, gates)
+        self.opts = started.opts
+        self.scope: Scope = make_scope(started.policy, scope, self.metrics)
+        if policy == PolicyName.NONE:
+            return
+        for s in ("container", "pod"):
+            self.metrics.init_series(m.ALIGNED_COUNT, scope=s, boundary="numa_node")
+            self.metrics.init_series(m.ALIGNED_FAILURE, scope=s, boundary="numa_node")
+
+    @property
+    def providers(self) -> list[HintProvider]:
+        return self.scope.providers
+
+    def add_hint_provider(self, provider: HintProvider) -> None:
+        self.scope.providers.append(provider)
+
+    # --- Store
+    def get_affinity(self, pod_uid: str, container_name: str) -> TopologyHint:
+        return self.scope.get_affinity(pod_uid, container_name)
+
+    def add_container(self, pod: Pod, container: Container, container_id: str) -> None:
+        self.scope.add_container(pod, container, container_id)
+
+    def remove_container(self, container_id: str) -> None:
+        self.scope.remove_container(container_id)
+
+    def remove_pod(self, pod: Pod) -> None:
+        """Release everything a pod holds: every provider's allocation, then its stored hints."""
+        for c in pod.all_containers():
+            for p in self.providers:
+                p.remove_container(pod.uid, c.name)
+        self.scope.forget_pod(pod.uid)
+
+    # --- admission
+    def admit(self, pod: Pod) -> DecisionRecord:
+        """Admit a pod as the kubelet's Topology Manager admit handler does; return the full record."""
+        self.metrics.inc(m.TM_ADMISSION_REQUESTS)
+        t0 = time.perf_counter()
+        outcome = self.scope.admit(pod)
+        elapsed_ms = int((time.perf_counter() - t0) * 1000)  # the kubelet observes whole milliseconds
+        self.metrics.observe(m.TM_ADMISSION_DURATION, float(elapsed_ms))
+        if not outcome.result.admit:
+            reason = outcome.result.reason if outcome.result.reason in KNOWN_REJECTION_REASONS else "Other"
+            self.metrics.inc(m.ADMISSION_REJECTIONS, reason=reason)
+            log.info("pod %s rejected: %s: %s", pod.key, outcome.result.reason, outcome.result.message)
+        return DecisionRecord(
+            pod=pod.key,
+            pod_uid=pod.uid,
+            policy=self.policy_name,
+            scope=self.scope.name,
+            options=self.options,
+            decisions=tuple(outcome.decisions),
+            result=outcome.result,
+        )

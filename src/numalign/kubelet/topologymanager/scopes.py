@@ -1,0 +1,200 @@
+"""Topology Manager scopes: where hints are merged (per container or per pod) and stored.
+
+Upstream order is kept: hints are stored before Allocate, earlier containers are never rolled back
+when a later one fails (the kubelet doesn't either), and policy none only calls Allocate.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from numalign import metrics as m
+from numalign.core.decision import AdmitResult, ContainerDecision, ProviderRecord, explain
+from numalign.core.hint import TopologyHint
+from numalign.core.implicit.hints import ProviderAnswer
+from numalign.core.policies import Policy, PolicyName, is_alignment_guaranteed
+from numalign.errors import AllocationError, ConfigError
+from numalign.k8s.pod import Container, Pod
+from numalign.kubelet.topologymanager.provider import HintProvider
+
+NO_AFFINITY = TopologyHint(None, False)
+
+
+@dataclass
+class ScopeOutcome:
+    result: AdmitResult
+    decisions: list[ContainerDecision] = field(default_factory=list)
+
+
+class Scope:
+    """Bookkeeping shared by every scope: hints per (pod UID, container) and the container map."""
+
+    name = "none"
+
+    def __init__(self, policy: Policy, metrics: m.Metrics) -> None:
+        self.policy = policy
+        self.metrics = metrics
+        self.providers: list[HintProvider] = []
+        self._hints: dict[str, dict[str, TopologyHint]] = {}
+        self._containers: dict[str, tuple[str, str]] = {}
+        self._lock = threading.Lock()
+
+    # --- the Store interface
+    def get_affinity(self, pod_uid: str, container_name: str) -> TopologyHint:
+        with self._lock:
+            return self._hints.get(pod_uid, {}).get(container_name, NO_AFFINITY)
+
+    def set_topology_hint(self, pod_uid: str, container_name: str, hint: TopologyHint) -> None:
+        with self._lock:
+            self._hints.setdefault(pod_uid, {})[container_name] = hint
+
+    def add_container(self, pod: Pod, container: Container, container_id: str) -> None:
+        with self._lock:
+            self._containers[container_id] = (pod.uid, container.name)
+
+    def remove_container(self, container_id: str) -> None:
+        """Upstream RemoveContainer: hints go only when no other container ID maps to the same
+        (pod, container), i.e. the container was not restarted under a new ID."""
+        with self._lock:
+            key = self._containers.pop(container_id, None)
+            if key is None:
+                return
+            if key in self._containers.values():
+                return
+            uid, name = key
+            pod_hints = self._hints.get(uid)
+            if pod_hints is not None:
+                pod_hints.pop(name, None)
+                if not pod_hints:
+                    del self._hints[uid]
+
+    def forget_pod(self, pod_uid: str) -> None:
+        with self._lock:
+            self._hints.pop(pod_uid, None)
+            for cid in [c for c, (uid, _) in self._containers.items() if uid == pod_uid]:
+                del self._containers[cid]
+
+    def pods_with_hints(self) -> dict[str, dict[str, TopologyHint]]:
+        with self._lock:
+            return {uid: dict(h) for uid, h in self._hints.items()}
+
+    # --- admission
+    def admit(self, pod: Pod) -> ScopeOutcome:
+        raise NotImplementedError
+
+    def _provider_names(self) -> list[str]:
+        return [p.name for p in self.providers]
+
+    def _allocate(self, pod: Pod, container: Container) -> AdmitResult | None:
+        for p in self.providers:
+            try:
+                p.allocate(pod, container)
+            except AllocationError as e:
+                return AdmitResult.from_allocation_error(e.reason, str(e))
+        return None
+
+    def _merge(self, container_name: str, hints: Sequence[ProviderAnswer]) -> ContainerDecision:
+        names = self._provider_names()
+        records = tuple(ProviderRecord(n, h) for n, h in zip(names, hints, strict=True))
+        res = self.policy.merge(hints)
+        why = explain(self.policy.name, names, res.lists, hints, res.hint, res.admit)
+        return ContainerDecision(container_name, records, res.hint, res.admit, why, considered=res.considered)
+
+    def _provider_answers(self, pod: Pod, container: Container | None) -> list[ProviderAnswer]:
+        """Every provider's answer; implicit lists from providers that can give them."""
+        out: list[ProviderAnswer] = []
+        for p in self.providers:
+            # a plain attribute test: isinstance against the runtime Protocol costs more than a
+            # whole small merge, and this runs per provider per admission
+            if container is None:
+                pod_implicit = getattr(p, "implicit_pod_topology_hints", None)
+                out.append(pod_implicit(pod) if pod_implicit is not None else p.get_pod_topology_hints(pod))
+            else:
+                implicit = getattr(p, "implicit_topology_hints", None)
+                out.append(implicit(pod, container) if implicit is not None else p.get_topology_hints(pod, container))
+        return out
+
+    def _count_alignment(self, ok: bool) -> None:
+        if is_alignment_guaranteed(self.policy):
+            name = m.ALIGNED_COUNT if ok else m.ALIGNED_FAILURE
+            self.metrics.inc(name, scope=self.name, boundary="numa_node")
+
+
+class NoneScope(Scope):
+    name = "none"
+
+    def admit(self, pod: Pod) -> ScopeOutcome:
+        for c in pod.all_containers():
+            failed = self._allocate(pod, c)
+            if failed is not None:
+                d = ContainerDecision(c.name, (), None, False, (), failed.message)
+                return ScopeOutcome(failed, [d])
+        return ScopeOutcome(AdmitResult.admitted())
+
+
+class ContainerScope(Scope):
+    name = "container"
+
+    def admit(self, pod: Pod) -> ScopeOutcome:
+        out = ScopeOutcome(AdmitResult.admitted())
+        for c in pod.all_containers():
+            hints = self._provider_answers(pod, c)
+            d = self._merge(c.name, hints)
+            if not d.admit:
+                self._count_alignment(False)
+                self.metrics.inc(m.TM_ADMISSION_ERRORS)
+                out.decisions.append(d)
+                out.result = AdmitResult.topology_affinity_error()
+                return out
+            assert d.merged is not None
+            self.set_topology_hint(pod.uid, c.name, d.merged)
+            failed = self._allocate(pod, c)
+            if failed is not None:
+                self.metrics.inc(m.TM_ADMISSION_ERRORS)
+                out.decisions.append(_with_error(d, failed))
+                out.result = failed
+                return out
+            self._count_alignment(True)
+            out.decisions.append(d)
+        return out
+
+
+class PodScope(Scope):
+    name = "pod"
+
+    def admit(self, pod: Pod) -> ScopeOutcome:
+        hints = self._provider_answers(pod, None)
+        d = self._merge("", hints)
+        if not d.admit:
+            self._count_alignment(False)
+            self.metrics.inc(m.TM_ADMISSION_ERRORS)
+            return ScopeOutcome(AdmitResult.topology_affinity_error(), [d])
+        assert d.merged is not None
+        for c in pod.all_containers():
+            self.set_topology_hint(pod.uid, c.name, d.merged)
+            failed = self._allocate(pod, c)
+            if failed is not None:
+                self.metrics.inc(m.TM_ADMISSION_ERRORS)
+                return ScopeOutcome(failed, [_with_error(d, failed, c.name)])
+        self._count_alignment(True)
+        return ScopeOutcome(AdmitResult.admitted(), [d])
+
+
+def _with_error(d: ContainerDecision, failed: AdmitResult, container: str | None = None) -> ContainerDecision:
+    where = f"container {container}: " if container else ""
+    return ContainerDecision(
+        d.container, d.providers, d.merged, False, d.explanation, f"{where}{failed.reason}: {failed.message}",
+        d.considered,
+    )
+
+
+def make_scope(policy: Policy, scope_name: str, metrics: m.Metrics) -> Scope:
+    if policy.name is PolicyName.NONE:
+        return NoneScope(policy, metrics)
+    if scope_name == "container":
+        return ContainerScope(policy, metrics)
+    if scope_name == "pod":
+        return PodScope(policy, metrics)
+    raise ConfigError(f'unknown scope: "{scope_name}"')

@@ -1,1 +1,0 @@
-"""numalign.providers.memory."""

@@ -1,0 +1,64 @@
+"""Properties of allocateCPUs / takeByTopology over random regular machines and free sets."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from numalign.errors import AllocationError
+from numalign.kubelet.cpumanager.take import TakeOptions, aligned_cpus, allocate_cpus
+from numalign.kubelet.cpumanager.topology import CPUInfo, CPUTopology
+
+
+@st.composite
+def machines(draw: st.DrawFn) -> CPUTopology:
+    sockets = draw(st.integers(1, 2))
+    numa_per_socket = draw(st.integers(1, 2))
+    cores_per_numa = draw(st.integers(1, 4))
+    threads = draw(st.sampled_from([1, 2]))
+    uncores_per_numa = draw(st.sampled_from([1, 2]))
+    cores = sockets * numa_per_socket * cores_per_numa
+    infos = []
+    for t in range(threads):
+        for core in range(cores):
+            numa = core // cores_per_numa
+            uncore = numa * uncores_per_numa + (core % cores_per_numa) * uncores_per_numa // cores_per_numa
+            infos.append(CPUInfo(t * cores + core, numa, numa // numa_per_socket, core, uncore))
+    return CPUTopology.from_cpu_infos(infos)
+
+
+OPTION_SETS = [
+    TakeOptions(),
+    TakeOptions(full_pcpus_only=True),
+    TakeOptions(distribute_cpus_across_numa=True),
+    TakeOptions(distribute_cpus_across_numa=True, full_pcpus_only=True),
+    TakeOptions(distribute_cpus_across_cores=True),
+    TakeOptions(prefer_align_cpus_by_uncorecache=True),
+    TakeOptions(align_by_socket=True),
+]
+
+
+@settings(max_examples=150)
+@given(machines(), st.data())
+def test_allocate_gives_exactly_n_allocatable_cpus(topo: CPUTopology, data: st.DataObject) -> None:
+    all_cpus = sorted(topo.details.cpus())
+    free = frozenset(data.draw(st.sets(st.sampled_from(all_cpus))))
+    n = data.draw(st.integers(1, len(all_cpus)))
+    options = data.draw(st.sampled_from(OPTION_SETS))
+    nodes = sorted(topo.details.numa_nodes())
+    affinity_nodes = data.draw(st.none() | st.sets(st.sampled_from(nodes), min_size=1))
+    mask = None if affinity_nodes is None else sum(1 << i for i in affinity_nodes)
+    if n > len(free):
+        try:
+            allocate_cpus(topo, n, mask, free, (), options)
+        except AllocationError as e:
+            assert "not enough cpus available to satisfy request" in str(e)
+            return
+        raise AssertionError("expected a not-enough-CPUs error")
+    got = allocate_cpus(topo, n, mask, free, (), options)
+    assert len(got) == n
+    assert got <= free
+    if mask is not None:
+        aligned = aligned_cpus(topo, mask, free, options.align_by_socket)
+        # Aligned CPUs are taken first: the result holds min(n, |aligned|) of them.
+        assert len(got & aligned) == min(n, len(aligned))

@@ -1,0 +1,128 @@
+"""memory_manager_state codec: round trips, layout and error cases."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from numalign.kubelet.checkpointmanager.errors import CheckpointDecodeError, CorruptCheckpointError, PolicyMismatchError
+from numalign.kubelet.memorymanager.checkpoint_codec import (
+    Block,
+    MemoryManagerCheckpoint,
+    MemoryTable,
+    NUMANodeState,
+    decode_memory_checkpoint,
+    encode_memory_checkpoint,
+    memory_checkpoint_checksum,
+    memory_checkpoint_from_document,
+    memory_checkpoint_to_document,
+)
+
+_u64 = st.integers(0, 2**64 - 1)
+_node = st.integers(0, 15)
+_resource = st.sampled_from(["memory", "hugepages-1Gi", "hugepages-2Mi"])
+_tables = st.builds(MemoryTable, _u64, _u64, _u64, _u64, _u64)
+_states = st.builds(
+    NUMANodeState,
+    st.integers(-(2**63), 2**63 - 1),
+    st.dictionaries(_resource, _tables, max_size=3),
+    st.lists(_node, max_size=4),
+)
+_blocks = st.builds(Block, st.lists(_node, max_size=3), _resource, _u64)
+_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=8)
+_checkpoints = st.builds(
+    MemoryManagerCheckpoint,
+    st.sampled_from(["Static", "None"]),
+    st.dictionaries(_node, _states, max_size=4),
+    st.dictionaries(_text, st.dictionaries(_text, st.lists(_blocks, max_size=3), max_size=2), max_size=3),
+)
+
+
+def _fields(cp: MemoryManagerCheckpoint) -> tuple[object, ...]:
+    return (cp.policy_name, cp.machine_state, cp.entries)
+
+
+@settings(max_examples=100)
+@given(_checkpoints)
+def test_decode_encode_round_trip(cp: MemoryManagerCheckpoint) -> None:
+    blob = encode_memory_checkpoint(cp)
+    back = decode_memory_checkpoint(blob, policy_name=cp.policy_name)
+    assert _fields(back) == _fields(cp)
+    assert back.checksum == memory_checkpoint_checksum(cp)
+    assert encode_memory_checkpoint(back) == blob
+
+
+def test_layout_orders_numa_keys_as_strings_and_omits_empty_entries() -> None:
+    table = MemoryTable(10, 1, 9, 0, 9)
+    state = NUMANodeState(0, {"memory": table}, [0])
+    cp = MemoryManagerCheckpoint("Static", {10: state, 2: state})
+    doc = encode_memory_checkpoint(cp).decode()
+    assert doc.startswith('{"policyName":"Static","machineState":{"10":{"numberOfAssignments":0,"memoryMap":')
+    assert doc.index('"10":') < doc.index('"2":')
+    assert '"memory":{"total":10,"systemReserved":1,"allocatable":9,"reserved":0,"free":9}' in doc
+    assert '"entries"' not in doc
+    assert json.loads(doc)["checksum"] == memory_checkpoint_checksum(cp)
+
+
+def test_zero_checksum_is_rejected_as_in_1_35_and_accepted_on_request() -> None:
+    blob = b'{"policyName":"Static","machineState":{},"checksum":0}'
+    with pytest.raises(CorruptCheckpointError) as info:
+        decode_memory_checkpoint(blob)
+    assert info.value.expected == 0
+    cp = decode_memory_checkpoint(blob, accept_zero_checksum=True)
+    assert (cp.policy_name, cp.machine_state, cp.entries, cp.checksum) == ("Static", {}, {}, 0)
+
+
+def test_tampered_size_is_detected() -> None:
+    cp = MemoryManagerCheckpoint("Static", {}, {"pod": {"c": [Block([0], "memory", 512)]}})
+    blob = encode_memory_checkpoint(cp)
+    with pytest.raises(CorruptCheckpointError):
+        decode_memory_checkpoint(blob.replace(b'"size":512', b'"size":513'))
+
+
+def test_policy_mismatch_uses_kubelet_wording() -> None:
+    blob = encode_memory_checkpoint(MemoryManagerCheckpoint("None"))
+    message = r'\[memorymanager\] configured policy "Static" differs from state checkpoint policy "None"'
+    with pytest.raises(PolicyMismatchError, match=message):
+        decode_memory_checkpoint(blob, policy_name="Static")
+
+
+def test_null_node_state_is_rejected_after_the_checksum() -> None:
+    with pytest.raises(CheckpointDecodeError, match=r"machineState\[0\] is null"):
+        decode_memory_checkpoint(
+            b'{"policyName":"Static","machineState":{"0":null},"checksum":0}', accept_zero_checksum=True
+        )
+
+
+def test_wrong_types_name_the_field() -> None:
+    with pytest.raises(CheckpointDecodeError, match=r"MachineState\[0\]\.Cells"):
+        decode_memory_checkpoint(b'{"policyName":"Static","machineState":{"0":{"cells":"x"}},"checksum":1}')
+
+
+@settings(max_examples=50)
+@given(_checkpoints)
+def test_document_round_trip(cp: MemoryManagerCheckpoint) -> None:
+    doc = memory_checkpoint_to_document(cp)
+    assert "checksum" not in doc
+    assert _fields(memory_checkpoint_from_document(doc)) == _fields(cp)
+
+
+def test_document_shape_and_type_checks() -> None:
+    cp = MemoryManagerCheckpoint("Static", {1: NUMANodeState(2, {"memory": MemoryTable(4, 1, 3, 2, 1)}, [1])})
+    doc = memory_checkpoint_to_document(cp)
+    assert doc == {
+        "policyName": "Static",
+        "machineState": {
+            "1": {
+                "numberOfAssignments": 2,
+                "memoryMap": {"memory": {"total": 4, "systemReserved": 1, "allocatable": 3, "reserved": 2, "free": 1}},
+                "cells": [1],
+            }
+        },
+    }
+    doc["machineState"]["1"]["cells"] = ["x"]
+    with pytest.raises(CheckpointDecodeError, match=r"Cells\[0\]"):
+        memory_checkpoint_from_document(doc)
