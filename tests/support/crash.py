@@ -20,7 +20,7 @@ from typing import Any
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.machine.examples import example
-from support.nodecheck import check_node, open_read_only
+from support.nodecheck import check_node, open_read_only, raw_record_uids
 
 DATA = Path(__file__).resolve().parents[2] / "src" / "numalign" / "data"
 CONFIG_FILE = DATA / "example-kubelet-config.yaml"
@@ -49,8 +49,8 @@ def _config() -> KubeletConfig:
     return config
 
 
-def _manifest(name: str, rng: random.Random, devices: bool) -> str:
-    cpus, mem = rng.randint(1, 12), rng.randint(1, 8)
+def _manifest(name: str, rng: random.Random, devices: bool, fits: bool = False) -> str:
+    cpus, mem = (1, 1) if fits else (rng.randint(1, 12), rng.randint(1, 8))
     limits = f"cpu: {cpus}, memory: {mem}Gi"
     if devices and rng.random() < 0.3:
         limits += ", nvidia.com/gpu: 1"
@@ -140,6 +140,19 @@ def _uid(name: str) -> str:
     return pod_uid("default", name)
 
 
+def _wait_for_record(state: Path, uid: str, proc: subprocess.Popen[str]) -> bool:
+    """Until the pod record on disk lists `uid` (True) or serve exits (False). No deadline: how long
+    serve takes to start and admit depends on the machine's load, and the test's own timeout bounds it."""
+    while proc.poll() is None:
+        try:
+            if uid in raw_record_uids(state):
+                return True
+        except (OSError, ValueError):
+            pass  # not written yet (atomic writes: never half a file)
+        time.sleep(0.05)
+    return False
+
+
 def serve_campaign(work: Path, kills: int, seed: int) -> Figures:
     """`numalign serve` killed at random moments while manifests come and go; restarted each time."""
     rng = random.Random(seed)
@@ -156,6 +169,18 @@ def serve_campaign(work: Path, kills: int, seed: int) -> Figures:
     n = 0
     while figures.kills < kills:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if figures.runs == 0:
+            # The precondition of the campaign, made explicit rather than assumed from timing: the first
+            # serve has admitted a pod (its record is on disk) before any kill point is chosen.
+            n += 1
+            (manifests / f"s{n}.yaml").write_text(_manifest(f"s{n}", rng, devices=False, fits=True))
+            if not _wait_for_record(state, _uid(f"s{n}"), proc):
+                proc.kill()
+                _, err = proc.communicate()
+                figures.failures.append(f"the first serve admitted no pod (exit {proc.returncode}): "
+                                        f"{err.strip()[-300:]}")
+                break
+            figures.pods_admitted = 1  # seen on disk; the checks after each kill count what stays held
         deadline = time.monotonic() + rng.uniform(0.3, 2.5)
         while time.monotonic() < deadline and proc.poll() is None:
             present = sorted(manifests.glob("*.yaml"))
