@@ -33,7 +33,8 @@ policies = sorted({w for l in open("/proc/self/numa_maps") for w in l.split()[1:
 cgroup = next(l.split("::", 1)[1].strip() for l in open("/proc/self/cgroup") if l.startswith("0::"))
 print(json.dumps({"pid": os.getpid(), "cpus": status["Cpus_allowed_list"].strip(),
                   "mems": status["Mems_allowed_list"].strip(), "policies": policies, "cgroup": cgroup,
-                  "env": {k: v for k, v in os.environ.items() if k.startswith(("NUMALIGN_DEVICES_", "CUDA_"))}}), flush=True)
+                  "env": {k: v for k, v in os.environ.items()
+                          if k.startswith(("NUMALIGN_DEVICES_", "CUDA_"))}}), flush=True)
 sys.stdin.read()
 """
 
