@@ -18,12 +18,12 @@ import pytest
 
 from numalign.kubelet.checkpointmanager.errors import CorruptCheckpointError, PolicyMismatchError
 from numalign.kubelet.cpumanager.checkpoint import cpu_checkpoint_checksum, decode_cpu_checkpoint, encode_cpu_checkpoint
-from numalign.kubelet.devicemanager.checkpoint_codec import (
+from numalign.kubelet.devicemanager.checkpoint import (
     decode_device_checkpoint,
     device_checkpoint_checksum,
     encode_device_checkpoint,
 )
-from numalign.kubelet.memorymanager.checkpoint_codec import (
+from numalign.kubelet.memorymanager.checkpoint import (
     decode_memory_checkpoint,
     encode_memory_checkpoint,
     memory_checkpoint_checksum,

@@ -13,7 +13,7 @@ from numalign.core.bitmask import mask_of, mask_string
 from numalign.core.hint import ProviderHints, TopologyHint
 from numalign.core.numa import NUMAInfo
 from numalign.kubelet.cpumanager.topology import CPUInfo, CPUTopology
-from numalign.kubelet.devicemanager.endpoint import Device
+from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, Device, DeviceSpec, Mount
 from numalign.kubelet.memorymanager.state import MemoryTable, NUMANodeState
 
 
@@ -163,3 +163,17 @@ def memory_cases(draw: st.DrawFn, nodes: list[int] | None = None, max_nodes: int
         bits = draw(st.sets(st.sampled_from(nodes), min_size=1))
         reusable[mask_string(mask_of(bits))] = {r: draw(st.integers(0, 6)) for r in requested}
     return MemoryCase(state, requested, reusable)
+
+
+def allocate_responses() -> st.SearchStrategy[ContainerAllocateResponse]:
+    """Device plugins' Allocate answers for one container (any text, empty fields included)."""
+    text = st.text(st.characters(exclude_categories=["Cs"]), max_size=6)
+    pairs = st.dictionaries(text, text, max_size=3)
+    return st.builds(
+        ContainerAllocateResponse,
+        pairs,
+        st.lists(st.builds(Mount, text, text, st.booleans()), max_size=2).map(tuple),
+        st.lists(st.builds(DeviceSpec, text, text, text), max_size=2).map(tuple),
+        pairs,
+        st.lists(text, max_size=2).map(tuple),
+    )

@@ -34,6 +34,7 @@ from typing import Any
 
 from numalign.adapters.cadvisor_sysfs import MAX_ATTRIBUTE_BYTES, UnsafeFileError, read_attribute
 from numalign.adapters.kubelet_process import KubeletProcess
+from numalign.adapters.statedir.layout import DEVICE_PLUGINS_DIR, KUBELET_STATE_FILES, POD_RECORD_FILE
 from numalign.errors import DiscoveryError
 
 SNAPSHOT_FORMAT = "numalign.snapshot/v1"
@@ -42,8 +43,7 @@ CONFIG_MEMBER = "kubelet/config.yaml"
 STATE_PREFIX = "state"
 ALLOCATABLE_MEMBER = "podresources/allocatable.json"
 PODS_MEMBER = "podresources/pods.json"
-STATE_FILES = ("cpu_manager_state", "memory_manager_state", "device-plugins/kubelet_internal_checkpoint",
-               "numalign_pods.json")
+STATE_FILES = (*KUBELET_STATE_FILES, POD_RECORD_FILE)
 _STATE_LIMIT = 64 << 20  # a checkpoint of thousands of pods is a few MB
 
 _CPU_FILES = ("online",)
@@ -191,8 +191,8 @@ def collect(out_path: Path, *, sysfs_root: Path, config: Path | None, state_dir:
         for rel in STATE_FILES if state_dir is not None else ():
             assert state_dir is not None
             source = state_dir / rel
-            if rel.startswith("device-plugins/") and device_plugin_dir is not None:
-                source = device_plugin_dir / rel.removeprefix("device-plugins/")
+            if rel.startswith(f"{DEVICE_PLUGINS_DIR}/") and device_plugin_dir is not None:
+                source = device_plugin_dir / rel.removeprefix(f"{DEVICE_PLUGINS_DIR}/")
             # numalign_pods.json exists only where numalign admitted pods: a kubelet's directory lacks it.
             _optional(w, result, source, f"{STATE_PREFIX}/{rel}", rel, _STATE_LIMIT,
                       quiet=rel == "numalign_pods.json")

@@ -12,8 +12,9 @@ directory, the PodResources v1 socket, a Prometheus endpoint, and a status file 
 
 from __future__ import annotations
 
+from numalign.adapters.statedir.layout import STATUS_FILE
 from numalign.agent.agent import Agent
 from numalign.agent.options import AgentOptions
-from numalign.agent.status import STATUS_FILE, read_status
+from numalign.agent.status import read_status
 
 __all__ = ["STATUS_FILE", "Agent", "AgentOptions", "read_status"]

@@ -125,7 +125,7 @@ class Agent:
         try:
             refuse_live_socket(self.registration.socket_path, "device-plugin registration")
             refuse_live_socket(opts.pod_resources_socket, "PodResources")
-            from numalign.run.session import process_alive  # `numalign run` pods whose process ended
+            from numalign.run.process import process_alive  # `numalign run` pods whose process ended
 
             node = Node(opts.machine, opts.config, store=StateDirectory(opts.state_dir), metrics=self.metrics,
                         static_devices=False, process_alive=process_alive)

@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from numalign.adapters.statedir.files import write_atomic
+from numalign.adapters.statedir.layout import STATUS_FILE
 from numalign.agent.pods import PodBook
 from numalign.errors import CheckpointError, InvalidInputError
 from numalign.kubelet.devicemanager.endpoint import Endpoint
 from numalign.kubelet.node import Node
 from numalign.limits import MAX_STATE_FILE_BYTES, read_bounded
 
-STATUS_FILE = "numalign_status.json"
 VERSION = 1
 
 

@@ -36,8 +36,10 @@ from numalign.kubelet.cpumanager.state import CPUManagerState
 from numalign.kubelet.cpumanager.topology import CPUTopology
 from numalign.kubelet.devicemanager.endpoint import Device
 from numalign.kubelet.devicemanager.manager import DeferredAllocate, DeviceManager
+from numalign.kubelet.devicemanager.state import DeviceManagerState
 from numalign.kubelet.memorymanager.manager import new_memory_manager
 from numalign.kubelet.memorymanager.reserved import MemoryReservation
+from numalign.kubelet.memorymanager.state import MemoryManagerState
 from numalign.kubelet.nodestate import NodeStore, Transaction, reconcile, recorded_allocation
 from numalign.kubelet.topologymanager.manager import TopologyManager
 from numalign.kubelet.topologymanager.provider import DEFAULT_IMPLICIT_FROM_NODES
@@ -228,8 +230,8 @@ class Node:
     def restore(
         self,
         cpu: CPUManagerState | None,
-        memory: Mapping[str, Any] | None,
-        devices: Any | None,
+        memory: MemoryManagerState | None,
+        devices: DeviceManagerState | None,
         pods: list[tuple[Pod, Mapping[str, Any] | None, Mapping[str, Any] | None]],
         *,
         reload: bool,
@@ -251,11 +253,10 @@ class Node:
             # The machine describes the devices: pods must hold devices it has, or they count as free.
             from numalign.kubelet.devicemanager.identity import check_device_identity
 
-            check_device_identity(devices["PodDeviceEntries"] or [], self.machine,
+            check_device_identity(devices.pod_device_entries, self.machine,
                                   f"{getattr(self.store, 'state_dir', '')}/device-plugins/kubelet_internal_checkpoint",
-                                  devices.get("RegisteredDevices"))
-        self.devices.restore(devices or {"PodDeviceEntries": [], "RegisteredDevices": {}}, now=0.0,
-                             keep_endpoints=reload)
+                                  devices.registered_devices)
+        self.devices.restore(devices or DeviceManagerState(), now=0.0, keep_endpoints=reload)
         if devices is not None and self.static_devices and not reload:
             # In-process plugins register again at once, as real plugins re-register with a restarted kubelet.
             self._register_static_plugins()

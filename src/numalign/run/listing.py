@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from numalign.adapters.statedir.directory import read_pod_record
+from numalign.adapters.statedir.layout import POD_RECORD_FILE
 from numalign.adapters.statedir.locks import transaction
-from numalign.adapters.statedir.podrecord import POD_RECORD_FILE
 from numalign.errors import NumalignError
 from numalign.machine.render import binary_quantity
 from numalign.run.process import ProcessRef, describe, is_alive

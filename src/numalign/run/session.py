@@ -15,7 +15,6 @@ from typing import Any
 
 from numalign.adapters.statedir.directory import StateDirectory
 from numalign.core.decision import DecisionRecord
-from numalign.errors import NumalignError
 from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
@@ -26,17 +25,8 @@ from numalign.run.affinity import PlacementError, allowed_cpus, allowed_mems
 from numalign.run.cgroup import remove_cgroup
 from numalign.run.devices import allocate_fn
 from numalign.run.plugins import ConnectedPlugin
-from numalign.run.process import ProcessRef, is_alive
+from numalign.run.process import ProcessRef, process_alive
 from numalign.run.reconcile import reconcile_shared_pool
-
-
-def process_alive(record: Mapping[str, Any]) -> bool:
-    """Node's liveness check for run pods: the recorded pid with the recorded start time still runs."""
-    try:
-        ref = ProcessRef.from_dict(record, "numalign_pods.json")
-    except NumalignError:
-        return True  # not ours to judge: keep it rather than release someone's allocation
-    return is_alive(ref)
 
 
 def _alive_or(own: ProcessRef) -> Callable[[Mapping[str, Any]], bool]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from numalign.adapters.statedir.directory import StateDirectory
-from numalign.adapters.statedir.locks import TRANSACTION_LOCK_FILE
+from numalign.adapters.statedir.layout import TRANSACTION_LOCK_FILE
 from numalign.deviceplugin.plugin import DevicePlugin
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.manifest import pod_from_dict

@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from numalign.adapters.statedir.podrecord import POD_RECORD_FILE, decode_pod_record, encode_pod_record
+from numalign.adapters.statedir.layout import POD_RECORD_FILE
+from numalign.adapters.statedir.podrecord import decode_pod_record, encode_pod_record
 from numalign.cli.main import main
 from numalign.k8s.cpuset import parse_cpuset
 

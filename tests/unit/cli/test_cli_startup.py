@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("grpc", "numalign.agent", "numalign.kubelet", "numalign.adapters.grpc", "prometheus_client")
 
@@ -48,3 +49,33 @@ def test_admit_does_not_import_prometheus_client() -> None:
     loaded = json.loads(out)
     assert "numalign.kubelet.node" in loaded and "numalign.metrics" in loaded  # it did admit, through the metric store
     assert [m for m in loaded if m == "prometheus_client" or m.startswith("prometheus_client.")] == []
+
+
+def _modules_after(argv: list[str]) -> list[str]:
+    code = (
+        "import contextlib, io, json, sys\n"
+        "from numalign.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main({argv!r}) == 0\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    loaded: list[str] = json.loads(out)
+    return loaded
+
+
+def test_admit_imports_no_grpc_or_protobuf(tmp_path: Path) -> None:
+    """`numalign admit`, with or without a state directory, never loads gRPC or protobuf: the device
+    checkpoint's AllocResp is read and written without them (kubelet.devicemanager.allocresp). The
+    later runs read back the device checkpoint the first wrote (the built-in pods hold devices) and
+    replace its pods."""
+    wire = ("grpc", "google.protobuf", "numalign.adapters.grpc")
+    state = str(tmp_path / "state")
+    runs = (["admit"], ["admit", "--state-dir", state], ["admit", "--state-dir", state, "--replace"],
+            ["admit", "--state-dir", state, "--replace", "--dry-run"])
+    for argv in runs:
+        loaded = _modules_after(argv)
+        assert "numalign.kubelet.node" in loaded  # it did admit
+        assert [m for m in loaded if any(m == w or m.startswith(w + ".") for w in wire)] == [], argv
+        if argv == runs[1]:
+            assert (tmp_path / "state" / "device-plugins" / "kubelet_internal_checkpoint").is_file()

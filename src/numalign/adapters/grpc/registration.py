@@ -41,6 +41,7 @@ from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
 from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
 from numalign.adapters.grpc.plugin_client import CALL_TIMEOUT_S, DIAL_TIMEOUT_S, PluginEndpointClient
 from numalign.adapters.grpc.sockets import MAX_UNIX_PATH, refuse_live_socket, resolve_group, start_unix_server
+from numalign.adapters.statedir.layout import DEVICE_MANAGER_CHECKPOINT_FILE
 from numalign.errors import PluginError
 from numalign.k8s.resources import is_extended_resource_name
 from numalign.kubelet.devicemanager.endpoint import Device, Endpoint
@@ -52,7 +53,6 @@ log = logging.getLogger("numalign.grpc.registration")
 VERSION = "v1beta1"
 SUPPORTED_VERSIONS: tuple[str, ...] = ("v1beta1",)
 KUBELET_SOCKET = "kubelet.sock"
-CHECKPOINT_FILE = "kubelet_internal_checkpoint"
 # Register blocks while the plugin is dialed (up to the 10 s dial timeout). The kubelet serves each
 # call on its own goroutine, so a few plugins that register before serving never delay the others;
 # threads here are started only as calls arrive, so a generous cap costs nothing when idle.
@@ -64,7 +64,7 @@ OnResource = Callable[[str], None]
 OnProblem = Callable[[str, str], None]
 
 
-def cleanup_plugin_directory(directory: Path, keep: Collection[str] = (CHECKPOINT_FILE,)) -> list[Path]:
+def cleanup_plugin_directory(directory: Path, keep: Collection[str] = (DEVICE_MANAGER_CHECKPOINT_FILE,)) -> list[Path]:
     """Remove every unix socket in `directory` except the names in `keep` (upstream
     CleanupPluginDirectory). Regular files and directories stay. Returns what was removed.
 
@@ -142,7 +142,7 @@ class RegistrationServer:
         on_malformed: OnProblem | None = None,
         socket_group: str | int | None = None,
         socket_name: str = KUBELET_SOCKET,
-        keep_files: Collection[str] = (CHECKPOINT_FILE,),
+        keep_files: Collection[str] = (DEVICE_MANAGER_CHECKPOINT_FILE,),
         dial_timeout: float = DIAL_TIMEOUT_S,
         call_timeout: float = CALL_TIMEOUT_S,
         max_workers: int = REGISTER_WORKERS,

@@ -18,8 +18,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from numalign.adapters.grpc.convert import allocate_response_from_pb, allocate_response_to_pb
-from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
 from numalign.adapters.statedir.files import (
     CheckpointFileError,
     CheckpointStore,
@@ -27,9 +25,9 @@ from numalign.adapters.statedir.files import (
     read_checkpoint,
     write_atomic,
 )
+from numalign.adapters.statedir.layout import POD_RECORD_FILE
 from numalign.adapters.statedir.locks import transaction
 from numalign.adapters.statedir.podrecord import (
-    POD_RECORD_FILE,
     PodEntry,
     PodRecord,
     decode_pod_record,
@@ -40,14 +38,6 @@ from numalign.k8s.manifest import pod_from_dict
 from numalign.k8s.pod import Pod
 from numalign.kubelet.cpumanager.checkpoint import CPUManagerCheckpoint
 from numalign.kubelet.cpumanager.state import CPUManagerState
-from numalign.kubelet.devicemanager.checkpoint_codec import (
-    device_checkpoint_from_document,
-    device_checkpoint_to_document,
-)
-from numalign.kubelet.memorymanager.checkpoint_codec import (
-    memory_checkpoint_from_document,
-    memory_checkpoint_to_document,
-)
 from numalign.kubelet.node import Node, pod_to_manifest
 
 log = logging.getLogger("numalign.state")
@@ -83,9 +73,7 @@ class StateDirectory:
         mcp = self.files.load_memory(policy_name=node.memory.policy_name)
         dcp = self.files.load_devices()
         cpu = None if cp is None else CPUManagerState.from_strings(cp.policy_name, cp.default_cpu_set, cp.entries)
-        memory = None if mcp is None else memory_checkpoint_to_document(mcp)
-        devices = None if dcp is None else _device_document(dcp)
-        node.restore(cpu, memory, devices, self._pods(record), reload=self._loaded)
+        node.restore(cpu, mcp, dcp, self._pods(record), reload=self._loaded)
         self._loaded = True
         self.record = record
         self._disk = {
@@ -174,9 +162,9 @@ class StateDirectory:
         if key == "cpu":
             self.files.save_cpu(CPUManagerCheckpoint(*doc), force=True)
         elif key == "memory":
-            self.files.save_memory(memory_checkpoint_from_document(doc), force=True)
+            self.files.save_memory(doc, force=True)
         else:
-            self.files.save_devices(_device_checkpoint(doc), force=True)
+            self.files.save_devices(doc, force=True)
         self._disk[key] = doc
 
 
@@ -190,25 +178,6 @@ def _stat(path: Path) -> _Fingerprint:
 
 def _cpu_doc(node: Node) -> tuple[str, str, dict[str, dict[str, str]]]:
     return node.cpu.snapshot().to_strings()
-
-
-def _device_document(dcp: Any) -> dict[str, Any]:
-    doc = device_checkpoint_to_document(dcp)
-    for entry in doc["PodDeviceEntries"] or []:
-        raw = entry.get("AllocResp")
-        entry["AllocResp"] = allocate_response_from_pb(pb.ContainerAllocateResponse.FromString(raw or b""))
-    return doc
-
-
-def _device_checkpoint(snap: dict[str, Any]) -> Any:
-    entries = []
-    for e in snap.get("PodDeviceEntries") or []:
-        e = dict(e)
-        e["AllocResp"] = allocate_response_to_pb(e["AllocResp"]).SerializeToString()
-        entries.append(e)
-    return device_checkpoint_from_document(
-        {"PodDeviceEntries": entries, "RegisteredDevices": snap.get("RegisteredDevices", {})}
-    )
 
 
 def read_pod_record(state_dir: str | os.PathLike[str]) -> PodRecord | None:

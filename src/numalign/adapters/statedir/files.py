@@ -21,30 +21,31 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TypeVar
 
-from numalign.errors import CheckpointError, InvalidInputError
-from numalign.kubelet.cpumanager.checkpoint import (
+from numalign.adapters.statedir.layout import (
     CPU_MANAGER_STATE_FILE,
-    CPUManagerCheckpoint,
-    decode_cpu_checkpoint,
-    encode_cpu_checkpoint,
-)
-from numalign.kubelet.devicemanager.checkpoint_codec import (
     DEVICE_MANAGER_CHECKPOINT_FILE,
+    DEVICE_PLUGINS_DIR,
+    MEMORY_MANAGER_STATE_FILE,
+)
+from numalign.errors import CheckpointError, InvalidInputError
+from numalign.kubelet.cpumanager.checkpoint import CPUManagerCheckpoint, decode_cpu_checkpoint, encode_cpu_checkpoint
+from numalign.kubelet.devicemanager.checkpoint import (
     DeviceCheckpoint,
     decode_device_checkpoint,
     encode_device_checkpoint,
 )
-from numalign.kubelet.memorymanager.checkpoint_codec import (
-    MEMORY_MANAGER_STATE_FILE,
+from numalign.kubelet.devicemanager.state import DeviceManagerState
+from numalign.kubelet.memorymanager.checkpoint import (
     MemoryManagerCheckpoint,
     decode_memory_checkpoint,
     encode_memory_checkpoint,
 )
+from numalign.kubelet.memorymanager.state import MemoryManagerState
 from numalign.limits import MAX_STATE_FILE_BYTES, read_bounded
 
 DEFAULT_ROOT_DIR = Path("/var/lib/kubelet")
 # The kubelet keeps the device checkpoint in the plugin socket directory, whatever --root-dir says.
-DEFAULT_DEVICE_PLUGINS_DIR = Path("/var/lib/kubelet/device-plugins")
+DEFAULT_DEVICE_PLUGINS_DIR = DEFAULT_ROOT_DIR / DEVICE_PLUGINS_DIR
 
 _T = TypeVar("_T")
 
@@ -180,7 +181,7 @@ class CheckpointStore:
     @classmethod
     def under(cls, state_dir: str | os.PathLike[str]) -> CheckpointStore:
         """A store rooted at `state_dir`, device checkpoint in `state_dir/device-plugins`."""
-        return cls(state_dir, Path(state_dir) / "device-plugins")
+        return cls(state_dir, Path(state_dir) / DEVICE_PLUGINS_DIR)
 
     @property
     def cpu_path(self) -> Path:
@@ -249,7 +250,7 @@ class CheckpointStore:
             "memory_manager_state",
         )
 
-    def save_memory(self, checkpoint: MemoryManagerCheckpoint, *, force: bool = False) -> None:
+    def save_memory(self, checkpoint: MemoryManagerState, *, force: bool = False) -> None:
         self._save(self.memory_path, encode_memory_checkpoint(checkpoint), decode_memory_checkpoint, force)
 
     def load_devices(self, *, legacy_fallback: bool = True) -> DeviceCheckpoint | None:
@@ -260,7 +261,7 @@ class CheckpointStore:
             "kubelet_internal_checkpoint",
         )
 
-    def save_devices(self, checkpoint: DeviceCheckpoint, *, force: bool = False) -> None:
+    def save_devices(self, checkpoint: DeviceManagerState, *, force: bool = False) -> None:
         self._save(self.device_path, encode_device_checkpoint(checkpoint), decode_device_checkpoint, force)
 
 

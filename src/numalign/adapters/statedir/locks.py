@@ -26,10 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from numalign.adapters.statedir.layout import OWNER_LOCK_FILE, TRANSACTION_LOCK_FILE
 from numalign.errors import CheckpointError
-
-TRANSACTION_LOCK_FILE = "numalign.lock"
-OWNER_LOCK_FILE = "numalign-owner.lock"
 
 # The holder note is a few dozen bytes; never read more than this from a file anyone could write.
 _HOLDER_LIMIT = 4096

@@ -23,7 +23,6 @@ from typing import Any
 
 from numalign.errors import CheckpointError
 
-POD_RECORD_FILE = "numalign_pods.json"
 POD_RECORD_VERSION = 2
 
 

@@ -191,7 +191,7 @@ def _admit_all(
     from numalign.cli.options.nodeargs import snapshot_errors
 
     try:
-        from numalign.run.session import process_alive  # ended `numalign run` processes are released
+        from numalign.run.process import process_alive  # ended `numalign run` processes are released
 
         with snapshot_errors(args):
             node = Node(machine, config, store=state_directory(args.state_dir, read_only=args.dry_run),

@@ -42,8 +42,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from numalign.adapters.statedir.layout import STATUS_FILE
     from numalign.adapters.statedir.locks import transaction
-    from numalign.agent.status import STATUS_FILE, read_status
+    from numalign.agent.status import read_status
     from numalign.errors import InvalidInputError
     from numalign.run.listing import run_processes, run_rows
 
@@ -107,13 +108,13 @@ def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, 
     from numalign.adapters.snapshot_collect import PODS_MEMBER
     from numalign.adapters.statedir.directory import state_directory
     from numalign.adapters.statedir.files import CheckpointStore
-    from numalign.adapters.statedir.podrecord import POD_RECORD_FILE
+    from numalign.adapters.statedir.layout import POD_RECORD_FILE
     from numalign.cli.options.nodeargs import node_config, resolve_node, snapshot_errors, state_pods
     from numalign.cli.options.noderecord import apply_record
     from numalign.kubelet.node import Node
     from numalign.machine.examples import DEFAULT_MACHINE
     from numalign.report import node_view_from_status
-    from numalign.run.session import process_alive
+    from numalign.run.process import process_alive
 
     if args.node is not None:
         args.state_dir = None  # the snapshot's state is used (resolve_node refuses both)

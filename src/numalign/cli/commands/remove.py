@@ -51,8 +51,8 @@ def find_pod(node: Any, ref: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from numalign.adapters.statedir.directory import check_state_dir, state_directory
+    from numalign.adapters.statedir.layout import POD_RECORD_FILE
     from numalign.adapters.statedir.locks import acquire_owner
-    from numalign.adapters.statedir.podrecord import POD_RECORD_FILE
     from numalign.cli.options.nodeargs import node_config, resolve_node
     from numalign.errors import InvalidInputError
     from numalign.kubelet.node import Node
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     removed = []
     check_state_dir(args.state_dir)
     with acquire_owner(args.state_dir, "numalign remove"):
-        from numalign.run.session import process_alive  # ended `numalign run` processes are released
+        from numalign.run.process import process_alive  # ended `numalign run` processes are released
 
         node = Node(machine, config, store=state_directory(args.state_dir), process_alive=process_alive)
         # One transaction: every pod named is removed, or (a write failed) none.

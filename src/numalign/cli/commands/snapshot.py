@@ -51,6 +51,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from numalign.adapters.snapshot_collect import collect
+    from numalign.adapters.statedir.layout import DEVICE_PLUGINS_DIR
     from numalign.errors import InvalidInputError
 
     if args.file.is_dir():
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     config = args.config or Path(kubelet.config if kubelet and kubelet.config else DEFAULT_CONFIG)
     state_dir = args.state_dir or Path(kubelet.root_dir if kubelet and kubelet.root_dir else DEFAULT_STATE)
     plugin_dir = args.device_plugin_dir
-    if plugin_dir is None and not (state_dir / "device-plugins").is_dir():
+    if plugin_dir is None and not (state_dir / DEVICE_PLUGINS_DIR).is_dir():
         plugin_dir = DEFAULT_DEVICE_PLUGIN_DIR
     from numalign.cli.options.clusterargs import Progress
 

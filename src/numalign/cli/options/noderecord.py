@@ -15,9 +15,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from numalign.adapters.statedir.layout import NODE_RECORD_FILE
 from numalign.errors import InvalidInputError
 
-NODE_FILE = "numalign_node.json"
 _FORMAT = "numalign.kubelet.node/v1"
 
 
@@ -31,7 +31,7 @@ def write_record(state_dir: Path, machine: Any, spec: str | None, config_path: s
            "kubelet_config": str(Path(config_path).resolve()) if config_path else None,
            "kubelet_flags": [list(f) for f in flags]}
     data = json.dumps(doc, indent=1, sort_keys=True).encode()
-    path = state_dir / NODE_FILE
+    path = state_dir / NODE_RECORD_FILE
     if not path.is_file() or path.read_bytes() != data:  # only what changed is written, as for the state
         write_atomic(path, data)
 
@@ -46,7 +46,7 @@ def apply_record(args: argparse.Namespace) -> str | None:
         return None
     given = (args.machine, getattr(args, "devices", None), getattr(args, "kubelet_config", None),
              getattr(args, FLAGS_DEST, None))
-    path = Path(state_dir) / NODE_FILE
+    path = Path(state_dir) / NODE_RECORD_FILE
     if any(given) or not path.is_file():
         return None
     from numalign.machine.fileformat import machine_from_dict

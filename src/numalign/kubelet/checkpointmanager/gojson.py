@@ -95,6 +95,11 @@ def object_pairs(j: Any) -> list[tuple[str, Any]]:
     return list(j) if isinstance(j, _Object) else []
 
 
+def object_of(pairs: list[tuple[str, Any]]) -> Any:
+    """A parsed JSON object with these (key, value) pairs, as parse_json returns objects."""
+    return _Object(pairs)
+
+
 def _json_kind(j: Any) -> str:
     if isinstance(j, _Object):
         return "object"

@@ -31,8 +31,6 @@ from numalign.kubelet.checkpointmanager.errors import (
 )
 from numalign.kubelet.checkpointmanager.gospew import CHECKSUM, STRING, Field, Map, Ptr, Struct
 
-CPU_MANAGER_STATE_FILE = "cpu_manager_state"
-
 _V2 = Struct(
     "state.CPUManagerCheckpoint",
     (

@@ -12,25 +12,25 @@ the IDs on both sides and the way to describe the plugin's devices.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from numalign.errors import InvalidInputError
+from numalign.kubelet.devicemanager.state import PodDevicesEntry
 from numalign.machine.topology import Machine
 
 _SHOWN = 4  # IDs quoted per side; the counts say how many there are
 
 
-def held_devices(entries: Iterable[Mapping[str, Any]]) -> dict[str, set[str]]:
+def held_devices(entries: Iterable[PodDevicesEntry]) -> dict[str, set[str]]:
     """resource -> device IDs held by the checkpoint's pod entries (any NUMA node)."""
     out: dict[str, set[str]] = {}
     for e in entries:
-        ids = out.setdefault(str(e["ResourceName"]), set())
-        for per_numa in (e.get("DeviceIDs") or {}).values():
-            ids.update(per_numa or ())
+        ids = out.setdefault(e.resource_name, set())
+        for per_numa in e.device_ids.values():
+            ids.update(per_numa)
     return out
 
 
-def unknown_held_devices(entries: Iterable[Mapping[str, Any]], machine: Machine) -> dict[str, list[str]]:
+def unknown_held_devices(entries: Iterable[PodDevicesEntry], machine: Machine) -> dict[str, list[str]]:
     """resource -> held device IDs the machine does not describe (sorted), for resources the machine
     has devices of. A resource it has none of is served by a plugin it does not describe (a device
     plugin registered with `serve`): new pods get none of those devices here, so nothing held is
@@ -46,7 +46,7 @@ def unknown_held_devices(entries: Iterable[Mapping[str, Any]], machine: Machine)
     return out
 
 
-def check_device_identity(entries: Sequence[Mapping[str, Any]], machine: Machine, source: str,
+def check_device_identity(entries: Sequence[PodDevicesEntry], machine: Machine, source: str,
                           registered: Mapping[str, Sequence[str]] | None = None) -> None:
     """Raise InvalidInputError when `source` (the device checkpoint) holds devices `machine` lacks.
     `registered` (the checkpoint's RegisteredDevices: every device the plugin reported) is quoted so

@@ -31,8 +31,8 @@ from numalign.errors import AllocationError, PluginError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.k8s.requests import pod_limits
-from numalign.kubelet.devicemanager import checkpoint
 from numalign.kubelet.devicemanager.allocation import AllocationRequest, devices_to_allocate
+from numalign.kubelet.devicemanager.allocresp import AllocRespError, decode_allocate_response, encode_allocate_response
 from numalign.kubelet.devicemanager.endpoint import (
     HEALTHY,
     ContainerAllocateResponse,
@@ -51,6 +51,7 @@ from numalign.kubelet.devicemanager.pod_devices import (
     sorted_ids,
 )
 from numalign.kubelet.devicemanager.prestart import call_pre_start_if_needed, pre_start_call
+from numalign.kubelet.devicemanager.state import DeviceManagerState, PodDevicesEntry
 from numalign.kubelet.topologymanager.provider import (
     DEFAULT_IMPLICIT_FROM_NODES,
     AffinityStore,
@@ -464,28 +465,40 @@ class DeviceManager:
         if self.checkpoint_hook is not None:
             self.checkpoint_hook()
 
-    def snapshot(self) -> dict[str, Any]:
-        """The checkpoint's Data as plain data (see checkpoint.py)."""
-        return checkpoint.encode(self.pod_devices, self.healthy)
+    def snapshot(self) -> DeviceManagerState:
+        """writeCheckpoint's content (podDevices.toCheckpointData): entries sorted (Go writes map order),
+        those without an AllocateResponse left out; the healthy devices of each resource."""
+        entries = []
+        for pod_uid, container, resource, info in self.pod_devices.entries():
+            if info.alloc_resp is None:
+                continue
+            if info.raw is None:
+                info.raw = encode_allocate_response(info.alloc_resp)
+            per_numa = {n: tuple(info.device_ids[n]) for n in sorted(info.device_ids)}
+            entries.append(PodDevicesEntry(pod_uid, container, resource, per_numa, info.raw))
+        registered = {r: tuple(sorted_ids(self.healthy[r])) for r in sorted(self.healthy)}
+        return DeviceManagerState(tuple(entries), registered)
 
-    def restore(self, data: Any, now: float, *, keep_endpoints: bool = False) -> None:
+    def restore(self, state: DeviceManagerState, now: float, *, keep_endpoints: bool = False) -> None:
         """readCheckpoint: restore podDevices and allocatedDevices; every registered resource comes
         back with empty healthy/unhealthy sets and an endpoint stopped at `now`, so capacity reads 0
         until the plugin re-registers and the resource is dropped after the grace period.
 
         keep_endpoints: a reload of a state another process changed: only the allocations are
         replaced; the plugins registered with this process, and their devices, stay."""
-        entries, registered = checkpoint.decode(data)
         self.pod_devices = PodDevices()
         self.devices_to_reuse = {}
-        for e in entries:
-            if e.alloc_resp is None:
+        for e in state.pod_device_entries:
+            try:
+                resp = decode_allocate_response(e.alloc_resp)
+            except AllocRespError:
                 continue  # upstream: "Can't unmarshal allocResp", entry skipped
-            self.pod_devices.insert(e.pod_uid, e.container_name, e.resource_name, e.device_ids, e.alloc_resp)
+            per_numa = {n: list(ids) for n, ids in e.device_ids.items()}
+            self.pod_devices.insert(e.pod_uid, e.container_name, e.resource_name, per_numa, resp, e.alloc_resp)
         self.allocated = self.pod_devices.devices()
         if keep_endpoints:
             return
-        for resource in registered:
+        for resource in state.registered_devices:
             self.healthy[resource] = set()
             self.unhealthy[resource] = set()
             self.endpoints[resource] = EndpointInfo(None, stop_time=now)

@@ -42,6 +42,8 @@ def devices_of(per_numa: Mapping[int, list[str]]) -> set[str]:
 class DeviceAllocateInfo:
     device_ids: DevicesPerNUMA
     alloc_resp: ContainerAllocateResponse | None
+    # alloc_resp's protobuf bytes, as the checkpoint holds them: those read from it, or encoded once
+    raw: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -74,9 +76,10 @@ class PodDevices:
         resource: str,
         devices: DevicesPerNUMA,
         resp: ContainerAllocateResponse | None,
+        raw: bytes | None = None,
     ) -> None:
         self.devs.setdefault(pod_uid, {}).setdefault(container, {})[resource] = DeviceAllocateInfo(
-            {n: list(ids) for n, ids in devices.items()}, resp
+            {n: list(ids) for n, ids in devices.items()}, resp, raw
         )
 
     def delete(self, pod_uids: Iterable[str]) -> None:

@@ -1,135 +1,209 @@
-"""Plain data of the kubelet's memory_manager_state (v1.35 and earlier) <-> the policy's state.
+"""`memory_manager_state`: the memory manager's state <-> the file's bytes (memorymanager/state,
+v1.32-1.35). The state model is memorymanager.state's; nothing else describes this file.
 
-Only the payload mapping lives here (JSON field names of upstream state.go); reading and writing the
-file, and the checksum, belong to the state codec. Shape:
-  {"policyName": "Static",
-   "machineState": {"0": {"numberOfAssignments": n, "memoryMap": {"memory": {"total", "systemReserved",
-                    "allocatable", "reserved", "free"}, ...}, "cells": [ids]}},
-   "entries": {podUID: {containerName: [{"numaAffinity": [ids], "type": r, "size": bytes}]}}}
-`entries` is omitted when empty (Go `omitempty`).
+Layout, as json.Marshal writes `state.MemoryManagerCheckpoint`:
+    {"policyName":"Static",
+     "machineState":{"0":{"numberOfAssignments":2,
+                          "memoryMap":{"memory":{"total":…,"systemReserved":…,"allocatable":…,
+                                                 "reserved":…,"free":…}},
+                          "cells":[0]}},
+     "entries":{"<podUID>":{"<container>":[{"numaAffinity":[0],"type":"memory","size":1073741824}]}},
+     "checksum":N}
+`entries` is omitempty. The checksum is FNV-1a-32 over the spew dump of the pointer to the struct
+with Checksum zeroed (machine state values and memory tables are pointers: spew prints `<*>{…}`).
+Unlike the CPU manager, the released (1.22-1.35) memory verifier has no "0 means no checksum"
+escape: a 0 is compared like any other value. Only 1.36+, when it reads this layout as its legacy
+"v1", accepts 0 (`accept_zero_checksum=True`). 1.36+ also adds podEntries and a data/dataChecksum
+wrapper [gated/new], which this codec does not write.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from numalign.errors import CheckpointError
-from numalign.kubelet.memorymanager.state import (
-    Block,
-    ContainerMemoryAssignments,
-    MemoryTable,
-    NUMANodeMap,
-    NUMANodeState,
+from numalign.kubelet.checkpointmanager import gojson
+from numalign.kubelet.checkpointmanager.checksum import go_checksum
+from numalign.kubelet.checkpointmanager.errors import CheckpointDecodeError, CorruptCheckpointError, PolicyMismatchError
+from numalign.kubelet.checkpointmanager.gospew import (
+    CHECKSUM,
+    INT,
+    STRING,
+    UINT64,
+    Field,
+    Map,
+    Ptr,
+    Scalar,
+    Slice,
+    Struct,
+)
+from numalign.kubelet.memorymanager.state import Block, MemoryManagerState, MemoryTable, NUMANodeState
+
+_RESOURCE_NAME = Scalar("v1.ResourceName", "string")
+_MEMORY_TABLE = Struct(
+    "state.MemoryTable",
+    (
+        Field("TotalMemSize", UINT64, "total"),
+        Field("SystemReserved", UINT64, "systemReserved"),
+        Field("Allocatable", UINT64, "allocatable"),
+        Field("Reserved", UINT64, "reserved"),
+        Field("Free", UINT64, "free"),
+    ),
+)
+_NUMA_NODE_STATE = Struct(
+    "state.NUMANodeState",
+    (
+        Field("NumberOfAssignments", INT, "numberOfAssignments"),
+        Field("MemoryMap", Map(_RESOURCE_NAME, Ptr(_MEMORY_TABLE)), "memoryMap"),
+        Field("Cells", Slice(INT), "cells"),
+    ),
+)
+_BLOCK = Struct(
+    "state.Block",
+    (
+        Field("NUMAAffinity", Slice(INT), "numaAffinity"),
+        Field("Type", _RESOURCE_NAME, "type"),
+        Field("Size", UINT64, "size"),
+    ),
+)
+_CHECKPOINT = Struct(
+    "state.MemoryManagerCheckpoint",
+    (
+        Field("PolicyName", STRING, "policyName"),
+        Field("MachineState", Map(INT, Ptr(_NUMA_NODE_STATE), "state.NUMANodeMap"), "machineState"),
+        Field(
+            "Entries",
+            Map(STRING, Map(STRING, Slice(_BLOCK)), "state.ContainerMemoryAssignments"),
+            "entries",
+            omitempty=True,
+        ),
+        Field("Checksum", CHECKSUM, "checksum"),
+    ),
 )
 
-_TABLE_KEYS = (
-    ("total", "total"),
-    ("system_reserved", "systemReserved"),
-    ("allocatable", "allocatable"),
-    ("reserved", "reserved"),
-    ("free", "free"),
-)
+
+@dataclass(frozen=True)
+class MemoryManagerCheckpoint(MemoryManagerState):
+    """The file's content: the manager's state and the checksum the file held (0 for a new one)."""
+
+    checksum: int = 0
 
 
-def snapshot_from_state(
-    policy_name: str, machine_state: Mapping[int, NUMANodeState], assignments: ContainerMemoryAssignments
-) -> dict[str, Any]:
-    ms: dict[str, Any] = {}
-    for nid in sorted(machine_state):
-        node = machine_state[nid]
-        ms[str(nid)] = {
-            "numberOfAssignments": node.number_of_assignments,
-            "memoryMap": {
-                r: {json_key: getattr(node.memory_map[r], attr) for attr, json_key in _TABLE_KEYS}
-                for r in sorted(node.memory_map)
-            },
-            "cells": list(node.cells),
-        }
-    out: dict[str, Any] = {"policyName": policy_name, "machineState": ms}
-    if assignments:
-        out["entries"] = {
-            pod: {
-                ctn: [{"numaAffinity": list(b.numa_affinity), "type": b.type, "size": b.size} for b in blocks]
-                for ctn, blocks in containers.items()
+def _table_value(t: MemoryTable) -> dict[str, int]:
+    return {
+        "TotalMemSize": t.total,
+        "SystemReserved": t.system_reserved,
+        "Allocatable": t.allocatable,
+        "Reserved": t.reserved,
+        "Free": t.free,
+    }
+
+
+def _block_value(b: Block) -> dict[str, Any]:
+    return {"NUMAAffinity": list(b.numa_affinity), "Type": b.type, "Size": b.size}
+
+
+def _go_value(cp: MemoryManagerState) -> dict[str, Any]:
+    # storeState writes clones: non-nil cells and block lists, non-nil maps.
+    return {
+        "PolicyName": cp.policy_name,
+        "MachineState": {
+            node: {
+                "NumberOfAssignments": s.number_of_assignments,
+                "MemoryMap": {r: _table_value(t) for r, t in s.memory_map.items()},
+                "Cells": list(s.cells),
             }
-            for pod, containers in assignments.items()
-        }
-    return out
+            for node, s in cp.machine_state.items()
+        },
+        "Entries": {
+            pod: {c: [_block_value(b) for b in blocks] for c, blocks in containers.items()}
+            for pod, containers in cp.entries.items()
+        },
+        "Checksum": 0,
+    }
 
 
-def _fail(where: str, what: str) -> CheckpointError:
-    return CheckpointError(
-        f"memory_manager_state {where}: {what}; the file is corrupt or not from a kubelet memory manager "
-        "(drain the node and delete memory_manager_state)"
-    )
+def memory_checkpoint_checksum(cp: MemoryManagerState) -> int:
+    """The checksum the kubelet writes for this content (the `checksum` field is ignored)."""
+    return go_checksum(Ptr(_CHECKPOINT), _go_value(cp))
 
 
-def _uint(v: Any, where: str) -> int:
-    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-        raise _fail(where, f"expected a non-negative integer, got {v!r}")
-    return v
+def encode_memory_checkpoint(cp: MemoryManagerState) -> bytes:
+    """The exact bytes the kubelet writes (checksum computed, no trailing newline)."""
+    value = _go_value(cp)
+    value["Checksum"] = go_checksum(Ptr(_CHECKPOINT), value)
+    return gojson.encode(_CHECKPOINT, value).encode("utf-8")
 
 
-def _ids(v: Any, where: str) -> list[int]:
-    if v is None:  # a Go nil slice marshals as null
-        return []
-    if not isinstance(v, list):
-        raise _fail(where, f"expected a list of NUMA ids, got {v!r}")
-    return [_uint(x, f"{where}[{i}]") for i, x in enumerate(v)]
-
-
-def _obj(v: Any, where: str) -> Mapping[str, Any]:
-    if v is None:
-        return {}
-    if not isinstance(v, Mapping):
-        raise _fail(where, f"expected an object, got {type(v).__name__}")
-    return v
-
-
-def state_from_snapshot(data: Mapping[str, Any]) -> tuple[str, NUMANodeMap, ContainerMemoryAssignments]:
-    """Parse the payload; returns (policyName, machine state, assignments). CheckpointError if malformed."""
-    data = _obj(data, "payload")
-    policy = data.get("policyName")
-    if not isinstance(policy, str):
-        raise _fail("policyName", f"expected a string, got {policy!r}")
-    ms: NUMANodeMap = {}
-    for key, node in _obj(data.get("machineState"), "machineState").items():
-        where = f"machineState[{key!r}]"
-        try:
-            nid = int(key)
-        except ValueError:
-            raise _fail(where, "NUMA id must be a decimal integer") from None
-        node = _obj(node, where)
-        noa = node.get("numberOfAssignments", 0)
-        if not isinstance(noa, int) or isinstance(noa, bool):
-            raise _fail(f"{where}.numberOfAssignments", f"expected an integer, got {noa!r}")
+def _from_go(value: Mapping[str, Any]) -> MemoryManagerCheckpoint:
+    machine: dict[int, NUMANodeState] = {}
+    for node, s in (value["MachineState"] or {}).items():
+        if s is None:
+            raise CheckpointDecodeError(f"machineState[{node}] is null; expected a NUMA node state object")
         tables: dict[str, MemoryTable] = {}
-        for r, t in _obj(node.get("memoryMap"), f"{where}.memoryMap").items():
-            t = _obj(t, f"{where}.memoryMap.{r}")
-            tables[str(r)] = MemoryTable(
-                *(_uint(t.get(json_key, 0), f"{where}.memoryMap.{r}.{json_key}") for _, json_key in _TABLE_KEYS)
-            )
-        # Older kubelets (the 1.22 memory manager blog post shows such a file) wrote the list as "nodes".
-        cells_key = "cells" if "cells" in node or "nodes" not in node else "nodes"
-        ms[nid] = NUMANodeState(noa, tables, _ids(node.get(cells_key), f"{where}.{cells_key}"))
-    assignments: ContainerMemoryAssignments = {}
-    for pod, containers in _obj(data.get("entries"), "entries").items():
-        per_pod = assignments.setdefault(str(pod), {})
-        for ctn, blocks in _obj(containers, f"entries[{pod!r}]").items():
-            where = f"entries[{pod!r}][{ctn!r}]"
-            if blocks is None:
-                blocks = []
-            if not isinstance(blocks, list):
-                raise _fail(where, f"expected a list of blocks, got {blocks!r}")
-            parsed: list[Block] = []
-            for i, b in enumerate(blocks):
-                b = _obj(b, f"{where}[{i}]")
-                if not isinstance(b.get("type"), str):
-                    raise _fail(f"{where}[{i}].type", f"expected a resource name, got {b.get('type')!r}")
-                parsed.append(
-                    Block(_ids(b.get("numaAffinity"), f"{where}[{i}].numaAffinity"), b["type"],
-                          _uint(b.get("size", 0), f"{where}[{i}].size"))
+        for resource, t in (s["MemoryMap"] or {}).items():
+            if t is None:
+                raise CheckpointDecodeError(
+                    f"machineState[{node}].memoryMap[{resource}] is null; expected a memory table object"
                 )
-            per_pod[str(ctn)] = parsed
-    return policy, ms, assignments
+            tables[resource] = MemoryTable(
+                t["TotalMemSize"], t["SystemReserved"], t["Allocatable"], t["Reserved"], t["Free"]
+            )
+        machine[node] = NUMANodeState(s["NumberOfAssignments"], tables, list(s["Cells"] or []))
+    entries = {
+        pod: {
+            c: [Block(list(b["NUMAAffinity"] or []), b["Type"], b["Size"]) for b in (blocks or [])]
+            for c, blocks in (containers or {}).items()
+        }
+        for pod, containers in (value["Entries"] or {}).items()
+    }
+    return MemoryManagerCheckpoint(value["PolicyName"], machine, entries, value["Checksum"])
+
+
+def decode_memory_checkpoint(
+    data: bytes, *, policy_name: str | None = None, accept_zero_checksum: bool = False
+) -> MemoryManagerCheckpoint:
+    """Read and verify, as GetCheckpoint + restoreState's policy check (kubelet <= 1.35)."""
+    j = _cells_from_nodes(gojson.parse_json(data))
+    # NewMemoryManagerCheckpoint pre-makes Entries and MachineState (absent key: map[], not <nil>).
+    initial = {"PolicyName": "", "MachineState": {}, "Entries": {}, "Checksum": 0}
+    value: dict[str, Any] = gojson.decode(_CHECKPOINT, j, initial, "MemoryManagerCheckpoint")
+    stored = int(value["Checksum"])
+    if stored != 0 or not accept_zero_checksum:
+        actual = go_checksum(Ptr(_CHECKPOINT), {**value, "Checksum": 0})
+        if actual != stored:
+            raise CorruptCheckpointError(
+                f"checkpoint is corrupted: stored checksum {stored} does not match the content ({actual})",
+                expected=stored,
+                actual=actual,
+            )
+    cp = _from_go(value)
+    if policy_name is not None and policy_name != cp.policy_name:
+        raise PolicyMismatchError(
+            f"[memorymanager] configured policy {json.dumps(policy_name, ensure_ascii=False)} differs "
+            f"from state checkpoint policy {json.dumps(cp.policy_name, ensure_ascii=False)}"
+        )
+    return cp
+
+
+def _cells_from_nodes(j: Any) -> Any:
+    """A file whose node states list their group as "nodes" (the 1.22 memory manager blog post shows
+    such a file) is read as if the key were "cells". Go would ignore the key; its checksum was taken
+    over that older struct, so only a file without a checksum (accept_zero_checksum) gets this far."""
+    if not gojson.is_object(j):
+        return j
+    pairs = gojson.object_pairs(j)
+    for i, (key, machine) in enumerate(pairs):
+        if key != "machineState" or not gojson.is_object(machine):
+            continue
+        nodes = []
+        for nid, node in gojson.object_pairs(machine):
+            keys = {k for k, _ in gojson.object_pairs(node)}
+            if "nodes" in keys and "cells" not in keys:
+                node_pairs = gojson.object_pairs(node)
+                node = gojson.object_of(node_pairs + [("cells", v) for k, v in node_pairs if k == "nodes"])
+            nodes.append((nid, node))
+        pairs[i] = (key, gojson.object_of(nodes))
+    return gojson.object_of(pairs)

@@ -7,7 +7,6 @@ that matches the node-allocatable reservation (reserved.validate_reserved_memory
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from numalign.errors import CheckpointError, ConfigError
 from numalign.k8s.pod import Container, Pod
@@ -15,7 +14,7 @@ from numalign.k8s.quantity import Quantity
 from numalign.kubelet.memorymanager.hints import MemoryHints
 from numalign.kubelet.memorymanager.policy_static import MemoryManagerStatic
 from numalign.kubelet.memorymanager.reserved import MemoryReservation, get_system_reserved_memory
-from numalign.kubelet.memorymanager.state import Block
+from numalign.kubelet.memorymanager.state import Block, MemoryManagerState
 from numalign.kubelet.topologymanager.provider import DEFAULT_IMPLICIT_FROM_NODES, AffinityStore
 from numalign.machine.topology import Machine
 
@@ -59,11 +58,11 @@ class MemoryManagerNone:
     def get_allocatable_memory(self) -> list[Block]:
         return []
 
-    def snapshot(self) -> dict[str, Any]:
-        return {"policyName": POLICY_NONE, "machineState": {}}
+    def snapshot(self) -> MemoryManagerState:
+        return MemoryManagerState(POLICY_NONE)
 
-    def restore(self, data: Mapping[str, Any]) -> None:
-        policy = data.get("policyName")
+    def restore(self, state: MemoryManagerState) -> None:
+        policy = state.policy_name
         if policy != POLICY_NONE:
             raise CheckpointError(
                 f'[memorymanager] configured policy "{POLICY_NONE}" differs from state checkpoint policy '

@@ -2,14 +2,14 @@
 
 Upstream staticPolicy plus the parts of the manager around it (AddContainer's release of finished
 init containers, GetMemoryNUMANodes, GetAllocatableMemory, removeStaleState) over an in-memory state.
-Persistence is the caller's: snapshot()/restore() give and take the plain data of the kubelet's
-`memory_manager_state` file (policyName, machineState, entries; no checksum).
+Persistence is the caller's: snapshot()/restore() give and take a MemoryManagerState, what the
+kubelet's `memory_manager_state` file holds (memorymanager.checkpoint reads and writes the file).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from numalign.core.bitmask import mask_of, mask_string
 from numalign.core.hint import TopologyHint
@@ -17,7 +17,6 @@ from numalign.errors import AllocationError, CheckpointError, ConfigError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.qos import QOSClass, get_pod_qos
 from numalign.kubelet.memorymanager.allocate import allocate_blocks, release_blocks
-from numalign.kubelet.memorymanager.checkpoint import snapshot_from_state, state_from_snapshot
 from numalign.kubelet.memorymanager.hints import (
     MemoryHints,
     Requested,
@@ -36,6 +35,7 @@ from numalign.kubelet.memorymanager.state import (
     Block,
     ContainerMemoryAssignments,
     HugePagesInfo,
+    MemoryManagerState,
     NUMANodeMap,
     NUMANodeMemory,
     NUMANodeState,
@@ -131,19 +131,19 @@ class MemoryManagerStatic:
         self._reusable = {}
         self._allocatable = self._compute_allocatable()
 
-    def snapshot(self) -> dict[str, Any]:
-        """The memory_manager_state payload: {"policyName", "machineState", "entries"?} (camelCase)."""
-        return snapshot_from_state(POLICY_NAME, self.machine_state, self.assignments)
+    def snapshot(self) -> MemoryManagerState:
+        """A copy of the state memory_manager_state holds."""
+        return MemoryManagerState(POLICY_NAME, clone_machine_state(self.machine_state),
+                                  clone_assignments(self.assignments))
 
-    def restore(self, data: Mapping[str, Any]) -> None:
-        """Load a memory_manager_state payload (as snapshot() gives) and validate it like Start."""
-        policy, machine_state, assignments = state_from_snapshot(data)
-        if policy != POLICY_NAME:
+    def restore(self, state: MemoryManagerState) -> None:
+        """Adopt a state (as snapshot() gives, or read from the file) and validate it like Start."""
+        if state.policy_name != POLICY_NAME:
             raise CheckpointError(
                 f'[memorymanager] configured policy "{POLICY_NAME}" differs from state checkpoint policy '
-                f'"{policy}" (drain the node and delete memory_manager_state to switch policies)'
+                f'"{state.policy_name}" (drain the node and delete memory_manager_state to switch policies)'
             )
-        self.start(machine_state, assignments)
+        self.start(clone_machine_state(state.machine_state), state.entries)
 
     # ---- hints ----------------------------------------------------------------------------------
 

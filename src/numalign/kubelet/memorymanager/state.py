@@ -2,8 +2,10 @@
 
 Mirrors upstream pkg/kubelet/cm/memorymanager/state (NUMANodeMap, NUMANodeState, MemoryTable,
 Block) and the Static policy's getDefaultMachineState / validateState. All sizes are bytes (uint64
-upstream; plain ints here). The vector encoding (oracle MEMORY-README.md) uses snake_case keys and
-puts the resource tables next to `cells` and `number_of_assignments` in one object per node.
+upstream; plain ints here). MemoryManagerState is what the manager persists (memory_manager_state
+holds it; memorymanager.checkpoint turns it into the file's bytes and back). The vector encoding
+(oracle MEMORY-README.md) uses snake_case keys and puts the resource tables next to `cells` and
+`number_of_assignments` in one object per node.
 """
 
 from __future__ import annotations
@@ -107,6 +109,16 @@ class Block:
 
 # podUID -> container name -> blocks (upstream ContainerMemoryAssignments).
 ContainerMemoryAssignments = dict[str, dict[str, list[Block]]]
+
+
+@dataclass(frozen=True)
+class MemoryManagerState:
+    """What the memory manager persists: its policy name, the machine state and the containers' blocks
+    (upstream's checkpoint content). A value: the manager hands out and takes in copies."""
+
+    policy_name: str
+    machine_state: NUMANodeMap = field(default_factory=dict)
+    entries: ContainerMemoryAssignments = field(default_factory=dict)
 
 
 def _uint(v: Any, where: str) -> int:

@@ -17,8 +17,10 @@ from numalign.adapters.statedir.files import (
 )
 from numalign.kubelet.checkpointmanager.errors import CheckpointDecodeError, CorruptCheckpointError, PolicyMismatchError
 from numalign.kubelet.cpumanager.checkpoint import CPUManagerCheckpoint, encode_cpu_checkpoint
-from numalign.kubelet.devicemanager.checkpoint_codec import DeviceCheckpoint, PodDevicesEntry
-from numalign.kubelet.memorymanager.checkpoint_codec import Block, MemoryManagerCheckpoint, MemoryTable, NUMANodeState
+from numalign.kubelet.devicemanager.checkpoint import DeviceCheckpoint
+from numalign.kubelet.devicemanager.state import PodDevicesEntry
+from numalign.kubelet.memorymanager.checkpoint import MemoryManagerCheckpoint
+from numalign.kubelet.memorymanager.state import Block, MemoryTable, NUMANodeState
 
 
 def _leftovers(directory: Path, keep: str) -> list[str]:

@@ -10,15 +10,13 @@ from hypothesis import strategies as st
 
 from numalign.kubelet.checkpointmanager.checksum import fnv1a_32
 from numalign.kubelet.checkpointmanager.errors import CheckpointDecodeError, CorruptCheckpointError
-from numalign.kubelet.devicemanager.checkpoint_codec import (
+from numalign.kubelet.devicemanager.checkpoint import (
     DeviceCheckpoint,
-    PodDevicesEntry,
     decode_device_checkpoint,
     device_checkpoint_checksum,
-    device_checkpoint_from_document,
-    device_checkpoint_to_document,
     encode_device_checkpoint,
 )
+from numalign.kubelet.devicemanager.state import PodDevicesEntry
 
 _text = st.text(st.characters(exclude_categories=["Cs"]), max_size=8)
 _ids = st.lists(_text, max_size=3)
@@ -114,31 +112,3 @@ def test_pre_1_20_flat_device_ids_are_read_as_numa_node_0() -> None:
 def test_garbage_reports_both_formats() -> None:
     with pytest.raises(CheckpointDecodeError, match=r"as the pre-1\.20 format"):
         decode_device_checkpoint(b'{"Data":{"PodDeviceEntries":{}}}')
-
-
-@settings(max_examples=50)
-@given(_checkpoints)
-def test_document_round_trip(cp: DeviceCheckpoint) -> None:
-    doc = device_checkpoint_to_document(cp)
-    back = device_checkpoint_from_document(doc, boot_id=cp.boot_id)
-    assert _fields(back) == _fields(cp)
-
-
-def test_document_carries_raw_alloc_resp_and_accepts_int_numa_keys() -> None:
-    entry = PodDevicesEntry("u", "c", "r", {-1: ["a"]}, b"\x0a\x01")
-    doc = device_checkpoint_to_document(DeviceCheckpoint([entry], {"r": ["a"]}))
-    assert doc == {
-        "PodDeviceEntries": [
-            {
-                "PodUID": "u",
-                "ContainerName": "c",
-                "ResourceName": "r",
-                "DeviceIDs": {"-1": ["a"]},
-                "AllocResp": b"\n\x01",
-            }
-        ],
-        "RegisteredDevices": {"r": ["a"]},
-    }
-    doc["PodDeviceEntries"][0]["DeviceIDs"] = {-1: ["a"]}
-    assert device_checkpoint_from_document(doc).pod_device_entries == [entry]
-    assert device_checkpoint_to_document(DeviceCheckpoint())["PodDeviceEntries"] == []

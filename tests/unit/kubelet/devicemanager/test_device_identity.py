@@ -97,7 +97,8 @@ def test_devices_option_errors_name_the_value_and_the_forms(tmp_path: Path) -> N
 
 def test_only_resources_the_machine_describes_are_checked() -> None:
     from numalign.kubelet.devicemanager.identity import unknown_held_devices
+    from numalign.kubelet.devicemanager.state import PodDevicesEntry
 
-    entries = [{"ResourceName": "example.com/fpga", "DeviceIDs": {0: ["fpga0"]}},  # a plugin's own resource
-               {"ResourceName": "nvidia.com/gpu", "DeviceIDs": {0: ["GPU-a"], 1: ["0000:57:00.0"]}}]
+    entries = [PodDevicesEntry("p", "c", "example.com/fpga", {0: ["fpga0"]}),  # a plugin's own resource
+               PodDevicesEntry("p", "c", "nvidia.com/gpu", {0: ["GPU-a"], 1: ["0000:57:00.0"]})]
     assert unknown_held_devices(entries, example("dual-socket")) == {"nvidia.com/gpu": ["GPU-a"]}

@@ -9,17 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numalign.kubelet.checkpointmanager.errors import CheckpointDecodeError, CorruptCheckpointError, PolicyMismatchError
-from numalign.kubelet.memorymanager.checkpoint_codec import (
-    Block,
+from numalign.kubelet.memorymanager.checkpoint import (
     MemoryManagerCheckpoint,
-    MemoryTable,
-    NUMANodeState,
     decode_memory_checkpoint,
     encode_memory_checkpoint,
     memory_checkpoint_checksum,
-    memory_checkpoint_from_document,
-    memory_checkpoint_to_document,
 )
+from numalign.kubelet.memorymanager.state import Block, MemoryTable, NUMANodeState
 
 _u64 = st.integers(0, 2**64 - 1)
 _node = st.integers(0, 15)
@@ -100,29 +96,3 @@ def test_null_node_state_is_rejected_after_the_checksum() -> None:
 def test_wrong_types_name_the_field() -> None:
     with pytest.raises(CheckpointDecodeError, match=r"MachineState\[0\]\.Cells"):
         decode_memory_checkpoint(b'{"policyName":"Static","machineState":{"0":{"cells":"x"}},"checksum":1}')
-
-
-@settings(max_examples=50)
-@given(_checkpoints)
-def test_document_round_trip(cp: MemoryManagerCheckpoint) -> None:
-    doc = memory_checkpoint_to_document(cp)
-    assert "checksum" not in doc
-    assert _fields(memory_checkpoint_from_document(doc)) == _fields(cp)
-
-
-def test_document_shape_and_type_checks() -> None:
-    cp = MemoryManagerCheckpoint("Static", {1: NUMANodeState(2, {"memory": MemoryTable(4, 1, 3, 2, 1)}, [1])})
-    doc = memory_checkpoint_to_document(cp)
-    assert doc == {
-        "policyName": "Static",
-        "machineState": {
-            "1": {
-                "numberOfAssignments": 2,
-                "memoryMap": {"memory": {"total": 4, "systemReserved": 1, "allocatable": 3, "reserved": 2, "free": 1}},
-                "cells": [1],
-            }
-        },
-    }
-    doc["machineState"]["1"]["cells"] = ["x"]
-    with pytest.raises(CheckpointDecodeError, match=r"Cells\[0\]"):
-        memory_checkpoint_from_document(doc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from support.memoryfile import file_document, restore_document
 
 from numalign.errors import CheckpointError, ConfigError
 from numalign.k8s.pod import Container, Pod
@@ -26,9 +27,9 @@ def test_none_policy_is_inert() -> None:
     assert provider.get_topology_hints(pod, c) is None and provider.get_pod_topology_hints(pod) is None
     provider.allocate(pod, c)
     assert m.get_memory("p", "c") is None and m.get_allocatable_memory() == []
-    assert m.snapshot() == {"policyName": "None", "machineState": {}}
+    assert file_document(m) == {"policyName": "None", "machineState": {}}
     with pytest.raises(CheckpointError, match='configured policy "None" differs from state checkpoint policy "Static"'):
-        m.restore({"policyName": "Static", "machineState": {}})
+        restore_document(m, {"policyName": "Static", "machineState": {}})
 
 
 def test_static_policy_validates_reserved_memory() -> None:
