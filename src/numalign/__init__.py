@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
 )
 KUBELET_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("versions",),
     ("checkpointmanager",),
     ("topologymanager",),
     ("cpumanager", "memorymanager", "devicemanager"),

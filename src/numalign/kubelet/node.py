@@ -43,6 +43,8 @@ from numalign.kubelet.memorymanager.state import MemoryManagerState
 from numalign.kubelet.nodestate import NodeStore, Transaction, reconcile, recorded_allocation
 from numalign.kubelet.topologymanager.manager import TopologyManager
 from numalign.kubelet.topologymanager.provider import DEFAULT_IMPLICIT_FROM_NODES
+from numalign.kubelet.versions import DEFAULT as DEFAULT_KUBELET_VERSION
+from numalign.kubelet.versions import KubeletVersion, behaviours, effective_gates
 from numalign.machine.topology import Machine
 
 log = logging.getLogger("numalign.kubelet.node")
@@ -138,6 +140,7 @@ class Node:
         node_conditions: Sequence[NodeCondition] = (),
         implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
         process_alive: Callable[[Mapping[str, Any]], bool] | None = None,
+        kubelet_version: KubeletVersion = DEFAULT_KUBELET_VERSION,
     ) -> None:
         # implicit_from_nodes: the NUMA-node count from which providers describe hints implicitly
         # (providers/implicit).
@@ -146,6 +149,10 @@ class Node:
         config.validate()
         self.machine = machine
         self.config = config
+        # The kubelet release decided as: its gate defaults under the config's gates, and its behaviours.
+        self.kubelet_version = kubelet_version
+        self.behaviours = behaviours(kubelet_version)
+        self.gates = effective_gates(config.feature_gates, kubelet_version)
         self.metrics = metrics or m.Metrics()
         self.numa = numa_info_for(machine)
         self.tm = TopologyManager(
@@ -153,7 +160,7 @@ class Node:
             config.topology_manager_policy,
             config.topology_manager_scope,
             config.topology_manager_policy_options,
-            config.feature_gates,
+            self.gates,
             self.metrics,
         )
         # GetNodeAllocatableReservation against the node's capacity (cadvisor: NumCores online CPUs,
@@ -171,7 +178,7 @@ class Node:
             reserved_cpu=reservation.get("cpu"),
             reserved_system_cpus=config.reserved_cpus(),
             policy_options=config.cpu_manager_policy_options,
-            feature_gates=config.feature_gates,
+            feature_gates=self.gates,
             topology_manager_policy=config.topology_manager_policy,
             affinity=self.tm,
             shared_cpus=machine.online_cpus(),
@@ -380,7 +387,7 @@ class Node:
                 "name or metadata.uid (Node.remove(uid) releases the old one; with `numalign admit "
                 "--state-dir`, start from a fresh directory or use --dry-run to ask without keeping pods)"
             )
-        if pod.has_pod_level_resources and not self.config.feature_gate_enabled("PodLevelResources"):
+        if pod.has_pod_level_resources and not self.gates.get("PodLevelResources", False):
             # The kubelet's isPodLevelResourcesSupported admit handler; numalign checks it first (the
             # kubelet may run the Topology Manager's handler before it, with the same final verdict).
             self.metrics.inc(m.ADMISSION_REJECTIONS, reason="Other")  # not one of the kubelet's named reasons

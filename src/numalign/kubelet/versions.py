@@ -1,0 +1,342 @@
+"""The kubelet versions numalign decides as, and the one table of what differs between them.
+
+Everything that depends on the kubelet version is asked here, by name: the feature gates' defaults and
+locks (upstream's versioned feature gates, pkg/features/kube_features.go), which Topology Manager and
+CPU Manager policy options a version accepts and behind which gate, and every decision-affecting change
+in pkg/kubelet/cm and the kubelet's admit handlers (CHANGES, each with its PR and the first version of
+each minor that has it). The managers read a `Behaviours` value; no other module compares versions.
+
+A version is X.Y.Z; `X.Y` means the newest patch of that minor numalign models (NEWEST_PATCH). A
+nodeInfo string (`v1.36.2-gke.1200`, `v1.35.0+k3s1`) is read as its X.Y.Z: vendor builds carry the
+upstream patch's code. docs/kubelet-versions.md presents this table (a test keeps the two equal).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+from numalign.errors import ConfigError, InvalidInputError
+from numalign.limits import flat
+
+_VERSION = re.compile(r"v?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,6}))?([-+][0-9A-Za-z.+_-]*)?")
+
+
+@dataclass(frozen=True, order=True)
+class KubeletVersion:
+    """A kubelet release, ordered as releases are."""
+
+    major: int
+    minor: int
+    patch: int
+
+    @classmethod
+    def parse(cls, text: str, where: str = "--kubelet-version") -> KubeletVersion:
+        """`1.36`, `1.36.2`, `v1.36.2`, or a nodeInfo kubeletVersion such as `v1.36.2-gke.1200`.
+
+        `X.Y` is the newest patch of that minor numalign models. Outside SUPPORTED, or not a version:
+        InvalidInputError, one line naming what, where, the supported range and the fix."""
+        raw = text.strip() if isinstance(text, str) else ""
+        match = _VERSION.fullmatch(raw)
+        if match is None:
+            raise InvalidInputError(
+                f"{where}: {flat(str(text))!r} is not a kubelet version; expected X.Y or X.Y.Z "
+                f"(e.g. 1.36 or v1.36.2) in the supported range {SUPPORTED_TEXT}"
+            )
+        major, minor = int(match.group(1)), int(match.group(2))
+        if match.group(3) is None:
+            if match.group(4):  # `v1.36-rc` names no patch release
+                raise InvalidInputError(
+                    f"{where}: {flat(raw)!r} names no patch release; expected X.Y or X.Y.Z "
+                    f"(e.g. 1.36 or v1.36.2) in the supported range {SUPPORTED_TEXT}"
+                )
+            newest = NEWEST_PATCH.get((major, minor))
+            if newest is None:
+                raise _unsupported(raw, where)
+            return cls(major, minor, newest)
+        version = cls(major, minor, int(match.group(3)))
+        if not version.supported():
+            raise _unsupported(raw, where)
+        return version
+
+    def supported(self) -> bool:
+        newest = NEWEST_PATCH.get((self.major, self.minor))
+        return newest is not None and self.patch <= newest
+
+    @property
+    def minor_key(self) -> tuple[int, int]:
+        return (self.major, self.minor)
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}.{self.patch}"
+
+
+# The newest patch numalign models in each supported minor: the newest release whose CHANGELOG the
+# table was compiled from. A later patch is refused rather than answered as if it were this one.
+NEWEST_PATCH: Final[Mapping[tuple[int, int], int]] = {
+    (1, 33): 6,
+    (1, 34): 5,
+    (1, 35): 2,
+    (1, 36): 2,
+    (1, 37): 0,
+}
+SUPPORTED: Final = tuple(KubeletVersion(a, b, p) for (a, b), newest in NEWEST_PATCH.items() for p in range(newest + 1))
+OLDEST: Final = SUPPORTED[0]
+NEWEST: Final = SUPPORTED[-1]
+SUPPORTED_TEXT: Final = f"{OLDEST} to {NEWEST} (" + ", ".join(
+    f"{a}.{b}.0-{a}.{b}.{n}" if n else f"{a}.{b}.0" for (a, b), n in NEWEST_PATCH.items()
+) + ")"
+# The version numalign decides as when none is given: the newest modelled patch of the current minor.
+# Changing it is a deliberate, documented step (docs/kubelet-versions.md).
+DEFAULT: Final = NEWEST
+# What `numalign replay` assumes for the shared oracle vectors, which were recorded from 1.35-era code.
+REPLAY_DEFAULT: Final = KubeletVersion(1, 35, NEWEST_PATCH[(1, 35)])
+
+
+def _unsupported(raw: str, where: str) -> InvalidInputError:
+    return InvalidInputError(
+        f"{where}: kubelet version {flat(raw)!r} is not supported; numalign models {SUPPORTED_TEXT}; "
+        f"give one of those (X.Y picks the newest modelled patch, e.g. {NEWEST.major}.{NEWEST.minor})"
+    )
+
+
+def resolve(text: str | None, where: str) -> KubeletVersion:
+    """The version asked for, or DEFAULT when none was given."""
+    if text is None:
+        return DEFAULT
+    return KubeletVersion.parse(text, where)
+
+
+def v(text: str) -> KubeletVersion:
+    """A full X.Y.Z literal of this table (no range check: the table names versions before 1.33)."""
+    major, minor, patch = (int(p) for p in text.split("."))
+    return KubeletVersion(major, minor, patch)
+
+
+# ---- feature gates ------------------------------------------------------------------------------------
+
+
+class Stage(StrEnum):
+    ALPHA = "alpha"
+    BETA = "beta"
+    GA = "GA"
+    DEPRECATED = "deprecated"
+
+
+@dataclass(frozen=True)
+class GateStage:
+    """One VersionedSpecs entry: from minor `since` on, the gate has this default, stage and lock."""
+
+    since: tuple[int, int]
+    default: bool
+    stage: Stage
+    locked: bool = False
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    name: str
+    stages: tuple[GateStage, ...]
+    # The minor whose kubelet no longer has the gate at all (removed after its lock period), if any.
+    removed_in: tuple[int, int] | None = None
+
+    def at(self, version: KubeletVersion) -> GateStage | None:
+        """The spec in force at `version`, None when that kubelet does not know the gate."""
+        if self.removed_in is not None and version.minor_key >= self.removed_in:
+            return None
+        current = None
+        for stage in self.stages:
+            if stage.since <= version.minor_key:
+                current = stage
+        return current
+
+
+def _gate(name: str, *stages: GateStage, removed_in: tuple[int, int] | None = None) -> GateSpec:
+    return GateSpec(name, stages, removed_in)
+
+
+# The gates that change what the resource managers or the admit handlers decide.
+FEATURE_GATES: Final[tuple[GateSpec, ...]] = (
+    _gate("CPUManagerPolicyAlphaOptions", GateStage((1, 22), False, Stage.ALPHA)),
+    _gate("CPUManagerPolicyBetaOptions", GateStage((1, 23), True, Stage.BETA)),
+    _gate("TopologyManagerPolicyAlphaOptions", GateStage((1, 26), False, Stage.ALPHA)),
+    _gate("TopologyManagerPolicyBetaOptions", GateStage((1, 26), True, Stage.BETA)),
+    _gate("KubeletPodResourcesGet", GateStage((1, 27), False, Stage.ALPHA), GateStage((1, 34), True, Stage.BETA)),
+    _gate(
+        "PodLevelResources",
+        GateStage((1, 32), False, Stage.ALPHA),
+        GateStage((1, 34), True, Stage.BETA),
+    ),
+)
+_GATES_BY_NAME: Final = {g.name: g for g in FEATURE_GATES}
+KNOWN_GATES: Final = tuple(g.name for g in FEATURE_GATES)
+
+
+def feature_gate_defaults(version: KubeletVersion) -> Mapping[str, bool]:
+    """Each modelled gate the kubelet at `version` knows, with its default there."""
+    out: dict[str, bool] = {}
+    for gate in FEATURE_GATES:
+        stage = gate.at(version)
+        if stage is not None:
+            out[gate.name] = stage.default
+    return out
+
+
+def locked_gates(version: KubeletVersion) -> frozenset[str]:
+    """The gates locked to their default at `version` (GA or deprecated with LockToDefault)."""
+    return frozenset(g.name for g in FEATURE_GATES if (s := g.at(version)) is not None and s.locked)
+
+
+def gate_stage(name: str, version: KubeletVersion) -> GateStage | None:
+    gate = _GATES_BY_NAME.get(name)
+    return None if gate is None else gate.at(version)
+
+
+def check_feature_gates(gates: Mapping[str, bool], version: KubeletVersion, where: str) -> None:
+    """Refuse what the kubelet at `version` refuses when its --feature-gates are set: a modelled gate it
+    does not know (yet, or any more), and a locked gate set against its lock (component-base
+    featuregate's texts first, then the fix). Gates numalign does not model are the caller's business."""
+    for name in sorted(gates):
+        gate = _GATES_BY_NAME.get(name)
+        if gate is None:
+            continue
+        stage = gate.at(version)
+        if stage is None:
+            raise ConfigError(
+                f"{where}: unrecognized feature gate: {name}; kubelet {version} does not have it "
+                f"({_gate_history(gate)}): drop it, or pick a kubelet version that has it"
+            )
+        if stage.locked and gates[name] != stage.default:
+            raise ConfigError(
+                f"{where}: cannot set feature gate {name} to {str(gates[name]).lower()}, feature is locked to "
+                f"{str(stage.default).lower()}; kubelet {version} has it {stage.stage} and locked, so drop the "
+                "setting"
+            )
+
+
+def _gate_history(gate: GateSpec) -> str:
+    parts = [f"{s.stage} from {s.since[0]}.{s.since[1]}" for s in gate.stages]
+    if gate.removed_in is not None:
+        parts.append(f"removed in {gate.removed_in[0]}.{gate.removed_in[1]}")
+    return ", ".join(parts)
+
+
+def effective_gates(config_gates: Mapping[str, bool], version: KubeletVersion) -> dict[str, bool]:
+    """The gates a kubelet at `version` runs with: its defaults, overridden by what was set."""
+    return {**feature_gate_defaults(version), **config_gates}
+
+
+# ---- policy options -----------------------------------------------------------------------------------
+
+
+class Maturity(StrEnum):
+    ALPHA = "alpha"
+    BETA = "beta"
+    STABLE = "stable"
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """A manager policy option: its maturity from each minor on (the first entry is when it appeared)."""
+
+    manager: str  # "topology" | "cpu"
+    name: str
+    maturity: tuple[tuple[tuple[int, int], Maturity], ...]
+
+    def at(self, version: KubeletVersion) -> Maturity | None:
+        current = None
+        for since, maturity in self.maturity:
+            if since <= version.minor_key:
+                current = maturity
+        return current
+
+
+_A, _B, _S = Maturity.ALPHA, Maturity.BETA, Maturity.STABLE
+POLICY_OPTIONS: Final[tuple[OptionSpec, ...]] = (
+    OptionSpec("topology", "prefer-closest-numa-nodes", (((1, 26), _A), ((1, 28), _B), ((1, 32), _S))),
+    OptionSpec("topology", "max-allowable-numa-nodes", (((1, 31), _B), ((1, 35), _S))),
+    OptionSpec("cpu", "full-pcpus-only", (((1, 22), _B), ((1, 33), _S))),
+    OptionSpec("cpu", "distribute-cpus-across-numa", (((1, 23), _A), ((1, 31), _B))),
+    OptionSpec("cpu", "align-by-socket", (((1, 25), _A),)),
+    OptionSpec("cpu", "distribute-cpus-across-cores", (((1, 30), _A),)),
+    OptionSpec("cpu", "strict-cpu-reservation", (((1, 32), _A), ((1, 33), _B))),
+    OptionSpec("cpu", "prefer-align-cpus-by-uncorecache", (((1, 32), _A), ((1, 34), _B))),
+)
+# The gate that must be on for an option of each maturity, per manager (stable options need none).
+OPTION_GATES: Final[Mapping[str, Mapping[Maturity, str]]] = {
+    "topology": {_A: "TopologyManagerPolicyAlphaOptions", _B: "TopologyManagerPolicyBetaOptions"},
+    "cpu": {_A: "CPUManagerPolicyAlphaOptions", _B: "CPUManagerPolicyBetaOptions"},
+}
+
+
+def option_maturity(manager: str, version: KubeletVersion) -> dict[str, Maturity]:
+    """The options `manager`'s policy accepts at `version`, with their maturity there."""
+    out: dict[str, Maturity] = {}
+    for spec in POLICY_OPTIONS:
+        if spec.manager == manager and (m := spec.at(version)) is not None:
+            out[spec.name] = m
+    return out
+
+
+# ---- decision-affecting changes ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Change:
+    """One decision-affecting upstream change.
+
+    `since` holds the first version of each minor that has it: the release it merged into (every later
+    minor has it from .0) and each patch release it was cherry-picked into."""
+
+    name: str
+    pr: int
+    since: tuple[KubeletVersion, ...]
+    summary: str
+
+    def present_in(self, version: KubeletVersion) -> bool:
+        landed = max(s.minor_key for s in self.since)
+        if version.minor_key > landed:
+            return True
+        return any(s.minor_key == version.minor_key and version >= s for s in self.since)
+
+    def last_without(self, minor: tuple[int, int]) -> KubeletVersion | None:
+        """The newest supported version of `minor` without the change (None: all of them have it)."""
+        candidates = [x for x in SUPPORTED if x.minor_key == minor and not self.present_in(x)]
+        return max(candidates) if candidates else None
+
+
+DEVICE_HINTS_OVER_DEVICE_NUMA_NODES: Final = "device-hints-over-device-numa-nodes"
+
+CHANGES: Final[tuple[Change, ...]] = (
+    Change(
+        DEVICE_HINTS_OVER_DEVICE_NUMA_NODES,
+        138244,
+        (v("1.36.0"),),
+        "The device manager enumerates hint masks only over the NUMA nodes that host devices of the "
+        "requested resource, and adds one non-preferred hint spanning all NUMA nodes.",
+    ),
+)
+_CHANGES_BY_NAME: Final = {c.name: c for c in CHANGES}
+
+
+def has_change(name: str, version: KubeletVersion) -> bool:
+    return _CHANGES_BY_NAME[name].present_in(version)
+
+
+@dataclass(frozen=True)
+class Behaviours:
+    """What the kubelet at one version does differently, by name. The managers read these fields."""
+
+    version: KubeletVersion
+    # k/k #138244: device hints over the device-hosting NUMA nodes, plus an all-nodes fallback.
+    device_hints_over_device_numa_nodes: bool
+
+
+def behaviours(version: KubeletVersion) -> Behaviours:
+    return Behaviours(
+        version=version,
+        device_hints_over_device_numa_nodes=has_change(DEVICE_HINTS_OVER_DEVICE_NUMA_NODES, version),
+    )

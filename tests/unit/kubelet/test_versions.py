@@ -1,0 +1,85 @@
+"""numalign.kubelet.versions: parsing, the supported range, gate defaults and locks, option maturity."""
+
+from __future__ import annotations
+
+import pytest
+
+from numalign.errors import ConfigError, InvalidInputError
+from numalign.kubelet import versions as kv
+from numalign.kubelet.versions import DEFAULT, NEWEST_PATCH, KubeletVersion, resolve
+
+
+def test_parse_forms() -> None:
+    newest_136 = NEWEST_PATCH[(1, 36)]
+    assert KubeletVersion.parse("1.36") == KubeletVersion(1, 36, newest_136)
+    assert KubeletVersion.parse("1.36.0") == KubeletVersion(1, 36, 0)
+    assert KubeletVersion.parse("v1.36.0") == KubeletVersion(1, 36, 0)
+    assert KubeletVersion.parse("v1.35.0+k3s1") == KubeletVersion(1, 35, 0)
+    assert KubeletVersion.parse("v1.34.0-gke.1200") == KubeletVersion(1, 34, 0)
+    assert str(KubeletVersion.parse("v1.33.0")) == "1.33.0"
+
+
+def test_versions_are_ordered() -> None:
+    assert KubeletVersion(1, 34, 9) < KubeletVersion(1, 35, 0) < KubeletVersion(1, 35, 1)
+    assert list(kv.SUPPORTED) == sorted(kv.SUPPORTED)
+    assert kv.SUPPORTED[0] == KubeletVersion(1, 33, 0)
+
+
+def test_default_is_the_newest_modelled_137_patch() -> None:
+    assert KubeletVersion(1, 37, NEWEST_PATCH[(1, 37)]) == DEFAULT
+    assert resolve(None, "x") == DEFAULT
+    assert resolve("1.35.0", "x") == KubeletVersion(1, 35, 0)
+
+
+@pytest.mark.parametrize("text", ["1.32.9", "1.38.0", "2.0", "1.32", f"1.37.{NEWEST_PATCH[(1, 37)] + 1}"])
+def test_outside_the_range_is_one_line_naming_it(text: str) -> None:
+    with pytest.raises(InvalidInputError) as err:
+        KubeletVersion.parse(text, where="nodes.json: node a status.nodeInfo.kubeletVersion")
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert msg.startswith("nodes.json: node a status.nodeInfo.kubeletVersion: ")
+    assert text in msg and "1.33.0 to " in msg
+
+
+@pytest.mark.parametrize("text", ["", "latest", "1", "1.x", "v1.36-rc.1", "1.36.0.1"])
+def test_not_a_version(text: str) -> None:
+    with pytest.raises(InvalidInputError) as err:
+        resolve(text, "--kubelet-version")
+    assert str(err.value).startswith("--kubelet-version: ") and "\n" not in str(err.value)
+
+
+def test_gate_defaults_follow_the_versioned_specs() -> None:
+    assert kv.feature_gate_defaults(KubeletVersion(1, 33, 0))["PodLevelResources"] is False
+    assert kv.feature_gate_defaults(KubeletVersion(1, 34, 0))["PodLevelResources"] is True
+    assert kv.feature_gate_defaults(KubeletVersion(1, 33, 0))["KubeletPodResourcesGet"] is False
+
+
+def test_a_gate_the_version_does_not_have_is_refused() -> None:
+    spec = kv.GateSpec("Later", (kv.GateStage((1, 36), False, kv.Stage.ALPHA),))
+    assert spec.at(KubeletVersion(1, 35, 0)) is None
+    assert spec.at(KubeletVersion(1, 36, 0)) == kv.GateStage((1, 36), False, kv.Stage.ALPHA)
+
+
+def test_check_feature_gates_refuses_a_locked_gate_set_against_its_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    locked = kv.GateSpec("Locked", (kv.GateStage((1, 30), True, kv.Stage.GA, locked=True),))
+    monkeypatch.setattr(kv, "_GATES_BY_NAME", {"Locked": locked})
+    kv.check_feature_gates({"Locked": True}, DEFAULT, "--feature-gates")
+    with pytest.raises(ConfigError, match="cannot set feature gate Locked to false, feature is locked to true"):
+        kv.check_feature_gates({"Locked": False}, DEFAULT, "--feature-gates")
+
+
+def test_behaviours_name_the_device_hint_change() -> None:
+    assert not kv.behaviours(KubeletVersion(1, 35, 0)).device_hints_over_device_numa_nodes
+    assert kv.behaviours(KubeletVersion(1, 36, 0)).device_hints_over_device_numa_nodes
+
+
+def test_a_node_carries_its_version() -> None:
+    from numalign.k8s.kubeletconfig import KubeletConfig
+    from numalign.kubelet.node import Node
+    from numalign.machine.examples import example
+
+    node = Node(example("dual-socket"), KubeletConfig())
+    assert node.kubelet_version == DEFAULT
+    old = Node(example("dual-socket"), KubeletConfig(), kubelet_version=KubeletVersion(1, 33, 0))
+    assert old.kubelet_version == KubeletVersion(1, 33, 0)
+    assert old.gates["PodLevelResources"] is False
