@@ -192,7 +192,8 @@ class Node:
             affinity=self.tm,
             implicit_from_nodes=implicit_from_nodes,
         )
-        self.devices = DeviceManager(machine.numa_ids(), self.tm, implicit_from_nodes=implicit_from_nodes)
+        self.devices = DeviceManager(machine.numa_ids(), self.tm, implicit_from_nodes=implicit_from_nodes,
+                                     behaviours=self.behaviours)
         self.static_devices = static_devices
         if static_devices:
             self._register_static_plugins()

@@ -340,3 +340,7 @@ def behaviours(version: KubeletVersion) -> Behaviours:
         version=version,
         device_hints_over_device_numa_nodes=has_change(DEVICE_HINTS_OVER_DEVICE_NUMA_NODES, version),
     )
+
+
+# What a manager built without a version decides as: the default version's behaviours.
+DEFAULT_BEHAVIOURS: Final = behaviours(DEFAULT)

@@ -12,16 +12,24 @@ Upstream facts kept on purpose:
   TopologyInfo; but as a *reusable* device only the latter is skipped: the former rejects every
   mask (Go: `Topology == nil` skips, then `!mask.AnySet([])` rejects).
 - Available and reusable are counted independently; a device in both counts twice, as upstream.
+
+From kubelet 1.36.0 (k/k #138244, Behaviours.device_hints_over_device_numa_nodes) the masks are
+enumerated only over the NUMA nodes that host a registered device of the resource (any state; ids the
+machine does not have are dropped), and when that is fewer than all nodes and some mask passed, one
+non-preferred hint spanning every NUMA node is appended. The masks kept and their preferred flags are
+the 1.35 ones restricted to those nodes: a narrowest mask never needs a device-less node.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TypeVar
 
-from numalign.core.bitmask import iterate_bitmasks
+from numalign.core.bitmask import iterate_bitmasks, mask_of
 from numalign.core.hint import TopologyHint
+from numalign.core.implicit.hints import ImplicitHints
 from numalign.kubelet.devicemanager.endpoint import Device
 
 
@@ -87,6 +95,40 @@ _H = TypeVar("_H")
 HintGenerator = Callable[[Sequence[int], Mapping[str, Device], Collection[str], Collection[str], int], _H]
 
 
+def device_numa_nodes(numa_nodes: Sequence[int], all_devices: Mapping[str, Device]) -> list[int]:
+    """The machine's NUMA nodes that host a registered device of the resource, ascending (#138244);
+    all of them when no device names a node the machine has."""
+    known = set(numa_nodes)
+    hosting = {n for d in all_devices.values() if d.topology for n in d.topology if n in known}
+    return sorted(hosting) if hosting else list(numa_nodes)
+
+
+def over_device_numa_nodes(generate: HintGenerator[_H]) -> HintGenerator[_H | list[TopologyHint]]:
+    """`generate` as kubelet 1.36+ runs it: over device_numa_nodes, plus the all-nodes fallback hint."""
+
+    def gen(
+        numa_nodes: Sequence[int], all_devices: Mapping[str, Device], available: Collection[str],
+        reusable: Collection[str], request: int,
+    ) -> _H | list[TopologyHint]:
+        candidates = device_numa_nodes(numa_nodes, all_devices)
+        hints = generate(candidates, all_devices, available, reusable, request)
+        if len(candidates) >= len(set(numa_nodes)):
+            return hints
+        everything = TopologyHint(mask_of(list(numa_nodes)), False)
+        if isinstance(hints, ImplicitHints):
+            listed = hints.materialize
+            return dataclasses.replace(
+                hints, extras=(*hints.extras, everything),
+                materialize=None if listed is None else (lambda: [*listed(), everything]),
+                _cache={},
+            )
+        if isinstance(hints, list) and hints:
+            return [*hints, everything]
+        return hints
+
+    return gen
+
+
 def resource_topology_hints(
     numa_nodes: Sequence[int],
     all_devices: Mapping[str, Device],
@@ -95,6 +137,7 @@ def resource_topology_hints(
     available: Collection[str],
     reusable: Collection[str],
     request: int,
+    over_device_nodes: bool = False,
 ) -> list[TopologyHint] | None:
     """One resource's entry of GetTopologyHints / GetPodTopologyHints (steps a-e).
 
@@ -105,6 +148,7 @@ def resource_topology_hints(
     return resource_hint_steps(
         numa_nodes, all_devices, generate_device_topology_hints,
         allocated=allocated, available=available, reusable=reusable, request=request,
+        over_device_nodes=over_device_nodes,
     )
 
 
@@ -117,8 +161,15 @@ def resource_hint_steps(
     available: Collection[str],
     reusable: Collection[str],
     request: int,
+    over_device_nodes: bool = False,
 ) -> _H | list[TopologyHint] | None:
-    """Steps a-e of resource_topology_hints with the hint list built by `generate`."""
+    """Steps a-e of resource_topology_hints with the hint list built by `generate` (kubelet 1.36+:
+    over_device_nodes, see the module docstring)."""
+    if over_device_nodes:
+        return resource_hint_steps(
+            numa_nodes, all_devices, over_device_numa_nodes(generate),
+            allocated=allocated, available=available, reusable=reusable, request=request,
+        )
     # a. No device reports NUMA nodes: no preference.
     if not device_has_topology_alignment(all_devices):
         return None

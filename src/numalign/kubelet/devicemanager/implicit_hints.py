@@ -106,11 +106,13 @@ def resource_topology_hints_implicit(
     available: Collection[str],
     reusable: Collection[str],
     request: int,
+    over_device_nodes: bool = False,
 ) -> ListOrImplicit | None:
     """devices.hints.resource_topology_hints (steps a-e) with the implicit generator."""
     return resource_hint_steps(
         numa_nodes, all_devices, device_topology_hints,
         allocated=allocated, available=available, reusable=reusable, request=request,
+        over_device_nodes=over_device_nodes,
     )
 
 

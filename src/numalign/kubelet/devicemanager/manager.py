@@ -59,6 +59,7 @@ from numalign.kubelet.topologymanager.provider import (
     ImplicitHintProvider,
     ListOrImplicit,
 )
+from numalign.kubelet.versions import DEFAULT_BEHAVIOURS, Behaviours
 from numalign.paths import ENDPOINT_STOP_GRACE_PERIOD as ENDPOINT_STOP_GRACE_PERIOD  # re-export
 
 _D_co = TypeVar("_D_co", bound=ListOrImplicit, covariant=True)
@@ -77,6 +78,7 @@ class _Gen(Protocol[_D_co]):
         available: Collection[str],
         reusable: Collection[str],
         request: int,
+        over_device_nodes: bool = False,
     ) -> _D_co | None: ...
 
 
@@ -125,8 +127,11 @@ class DeviceManager:
         running_containers: Collection[tuple[str, str]] = (),
         checkpoint_hook: Callable[[], None] | None = None,
         implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
+        behaviours: Behaviours = DEFAULT_BEHAVIOURS,
     ) -> None:
         self.numa_nodes = list(numa_nodes)
+        # what the kubelet release modelled does differently (numalign.kubelet.versions)
+        self.behaviours = behaviours
         # hints are implicit on machines with at least this many NUMA nodes (providers/implicit)
         self.implicit_from_nodes = implicit_from_nodes
         self.affinity = affinity
@@ -279,12 +284,13 @@ class DeviceManager:
         available: Collection[str],
         reusable: Collection[str],
         request: int,
+        over_device_nodes: bool = False,
     ) -> ListOrImplicit | None:
         """resource_topology_hints, implicit on machines with many NUMA nodes."""
         implicit = len(numa_nodes) >= self.implicit_from_nodes
         gen = resource_topology_hints_implicit if implicit else resource_topology_hints
         return gen(numa_nodes, all_devices, allocated=allocated, available=available, reusable=reusable,
-                   request=request)
+                   request=request, over_device_nodes=over_device_nodes)
 
     def _container_hints(self, pod: Pod, container: Container, gen: _Gen[_D]) -> dict[str, _D | None]:
         self.update_allocated_devices()
@@ -299,6 +305,7 @@ class DeviceManager:
                 available=self._available(resource),
                 reusable=self.devices_to_reuse.get(pod.uid, {}).get(resource, set()),
                 request=_count(container.limits, resource),
+                over_device_nodes=self.behaviours.device_hints_over_device_numa_nodes,
             )
         return hints
 
@@ -321,6 +328,7 @@ class DeviceManager:
                 available=self._available(resource),
                 reusable=(),
                 request=int(limits[resource]),
+                over_device_nodes=self.behaviours.device_hints_over_device_numa_nodes,
             )
         return hints
 

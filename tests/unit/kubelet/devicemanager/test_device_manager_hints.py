@@ -13,6 +13,7 @@ from numalign.k8s.quantity import Quantity
 from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, Device
 from numalign.kubelet.devicemanager.manager import DeviceManager
 from numalign.kubelet.topologymanager.provider import HintProvider
+from numalign.kubelet.versions import KubeletVersion, behaviours
 
 
 class NoAffinity:
@@ -230,12 +231,17 @@ def test_inactive_pods_are_collected_before_hints() -> None:
     assert m.allocated == {}
 
 
-def test_zero_device_limit_still_gets_hints_in_both_scopes() -> None:
-    """Upstream keeps a 0 limit: request 0 fits every mask, single nodes preferred."""
-    m = DeviceManager([0, 1], NoAffinity())
+@pytest.mark.parametrize(("version", "want"), [
+    # 1.35: request 0 fits every mask over all nodes, single nodes preferred.
+    ("1.35", [H(0, p=True), H(1, p=True), H(0, 1, p=False)]),
+    # 1.36+ (k/k #138244): only the device's node, then the all-nodes fallback.
+    ("1.36.0", [H(0, p=True), H(0, 1, p=False)]),
+])
+def test_zero_device_limit_still_gets_hints_in_both_scopes(version: str, want: list[TopologyHint]) -> None:
+    """Upstream keeps a 0 limit: it still gets hints."""
+    m = DeviceManager([0, 1], NoAffinity(), behaviours=behaviours(KubeletVersion.parse(version)))
     m.update_devices("r", [numa("a", 0)])
     pod = Pod("p", uid="u", containers=(ctr("c", {"r": 0}),))
-    want = [H(0, p=True), H(1, p=True), H(0, 1, p=False)]
     assert m.get_topology_hints(pod, pod.containers[0]) == {"r": want}
     assert m.get_pod_topology_hints(pod) == {"r": want}
 
