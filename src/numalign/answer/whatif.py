@@ -348,6 +348,7 @@ def _with_request(pod: Pod, container: str, values: Mapping[str, Quantity], limi
 def _with_gate(node: Node, gate: str) -> Node:
     twin = copies.node_copy(node)
     twin.config = dataclasses.replace(node.config, feature_gates={**node.config.feature_gates, gate: True})
+    twin.gates = {**node.gates, gate: True}  # what the node runs with: its version's defaults, then the config
     return twin
 
 

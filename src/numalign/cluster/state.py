@@ -296,7 +296,7 @@ class ClusterState:
         answer depends on, -1 for all)."""
         node = sn.node()
         self.probe_count += 1
-        if pod.has_pod_level_resources and not node.config.feature_gate_enabled("PodLevelResources"):
+        if pod.has_pod_level_resources and not node.gates.get("PodLevelResources", False):
             return False, 0, -1
         rec = node.tm.admit(pod)
         node.tm.remove_pod(pod)
