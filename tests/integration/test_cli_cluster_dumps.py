@@ -13,7 +13,7 @@ from numalign.cli.main import main
 from numalign.cluster.dumps import cluster_from_dumps
 from numalign.cluster.examples import gpu_node
 from numalign.cluster.model import example_config
-from numalign.cluster.nrt import node_resource_topology
+from numalign.cluster.nrt_export import node_resource_topology
 from numalign.kubelet.node import Node
 
 

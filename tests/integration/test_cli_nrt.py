@@ -38,8 +38,30 @@ def test_nrt_reads_a_state_directory_without_writing(tmp_path: Path, capsys: pyt
     from_state = json.loads(capsys.readouterr().out)
     assert main(["nrt", "-o", "json", str(DATA / "example-pods.yaml")]) == 0
     from_pods = json.loads(capsys.readouterr().out)
-    assert from_state["zones"] == from_pods["zones"]
+    assert from_state == from_pods  # zones, attributes and the pod-set fingerprint
+    assert from_state["attributes"][2]["name"] == "nodeTopologyPodsFingerprint"
     assert {p: p.stat().st_mtime_ns for p in state.rglob("*") if p.is_file()} == files
+
+
+def test_nrt_of_a_kubelets_own_state_directory_counts_what_its_checkpoints_hold(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A directory without numalign's pod record (a kubelet's /var/lib/kubelet, a copy): its pods are
+    known only by UID, yet what they hold is taken, as the topology-updater sees it through List."""
+    state = tmp_path / "state"
+    assert main(["admit", "--state-dir", str(state), str(DATA / "example-pods.yaml")]) == 0
+    capsys.readouterr()
+    assert main(["nrt", "-o", "json", "--state-dir", str(state)]) == 0
+    recorded = json.loads(capsys.readouterr().out)
+    (state / "numalign_pods.json").unlink()
+    assert main(["nrt", "-o", "json", "--state-dir", str(state)]) == 0
+    out = capsys.readouterr()
+    kubelets = json.loads(out.out)
+    assert kubelets["zones"] == recorded["zones"]
+    assert main(["nrt", "-o", "json"]) == 0
+    assert kubelets["zones"] != json.loads(capsys.readouterr().out)["zones"]
+    # No names, no fingerprint: said once on stderr.
+    assert [a["name"] for a in kubelets["attributes"]] == ["topologyManagerPolicy", "topologyManagerScope"]
+    assert "nodeTopologyPodsFingerprint" in out.err and len(out.err.strip().splitlines()) == 1
 
 
 def test_nrt_from_a_socket_that_is_not_there(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 
-from numalign.cluster.nrt import node_resource_topology
+from numalign.cluster.nrt_export import node_resource_topology
 from numalign.k8s.pod import Pod
 from numalign.k8s.qos import QOSClass, get_pod_qos
 from numalign.k8s.requests import container_requests, pod_requests

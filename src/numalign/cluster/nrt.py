@@ -1,41 +1,18 @@
-"""NodeResourceTopology (topology.node.k8s.io/v1alpha2) of a node, as the NFD topology-updater publishes it.
+"""NodeResourceTopology (topology.node.k8s.io/v1alpha2): the object, as the API server returns it.
 
-Theory of operation. The topology-updater (node-feature-discovery pkg/resourcemonitor; the
-resource-topology-exporter computes the same) never sees the kubelet's state files: it reads
-PodResources GetAllocatableResources once and List on every change, and sums per NUMA node:
-
-* allocatable: the allocatable CPU ids on that node (static CPU manager: all CPUs but the reserved
-  ones; none policy: no CPU at all), the memory manager's allocatable blocks (Static policy only) and
-  the healthy devices reporting that node;
-* capacity: allocatable plus the reserved CPUs of the node for cpu, the node's MemTotal and hugepages
-  pool for memory and hugepages-*, allocatable for devices. A NUMA node with nothing allocatable
-  still gets a zone holding one `cpu` entry (all its CPUs reserved);
-* available: allocatable minus what the pods it watches hold. It watches Guaranteed pods that have
-  a container with an integral CPU request or hold a device; from those it subtracts exclusive CPU
-  ids (integral pods only), devices, and memory blocks (a block spanning several nodes drains them in
-  the order listed, as the memory manager fills them).
-
-That is all the scheduler side (scheduler-plugins NodeResourceTopologyMatch) ever learns: sums per
-node, nothing of SMT, CPU manager options or which CPUs are reserved. numalign computes the object
-from a Node's state directly (the same values PodResources would report), so it needs no agent.
-
+What goes into it (the NFD topology-updater's scan and aggregation, and the three ways numalign
+feeds them) is cluster/nrt_export.py; scheduler-plugins' reading of it is cluster/nrtmatch.py.
 Go map order is random in upstream's output; zones are listed by NUMA id and resources by name here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from numalign.errors import InvalidInputError
-from numalign.k8s.pod import Pod
-from numalign.k8s.qos import QOSClass, get_pod_qos
 from numalign.k8s.quantity import Quantity, QuantityFormat
-from numalign.k8s.requests import container_requests
-from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY, hugepage_resource_name
-from numalign.kubelet.node import Node
-from numalign.machine.topology import Machine
 from numalign.validation import expect_list
 
 API_VERSION: Final = "topology.node.k8s.io/v1alpha2"
@@ -169,169 +146,3 @@ def _qty(v: Any, where: str, resource: str) -> int:
     q = Quantity.parse(v, where)
     # cpu is counted in whole CPUs by the exporters; other resources in units (bytes, devices).
     return q.value()
-
-
-def _watched(pod: Pod, has_device: bool) -> tuple[bool, bool]:
-    """PodResourcesScanner.isWatchable: (watched, integral-guaranteed)."""
-    if get_pod_qos(pod) is not QOSClass.GUARANTEED:
-        return False, False
-    integral = False
-    for c in (*pod.init_containers, *pod.containers):
-        cpu = container_requests(c).get(RESOURCE_CPU)
-        # hasIntegralCPUs: Value()*1000 == MilliValue() (Value rounds up).
-        if cpu is not None and cpu.value() * 1000 == cpu.milli_value():
-            integral = True
-            break
-    return integral or has_device, integral
-
-
-# What the aggregation reads, as PodResources reports it: memory blocks are (type, size, NUMA ids),
-# devices (resource, id, NUMA ids or None). A watched pod is (integral, its containers), each container
-# (exclusive CPU ids, [(resource, device id)], memory blocks).
-MemoryBlockView = tuple[str, int, Sequence[int]]
-ContainerView = tuple[Sequence[int], Sequence[tuple[str, str]], Sequence[MemoryBlockView]]
-WatchedPod = tuple[bool, Sequence[ContainerView]]
-
-
-def node_resource_topology(node: Node, name: str) -> NodeResourceTopology:
-    """The object the topology-updater would publish for this node now."""
-    cpus: list[int] = sorted(node.cpu.get_allocatable_cpus())
-    memory = [(b.type, b.size, list(b.numa_affinity)) for b in node.memory.get_allocatable_memory()]
-    devices = [(resource, dev_id, dev.topology)
-               for resource, devs in node.devices.get_allocatable_devices().items() for dev_id, dev in devs.items()]
-    pods = [w for pod in node.pods.values() if (w := _watched_view(node, pod)) is not None]
-    config = node.config
-    return aggregate(node.machine, name, config.topology_manager_policy, config.topology_manager_scope,
-                     cpus, memory, devices, pods)
-
-
-def _watched_view(node: Node, pod: Pod) -> WatchedPod | None:
-    # PodResources List reports sidecars and app containers (regular init containers have finished).
-    reported = [c for c in pod.init_containers if c.is_sidecar] + list(pod.containers)
-    devices = {c.name: node.devices.get_container_devices(pod.uid, c.name) or {} for c in reported}
-    watched, integral = _watched(pod, any(devices.values()))
-    if not watched:
-        return None
-    containers: list[ContainerView] = []
-    for c in reported:
-        cpus = sorted(node.cpu.get_exclusive_cpus(pod.uid, c.name))
-        devs = [(resource, dev_id) for resource, ids in devices[c.name].items() for dev_id in ids]
-        memory = [(b.type, b.size, list(b.numa_affinity)) for b in node.memory.get_memory(pod.uid, c.name) or []]
-        containers.append((cpus, devs, memory))
-    return integral, containers
-
-
-def aggregate(
-    machine: Machine,
-    name: str,
-    policy: str,
-    scope: str,
-    allocatable_cpus: Iterable[int],
-    allocatable_memory: Iterable[MemoryBlockView],
-    allocatable_devices: Iterable[tuple[str, str, Sequence[int] | None]],
-    pods: Iterable[WatchedPod],
-) -> NodeResourceTopology:
-    """NodeResourcesAggregator.Aggregate over GetAllocatableResources and the watched pods of List."""
-    ids = machine.numa_ids()
-    cpu_numa = {c.id: c.numa_node for c in machine.cpus if c.online and c.numa_node is not None}
-    allocatable: dict[int, dict[str, int]] = {}
-    cpu_owner: dict[int, int] = {}
-    for cpu in allocatable_cpus:
-        numa = cpu_numa.get(cpu)
-        if numa is not None:
-            res = allocatable.setdefault(numa, {})
-            res[RESOURCE_CPU] = res.get(RESOURCE_CPU, 0) + 1
-            cpu_owner[cpu] = numa
-    for mem_type, size, numas in allocatable_memory:
-        for numa in numas:
-            res = allocatable.setdefault(numa, {})
-            res[mem_type] = res.get(mem_type, 0) + size
-    device_owner: dict[str, dict[str, int]] = {}
-    for resource, dev_id, topology in allocatable_devices:
-        for numa in topology or ():
-            res = allocatable.setdefault(numa, {})
-            res[resource] = res.get(resource, 0) + 1
-            device_owner.setdefault(resource, {})[dev_id] = numa
-    reserved_cpus = {n: sum(1 for c, m in cpu_numa.items() if m == n and c not in cpu_owner) for n in ids}
-    memory_capacity = _memory_capacity(machine)
-
-    table: dict[int, dict[str, list[int]]] = {}  # numa -> resource -> [capacity, allocatable, available]
-    for numa in ids:
-        nres = allocatable.get(numa)
-        if nres is None:
-            table[numa] = {RESOURCE_CPU: [reserved_cpus[numa], 0, 0]}
-            continue
-        row: dict[str, list[int]] = {}
-        for resource, amount in nres.items():
-            if resource == RESOURCE_CPU:
-                cap = amount + reserved_cpus[numa]
-            elif resource == RESOURCE_MEMORY or resource.startswith("hugepages-"):
-                cap = memory_capacity.get(numa, {}).get(resource, amount)
-            else:
-                cap = amount
-            row[resource] = [cap, amount, amount]
-        table[numa] = row
-    for integral, containers in pods:
-        for cpus, devs, memory in containers:
-            if integral:
-                for cpu in cpus:
-                    _take_one(table, cpu_owner.get(cpu), RESOURCE_CPU)
-            for resource, dev_id in devs:
-                _take_one(table, device_owner.get(resource, {}).get(dev_id), resource)
-            for mem_type, size, numas in memory:
-                if size:
-                    _take_memory(table, mem_type, size, numas)
-
-    distances = machine.distance_matrix()
-    zones = []
-    for numa in ids:
-        costs: tuple[tuple[str, int], ...] = ()
-        if distances is not None and numa in distances:
-            costs = tuple((zone_name(ids[j]), d) for j, d in enumerate(distances[numa]))
-        resources = tuple(ResourceInfo(r, *vals) for r, vals in sorted(table[numa].items()))
-        zones.append(Zone(zone_name(numa), ZONE_TYPE_NODE, resources, costs))
-    return NodeResourceTopology(
-        name,
-        tuple(zones),
-        ((TOPOLOGY_MANAGER_POLICY_ATTRIBUTE, policy), (TOPOLOGY_MANAGER_SCOPE_ATTRIBUTE, scope)),
-        (detect_topology_policy(policy, scope),),
-    )
-
-
-def _memory_capacity(machine: Machine) -> dict[int, dict[str, int]]:
-    """getMemoryResourcesCapacity: MemTotal and each hugepage pool (pages x size) per NUMA node."""
-    out: dict[int, dict[str, int]] = {}
-    for n in machine.numa_nodes:
-        row = {RESOURCE_MEMORY: n.memory_bytes}
-        for size, pages in n.hugepages.items():
-            row[hugepage_resource_name(size)] = size * pages
-        out[n.id] = row
-    return out
-
-
-def _take_one(table: dict[int, dict[str, list[int]]], numa: int | None, resource: str) -> None:
-    if numa is None:
-        return  # upstream logs "unknown resource" and skips it
-    row = table.get(numa, {}).get(resource)
-    if row is not None:
-        row[2] -= 1
-
-
-def _take_memory(table: dict[int, dict[str, list[int]]], resource: str, size: int, numas: Sequence[int]) -> None:
-    """updateMemoryAvailable: drain the listed nodes in order until the block is accounted for."""
-    for numa in numas:
-        if size == 0:
-            return
-        row = table.get(numa, {}).get(resource)
-        if row is None:
-            if numa in table:
-                return  # upstream: resource missing under this zone, stop
-            continue
-        if row[2] == 0:
-            continue
-        if size >= row[2]:
-            size -= row[2]
-            row[2] = 0
-        else:
-            row[2] -= size
-            size = 0

@@ -1,18 +1,18 @@
 """A running kubelet's (or `numalign serve`'s) NodeResourceTopology, read as the NFD topology-updater
 reads it: PodResources v1 GetAllocatableResources and List over the unix socket, aggregated per NUMA
-node (cluster/nrt.py).
+node by the same rule as every other path (cluster/nrt_export.py).
 
-One difference, forced by the socket: the topology-updater asks the API server for each pod's QoS
-class and counts only Guaranteed pods; the socket does not say. A pod with exclusive CPUs is
-Guaranteed (only those get them); a pod holding devices but no exclusive CPU is counted as if it were
-Guaranteed (the exporter would skip it if it is not).
+The topology-updater asks the API server for each pod's QoS class; the socket does not say, so it is
+inferred from what the kubelet gave the pod (nrt_export.is_watchable), which subtracts the same
+amounts.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from numalign.cluster.nrt import ContainerView, NodeResourceTopology, WatchedPod, aggregate
+from numalign.cluster.nrt import NodeResourceTopology
+from numalign.cluster.nrt_export import ListedPod, export
 from numalign.errors import DiscoveryError, InvalidInputError
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.machine.topology import Machine
@@ -40,17 +40,12 @@ def nrt_from_pod_resources(socket: Path, machine: Machine, config: KubeletConfig
     devices = [(d.resource_name, dev_id, [n.ID for n in d.topology.nodes] if d.HasField("topology") else None)
                for d in alloc.devices for dev_id in d.device_ids]
     memory = [(m.memory_type, m.size, [n.ID for n in m.topology.nodes]) for m in alloc.memory]
-    pods: list[WatchedPod] = []
-    for p in listed.pod_resources:
-        integral = any(c.cpu_ids for c in p.containers)
-        has_device = any(c.devices for c in p.containers)
-        if not (integral or has_device):
-            continue
-        containers: list[ContainerView] = [
+    pods = [
+        ListedPod(p.namespace, p.name, tuple(
             (list(c.cpu_ids), [(d.resource_name, dev_id) for d in c.devices for dev_id in d.device_ids],
              [(m.memory_type, m.size, [n.ID for n in m.topology.nodes]) for m in c.memory])
-            for c in p.containers
-        ]
-        pods.append((integral, containers))
-    return aggregate(machine, name, config.topology_manager_policy, config.topology_manager_scope,
-                     list(alloc.cpu_ids), memory, devices, pods)
+            for c in p.containers))
+        for p in listed.pod_resources
+    ]
+    return export(machine, name, config.topology_manager_policy, config.topology_manager_scope,
+                  list(alloc.cpu_ids), memory, devices, pods)

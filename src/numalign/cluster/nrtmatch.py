@@ -38,8 +38,8 @@ from numalign.cluster.nrt import (
     TOPOLOGY_MANAGER_SCOPE_ATTRIBUTE,
     ZONE_TYPE_NODE,
     NodeResourceTopology,
-    node_resource_topology,
 )
+from numalign.cluster.nrt_export import node_resource_topology
 from numalign.cluster.schedulers import MAX_NODE_SCORE, DefaultScheduler, num_feasible_nodes_to_find
 from numalign.cluster.state import BoolArray, ClusterState, IntArray, PodVector
 from numalign.k8s.pod import Container, Pod

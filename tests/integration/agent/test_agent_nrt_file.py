@@ -46,3 +46,63 @@ def test_nrt_file_follows_devices_and_pods(layout: Layout, capsys: pytest.Captur
     finally:
         plugin.stop()
         agent.stop()
+
+
+def _memory_available(obj: dict[str, Any]) -> int:
+    return sum(int(r["available"]) for z in obj["zones"] for r in z["resources"] if r["name"] == "memory")
+
+
+def test_burstable_gpu_and_fractional_guaranteed_memory_are_taken_on_every_path(
+        layout: Layout, capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's reproduction on a live agent: `serve --nrt-file` and `nrt --pod-resources-socket`
+    (NFD's own input) publish one object, the Burstable pod's GPU and the fractional pod's 8Gi taken,
+    with the fingerprint of the pods List reports."""
+    agent = Agent(layout.options(nrt_file=layout.root / "nrt.json", node_name="w1"))
+    agent.start()
+    plugin = DevicePlugin(GPU, [Device("gpu0", topology=(0,)), Device("gpu1", topology=(1,))],
+                          socket_dir=layout.plugins, watch_interval=0.1)
+    plugin.start()
+    try:
+        wait_for(lambda: _gpu_available(layout) == {"node-0": ("1", "1"), "node-1": ("1", "1")}, "gpus in the NRT")
+        empty = json.loads((layout.root / "nrt.json").read_text(encoding="utf-8"))
+        assert [a["name"] for a in empty["attributes"]] == ["topologyManagerPolicy", "topologyManagerScope"]
+        layout.write_manifest("burst.yaml", f"""apiVersion: v1
+kind: Pod
+metadata: {{name: burst, namespace: ml}}
+spec:
+  containers:
+  - name: main
+    image: x
+    resources:
+      requests: {{cpu: "1", memory: 1Gi}}
+      limits: {{cpu: "2", memory: 1Gi, {GPU}: "1"}}
+""")
+        layout.write_manifest("frac.yaml", """apiVersion: v1
+kind: Pod
+metadata: {name: frac, namespace: data}
+spec:
+  containers:
+  - name: main
+    image: x
+    resources:
+      limits: {cpu: 500m, memory: 8Gi}
+""")
+        wait_pod(layout, "burst", "admitted")
+        wait_pod(layout, "frac", "admitted")
+        wait_for(lambda: sorted(_gpu_available(layout).values()) == [("1", "0"), ("1", "1")], "the gpu taken")
+        published = wait_for(lambda: (o := json.loads((layout.root / "nrt.json").read_text(encoding="utf-8")))
+                             and _memory_available(empty) - _memory_available(o) == 8 << 30 and o, "8Gi taken")
+        assert main(["nrt", "--pod-resources-socket", str(layout.pr_socket), "--machine", "dual-socket",
+                     "--config", str(DATA / "example-kubelet-config.yaml"), "--node-name", "w1", "-o", "json"]) == 0
+        assert json.loads(capsys.readouterr().out) == published
+        # The fingerprint of the two pods List reports (namespace/name), as podfingerprint signs it.
+        from numalign.cluster.podfingerprint import fingerprint
+
+        assert published["attributes"][2] == {"name": "nodeTopologyPodsFingerprint",
+                                              "value": fingerprint([("ml", "burst"), ("data", "frac")])}
+        # The fractional pod's CPUs are the shared pool's: no zone's cpu changed.
+        cpus = [[r for r in z["resources"] if r["name"] == "cpu"] for z in published["zones"]]
+        assert cpus == [[r for r in z["resources"] if r["name"] == "cpu"] for z in empty["zones"]]
+    finally:
+        plugin.stop()
+        agent.stop()

@@ -11,7 +11,8 @@ import pytest
 import yaml
 from support.configs import static_node_config
 
-from numalign.cluster.nrt import NodeResourceTopology, node_resource_topology
+from numalign.cluster.nrt import NodeResourceTopology
+from numalign.cluster.nrt_export import node_resource_topology
 from numalign.errors import InvalidInputError
 from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.k8s.manifest import pods_from_yaml
@@ -96,35 +97,65 @@ def test_empty_node_zones_capacity_allocatable_costs_and_attributes() -> None:
     assert obj["zones"][0]["resources"][0] == {"name": "cpu", "capacity": "32", "allocatable": "30", "available": "30"}
 
 
-def test_available_counts_only_what_the_topology_updater_watches() -> None:
+def test_available_counts_what_nfd_watches_guaranteed_or_holding_a_device() -> None:
+    """The issue's reproduction: a Burstable pod with a GPU and a Guaranteed pod of 500m CPU and 8Gi.
+    NFD's isWatchable (v0.18) watches both: the GPU and the 8Gi the memory manager pinned are taken;
+    the fractional pod's CPUs are the shared pool's and are not."""
     node = Node(example("dual-socket"), static_node_config(reserved="0,64"))
-    # Guaranteed, integral CPUs and a GPU: CPUs, memory and the GPU are subtracted.
-    assert node.admit(_pod("g", "{cpu: '4', memory: 8Gi, nvidia.com/gpu: '1'}")).result.admit
-    # Guaranteed with a fractional CPU and no device: not watched, nothing subtracted (its memory
-    # is pinned by the memory manager all the same: the exporter's blind spot).
-    assert node.admit(_pod("frac", "{cpu: 1500m, memory: 4Gi}")).result.admit
-    # Burstable with a GPU: not Guaranteed, not watched; the GPU stays "available".
+    empty = node_resource_topology(node, "n")
     burst = _pod("burst", "{cpu: '2', memory: 1Gi, nvidia.com/gpu: '1'}", "{cpu: '1', memory: 1Gi}")
     assert node.admit(burst).result.admit
+    assert node.admit(_pod("frac", "{cpu: 500m, memory: 8Gi}")).result.admit
     nrt = node_resource_topology(node, "n")
     _validate(nrt.to_dict())
-    g = node.allocation(node_uid(node, "g"), "c")
-    assert len(g.cpus) == 4
-    gpu_numa = next(iter(g.devices["nvidia.com/gpu"].values()))
-    assert gpu_numa is not None
-    gpu_zone = gpu_numa[0]
-    assert _res(nrt, gpu_zone, "nvidia.com/gpu") == (1, 1, 0)
-    assert _res(nrt, gpu_zone, "cpu")[2] == _res(nrt, gpu_zone, "cpu")[1] - 4
-    _, alloc, avail = _res(nrt, gpu_zone, "memory")
-    assert avail == alloc - 8 * GiB
-    # The Burstable pod's GPU is on another node and is still reported available there.
-    burst_gpus = node.allocation(node_uid(node, "burst"), "c").devices["nvidia.com/gpu"]
-    burst_numa = next(iter(burst_gpus.values()))
+    assert nrt.zones != empty.zones
+    burst_numa = next(iter(node.allocation(node_uid(node, "burst"), "c").devices["nvidia.com/gpu"].values()))
     assert burst_numa is not None
-    assert _res(nrt, burst_numa[0], "nvidia.com/gpu") == (1, 1, 1)
-    total_mem_avail = sum(_res(nrt, i, "memory")[2] for i in range(4))
-    total_mem_alloc = sum(_res(nrt, i, "memory")[1] for i in range(4))
-    assert total_mem_alloc - total_mem_avail == 8 * GiB
+    assert _res(nrt, burst_numa[0], "nvidia.com/gpu") == (1, 1, 0)
+    frac_blocks = node.allocation(node_uid(node, "frac"), "c").memory
+    assert [b["size"] for b in frac_blocks] == [8 * GiB]
+    frac_numa = frac_blocks[0]["numa_nodes"][0]
+    _, alloc, avail = _res(nrt, frac_numa, "memory")
+    assert alloc - avail == 8 * GiB
+    assert [_res(nrt, i, "cpu") for i in range(4)] == [_res(empty, i, "cpu") for i in range(4)]
+    # Guaranteed with integral CPUs and a GPU: CPUs, memory and the GPU are all subtracted.
+    assert node.admit(_pod("g", "{cpu: '4', memory: 8Gi, nvidia.com/gpu: '1'}")).result.admit
+    after = node_resource_topology(node, "n")
+    g = node.allocation(node_uid(node, "g"), "c")
+    gpu_numa = next(iter(g.devices["nvidia.com/gpu"].values()))
+    assert gpu_numa is not None and len(g.cpus) == 4
+    assert _res(after, gpu_numa[0], "cpu")[2] == _res(after, gpu_numa[0], "cpu")[1] - 4
+    assert _res(after, gpu_numa[0], "nvidia.com/gpu")[2] == 0
+    total = [sum(_res(after, i, "memory")[k] for i in range(4)) for k in (1, 2)]
+    assert total[0] - total[1] == 16 * GiB
+    # A Burstable pod without devices and a BestEffort pod are not watched: nothing changes but the
+    # fingerprint, which covers every pod List reports.
+    assert node.admit(_pod("web", "{cpu: '1', memory: 1Gi}", "{cpu: 100m, memory: 1Gi}")).result.admit
+    later = node_resource_topology(node, "n")
+    assert later.zones == after.zones
+    assert later.attribute("nodeTopologyPodsFingerprint") != after.attribute("nodeTopologyPodsFingerprint")
+
+
+def test_attributes_and_the_pod_set_fingerprint() -> None:
+    node = Node(example("dual-socket"), static_node_config(reserved="0,64"))
+    # No pod at all: the topology-updater publishes no fingerprint (it skips an empty List).
+    assert [k for k, _ in node_resource_topology(node, "n").attributes] == [
+        "topologyManagerPolicy", "topologyManagerScope"]
+    for name in ("jaeger-dpgjk", "nginx-rt684", "envoy-g9m22"):
+        pod = pods_from_yaml(f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: production}}
+spec:
+  containers:
+  - {{name: c, image: x}}
+""")[0]
+        assert node.admit(pod).result.admit
+    nrt = node_resource_topology(node, "n")
+    # podfingerprint's own golden vector (testdata/compat-tiny-3pods-1ns) for these three pods.
+    assert nrt.attributes == (("topologyManagerPolicy", "single-numa-node"), ("topologyManagerScope", "container"),
+                              ("nodeTopologyPodsFingerprint", "pfp0v001607b76a0e9d3aeb4"))
+    _validate(nrt.to_dict())
 
 
 def node_uid(node: Node, name: str) -> str:
@@ -154,3 +185,46 @@ def test_round_trip_and_bad_objects() -> None:
     bad["apiVersion"] = "topology.node.k8s.io/v1alpha1"
     with pytest.raises(InvalidInputError, match=r"expected topology\.node\.k8s\.io/v1alpha2"):
         NodeResourceTopology.from_dict(bad, "x")
+
+
+def test_one_rule_whether_the_qos_class_is_read_or_inferred() -> None:
+    """The socket path infers the QoS class from what the kubelet gave a pod; reading it from the pod
+    object (as NFD reads it from the API server) subtracts exactly the same amounts, for every shape
+    of the built-in mix (Burstable, fractional and integral Guaranteed, GPUs, hugepages)."""
+    from dataclasses import replace
+
+    from numalign.cluster.examples import example_workload, gpu_node
+    from numalign.cluster.model import example_config
+    from numalign.cluster.nrt_export import export, is_watchable, node_pods
+
+    node = Node(gpu_node(), example_config())
+    admitted = 0
+    for pod in (p for g in example_workload(3, count=60).groups for p in g.pods):
+        admitted += node.admit(pod).result.admit
+    assert admitted >= 10
+    listed = node_pods(node)
+    anonymous = [replace(p, pod=None) for p in listed]
+    assert [is_watchable(p) for p in listed] == [is_watchable(p) for p in anonymous]
+    assert {is_watchable(p) for p in listed} == {(False, False), (True, False), (True, True)}
+    cpus = sorted(node.cpu.get_allocatable_cpus())
+    memory = [(b.type, b.size, list(b.numa_affinity)) for b in node.memory.get_allocatable_memory()]
+    devices = [(r, i, d.topology) for r, devs in node.devices.get_allocatable_devices().items() for i, d in devs.items()]
+    with_objects = export(node.machine, "n", "single-numa-node", "container", cpus, memory, devices, listed)
+    inferred = export(node.machine, "n", "single-numa-node", "container", cpus, memory, devices, anonymous)
+    assert inferred.zones == with_objects.zones == node_resource_topology(node, "n").zones
+
+
+def test_a_guaranteed_pod_holding_nothing_is_watched_and_adds_nothing() -> None:
+    from dataclasses import replace
+
+    from numalign.cluster.nrt_export import is_watchable, node_pods
+
+    config = config_from_yaml("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+                              "topologyManagerPolicy: best-effort\n")
+    node = Node(example("dual-socket"), config)  # CPU manager none, memory manager None: nothing exclusive
+    assert node.admit(_pod("g", "{cpu: '2', memory: 1Gi}")).result.admit
+    [listed] = node_pods(node)
+    assert is_watchable(listed) == (True, True)  # NFD watches it (Guaranteed, integral CPUs) ...
+    assert is_watchable(replace(listed, pod=None)) == (False, False)  # ... the socket cannot tell ...
+    nrt = node_resource_topology(node, "n")
+    assert nrt.zones == node_resource_topology(Node(example("dual-socket"), config), "n").zones  # ... nothing held

@@ -51,7 +51,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from numalign.adapters.textfiles import load_pods
-    from numalign.cluster.nrt import node_resource_topology
+    from numalign.cluster.nrt_export import node_pods, node_resource_topology
     from numalign.kubelet.node import Node
     from numalign.machine.examples import DEFAULT_MACHINE
 
@@ -84,9 +84,15 @@ def run(args: argparse.Namespace) -> int:
         rec = node.admit(pod)
         if not rec.result.admit:
             rejected.append(f"{pod.key}: {rec.result.reason}")
+    listed = node_pods(node)
     nrt = node_resource_topology(node, args.node_name or machine.name)
     for line in rejected:
         print(f"numalign nrt: note: pod {line} (not counted)", file=sys.stderr)
+    unnamed = sum(1 for p in listed if p.name is None)
+    if unnamed:
+        print(f"numalign nrt: note: no nodeTopologyPodsFingerprint attribute: {unnamed} pod(s) are known only by "
+              "UID from the kubelet's checkpoints (the fingerprint signs namespace/name); `nrt "
+              "--pod-resources-socket` reads the names from the running kubelet", file=sys.stderr)
     _emit(nrt.to_dict(), args.output)
     return 0
 
@@ -103,7 +109,7 @@ def _emit(obj: dict[str, Any], output: str) -> None:
 def _cluster(args: argparse.Namespace) -> int:
     """Every node of a cluster (or the one --node-name names), after binding a dump's running pods."""
     from numalign.cli.options.clusterargs import Progress, load_cluster_arg, running_pods
-    from numalign.cluster.nrt import node_resource_topology
+    from numalign.cluster.nrt_export import node_resource_topology
     from numalign.cluster.simulate import bind_preexisting
     from numalign.cluster.state import ClusterState
     from numalign.errors import InvalidInputError

@@ -114,15 +114,11 @@ def state_pods(node: Any, listed: Any = None) -> dict[str, dict[str, Any]]:
     """Every pod a node's state holds, by UID, in the shape of the agent's status file: pods numalign
     admitted (numalign_pods.json) by name, pods only the kubelet's checkpoints know by the name a
     PodResources List (`listed`, as a snapshot keeps it) gives their exclusive CPUs or devices, else by UID."""
-    from numalign.kubelet.cpumanager.policy_static import StaticPolicy
+    from numalign.cluster.nrt_export import held_containers
 
     containers: dict[str, set[str]] = {uid: {c.name for c in p.all_containers()} for uid, p in node.pods.items()}
-    held: list[Any] = [getattr(node.memory, "assignments", {}), node.devices.pod_devices.devs]
-    if isinstance(node.cpu, StaticPolicy):
-        held.append(node.cpu.snapshot().entries)
-    for by_uid in held:
-        for uid, ctrs in by_uid.items():
-            containers.setdefault(uid, set()).update(ctrs)
+    for uid, ctrs in held_containers(node).items():
+        containers.setdefault(uid, set()).update(ctrs)
     out: dict[str, dict[str, Any]] = {}
     for uid, names in sorted(containers.items()):
         pod = node.pods.get(uid)
