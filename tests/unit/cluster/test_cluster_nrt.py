@@ -208,7 +208,8 @@ def test_one_rule_whether_the_qos_class_is_read_or_inferred() -> None:
     assert {is_watchable(p) for p in listed} == {(False, False), (True, False), (True, True)}
     cpus = sorted(node.cpu.get_allocatable_cpus())
     memory = [(b.type, b.size, list(b.numa_affinity)) for b in node.memory.get_allocatable_memory()]
-    devices = [(r, i, d.topology) for r, devs in node.devices.get_allocatable_devices().items() for i, d in devs.items()]
+    devices = [(r, i, d.topology)
+               for r, devs in node.devices.get_allocatable_devices().items() for i, d in devs.items()]
     with_objects = export(node.machine, "n", "single-numa-node", "container", cpus, memory, devices, listed)
     inferred = export(node.machine, "n", "single-numa-node", "container", cpus, memory, devices, anonymous)
     assert inferred.zones == with_objects.zones == node_resource_topology(node, "n").zones
