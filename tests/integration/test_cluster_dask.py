@@ -3,10 +3,15 @@ the results of the same sweep run here."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from numalign.cluster.examples import example_cluster, example_workload
-from numalign.cluster.sweep import Sweep, run_sweep
+from numalign.cluster.sweep import DASK_MISSING, Sweep, run_sweep
 from numalign.errors import InvalidInputError
 
 
@@ -37,3 +42,40 @@ def test_unreachable_dask_scheduler_is_one_clear_error() -> None:
         with pytest.raises(InvalidInputError, match="cannot reach a Dask scheduler there"):
             run_sweep(example_cluster(), example_workload(1, count=5), Sweep(["default"]).specs(), 1, 1,
                       dask=address, connect_timeout=1.0)
+
+
+def _without_dask(tmp_path: Path) -> dict[str, str]:
+    """An environment whose Python cannot import dask.distributed, as a node-only install without the
+    extra: a sitecustomize marks the module absent before numalign starts."""
+    shim = tmp_path / "no-dask"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text("import sys\nsys.modules['distributed'] = None\n", encoding="utf-8")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(shim), os.environ.get("PYTHONPATH", "")])}
+
+
+def test_dask_without_the_extra_is_one_line_naming_the_pip_command(tmp_path: Path) -> None:
+    env = _without_dask(tmp_path)
+    probe = subprocess.run([sys.executable, "-c", "import distributed"], env=env, capture_output=True, text=True,
+                           check=False)
+    assert probe.returncode != 0 and "ModuleNotFoundError" in probe.stderr  # the shim really hides it
+    done = subprocess.run([sys.executable, "-m", "numalign.cli.main", "simulate", "--generate", "5",
+                           "--dask", "tcp://127.0.0.1:8786"], env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    assert line == f"numalign simulate: error: {DASK_MISSING}"
+    assert "pip install 'numalign[dask]'" in line
+    # Everything else still runs without it.
+    local = subprocess.run([sys.executable, "-m", "numalign.cli.main", "simulate", "--generate", "5", "-j", "1",
+                            "--scheduler", "default", "-o", "json"], env=env, capture_output=True, text=True,
+                           timeout=120, check=False)
+    assert local.returncode == 0, local.stderr
+
+
+def test_run_sweep_on_dask_without_the_extra_is_invalid_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(InvalidInputError) as e:
+        run_sweep(example_cluster(), example_workload(1, count=5), Sweep(["default"]).specs(), 1, 1,
+                  dask="tcp://127.0.0.1:8786")
+    assert str(e.value) == DASK_MISSING

@@ -18,6 +18,7 @@ Sweep file (YAML), every axis optional (absent: the cluster's own setting):
 from __future__ import annotations
 
 import copyreg
+import importlib.util
 import itertools
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -213,12 +214,23 @@ def run_sweep(cluster: Cluster, workload: Workload, specs: Sequence[RunSpec], se
     return [r for r in results if r is not None]
 
 
+# Dask is an extra (`numalign[dask]`): a node-only install has no dask.distributed.
+DASK_MISSING = ("--dask needs dask.distributed, which is not installed here; expected numalign's Dask extra: "
+                "pip install 'numalign[dask]'")
+
+
+def check_dask_installed() -> None:
+    """Refuse --dask before any work when the Dask extra is missing (one line naming the fix)."""
+    if importlib.util.find_spec("distributed") is None:
+        raise InvalidInputError(DASK_MISSING)
+
+
 def _on_dask(address: str, tasks: Iterable[tuple[Cluster, Workload, RunSpec, int, int]],
              finished: Callable[[int, RunResult], None], connect_timeout: float) -> None:
     try:
         from distributed import Client, as_completed
-    except ImportError:  # pragma: no cover - distributed is a dependency
-        raise InvalidInputError("--dask needs dask.distributed; install numalign's dependencies") from None
+    except ImportError:
+        raise InvalidInputError(DASK_MISSING) from None
     try:
         client = Client(address, timeout=connect_timeout)  # type: ignore[no-untyped-call]  # distributed is untyped
     except (OSError, TimeoutError) as e:
@@ -247,4 +259,5 @@ def specs_from_args(schedulers: Sequence[str], scoring: Mapping[str, str],
     return sweep.specs("the command line")
 
 
-__all__ = ["AXES", "SCHEDULERS", "SCORING", "Sweep", "load_sweep", "run_sweep", "specs_from_args"]
+__all__ = ["AXES", "DASK_MISSING", "SCHEDULERS", "SCORING", "Sweep", "check_dask_installed", "load_sweep", "run_sweep",
+           "specs_from_args"]

@@ -48,7 +48,8 @@ def register(sub: Any) -> None:
                    help="times a rejected pod is recreated and scheduled again (default 3)")
     r.add_argument("--jobs", "-j", type=int, default=0, metavar="N",
                    help="local worker processes for the runs (default: one per CPU, at most one per run)")
-    r.add_argument("--dask", metavar="ADDRESS", help="run the sweep on this Dask scheduler (tcp://host:8786)")
+    r.add_argument("--dask", metavar="ADDRESS", help="run the sweep on this Dask scheduler (tcp://host:8786); needs "
+                   "the Dask extra: pip install 'numalign[dask]'")
     from numalign.cli.output import add_output_arg
 
     add_output_arg(p, "csv", help="text table (default), json or yaml (the result document), or csv (one row per run)")
@@ -64,11 +65,13 @@ def run(args: argparse.Namespace) -> int:
 
     from numalign.cli.options.clusterargs import Progress, dump
     from numalign.cluster.result import SimulationResult
-    from numalign.cluster.sweep import AXES, load_sweep, run_sweep, specs_from_args
+    from numalign.cluster.sweep import AXES, check_dask_installed, load_sweep, run_sweep, specs_from_args
     from numalign.errors import InvalidInputError
 
     if args.max_retries < 0:
         raise InvalidInputError(f"--max-retries {args.max_retries}: expected a whole number >= 0")
+    if args.dask is not None:
+        check_dask_installed()
     cluster = load_cluster_arg(args)
     workload = load_workload_args(args)
     from numalign.cli.options.clusterargs import running_pods
