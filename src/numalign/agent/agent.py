@@ -125,10 +125,10 @@ class Agent:
         try:
             refuse_live_socket(self.registration.socket_path, "device-plugin registration")
             refuse_live_socket(opts.pod_resources_socket, "PodResources")
-            from numalign.run.process import process_alive  # `numalign run` pods whose process ended
+            from numalign.run.leftovers import process_alive_reclaiming  # `numalign run` pods whose process ended
 
             node = Node(opts.machine, opts.config, store=StateDirectory(opts.state_dir), metrics=self.metrics,
-                        static_devices=False, process_alive=process_alive)
+                        static_devices=False, process_alive=process_alive_reclaiming)
         except BaseException:
             self._owner.release()
             raise

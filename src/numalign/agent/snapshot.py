@@ -2,6 +2,11 @@
 
 Called with the agent's lock held; returns immutable dataclasses the PodResources server can read from
 any thread.
+
+`numalign run` processes sharing the directory are not pods: no API server knows them, and consumers
+look every listed pod up there (NFD's topology-updater fails its whole scan on a pod it cannot find).
+So List leaves them out, and what they hold is left out of GetAllocatableResources instead, as CPUs,
+memory and devices the host keeps for itself: `allocatable - listed` stays what pods can still get.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ def pods_view(node: Node) -> list[PodResources]:
             pod.name, pod.namespace, tuple(container_resources(node, pod, c) for c in _reported_containers(pod))
         )
         for pod in sorted(node.pods.values(), key=lambda p: (p.namespace, p.name))
+        if pod.uid not in node.processes  # `numalign run` processes: see the module's docstring
     ]
 
 
@@ -63,15 +69,39 @@ def inactive_view(pods: Iterable[Pod]) -> list[PodResources]:
 
 
 def allocatable_view(node: Node) -> AllocatableResources:
-    cpus = tuple(sorted(node.cpu.get_allocatable_cpus()))
+    held_cpus: set[int] = set()
+    held_devices: set[tuple[str, str]] = set()
+    held_memory: list[MemoryBlock] = []
+    for uid in node.processes:
+        pod = node.pods.get(uid)
+        if pod is None:
+            continue
+        for c in _reported_containers(pod):
+            res = container_resources(node, pod, c)
+            held_cpus.update(res.cpu_ids)
+            held_devices.update((d.resource_name, i) for d in res.devices for i in d.device_ids)
+            held_memory.extend(res.memory)
     # Under the none policy upstream reports no CPUs at all: nonePolicy.GetAllocatableCPUs returns
     # the empty set, as no CPU can be exclusively allocated (clients read "no CPU manager pinning").
+    cpus = tuple(sorted(set(node.cpu.get_allocatable_cpus()) - held_cpus))
+    allocatable = list(node.memory.get_allocatable_memory())
+    left = {(b.type, tuple(b.numa_affinity)): b.size for b in allocatable}
+    for held in held_memory:
+        # A block over several NUMA nodes fills them in its affinity's order, as the memory manager
+        # accounts it (upstream validateState's replay).
+        size = held.size
+        for n in held.numa_nodes:
+            key = (held.memory_type, (n,))
+            taken = min(size, left.get(key, 0))
+            left[key] = left.get(key, 0) - taken
+            size -= taken
     memory = tuple(
-        MemoryBlock(b.type, b.size, tuple(b.numa_affinity)) for b in node.memory.get_allocatable_memory()
+        MemoryBlock(b.type, left[(b.type, tuple(b.numa_affinity))], tuple(b.numa_affinity)) for b in allocatable
     )
     devices = tuple(
         AllocatableDevice(resource, dev_id, dev.topology)
         for resource, devs in sorted(node.devices.get_allocatable_devices().items())
         for dev_id, dev in devs.items()
+        if (resource, dev_id) not in held_devices
     )
     return AllocatableResources(cpus, memory, devices)

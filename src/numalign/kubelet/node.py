@@ -141,6 +141,7 @@ class Node:
         implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
         process_alive: Callable[[Mapping[str, Any]], bool] | None = None,
         kubelet_version: KubeletVersion = DEFAULT_KUBELET_VERSION,
+        adapt_memory_to_host: bool = False,
     ) -> None:
         # implicit_from_nodes: the NUMA-node count from which providers describe hints implicitly
         # (providers/implicit).
@@ -191,6 +192,9 @@ class Node:
             [MemoryReservation(r.numa_node, dict(r.limits)) for r in config.reserved_memory],
             affinity=self.tm,
             implicit_from_nodes=implicit_from_nodes,
+            # `numalign run` only: a memory_manager_state made before this host's memory changed is
+            # rebuilt around what it holds (memory.host_changes says what), where the kubelet refuses it.
+            adapt_to_host=adapt_memory_to_host,
         )
         self.devices = DeviceManager(machine.numa_ids(), self.tm, implicit_from_nodes=implicit_from_nodes,
                                      behaviours=self.behaviours)

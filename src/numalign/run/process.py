@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from numalign.errors import CheckpointError, NumalignError
+from numalign.errors import CheckpointError
 
 PROC = Path("/proc")
 
@@ -76,12 +76,3 @@ def describe(command: Sequence[str], limit: int = 60) -> str:
     """A command line short enough for one table cell."""
     text = " ".join(command)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def process_alive(record: Mapping[str, Any]) -> bool:
-    """Node's liveness check for run pods: the recorded pid with the recorded start time still runs."""
-    try:
-        ref = ProcessRef.from_dict(record, "numalign_pods.json")
-    except NumalignError:
-        return True  # not ours to judge: keep it rather than release someone's allocation
-    return is_alive(ref)

@@ -8,6 +8,7 @@ Every time a run opens the directory, the pods of runs whose process ended witho
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,9 +25,12 @@ from numalign.machine.topology import Machine
 from numalign.run.affinity import PlacementError, allowed_cpus, allowed_mems
 from numalign.run.cgroup import remove_cgroup
 from numalign.run.devices import allocate_fn
+from numalign.run.leftovers import process_alive_reclaiming
 from numalign.run.plugins import ConnectedPlugin
-from numalign.run.process import ProcessRef, process_alive
+from numalign.run.process import ProcessRef
 from numalign.run.reconcile import reconcile_shared_pool
+
+log = logging.getLogger("numalign.run")
 
 
 def _alive_or(own: ProcessRef) -> Callable[[Mapping[str, Any]], bool]:
@@ -34,7 +38,8 @@ def _alive_or(own: ProcessRef) -> Callable[[Mapping[str, Any]], bool]:
     pid apart) counts as alive."""
 
     def alive(record: Mapping[str, Any]) -> bool:
-        return (record.get("pid") == own.pid and record.get("start_time") == own.start_time) or process_alive(record)
+        return ((record.get("pid") == own.pid and record.get("start_time") == own.start_time)
+                or process_alive_reclaiming(record))
 
     return alive
 
@@ -65,8 +70,12 @@ class RunNode:
         """The node as the directory holds it, ended runs released (and written so). `releasing`: the
         process whose pod this run is about to release; it has ended, but its pod is not a crash leftover,
         so it stays for the explicit removal (and nothing reports it as one)."""
-        alive = process_alive if releasing is None else _alive_or(releasing)
-        node = Node(self.machine, self.config, store=StateDirectory(self.state_dir), process_alive=alive)
+        alive = process_alive_reclaiming if releasing is None else _alive_or(releasing)
+        node = Node(self.machine, self.config, store=StateDirectory(self.state_dir), process_alive=alive,
+                    adapt_memory_to_host=True)
+        for change in node.memory.host_changes:
+            log.warning("state %s: this host's memory changed since the state was written (%s); the memory "
+                        "manager's state was rebuilt around what runs hold", self.state_dir, change)
         resources = {r: [Device(d.id, d.health, d.numa_nodes) for d in ds]
                      for r, ds in self.machine.devices_by_resource().items()}
         resources.update({r: list(ds) for r, ds in self.devices.items()})
@@ -86,6 +95,9 @@ class Admission:
     allocation: ContainerAllocation | None = None
     env: dict[str, str] = field(default_factory=dict)
     reclaimed: list[str] = field(default_factory=list)
+    # What the plugins' Allocate answers asked for that a process on the host cannot be given (device
+    # nodes and mounts at container paths, annotations, CDI devices): said, never dropped silently.
+    unapplied: list[str] = field(default_factory=list)
 
 
 # Admissions redone because another process wrote the directory during the plugins' Allocate calls,
@@ -101,7 +113,7 @@ def admit(run: RunNode, pod: Pod, container: str, process: Mapping[str, Any]) ->
     reclaimed = _remove_leftovers(node)
     if run.plugins:
         for _ in range(RESERVE_ATTEMPTS):
-            done = _admit_reserving(node, pod, container, process, reclaimed)
+            done = _admit_reserving(run, node, pod, container, process, reclaimed)
             if done is not None:
                 return done
     opened = node.reclaimed
@@ -111,11 +123,11 @@ def admit(run: RunNode, pod: Pod, container: str, process: Mapping[str, Any]) ->
         node.processes[pod.uid] = dict(process)
         record = _admitted(node, node.admit(pod), pod, container, process)
     record = tx.outcome([record], node.pods)[0]
-    return _admission(node, record, pod, container, reclaimed)
+    return _admission(run, node, record, pod, container, reclaimed)
 
 
 def _admit_reserving(
-    node: Node, pod: Pod, container: str, process: Mapping[str, Any], reclaimed: list[str]
+    run: RunNode, node: Node, pod: Pod, container: str, process: Mapping[str, Any], reclaimed: list[str]
 ) -> Admission | None:
     """Decide and take the pod's resources in one transaction, make the plugins' Allocate calls with the
     lock released, record the pod in a second one (Node.reserve / complete). The reservation is in the
@@ -137,7 +149,7 @@ def _admit_reserving(
         else:
             res = _admitted(node, res, pod, container, process)
     if not isinstance(res, Reservation):
-        return _admission(node, tx.outcome([res], node.pods)[0], pod, container, reclaimed)
+        return _admission(run, node, tx.outcome([res], node.pods)[0], pod, container, reclaimed)
     if tx.failure is not None:
         raise tx.failure
     responses, error = res.make_calls()
@@ -149,7 +161,7 @@ def _admit_reserving(
         if record is None:
             return None
         record = _admitted(node, record, pod, container, process)
-    return _admission(node, tx.outcome([record], node.pods)[0], pod, container, reclaimed)
+    return _admission(run, node, tx.outcome([record], node.pods)[0], pod, container, reclaimed)
 
 
 def _admitted(node: Node, record: DecisionRecord, pod: Pod, container: str,
@@ -168,13 +180,29 @@ def _admitted(node: Node, record: DecisionRecord, pod: Pod, container: str,
     return record
 
 
-def _admission(node: Node, record: DecisionRecord, pod: Pod, container: str, reclaimed: list[str]) -> Admission:
+def _admission(
+    run: RunNode, node: Node, record: DecisionRecord, pod: Pod, container: str, reclaimed: list[str]
+) -> Admission:
     """The admission as written (a failed write is a rejection: see Transaction.outcome)."""
     if not record.result.admit:
         return Admission(record, None, {}, reclaimed)
+    alloc = node.allocation(pod.uid, container)
     options = node.devices.pod_devices.run_container_options(pod.uid, container)
     env = dict(options.envs) if options is not None else {}
-    return Admission(record, node.allocation(pod.uid, container), env, reclaimed)
+    # --device-env names a variable for a resource's device ids; a plugin registered with serve answers
+    # Allocate itself, so the variable is added beside what it answered.
+    for resource, name in sorted(run.device_env.items()):
+        if resource in run.plugins and resource in alloc.devices:
+            env[name] = ",".join(alloc.devices[resource])
+    unapplied: list[str] = []
+    if options is not None:
+        unapplied += [f"device {d.host_path} (at {d.container_path}, {d.permissions or 'rw'}): not created, the "
+                      f"command runs on the host and uses {d.host_path} as it is" for d in options.devices]
+        unapplied += [f"mount {m.host_path} at {m.container_path}{' (read-only)' if m.read_only else ''}: not "
+                      "mounted, the command runs in the host's mount namespace" for m in options.mounts]
+        unapplied += [f"annotation {k}={v}: not applied, there is no container runtime" for k, v in options.annotations]
+        unapplied += [f"CDI device {c}: not applied, there is no container runtime" for c in options.cdi_devices]
+    return Admission(record, alloc, env, reclaimed, unapplied)
 
 
 def release(run: RunNode, pod_uid: str, process: ProcessRef) -> bool:

@@ -259,6 +259,8 @@ def test_device_environment_from_a_devices_file(tmp_path: Path) -> None:
     code, _, err = finish(proc)
     given = decision(err)["decision"]["allocations"]["main"]["devices"]["example.com/gpu"]
     assert code == 0
+    # NUMALIGN_RUN marks the command's descendants as the run's (pid.start time of the command).
+    assert seen["env"].pop("NUMALIGN_RUN").startswith(f"{seen['pid']}.")
     assert seen["env"] == {"NUMALIGN_DEVICES_EXAMPLE_COM_GPU": ",".join(given)}
     assert len(given) == 1
 

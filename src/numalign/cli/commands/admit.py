@@ -191,11 +191,13 @@ def _admit_all(
     from numalign.cli.options.nodeargs import snapshot_errors
 
     try:
-        from numalign.run.process import process_alive  # ended `numalign run` processes are released
+        # ended `numalign run` processes are released (and what they left ended), except on a dry run
+        from numalign.run.leftovers import process_alive, process_alive_reclaiming
 
         with snapshot_errors(args):
             node = Node(machine, config, store=state_directory(args.state_dir, read_only=args.dry_run),
-                        node_conditions=conditions, process_alive=process_alive)
+                        node_conditions=conditions,
+                        process_alive=process_alive if args.dry_run else process_alive_reclaiming)
     except ConfigError as exc:
         exc = _with_numa_nodes(exc, config, machine)
         if base is None:

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     pods = [pod for f in args.pods for pod in load_pods(Path(f), expand_replicas=args.replicas)]
     from numalign.adapters.statedir.directory import state_directory
     from numalign.cli.options.nodeargs import snapshot_errors
-    from numalign.run.process import process_alive  # ended `numalign run` processes hold nothing
+    from numalign.run.leftovers import process_alive  # ended `numalign run` processes hold nothing
 
     with snapshot_errors(args):
         node = Node(machine, config, store=state_directory(args.state_dir, read_only=True),

@@ -114,7 +114,7 @@ def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, 
     from numalign.kubelet.node import Node
     from numalign.machine.examples import DEFAULT_MACHINE
     from numalign.report import node_view_from_status
-    from numalign.run.process import process_alive
+    from numalign.run.leftovers import process_alive
 
     if args.node is not None:
         args.state_dir = None  # the snapshot's state is used (resolve_node refuses both)

@@ -71,9 +71,9 @@ def run(args: argparse.Namespace) -> int:
     removed = []
     check_state_dir(args.state_dir)
     with acquire_owner(args.state_dir, "numalign remove"):
-        from numalign.run.process import process_alive  # ended `numalign run` processes are released
+        from numalign.run.leftovers import process_alive_reclaiming  # ended `numalign run` processes are released
 
-        node = Node(machine, config, store=state_directory(args.state_dir), process_alive=process_alive)
+        node = Node(machine, config, store=state_directory(args.state_dir), process_alive=process_alive_reclaiming)
         # One transaction: every pod named is removed, or (a write failed) none.
         with node.transaction() as tx:
             pods = {pod.uid: pod for pod in (find_pod(node, ref) for ref in args.pods)}

@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         node.plugins = connect_plugins(sockets)
         ref = ProcessRef(child.pid, start_time(child.pid) or 0, tuple(command))
-        record = {**ref.to_dict()}
+        record = {**ref.to_dict(), "pod_uid": pod.uid}
         cgroup_path = _cgroup_path(args, pod.uid)
         if cgroup_path is not None:
             record["cgroup"] = str(cgroup_path)
@@ -145,23 +145,27 @@ def run(args: argparse.Namespace) -> int:
         child.abort()
         _print_decision(args, adm, None, [], None)
         return EXIT_REJECTED
+    # What the run holds, as its pod record will say: how its leftovers are found when COMMAND ends.
+    held = {**record, "allocation": adm.allocation.to_dict() if adm.allocation is not None else {}}
     try:
-        placement, notes, cgroup_info = _place(args, adm, pod, container)
+        placement, notes, cgroup_info = _place(args, adm, pod, container, ref)
     except BaseException:
         child.abort()
-        _release(node, pod.uid, ref, None)
+        _release(node, pod.uid, ref, None, held)
         raise
     _print_decision(args, adm, placement, notes, cgroup_info)
     try:
         child.start(placement)
     except LaunchError as e:
-        _release(node, pod.uid, ref, placement.cgroup)
+        _release(node, pod.uid, ref, placement.cgroup, held)
         print(f"numalign run: error: {e}", file=sys.stderr)
         return e.exit_code
+    code = EXIT_REJECTED
     try:
-        return child.wait()
+        code = child.wait()
     finally:
-        _release(node, pod.uid, ref, placement.cgroup)
+        _release(node, pod.uid, ref, placement.cgroup, held)
+    return code
 
 
 def _record_node(args: argparse.Namespace, state_dir: Path, machine: Any) -> None:
@@ -188,10 +192,13 @@ def _cgroup_path(args: argparse.Namespace, uid: str) -> Path | None:
     return None if mount is None else mount / PARENT_NAME / uid
 
 
-def _place(args: argparse.Namespace, adm: Any, pod: Any, container: str) -> tuple[Any, list[str], dict[str, Any]]:
+def _place(
+    args: argparse.Namespace, adm: Any, pod: Any, container: str, ref: Any
+) -> tuple[Any, list[str], dict[str, Any]]:
     from numalign.cli.options.runargs import container_limits
     from numalign.run.cgroup import CgroupLimits, create
     from numalign.run.launch import Placement
+    from numalign.run.leftovers import RUN_ENV, run_marker
 
     alloc = adm.allocation
     mems = frozenset(n for b in alloc.memory for n in b["numa_nodes"]) or None
@@ -212,7 +219,9 @@ def _place(args: argparse.Namespace, adm: Any, pod: Any, container: str) -> tupl
             notes.append(f"cgroup {cgroup}: {applied}")
         info = {"path": None if cgroup is None else str(cgroup), "applied": setup.applied,
                 "not_applied": setup.not_applied, "reason": setup.reason}
-    return Placement(_usable(alloc), mems, adm.env, cgroup), notes, info
+    # The marker the command's descendants inherit, so what it leaves behind is found and ended with it.
+    env = {**adm.env, RUN_ENV: run_marker(ref)}
+    return Placement(_usable(alloc), mems, env, cgroup), notes, info
 
 
 def _usable(alloc: Any) -> frozenset[int]:
@@ -223,13 +232,31 @@ def _usable(alloc: Any) -> frozenset[int]:
     return cpus if alloc.exclusive else (cpus & allowed_cpus() or cpus)
 
 
-def _release(node: Any, uid: str, process: Any, cgroup: Path | None) -> None:
+def _release(node: Any, uid: str, process: Any, cgroup: Path | None, held: dict[str, Any]) -> None:
+    """COMMAND has ended: end what it left behind (its cgroup, its descendants), then release its pod. A
+    release that cannot happen now is said once, as a warning: COMMAND ran, its exit status stands, and
+    the next run or serve on the directory releases the pod, since its command has ended."""
+    from numalign.errors import NumalignError
     from numalign.run.cgroup import remove_cgroup
+    from numalign.run.leftovers import describe_holders, end, leftovers, wait_ended
     from numalign.run.session import release
 
-    if cgroup is not None:
-        remove_cgroup(cgroup)
-    release(node, uid, process)
+    try:
+        if cgroup is not None:
+            remove_cgroup(cgroup)
+        ours, pinned = leftovers(held)
+        end(ours)
+        remaining = wait_ended(ours) | pinned
+        if remaining:
+            cpus = held["allocation"].get("cpus")
+            print(f"numalign run: warning: CPUs {cpus} stay held for {describe_holders(remaining)}, which COMMAND "
+                  "left running on them; they are released once those end (`numalign pods` shows them)",
+                  file=sys.stderr)
+            return
+        release(node, uid, process)
+    except (NumalignError, OSError) as e:
+        print(f"numalign run: warning: the allocation was not released: {e}; the next numalign run or serve on "
+              "this state directory releases it, since COMMAND has ended", file=sys.stderr)
 
 
 def _check_state_dir(path: Path) -> None:
@@ -271,7 +298,7 @@ def _print_decision(
     rec = adm.record
     if args.output != "text":
         doc: dict[str, Any] = {"decision": rec.to_dict(), "notes": notes, "numalign_pid": os.getpid(),
-                               "released_ended_runs": adm.reclaimed}
+                               "released_ended_runs": adm.reclaimed, "not_applied": adm.unapplied}
         if placement is not None:
             doc["placement"] = json.loads(placement.to_json())
             doc["cgroup"] = cgroup
@@ -296,6 +323,8 @@ def _print_decision(
     for k, v in sorted(placement.env.items()):
         print(f"numalign run:   env {k}={v}", file=sys.stderr)
     for n in notes:
+        print(f"numalign run:   {n}", file=sys.stderr)
+    for n in adm.unapplied:
         print(f"numalign run:   {n}", file=sys.stderr)
 
 

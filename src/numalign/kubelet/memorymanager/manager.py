@@ -27,6 +27,7 @@ class MemoryManagerNone:
 
     name = "memory"
     policy_name = POLICY_NONE
+    host_changes: tuple[str, ...] = ()  # the None policy keeps no machine state to adapt
 
     def start(self) -> None:
         return None  # nothing to validate: the None policy keeps no machine state
@@ -81,6 +82,7 @@ def new_memory_manager(
     affinity: AffinityStore | None = None,
     *,
     implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
+    adapt_to_host: bool = False,
 ) -> MemoryManager:
     """Upstream NewManager: the named policy over `machine`, with reservedMemory checked against the
     node-allocatable reservation for Static."""
@@ -88,7 +90,8 @@ def new_memory_manager(
         return MemoryManagerNone()
     if policy_name == POLICY_STATIC:
         reserved = get_system_reserved_memory(machine.numa_ids(), node_allocatable_reservation, reserved_memory)
-        return MemoryManagerStatic.for_machine(machine, reserved, affinity, implicit_from_nodes=implicit_from_nodes)
+        return MemoryManagerStatic.for_machine(machine, reserved, affinity, implicit_from_nodes=implicit_from_nodes,
+                                              adapt_to_host=adapt_to_host)
     raise ConfigError(
         f'unknown policy: "{policy_name}" (memoryManagerPolicy must be "None" or "Static", case-sensitive)'
     )

@@ -44,6 +44,8 @@ from numalign.kubelet.memorymanager.state import (
     clone_blocks,
     clone_machine_state,
     default_machine_state,
+    host_changes,
+    rebuild_state,
     validate_state,
 )
 from numalign.kubelet.topologymanager.provider import (
@@ -85,7 +87,13 @@ class MemoryManagerStatic:
         affinity: AffinityStore | None = None,
         *,
         implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
+        adapt_to_host: bool = False,
     ) -> None:
+        # adapt_to_host: a stored state made on this host before its memory changed is rebuilt around the
+        # blocks it holds (`numalign run`, a host tool) instead of refused as the kubelet refuses it.
+        self.adapt_to_host = adapt_to_host
+        # What start() found changed on the host and adapted to (empty: nothing changed).
+        self.host_changes: list[str] = []
         # hints are implicit on machines with at least this many NUMA nodes (providers/implicit)
         self.implicit_from_nodes = implicit_from_nodes
         if sum(r.get(RESOURCE_MEMORY, 0) for r in reserved.values()) <= 0:
@@ -114,8 +122,10 @@ class MemoryManagerStatic:
         affinity: AffinityStore | None = None,
         *,
         implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
+        adapt_to_host: bool = False,
     ) -> MemoryManagerStatic:
-        return cls(numa_memory_of(machine), reserved, affinity, implicit_from_nodes=implicit_from_nodes)
+        return cls(numa_memory_of(machine), reserved, affinity, implicit_from_nodes=implicit_from_nodes,
+                   adapt_to_host=adapt_to_host)
 
     # ---- state lifecycle ------------------------------------------------------------------------
 
@@ -126,7 +136,17 @@ class MemoryManagerStatic:
               assignments: ContainerMemoryAssignments | None = None) -> None:
         """Policy Start: adopt a restored state after validateState (CheckpointError on mismatch)."""
         assignments = clone_assignments(assignments or {})
-        self.machine_state = validate_state(machine_state or {}, assignments, self.default_machine_state())
+        default = self.default_machine_state()
+        self.host_changes = []
+        try:
+            self.machine_state = validate_state(machine_state or {}, assignments, default)
+        except CheckpointError:
+            changes = host_changes(machine_state or {}, default) if self.adapt_to_host and machine_state else []
+            if not changes:
+                raise
+            self.machine_state = rebuild_state(default, assignments)
+            held = sum(len(blocks) for containers in assignments.values() for blocks in containers.values())
+            self.host_changes = [*changes, f"kept the {held} memory block(s) held" if held else "nothing was held"]
         self.assignments = assignments
         self._reusable = {}
         self._allocatable = self._compute_allocatable()

@@ -300,7 +300,49 @@ def validate_state(
     return clone_machine_state(machine_state)
 
 
-def _replay_block(ms: NUMANodeMap, b: Block, pod_uid: str, ctn: str) -> None:
+def host_changes(stored: Mapping[int, NUMANodeState], default: Mapping[int, NUMANodeState]) -> list[str]:
+    """What differs between a stored machine state and the one this machine gives now, in the fixed
+    columns only (NUMA nodes, each resource's total, systemReserved and allocatable): a host whose memory
+    grew or shrank (balloon, hotplug) or whose hugepage pools changed. [] when only free/reserved differ,
+    which is a corrupt or foreign file, not a changed host."""
+    out: list[str] = []
+    for nid in sorted(set(stored) | set(default)):
+        before, now = stored.get(nid), default.get(nid)
+        if before is None or now is None:
+            out.append(f"NUMA node {nid} {'appeared' if before is None else 'is gone'}")
+            continue
+        for r in sorted(set(before.memory_map) | set(now.memory_map)):
+            t1, t2 = before.memory_map.get(r), now.memory_map.get(r)
+            if t1 is None or t2 is None:
+                out.append(f"NUMA node {nid}: {r} {'appeared' if t1 is None else 'is gone'}")
+            elif (t1.total, t1.system_reserved, t1.allocatable) != (t2.total, t2.system_reserved, t2.allocatable):
+                out.append(f"NUMA node {nid}: {r} allocatable {t1.allocatable} -> {t2.allocatable} bytes")
+    return out
+
+
+def rebuild_state(
+    default_state: Mapping[int, NUMANodeState],
+    assignments: Mapping[str, Mapping[str, list[Block]]],
+) -> NUMANodeMap:
+    """The machine state this host gives now with every held block replayed onto it, for a host whose
+    memory changed under a state file (`numalign run`; the kubelet refuses instead). Raises
+    CheckpointError naming the first block that no longer fits."""
+    state = clone_machine_state(default_state)
+    for pod_uid, containers in sorted(assignments.items()):
+        for ctn, blocks in sorted(containers.items()):
+            for b in blocks:
+                left = _replay_block(state, b, pod_uid, ctn)
+                if left:
+                    raise CheckpointError(
+                        f"[memorymanager] (pod: {pod_uid}, container: {ctn}) holds {b.size} bytes of {b.type} on "
+                        f"NUMA {sorted(b.numa_affinity)}, more than this host now has there ({left} bytes short); "
+                        "end that run, or release it with numalign remove, then run again"
+                    )
+    return state
+
+
+def _replay_block(ms: NUMANodeMap, b: Block, pod_uid: str, ctn: str) -> int:
+    """Account block `b` on `ms` as upstream's validateState does; returns the bytes that found no room."""
     remaining = b.size
     for nid in b.numa_affinity:
         node = ms.get(nid)
@@ -323,6 +365,7 @@ def _replay_block(ms: NUMANodeMap, b: Block, pod_uid: str, ctn: str) -> None:
         table.reserved += taken
         table.free -= taken
         remaining -= taken
+    return remaining
 
 
 def _machine_states_equal(ms1: Mapping[int, NUMANodeState], ms2: Mapping[int, NUMANodeState]) -> bool:
