@@ -27,6 +27,7 @@ from numalign.k8s.pod import Pod
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
 from numalign.kubelet.admission.predicate import fit_requests
 from numalign.kubelet.node import Node
+from numalign.kubelet.versions import refuse_unmodelled
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -298,6 +299,7 @@ class ClusterState:
         self.probe_count += 1
         if pod.has_pod_level_resources and not node.gates.get("PodLevelResources", False):
             return False, 0, -1
+        refuse_unmodelled(pod, node.gates, node.kubelet_version)
         rec = node.tm.admit(pod)
         node.tm.remove_pod(pod)
         node.devices.remove_pod(pod.uid)

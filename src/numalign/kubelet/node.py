@@ -44,7 +44,13 @@ from numalign.kubelet.nodestate import NodeStore, Transaction, reconcile, record
 from numalign.kubelet.topologymanager.manager import TopologyManager
 from numalign.kubelet.topologymanager.provider import DEFAULT_IMPLICIT_FROM_NODES
 from numalign.kubelet.versions import DEFAULT as DEFAULT_KUBELET_VERSION
-from numalign.kubelet.versions import KubeletVersion, behaviours, effective_gates
+from numalign.kubelet.versions import (
+    KubeletVersion,
+    behaviours,
+    check_feature_gates,
+    effective_gates,
+    refuse_unmodelled,
+)
 from numalign.machine.topology import Machine
 
 log = logging.getLogger("numalign.kubelet.node")
@@ -153,6 +159,7 @@ class Node:
         # The kubelet release decided as: its gate defaults under the config's gates, and its behaviours.
         self.kubelet_version = kubelet_version
         self.behaviours = behaviours(kubelet_version)
+        check_feature_gates(config.feature_gates, kubelet_version, "featureGates (--feature-gates)")
         self.gates = effective_gates(config.feature_gates, kubelet_version)
         self.metrics = metrics or m.Metrics()
         self.numa = numa_info_for(machine)
@@ -163,6 +170,7 @@ class Node:
             config.topology_manager_policy_options,
             self.gates,
             self.metrics,
+            option_maturity=self.behaviours.topology_option_maturity,
         )
         # GetNodeAllocatableReservation against the node's capacity (cadvisor: NumCores online CPUs,
         # MemoryCapacity = the NUMA nodes' memory), so percentage eviction thresholds resolve.
@@ -184,6 +192,7 @@ class Node:
             affinity=self.tm,
             shared_cpus=machine.online_cpus(),
             implicit_from_nodes=implicit_from_nodes,
+            option_maturity=self.behaviours.cpu_option_maturity,
         )
         self.memory = new_memory_manager(
             config.memory_manager_policy,
@@ -400,6 +409,7 @@ class Node:
                 pod.key, pod.uid, self.tm.policy_name, self.tm.scope_name, dict(self.tm.options), (),
                 AdmitResult(False, "PodLevelResourcesNotSupported", "PodLevelResources feature gate is disabled"),
             )
+        refuse_unmodelled(pod, self.gates, self.kubelet_version)  # KEP-5526: say so rather than guess
         early = self.handlers.before_topology(self, pod)
         if not early.admit:
             return DecisionRecord(pod.key, pod.uid, self.tm.policy_name, self.tm.scope_name, dict(self.tm.options),

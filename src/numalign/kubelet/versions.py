@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
+from numalign.core.policies.options import Maturity
 from numalign.errors import ConfigError, InvalidInputError
+from numalign.k8s.pod import Pod
 from numalign.limits import flat
 
 _VERSION = re.compile(r"v?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,6}))?([-+][0-9A-Za-z.+_-]*)?")
@@ -134,19 +136,18 @@ class GateStage:
     default: bool
     stage: Stage
     locked: bool = False
+    pr: int | None = None  # the k/k PR that made this step, where the table's sources name it
 
 
 @dataclass(frozen=True)
 class GateSpec:
     name: str
     stages: tuple[GateStage, ...]
-    # The minor whose kubelet no longer has the gate at all (removed after its lock period), if any.
-    removed_in: tuple[int, int] | None = None
+    # What numalign does with the gate on (the managers' reading of it).
+    effect: str = ""
 
     def at(self, version: KubeletVersion) -> GateStage | None:
         """The spec in force at `version`, None when that kubelet does not know the gate."""
-        if self.removed_in is not None and version.minor_key >= self.removed_in:
-            return None
         current = None
         for stage in self.stages:
             if stage.since <= version.minor_key:
@@ -154,22 +155,37 @@ class GateSpec:
         return current
 
 
-def _gate(name: str, *stages: GateStage, removed_in: tuple[int, int] | None = None) -> GateSpec:
-    return GateSpec(name, stages, removed_in)
-
-
-# The gates that change what the resource managers or the admit handlers decide.
+_A, _B, _GA = Stage.ALPHA, Stage.BETA, Stage.GA
+# The gates that change what the resource managers or the admit handlers decide, as upstream's
+# pkg/features VersionedSpecs give them (steps before 1.33 kept only where they set the 1.33 state).
 FEATURE_GATES: Final[tuple[GateSpec, ...]] = (
-    _gate("CPUManagerPolicyAlphaOptions", GateStage((1, 22), False, Stage.ALPHA)),
-    _gate("CPUManagerPolicyBetaOptions", GateStage((1, 23), True, Stage.BETA)),
-    _gate("TopologyManagerPolicyAlphaOptions", GateStage((1, 26), False, Stage.ALPHA)),
-    _gate("TopologyManagerPolicyBetaOptions", GateStage((1, 26), True, Stage.BETA)),
-    _gate("KubeletPodResourcesGet", GateStage((1, 27), False, Stage.ALPHA), GateStage((1, 34), True, Stage.BETA)),
-    _gate(
-        "PodLevelResources",
-        GateStage((1, 32), False, Stage.ALPHA),
-        GateStage((1, 34), True, Stage.BETA),
-    ),
+    GateSpec("CPUManagerPolicyAlphaOptions", (GateStage((1, 23), False, _A),),
+             "CPU Manager alpha policy options are accepted"),
+    GateSpec("CPUManagerPolicyBetaOptions", (GateStage((1, 23), True, _B),),
+             "CPU Manager beta policy options are accepted"),
+    GateSpec("CPUManagerPolicyOptions", (GateStage((1, 23), True, _B), GateStage((1, 33), True, _GA, True)),
+             "cpuManagerPolicyOptions are read at all (locked on from 1.33)"),
+    GateSpec("TopologyManagerPolicyAlphaOptions", (GateStage((1, 26), False, _A),),
+             "Topology Manager alpha policy options are accepted"),
+    GateSpec("TopologyManagerPolicyBetaOptions", (GateStage((1, 28), True, _B),),
+             "Topology Manager beta policy options are accepted"),
+    GateSpec("KubeletPodResourcesGet", (GateStage((1, 27), False, _A), GateStage((1, 34), True, _B),
+                                        GateStage((1, 36), True, _GA, True, 136728)),
+             "the PodResources Get endpoint answers"),
+    GateSpec("PodLevelResources", (GateStage((1, 32), False, _A), GateStage((1, 34), True, _B, pr=132999)),
+             "pods with spec.resources are admitted (off: rejected as PodLevelResourcesNotSupported)"),
+    GateSpec("PodLevelResourceManagers", (GateStage((1, 36), False, _A), GateStage((1, 37), False, _B, pr=140573)),
+             "the managers align pods by spec.resources (KEP-5526); numalign does not model this yet and "
+             "refuses to decide such a pod when the gate is on"),
+    GateSpec("InPlacePodVerticalScaling", (GateStage((1, 27), False, _A), GateStage((1, 33), True, _B),
+                                           GateStage((1, 35), True, _GA, True)),
+             "in-place resize (numalign does not model resizes; accepted for the gate's lock only)"),
+    GateSpec("InPlacePodVerticalScalingExclusiveCPUs", (GateStage((1, 32), False, _A),),
+             "resize of exclusive CPUs (not modelled; accepted for the gate only)"),
+    GateSpec("InPlacePodVerticalScalingExclusiveMemory", (GateStage((1, 34), False, _A),),
+             "resize of Memory Manager pinned memory (not modelled; accepted for the gate only)"),
+    GateSpec("InPlacePodLevelResourcesVerticalScaling", (GateStage((1, 35), False, _A), GateStage((1, 36), True, _B)),
+             "resize of spec.resources (not modelled; accepted for the gate only)"),
 )
 _GATES_BY_NAME: Final = {g.name: g for g in FEATURE_GATES}
 KNOWN_GATES: Final = tuple(g.name for g in FEATURE_GATES)
@@ -177,16 +193,11 @@ KNOWN_GATES: Final = tuple(g.name for g in FEATURE_GATES)
 
 def feature_gate_defaults(version: KubeletVersion) -> Mapping[str, bool]:
     """Each modelled gate the kubelet at `version` knows, with its default there."""
-    out: dict[str, bool] = {}
-    for gate in FEATURE_GATES:
-        stage = gate.at(version)
-        if stage is not None:
-            out[gate.name] = stage.default
-    return out
+    return {g.name: s.default for g in FEATURE_GATES if (s := g.at(version)) is not None}
 
 
 def locked_gates(version: KubeletVersion) -> frozenset[str]:
-    """The gates locked to their default at `version` (GA or deprecated with LockToDefault)."""
+    """The gates locked to their default at `version` (GA with LockToDefault)."""
     return frozenset(g.name for g in FEATURE_GATES if (s := g.at(version)) is not None and s.locked)
 
 
@@ -196,32 +207,36 @@ def gate_stage(name: str, version: KubeletVersion) -> GateStage | None:
 
 
 def check_feature_gates(gates: Mapping[str, bool], version: KubeletVersion, where: str) -> None:
-    """Refuse what the kubelet at `version` refuses when its --feature-gates are set: a modelled gate it
-    does not know (yet, or any more), and a locked gate set against its lock (component-base
-    featuregate's texts first, then the fix). Gates numalign does not model are the caller's business."""
+    """Refuse what the kubelet at `version` refuses when its feature gates are set: a modelled gate it
+    does not know yet, and a locked gate set against its lock (component-base featuregate's texts first,
+    then the fix). Gates numalign does not model are left to the caller (it warns about them)."""
     for name in sorted(gates):
         gate = _GATES_BY_NAME.get(name)
         if gate is None:
             continue
         stage = gate.at(version)
         if stage is None:
+            first = gate.stages[0]
             raise ConfigError(
-                f"{where}: unrecognized feature gate: {name}; kubelet {version} does not have it "
-                f"({_gate_history(gate)}): drop it, or pick a kubelet version that has it"
+                f"{where}: unrecognized feature gate: {name}; kubelet {version} does not have it (it appears in "
+                f"{first.since[0]}.{first.since[1]}): drop it, or give a kubelet version that has it"
             )
         if stage.locked and gates[name] != stage.default:
             raise ConfigError(
                 f"{where}: cannot set feature gate {name} to {str(gates[name]).lower()}, feature is locked to "
-                f"{str(stage.default).lower()}; kubelet {version} has it {stage.stage} and locked, so drop the "
-                "setting"
+                f"{str(stage.default).lower()}; kubelet {version} has it {stage.stage} and locked, drop the setting"
             )
 
 
-def _gate_history(gate: GateSpec) -> str:
-    parts = [f"{s.stage} from {s.since[0]}.{s.since[1]}" for s in gate.stages]
-    if gate.removed_in is not None:
-        parts.append(f"removed in {gate.removed_in[0]}.{gate.removed_in[1]}")
-    return ", ".join(parts)
+def refuse_unmodelled(pod: Pod, gates: Mapping[str, bool], version: KubeletVersion) -> None:
+    """Raise for a pod whose decision depends on a feature numalign does not model at `version`:
+    with PodLevelResourceManagers on (KEP-5526), the managers align a pod by its spec.resources."""
+    if pod.has_pod_level_resources and gates.get("PodLevelResourceManagers", False):
+        raise InvalidInputError(
+            f"pod {pod.key}: sets spec.resources and the PodLevelResourceManagers feature gate is on (kubelet "
+            f"{version}); numalign does not model pod-level resource managers (KEP-5526) yet; turn the gate off "
+            "(its default) or drop spec.resources to ask about this node"
+        )
 
 
 def effective_gates(config_gates: Mapping[str, bool], version: KubeletVersion) -> dict[str, bool]:
@@ -232,53 +247,55 @@ def effective_gates(config_gates: Mapping[str, bool], version: KubeletVersion) -
 # ---- policy options -----------------------------------------------------------------------------------
 
 
-class Maturity(StrEnum):
-    ALPHA = "alpha"
-    BETA = "beta"
-    STABLE = "stable"
+@dataclass(frozen=True)
+class OptionStep:
+    since: tuple[int, int]
+    maturity: Maturity
+    pr: int | None = None
 
 
 @dataclass(frozen=True)
 class OptionSpec:
-    """A manager policy option: its maturity from each minor on (the first entry is when it appeared)."""
+    """A manager policy option: its maturity from each minor on (the first step is when it appeared)."""
 
     manager: str  # "topology" | "cpu"
     name: str
-    maturity: tuple[tuple[tuple[int, int], Maturity], ...]
+    steps: tuple[OptionStep, ...]
 
     def at(self, version: KubeletVersion) -> Maturity | None:
         current = None
-        for since, maturity in self.maturity:
-            if since <= version.minor_key:
-                current = maturity
+        for step in self.steps:
+            if step.since <= version.minor_key:
+                current = step.maturity
         return current
 
 
-_A, _B, _S = Maturity.ALPHA, Maturity.BETA, Maturity.STABLE
+_MA, _MB, _MS = Maturity.ALPHA, Maturity.BETA, Maturity.STABLE
 POLICY_OPTIONS: Final[tuple[OptionSpec, ...]] = (
-    OptionSpec("topology", "prefer-closest-numa-nodes", (((1, 26), _A), ((1, 28), _B), ((1, 32), _S))),
-    OptionSpec("topology", "max-allowable-numa-nodes", (((1, 31), _B), ((1, 35), _S))),
-    OptionSpec("cpu", "full-pcpus-only", (((1, 22), _B), ((1, 33), _S))),
-    OptionSpec("cpu", "distribute-cpus-across-numa", (((1, 23), _A), ((1, 31), _B))),
-    OptionSpec("cpu", "align-by-socket", (((1, 25), _A),)),
-    OptionSpec("cpu", "distribute-cpus-across-cores", (((1, 30), _A),)),
-    OptionSpec("cpu", "strict-cpu-reservation", (((1, 32), _A), ((1, 33), _B))),
-    OptionSpec("cpu", "prefer-align-cpus-by-uncorecache", (((1, 32), _A), ((1, 34), _B))),
+    OptionSpec("topology", "prefer-closest-numa-nodes",
+               (OptionStep((1, 26), _MA), OptionStep((1, 28), _MB), OptionStep((1, 32), _MS))),
+    OptionSpec("topology", "max-allowable-numa-nodes",
+               (OptionStep((1, 31), _MB, 124148), OptionStep((1, 35), _MS, 134614))),
+    OptionSpec("cpu", "full-pcpus-only", (OptionStep((1, 22), _MB), OptionStep((1, 33), _MS, 129950))),
+    OptionSpec("cpu", "distribute-cpus-across-numa", (OptionStep((1, 23), _MA), OptionStep((1, 31), _MB))),
+    OptionSpec("cpu", "align-by-socket", (OptionStep((1, 25), _MA),)),
+    OptionSpec("cpu", "distribute-cpus-across-cores", (OptionStep((1, 30), _MA),)),
+    OptionSpec("cpu", "strict-cpu-reservation",
+               (OptionStep((1, 32), _MA), OptionStep((1, 33), _MB, 130290), OptionStep((1, 35), _MS, 134388))),
+    OptionSpec("cpu", "prefer-align-cpus-by-uncorecache",
+               (OptionStep((1, 32), _MA), OptionStep((1, 34), _MB, 132970), OptionStep((1, 36), _MS, 137055))),
 )
-# The gate that must be on for an option of each maturity, per manager (stable options need none).
+# The gate an option of each maturity needs, per manager (stable options need none). The Memory
+# Manager takes no policy options in 1.33-1.37 (memoryManagerPolicyOptions is a 1.38 proposal).
 OPTION_GATES: Final[Mapping[str, Mapping[Maturity, str]]] = {
-    "topology": {_A: "TopologyManagerPolicyAlphaOptions", _B: "TopologyManagerPolicyBetaOptions"},
-    "cpu": {_A: "CPUManagerPolicyAlphaOptions", _B: "CPUManagerPolicyBetaOptions"},
+    "topology": {_MA: "TopologyManagerPolicyAlphaOptions", _MB: "TopologyManagerPolicyBetaOptions"},
+    "cpu": {_MA: "CPUManagerPolicyAlphaOptions", _MB: "CPUManagerPolicyBetaOptions"},
 }
 
 
 def option_maturity(manager: str, version: KubeletVersion) -> dict[str, Maturity]:
     """The options `manager`'s policy accepts at `version`, with their maturity there."""
-    out: dict[str, Maturity] = {}
-    for spec in POLICY_OPTIONS:
-        if spec.manager == manager and (m := spec.at(version)) is not None:
-            out[spec.name] = m
-    return out
+    return {o.name: m for o in POLICY_OPTIONS if o.manager == manager and (m := o.at(version)) is not None}
 
 
 # ---- decision-affecting changes ---------------------------------------------------------------------
@@ -286,7 +303,7 @@ def option_maturity(manager: str, version: KubeletVersion) -> dict[str, Maturity
 
 @dataclass(frozen=True)
 class Change:
-    """One decision-affecting upstream change.
+    """One decision-affecting upstream change in pkg/kubelet/cm or the admit handlers.
 
     `since` holds the first version of each minor that has it: the release it merged into (every later
     minor has it from .0) and each patch release it was cherry-picked into."""
@@ -315,8 +332,9 @@ CHANGES: Final[tuple[Change, ...]] = (
         DEVICE_HINTS_OVER_DEVICE_NUMA_NODES,
         138244,
         (v("1.36.0"),),
-        "The device manager enumerates hint masks only over the NUMA nodes that host devices of the "
-        "requested resource, and adds one non-preferred hint spanning all NUMA nodes.",
+        "The device manager enumerates hint masks only over the NUMA nodes that host a registered device "
+        "of the resource (any state), and appends one non-preferred hint spanning all NUMA nodes when that "
+        "is fewer than all nodes and some mask fits. Not cherry-picked into 1.33-1.35 patches.",
     ),
 )
 _CHANGES_BY_NAME: Final = {c.name: c for c in CHANGES}
@@ -333,12 +351,17 @@ class Behaviours:
     version: KubeletVersion
     # k/k #138244: device hints over the device-hosting NUMA nodes, plus an all-nodes fallback.
     device_hints_over_device_numa_nodes: bool
+    # Option name -> maturity, per manager ("topology", "cpu"), at this version.
+    topology_option_maturity: Mapping[str, Maturity]
+    cpu_option_maturity: Mapping[str, Maturity]
 
 
 def behaviours(version: KubeletVersion) -> Behaviours:
     return Behaviours(
         version=version,
         device_hints_over_device_numa_nodes=has_change(DEVICE_HINTS_OVER_DEVICE_NUMA_NODES, version),
+        topology_option_maturity=option_maturity("topology", version),
+        cpu_option_maturity=option_maturity("cpu", version),
     )
 
 

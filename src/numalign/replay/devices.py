@@ -12,6 +12,7 @@ from typing import Any
 from numalign.errors import InvalidInputError
 from numalign.kubelet.devicemanager.endpoint import Device
 from numalign.kubelet.devicemanager.hints import resource_topology_hints
+from numalign.kubelet.versions import REPLAY_DEFAULT, KubeletVersion, behaviours
 from numalign.validation import expect_int, expect_str_list
 
 
@@ -40,8 +41,9 @@ def parse_devices(value: Any, where: str = "devices") -> dict[str, Device]:
     return out
 
 
-def replay_device_hints(scenario: dict[str, Any]) -> dict[str, Any]:
-    """kind "device_hints" -> {"hints": null | [{"mask": [...], "preferred": bool}, ...]}."""
+def replay_device_hints(scenario: dict[str, Any], version: KubeletVersion = REPLAY_DEFAULT) -> dict[str, Any]:
+    """kind "device_hints" -> {"hints": null | [{"mask": [...], "preferred": bool}, ...]}, as the kubelet
+    at `version` lists them."""
     sid = scenario.get("id", "device_hints")
     missing = [k for k in ("numa_nodes", "devices", "available", "request") if k not in scenario]
     if missing:
@@ -56,6 +58,7 @@ def replay_device_hints(scenario: dict[str, Any]) -> dict[str, Any]:
         None if allocated_raw is None else expect_str_list(allocated_raw, f"{sid}.allocated", "device ids (strings)")
     )
     hints = resource_topology_hints(
-        numa_nodes, devices, allocated=allocated, available=available, reusable=reusable, request=request
+        numa_nodes, devices, allocated=allocated, available=available, reusable=reusable, request=request,
+        over_device_nodes=behaviours(version).device_hints_over_device_numa_nodes,
     )
     return {"hints": None if hints is None else [h.to_dict() for h in hints]}

@@ -10,6 +10,7 @@ from numalign.core.hint import ProviderHints, provider_hints_from_json
 from numalign.core.numa import NUMAInfo
 from numalign.core.policies.startup import StartupError, start_policy
 from numalign.errors import InvalidInputError
+from numalign.kubelet.versions import REPLAY_DEFAULT, KubeletVersion, option_maturity
 
 
 def _require(scenario: Mapping[str, Any], key: str, kind: type) -> Any:
@@ -34,13 +35,14 @@ def numa_info_from_scenario(scenario: Mapping[str, Any]) -> NUMAInfo:
     return NUMAInfo.create([int(n) for n in nodes], distances)
 
 
-def replay_merge(scenario: dict[str, Any]) -> dict[str, Any]:
+def replay_merge(scenario: dict[str, Any], version: KubeletVersion = REPLAY_DEFAULT) -> dict[str, Any]:
     """The merged hint, or, for a scenario the kubelet could not start with (its Topology Manager's
     start-up checks fail), `{"startup_error": <the kubelet's text>}` as that scenario's result."""
     numa = numa_info_from_scenario(scenario)
     options = {str(k): str(v) for k, v in (scenario.get("options") or {}).items()}
     try:
-        policy = start_policy(str(scenario.get("policy", "best-effort")), numa, options).policy
+        policy = start_policy(str(scenario.get("policy", "best-effort")), numa, options,
+                              maturity=option_maturity("topology", version)).policy
     except StartupError as e:
         return startup_failure(e)
     raw_providers = _require(scenario, "providers", list)

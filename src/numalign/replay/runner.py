@@ -4,6 +4,10 @@ Each line is `{"scenario": {...}, "result": {...}}` or a bare scenario. The scen
 the handler; handlers are pure functions scenario -> result, one module per kind beside this one
 (replay_merge, replay_cpu, replay_devices, replay_memory). Each is imported by the loader of its
 kind, so the CLI imports only the providers the file's kinds need.
+
+The kubelet version replayed defaults to REPLAY_DEFAULT (1.35): the shared oracle vectors were recorded
+from 1.35-era code and their format names no version. Kinds with a version-dependent step take the
+version (VERSIONED_KINDS); the others decide the same at every supported version.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from numalign.errors import InvalidInputError
+from numalign.kubelet.versions import REPLAY_DEFAULT, KubeletVersion
 from numalign.limits import MAX_REPLAY_LINE_BYTES, quote
 from numalign.replay.check import check_scenario
 
@@ -71,13 +76,22 @@ MERGE_KINDS = {"realistic", "adversarial", "merge"}
 IGNORED_RESULT_KEYS = {"deterministic", "fix"}
 
 
-def handler_for(kind: str) -> Handler:
+# Kinds whose handler takes the kubelet version: device hints (k/k #138244 from 1.36.0) and the merge's
+# start-up checks (policy-option maturity).
+VERSIONED_KINDS = frozenset({"merge", "device_hints"})
+
+
+def handler_for(kind: str, version: KubeletVersion = REPLAY_DEFAULT) -> Handler:
     key = "merge" if kind in MERGE_KINDS else kind
     load = HANDLERS.get(key)
     if load is None:
         known = ", ".join(sorted(set(HANDLERS) | MERGE_KINDS))
         raise InvalidInputError(f"field kind: unknown scenario kind {quote(kind)}; expected one of: {known}")
-    return load()
+    handler = load()
+    if key not in VERSIONED_KINDS:
+        return handler
+    versioned: Callable[..., dict[str, Any]] = handler
+    return lambda scenario: versioned(scenario, version=version)
 
 
 @dataclass

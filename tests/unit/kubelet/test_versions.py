@@ -55,17 +55,17 @@ def test_gate_defaults_follow_the_versioned_specs() -> None:
 
 
 def test_a_gate_the_version_does_not_have_is_refused() -> None:
-    spec = kv.GateSpec("Later", (kv.GateStage((1, 36), False, kv.Stage.ALPHA),))
-    assert spec.at(KubeletVersion(1, 35, 0)) is None
-    assert spec.at(KubeletVersion(1, 36, 0)) == kv.GateStage((1, 36), False, kv.Stage.ALPHA)
+    with pytest.raises(ConfigError, match="unrecognized feature gate: PodLevelResourceManagers"):
+        kv.check_feature_gates({"PodLevelResourceManagers": False}, KubeletVersion(1, 35, 0), "--feature-gates")
+    kv.check_feature_gates({"PodLevelResourceManagers": True}, KubeletVersion(1, 36, 0), "--feature-gates")
 
 
-def test_check_feature_gates_refuses_a_locked_gate_set_against_its_lock(monkeypatch: pytest.MonkeyPatch) -> None:
-    locked = kv.GateSpec("Locked", (kv.GateStage((1, 30), True, kv.Stage.GA, locked=True),))
-    monkeypatch.setattr(kv, "_GATES_BY_NAME", {"Locked": locked})
-    kv.check_feature_gates({"Locked": True}, DEFAULT, "--feature-gates")
-    with pytest.raises(ConfigError, match="cannot set feature gate Locked to false, feature is locked to true"):
-        kv.check_feature_gates({"Locked": False}, DEFAULT, "--feature-gates")
+def test_check_feature_gates_refuses_a_locked_gate_set_against_its_lock() -> None:
+    kv.check_feature_gates({"InPlacePodVerticalScaling": True}, DEFAULT, "--feature-gates")
+    with pytest.raises(ConfigError) as err:
+        kv.check_feature_gates({"InPlacePodVerticalScaling": False}, DEFAULT, "--feature-gates")
+    assert str(err.value).startswith(
+        "--feature-gates: cannot set feature gate InPlacePodVerticalScaling to false, feature is locked to true")
 
 
 def test_behaviours_name_the_device_hint_change() -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from numalign.core.numa import NUMAInfo
 from numalign.core.policies import NonePolicy, Policy, PolicyName, PolicyOptions, make_policy
+from numalign.core.policies.options import Maturity
 from numalign.errors import ConfigError
 
 
@@ -40,11 +41,13 @@ def start_policy(
     numa: NUMAInfo,
     options: Mapping[str, str] | None = None,
     gates: Mapping[str, bool] | None = None,
+    maturity: Mapping[str, Maturity] | None = None,
 ) -> StartedPolicy:
-    """Build the named policy as the kubelet's NewManager would, or raise the kubelet's start-up error."""
+    """Build the named policy as the kubelet's NewManager would, or raise the kubelet's start-up error.
+    `maturity`: the kubelet version's option graduation (default: the newest release's, OPTION_MATURITY)."""
     if name == PolicyName.NONE:
         return StartedPolicy(NonePolicy(), PolicyOptions())
-    opts = PolicyOptions.parse(options, gates)
+    opts = PolicyOptions.parse(options, gates, maturity)
     if opts.prefer_closest_numa and not numa.has_all_distances():
         raise StartupError(
             "cannot discover NUMA topology: error getting NUMA distances from cadvisor",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from numalign.core.hint import ProviderHints
+from numalign.core.policies.options import Maturity
 from numalign.errors import ConfigError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
@@ -80,6 +81,7 @@ def new_cpu_manager_policy(
     affinity: AffinityStore | None = None,
     shared_cpus: frozenset[int] | None = None,
     implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
+    option_maturity: Mapping[str, Maturity] | None = None,
 ) -> StaticPolicy | NonePolicy:
     """NewManager's policy choice.
 
@@ -113,6 +115,7 @@ def new_cpu_manager_policy(
             feature_gates=feature_gates,
             topology_manager_policy=topology_manager_policy,
             implicit_from_nodes=implicit_from_nodes,
+            option_maturity=option_maturity,
         )
     except ConfigError as e:
         raise ConfigError(f"new static policy error: {e}") from None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from numalign.core.policies.options import go_parse_bool
+from numalign.core.policies.options import Maturity, go_parse_bool
 from numalign.errors import ConfigError
 from numalign.kubelet.cpumanager.take import TakeOptions
 
@@ -80,20 +80,27 @@ class StaticPolicyOptions:
         return {name: "true" for name, f in _FIELDS.items() if getattr(self, f)}
 
 
-def check_policy_option_available(option: str, feature_gates: Mapping[str, bool] | None = None) -> None:
-    """Upstream CheckPolicyOptionAvailable: known name, and its maturity gate enabled."""
+def check_policy_option_available(
+    option: str, feature_gates: Mapping[str, bool] | None = None, maturity: Mapping[str, Maturity] | None = None
+) -> None:
+    """Upstream CheckPolicyOptionAvailable: known name, and its maturity gate enabled. `maturity` is the
+    kubelet version's graduation table (numalign.kubelet.versions.option_maturity); without it, the
+    sets above."""
     gates = {**DEFAULT_FEATURE_GATES, **(feature_gates or {})}
-    if option not in ALL_OPTIONS:
+    known = ALL_OPTIONS if maturity is None else frozenset(maturity)
+    if option not in known:
         raise ConfigError(
             f'unknown CPU Manager Policy option: "{option}"'
-            f" (known options: {', '.join(sorted(ALL_OPTIONS))})"
+            f" (known options: {', '.join(sorted(known))})"
         )
-    if option in ALPHA_OPTIONS and not gates.get(ALPHA_GATE, False):
+    alpha = ALPHA_OPTIONS if maturity is None else {n for n, m in maturity.items() if m is Maturity.ALPHA}
+    beta = BETA_OPTIONS if maturity is None else {n for n, m in maturity.items() if m is Maturity.BETA}
+    if option in alpha and not gates.get(ALPHA_GATE, False):
         raise ConfigError(
             f'CPU Manager Policy Alpha-level Options not enabled, but option "{option}" provided'
             f" (enable the feature gate {ALPHA_GATE}=true)"
         )
-    if option in BETA_OPTIONS and not gates.get(BETA_GATE, False):
+    if option in beta and not gates.get(BETA_GATE, False):
         raise ConfigError(
             f'CPU Manager Policy Beta-level Options not enabled, but option "{option}" provided'
             f" (enable the feature gate {BETA_GATE}=true)"
@@ -101,12 +108,14 @@ def check_policy_option_available(option: str, feature_gates: Mapping[str, bool]
 
 
 def new_static_policy_options(
-    policy_options: Mapping[str, str], feature_gates: Mapping[str, bool] | None = None
+    policy_options: Mapping[str, str],
+    feature_gates: Mapping[str, bool] | None = None,
+    maturity: Mapping[str, Maturity] | None = None,
 ) -> StaticPolicyOptions:
     """Upstream NewStaticPolicyOptions: parse and cross-check the option map."""
     values: dict[str, bool] = {}
     for name in sorted(policy_options):
-        check_policy_option_available(name, feature_gates)
+        check_policy_option_available(name, feature_gates, maturity)
         raw = policy_options[name]
         parsed = parse_go_bool(str(raw))
         if parsed is None:

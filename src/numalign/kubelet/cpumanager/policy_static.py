@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 from numalign.core.hint import TopologyHint
+from numalign.core.policies.options import Maturity
 from numalign.errors import AllocationError, CheckpointError, ConfigError
 from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.pod import Container, Pod
@@ -110,13 +111,14 @@ class StaticPolicy:
         feature_gates: Mapping[str, bool] | None = None,
         topology_manager_policy: str = "none",
         implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
+        option_maturity: Mapping[str, Maturity] | None = None,
     ) -> None:
         # hints are implicit on machines with at least this many NUMA nodes (providers/implicit)
         self.implicit_from_nodes = implicit_from_nodes
         if options is None or isinstance(options, StaticPolicyOptions):
             opts = options or StaticPolicyOptions()
         else:
-            opts = new_static_policy_options(options, feature_gates)
+            opts = new_static_policy_options(options, feature_gates, option_maturity)
         validate_static_policy_options(
             opts, topology.num_sockets, topology.num_numa_nodes, topology_manager_policy
         )

@@ -16,6 +16,7 @@ from numalign.core.decision import DecisionRecord
 from numalign.core.hint import TopologyHint
 from numalign.core.numa import NUMAInfo
 from numalign.core.policies import PolicyName
+from numalign.core.policies.options import Maturity
 from numalign.core.policies.startup import start_policy
 from numalign.k8s.pod import Container, Pod
 from numalign.kubelet.topologymanager.provider import HintProvider
@@ -37,13 +38,14 @@ class TopologyManager:
         options: Mapping[str, str] | None = None,
         gates: Mapping[str, bool] | None = None,
         metrics: m.Metrics | None = None,
+        option_maturity: Mapping[str, Maturity] | None = None,
     ) -> None:
         self.metrics = metrics or m.Metrics()
         self.numa = numa
         self.policy_name = policy
         self.scope_name = scope
         self.options: dict[str, str] = dict(options or {})
-        started = start_policy(policy, numa, self.options, gates)
+        started = start_policy(policy, numa, self.options, gates, option_maturity)
         self.opts = started.opts
         self.scope: Scope = make_scope(started.policy, scope, self.metrics)
         if policy == PolicyName.NONE:
