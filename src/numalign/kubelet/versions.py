@@ -174,9 +174,9 @@ FEATURE_GATES: Final[tuple[GateSpec, ...]] = (
              "the PodResources Get endpoint answers"),
     GateSpec("PodLevelResources", (GateStage((1, 32), False, _A), GateStage((1, 34), True, _B, pr=132999)),
              "pods with spec.resources are admitted (off: rejected as PodLevelResourcesNotSupported)"),
-    GateSpec("PodLevelResourceManagers", (GateStage((1, 36), False, _A), GateStage((1, 37), False, _B, pr=140573)),
-             "the managers align pods by spec.resources (KEP-5526); numalign does not model this yet and "
-             "refuses to decide such a pod when the gate is on"),
+    GateSpec("PodLevelResourceManagers", (GateStage((1, 36), False, _A), GateStage((1, 37), False, _B, pr=141209)),
+             "the managers align pods by spec.resources (KEP-5526; beta in 1.37 by #140573, off by default "
+             "by #141209); numalign does not model this yet and refuses to decide such a pod when it is on"),
     GateSpec("InPlacePodVerticalScaling", (GateStage((1, 27), False, _A), GateStage((1, 33), True, _B),
                                            GateStage((1, 35), True, _GA, True)),
              "in-place resize (numalign does not model resizes; accepted for the gate's lock only)"),
@@ -367,3 +367,47 @@ def behaviours(version: KubeletVersion) -> Behaviours:
 
 # What a manager built without a version decides as: the default version's behaviours.
 DEFAULT_BEHAVIOURS: Final = behaviours(DEFAULT)
+
+
+# ---- the table as docs/kubelet-versions.md shows it ----------------------------------------------------
+
+
+def _minor(m: tuple[int, int]) -> str:
+    return f"{m[0]}.{m[1]}"
+
+
+def _pr(pr: int | None) -> str:
+    return f"[#{pr}](https://github.com/kubernetes/kubernetes/pull/{pr})" if pr else "-"
+
+
+def render_markdown() -> str:
+    """The generated part of docs/kubelet-versions.md (tests keep the page equal to this)."""
+    lines = ["### Supported versions", "", "| minor | modelled patches | `X.Y` means |", "|---|---|---|"]
+    for (a, b), newest in NEWEST_PATCH.items():
+        lines.append(f"| {a}.{b} | {a}.{b}.0 to {a}.{b}.{newest} | {a}.{b}.{newest} |")
+    lines += ["", f"Default: **{DEFAULT}**. `numalign replay` default: **{REPLAY_DEFAULT}**.", ""]
+    lines += ["### Decision-affecting changes", "", "| change | PR | first version of each minor that has it | what "
+              "changes |", "|---|---|---|---|"]
+    for c in CHANGES:
+        firsts = ", ".join(str(s) for s in c.since) + " (and every later minor from .0)"
+        lines.append(f"| `{c.name}` | {_pr(c.pr)} | {firsts} | {c.summary} |")
+    lines += ["", "### Policy options by version", "", "| manager | option | "
+              + " | ".join(_minor(m) for m in NEWEST_PATCH) + " | steps (PR) |", "|---|---|"
+              + "---|" * (len(NEWEST_PATCH) + 1)]
+    for o in POLICY_OPTIONS:
+        cells = [str(o.at(KubeletVersion(a, b, 0)) or "-") for a, b in NEWEST_PATCH]
+        steps = "; ".join(f"{s.maturity} {_minor(s.since)} {_pr(s.pr)}" for s in o.steps)
+        lines.append(f"| {o.manager} | `{o.name}` | " + " | ".join(cells) + f" | {steps} |")
+    lines += ["", "An alpha option needs the manager's `...PolicyAlphaOptions` gate, a beta one its "
+              "`...PolicyBetaOptions` gate; a stable one needs none.", "",
+              "### Feature gates by version", "", "| gate | " + " | ".join(_minor(m) for m in NEWEST_PATCH)
+              + " | what it changes in numalign |", "|---|" + "---|" * (len(NEWEST_PATCH) + 1)]
+    for g in FEATURE_GATES:
+        cells = []
+        for a, b in NEWEST_PATCH:
+            st = g.at(KubeletVersion(a, b, 0))
+            cells.append("-" if st is None else f"{st.stage} {'on' if st.default else 'off'}"
+                         + (" locked" if st.locked else "") + (f" {_pr(st.pr)}" if st.pr and st.since == (a, b)
+                                                               else ""))
+        lines.append(f"| `{g.name}` | " + " | ".join(cells) + f" | {g.effect} |")
+    return "\n".join(lines) + "\n"
