@@ -19,6 +19,7 @@ from numalign.adapters.grpc.gen.podresources.v1 import api_pb2_grpc as pr_grpc
 from numalign.adapters.grpc.gen.podresources.v1alpha1 import api_pb2 as alpha_pb
 from numalign.adapters.grpc.gen.podresources.v1alpha1 import api_pb2_grpc as alpha_grpc
 from numalign.agent import Agent
+from numalign.errors import ConfigError
 from numalign.machine.examples import example
 
 MIXED = """apiVersion: v1
@@ -165,24 +166,15 @@ def test_static_cpu_policy_reports_all_cpus_but_the_reserved(
     assert sorted(alloc.cpu_ids) == sorted(all_cpus - {0, 64})
 
 
-def test_feature_gate_kubelet_pod_resources_get_off(
-    layout: Layout, pr_stub: Callable[[], pr_grpc.PodResourcesListerStub]
-) -> None:
-    agent = _started(layout, feature_gates={"KubeletPodResourcesGet": False})
-    try:
-        layout.write_manifest("db.yaml", GUARANTEED)
-        wait_pod(layout, "db", "admitted")
-        s = pr_stub()
-        with pytest.raises(grpc.RpcError) as info:
-            s.Get(pr.GetPodResourcesRequest(pod_name="db", pod_namespace="data"), timeout=5)
-        assert isinstance(info.value, grpc.Call)
-        assert info.value.code() == grpc.StatusCode.UNKNOWN
-        assert info.value.details() == "PodResources API Get method disabled"
-        assert [p.name for p in s.List(pr.ListPodResourcesRequest(), timeout=5).pod_resources] == ["db"]
-        assert agent.metrics.value(m.PR_ERRORS_GET, server_api_version="v1") == 1
-        assert agent.metrics.value(m.PR_REQUESTS_GET, server_api_version="v1") == 1
-    finally:
-        agent.stop()
+def test_feature_gate_kubelet_pod_resources_get_cannot_be_turned_off_at_137(layout: Layout) -> None:
+    """KubeletPodResourcesGet is GA and locked from 1.36 (k/k #136728): the default kubelet (1.37) refuses
+    to start with it off, as the kubelet does. (With it off at 1.35, Get answers "PodResources API Get
+    method disabled": that path needs serve's --kubelet-version.)"""
+    options = layout.options()
+    options.config = dataclasses.replace(options.config, feature_gates={"KubeletPodResourcesGet": False})
+    agent = Agent(options)
+    with pytest.raises(ConfigError, match="cannot set feature gate KubeletPodResourcesGet to false"):
+        agent.start()
 
 
 TOO_BIG = """apiVersion: v1
