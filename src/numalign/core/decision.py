@@ -1,4 +1,4 @@
-"""Admission results and the decision record: what every provider hinted, what was merged, why.
+"""Admission results and the decision record: what every hint provider hinted, what was merged, why.
 
 The kubelet answers a rejected pod with "Resources cannot be allocated with Topology locality" and
 nothing else. The decision record keeps, per container (or per pod in pod scope), every provider's
@@ -251,7 +251,7 @@ def explain(
     out: list[str] = []
 
     def who(f: FilteredList) -> str:
-        name = provider_names[f.provider] if f.provider < len(provider_names) else f"provider {f.provider}"
+        name = provider_names[f.provider] if f.provider < len(provider_names) else f"hint provider {f.provider}"
         return f"{name}/{f.resource}" if f.resource is not None else name
 
     for f in lists:
@@ -261,7 +261,7 @@ def explain(
         raw = None if not pmap else pmap.get(f.resource)
         if raw is not None and not isinstance(raw, ImplicitHints) and len(raw) == 0:
             out.append(
-                f"{who(f)} cannot be satisfied on any NUMA placement: the provider returned no hints "
+                f"{who(f)} cannot be satisfied on any NUMA placement: the hint provider returned no hints "
                 "(not enough free capacity for the request on this node)"
             )
         elif raw is not None and not has_preferred(raw):
@@ -285,5 +285,5 @@ def explain(
         if prefs:
             out.append(f"the preferred placements do not agree on {target}: " + "; ".join(prefs))
         else:
-            out.append(f"no provider offers a preferred placement; merged result {_hint_text(merged)}")
+            out.append(f"no hint provider offers a preferred placement; merged result {_hint_text(merged)}")
     return tuple(out)

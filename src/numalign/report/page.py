@@ -1,5 +1,5 @@
 """The node report: one HTML page with the machine picture, a legend, the distance heat map and, beside
-them, the decision record of every rejected pod (hints per provider and resource, merged hint, why)."""
+them, the decision record of every rejected pod (hints per hint provider and resource, merged hint, why)."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def _hint(h: Mapping[str, Any]) -> str:
 
 
 def hints_text(hs: Any) -> str:
-    """A provider's answer for one resource, in the words `numalign admit` prints."""
+    """A hint provider's hints for one resource, in the words `numalign admit` prints."""
     if hs is None:
         return "don't care"
     if isinstance(hs, Mapping):  # an implicit list (large machines): described, not listed
@@ -121,7 +121,7 @@ def decision_record(pod: PodView) -> str:
                             f"<td class=\"hints\">{escape(hints_text(hints[res]))}</td></tr>")
         out.append(f"<p><b>{escape(who)}</b>: merged hint <code>{escape(merged)}</code> -&gt; "
                    f"{'admit' if d.get('admit') else 'reject'}</p>")
-        out.append("<table><thead><tr><th>provider</th><th>resource</th><th>hints</th></tr></thead><tbody>"
+        out.append("<table><thead><tr><th>hint provider</th><th>resource</th><th>hints</th></tr></thead><tbody>"
                    + "".join(rows) + "</tbody></table>")
         whys = [*(d.get("explanation") or []),
                 *([f"allocation failed: {d['allocation_error']}"] if d.get("allocation_error") else [])]

@@ -41,7 +41,7 @@ def terminal_picture(view: NodeView, *, color: bool = False) -> str:
     m = view.machine
     width = max((len(n.cpus) for n in m.numa_nodes), default=0)
     width = min(width, WRAP)
-    label_w = len(f"node {max(m.numa_ids())}")
+    label_w = len(f"NUMA {max(m.numa_ids())}")
     lines = [f"NUMA nodes of {m.name} ({'a-z: containers holding CPUs, ' if owners.names else ''}"
              f"{'r: reserved, ' if view.reserved_cpus else ''}.: free)"]
     for node in m.numa_nodes:
@@ -67,11 +67,11 @@ def terminal_picture(view: NodeView, *, color: bool = False) -> str:
         if view.pods:  # occupancy: held of total
             tail = f"mem {human_bytes(int(mem))}/{human_bytes(node.memory_bytes)}"
             tail += "".join(f"  {k} {t}/{n}" for k, (t, n) in sorted(devs.items()))
-        else:  # a bare machine: what each node has
+        else:  # a bare machine: what each NUMA node has
             tail = f"{len(node.cpus)} CPUs, mem {human_bytes(node.memory_bytes)}"
             tail += "".join(f", {n} {k}" for k, (_, n) in sorted(devs.items()))
         pad = " " * (width - widths[0])
-        lines.append(f"{f'node {node.id}'.rjust(label_w)}  {rows[0]}{pad}  {tail}")
+        lines.append(f"{f'NUMA {node.id}'.rjust(label_w)}  {rows[0]}{pad}  {tail}")
         lines += [f"{' ' * label_w}  {r}" for r in rows[1:]]
     for i, name in enumerate(owners.names):
         lines.append(f"  {_paint(_letter(i), _ANSI[i % len(_ANSI)], color)}  {name}")

@@ -43,7 +43,7 @@ def test_letters_show_who_holds_each_cpu_without_colour() -> None:
     text = terminal_picture(view, color=False)
     assert ESC not in text
     lines = text.splitlines()
-    node0 = next(line for line in lines if line.startswith("node 0"))
+    node0 = next(line for line in lines if line.startswith("NUMA 0"))
     cells = node0.split()[2]
     assert len(cells) == 32  # one character per CPU of NUMA node 0
     assert cells[0] == "r" and cells.count("a") == 4 and cells.count("b") == 2
@@ -65,7 +65,7 @@ def test_colour_wraps_letters_only_when_asked() -> None:
 
 def test_large_nodes_wrap() -> None:
     text = terminal_picture(NodeView(example("gb200"), "gb200"))
-    first = next(line.strip() for line in text.splitlines() if line.strip().startswith("node 0 "))
+    first = next(line.strip() for line in text.splitlines() if line.strip().startswith("NUMA 0 "))
     assert "72 CPUs" in first and first.split()[2] == "." * 64
 
 

@@ -13,7 +13,7 @@ def register(sub: Any) -> None:
         "discover",
         help="show the machine's NUMA topology (this machine, a sysfs dump, a machine file or a built-in)",
         description="Read the machine from sysfs (default: this machine) or from --machine, then print a "
-        "tree (node -> socket -> cores; memory, hugepages, devices; distances) or the machine file "
+        "tree (NUMA node -> socket -> cores; memory, hugepages, devices; distances) or the machine file "
         "(--output json|yaml) that every --machine option accepts.",
     )
     src = p.add_mutually_exclusive_group()

@@ -14,11 +14,12 @@ def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "pods",
         help="list the pods of a node agent, a state directory or a snapshot, with their allocations",
-        description="Read numalign_status.json in the state directory of `numalign serve` and list every pod "
+        description="Read the agent status (numalign_status.json) in the state directory of `numalign serve` and "
+        "list every pod "
         "(admitted, rejected or pending) with its CPUs, memory and devices, and every invalid manifest. A state "
         "directory without it (written by `numalign admit --state-dir`, a kubelet's /var/lib/kubelet, or a "
-        "--node snapshot) is read through its state files, on the machine and kubelet configuration admit "
-        "recorded there (numalign_node.json), else those of --machine, --devices and the kubelet options.",
+        "--node snapshot) is read through its checkpoints, on the machine and kubelet configuration of its node "
+        "record (numalign_node.json), else those of --machine, --devices and the kubelet options.",
     )
     p.add_argument("--state-dir", metavar="DIR", type=Path, default=DEFAULT_STATE_DIR,
                    help=f"the agent's --state-dir (default {DEFAULT_STATE_DIR})")

@@ -14,7 +14,7 @@ def register(sub: Any) -> None:
         help="remove pods (by namespace/name, name or UID) from a state directory written by admit",
         description="Remove pods from --state-dir and write the state files again (owner lock and one "
         "transaction, as admit writes). POD is namespace/name, a name in the default namespace, or a pod UID. "
-        "The machine and kubelet configuration are those admit recorded in numalign_node.json, unless "
+        "The machine and kubelet configuration are those of the node record (numalign_node.json), unless "
         "--machine, --devices or kubelet options are given.",
     )
     p.add_argument("pods", nargs="+", metavar="POD", help="namespace/name, name (namespace default) or UID")

@@ -37,7 +37,7 @@ def write_record(state_dir: Path, machine: Any, spec: str | None, config_path: s
 
 
 def apply_record(args: argparse.Namespace) -> str | None:
-    """Fill args from the state directory's record when the command line names no machine, devices,
+    """Fill args from the state directory's node record when the command line names no machine, devices,
     config or kubelet flag; returns a note saying so, or None."""
     from numalign.cli.options.kubeletflags import FLAGS_DEST
 
