@@ -38,7 +38,7 @@ KUBELET_LAYERS: tuple[tuple[str, ...], ...] = (
     ("versions",),
     ("checkpointmanager",),
     ("topologymanager",),
-    ("cpumanager", "memorymanager", "devicemanager"),
+    ("cpumanager", "memorymanager", "devicemanager", "dra"),
     ("admission", "nodestate"),
     ("node",),
 )

@@ -56,6 +56,9 @@ MAX_QUANTITY_CHARS: Final = 256
 # `--replicas` admits spec.replicas copies of a workload's pod on ONE node; the kubelet's maxPods is
 # 110 by default and rarely above a few hundred, so 10,000 copies answer every real question.
 MAX_REPLICAS: Final = 10_000
+# DRA objects (ResourceSlices, DeviceClasses, ResourceClaims, templates) read from one set of files: a
+# 5,000-node cluster with a few slices a node and a claim a pod stays far below.
+MAX_DRA_OBJECTS: Final = 200_000
 # How much of a user's string an error line quotes.
 QUOTE_CHARS: Final = 80
 

@@ -24,11 +24,12 @@ Pure: reading manifest files is adapters.textfiles.load_pods.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from numalign.errors import InvalidInputError
 from numalign.k8s.documents import parse_documents
+from numalign.k8s.dra.podclaims import check_container_claims, container_claims, pod_resource_claims
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.qos import QOSClass
 from numalign.k8s.quantity import Quantity
@@ -75,6 +76,11 @@ _STANDARD_CONTAINER_RESOURCES: Final = frozenset({RESOURCE_CPU, RESOURCE_MEMORY,
 _INIT_RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
 
 
+# Offered every object of a kind that is not a pod or a workload; returns True when it took it (the DRA
+# reader takes DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices this way).
+Collector = Callable[[Mapping[str, Any], str], bool]
+
+
 def pod_uid(namespace: str, name: str) -> str:
     """The uid numalign gives a pod whose manifest has none: stable for a given namespace/name."""
     return str(uuid.uuid5(POD_UID_NAMESPACE, f"{namespace}/{name}"))
@@ -92,7 +98,12 @@ def pods_from_yaml(
 
 
 def pods_from_documents(
-    docs: list[Any], source: str, *, expand_replicas: bool = False, skipped: list[str] | None = None
+    docs: list[Any],
+    source: str,
+    *,
+    expand_replicas: bool = False,
+    skipped: list[str] | None = None,
+    collect: Collector | None = None,
 ) -> list[Pod]:
     """Pods from decoded documents (k8s.documents.parse_documents); empty documents are skipped.
 
@@ -103,16 +114,21 @@ def pods_from_documents(
         if doc is None:
             continue
         where = f"{source}: document {index}"
-        pods.extend(pods_from_object(doc, where, expand_replicas=expand_replicas, skipped=skipped))
+        pods.extend(pods_from_object(doc, where, expand_replicas=expand_replicas, skipped=skipped, collect=collect))
     return pods
 
 
 def pods_from_object(
-    obj: object, where: str, *, expand_replicas: bool = False, skipped: list[str] | None = None
+    obj: object,
+    where: str,
+    *,
+    expand_replicas: bool = False,
+    skipped: list[str] | None = None,
+    collect: Collector | None = None,
 ) -> list[Pod]:
     """Pods from one decoded document: a Pod, a List, a workload or a JSON array of those."""
     if isinstance(obj, list):
-        return _items(obj, where, "", expand_replicas, skipped)
+        return _items(obj, where, "", expand_replicas, skipped, collect)
     if not isinstance(obj, Mapping):
         raise InvalidInputError(
             f"{where}: expected a mapping (a Pod, a List or a workload such as a Deployment), "
@@ -129,9 +145,11 @@ def pods_from_object(
             return []
         if not isinstance(items, list):
             raise InvalidInputError(f"{where}: items: expected a list of objects, got {_type_name(items)}")
-        return _items(items, where, "items", expand_replicas, skipped)
+        return _items(items, where, "items", expand_replicas, skipped, collect)
     if isinstance(kind, str) and kind in WORKLOAD_TEMPLATES:
         return _workload_pods(obj, kind, where, expand_replicas)
+    if collect is not None and isinstance(kind, str) and collect(obj, where):
+        return []
     if skipped is not None and isinstance(kind, str) and kind:
         name = obj.get("metadata", {}).get("name") if isinstance(obj.get("metadata"), Mapping) else None
         skipped.append(f"{where}: {kind}{f' {name}' if isinstance(name, str) else ''} skipped (no pod template)")
@@ -156,14 +174,16 @@ def pod_from_dict(obj: Mapping[str, Any], where: str = "pod") -> Pod:
 
 
 def _items(
-    items: list[Any], where: str, path: str, expand_replicas: bool, skipped: list[str] | None
+    items: list[Any], where: str, path: str, expand_replicas: bool, skipped: list[str] | None,
+    collect: Collector | None,
 ) -> list[Pod]:
     pods: list[Pod] = []
     for i, item in enumerate(items):
         label = f"{path}[{i}]"
         if item is None:
             continue
-        pods.extend(pods_from_object(item, f"{where}: {label}", expand_replicas=expand_replicas, skipped=skipped))
+        pods.extend(pods_from_object(item, f"{where}: {label}", expand_replicas=expand_replicas, skipped=skipped,
+                                     collect=collect))
     return pods
 
 
@@ -236,6 +256,8 @@ def _build_pod(
             )
         seen.add(c.name)
     overhead = _resource_list(spec.get("overhead"), f"{path}.overhead", where)
+    resource_claims = pod_resource_claims(spec.get("resourceClaims"), f"{path}.resourceClaims", where)
+    check_container_claims((*init, *apps), resource_claims, path, where)
     pod_requests, pod_limits = _pod_level_resources(spec.get("resources"), f"{path}.resources", where)
     return Pod(
         name=name,
@@ -248,6 +270,7 @@ def _build_pod(
         source=where,
         pod_requests=pod_requests,
         pod_limits=pod_limits,
+        resource_claims=resource_claims,
     )
 
 
@@ -293,7 +316,8 @@ def _container(obj: object, path: str, where: str, *, is_init: bool) -> Containe
             "(a sidecar) or leave it out"
         )
     return Container(
-        name=name, requests=requests, limits=limits, restart_policy=restart_policy, is_init=is_init
+        name=name, requests=requests, limits=limits, restart_policy=restart_policy, is_init=is_init,
+        claims=container_claims(resources.get("claims"), f"{path}.resources.claims", where),
     )
 
 

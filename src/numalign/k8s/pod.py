@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from numalign.k8s.dra.types import ContainerClaim, PodResourceClaim
 from numalign.k8s.quantity import Quantity
 from numalign.k8s.resources import is_pod_level_resource
 
@@ -20,6 +21,8 @@ class Container:
     # "Always" on an init container makes it a restartable init container (a sidecar).
     restart_policy: str | None = None
     is_init: bool = False
+    # resources.claims (DRA): the pod claims (and requests of them) this container uses.
+    claims: tuple[ContainerClaim, ...] = ()
 
     @property
     def is_sidecar(self) -> bool:
@@ -41,6 +44,8 @@ class Pod:
     # None when the pod has no spec.resources; requests default from limits as the API server does.
     pod_requests: Mapping[str, Quantity] | None = None
     pod_limits: Mapping[str, Quantity] | None = None
+    # spec.resourceClaims (DRA): the claims the pod uses, by claim or by template.
+    resource_claims: tuple[PodResourceClaim, ...] = ()
     # Where the pod came from (file and document index), for error messages and reports.
     source: str = ""
 

@@ -1,0 +1,463 @@
+"""Read resource.k8s.io/v1 objects (DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice)
+from decoded documents, with the API server's defaulting and the validation that shapes allocation.
+
+An invalid object is refused as `kubectl apply` would be refused, in one line naming the file, the
+document and the object: `FILE: document N: ResourceSlice.resource.k8s.io "gpus" is invalid:
+spec.devices[1].name: Duplicate value: "gpu-1"`. CEL selectors are compiled here (k8s/dra/cel.py),
+so a selector that does not compile, or whose estimated cost is over the limit, is refused on read.
+resource.k8s.io/v1beta2 objects have the same shape and are read too; v1beta1 and older are not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from numalign.errors import InvalidInputError
+from numalign.k8s.dra import types as t
+from numalign.k8s.dra.cel import CELFeatures, compile_selector, cost_error
+from numalign.k8s.quantity import Quantity
+from numalign.limits import go_quote, quote
+
+DRA_KINDS: Final = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
+API_VERSIONS: Final = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")
+# Selectors are checked on read with every CEL feature on: the API server of a version that has them
+# accepts them; the allocator of a version without them reports the compile error when it runs.
+READ_FEATURES: Final = CELFeatures(consumable_capacity=True, list_type_attributes=True)
+DRAObject = t.DeviceClass | t.ResourceClaim | t.ResourceClaimTemplate | t.ResourceSlice
+
+
+class _FieldError(Exception):
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"{path}: {detail}")
+
+
+def dra_object_from_dict(obj: Mapping[str, Any], where: str) -> DRAObject:
+    """One DRA object (its `kind` one of DRA_KINDS), defaulted and validated."""
+    kind = str(obj.get("kind"))
+    api_version = obj.get("apiVersion")
+    if api_version is not None and api_version not in API_VERSIONS:
+        raise InvalidInputError(
+            f"{where}: {kind}: apiVersion {quote(api_version)} is not read; expected {' or '.join(API_VERSIONS)} "
+            "(convert with `kubectl convert` or fetch with `kubectl get ... -o yaml` from a 1.34+ cluster)"
+        )
+    metadata = obj.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    name = metadata.get("name")
+    namespace = metadata.get("namespace") or "default"
+    label = f'{kind}.resource.k8s.io {go_quote(name) if isinstance(name, str) else "<unnamed>"}'
+    try:
+        if not isinstance(name, str) or not name:
+            raise _FieldError("metadata.name", "Required value: name or generateName is required")
+        if not isinstance(namespace, str):
+            raise _FieldError("metadata.namespace", f"Invalid value: {quote(namespace)}: must be a string")
+        spec = _mapping(obj.get("spec"), "spec")
+        source = f"{where}: {kind} {name}" if kind in ("DeviceClass", "ResourceSlice") else (
+            f"{where}: {kind} {namespace}/{name}")
+        if kind == "DeviceClass":
+            return t.DeviceClass(name=name, selectors=_selectors(spec.get("selectors"), "spec.selectors"),
+                                 extended_resource_name=_opt_str(spec.get("extendedResourceName"),
+                                                                 "spec.extendedResourceName"),
+                                 source=source)
+        if kind == "ResourceSlice":
+            return _slice(name, spec, source)
+        claim_spec = _claim_spec(spec)
+        if kind == "ResourceClaimTemplate":
+            inner = _mapping(spec.get("spec"), "spec.spec")
+            return t.ResourceClaimTemplate(name=name, namespace=namespace, spec=_claim_spec(inner, "spec.spec"),
+                                           source=source)
+        uid = metadata.get("uid")
+        status = _mapping(obj.get("status"), "status")
+        return t.ResourceClaim(name=name, namespace=namespace, uid=uid if isinstance(uid, str) else "",
+                               spec=claim_spec, allocation=_allocation(status.get("allocation")), source=source)
+    except _FieldError as exc:
+        raise InvalidInputError(f"{where}: {label} is invalid: {exc}") from None
+
+
+# ---- ResourceSlice -----------------------------------------------------------------------------------
+
+
+def _slice(name: str, spec: Mapping[str, Any], source: str) -> t.ResourceSlice:
+    driver = _req_str(spec.get("driver"), "spec.driver")
+    pool_obj = _mapping(spec.get("pool"), "spec.pool")
+    pool = t.ResourcePool(
+        name=_req_str(pool_obj.get("name"), "spec.pool.name"),
+        generation=_int(pool_obj.get("generation", 0), "spec.pool.generation", minimum=0),
+        resource_slice_count=_int(pool_obj.get("resourceSliceCount"), "spec.pool.resourceSliceCount", minimum=1),
+    )
+    node_name = _opt_str(spec.get("nodeName"), "spec.nodeName")
+    node_selector = _node_selector(spec.get("nodeSelector"), "spec.nodeSelector")
+    all_nodes = _bool(spec.get("allNodes"), "spec.allNodes")
+    per_device = _bool(spec.get("perDeviceNodeSelection"), "spec.perDeviceNodeSelection")
+    if sum((bool(node_name), node_selector is not None, all_nodes, per_device)) != 1:
+        raise _FieldError("spec", "Invalid value: exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
+                               "`perDeviceNodeSelection` is required")
+    raw_devices = _list(spec.get("devices"), "spec.devices", t.RESOURCE_SLICE_MAX_DEVICES)
+    devices: list[t.Device] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(raw_devices):
+        device = _device(raw, f"spec.devices[{i}]", per_device)
+        if device.name in seen:
+            raise _FieldError(f"spec.devices[{i}].name", f"Duplicate value: {go_quote(device.name)}")
+        seen.add(device.name)
+        devices.append(device)
+    counter_sets = []
+    raw_sets = _list(spec.get("sharedCounters"), "spec.sharedCounters", t.RESOURCE_SLICE_MAX_COUNTER_SETS)
+    for i, raw in enumerate(raw_sets):
+        cs = _mapping(raw, f"spec.sharedCounters[{i}]")
+        counter_sets.append(t.CounterSet(
+            name=_req_str(cs.get("name"), f"spec.sharedCounters[{i}].name"),
+            counters=_counters(cs.get("counters"), f"spec.sharedCounters[{i}].counters")))
+    return t.ResourceSlice(name=name, driver=driver, pool=pool, node_name=node_name, node_selector=node_selector,
+                           all_nodes=all_nodes, per_device_node_selection=per_device, devices=tuple(devices),
+                           shared_counters=tuple(counter_sets), source=source)
+
+
+def _device(raw: object, path: str, per_device: bool) -> t.Device:
+    obj = _mapping(raw, path)
+    if "basic" in obj:  # v1beta1's wrapper: the fields moved up in v1beta2 and v1
+        raise _FieldError(f"{path}.basic", "Forbidden: the v1beta1 `basic` wrapper is not read; use resource.k8s.io/v1")
+    attributes = {
+        key: _attribute(value, f"{path}.attributes[{key}]")
+        for key, value in _mapping(obj.get("attributes"), f"{path}.attributes").items()
+    }
+    capacity = {
+        key: _capacity(value, f"{path}.capacity[{key}]")
+        for key, value in _mapping(obj.get("capacity"), f"{path}.capacity").items()
+    }
+    total = len(attributes) + len(capacity)
+    if total > t.RESOURCE_SLICE_MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE:
+        raise _FieldError(path, f"Too many: {total}: must have at most "
+                             f"{t.RESOURCE_SLICE_MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE} attributes and capacities")
+    consumes = []
+    for i, raw_c in enumerate(_list(obj.get("consumesCounters"), f"{path}.consumesCounters",
+                                    t.RESOURCE_SLICE_MAX_DEVICE_COUNTERS_PER_DEVICE)):
+        c = _mapping(raw_c, f"{path}.consumesCounters[{i}]")
+        consumes.append(t.DeviceCounterConsumption(
+            counter_set=_req_str(c.get("counterSet"), f"{path}.consumesCounters[{i}].counterSet"),
+            counters=_counters(c.get("counters"), f"{path}.consumesCounters[{i}].counters")))
+    taints = []
+    for i, raw_t in enumerate(_list(obj.get("taints"), f"{path}.taints", t.DEVICE_TAINTS_MAX_LENGTH)):
+        tt = _mapping(raw_t, f"{path}.taints[{i}]")
+        taints.append(t.DeviceTaint(key=_req_str(tt.get("key"), f"{path}.taints[{i}].key"),
+                                    value=_opt_str(tt.get("value"), f"{path}.taints[{i}].value") or "",
+                                    effect=_req_str(tt.get("effect"), f"{path}.taints[{i}].effect")))
+    node_name = _opt_str(obj.get("nodeName"), f"{path}.nodeName")
+    node_selector = _node_selector(obj.get("nodeSelector"), f"{path}.nodeSelector")
+    all_nodes = _bool(obj.get("allNodes"), f"{path}.allNodes")
+    if per_device and sum((bool(node_name), node_selector is not None, all_nodes)) != 1:
+        raise _FieldError(path, "Invalid value: exactly one of `nodeName`, `nodeSelector`, `allNodes` is required "
+                             "when `perDeviceNodeSelection` is set")
+    multiple = obj.get("allowMultipleAllocations")
+    return t.Device(
+        name=_req_str(obj.get("name"), f"{path}.name"), attributes=attributes, capacity=capacity,
+        consumes_counters=tuple(consumes), node_name=node_name, node_selector=node_selector, all_nodes=all_nodes,
+        allow_multiple_allocations=None if multiple is None else _bool(multiple, f"{path}.allowMultipleAllocations"),
+        taints=tuple(taints), binds_to_node=_bool(obj.get("bindsToNode"), f"{path}.bindsToNode"),
+        binding_conditions=tuple(_str_list(obj.get("bindingConditions"), f"{path}.bindingConditions")),
+        binding_failure_conditions=tuple(_str_list(obj.get("bindingFailureConditions"),
+                                                   f"{path}.bindingFailureConditions")),
+    )
+
+
+# resource.k8s.io/v1 JSON names: the scalar and (DRAListTypeAttributes) the list field of each kind.
+_ATTRIBUTE_FIELDS: Final = (("int", "int", "ints"), ("bool", "bool", "bools"), ("string", "string", "strings"),
+                            ("version", "version", "versions"))
+
+
+def _attribute(raw: object, path: str) -> t.DeviceAttribute:
+    obj = _mapping(raw, path)
+    found: list[t.DeviceAttribute] = []
+    for kind, scalar_key, list_key in _ATTRIBUTE_FIELDS:
+        value = obj.get(scalar_key)
+        if value is not None:
+            found.append(t.DeviceAttribute(kind, (_scalar(kind, value, path),)))  # type: ignore[arg-type]
+        values = obj.get(list_key)
+        if values is not None:
+            items = _list(values, path, t.RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE)
+            if not items:
+                raise _FieldError(path, "Required value: a list value must not be empty")
+            found.append(t.DeviceAttribute(kind, tuple(_scalar(kind, v, path) for v in items), True))  # type: ignore[arg-type]
+    if len(found) != 1:
+        raise _FieldError(path, "Invalid value: exactly one value must be specified")
+    return found[0]
+
+
+def _scalar(kind: str, value: object, path: str) -> t.AttributeScalar:
+    if kind == "int" and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind == "bool" and isinstance(value, bool):
+        return value
+    if kind in ("string", "version") and isinstance(value, str):
+        if len(value) > t.DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH:
+            raise _FieldError(path, f"Too long: may not be more than {t.DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH} bytes")
+        return value
+    raise _FieldError(path, f"Invalid value: {quote(value)}: expected a {kind}")
+
+
+def _capacity(raw: object, path: str) -> t.DeviceCapacity:
+    obj = _mapping(raw, path)
+    policy_obj = obj.get("requestPolicy")
+    policy = None
+    if policy_obj is not None:
+        p = _mapping(policy_obj, f"{path}.requestPolicy")
+        rng = p.get("validRange")
+        valid_range = None
+        if rng is not None:
+            r = _mapping(rng, f"{path}.requestPolicy.validRange")
+            valid_range = t.CapacityRequestPolicyRange(
+                min=_opt_quantity(r.get("min"), f"{path}.requestPolicy.validRange.min"),
+                max=_opt_quantity(r.get("max"), f"{path}.requestPolicy.validRange.max"),
+                step=_opt_quantity(r.get("step"), f"{path}.requestPolicy.validRange.step"))
+        policy = t.CapacityRequestPolicy(
+            default=_opt_quantity(p.get("default"), f"{path}.requestPolicy.default"),
+            valid_values=tuple(_quantity(v, f"{path}.requestPolicy.validValues")
+                               for v in _list(p.get("validValues"), f"{path}.requestPolicy.validValues", 10)),
+            valid_range=valid_range)
+    return t.DeviceCapacity(value=_quantity(obj.get("value"), f"{path}.value"), request_policy=policy)
+
+
+def _counters(raw: object, path: str) -> dict[str, Quantity]:
+    obj = _mapping(raw, path)
+    if len(obj) > t.RESOURCE_SLICE_MAX_COUNTERS_PER_COUNTER_SET:
+        limit = t.RESOURCE_SLICE_MAX_COUNTERS_PER_COUNTER_SET
+        raise _FieldError(path, f"Too many: {len(obj)}: must have at most {limit} items")
+    return {str(k): _quantity(_mapping(v, f"{path}[{k}]").get("value"), f"{path}[{k}].value") for k, v in obj.items()}
+
+
+def _node_selector(raw: object, path: str) -> t.NodeSelector | None:
+    if raw is None:
+        return None
+    obj = _mapping(raw, path)
+    terms = []
+    for i, term in enumerate(_list(obj.get("nodeSelectorTerms"), f"{path}.nodeSelectorTerms", 100)):
+        tm = _mapping(term, f"{path}.nodeSelectorTerms[{i}]")
+        groups = []
+        for key in ("matchExpressions", "matchFields"):
+            reqs = []
+            for j, req in enumerate(_list(tm.get(key), f"{path}.nodeSelectorTerms[{i}].{key}", 100)):
+                r = _mapping(req, f"{path}.nodeSelectorTerms[{i}].{key}[{j}]")
+                reqs.append(t.NodeSelectorRequirement(
+                    key=_req_str(r.get("key"), f"{path}.nodeSelectorTerms[{i}].{key}[{j}].key"),
+                    operator=_req_str(r.get("operator"), f"{path}.nodeSelectorTerms[{i}].{key}[{j}].operator"),
+                    values=tuple(_str_list(r.get("values"), f"{path}.nodeSelectorTerms[{i}].{key}[{j}].values"))))
+            groups.append(tuple(reqs))
+        terms.append(t.NodeSelectorTerm(match_expressions=groups[0], match_fields=groups[1]))
+    return t.NodeSelector(terms=tuple(terms))
+
+
+# ---- DeviceClass selectors and claim specs ------------------------------------------------------------
+
+
+def _selectors(raw: object, path: str) -> tuple[t.DeviceSelector, ...]:
+    out = []
+    for i, item in enumerate(_list(raw, path, t.DEVICE_SELECTORS_MAX_SIZE)):
+        sel = _mapping(item, f"{path}[{i}]")
+        expr_path = f"{path}[{i}].cel.expression"
+        expression = _req_str(_mapping(sel.get("cel"), f"{path}[{i}].cel").get("expression"), expr_path)
+        if len(expression.encode()) > t.CEL_SELECTOR_EXPRESSION_MAX_LENGTH:
+            raise _FieldError(expr_path, f"Too long: may not be more than {t.CEL_SELECTOR_EXPRESSION_MAX_LENGTH} bytes")
+        compiled = compile_selector(expression, READ_FEATURES)
+        if compiled.error is not None:
+            raise _FieldError(expr_path, f"Invalid value: {go_quote(expression)}: {compiled.error}")
+        too_costly = cost_error(compiled)
+        if too_costly is not None:
+            raise _FieldError(expr_path, f"Forbidden: {too_costly}")
+        out.append(t.DeviceSelector(expression))
+    return tuple(out)
+
+
+def _claim_spec(spec: Mapping[str, Any], base: str = "spec") -> t.ResourceClaimSpec:
+    devices = _mapping(spec.get("devices"), f"{base}.devices")
+    path = f"{base}.devices.requests"
+    requests: list[t.DeviceRequest] = []
+    names: set[str] = set()
+    for i, raw in enumerate(_list(devices.get("requests"), path, t.DEVICE_REQUESTS_MAX_SIZE)):
+        request = _request(raw, f"{path}[{i}]")
+        if request.name in names:
+            raise _FieldError(f"{path}[{i}].name", f"Duplicate value: {go_quote(request.name)}")
+        names.add(request.name)
+        requests.append(request)
+    refs = set(names) | {f"{r.name}/{s.name}" for r in requests for s in r.first_available}
+    constraints = []
+    cpath = f"{base}.devices.constraints"
+    for i, raw in enumerate(_list(devices.get("constraints"), cpath, t.DEVICE_CONSTRAINTS_MAX_SIZE)):
+        c = _mapping(raw, f"{cpath}[{i}]")
+        reqs = _str_list(c.get("requests"), f"{cpath}[{i}].requests")
+        for j, name in enumerate(reqs):
+            if name not in refs:
+                raise _FieldError(f"{cpath}[{i}].requests[{j}]", f"Invalid value: {go_quote(name)}: must be the name "
+                               "of a request in the claim or the name of a request and a subrequest separated by '/'")
+        match = _opt_str(c.get("matchAttribute"), f"{cpath}[{i}].matchAttribute")
+        distinct = _opt_str(c.get("distinctAttribute"), f"{cpath}[{i}].distinctAttribute")
+        if (match is None) == (distinct is None):
+            raise _FieldError(f"{cpath}[{i}]", "Invalid value: exactly one of `matchAttribute` or `distinctAttribute` "
+                                            "is required")
+        attr = match if match is not None else distinct
+        attr_path = f"{cpath}[{i}].{'matchAttribute' if match is not None else 'distinctAttribute'}"
+        domain, sep, ident = (attr or "").partition("/")
+        if not sep or not domain or not ident:
+            raise _FieldError(attr_path, f"Invalid value: {go_quote(attr or '')}: a fully qualified name must be a "
+                                      "domain and a name separated by a slash")
+        constraints.append(t.DeviceConstraint(requests=tuple(reqs), match_attribute=match, distinct_attribute=distinct))
+    return t.ResourceClaimSpec(requests=tuple(requests), constraints=tuple(constraints))
+
+
+def _request(raw: object, path: str) -> t.DeviceRequest:
+    obj = _mapping(raw, path)
+    name = _req_str(obj.get("name"), f"{path}.name")
+    exactly, first = obj.get("exactly"), obj.get("firstAvailable")
+    if "deviceClassName" in obj:
+        raise _FieldError(f"{path}.deviceClassName", "Forbidden: the v1beta1 request fields are not read; "
+                                                  "put them under `exactly` (resource.k8s.io/v1)")
+    if (exactly is None) == (first is None):
+        raise _FieldError(path, "Invalid value: exactly one of `exactly` or `firstAvailable` is required")
+    if exactly is not None:
+        return t.DeviceRequest(name=name, exactly=_subrequest(exactly, f"{path}.exactly", name, exact=True))
+    items = _list(first, f"{path}.firstAvailable", t.FIRST_AVAILABLE_DEVICE_REQUEST_MAX_SIZE)
+    if not items:
+        raise _FieldError(f"{path}.firstAvailable", "Required value")
+    subs: list[t.DeviceSubRequest] = []
+    for i, item in enumerate(items):
+        sub_path = f"{path}.firstAvailable[{i}]"
+        sub_name = _req_str(_mapping(item, sub_path).get("name"), f"{sub_path}.name")
+        if any(s.name == sub_name for s in subs):
+            raise _FieldError(f"{path}.firstAvailable[{i}].name", f"Duplicate value: {go_quote(sub_name)}")
+        subs.append(_subrequest(item, f"{path}.firstAvailable[{i}]", sub_name, exact=False))
+    return t.DeviceRequest(name=name, first_available=tuple(subs))
+
+
+def _subrequest(raw: object, path: str, name: str, *, exact: bool) -> t.DeviceSubRequest:
+    obj = _mapping(raw, path)
+    mode: t.AllocationMode
+    raw_mode = obj.get("allocationMode") or t.ALLOCATION_MODE_EXACT_COUNT
+    if raw_mode == "All":
+        mode = "All"
+    elif raw_mode == "ExactCount":
+        mode = "ExactCount"
+    else:
+        raise _FieldError(f"{path}.allocationMode", f'Unsupported value: {go_quote(str(raw_mode))}: '
+                                 'supported values: "All", "ExactCount"')
+    count_raw = obj.get("count")
+    if mode == t.ALLOCATION_MODE_ALL:
+        if count_raw not in (None, 0):
+            raise _FieldError(f"{path}.count", f"Invalid value: {count_raw}: must not be specified when allocationMode "
+                                            "is 'All'")
+        count = 0
+    else:
+        count = 1 if count_raw is None else _int(count_raw, f"{path}.count")
+        if count <= 0:
+            raise _FieldError(f"{path}.count", f"Invalid value: {count}: must be greater than zero")
+    admin = obj.get("adminAccess")
+    if admin is not None and not exact:
+        raise _FieldError(f"{path}.adminAccess", "Forbidden: admin access is only allowed in `exactly`")
+    tolerations = []
+    for i, raw_t in enumerate(_list(obj.get("tolerations"), f"{path}.tolerations", t.DEVICE_TOLERATIONS_MAX_LENGTH)):
+        tt = _mapping(raw_t, f"{path}.tolerations[{i}]")
+        tolerations.append(t.DeviceToleration(
+            key=_opt_str(tt.get("key"), f"{path}.tolerations[{i}].key") or "",
+            operator=_opt_str(tt.get("operator"), f"{path}.tolerations[{i}].operator") or "Equal",
+            value=_opt_str(tt.get("value"), f"{path}.tolerations[{i}].value") or "",
+            effect=_opt_str(tt.get("effect"), f"{path}.tolerations[{i}].effect") or ""))
+    capacity = None
+    if obj.get("capacity") is not None:
+        cap = _mapping(obj.get("capacity"), f"{path}.capacity")
+        capacity = t.CapacityRequirements(requests={
+            str(k): _quantity(v, f"{path}.capacity.requests[{k}]")
+            for k, v in _mapping(cap.get("requests"), f"{path}.capacity.requests").items()})
+    return t.DeviceSubRequest(
+        name=name, device_class_name=_req_str(obj.get("deviceClassName"), f"{path}.deviceClassName"),
+        selectors=_selectors(obj.get("selectors"), f"{path}.selectors"), allocation_mode=mode, count=count,
+        admin_access=None if admin is None else _bool(admin, f"{path}.adminAccess"),
+        tolerations=tuple(tolerations), capacity=capacity)
+
+
+def _allocation(raw: object) -> t.DeviceAllocationResult | None:
+    if raw is None:
+        return None
+    path = "status.allocation.devices.results"
+    devices = _mapping(_mapping(raw, "status.allocation").get("devices"), "status.allocation.devices")
+    results = []
+    for i, item in enumerate(_list(devices.get("results"), path, t.ALLOCATION_RESULTS_MAX_SIZE)):
+        r = _mapping(item, f"{path}[{i}]")
+        admin = r.get("adminAccess")
+        consumed = r.get("consumedCapacity")
+        results.append(t.DeviceRequestAllocationResult(
+            request=_req_str(r.get("request"), f"{path}[{i}].request"),
+            driver=_req_str(r.get("driver"), f"{path}[{i}].driver"),
+            pool=_req_str(r.get("pool"), f"{path}[{i}].pool"),
+            device=_req_str(r.get("device"), f"{path}[{i}].device"),
+            admin_access=None if admin is None else _bool(admin, f"{path}[{i}].adminAccess"),
+            share_id=_opt_str(r.get("shareID"), f"{path}[{i}].shareID"),
+            consumed_capacity=None if consumed is None else {
+                str(k): _quantity(v, f"{path}[{i}].consumedCapacity[{k}]")
+                for k, v in _mapping(consumed, f"{path}[{i}].consumedCapacity").items()}))
+    return t.DeviceAllocationResult(results=tuple(results))
+
+
+# ---- field readers (API server wording) ----------------------------------------------------------------
+
+
+def _mapping(obj: object, path: str) -> Mapping[str, Any]:
+    if obj is None:
+        return {}
+    if not isinstance(obj, Mapping):
+        raise _FieldError(path, f"Invalid value: {quote(obj)}: expected an object")
+    return obj
+
+
+def _list(obj: object, path: str, limit: int) -> list[Any]:
+    if obj is None:
+        return []
+    if not isinstance(obj, list):
+        raise _FieldError(path, f"Invalid value: {quote(obj)}: expected a list")
+    if len(obj) > limit:
+        raise _FieldError(path, f"Too many: {len(obj)}: must have at most {limit} items")
+    return obj
+
+
+def _req_str(obj: object, path: str) -> str:
+    if obj is None or obj == "":
+        raise _FieldError(path, "Required value")
+    if not isinstance(obj, str):
+        raise _FieldError(path, f"Invalid value: {quote(obj)}: expected a string")
+    return obj
+
+
+def _opt_str(obj: object, path: str) -> str | None:
+    return None if obj is None or obj == "" else _req_str(obj, path)
+
+
+def _str_list(obj: object, path: str) -> list[str]:
+    return [_req_str(v, f"{path}[{i}]") for i, v in enumerate(_list(obj, path, 1000))]
+
+
+def _bool(obj: object, path: str) -> bool:
+    if obj is None:
+        return False
+    if not isinstance(obj, bool):
+        raise _FieldError(path, f"Invalid value: {quote(obj)}: expected true or false")
+    return obj
+
+
+def _int(obj: object, path: str, *, minimum: int | None = None) -> int:
+    if obj is None:
+        raise _FieldError(path, "Required value")
+    if isinstance(obj, bool) or not isinstance(obj, int):
+        raise _FieldError(path, f"Invalid value: {quote(obj)}: expected an integer")
+    if minimum is not None and obj < minimum:
+        raise _FieldError(path, f"Invalid value: {obj}: must be greater than or equal to {minimum}")
+    return obj
+
+
+def _quantity(obj: object, path: str) -> Quantity:
+    if obj is None:
+        raise _FieldError(path, "Required value")
+    try:
+        return Quantity.parse(obj, where=path)  # type: ignore[arg-type]
+    except InvalidInputError as exc:
+        raise _FieldError(path, f"Invalid value: {quote(obj)}: {str(exc).removeprefix(path + ': ')}") from None
+
+
+def _opt_quantity(obj: object, path: str) -> Quantity | None:
+    return None if obj is None else _quantity(obj, path)

@@ -1,0 +1,526 @@
+"""The structured allocator (k8s.io/dynamic-resource-allocation/structured, the incubating implementation
+of 1.37, with the experimental one's list-type matchAttribute when DRAListTypeAttributes is on).
+
+A depth-first search over claims, their requests (a firstAvailable request tries its subrequests in
+order), and for each request the devices of the node's pools in pool, slice and device order, each
+next device of a request taken after the previous one (combinations, not permutations). A device must
+be selected by its class's and the request's CEL selectors, not be in use (unless admin access), fit
+the claim's constraints, its counters (partitionable devices) and its consumable capacity. The first
+complete assignment wins: the same search order as upstream gives the same first answer.
+
+Fatal problems (a CEL error, an invalid request) raise AllocatorError with upstream's text: the
+scheduler aborts the pod's scheduling with it. A node that cannot satisfy the claims returns None
+("cannot allocate all claims") or raises NodeFailureError ("invalid resource pools were encountered").
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from numalign.k8s.dra import cel
+from numalign.k8s.dra.types import (
+    ALLOCATION_RESULTS_MAX_SIZE,
+    Device,
+    DeviceClass,
+    DeviceSubRequest,
+    ResourceClaim,
+    ResourceSlice,
+)
+from numalign.k8s.quantity import Quantity
+from numalign.kubelet.dra.capacity import (
+    CapacityNotDefinedError,
+    ConsumedCapacity,
+    add_into,
+    consumed_from_request,
+    request_fits,
+    subtract_from,
+)
+from numalign.kubelet.dra.constraints import Constraint, DistinctAttributeConstraint, MatchAttributeConstraint
+from numalign.kubelet.dra.features import Features
+from numalign.kubelet.dra.pools import NodeInfo, Pool, gather_pools, node_matches
+
+# The CEL library logs a warning for every failing function call; the failure reaches us as an
+# exception with the same text, which the allocator words as upstream does.
+logging.getLogger("cel").setLevel(logging.CRITICAL)
+
+DeviceID = tuple[str, str, str]  # driver, pool, device
+# The search gives up after this many steps (upstream bounds it by the scheduler's filter timeout).
+DEFAULT_SEARCH_BUDGET: Final = 2_000_000
+_SHARE_NAMESPACE: Final = uuid.UUID("2f0c51d6-0f3b-5d55-9a8e-6472612d6964")
+
+
+class AllocatorError(Exception):
+    """A fatal problem with a claim or class (the scheduler reports it and retries the pod)."""
+
+
+class NodeFailureError(Exception):
+    """ErrFailedAllocationOnNode: the claims cannot be allocated on this node, for this reason."""
+
+
+def device_id_text(device_id: DeviceID) -> str:
+    return "/".join(device_id)
+
+
+@dataclass
+class AllocatedState:
+    """What other claims already hold (schedulerapi.AllocatedState)."""
+
+    devices: set[DeviceID] = field(default_factory=set)
+    shared: set[tuple[DeviceID, str]] = field(default_factory=set)
+    capacity: dict[DeviceID, ConsumedCapacity] = field(default_factory=dict)
+
+    def holds(self, device_id: DeviceID) -> bool:
+        """IsDeviceAllocated."""
+        return (device_id in self.devices or device_id in self.capacity
+                or any(d == device_id for d, _ in self.shared))
+
+    def add_claim(self, claim: ResourceClaim) -> None:
+        """A claim's status.allocation: admin-access devices are not held, shared ones by capacity."""
+        if claim.allocation is None:
+            return
+        for r in claim.allocation.results:
+            if r.admin_access:
+                continue
+            if r.share_id:
+                self.shared.add((r.device_id, r.share_id))
+                add_into(self.capacity.setdefault(r.device_id, {}), r.consumed_capacity or {})
+            else:
+                self.devices.add(r.device_id)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    device_id: DeviceID
+    device: Device
+    slice: ResourceSlice
+    pool: Pool
+
+
+@dataclass
+class DeviceResult:
+    """One allocated device (internalDeviceResult)."""
+
+    request: str
+    parent_request: str
+    device_id: DeviceID
+    device: Device
+    slice: ResourceSlice
+    admin_access: bool | None = None
+    share_id: str | None = None
+    consumed_capacity: ConsumedCapacity | None = None
+
+    @property
+    def request_name(self) -> str:
+        return f"{self.parent_request}/{self.request}" if self.parent_request else self.request
+
+
+@dataclass
+class _RequestData:
+    request: DeviceSubRequest
+    parent: str | None  # the parent request's name when this is a subrequest
+    cls: DeviceClass | None
+    num_devices: int = 0
+    all_devices: list[Candidate] = field(default_factory=list)
+    selected_sub: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.parent}/{self.request.name}" if self.parent else self.request.name
+
+
+Key = tuple[int, int, int]  # claim, request, subrequest
+
+
+class Allocator:
+    """One Allocate call: claims to allocate on one node, against the cluster's slices and classes."""
+
+    def __init__(
+        self,
+        features: Features,
+        allocated: AllocatedState,
+        classes: Mapping[str, DeviceClass],
+        slices: Sequence[ResourceSlice],
+        node: NodeInfo,
+        budget: int = DEFAULT_SEARCH_BUDGET,
+    ) -> None:
+        self.features = features
+        self.allocated = allocated
+        self.classes = classes
+        self.node = node
+        self.budget = budget
+        self.steps = 0
+        on_node = [s for s in slices if s.node_name == node.name]
+        shared = [s for s in slices if not s.node_name]
+        self.pools = gather_pools([*on_node, *shared], node, features, slices)
+        self._matches: dict[tuple[DeviceID, Key], bool] = {}
+        self._cel_results: dict[tuple[str, DeviceID], bool] = {}
+        self._cel_devices: dict[DeviceID, dict[str, Any]] = {}
+        self._available_counters: dict[str, dict[str, dict[str, Quantity]]] = {}
+        self._consumed_counters: dict[str, dict[str, dict[str, Quantity]]] = {}
+        self._allocating: dict[DeviceID, set[int]] = {}
+        self._allocating_capacity: dict[DeviceID, ConsumedCapacity] = {}
+
+    # ---- Allocate ------------------------------------------------------------------------------------
+
+    def allocate(self, claims: Sequence[ResourceClaim]) -> list[list[DeviceResult]] | None:
+        self.claims = list(claims)
+        self.requests: dict[Key, _RequestData] = {}
+        self.constraints: list[list[Constraint]] = []
+        self.results: list[list[DeviceResult]] = [[] for _ in claims]
+        f = self.features
+        for ci, claim in enumerate(claims):
+            min_devices = 0
+            for ri, request in enumerate(claim.spec.requests):
+                if request.first_available and not f.prioritized_list:
+                    raise AllocatorError(f"claim {claim.key}, request {request.name}: has subrequests, but the "
+                                         "DRAPrioritizedList feature is disabled")
+                if not f.consumable_capacity:
+                    if request.exactly is not None and request.exactly.capacity is not None:
+                        raise AllocatorError(f"claim {claim.key}, request {request.name}: has capacity requests, "
+                                             "but the DRAConsumableCapacity feature is disabled")
+                    for sub in request.first_available:
+                        if sub.capacity is not None:
+                            raise AllocatorError(f"claim {claim.key}, subrequest {sub.name}: has capacity requests, "
+                                                 "but the DRAConsumableCapacity feature is disabled")
+                if request.first_available:
+                    fewest = sys.maxsize
+                    for si, sub in enumerate(request.first_available):
+                        data = self._validate(claim, (ci, ri, si), sub, request.name)
+                        self.requests[(ci, ri, si)] = data
+                        fewest = min(fewest, data.num_devices)
+                    min_devices += fewest
+                else:
+                    assert request.exactly is not None
+                    data = self._validate(claim, (ci, ri, 0), request.exactly, None)
+                    self.requests[(ci, ri, 0)] = data
+                    min_devices += data.num_devices
+            if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
+                raise AllocatorError(f"claim {claim.key}: number of requested devices {min_devices} exceeds the "
+                                     f"claim limit of {ALLOCATION_RESULTS_MAX_SIZE}")
+            constraints: list[Constraint] = []
+            for i, c in enumerate(claim.spec.constraints):
+                if c.match_attribute is not None:
+                    constraints.append(MatchAttributeConstraint(frozenset(c.requests), c.match_attribute,
+                                                                list_types=f.list_type_attributes))
+                elif c.distinct_attribute is not None and f.consumable_capacity:
+                    constraints.append(DistinctAttributeConstraint(frozenset(c.requests), c.distinct_attribute))
+                else:
+                    raise AllocatorError(f"claim {claim.key}, constraint #{i}: empty constraint (unsupported "
+                                         "constraint type?)")
+            self.constraints.append(constraints)
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 20_000))
+        try:
+            done = self._allocate_one(0, 0, 0, 0, False, (0, 0, 0))
+        except _MaxSizeExceededError:
+            raise AllocatorError("allocation max size exceeded") from None
+        finally:
+            sys.setrecursionlimit(limit)
+        if not done:
+            if self.features.minor >= 35 and any(p.is_invalid for p in self.pools):
+                raise NodeFailureError("invalid resource pools were encountered")
+            return None
+        return self.results
+
+    def _validate(self, claim: ResourceClaim, key: Key, sub: DeviceSubRequest, parent: str | None) -> _RequestData:
+        """validateDeviceRequest."""
+        name = sub.name
+        if sub.admin_access is not None and not self.features.admin_access:
+            raise AllocatorError(f"claim {claim.key}, request {name}: admin access is requested, but the feature "
+                                 "is disabled")
+        cls = self.classes.get(sub.device_class_name)
+        if cls is None:
+            raise AllocatorError(
+                f"claim {claim.key}, request {name}: could not retrieve device class {sub.device_class_name}: "
+                f'deviceclass.resource.k8s.io "{sub.device_class_name}" not found')
+        data = _RequestData(sub, parent, cls)
+        if sub.allocation_mode == "ExactCount":
+            data.num_devices = sub.count
+            return data
+        for pool in self.pools:
+            if pool.is_incomplete:
+                raise AllocatorError(f"claim {claim.key}, request {name}: asks for all devices, but resource pool "
+                                     f"{pool.pool_id} is currently being updated")
+            if pool.is_invalid:
+                raise AllocatorError(f"claim {claim.key}, request {name}: asks for all devices, but resource pool "
+                                     f"{pool.pool_id} is currently invalid")
+            for s in pool.slices:
+                for device in s.devices:
+                    candidate = Candidate((s.driver, s.pool.name, device.name), device, s, pool)
+                    if not self._selectable(key, data, candidate):
+                        continue
+                    if self.features.consumable_capacity and not self._capacity_fits(sub, candidate):
+                        continue
+                    data.all_devices.append(candidate)
+        data.num_devices = len(data.all_devices)
+        return data
+
+    # ---- the search ------------------------------------------------------------------------------------
+
+    def _allocate_one(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int, int]) -> bool:
+        self.steps += 1
+        if self.steps > self.budget:
+            raise AllocatorError(f"timed out trying to allocate devices (numalign stops the search after "
+                                 f"{self.budget} steps)")
+        if ci >= len(self.claims):
+            return True
+        claim = self.claims[ci]
+        if ri >= len(claim.spec.requests):
+            try:
+                return self._allocate_one(ci + 1, 0, 0, 0, False, (0, 0, 0))
+            except _MaxSizeExceededError:
+                return False
+        data = self.requests[(ci, ri, si)]
+        if not in_sub and data.parent is not None:
+            all_exceeded = True
+            for sub_index in range(len(claim.spec.requests[ri].first_available)):
+                try:
+                    ok = self._allocate_one(ci, ri, sub_index, di, True, (0, 0, 0))
+                except _MaxSizeExceededError:
+                    continue
+                all_exceeded = False
+                if ok:
+                    self.requests[(ci, ri, 0)].selected_sub = sub_index
+                    return True
+            if all_exceeded:
+                raise _MaxSizeExceededError
+            return False
+        request = data.request
+        all_mode = request.allocation_mode == "All"
+        if all_mode and not data.all_devices:
+            return False
+        if di >= data.num_devices:
+            return self._allocate_one(ci, ri + 1, 0, 0, False, (0, 0, 0))
+        if len(self.results[ci]) + data.num_devices - di > ALLOCATION_RESULTS_MAX_SIZE:
+            raise _MaxSizeExceededError
+        if all_mode:
+            ok, undo = self._allocate_device(ci, ri, si, data.all_devices[di], must=True)
+            if not ok:
+                return False
+            assert undo is not None
+            return self._descend(undo, ci, ri, si, di + 1, in_sub, (0, 0, 0))
+        admin = bool(request.admin_access)
+        key = (ci, ri, si)
+        for pi in range(start[0], len(self.pools)):
+            pool = self.pools[pi]
+            if pool.is_incomplete or pool.is_invalid:
+                continue
+            for sli in range(start[1] if pi == start[0] else 0, len(pool.slices)):
+                s = pool.slices[sli]
+                first = start[2] if pi == start[0] and sli == start[1] else 0
+                for dvi in range(first, len(s.devices)):
+                    device = s.devices[dvi]
+                    device_id = (pool.driver, pool.pool, device.name)
+                    if admin and ci in self._allocating.get(device_id, ()):
+                        continue
+                    if not admin and self._in_use(device_id):
+                        continue
+                    candidate = Candidate(device_id, device, s, pool)
+                    if not self._selectable(key, data, candidate):
+                        continue
+                    if self.features.consumable_capacity and not self._capacity_fits(request, candidate):
+                        continue
+                    ok, undo = self._allocate_device(ci, ri, si, candidate, must=False)
+                    if not ok:
+                        continue
+                    assert undo is not None
+                    if self._descend(undo, ci, ri, si, di + 1, in_sub, (pi, sli, dvi + 1)):
+                        return True
+        return False
+
+    def _descend(
+        self, undo: Callable[[], None], ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int, int]
+    ) -> bool:
+        """The next device after one was allocated; the device is given back unless that succeeds."""
+        try:
+            done = self._allocate_one(ci, ri, si, di, in_sub, start)
+        except _MaxSizeExceededError:
+            undo()
+            raise
+        if not done:
+            undo()
+        return done
+
+    def _in_use(self, device_id: DeviceID) -> bool:
+        return device_id in self.allocated.devices or bool(self._allocating.get(device_id))
+
+    def _capacity_fits(self, request: DeviceSubRequest, c: Candidate) -> bool:
+        consumed = self.allocated.capacity.get(c.device_id, {})
+        try:
+            return request_fits(consumed, request.capacity.requests if request.capacity else None,
+                                c.device.capacity, self._allocating_capacity.get(c.device_id))
+        except CapacityNotDefinedError:
+            return False
+
+    # ---- selection -------------------------------------------------------------------------------------
+
+    def _selectable(self, key: Key, data: _RequestData, c: Candidate) -> bool:
+        """isSelectable, cached per device and request."""
+        if not self.features.device_binding_and_status and c.device.binding_conditions:
+            return False
+        cache_key = (c.device_id, key)
+        found = self._matches.get(cache_key)
+        if found is not None:
+            return found
+        claim = self.claims[key[0]]
+        result = True
+        class_ok = data.cls is None or self._selectors_match(claim, c, data.cls, data.cls.selectors)
+        if not class_ok or not self._selectors_match(claim, c, None, data.request.selectors):
+            result = False
+        elif c.slice.per_device_node_selection:
+            result = node_matches(self.node, c.device.node_name, c.device.all_nodes, c.device.node_selector)
+        self._matches[cache_key] = result
+        return result
+
+    def _selectors_match(self, claim: ResourceClaim, c: Candidate, cls: DeviceClass | None, selectors: Any) -> bool:
+        owner = f"class {cls.name}" if cls is not None else f"claim {claim.key}"
+        for i, selector in enumerate(selectors):
+            compiled = cel.compile_selector(selector.expression, self.features.cel)
+            if compiled.error is not None:
+                raise AllocatorError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
+            cache_key = (selector.expression, c.device_id)
+            matched = self._cel_results.get(cache_key)
+            if matched is None:
+                matched = self._evaluate(compiled, c, owner, i)
+                self._cel_results[cache_key] = matched
+            if not matched:
+                return False
+        return True
+
+    def _evaluate(self, compiled: cel.CompiledSelector, c: Candidate, owner: str, index: int) -> bool:
+        variables = self._cel_devices.get(c.device_id)
+        if variables is None:
+            d = c.device
+            variables = cel.device_variables(c.slice.driver, d.attributes, d.capacity, d.allow_multiple_allocations,
+                                             self.features.cel)
+            self._cel_devices[c.device_id] = variables
+        try:
+            return cel.device_matches(compiled, variables)
+        except cel.CELRuntimeError as exc:
+            message = str(exc)
+            if self.features.minor >= 37:
+                if "no such key:" in message:
+                    message += (". consider using CEL optional chaining (.? followed by orValue()) or guarding the "
+                                "check with has() for optional fields")
+                raise AllocatorError(f"{owner}: selector #{index} on device {device_id_text(c.device_id)}: CEL "
+                                     f"runtime error: {message}") from None
+            raise AllocatorError(f"{owner}: selector #{index}: CEL runtime error: {message}") from None
+
+    # ---- allocating one device -------------------------------------------------------------------------
+
+    def _allocate_device(
+        self, ci: int, ri: int, si: int, c: Candidate, *, must: bool
+    ) -> tuple[bool, Callable[[], None] | None]:
+        claim = self.claims[ci]
+        data = self.requests[(ci, ri, si)]
+        request = data.request
+        admin = bool(request.admin_access)
+        f = self.features
+        multiple = f.consumable_capacity and bool(c.device.allow_multiple_allocations)
+        if not multiple and admin and ci in self._allocating.get(c.device_id, ()):
+            return False, None
+        if not admin and self._in_use(c.device_id):
+            return False, None
+        if not f.partitionable_devices and c.device.consumes_counters:
+            return False, None
+        in_use_by_share = c.device_id in self.allocated.capacity or c.device_id in self._allocating_capacity
+        skip_counters = multiple and in_use_by_share
+        if not skip_counters and c.device.consumes_counters and not self._take_counters(c):
+            return False, None
+        base, sub = (data.parent, request.name) if data.parent else (request.name, "")
+        if f.device_taints and _taint_prevents(c.device, request):
+            return False, None
+        constraints = self.constraints[ci]
+        for i, constraint in enumerate(constraints):
+            if not constraint.add(base, sub, c.slice.driver, c.device):
+                if must:
+                    raise AllocatorError(f"claim {claim.key}, request {request.name}: cannot add device "
+                                         f"{device_id_text(c.device_id)} because a claim constraint would not be "
+                                         "satisfied")
+                for earlier in constraints[:i]:
+                    earlier.remove(base, sub)
+                return False, None
+        holders = self._allocating.setdefault(c.device_id, set())
+        if not multiple:
+            holders.add(ci)
+        consumed: ConsumedCapacity | None = None
+        share_id: str | None = None
+        if f.consumable_capacity:
+            if not self._capacity_fits(request, c):
+                return False, None
+            if multiple:
+                consumed = consumed_from_request(request.capacity.requests if request.capacity else None,
+                                                 c.device.capacity)
+                share_id = str(uuid.uuid5(_SHARE_NAMESPACE, f"{claim.key}/{data.name}/{device_id_text(c.device_id)}"
+                                                            f"/{len(self.results[ci])}"))
+                add_into(self._allocating_capacity.setdefault(c.device_id, {}), consumed)
+        result = DeviceResult(request.name, base if sub else "", c.device_id, c.device, c.slice,
+                              admin_access=True if admin else None, share_id=share_id,
+                              consumed_capacity=consumed or None)
+        before = len(self.results[ci])
+        self.results[ci].append(result)
+
+        def undo() -> None:
+            for constraint in constraints:
+                constraint.remove(base, sub)
+            self._allocating[c.device_id].discard(ci)
+            if multiple:
+                if consumed:
+                    total = self._allocating_capacity.get(c.device_id)
+                    if total is not None:
+                        subtract_from(total, consumed)
+                        if all(q.is_zero() for q in total.values()):
+                            del self._allocating_capacity[c.device_id]
+            elif f.partitionable_devices and c.device.consumes_counters:
+                self._give_back_counters(c)
+            del self.results[ci][before:]
+
+        return True, undo
+
+    def _take_counters(self, c: Candidate) -> bool:
+        """checkAvailableCounters: consume the device's counters if every counter set still has them."""
+        pool = c.pool
+        available = self._available_counters.get(pool.pool)
+        if available is None:
+            available = {name: dict(cs.counters) for name, cs in pool.counter_sets.items()}
+            for s in [*pool.slices, *pool.slices_not_targeting_node]:
+                for d in s.devices:
+                    if not self.allocated.holds((s.driver, s.pool.name, d.name)):
+                        continue
+                    for consumption in d.consumes_counters:
+                        counters = available.get(consumption.counter_set, {})
+                        for name, q in consumption.counters.items():
+                            if name in counters:
+                                counters[name] = counters[name] - q
+            self._available_counters[pool.pool] = available
+        consumed = self._consumed_counters.setdefault(pool.pool, {})
+        for consumption in c.device.consumes_counters:
+            add_into(consumed.setdefault(consumption.counter_set, {}), consumption.counters)
+        for set_name, counters in available.items():
+            used = consumed.get(set_name, {})
+            for name, q in counters.items():
+                if q < used.get(name, Quantity(0)):
+                    self._give_back_counters(c)
+                    return False
+        return True
+
+    def _give_back_counters(self, c: Candidate) -> None:
+        consumed = self._consumed_counters.get(c.pool.pool, {})
+        for consumption in c.device.consumes_counters:
+            subtract_from(consumed.setdefault(consumption.counter_set, {}), consumption.counters)
+
+
+class _MaxSizeExceededError(Exception):
+    """errAllocationResultMaxSizeExceeded: this alternative would put more than 32 devices in a claim."""
+
+
+def _taint_prevents(device: Device, request: DeviceSubRequest) -> bool:
+    for taint in device.taints:
+        if taint.effect in ("NoExecute", "NoSchedule") and not any(t.tolerates(taint) for t in request.tolerations):
+            return True
+    return False

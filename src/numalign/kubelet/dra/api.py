@@ -1,0 +1,269 @@
+"""allocate_claims: a pod's ResourceClaims allocated on one node as the scheduler's DynamicResources
+plugin does (PreFilter's class check, then Filter's structured allocation), at a Kubernetes version.
+
+    result = allocate_claims(claims, slices, classes, node="node-a", version="1.37")
+    if isinstance(result, AllocationFailure):
+        print(result.line())          # FILE: ResourceClaim default/gpus: cannot allocate all claims
+    else:
+        for d in result.devices:      # driver/pool/device, its numaNode, pcieRoot, pciBusID
+            ...
+
+A claim that is already allocated (status.allocation) keeps its devices; its devices and those of
+`allocated` (claims held by other pods) are in use for the others, except admin-access ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from numalign.errors import InvalidInputError
+from numalign.k8s.dra.types import (
+    ATTRIBUTE_NUMA_NODE,
+    ATTRIBUTE_PCI_BUS_ID,
+    ATTRIBUTE_PCIE_ROOT,
+    DeviceAllocationResult,
+    DeviceAttribute,
+    DeviceClass,
+    DeviceRequestAllocationResult,
+    ResourceClaim,
+    ResourceSlice,
+)
+from numalign.k8s.quantity import Quantity
+from numalign.kubelet.dra.allocator import (
+    DEFAULT_SEARCH_BUDGET,
+    AllocatedState,
+    Allocator,
+    AllocatorError,
+    DeviceResult,
+    NodeFailureError,
+)
+from numalign.kubelet.dra.features import DEFAULT_VERSION, dra_enabled, features_for
+from numalign.kubelet.dra.pools import NodeInfo
+
+CANNOT_ALLOCATE = "cannot allocate all claims"
+
+
+@dataclass(frozen=True)
+class AllocatedDevice:
+    """One device a claim holds, with what alignment needs of it."""
+
+    claim: str  # namespace/name
+    request: str
+    driver: str
+    pool: str
+    device: str
+    attributes: Mapping[str, DeviceAttribute] = field(default_factory=dict)
+    capacity: Mapping[str, Quantity] = field(default_factory=dict)
+    admin_access: bool | None = None
+    share_id: str | None = None
+    consumed_capacity: Mapping[str, Quantity] | None = None
+    preallocated: bool = False
+
+    @property
+    def device_id(self) -> str:
+        return f"{self.driver}/{self.pool}/{self.device}"
+
+    @property
+    def numa_nodes(self) -> tuple[int, ...]:
+        """resource.kubernetes.io/numaNode: one node, or (KEP-6072's list form) the device's node first,
+        then the nodes nearest it."""
+        attr = self.attributes.get(ATTRIBUTE_NUMA_NODE)
+        if attr is None or attr.kind != "int":
+            return ()
+        return tuple(int(v) for v in attr.values)
+
+    @property
+    def numa_node(self) -> int | None:
+        nodes = self.numa_nodes
+        return nodes[0] if nodes else None
+
+    @property
+    def pcie_root(self) -> str | None:
+        return _string(self.attributes.get(ATTRIBUTE_PCIE_ROOT))
+
+    @property
+    def pci_bus_id(self) -> str | None:
+        return _string(self.attributes.get(ATTRIBUTE_PCI_BUS_ID))
+
+
+def _string(attr: DeviceAttribute | None) -> str | None:
+    if attr is None or attr.kind != "string" or not attr.values:
+        return None
+    return str(attr.values[0])
+
+
+@dataclass(frozen=True)
+class ClaimAllocation:
+    claim: ResourceClaim
+    allocation: DeviceAllocationResult
+    devices: tuple[AllocatedDevice, ...]
+    preallocated: bool = False
+
+    def allocated_claim(self) -> ResourceClaim:
+        """The claim with status.allocation set, as the scheduler writes it."""
+        return replace(self.claim, allocation=self.allocation)
+
+
+@dataclass(frozen=True)
+class AllocationResult:
+    """Every claim allocated (or kept) on `node`."""
+
+    node: str
+    version: str
+    implementation: str
+    claims: tuple[ClaimAllocation, ...]
+
+    @property
+    def devices(self) -> tuple[AllocatedDevice, ...]:
+        return tuple(d for c in self.claims for d in c.devices)
+
+
+@dataclass(frozen=True)
+class AllocationFailure:
+    """Why the claims do not fit on `node`. `unschedulable` is the scheduler's verdict for this node
+    (another node may do); otherwise the claim or class is broken and scheduling the pod aborts."""
+
+    node: str
+    version: str
+    implementation: str
+    message: str  # upstream's text
+    kind: Literal["unschedulable", "error"]
+    where: str = ""  # the file and object the message is about
+
+    @property
+    def unschedulable(self) -> bool:
+        return self.kind == "unschedulable"
+
+    def line(self) -> str:
+        return f"{self.where}: {self.message}" if self.where else self.message
+
+
+def allocate_claims(
+    claims: Sequence[ResourceClaim],
+    slices: Sequence[ResourceSlice],
+    classes: Mapping[str, DeviceClass] | Iterable[DeviceClass],
+    *,
+    node: str | None = None,
+    node_labels: Mapping[str, str] | None = None,
+    allocated: Iterable[ResourceClaim] = (),
+    version: str = DEFAULT_VERSION,
+    gates: Mapping[str, bool] | None = None,
+    budget: int = DEFAULT_SEARCH_BUDGET,
+) -> AllocationResult | AllocationFailure:
+    """Allocate `claims` (a pod's, in spec.resourceClaims order) on one node."""
+    features = features_for(version, gates)
+    class_map = dict(classes) if isinstance(classes, Mapping) else {c.name: c for c in classes}
+    node_name = node if node is not None else _only_node(slices)
+    info = NodeInfo(node_name, dict(node_labels or {}))
+
+    def fail(message: str, kind: Literal["unschedulable", "error"], where: str = "") -> AllocationFailure:
+        return AllocationFailure(node_name, version, features.implementation, message, kind, where)
+
+    if not dra_enabled(version, gates):
+        return fail(f"the DynamicResourceAllocation feature gate is off (its default in {version}); the API "
+                    "server drops a pod's resourceClaims and the scheduler allocates no devices", "error")
+    state = AllocatedState()
+    for other in allocated:
+        state.add_claim(other)
+    pending: list[ResourceClaim] = []
+    for claim in claims:
+        if claim.allocation is not None:
+            state.add_claim(claim)
+            continue
+        missing = _missing_class(claim, class_map)
+        if missing:
+            return fail(missing, "unschedulable", _where(claim))
+        pending.append(claim)
+    try:
+        results = Allocator(features, state, class_map, slices, info, budget).allocate(pending) if pending else []
+    except AllocatorError as exc:
+        return fail(str(exc), "error", _where_for_message(str(exc), pending, class_map))
+    except NodeFailureError as exc:
+        return fail(str(exc), "unschedulable", _where_all(pending))
+    if results is None:
+        return fail(CANNOT_ALLOCATE, "unschedulable", _where_all(pending))
+    by_claim = dict(zip((c.key for c in pending), results, strict=True))
+    out = []
+    for claim in claims:
+        if claim.allocation is not None:
+            out.append(_kept(claim, slices))
+        else:
+            out.append(_allocated(claim, by_claim[claim.key]))
+    return AllocationResult(node_name, version, features.implementation, tuple(out))
+
+
+def _only_node(slices: Sequence[ResourceSlice]) -> str:
+    names = sorted({s.node_name for s in slices if s.node_name})
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        return ""
+    raise InvalidInputError(
+        f"the ResourceSlices name {len(names)} nodes ({', '.join(names[:5])}{', ...' if len(names) > 5 else ''}); "
+        "say which node to allocate on"
+    )
+
+
+def _missing_class(claim: ResourceClaim, classes: Mapping[str, DeviceClass]) -> str:
+    """PreFilter's validateDeviceClass, request by request."""
+    for request in claim.spec.requests:
+        subs = [(request.name, request.exactly)] if request.exactly is not None else [
+            (f"{request.name}/{s.name}", s) for s in request.first_available]
+        for name, sub in subs:
+            if sub is not None and sub.device_class_name not in classes:
+                return f"request {name}: device class {sub.device_class_name} does not exist"
+    return ""
+
+
+def _where(claim: ResourceClaim) -> str:
+    return claim.source or f"ResourceClaim {claim.key}"
+
+
+def _where_all(claims: Sequence[ResourceClaim]) -> str:
+    if len(claims) == 1:
+        return _where(claims[0])
+    sources = sorted({c.source.split(": ")[0] for c in claims if c.source})
+    names = ", ".join(c.key for c in claims)
+    return f"{', '.join(sources) + ': ' if sources else ''}ResourceClaims {names}"
+
+
+def _where_for_message(message: str, claims: Sequence[ResourceClaim], classes: Mapping[str, DeviceClass]) -> str:
+    for claim in claims:
+        if message.startswith(f"claim {claim.key}"):
+            return _where(claim)
+    for cls in classes.values():
+        if message.startswith(f"class {cls.name}:"):
+            return f"{cls.source}" if cls.source else f"DeviceClass {cls.name}"
+    return _where_all(claims)
+
+
+def _allocated(claim: ResourceClaim, results: list[DeviceResult]) -> ClaimAllocation:
+    api_results = tuple(
+        DeviceRequestAllocationResult(
+            request=r.request_name, driver=r.device_id[0], pool=r.device_id[1], device=r.device_id[2],
+            admin_access=r.admin_access, share_id=r.share_id, consumed_capacity=r.consumed_capacity)
+        for r in results
+    )
+    devices = tuple(
+        AllocatedDevice(claim.key, r.request_name, *r.device_id, attributes=r.device.attributes,
+                        capacity={k: v.value for k, v in r.device.capacity.items()}, admin_access=r.admin_access,
+                        share_id=r.share_id, consumed_capacity=r.consumed_capacity)
+        for r in results
+    )
+    return ClaimAllocation(claim, DeviceAllocationResult(api_results), devices)
+
+
+def _kept(claim: ResourceClaim, slices: Sequence[ResourceSlice]) -> ClaimAllocation:
+    """An allocated claim's devices, described from the slices that publish them (when they do)."""
+    assert claim.allocation is not None
+    published = {(s.driver, s.pool.name, d.name): d for s in slices for d in s.devices}
+    devices = []
+    for r in claim.allocation.results:
+        d = published.get(r.device_id)
+        devices.append(AllocatedDevice(
+            claim.key, r.request, r.driver, r.pool, r.device, attributes=d.attributes if d else {},
+            capacity={k: v.value for k, v in d.capacity.items()} if d else {}, admin_access=r.admin_access,
+            share_id=r.share_id, consumed_capacity=r.consumed_capacity, preallocated=True))
+    return ClaimAllocation(claim, claim.allocation, tuple(devices), preallocated=True)

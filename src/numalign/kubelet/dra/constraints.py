@@ -1,0 +1,105 @@
+"""Claim constraints (matchAttribute, distinctAttribute), as the allocator applies them device by device.
+
+matchAttribute: every device of the named requests has the attribute, all with one value; with
+DRAListTypeAttributes (KEP-5491, the experimental allocator), scalar and list values are sets and the
+devices' sets must keep a non-empty intersection. Upstream narrows that intersection as devices are
+added and does not widen it again when a device is removed while backtracking (only the count goes
+down); numalign does the same, so it backtracks into the same answers.
+distinctAttribute (with DRAConsumableCapacity): the named requests' devices have pairwise different values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from numalign.k8s.dra.types import Device, DeviceAttribute
+
+
+def matches_request(names: frozenset[str], request: str, subrequest: str) -> bool:
+    """Whether a constraint listing `names` applies to a device of request (and subrequest)."""
+    if not names:
+        return True
+    if not subrequest:
+        return request in names
+    return request in names or f"{request}/{subrequest}" in names
+
+
+def _same_value(a: DeviceAttribute, b: DeviceAttribute) -> bool:
+    """The scalar comparison: the same kind and value (a list attribute compares as no value)."""
+    if a.is_list or b.is_list:
+        return False
+    return a.kind == b.kind and a.values == b.values
+
+
+@dataclass
+class MatchAttributeConstraint:
+    requests: frozenset[str]
+    attribute: str
+    list_types: bool = False
+    first: DeviceAttribute | None = None
+    intersection: tuple[str, frozenset[object]] | None = None
+    count: int = 0
+
+    def add(self, request: str, subrequest: str, driver: str, device: Device) -> bool:
+        if not matches_request(self.requests, request, subrequest):
+            return True
+        attr = device.attribute(driver, self.attribute)
+        if attr is None:
+            return False
+        if self.count == 0:
+            if self.list_types:
+                self.intersection = (attr.kind, frozenset(attr.values))
+            else:
+                self.first = attr  # any kind: a list fails only when a second device is compared
+            self.count = 1
+            return True
+        if self.list_types:
+            assert self.intersection is not None
+            kind, values = self.intersection
+            if attr.kind != kind or not values & frozenset(attr.values):
+                return False
+            self.intersection = (kind, values & frozenset(attr.values))
+        elif self.first is None or not _same_value(attr, self.first):
+            return False
+        self.count += 1
+        return True
+
+    def remove(self, request: str, subrequest: str) -> None:
+        if matches_request(self.requests, request, subrequest):
+            self.count -= 1
+
+
+@dataclass
+class DistinctAttributeConstraint:
+    requests: frozenset[str]
+    attribute: str
+    # request name -> the attribute its (last) device brought, as upstream keys them.
+    seen: dict[str, DeviceAttribute] = field(default_factory=dict)
+    count: int = 0
+
+    def add(self, request: str, subrequest: str, driver: str, device: Device) -> bool:
+        if not matches_request(self.requests, request, subrequest):
+            return True
+        attr = device.attribute(driver, self.attribute)
+        if attr is None:
+            return False
+        if self.count == 0:
+            self.seen[request] = attr
+            self.count = 1
+            return True
+        for other in self.seen.values():
+            if attr.is_list:
+                return False  # "Distinct attribute type unknown" upstream
+            if not other.is_list and other.kind == attr.kind and other.values == attr.values:
+                return False
+        self.seen[request] = attr
+        self.count += 1
+        return True
+
+    def remove(self, request: str, subrequest: str) -> None:
+        if matches_request(self.requests, request, subrequest):
+            self.seen.pop(request, None)
+            self.count -= 1
+
+
+Constraint = MatchAttributeConstraint | DistinctAttributeConstraint

@@ -1,0 +1,141 @@
+"""The feature gates that shape DRA allocation, their defaults in each Kubernetes version, and which of
+upstream's three allocator implementations (stable, incubating, experimental) those gates select.
+
+The defaults are kube-scheduler's (pkg/features/kube_features.go, versioned specs); the gate names are
+upstream's. They live here, in one place, until numalign.kubelet.versions' feature_gate_defaults() takes
+them over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from numalign.errors import InvalidInputError
+from numalign.k8s.dra.cel import CELFeatures
+
+SUPPORTED_VERSIONS: Final = ("1.33", "1.34", "1.35", "1.36", "1.37")
+DEFAULT_VERSION: Final = "1.37"
+
+# gate -> ((first minor with this default, default), ...), oldest first.
+_GATES: Final[Mapping[str, tuple[tuple[int, bool], ...]]] = {
+    "DynamicResourceAllocation": ((26, False), (34, True)),
+    "DRAAdminAccess": ((32, False), (34, True)),
+    "DRAPrioritizedList": ((33, False), (34, True)),
+    "DRAPartitionableDevices": ((33, False), (36, True)),
+    "DRADeviceTaints": ((33, False), (36, True)),
+    "DRAResourceClaimDeviceStatus": ((32, False), (33, True)),
+    "DRADeviceBindingConditions": ((34, False), (36, True)),
+    "DRAConsumableCapacity": ((34, False), (36, True)),
+    "DRAListTypeAttributes": ((36, False),),
+}
+DRA_GATES: Final = tuple(_GATES)
+
+
+def minor_of(version: str) -> int:
+    """"1.36" or "1.36.2" -> 36, for the versions numalign follows."""
+    parts = version.removeprefix("v").split(".")
+    if len(parts) < 2 or parts[0] != "1" or not parts[1].isdigit() or f"1.{parts[1]}" not in SUPPORTED_VERSIONS:
+        raise InvalidInputError(
+            f"Kubernetes version {version!r} is not followed; expected one of {', '.join(SUPPORTED_VERSIONS)} "
+            "(a patch release such as 1.36.2 reads as its minor)"
+        )
+    return int(parts[1])
+
+
+def gate_defaults(version: str) -> dict[str, bool]:
+    """Every DRA gate's default in `version` (a gate the version does not know yet is False)."""
+    minor = minor_of(version)
+    out = {}
+    for gate, steps in _GATES.items():
+        value = False
+        for since, default in steps:
+            if minor >= since:
+                value = default
+        out[gate] = value
+    return out
+
+
+@dataclass(frozen=True)
+class Features:
+    """structured.Features: what the allocator may do (internal/types.go)."""
+
+    admin_access: bool = False
+    prioritized_list: bool = False
+    partitionable_devices: bool = False
+    device_taints: bool = False
+    device_binding_and_status: bool = False
+    consumable_capacity: bool = False
+    list_type_attributes: bool = False
+    # Which release's allocator: behaviour that changed between releases (invalid pools, CEL wording).
+    minor: int = 37
+    # DRAResourceClaimDeviceStatus was an allocator feature of its own in 1.34 only.
+    device_status_34: bool = False
+
+    @property
+    def cel(self) -> CELFeatures:
+        return CELFeatures(consumable_capacity=self.consumable_capacity,
+                           list_type_attributes=self.list_type_attributes)
+
+    @property
+    def implementation(self) -> str:
+        """The implementation upstream's NewAllocator picks: the first, most stable first, whose
+        supported features include every enabled one. In 1.34 DRAResourceClaimDeviceStatus (on by
+        default) was supported by experimental only, so 1.34 ran experimental by default (k/k PR #133967)."""
+        if self.minor <= 33:
+            return "structured (1.33 has a single implementation)"
+        for name, supported in _SUPPORTED[min(self.minor, 36)]:
+            if self.enabled() <= supported:
+                return name
+        return "none"
+
+    def enabled(self) -> frozenset[str]:
+        names = {
+            "AdminAccess": self.admin_access, "PrioritizedList": self.prioritized_list,
+            "PartitionableDevices": self.partitionable_devices, "DeviceTaints": self.device_taints,
+            "DeviceBindingAndStatus": self.device_binding_and_status, "ConsumableCapacity": self.consumable_capacity,
+            "ListTypeAttributes": self.list_type_attributes, "DeviceStatus": self.device_status_34,
+        }
+        return frozenset(name for name, on in names.items() if on)
+
+
+_BASIC: Final = frozenset({"AdminAccess", "PrioritizedList", "PartitionableDevices", "DeviceTaints"})
+_MORE: Final = _BASIC | {"DeviceBindingAndStatus", "ConsumableCapacity"}
+# minor -> each implementation's SupportedFeatures, most stable first.
+_SUPPORTED: Final[Mapping[int, tuple[tuple[str, frozenset[str]], ...]]] = {
+    34: (("stable", frozenset()), ("incubating", _BASIC), ("experimental", _MORE | {"DeviceStatus"})),
+    35: (("stable", frozenset()), ("incubating", _BASIC), ("experimental", _MORE)),
+    36: (("stable", _BASIC), ("incubating", _MORE), ("experimental", _MORE | {"ListTypeAttributes"})),
+}
+
+
+def features_for(version: str = DEFAULT_VERSION, gates: Mapping[str, bool] | None = None) -> Features:
+    """The allocator features the scheduler of `version` passes (AllocatorFeatures), from the gates'
+    defaults with `gates` overriding them."""
+    values = gate_defaults(version)
+    for name, value in (gates or {}).items():
+        if name not in values:
+            raise InvalidInputError(
+                f"feature gate {name!r} is not a DRA gate numalign follows; expected one of {', '.join(DRA_GATES)}"
+            )
+        values[name] = value
+    minor = minor_of(version)
+    return Features(
+        admin_access=values["DRAAdminAccess"],
+        prioritized_list=values["DRAPrioritizedList"],
+        partitionable_devices=values["DRAPartitionableDevices"],
+        device_taints=values["DRADeviceTaints"],
+        device_binding_and_status=values["DRADeviceBindingConditions"] and values["DRAResourceClaimDeviceStatus"],
+        consumable_capacity=values["DRAConsumableCapacity"],
+        list_type_attributes=values["DRAListTypeAttributes"],
+        minor=minor,
+        device_status_34=minor == 34 and values["DRAResourceClaimDeviceStatus"],
+    )
+
+
+def dra_enabled(version: str = DEFAULT_VERSION, gates: Mapping[str, bool] | None = None) -> bool:
+    """DynamicResourceAllocation: beta and off by default in 1.33, GA from 1.34."""
+    values = gate_defaults(version)
+    values.update(gates or {})
+    return values["DynamicResourceAllocation"]

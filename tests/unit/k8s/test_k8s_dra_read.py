@@ -1,0 +1,223 @@
+"""Reading DRA objects beside pods, as `kubectl apply -f` and `kubectl get -o json` give them, and the API
+server's refusals in one line naming the file, the document and the object."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from numalign.errors import InvalidInputError
+from numalign.k8s.dra.documents import pods_and_dra_from_yaml
+from numalign.k8s.dra.podclaims import claims_for_pod
+from numalign.k8s.dra.types import ATTRIBUTE_NUMA_NODE, DeviceAttribute
+from numalign.k8s.manifest import pods_from_yaml
+from numalign.k8s.quantity import Quantity
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "data" / "dra" / "four-gpus.yaml"
+
+SLICE = {
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+    "spec": {"driver": "gpu.example.com", "nodeName": "n", "pool": {"name": "p", "resourceSliceCount": 1},
+             "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "h100"}}}]},
+}
+
+
+def _read(*objects: object) -> tuple[list, object]:
+    return pods_and_dra_from_yaml("\n---\n".join(json.dumps(o) for o in objects), "in.yaml")
+
+
+def test_the_example_reads_slices_classes_claims_and_the_pod_from_one_file() -> None:
+    pods, objects = pods_and_dra_from_yaml(EXAMPLE.read_text(), str(EXAMPLE))
+    assert [p.name for p in pods] == ["trainer"]
+    assert pods[0].resource_claims[0].resource_claim_name == "two-gpus"
+    assert pods[0].containers[0].claims[0].name == "gpus"
+    assert list(objects.classes) == ["h100"]
+    assert list(objects.claims) == ["default/two-gpus"]
+    gpus = objects.slices[0].devices
+    assert [d.name for d in gpus] == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+    assert gpus[3].attributes[ATTRIBUTE_NUMA_NODE] == DeviceAttribute("int", (3,))
+    assert gpus[3].capacity["memory"].value == Quantity.parse("40Gi")
+    claim = objects.claims["default/two-gpus"]
+    assert claim.spec.requests[0].exactly is not None
+    assert claim.spec.requests[0].exactly.count == 2
+    assert claim.spec.constraints[0].match_attribute == ATTRIBUTE_NUMA_NODE
+
+
+def test_a_kubectl_get_list_dump_mixes_kinds() -> None:
+    dump = {"apiVersion": "v1", "kind": "List", "items": [
+        SLICE,
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+         "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "ml"},
+         "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu",
+                                                                      "allocationMode": "All"}}]}},
+         "status": {"allocation": {"devices": {"results": [
+             {"request": "r", "driver": "gpu.example.com", "pool": "p", "device": "gpu-0"}]}}}},
+    ]}
+    pods, objects = pods_and_dra_from_yaml(json.dumps(dump), "dump.json")
+    assert pods == []
+    claim = objects.claims["ml/c"]
+    assert claim.allocation is not None
+    assert claim.allocation.results[0].device_id == ("gpu.example.com", "p", "gpu-0")
+    assert claim.spec.requests[0].exactly is not None
+    assert claim.spec.requests[0].exactly.allocation_mode == "All"
+
+
+def test_list_type_attributes_read_as_lists() -> None:
+    slice_ = json.loads(json.dumps(SLICE))
+    slice_["spec"]["devices"][0]["attributes"] = {"resource.kubernetes.io/pcieRoot": {"strings": ["pci0", "pci1"]}}
+    _, objects = _read(slice_)
+    attr = objects.slices[0].devices[0].attributes["resource.kubernetes.io/pcieRoot"]
+    assert attr.is_list and attr.values == ("pci0", "pci1")
+
+
+def test_without_dra_reading_other_kinds_are_still_skipped_with_a_note() -> None:
+    skipped: list[str] = []
+    assert pods_from_yaml(json.dumps(SLICE), "in.yaml", skipped=skipped) == []
+    assert skipped == ["in.yaml: document 1: ResourceSlice s skipped (no pod template)"]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda s: s["spec"]["devices"].append({"name": "gpu-0"}),
+         'in.yaml: document 1: ResourceSlice.resource.k8s.io "s" is invalid: spec.devices[1].name: Duplicate value: '
+         '"gpu-0"'),
+        (lambda s: s["spec"].pop("nodeName"),
+         'in.yaml: document 1: ResourceSlice.resource.k8s.io "s" is invalid: spec: Invalid value: exactly one of '
+         "`nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required"),
+        (lambda s: s["spec"]["devices"][0]["attributes"].update({"x": {"int": 1, "string": "a"}}),
+         'in.yaml: document 1: ResourceSlice.resource.k8s.io "s" is invalid: spec.devices[0].attributes[x]: '
+         "Invalid value: exactly one value must be specified"),
+        (lambda s: s["spec"]["pool"].pop("resourceSliceCount"),
+         'in.yaml: document 1: ResourceSlice.resource.k8s.io "s" is invalid: spec.pool.resourceSliceCount: '
+         "Required value"),
+    ],
+)
+def test_bad_slices_are_refused_as_the_api_server_does(change: object, expected: str) -> None:
+    slice_ = json.loads(json.dumps(SLICE))
+    change(slice_)  # type: ignore[operator]
+    with pytest.raises(InvalidInputError) as err:
+        _read(slice_)
+    assert str(err.value) == expected
+
+
+def _class(expression: str) -> dict[str, object]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": expression}}]}}
+
+
+def test_a_selector_that_does_not_compile_is_refused_with_the_compilers_text() -> None:
+    with pytest.raises(InvalidInputError) as err:
+        _read(_class('device.driver == "a" &&'))
+    assert str(err.value) == (
+        'in.yaml: document 1: DeviceClass.resource.k8s.io "gpu" is invalid: spec.selectors[0].cel.expression: '
+        "Invalid value: \"device.driver == \\\"a\\\" &&\": compilation failed: ERROR: <input>:1:24: Syntax error: "
+        "mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, "
+        "NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}"
+    )
+    assert "\n" not in str(err.value)
+
+
+def test_an_undeclared_reference_is_a_compile_error() -> None:
+    with pytest.raises(InvalidInputError, match=r"compilation failed: ERROR: <input>:1:1: undeclared reference to "
+                                                r"'gpu' \(in container ''\)"):
+        _read(_class('gpu.model == "a"'))
+
+
+def test_a_selector_over_the_cost_limit_is_forbidden() -> None:
+    deep = "device.attributes.all(a, device.attributes.all(b, device.attributes.all(c, device.attributes.all(d, " \
+           "a == b))))"
+    with pytest.raises(InvalidInputError) as err:
+        _read(_class(deep))
+    assert str(err.value) == ('in.yaml: document 1: DeviceClass.resource.k8s.io "gpu" is invalid: '
+                              "spec.selectors[0].cel.expression: Forbidden: too complex, exceeds cost limit")
+
+
+def _claim(devices: dict[str, object], name: str = "c") -> dict[str, object]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+            "spec": {"devices": devices}}
+
+
+@pytest.mark.parametrize(
+    ("devices", "expected"),
+    [
+        ({"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu", "count": 0}}]},
+         "spec.devices.requests[0].exactly.count: Invalid value: 0: must be greater than zero"),
+        ({"requests": [{"name": "r"}]},
+         "spec.devices.requests[0]: Invalid value: exactly one of `exactly` or `firstAvailable` is required"),
+        ({"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu", "allocationMode": "Some"}}]},
+         'spec.devices.requests[0].exactly.allocationMode: Unsupported value: "Some": supported values: "All", '
+         '"ExactCount"'),
+        ({"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}],
+          "constraints": [{"requests": ["x"], "matchAttribute": "a/b"}]},
+         "spec.devices.constraints[0].requests[0]: Invalid value: \"x\": must be the name of a request in the claim "
+         "or the name of a request and a subrequest separated by '/'"),
+        ({"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}],
+          "constraints": [{"matchAttribute": "numaNode"}]},
+         'spec.devices.constraints[0].matchAttribute: Invalid value: "numaNode": a fully qualified name must be a '
+         "domain and a name separated by a slash"),
+        ({"requests": [{"name": "r", "deviceClassName": "gpu"}]},
+         "spec.devices.requests[0].deviceClassName: Forbidden: the v1beta1 request fields are not read; put them "
+         "under `exactly` (resource.k8s.io/v1)"),
+    ],
+)
+def test_bad_claims_are_refused(devices: dict[str, object], expected: str) -> None:
+    with pytest.raises(InvalidInputError) as err:
+        _read(_claim(devices))
+    assert str(err.value) == f'in.yaml: document 1: ResourceClaim.resource.k8s.io "c" is invalid: {expected}'
+
+
+def test_defaults_exact_count_of_one() -> None:
+    _, objects = _read(_claim({"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}))
+    request = objects.claims["default/c"].spec.requests[0].exactly
+    assert request is not None
+    assert (request.allocation_mode, request.count) == ("ExactCount", 1)
+
+
+def test_older_api_versions_are_refused_with_the_fix() -> None:
+    old = dict(SLICE, apiVersion="resource.k8s.io/v1beta1")
+    with pytest.raises(InvalidInputError, match="apiVersion 'resource.k8s.io/v1beta1' is not read; expected "
+                                                "resource.k8s.io/v1 or resource.k8s.io/v1beta2"):
+        _read(old)
+
+
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"},
+       "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}],
+                "containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}]}}
+
+
+def test_a_template_claim_is_made_for_the_pod() -> None:
+    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                "metadata": {"name": "t", "namespace": "ml"},
+                "spec": {"spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}}}}
+    pods, objects = _read(POD, template)
+    claims = claims_for_pod(pods[0], objects)
+    assert [c.key for c in claims] == ["ml/p-gpu"]
+    assert claims[0].spec == objects.templates["ml/t"].spec
+
+
+def test_a_missing_claim_names_the_pod_and_the_claim() -> None:
+    pod = json.loads(json.dumps(POD))
+    pod["spec"]["resourceClaims"][0] = {"name": "gpu", "resourceClaimName": "absent"}
+    pods, objects = _read(pod)
+    with pytest.raises(InvalidInputError, match="in.yaml: document 1: pod ml/p: resourceclaim 'absent' not found"):
+        claims_for_pod(pods[0], objects)
+
+
+def test_a_container_claim_must_name_a_pod_claim() -> None:
+    pod = json.loads(json.dumps(POD))
+    pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "other"}]
+    with pytest.raises(InvalidInputError, match=r"resources.claims: Unsupported value: 'other': must be one of the "
+                                                r"names in pod.spec.resourceClaims \(gpu\)"):
+        _read(pod)
+
+
+def test_a_pod_claim_names_exactly_one_source() -> None:
+    pod = json.loads(json.dumps(POD))
+    pod["spec"]["resourceClaims"][0]["resourceClaimName"] = "x"
+    with pytest.raises(InvalidInputError, match="must specify one of: `resourceClaimName`, "
+                                                "`resourceClaimTemplateName`"):
+        _read(pod)
