@@ -4,6 +4,7 @@ server's refusals in one line naming the file, the document and the object."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,9 @@ import pytest
 from numalign.errors import InvalidInputError
 from numalign.k8s.dra.documents import pods_and_dra_from_yaml
 from numalign.k8s.dra.podclaims import claims_for_pod
-from numalign.k8s.dra.types import ATTRIBUTE_NUMA_NODE, DeviceAttribute
+from numalign.k8s.dra.types import ATTRIBUTE_NUMA_NODE, DeviceAttribute, DRAObjects
 from numalign.k8s.manifest import pods_from_yaml
+from numalign.k8s.pod import Pod
 from numalign.k8s.quantity import Quantity
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "data" / "dra" / "four-gpus.yaml"
@@ -24,7 +26,7 @@ SLICE = {
 }
 
 
-def _read(*objects: object) -> tuple[list, object]:
+def _read(*objects: object) -> tuple[list[Pod], DRAObjects]:
     return pods_and_dra_from_yaml("\n---\n".join(json.dumps(o) for o in objects), "in.yaml")
 
 
@@ -179,8 +181,8 @@ def test_defaults_exact_count_of_one() -> None:
 
 def test_older_api_versions_are_refused_with_the_fix() -> None:
     old = dict(SLICE, apiVersion="resource.k8s.io/v1beta1")
-    with pytest.raises(InvalidInputError, match="apiVersion 'resource.k8s.io/v1beta1' is not read; expected "
-                                                "resource.k8s.io/v1 or resource.k8s.io/v1beta2"):
+    with pytest.raises(InvalidInputError, match=re.escape("apiVersion 'resource.k8s.io/v1beta1' is not read; expected "
+                                                          "resource.k8s.io/v1 or resource.k8s.io/v1beta2")):
         _read(old)
 
 
@@ -203,7 +205,8 @@ def test_a_missing_claim_names_the_pod_and_the_claim() -> None:
     pod = json.loads(json.dumps(POD))
     pod["spec"]["resourceClaims"][0] = {"name": "gpu", "resourceClaimName": "absent"}
     pods, objects = _read(pod)
-    with pytest.raises(InvalidInputError, match="in.yaml: document 1: pod ml/p: resourceclaim 'absent' not found"):
+    expected = "in.yaml: document 1: pod ml/p: resourceclaim 'absent' not found"
+    with pytest.raises(InvalidInputError, match=re.escape(expected)):
         claims_for_pod(pods[0], objects)
 
 

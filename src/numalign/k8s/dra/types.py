@@ -278,8 +278,8 @@ class ResourceClaim:
 
     @property
     def key(self) -> str:
-        """klog.KObj's text: namespace/name."""
-        return f"{self.namespace}/{self.name}"
+        """klog.KObj's text: namespace/name (the name alone without a namespace)."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
 
 
 @dataclass(frozen=True)

@@ -233,6 +233,9 @@ class Allocator:
         if sub.admin_access is not None and not self.features.admin_access:
             raise AllocatorError(f"claim {claim.key}, request {name}: admin access is requested, but the feature "
                                  "is disabled")
+        if not sub.device_class_name:
+            raise AllocatorError(f"claim {claim.key}, request {name}: missing device class name (unsupported "
+                                 "request type?)")
         cls = self.classes.get(sub.device_class_name)
         if cls is None:
             raise AllocatorError(

@@ -1,0 +1,64 @@
+"""The structured allocator against upstream's shared allocator test table, translated case by case into
+tests/data/dra/allocator_cases.yaml (the `upstream` key names the case of
+staging/src/k8s.io/dynamic-resource-allocation/structured/internal/allocatortesting/allocator_testing.go)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from support.dra_cases import NODE_LABELS, claims, classes, features, slices
+
+from numalign.k8s.quantity import Quantity
+from numalign.kubelet.dra.allocator import AllocatedState, Allocator, AllocatorError, NodeFailureError
+from numalign.kubelet.dra.pools import NodeInfo
+
+CASES: list[dict[str, Any]] = yaml.safe_load(
+    (Path(__file__).resolve().parents[3] / "data" / "dra" / "allocator_cases.yaml").read_text()
+)
+
+
+def _state(case: dict[str, Any]) -> AllocatedState:
+    state = AllocatedState()
+    for text in case.get("allocated", ()):
+        state.devices.add(tuple(text.split("/")))
+    for text, share in case.get("allocatedShared", ()):
+        state.shared.add((tuple(text.split("/")), share))
+    for text, amounts in (case.get("allocatedCapacity") or {}).items():
+        state.capacity[tuple(text.split("/"))] = {k: Quantity.parse(v) for k, v in amounts.items()}
+    return state
+
+
+def _entry(r: Any) -> str:
+    text = f"{r.request_name} {'/'.join(r.device_id)}"
+    if r.admin_access:
+        text += " admin"
+    if r.consumed_capacity is not None:
+        text += " consumed " + ",".join(f"{k}={v}" for k, v in sorted(r.consumed_capacity.items()))
+    return text
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["upstream"] for c in CASES])
+def test_upstream_allocator_case(case: dict[str, Any]) -> None:
+    node = case.get("node", "node-1")
+    allocator = Allocator(features(case.get("features")), _state(case), classes(case.get("classes")),
+                          slices(case.get("slices")), NodeInfo(node, NODE_LABELS.get(node, {})))
+    try:
+        result = allocator.allocate(claims(case.get("claims")))
+    except (AllocatorError, NodeFailureError) as exc:
+        assert "error" in case, f"unexpected error: {exc}"
+        assert case["error"] in str(exc)
+        return
+    assert "error" not in case, f"expected an error containing {case['error']!r}, got {result}"
+    expect = case.get("expect", "none")
+    if expect == "none":
+        assert result is None or result == []
+    else:
+        assert result is not None
+        got = [sorted(_entry(r) for r in claim_results) for claim_results in result]
+        assert got == [sorted(entries) for entries in expect]
+    if "invocations" in case:
+        assert allocator.steps == case["invocations"]
+
