@@ -8,6 +8,7 @@ algorithm, kept in tests/support/reference_merge.py).
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import subprocess
@@ -26,8 +27,23 @@ from numalign.core.bitmask import iterate_bitmasks  # noqa: E402
 from numalign.core.hint import ProviderHints, TopologyHint  # noqa: E402
 from numalign.core.numa import NUMAInfo  # noqa: E402
 from numalign.core.policies import PolicyOptions, make_policy  # noqa: E402
+from numalign.k8s.dra.types import (  # noqa: E402
+    ATTRIBUTE_NUMA_NODE,
+    Device,
+    DeviceAttribute,
+    DeviceClass,
+    DeviceConstraint,
+    DeviceRequest,
+    DeviceSelector,
+    DeviceSubRequest,
+    ResourceClaim,
+    ResourceClaimSpec,
+    ResourcePool,
+    ResourceSlice,
+)
 from numalign.k8s.pod import Container, Pod  # noqa: E402
 from numalign.k8s.quantity import Quantity  # noqa: E402
+from numalign.kubelet.dra import AllocationResult, allocate_claims  # noqa: E402
 from numalign.kubelet.node import Node  # noqa: E402
 from numalign.kubelet.topologymanager.provider import DEFAULT_IMPLICIT_FROM_NODES  # noqa: E402
 from numalign.machine.examples import example  # noqa: E402
@@ -182,6 +198,45 @@ def bench_throughput(quick: bool) -> None:
           "1 x 8 CPUs + GPU, 1 x 4 CPUs + NIC)")
 
 
+def dra_inputs(devices: int = 64, per_numa: int = 8, claims: int = 8, per_claim: int = 8) -> tuple[
+        list[ResourceClaim], list[ResourceSlice], dict[str, DeviceClass]]:
+    """A node with `devices` GPUs, `per_numa` on each NUMA node, and `claims` claims of `per_claim` GPUs
+    each, every claim's GPUs on one NUMA node (matchAttribute)."""
+    gpus = tuple(
+        Device(f"gpu-{i}", attributes={ATTRIBUTE_NUMA_NODE: DeviceAttribute("int", (i // per_numa,)),
+                                       "model": DeviceAttribute("string", ("h100",))})
+        for i in range(devices)
+    )
+    slices = [ResourceSlice("node-a-gpus", "gpu.example.com", ResourcePool("node-a"), node_name="node-a",
+                            devices=gpus)]
+    cls = DeviceClass("h100", selectors=(DeviceSelector(
+        'device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].model == "h100"'),))
+    wanted = (DeviceRequest("gpus", exactly=DeviceSubRequest("gpus", "h100", count=per_claim)),)
+    together = (DeviceConstraint(("gpus",), match_attribute=ATTRIBUTE_NUMA_NODE),)
+    claim_list = [ResourceClaim(f"claim-{i}", spec=ResourceClaimSpec(wanted, together)) for i in range(claims)]
+    return claim_list, slices, {"h100": cls}
+
+
+def bench_dra() -> None:
+    """allocate_claims: 8 claims of 8 GPUs each on a node with 64 GPUs (8 per NUMA node); target 10 ms."""
+    claims, slices, classes = dra_inputs()
+    t0 = time.process_time()
+    result = allocate_claims(claims, slices, classes, node="node-a")  # compiles the selector (CEL cache)
+    first = time.process_time() - t0
+    assert isinstance(result, AllocationResult) and len(result.devices) == 64
+    assert all(len({d.numa_node for d in c.devices}) == 1 for c in result.claims)
+    cpu: list[float] = []
+    for _ in range(30):
+        t0 = time.process_time()
+        allocate_claims(claims, slices, classes, node="node-a")
+        cpu.append(time.process_time() - t0)
+    wall = median_time(lambda: allocate_claims(claims, slices, classes, node="node-a"), budget_s=1.0)
+    print("\n## DRA: 8 claims x 8 devices on a node with 64 devices (matchAttribute numaNode), target <= 10 ms")
+    print(f"CPU time median {fmt_ms(statistics.median(cpu))}, max {fmt_ms(max(cpu))}; wall median {fmt_ms(wall)}; "
+          f"first call (compiles CEL) {fmt_ms(first)} CPU; load average {os.getloadavg()[0]:.1f} "
+          f"on {_ncpu()} CPUs")
+
+
 def bench_cli_start() -> None:
     exe = ROOT / ".venv" / "bin" / "numalign"
     if not exe.exists():
@@ -197,12 +252,17 @@ def bench_cli_start() -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="skip the slowest reference measurements")
+    parser.add_argument("--dra", action="store_true", help="run only the DRA allocation benchmark")
     args = parser.parse_args()
     print(f"# numalign benchmarks on {platform.node()}: {platform.machine()}, "
           f"{platform.python_implementation()} {platform.python_version()}, {_cpu_model()}")
+    if args.dra:
+        bench_dra()
+        return 0
     bench_merge(args.quick)
     bench_admission(args.quick)
     bench_throughput(args.quick)
+    bench_dra()
     bench_cli_start()
     return 0
 
@@ -218,8 +278,6 @@ def _cpu_model() -> str:
 
 
 def _ncpu() -> int:
-    import os
-
     return os.cpu_count() or 0
 
 

@@ -104,10 +104,13 @@ def device(raw: Any) -> Device:
     if isinstance(raw, str):
         return Device(raw)
     node = raw.get("node")
+    capacity = raw.get("capacity") or {}
+    if capacity == "fromCounters":  # upstream's helper: a capacity for every counter the device consumes
+        capacity = {name: value for c in raw.get("counters", ()) for name, value in c["counters"].items()}
     return Device(
         name=raw["name"],
         attributes={k: _attribute(v) for k, v in (raw.get("attributes") or {}).items()},
-        capacity={k: _capacity(v) for k, v in (raw.get("capacity") or {}).items()},
+        capacity={k: _capacity(v) for k, v in capacity.items()},
         consumes_counters=tuple(DeviceCounterConsumption(c["set"], {k: _q(v) for k, v in c["counters"].items()})
                                 for c in raw.get("counters", ())),
         node_name=node if isinstance(node, str) and node != "all" else None,
@@ -145,7 +148,7 @@ def _sub(raw: Mapping[str, Any], name: str) -> DeviceSubRequest:
     return DeviceSubRequest(
         name=name, device_class_name=raw.get("class", ""),
         selectors=tuple(DeviceSelector(e) for e in raw.get("selectors", ())),
-        allocation_mode="All" if raw.get("all") else "ExactCount",
+        allocation_mode=raw.get("mode") or ("All" if raw.get("all") else "ExactCount"),
         count=0 if raw.get("all") else raw.get("count", 1),
         admin_access=raw.get("admin"),
         tolerations=tuple(DeviceToleration(t.get("key", ""), t.get("operator", "Equal"), t.get("value", ""),

@@ -230,6 +230,10 @@ class Allocator:
     def _validate(self, claim: ResourceClaim, key: Key, sub: DeviceSubRequest, parent: str | None) -> _RequestData:
         """validateDeviceRequest."""
         name = sub.name
+        for i, selector in enumerate(sub.selectors):
+            if not selector.expression:
+                raise AllocatorError(f"claim {claim.key}, request {name}, selector #{i}: CEL expression empty "
+                                     "(unsupported selector type?)")
         if sub.admin_access is not None and not self.features.admin_access:
             raise AllocatorError(f"claim {claim.key}, request {name}: admin access is requested, but the feature "
                                  "is disabled")
@@ -245,6 +249,8 @@ class Allocator:
         if sub.allocation_mode == "ExactCount":
             data.num_devices = sub.count
             return data
+        if sub.allocation_mode != "All":
+            raise AllocatorError(f"claim {claim.key}, request {name}: unsupported count mode {sub.allocation_mode}")
         for pool in self.pools:
             if pool.is_incomplete:
                 raise AllocatorError(f"claim {claim.key}, request {name}: asks for all devices, but resource pool "
@@ -311,6 +317,9 @@ class Allocator:
         key = (ci, ri, si)
         for pi in range(start[0], len(self.pools)):
             pool = self.pools[pi]
+            if pool.is_invalid and self.features.minor <= 34:
+                # Until 1.35 an invalid pool failed the whole allocation as soon as the search met it.
+                raise AllocatorError(f"pool {pool.pool} is invalid: {pool.invalid_reason}")
             if pool.is_incomplete or pool.is_invalid:
                 continue
             for sli in range(start[1] if pi == start[0] else 0, len(pool.slices)):
