@@ -105,8 +105,11 @@ def device(raw: Any) -> Device:
         return Device(raw)
     node = raw.get("node")
     capacity = raw.get("capacity") or {}
-    if capacity == "fromCounters":  # upstream's helper: a capacity for every counter the device consumes
+    if capacity == "fromCounters" or "fromCounters" in capacity:
+        # upstream's helper: a capacity for every counter the device consumes (then the others listed)
+        extra = {} if capacity == "fromCounters" else {k: v for k, v in capacity.items() if k != "fromCounters"}
         capacity = {name: value for c in raw.get("counters", ()) for name, value in c["counters"].items()}
+        capacity.update(extra)
     return Device(
         name=raw["name"],
         attributes={k: _attribute(v) for k, v in (raw.get("attributes") or {}).items()},
@@ -119,6 +122,7 @@ def device(raw: Any) -> Device:
         allow_multiple_allocations=raw.get("multi"),
         taints=tuple(DeviceTaint(t["key"], t.get("value", ""), t["effect"]) for t in raw.get("taints", ())),
         binding_conditions=tuple(raw.get("binding", ())),
+        binds_to_node=bool(raw.get("bindsToNode")),
         binding_failure_conditions=tuple(raw.get("bindingFailure", ())),
     )
 

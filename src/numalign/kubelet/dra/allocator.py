@@ -208,7 +208,8 @@ class Allocator:
                     constraints.append(MatchAttributeConstraint(frozenset(c.requests), c.match_attribute,
                                                                 list_types=f.list_type_attributes))
                 elif c.distinct_attribute is not None and f.consumable_capacity:
-                    constraints.append(DistinctAttributeConstraint(frozenset(c.requests), c.distinct_attribute))
+                    constraints.append(DistinctAttributeConstraint(frozenset(c.requests), c.distinct_attribute,
+                                                                   list_types=f.list_type_attributes))
                 else:
                     raise AllocatorError(f"claim {claim.key}, constraint #{i}: empty constraint (unsupported "
                                          "constraint type?)")

@@ -5,7 +5,8 @@ DRAListTypeAttributes (KEP-5491, the experimental allocator), scalar and list va
 devices' sets must keep a non-empty intersection. Upstream narrows that intersection as devices are
 added and does not widen it again when a device is removed while backtracking (only the count goes
 down); numalign does the same, so it backtracks into the same answers.
-distinctAttribute (with DRAConsumableCapacity): the named requests' devices have pairwise different values.
+distinctAttribute (with DRAConsumableCapacity): the named requests' devices have pairwise different values
+(with DRAListTypeAttributes: pairwise disjoint sets).
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ class MatchAttributeConstraint:
 class DistinctAttributeConstraint:
     requests: frozenset[str]
     attribute: str
+    # DRAListTypeAttributes: values are sets, and each device's set must be disjoint from the others'.
+    list_types: bool = False
     # request name -> the attribute its (last) device brought, as upstream keys them.
     seen: dict[str, DeviceAttribute] = field(default_factory=dict)
     count: int = 0
@@ -86,6 +89,13 @@ class DistinctAttributeConstraint:
         if self.count == 0:
             self.seen[request] = attr
             self.count = 1
+            return True
+        if self.list_types:
+            values = frozenset(attr.values)
+            if any(other.kind == attr.kind and values & frozenset(other.values) for other in self.seen.values()):
+                return False
+            self.seen[request] = attr
+            self.count += 1
             return True
         for other in self.seen.values():
             if attr.is_list:

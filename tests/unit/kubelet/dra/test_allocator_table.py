@@ -35,6 +35,8 @@ def _entry(r: Any) -> str:
     text = f"{r.request_name} {'/'.join(r.device_id)}"
     if r.admin_access:
         text += " admin"
+    if r.share_id:
+        text += " shared"
     if r.consumed_capacity is not None:
         text += " consumed " + ",".join(f"{k}={v}" for k, v in sorted(r.consumed_capacity.items()))
     return text
