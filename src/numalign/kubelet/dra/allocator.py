@@ -3,7 +3,7 @@ of 1.37, with the experimental one's list-type matchAttribute when DRAListTypeAt
 
 A depth-first search over claims, their requests (a firstAvailable request tries its subrequests in
 order), and for each request the devices of the node's pools in pool, slice and device order, each
-next device of a request taken after the previous one (combinations, not permutations). A device must
+next device of a request taken after the previous one (combinations, from 1.36; permutations before). A device must
 be selected by its class's and the request's CEL selectors, not be in use (unless admin access), fit
 the claim's constraints, its counters (partitionable devices) and its consumable capacity. The first
 complete assignment wins: the same search order as upstream gives the same first answer.
@@ -342,7 +342,10 @@ class Allocator:
                     if not ok:
                         continue
                     assert undo is not None
-                    if self._descend(undo, ci, ri, si, di + 1, in_sub, (pi, sli, dvi + 1)):
+                    # From 1.36 the next device of a request is searched after this one (combinations);
+                    # until then from the start again (permutations: the same first answer, more steps).
+                    after = (pi, sli, dvi + 1) if self.features.minor >= 36 else (0, 0, 0)
+                    if self._descend(undo, ci, ri, si, di + 1, in_sub, after):
                         return True
         return False
 

@@ -4,6 +4,7 @@ staging/src/k8s.io/dynamic-resource-allocation/structured/internal/allocatortest
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -42,17 +43,18 @@ def _entry(r: Any) -> str:
     return text
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["upstream"] for c in CASES])
-def test_upstream_allocator_case(case: dict[str, Any]) -> None:
+def _run(case: dict[str, Any], minor: int = 37) -> Allocator:
+    """Allocate the case's claims and check the outcome; the allocator is returned for its step count."""
     node = case.get("node", "node-1")
-    allocator = Allocator(features(case.get("features")), _state(case), classes(case.get("classes")),
-                          slices(case.get("slices")), NodeInfo(node, NODE_LABELS.get(node, {})))
+    allocator = Allocator(dataclasses.replace(features(case.get("features")), minor=minor), _state(case),
+                          classes(case.get("classes")), slices(case.get("slices")),
+                          NodeInfo(node, NODE_LABELS.get(node, {})))
     try:
         result = allocator.allocate(claims(case.get("claims")))
     except (AllocatorError, NodeFailureError) as exc:
         assert "error" in case, f"unexpected error: {exc}"
         assert case["error"] in str(exc)
-        return
+        return allocator
     assert "error" not in case, f"expected an error containing {case['error']!r}, got {result}"
     expect = case.get("expect", "none")
     if expect == "none":
@@ -61,6 +63,18 @@ def test_upstream_allocator_case(case: dict[str, Any]) -> None:
         assert result is not None
         got = [sorted(_entry(r) for r in claim_results) for claim_results in result]
         assert got == [sorted(entries) for entries in expect]
+    return allocator
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["upstream"] for c in CASES])
+def test_upstream_allocator_case(case: dict[str, Any]) -> None:
+    allocator = _run(case)
     if "invocations" in case:
         assert allocator.steps == case["invocations"]
 
+
+@pytest.mark.parametrize("case", [c for c in CASES if "invocationsPermutations" in c], ids=lambda c: c["upstream"])
+def test_upstream_step_counts_before_combinations(case: dict[str, Any]) -> None:
+    """Upstream's stable implementation still searches permutations (as every implementation did until
+    1.36): the same answer after more steps; numalign does the same for 1.34 and 1.35."""
+    assert _run(case, minor=35).steps == case["invocationsPermutations"]
