@@ -174,9 +174,10 @@ def _range_size(target: str) -> int:
 
 
 def known_functions(features: CELFeatures) -> frozenset[str]:
+    """The library's functions in this environment (`includes` only with DRAListTypeAttributes)."""
     names = set(_FUNCTIONS)
-    if features.list_type_attributes:
-        names.add("includes")
+    if not features.list_type_attributes:
+        names.discard("includes")
     return frozenset(names)
 
 
