@@ -177,3 +177,26 @@ def allocate_responses() -> st.SearchStrategy[ContainerAllocateResponse]:
         pairs,
         st.lists(text, max_size=2).map(tuple),
     )
+
+
+@dataclass(frozen=True)
+class DRAInstance:
+    """A small DRA allocation problem: devices with a numa attribute (some without), claims of one
+    request each (ExactCount), some with a matchAttribute on numa, some devices already in use."""
+
+    numa: tuple[int | None, ...]
+    counts: tuple[int, ...]
+    together: tuple[bool, ...]
+    in_use: frozenset[int]
+
+
+@st.composite
+def dra_instances(draw: st.DrawFn) -> DRAInstance:
+    devices = draw(st.integers(1, 6))
+    claims = draw(st.integers(1, 3))
+    return DRAInstance(
+        numa=tuple(draw(st.one_of(st.none(), st.integers(0, 2))) for _ in range(devices)),
+        counts=tuple(draw(st.integers(1, 3)) for _ in range(claims)),
+        together=tuple(draw(st.booleans()) for _ in range(claims)),
+        in_use=frozenset(draw(st.sets(st.integers(0, devices - 1), max_size=2))),
+    )
