@@ -84,6 +84,8 @@ def test_a_missing_domain_reads_as_an_empty_map_and_leaves_no_trace() -> None:
         ("device.allowMultipleAllocations", CELFeatures(), "compilation failed: ERROR: <input>:1:7: undefined field "
                                                            "'allowMultipleAllocations'"),
         ('device.attributes["d"].x.includes(1)', CELFeatures(), "undeclared reference to 'includes'"),
+        ('cel.bind(d, device.attributes["d"], d.x == 1)', ALL, "compilation failed: ERROR: <input>:1:1: cel.bind is "
+                                                                "not supported by numalign's CEL engine"),
     ],
 )
 def test_compile_errors_carry_upstreams_text(expression: str, features: CELFeatures, error: str) -> None:
