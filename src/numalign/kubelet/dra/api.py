@@ -41,6 +41,7 @@ from numalign.kubelet.dra.allocator import (
 )
 from numalign.kubelet.dra.features import DEFAULT_VERSION, dra_enabled, features_for
 from numalign.kubelet.dra.pools import NodeInfo
+from numalign.kubelet.versions import KubeletVersion
 
 CANNOT_ALLOCATE = "cannot allocate all claims"
 
@@ -148,7 +149,7 @@ def allocate_claims(
     node: str | None = None,
     node_labels: Mapping[str, str] | None = None,
     allocated: Iterable[ResourceClaim] = (),
-    version: str = DEFAULT_VERSION,
+    version: str | KubeletVersion = DEFAULT_VERSION,
     gates: Mapping[str, bool] | None = None,
     budget: int = DEFAULT_SEARCH_BUDGET,
 ) -> AllocationResult | AllocationFailure:
@@ -157,6 +158,7 @@ def allocate_claims(
     class_map = dict(classes) if isinstance(classes, Mapping) else {c.name: c for c in classes}
     node_name = node if node is not None else _only_node(slices)
     info = NodeInfo(node_name, dict(node_labels or {}))
+    version = str(version)
 
     def fail(message: str, kind: Literal["unschedulable", "error"], where: str = "") -> AllocationFailure:
         return AllocationFailure(node_name, version, features.implementation, message, kind, where)

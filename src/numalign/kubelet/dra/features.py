@@ -2,8 +2,8 @@
 upstream's three allocator implementations (stable, incubating, experimental) those gates select.
 
 The defaults are kube-scheduler's (pkg/features/kube_features.go, versioned specs); the gate names are
-upstream's. They live here, in one place, until numalign.kubelet.versions' feature_gate_defaults() takes
-them over.
+upstream's. numalign.kubelet.versions holds the kubelet's own gates (those that change what the resource
+managers decide) and parses versions; the scheduler-side DRA gates are kept here, in one place.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from typing import Final
 
 from numalign.errors import InvalidInputError
 from numalign.k8s.dra.cel import CELFeatures
+from numalign.kubelet.versions import DEFAULT, NEWEST_PATCH, KubeletVersion
 
-SUPPORTED_VERSIONS: Final = ("1.33", "1.34", "1.35", "1.36", "1.37")
-DEFAULT_VERSION: Final = "1.37"
+SUPPORTED_VERSIONS: Final = tuple(f"{a}.{b}" for a, b in NEWEST_PATCH)
+DEFAULT_VERSION: Final = f"{DEFAULT.major}.{DEFAULT.minor}"
 
 # gate -> ((first minor with this default, default), ...), oldest first.
 _GATES: Final[Mapping[str, tuple[tuple[int, bool], ...]]] = {
@@ -33,18 +34,13 @@ _GATES: Final[Mapping[str, tuple[tuple[int, bool], ...]]] = {
 DRA_GATES: Final = tuple(_GATES)
 
 
-def minor_of(version: str) -> int:
-    """"1.36" or "1.36.2" -> 36, for the versions numalign follows."""
-    parts = version.removeprefix("v").split(".")
-    if len(parts) < 2 or parts[0] != "1" or not parts[1].isdigit() or f"1.{parts[1]}" not in SUPPORTED_VERSIONS:
-        raise InvalidInputError(
-            f"Kubernetes version {version!r} is not followed; expected one of {', '.join(SUPPORTED_VERSIONS)} "
-            "(a patch release such as 1.36.2 reads as its minor)"
-        )
-    return int(parts[1])
+def minor_of(version: str | KubeletVersion) -> int:
+    """"1.36", "1.36.2" or a KubeletVersion -> 36 (parsed and range-checked as every version is)."""
+    parsed = version if isinstance(version, KubeletVersion) else KubeletVersion.parse(version, "version")
+    return parsed.minor
 
 
-def gate_defaults(version: str) -> dict[str, bool]:
+def gate_defaults(version: str | KubeletVersion) -> dict[str, bool]:
     """Every DRA gate's default in `version` (a gate the version does not know yet is False)."""
     minor = minor_of(version)
     out = {}
@@ -110,7 +106,7 @@ _SUPPORTED: Final[Mapping[int, tuple[tuple[str, frozenset[str]], ...]]] = {
 }
 
 
-def features_for(version: str = DEFAULT_VERSION, gates: Mapping[str, bool] | None = None) -> Features:
+def features_for(version: str | KubeletVersion = DEFAULT_VERSION, gates: Mapping[str, bool] | None = None) -> Features:
     """The allocator features the scheduler of `version` passes (AllocatorFeatures), from the gates'
     defaults with `gates` overriding them."""
     values = gate_defaults(version)
@@ -134,7 +130,7 @@ def features_for(version: str = DEFAULT_VERSION, gates: Mapping[str, bool] | Non
     )
 
 
-def dra_enabled(version: str = DEFAULT_VERSION, gates: Mapping[str, bool] | None = None) -> bool:
+def dra_enabled(version: str | KubeletVersion = DEFAULT_VERSION, gates: Mapping[str, bool] | None = None) -> bool:
     """DynamicResourceAllocation: beta and off by default in 1.33, GA from 1.34."""
     values = gate_defaults(version)
     values.update(gates or {})

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from numalign.errors import InvalidInputError
 from numalign.k8s.dra.documents import pods_and_dra_from_yaml
 from numalign.k8s.dra.podclaims import claims_for_pod
 from numalign.k8s.dra.types import DeviceConstraint, DRAObjects, ResourceClaim
@@ -134,3 +135,11 @@ def test_more_gpus_on_one_numa_node_than_any_has(count: int) -> None:
     result = allocate_claims([claim], objects.slices, objects.classes)
     assert isinstance(result, AllocationFailure)
     assert result.message == "cannot allocate all claims"
+
+
+def test_versions_are_parsed_as_every_kubelet_version_is() -> None:
+    claim, objects = _example()
+    patch = allocate_claims([claim], objects.slices, objects.classes, version="v1.36.1")
+    assert isinstance(patch, AllocationResult) and patch.implementation == "incubating"
+    with pytest.raises(InvalidInputError, match=r"kubelet version '1\.32' is not supported"):
+        allocate_claims([claim], objects.slices, objects.classes, version="1.32")
