@@ -3,9 +3,11 @@
 Written atomically after every change, read by `numalign pods`. Layout (JSON, sorted keys):
 
     {"version": 1,
-     "pods": {uid: {"namespace", "name", "uid", "file", "status": "admitted"|"rejected",
-                    "reason", "message", "record": DecisionRecord.to_dict() | null,
-                    "allocations": {container: ContainerAllocation.to_dict()}}},
+     "pods": {uid: PodEntry.to_dict(): {"namespace", "name", "uid", "file",
+                    "status": "admitted"|"rejected"|"pending"|"admitting", "reason", "message",
+                    "record": DecisionRecord.to_dict() | null,
+                    "allocations": {container: ContainerAllocation.to_dict()}, "runtime", "containers",
+                    "container_errors"}},
      "manifests": {file: {"status": "ok"|"invalid", "error": str|null, "pods": [uid, ...]}},
      "resources": {resource: {"healthy": [...], "unhealthy": [...], "connected": bool,
                                "reported": bool}},
@@ -22,9 +24,11 @@ from typing import Any
 
 from numalign.adapters.statedir.files import write_atomic
 from numalign.adapters.statedir.layout import STATUS_FILE
-from numalign.agent.pods import PodBook
+from numalign.agent.book import PodBook
+from numalign.agent.entries import PodStatus
 from numalign.errors import CheckpointError, InvalidInputError
 from numalign.kubelet.devicemanager.endpoint import Endpoint
+from numalign.kubelet.devicemanager.pod_devices import RunContainerOptions
 from numalign.kubelet.node import Node
 from numalign.limits import MAX_STATE_FILE_BYTES, read_bounded
 
@@ -62,6 +66,39 @@ def write_status(state_dir: Path, doc: dict[str, Any]) -> None:
     doc = {"version": VERSION, **doc}
     # 0600 like the kubelet's state files beside it: it holds Allocate's envs and mounts per container.
     write_atomic(status_path(state_dir), json.dumps(doc, indent=1, sort_keys=True).encode() + b"\n", mode=0o600)
+
+
+def pods_document(book: PodBook, node: Node) -> dict[str, Any]:
+    """The "pods" and "manifests" entries. An admitted pod's allocations and runtime options are read
+    from the node now (a device may have been allocated again at its start); a pod admitting shows
+    what it holds already (no plugin answer yet, so no runtime)."""
+    for uid, entry in book.pods.items():
+        if entry.status == PodStatus.ADMITTED and uid in node.pods:
+            containers = list(node.pods[uid].all_containers())
+            entry.allocations = {c.name: node.allocation(uid, c.name).to_dict() for c in containers}
+            runtime = {}
+            for c in containers:
+                opts = node.devices.pod_devices.run_container_options(uid, c.name)
+                if opts is not None:
+                    runtime[c.name] = _runtime_dict(opts)
+            entry.runtime = runtime
+        elif entry.status == PodStatus.ADMITTING and (res := node.reserved.get(uid)) is not None:
+            entry.allocations = {c.name: node.allocation(uid, c.name).to_dict() for c in res.pod.all_containers()}
+    return {"pods": {uid: e.to_dict() for uid, e in book.pods.items()},
+            "manifests": {path: m.to_dict() for path, m in book.manifests.items()}}
+
+
+def _runtime_dict(opts: RunContainerOptions) -> dict[str, Any]:
+    """The device plugins' Allocate answers merged for the container runtime (CRI fields)."""
+    return {
+        "envs": dict(opts.envs),
+        "mounts": [{"container_path": mt.container_path, "host_path": mt.host_path, "read_only": mt.read_only}
+                   for mt in opts.mounts],
+        "devices": [{"container_path": d.container_path, "host_path": d.host_path, "permissions": d.permissions}
+                    for d in opts.devices],
+        "annotations": dict(opts.annotations),
+        "cdi_devices": list(opts.cdi_devices),
+    }
 
 
 def plugin_documents(node: Node, book: PodBook, endpoints: Mapping[str, Endpoint]) -> dict[str, Any]:

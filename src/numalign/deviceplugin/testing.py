@@ -27,7 +27,7 @@ DEFAULT_WAIT_S = 5.0
 
 
 class KubeletRecorder:
-    """Records RegistrationServer callbacks. Pass its `on_*` methods to a RegistrationServer."""
+    """Records what a RegistrationServer reports: pass it as the server's listener (RegistrationListener)."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
@@ -91,12 +91,7 @@ class FakeKubelet(KubeletRecorder):
         super().__init__()
         self.server = RegistrationServer(
             Path(directory),
-            on_request=self.on_request,
-            on_register=self.on_register,
-            on_devices=self.on_devices,
-            on_disconnect=self.on_disconnect,
-            on_refused=self.on_refused,
-            on_malformed=self.on_malformed,
+            listener=self,
             dial_timeout=dial_timeout,
             call_timeout=call_timeout,
         )

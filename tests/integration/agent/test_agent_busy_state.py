@@ -29,14 +29,13 @@ def test_the_tick_is_skipped_while_another_process_holds_the_transaction(agent: 
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        tick = threading.Thread(target=agent._capacity_tick)
+        tick = threading.Thread(target=agent.tick)
         tick.start()
         tick.join(timeout=20)  # before the change it waited for the holder (30 s, then an error)
         assert not tick.is_alive(), "the tick waited on another process's transaction"
         assert holder.poll() is None  # the transaction was still held while the tick came back
         # and the agent's lock is free: the PodResources and plugin callbacks' side is not stalled
-        assert agent._lock.acquire(timeout=5)
-        agent._lock.release()
+        assert agent.responsive(timeout=5)
     finally:
         holder.kill()
         holder.wait()

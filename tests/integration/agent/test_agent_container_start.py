@@ -127,7 +127,7 @@ def test_a_pod_replaced_while_a_retry_is_pending_has_one_retry_chain(layout: Lay
     pending_at_attempt: list[bool] = []
 
     def pre_start(ids: Sequence[str]) -> None:
-        pending_at_attempt.append(bool(agent._start_timers))
+        pending_at_attempt.append(agent.scheduled_starts() > 0)
         raise RuntimeError("device busy")
 
     agent = Agent(layout.options(start_backoff=0.4, start_backoff_max=0.4))
@@ -145,7 +145,7 @@ def test_a_pod_replaced_while_a_retry_is_pending_has_one_retry_chain(layout: Lay
             n = len(pending_at_attempt)
             wait_for(lambda: len(pending_at_attempt) >= n + 4, "four retries of the replacement")
             assert not any(pending_at_attempt[n:]), pending_at_attempt
-            assert len(agent._start_timers) <= 1
+            assert agent.scheduled_starts() <= 1
     finally:
         agent.stop()
 

@@ -81,7 +81,7 @@ def test_grpc_sockets_are_0600_and_stale_sockets_are_cleaned(
     (sock_dir / "kubelet_internal_checkpoint").write_text("{}")
     (sock_dir / "notes.txt").write_text("keep")
     (sock_dir / "subdir").mkdir()
-    server = RegistrationServer(sock_dir, on_devices=recorder.on_devices)
+    server = RegistrationServer(sock_dir, listener=recorder)
     server.start()
     try:
         assert not stale.exists()
@@ -243,9 +243,7 @@ def test_grpc_plugin_reregisters_when_kubelet_restarts(sock_dir: Path, recorder:
     def make() -> RegistrationServer:
         return RegistrationServer(
             sock_dir,
-            on_register=recorder.on_register,
-            on_devices=recorder.on_devices,
-            on_disconnect=recorder.on_disconnect,
+            listener=recorder,
             dial_timeout=2.0,
         )
 

@@ -2,10 +2,11 @@
 handler.go), served on <dir>/kubelet.sock.
 
 `RegistrationServer` validates each RegisterRequest as the kubelet does (same error texts), dials the
-plugin, reads its options, follows its ListAndWatch stream and reports everything through callbacks,
-so the node agent can feed the device manager without this module knowing about it:
+plugin, reads its options, follows its ListAndWatch stream and reports everything to one
+`RegistrationListener`, so the node agent can feed the device manager without this module knowing
+about it:
 
-    server = RegistrationServer(dir, on_register=..., on_devices=..., on_disconnect=...)
+    server = RegistrationServer(dir, listener=agent_side)
     server.start()      # cleans stale sockets, serves kubelet.sock (0600)
     ...
     server.stop()
@@ -34,6 +35,7 @@ import stat
 import threading
 from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import Protocol
 
 import grpc
 
@@ -58,10 +60,29 @@ KUBELET_SOCKET = "kubelet.sock"
 # threads here are started only as calls arrive, so a generous cap costs nothing when idle.
 REGISTER_WORKERS = 64
 
-OnRegister = Callable[[str, Endpoint], None]
-OnDevices = Callable[[str, list[Device]], None]
-OnResource = Callable[[str], None]
-OnProblem = Callable[[str, str], None]
+
+
+class RegistrationListener(Protocol):
+    """What a RegistrationServer reports, from gRPC or stream threads (exceptions are logged)."""
+
+    def on_request(self, resource: str) -> None:
+        """Every Register RPC, before validation (kubelet_device_plugin_registration_total)."""
+
+    def on_register(self, resource: str, endpoint: Endpoint) -> None:
+        """A plugin connected; `endpoint` implements Endpoint. Raising PluginError refuses the
+        registration with that message."""
+
+    def on_devices(self, resource: str, devices: list[Device]) -> None:
+        """A ListAndWatch snapshot (replaces the previous one)."""
+
+    def on_disconnect(self, resource: str) -> None:
+        """The current plugin for `resource` went away (its stream ended)."""
+
+    def on_refused(self, resource: str, message: str) -> None:
+        """A RegisterRequest was refused."""
+
+    def on_malformed(self, resource: str, message: str) -> None:
+        """A ListAndWatch update had an odd entry (used as the kubelet does)."""
 
 
 def cleanup_plugin_directory(directory: Path, keep: Collection[str] = (DEVICE_MANAGER_CHECKPOINT_FILE,)) -> list[Path]:
@@ -118,28 +139,14 @@ class _Servicer(pb_grpc.RegistrationServicer):
 
 
 class RegistrationServer:
-    """Serves v1beta1.Registration on `directory`/kubelet.sock and manages one client per resource.
-
-    Callbacks (all optional, called from gRPC or stream threads; exceptions are logged):
-    - on_request(resource): every Register RPC, before validation (kubelet_device_plugin_registration_total).
-    - on_register(resource, endpoint): a plugin connected; `endpoint` implements Endpoint. Raising
-      PluginError refuses the registration with that message.
-    - on_devices(resource, devices): a ListAndWatch snapshot (replaces the previous one).
-    - on_disconnect(resource): the current plugin for `resource` went away (stream ended).
-    - on_refused(resource, message): a RegisterRequest was refused.
-    - on_malformed(resource, message): a ListAndWatch update had an odd entry (used as the kubelet does).
-    """
+    """Serves v1beta1.Registration on `directory`/kubelet.sock and manages one client per resource,
+    reporting to `listener` (RegistrationListener) when one is given."""
 
     def __init__(
         self,
         directory: Path = DEFAULT_DEVICE_PLUGIN_DIR,
         *,
-        on_request: OnResource | None = None,
-        on_register: OnRegister | None = None,
-        on_devices: OnDevices | None = None,
-        on_disconnect: OnResource | None = None,
-        on_refused: OnProblem | None = None,
-        on_malformed: OnProblem | None = None,
+        listener: RegistrationListener | None = None,
         socket_group: str | int | None = None,
         socket_name: str = KUBELET_SOCKET,
         keep_files: Collection[str] = (DEVICE_MANAGER_CHECKPOINT_FILE,),
@@ -149,12 +156,7 @@ class RegistrationServer:
     ) -> None:
         self.directory = Path(directory).absolute()
         self.socket_path = self.directory / socket_name
-        self._on_request = on_request
-        self._on_register = on_register
-        self._on_devices = on_devices
-        self._on_disconnect = on_disconnect
-        self._on_refused = on_refused
-        self._on_malformed = on_malformed
+        self._listener = listener
         self._gid = resolve_group(socket_group)
         self._keep = frozenset(keep_files)
         self.dial_timeout = dial_timeout
@@ -277,12 +279,13 @@ class RegistrationServer:
         (RegistrationRefusedError for a bad request) with the text the plugin gets.
         """
         log.info("got registration request from device plugin with resource %s", go_quote(resource))
-        self._notify1(self._on_request, resource)
+        self._notify(lambda x: x.on_request(resource))
         try:
             socket_path = self.validate(version, resource, endpoint)
         except RegistrationRefusedError as e:
             log.error("bad registration request from device plugin with resource %s: %s", go_quote(resource), e)
-            self._notify(self._on_refused, resource, str(e))
+            refused = str(e)
+            self._notify(lambda x: x.on_refused(resource, refused))
             raise
         client = PluginEndpointClient(
             resource,
@@ -295,12 +298,13 @@ class RegistrationServer:
             if is_active is not None and not is_active():
                 # upstream's context is gone by now too, so its dial or options call fails
                 raise PluginError("context canceled: the plugin abandoned its Register call")
-            if self._on_register is not None:
-                self._on_register(resource, client)
+            if self._listener is not None:
+                self._listener.on_register(resource, client)
         except Exception as e:
             client.close()
             log.error("error connecting to device plugin client for %s: %s", resource, e)
-            self._notify(self._on_refused, resource, str(e))
+            failed = str(e)
+            self._notify(lambda x: x.on_refused(resource, failed))
             if isinstance(e, PluginError):
                 raise
             raise PluginError(f"device plugin {go_quote(resource)} could not be registered: {e}") from e
@@ -318,7 +322,7 @@ class RegistrationServer:
         client.start_list_and_watch(
             on_devices=lambda devs: self._devices(client, devs),
             on_end=lambda reason: self._ended(client, reason),
-            on_malformed=lambda msg: self._notify(self._on_malformed, resource, msg),
+            on_malformed=lambda msg: self._notify(lambda x: x.on_malformed(resource, msg)),
         )
         log.info("connected to device plugin %s on %s (options: %s)", resource, endpoint, client.options)
         return client
@@ -331,8 +335,8 @@ class RegistrationServer:
 
     def _devices(self, client: PluginEndpointClient, devices: list[Device]) -> None:
         # A replaced client's last messages must not overwrite the new plugin's inventory.
-        if self._is_current(client) and self._on_devices is not None:
-            self._on_devices(client.resource, devices)
+        if self._is_current(client) and self._listener is not None:
+            self._listener.on_devices(client.resource, devices)
 
     def _ended(self, client: PluginEndpointClient, reason: str) -> None:
         with self._lock:
@@ -341,22 +345,13 @@ class RegistrationServer:
                 del self._clients[client.resource]
         if current:
             log.warning("device plugin %s disconnected: %s", client.resource, reason)
-            self._notify1(self._on_disconnect, client.resource)
+            self._notify(lambda x: x.on_disconnect(client.resource))
 
-    @staticmethod
-    def _notify(fn: OnProblem | None, resource: str, message: str) -> None:
-        if fn is None:
+    def _notify(self, report: Callable[[RegistrationListener], None]) -> None:
+        """Report to the listener; its failure is logged, never the server's."""
+        if self._listener is None:
             return
         try:
-            fn(resource, message)
+            report(self._listener)
         except Exception:
-            log.exception("callback %r failed", fn)
-
-    @staticmethod
-    def _notify1(fn: OnResource | None, resource: str) -> None:
-        if fn is None:
-            return
-        try:
-            fn(resource)
-        except Exception:
-            log.exception("callback %r failed", fn)
+            log.exception("the registration listener failed")
