@@ -118,7 +118,7 @@ class AgentCore:
             log.error("cannot write the status file: %s", e)
 
     def _write_nrt(self, node: Node, path: Path) -> None:
-        from numalign.cluster.nrt import node_resource_topology
+        from numalign.cluster.nrt_export import node_resource_topology
 
         data = (json.dumps(node_resource_topology(node, self.options.node_name).to_dict(), indent=2) + "\n").encode()
         if data == self._nrt_written:
