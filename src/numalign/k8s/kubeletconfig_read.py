@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any, Final
@@ -294,18 +294,21 @@ def unknown_field_warnings(obj: Mapping[str, Any], source: str) -> list[str]:
     return out
 
 
-def unknown_gate_warnings(gates: Mapping[str, bool], where: str) -> list[str]:
+def unknown_gate_warnings(
+    gates: Mapping[str, bool], where: str, known: Sequence[str] = KNOWN_FEATURE_GATES
+) -> list[str]:
     """Gates numalign does not model are accepted with a warning. numalign holds no list of every
     kubelet gate, so it says only what it knows: the gate changes nothing here (a near-miss of a
-    modelled gate is named, since a misspelt gate leaves that gate at its default)."""
+    modelled gate is named, since a misspelt gate leaves that gate at its default). `known`: the
+    modelled gates (numalign.kubelet.versions.KNOWN_GATES, which the CLI passes)."""
     out = []
     for name in gates:
-        if name in KNOWN_FEATURE_GATES:
+        if name in known:
             continue
-        guess = next(iter(difflib.get_close_matches(name, KNOWN_FEATURE_GATES, n=1, cutoff=0.85)), None)
+        guess = next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.85)), None)
         hint = f"; did you mean {go_quote(guess)}?" if guess else ""
         out.append(
             f"{where}: feature gate {go_quote(name)} is not modelled by numalign and has no effect here "
-            f"(numalign models {', '.join(KNOWN_FEATURE_GATES)}){hint}"
+            f"(numalign models {', '.join(known)}){hint}"
         )
     return out

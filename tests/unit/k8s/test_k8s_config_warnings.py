@@ -119,3 +119,15 @@ def test_config_file_syntax_error_is_one_line(tmp_path: Path) -> None:
     message = str(info.value)
     assert message.startswith(f"{path}: line 4, column 4: ") and "\n" not in message
     assert "expected a KubeletConfiguration (apiVersion: kubelet.config.k8s.io/v1beta1" in message
+
+
+def test_the_cli_knows_every_versioned_gate(tmp_path: Path) -> None:
+    """A gate numalign.kubelet.versions models (refused or read by some version) is not called inert."""
+    from numalign.kubelet.versions import KNOWN_GATES
+
+    args = argparse.Namespace(**{CONFIG_DEST: None, FLAGS_DEST: [
+        ("--feature-gates", "PodLevelResourceManagers=false,InPlacePodVerticalScaling=true")]})
+    warnings: list[str] = []
+    config_from_args(args, warn=warnings.append)
+    assert warnings == []
+    assert {"PodLevelResourceManagers", "InPlacePodVerticalScaling"} <= set(KNOWN_GATES)

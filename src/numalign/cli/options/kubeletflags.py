@@ -27,6 +27,7 @@ from numalign.k8s.kubeletconfig_read import (
     unknown_field_warnings,
     unknown_gate_warnings,
 )
+from numalign.kubelet.versions import KNOWN_GATES
 
 CONFIG_DEST: Final = "kubelet_config"
 FLAGS_DEST: Final = "kubelet_flags"
@@ -122,12 +123,13 @@ def config_from_args(
         config = config_from_dict(obj, str(path))
         for message in unknown_field_warnings(obj, str(path)):
             warn(message)
-        for message in unknown_gate_warnings(config.feature_gates, f"{path}: featureGates"):
+        for message in unknown_gate_warnings(config.feature_gates, f"{path}: featureGates", KNOWN_GATES):
             warn(message)
     flags = getattr(args, FLAGS_DEST, None) or []
     gate_flags = [(name, value) for name, value in flags if name.lstrip("-") == "feature-gates"]
     if gate_flags:
-        for message in unknown_gate_warnings(apply_flags(KubeletConfig(), gate_flags).feature_gates, "--feature-gates"):
+        gate_values = apply_flags(KubeletConfig(), gate_flags).feature_gates
+        for message in unknown_gate_warnings(gate_values, "--feature-gates", KNOWN_GATES):
             warn(message)
     config = apply_flags(config, flags)
     try:
