@@ -76,10 +76,12 @@ class KubeletVersion:
         return f"{self.major}.{self.minor}.{self.patch}"
 
 
-# The newest patch numalign models in each supported minor: the newest release whose CHANGELOG the
-# table was compiled from. A later patch is refused rather than answered as if it were this one.
+# The newest patch numalign models in each supported minor: the newest release the sources attest
+# (1.33.8 and 1.35.1 shipped 2026-02-10, 1.34.5 is named in k/k #140031, 1.36.2 in issue 21, 1.37.0
+# shipped 2026-08-26), and for which no resource-manager cherry-pick is missing from CHANGES. A later
+# patch is refused rather than answered as if it were this one (docs/kubelet-versions.md).
 NEWEST_PATCH: Final[Mapping[tuple[int, int], int]] = {
-    (1, 33): 6,
+    (1, 33): 8,
     (1, 34): 5,
     (1, 35): 2,
     (1, 36): 2,
