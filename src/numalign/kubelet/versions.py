@@ -107,7 +107,7 @@ def _unsupported(raw: str, where: str) -> InvalidInputError:
     )
 
 
-def resolve(text: str | None, where: str) -> KubeletVersion:
+def resolve(text: str | None, where: str = "--kubelet-version") -> KubeletVersion:
     """The version asked for, or DEFAULT when none was given."""
     if text is None:
         return DEFAULT

@@ -27,7 +27,6 @@ from numalign.k8s.kubeletconfig_read import (
     unknown_field_warnings,
     unknown_gate_warnings,
 )
-from numalign.kubelet.versions import KNOWN_GATES
 
 CONFIG_DEST: Final = "kubelet_config"
 FLAGS_DEST: Final = "kubelet_flags"
@@ -115,6 +114,7 @@ def config_from_args(
     if path:
         # Imported here: textfiles brings the manifest parser and yaml, which `--help` need not load.
         from numalign.adapters.textfiles import read_text_file
+        from numalign.kubelet.versions import KNOWN_GATES
 
         text = read_text_file(path, "the kubelet config file", EXPECTED_CONFIG, ConfigError)
         obj = load_yaml_mapping(text, str(path))
@@ -128,6 +128,8 @@ def config_from_args(
     flags = getattr(args, FLAGS_DEST, None) or []
     gate_flags = [(name, value) for name, value in flags if name.lstrip("-") == "feature-gates"]
     if gate_flags:
+        from numalign.kubelet.versions import KNOWN_GATES  # not at import: `--help` loads no kubelet
+
         gate_values = apply_flags(KubeletConfig(), gate_flags).feature_gates
         for message in unknown_gate_warnings(gate_values, "--feature-gates", KNOWN_GATES):
             warn(message)
