@@ -275,8 +275,9 @@ class Allocator:
     def _allocate_one(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int, int]) -> bool:
         self.steps += 1
         if self.steps > self.budget:
-            raise AllocatorError(f"timed out trying to allocate devices (numalign stops the search after "
-                                 f"{self.budget} steps)")
+            # The scheduler's Filter reports its timeout as unschedulable on this node.
+            raise NodeFailureError(f"timed out trying to allocate devices (numalign stops the search after "
+                                   f"{self.budget} steps)")
         if ci >= len(self.claims):
             return True
         claim = self.claims[ci]

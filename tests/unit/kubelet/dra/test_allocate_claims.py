@@ -143,3 +143,10 @@ def test_versions_are_parsed_as_every_kubelet_version_is() -> None:
     assert isinstance(patch, AllocationResult) and patch.implementation == "incubating"
     with pytest.raises(InvalidInputError, match=r"kubelet version '1\.32' is not supported"):
         allocate_claims([claim], objects.slices, objects.classes, version="1.32")
+
+
+def test_a_search_past_its_budget_is_unschedulable_with_the_schedulers_timeout_text() -> None:
+    claim, objects = _example()
+    result = allocate_claims([claim], objects.slices, objects.classes, budget=3)
+    assert isinstance(result, AllocationFailure) and result.unschedulable
+    assert result.message == "timed out trying to allocate devices (numalign stops the search after 3 steps)"
