@@ -1,5 +1,10 @@
 """The answers `numalign admit` adds to each decision: an admitted pod's alignment, a rejected pod's
-why, free capacity and verified "would fit if" list; as JSON fields and as text lines."""
+why, free capacity and verified "would fit if" list; as JSON fields and as text lines.
+
+Text stays readable at 64 NUMA nodes and thousands of pods: free capacity is shown only for the
+resources the pod asks for and the NUMA nodes that have any, NUMA nodes in the same state share one
+line, and at most MAX_FREE_LINES lines are shown unless details are asked for (JSON keeps everything).
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,27 @@ from numalign.kubelet.node import Node
 from numalign.machine.render import binary_quantity
 
 MAX_HOLDERS = 3
+MAX_FREE_LINES = 8
+MAX_LINE = 200  # no text line is longer unless details are asked for
+
+
+def node_ranges(ids: Any) -> str:
+    """NUMA ids as ranges: 1-3,5,7-9."""
+    runs: list[list[int]] = []
+    for n in sorted(ids):
+        if runs and runs[-1][1] == n - 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def clip(line: str, width: int = MAX_LINE) -> str:
+    """A line cut to `width` characters, saying how much was left out."""
+    if len(line) <= width:
+        return line
+    keep = width - len(f" ... (+{len(line)} chars; --details)")
+    return line[:keep] + f" ... (+{len(line) - keep} chars; --details)"
 
 
 class NodeAnswers:
@@ -54,11 +80,14 @@ def allocation_line(name: str, alloc: Mapping[str, Any], alignment: ContainerAli
     return line
 
 
-def text_lines(extra: PodAlignment | Answer, reason_has_why: bool) -> list[str]:
+def text_lines(
+    extra: PodAlignment | Answer, reason_has_why: bool, *, requested: set[str] | None = None, details: bool = True
+) -> list[str]:
+    """`requested`: the resources the pod asks for (free capacity of others is left out unless `details`)."""
     if isinstance(extra, PodAlignment):
         return [f"  alignment: {extra.summary()}"]
     lines = [] if reason_has_why else [f"  why: {w}" for w in extra.why]
-    free = _free_text(extra.free)
+    free = _free_text(extra.free) if details else _free_summary(extra.free, requested)
     if free:
         lines.append("  free now:")
         lines.extend(f"    {f}" for f in free)
@@ -84,16 +113,119 @@ def _amount(f: FreeCapacity, value: int) -> str:
     return show(f.resource, value)
 
 
+def _free_line(f: FreeCapacity, where: str, each: str = "") -> str:
+    held = ", ".join(f"{h.pod}{'/' + h.container if h.container else ''} {_amount(f, h.amount)}"
+                     for h in f.held_by[:MAX_HOLDERS])
+    more = len(f.held_by) - MAX_HOLDERS
+    if more > 0:
+        held += f", {more} more pod{'s' if more > 1 else ''}"
+    kind = " exclusive" if f.numa_node is not None and f.resource == RESOURCE_CPU else ""
+    return (f"{where} {f.resource}{kind}: {_amount(f, f.free)} free of {_amount(f, f.allocatable)}{each}"
+            + (f" (held by {held})" if held else ""))
+
+
 def _free_text(free: tuple[FreeCapacity, ...]) -> list[str]:
-    out = []
-    for f in free:
-        where = "node" if f.numa_node is None else f"NUMA {f.numa_node}"
-        held = ", ".join(f"{h.pod}{'/' + h.container if h.container else ''} {_amount(f, h.amount)}"
-                         for h in f.held_by[:MAX_HOLDERS])
-        more = len(f.held_by) - MAX_HOLDERS
-        if more > 0:
-            held += f", {more} more pod{'s' if more > 1 else ''}"
-        kind = " exclusive" if f.numa_node is not None and f.resource == RESOURCE_CPU else ""
-        out.append(f"{where} {f.resource}{kind}: {_amount(f, f.free)} free of {_amount(f, f.allocatable)}"
-                   + (f" (held by {held})" if held else ""))
-    return out
+    """Every resource on every NUMA node (details)."""
+    return [_free_line(f, "node" if f.numa_node is None else f"NUMA {f.numa_node}") for f in free]
+
+
+def _free_summary(
+    free: tuple[FreeCapacity, ...], requested: set[str] | None, limit: int | None = MAX_FREE_LINES
+) -> list[str]:
+    """The resources the pod asks for, on the NUMA nodes that have any; NUMA nodes in the same state
+    (same free and allocatable, nothing held) share a line; at most MAX_FREE_LINES lines."""
+    rows = [f for f in free if (f.allocatable > 0 or f.held_by)
+            and (requested is None or f.numa_node is None or f.resource in requested)]
+    groups: dict[tuple[str, int, int], list[int]] = {}
+    out: list[tuple[int, str]] = []  # (order, line); a group's line takes its first member's place
+    for i, f in enumerate(rows):
+        if f.numa_node is None or f.held_by:
+            out.append((i, _free_line(f, "node" if f.numa_node is None else f"NUMA {f.numa_node}")))
+            continue
+        key = (f.resource, f.free, f.allocatable)
+        if key not in groups:
+            groups[key] = []
+            out.append((i, ""))  # filled below
+        groups[key].append(f.numa_node)
+    lines: list[str] = []
+    group_iter = iter(groups.items())
+    for _, line in out:
+        if line:
+            lines.append(line)
+            continue
+        (resource, _, _), members = next(group_iter)
+        sample = next(f for f in rows if f.numa_node == members[0] and f.resource == resource)
+        where = f"NUMA {node_ranges(members)}"
+        lines.append(clip(_free_line(sample, where, " each" if len(members) > 1 else "")))
+    if limit is not None and len(lines) > limit:
+        rest = len(lines) - limit
+        lines = [*lines[:limit], f"... {rest} more line{'s' if rest > 1 else ''} (--details shows every "
+                 "resource on every NUMA node)"]
+    return lines
+
+
+# ---- many pods: summaries first, details on request --------------------------------------------
+
+# Up to this many pods every decision record is printed whole; past it, each pod gets a few lines
+# (admit --details prints every record whole at any count).
+FULL_RECORDS_UP_TO = 10
+COMPACT_FREE_LINES = 2
+COMPACT_SUGGESTIONS = 2
+
+
+def pod_shape(pod: Pod) -> tuple[object, ...]:
+    """What decides a pod's answer besides the node: its containers' requests and limits."""
+    containers = tuple(
+        (c.name, tuple(sorted((k, str(v)) for k, v in c.requests.items())),
+         tuple(sorted((k, str(v)) for k, v in c.limits.items())))
+        for c in pod.all_containers()
+    )
+    return (*containers, str(pod.pod_requests), str(pod.pod_limits))
+
+
+def requested_resources(pod: Pod) -> set[str]:
+    return {r for c in pod.all_containers() for r in (*c.requests, *c.limits)}
+
+
+def compact_lines(rec: DecisionRecord, extra: PodAlignment | Answer, pod: Pod) -> list[str]:
+    """A few lines for one pod: the verdict, where it runs or why not, what is free, what would fit."""
+    if rec.result.admit:
+        lines = [f"pod {rec.pod}: admitted"]
+        by_name = {c.container: c for c in extra.containers} if isinstance(extra, PodAlignment) else {}
+        lines += [clip(allocation_line(name, alloc, by_name.get(name))) for name, alloc in rec.allocations.items()]
+        if isinstance(extra, PodAlignment) and not extra.aligned:
+            lines.append(clip(f"  alignment: {extra.summary()}"))
+        return lines
+    lines = [clip(f"pod {rec.pod}: REJECTED: {rec.result.reason}: {rec.result.message}")]
+    why = [e for d in rec.decisions for e in d.explanation]
+    if isinstance(extra, Answer):
+        why = why or list(extra.why)
+        lines += [clip(f"  why: {w}") for w in why[:1]]
+        free = _free_summary(extra.free, requested_resources(pod), limit=None)
+        if free:
+            rest = len(free) - COMPACT_FREE_LINES
+            more = f" ({rest} more line{'s' if rest > 1 else ''} with --details)" if rest > 0 else ""
+            lines.append("  free now:" + more)
+            lines += [clip(f"    {f}") for f in free[:COMPACT_FREE_LINES]]
+        for s in extra.would_fit_if[:COMPACT_SUGGESTIONS]:
+            lines.append(clip(f"  would fit if {s.change}: {s.outcome}"))
+    return lines
+
+
+def summary_lines(records: list[DecisionRecord], pods: list[Pod]) -> list[str]:
+    """The closing summary: how many were admitted, and the rejections by reason, each with its most
+    frequent pod shapes named by their first pod."""
+    admitted = sum(1 for r in records if r.result.admit)
+    lines = [f"{admitted}/{len(records)} pods admitted"]
+    by_reason: dict[str, dict[tuple[object, ...], list[str]]] = {}
+    for rec, pod in zip(records, pods, strict=True):
+        if not rec.result.admit:
+            by_reason.setdefault(rec.result.reason, {}).setdefault(pod_shape(pod), []).append(rec.pod)
+    for reason, shapes in sorted(by_reason.items(), key=lambda kv: -sum(len(v) for v in kv[1].values())):
+        count = sum(len(v) for v in shapes.values())
+        top = sorted(shapes.values(), key=len, reverse=True)
+        named = ", ".join(f"{v[0]}" + (f" and {len(v) - 1} more of its shape" if len(v) > 1 else "") for v in top[:3])
+        more = len(top) - 3
+        lines.append(clip(f"  {reason}: {count} pod{'s' if count > 1 else ''} ({named}"
+                          + (f", {more} other shapes" if more > 0 else "") + ")"))
+    return lines

@@ -50,6 +50,9 @@ class AdmitResult:
 
 
 def _hint_text(h: TopologyHint) -> str:
+    # Past 8 nodes (the kubelet's default limit) the mask is written as ranges: {0-63}P, not 64 numbers.
+    if h.mask is not None and h.mask.bit_count() > 8:
+        return _nodes_text(h.mask) + ("P" if h.preferred else "")
     return str(h)
 
 
@@ -144,6 +147,9 @@ def has_preferred(src: Sequence[TopologyHint] | ImplicitHints) -> bool:
 
 
 def _mask_text(mask: int | None) -> str:
+    # Past 8 nodes (the kubelet's default limit) ids are written as ranges: {0-63}, not 64 numbers.
+    if mask is not None and mask.bit_count() > 8:
+        return _nodes_text(mask)
     return "any" if mask is None else "{" + ",".join(map(str, bits_of(mask))) + "}"
 
 

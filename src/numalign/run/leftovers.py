@@ -10,7 +10,7 @@ descendants inherit, and a run's leftovers are:
 * the processes in its cgroup (cgroup.procs), when it has one;
 * the processes started after the run whose environment names its pod (they inherited it);
 * the processes started after the run whose CPU affinity lies inside the exclusive CPUs it held
-  (they inherited the pinning but cleared their environment).
+  (they inherited the pinning but cleared their environment), unless they carry another run's marker.
 
 The first two are ended (SIGKILL), as a container's are. The third are never signalled, since nothing
 proves they are the run's: while one runs, the run's pod stays recorded, so its CPUs are not handed to
@@ -41,12 +41,14 @@ def run_marker(ref: ProcessRef) -> str:
     return f"{ref.pid}.{ref.start_time}"
 
 
-def _environ_names(pid: int, marker: str, proc: Path) -> bool:
+def _marker_of(pid: int, proc: Path) -> str | None:
+    """The RUN_ENV value in a process's environment ("" when it has none, None when unreadable)."""
     try:
         raw = (proc / str(pid) / "environ").read_bytes()
     except OSError:
-        return False
-    return f"{RUN_ENV}={marker}".encode() in raw.split(b"\0")
+        return None
+    prefix = f"{RUN_ENV}=".encode()
+    return next((v[len(prefix):].decode("ascii", "replace") for v in raw.split(b"\0") if v.startswith(prefix)), "")
 
 
 def _affinity(pid: int, proc: Path) -> set[int] | None:
@@ -107,8 +109,11 @@ def leftovers(record: Mapping[str, Any], proc: Path = PROC) -> tuple[set[int], s
         started = start_time(pid, proc)
         if started is None or started < ref.start_time:
             continue  # older than the run: not its child
-        if _environ_names(pid, marker, proc):
+        theirs = _marker_of(pid, proc)
+        if theirs == marker:
             ours.add(pid)
+        elif theirs:
+            continue  # another run's (of this directory or another): its own run accounts for it
         elif exclusive and (affinity := _affinity(pid, proc)) is not None and affinity and affinity <= exclusive:
             pinned.add(pid)
     ours.discard(ref.pid)

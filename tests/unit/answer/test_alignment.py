@@ -62,5 +62,11 @@ def test_cli_json_and_text_carry_answers(tmp_path: Path) -> None:
     assert rejected[0]["answer"]["would_fit_if"][0]["verified"] is True
     assert "alignment" in pods[0]
     text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    assert "REJECTED: OutOfcpu" in text and "  would fit if (each checked" in text
-    assert text.rstrip().endswith("444/600 pods admitted")
+    # 600 pods: a few lines per pod, the 155 rejections of the same shape named once each, a summary last.
+    assert "REJECTED: OutOfcpu: Node didn't have enough resource" in text and "  would fit if " in text
+    assert text.count("REJECTED: OutOfcpu (as default/web-444, the same pod shape)") == 155
+    assert text.rstrip().splitlines()[-2:] == ["444/600 pods admitted",
+                                               "  OutOfcpu: 156 pods (default/web-444 and 155 more of its shape)"]
+    assert max(map(len, text.splitlines())) <= 200
+    details = subprocess.run([*cmd, "--details"], capture_output=True, text=True, check=True).stdout
+    assert "  would fit if (each checked" in details and details.count("REJECTED: OutOfcpu: Node") == 156

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,10 @@ def register(sub: Any) -> None:
                    help="a pressure condition the node has (MemoryPressure, DiskPressure, PIDPressure; repeat "
                    "for more): the kubelet's eviction manager then rejects BestEffort pods (MemoryPressure "
                    "alone) or every pod, with reason Evicted. numalign observes no usage; by default none")
+    p.add_argument("--details", action="store_true",
+                   help="text: print every pod's whole decision record and every resource free on every NUMA node; "
+                   "by default past 10 pods each pod gets a few lines, identical rejections are named once, free "
+                   "capacity is shown for the resources a pod asks for, and no line passes 200 characters")
     p.add_argument("--exit-code", action="store_true",
                    help="exit 1 when any pod is rejected (as git diff --exit-code), so a script can ask "
                    "\"would it fit?\"; without it admit exits 0 whatever the decisions")
@@ -156,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.output == "text":
         unprovided = [_unprovided_extended_resources(pod, node) for pod in pods]
-        _print_text(machine.name, config, notes, records, unprovided, extras)
+        _print_text(machine.name, config, notes, records, unprovided, extras, pods, args.details)
     else:
         emit({"machine": machine.name, "kubelet_config": _config_dict(config), "notes": notes,
               "pods": [r.to_dict() | to_json(x) for r, x in zip(records, extras, strict=True)]},
@@ -311,33 +316,55 @@ def _unprovided_extended_resources(pod: Any, node: Any) -> list[str]:
 
 
 def _print_text(
-    machine: str, config: Any, notes: list[str], records: list[Any], unprovided: list[list[str]], extras: list[Any]
+    machine: str, config: Any, notes: list[str], records: list[Any], unprovided: list[list[str]], extras: list[Any],
+    pods: list[Any], details: bool,
 ) -> None:
-    from numalign.answer.text import allocation_line, text_lines
+    from numalign.answer.text import (
+        FULL_RECORDS_UP_TO,
+        allocation_line,
+        clip,
+        compact_lines,
+        pod_shape,
+        requested_resources,
+        summary_lines,
+        text_lines,
+    )
 
     print(f"machine {machine}; topologyManagerPolicy {config.topology_manager_policy}, "
           f"scope {config.topology_manager_scope}, cpuManagerPolicy {config.cpu_manager_policy}, "
           f"memoryManagerPolicy {config.memory_manager_policy}")
     for n in notes:
-        print(f"# {n}")
-    admitted = 0
-    for rec, missing, extra in zip(records, unprovided, extras, strict=True):
+        # Notes are wrapped, never cut: each says what numalign assumed.
+        print("\n".join(textwrap.wrap(f"# {n}", 200, subsequent_indent="#   ", break_on_hyphens=False)))
+    compact = not details and len(records) > FULL_RECORDS_UP_TO
+    first_rejected: dict[tuple[object, ...], str] = {}  # (reason, message, shape) -> the first such pod
+    for rec, missing, extra, pod in zip(records, unprovided, extras, pods, strict=True):
+        if not rec.result.admit and not details:
+            same = (rec.result.reason, rec.result.message, pod_shape(pod))
+            if same in first_rejected:
+                print(f"pod {rec.pod}: REJECTED: {rec.result.reason} (as {first_rejected[same]}, the same pod shape)")
+                continue
+            first_rejected[same] = rec.pod
+        if compact:
+            for line in compact_lines(rec, extra, pod):
+                print(line)
+            continue
         print()
-        print(rec.render())
+        lines = rec.render().splitlines()
         if rec.result.admit:
-            admitted += 1
             by_name = {c.container: c for c in extra.containers}
-            for cname, alloc in rec.allocations.items():
-                print(allocation_line(cname, alloc, by_name.get(cname)))
-        for line in text_lines(extra, rec.result.reason == "TopologyAffinityError"):
-            print(line)
+            lines += [allocation_line(cname, alloc, by_name.get(cname)) for cname, alloc in rec.allocations.items()]
+        lines += text_lines(extra, rec.result.reason == "TopologyAffinityError",
+                            requested=requested_resources(pod), details=details)
         for name in missing:
             if rec.result.admit:
-                print(f"  note: no device plugin provides {name} on this machine; the kubelet admits the pod "
-                      "without those devices")
+                lines.append(f"  note: no device plugin provides {name} on this machine; the kubelet admits the pod "
+                             "without those devices")
             else:
-                print(f"  note: no device plugin provides {name} on this machine; the kubelet leaves that "
-                      "request out of admission, so it is not why the pod was rejected")
+                lines.append(f"  note: no device plugin provides {name} on this machine; the kubelet leaves that "
+                             "request out of admission, so it is not why the pod was rejected")
+        for line in lines:
+            print(line if details else clip(line))
     print()
-    print(f"{admitted}/{len(records)} pods admitted")
-
+    for line in summary_lines(records, pods):
+        print(line)
