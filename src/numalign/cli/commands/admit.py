@@ -101,9 +101,8 @@ def run(args: argparse.Namespace) -> int:
     if base is not None:
         overrides = ", ".join(dict.fromkeys(name for name, _ in flags))
         notes.append(
-            f"kubelet config: built-in example {EXAMPLE_CONFIG} (cpuManagerPolicy {base.cpu_manager_policy}, "
-            f"memoryManagerPolicy {base.memory_manager_policy}, topologyManagerPolicy "
-            f"{base.topology_manager_policy})"
+            f"kubelet config: built-in example {EXAMPLE_CONFIG} ({base.cpu_manager_policy} CPU manager, "
+            f"{base.memory_manager_policy} memory manager, {base.topology_manager_policy})"
             + (f", overridden by {overrides}" if overrides else "; pass --config or kubelet flags to change it")
         )
     elif flags:
