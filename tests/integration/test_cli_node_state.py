@@ -168,6 +168,9 @@ def test_snapshot_then_admit_on_it_uses_the_plugins_ids_and_never_writes(short_d
     argv = ["/usr/bin/kubelet", f"--config={short_dir / 'config.yaml'}", "--root-dir", str(state), "--v=2",
             "--fail-swap-on", "--topology-manager-policy", "single-numa-node"]
     (kubelet / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
+    # /proc/PID/exe: the running binary, whose --version the snapshot records.
+    (kubelet / "exe").write_text("#!/bin/sh\necho 'Kubernetes v1.35.2'\n")
+    (kubelet / "exe").chmod(0o755)
     sock = short_dir / "pr.sock"
     with PodResourcesServer(SnapshotPodResourcesSource((running,), allocatable), sock):
         snap = run("snapshot", str(short_dir / "node.tgz"), "--sysfs-root", str(root), "--proc-root",
@@ -176,6 +179,7 @@ def test_snapshot_then_admit_on_it_uses_the_plugins_ids_and_never_writes(short_d
     doc = json.loads(snap.stdout)
     assert doc["node_name"] == "worker-1" and doc["missing"] == []
     assert "kubelet command line (pid 4242, 1 resource-manager flag(s))" in doc["included"]
+    assert "kubelet version v1.35.2 (`kubelet --version` of pid 4242)" in doc["included"]
     digest = hashlib.sha256((short_dir / "node.tgz").read_bytes()).hexdigest()
 
     ask = "".join(DEPLOY.format(name=f"ask-{i}") for i in range(2))
@@ -185,6 +189,7 @@ def test_snapshot_then_admit_on_it_uses_the_plugins_ids_and_never_writes(short_d
     assert "topologyManagerPolicy single-numa-node" in fits.stdout and "cpuManagerPolicy none" in fits.stdout
     assert "kubelet flags --topology-manager-policy=single-numa-node" in fits.stdout
     assert "1/2 pods admitted" in fits.stdout  # one NUMA node's GPUs are held
+    assert "kubelet 1.35.2" in fits.stdout.splitlines()[0]  # the version the snapshot recorded
     listed = run("pods", "--node", str(short_dir / "node.tgz"), "-o", "json")
     assert listed.returncode == 0, listed.stderr
     assert [(p["namespace"], p["name"]) for p in json.loads(listed.stdout)["pods"].values()] == [("ml", "trainer")]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from numalign.adapters.kubeletversion import ReportedVersion, parse_reported
 from numalign.adapters.snapshot_collect import (
     ALLOCATABLE_MEMBER,
     CONFIG_MEMBER,
@@ -60,6 +61,15 @@ class NodeSnapshot:
             return []
         return [(str(f[0]), str(f[1])) for f in raw if isinstance(f, list) and len(f) == 2]
 
+    def kubelet_version(self) -> ReportedVersion | None:
+        """The kubelet version the snapshot recorded (`kubelet --version`, else the Node object), or None."""
+        recorded = self.manifest.get("kubelet_version")
+        text = recorded.get("version") if isinstance(recorded, dict) else None
+        if not isinstance(text, str) or not text:
+            return None
+        source = recorded.get("source") if isinstance(recorded, dict) else None
+        return parse_reported(text, f"{self.path} ({source or 'snapshot.json'})")
+
     def machine(self) -> Machine:
         """The node's machine: its sysfs, with the plugins' own device IDs where captured."""
         from numalign.adapters.devicefile import devices_from_allocatable, machine_with_devices
@@ -82,6 +92,9 @@ class NodeSnapshot:
             parts.append("state files")
         if self.allocatable is not None:
             parts.append("PodResources devices")
+        version = self.kubelet_version()
+        if version is not None:
+            parts.append(f"kubelet {version.text}")
         if self.kubelet_flags:
             parts.append("kubelet flags " + " ".join(f"{n}={v}" for n, v in self.kubelet_flags))
         return f"node snapshot {self.path} ({self.node_name}: {', '.join(parts)}), read only"

@@ -2,7 +2,9 @@
 
 What goes in (paths inside the tarball):
   snapshot.json                     what was collected, from where, and what was missing; the running
-                                    kubelet's command line and the resource-manager flags in it
+                                    kubelet's command line and the resource-manager flags in it; its
+                                    version (`kubelet --version` of the running binary, else the Node
+                                    object through kubectl, else --kubelet-version), as kubelet_version
   sys/..., proc/...                 only the sysfs and procfs files discovery reads (adapters/sysfs.py,
                                     adapters/cadvisor_sysfs.py), laid out as a sysfs dump, so the
                                     tarball is also a `--machine` sysfs dump
@@ -34,6 +36,7 @@ from typing import Any
 
 from numalign.adapters.cadvisor_sysfs import MAX_ATTRIBUTE_BYTES, UnsafeFileError, read_attribute
 from numalign.adapters.kubelet_process import KubeletProcess
+from numalign.adapters.kubeletversion import ReportedVersion, from_kubectl, from_kubelet_binary
 from numalign.adapters.statedir.layout import DEVICE_PLUGINS_DIR, KUBELET_STATE_FILES, POD_RECORD_FILE
 from numalign.errors import DiscoveryError
 
@@ -172,9 +175,11 @@ def _bounded(path: Path, limit: int) -> bytes | None:
 def collect(out_path: Path, *, sysfs_root: Path, config: Path | None, state_dir: Path | None,
             pod_resources_socket: Path | None, node_name: str | None = None,
             kubelet: KubeletProcess | None = None, device_plugin_dir: Path | None = None,
-            progress: Callable[[str], None] | None = None) -> Collected:
+            progress: Callable[[str], None] | None = None,
+            kubelet_version: ReportedVersion | None = None) -> Collected:
     """Write the snapshot tarball (gzip) to `out_path`; `kubelet`: the running kubelet, whose
-    resource-manager flags are recorded (they override its config file)."""
+    resource-manager flags are recorded (they override its config file); `kubelet_version`: what it
+    reported, when known (snapshot_version finds it)."""
     from numalign.adapters.statedir.files import write_atomic
 
     host_file = sysfs_root / "proc" / "sys" / "kernel" / "hostname"
@@ -205,7 +210,14 @@ def collect(out_path: Path, *, sysfs_root: Path, config: Path | None, state_dir:
         if kubelet is not None:
             result.included.append(f"kubelet command line (pid {kubelet.pid}, {len(kubelet.flags)} resource-manager "
                                    "flag(s))")
+        if kubelet_version is not None:
+            result.included.append(f"kubelet version {kubelet_version.text} ({kubelet_version.where})")
+        else:
+            result.missing.append("kubelet version: neither `kubelet --version` nor kubectl answered; `--node` "
+                                  "then decides as numalign's default version (record one with --kubelet-version)")
         manifest = {"format": SNAPSHOT_FORMAT, "node_name": name, "created": time.time(),
+                    "kubelet_version": None if kubelet_version is None else {
+                        "version": kubelet_version.text, "source": kubelet_version.where},
                     "kubelet": None if kubelet is None else {
                         "pid": kubelet.pid, "command_line": list(kubelet.argv),
                         "flags": [list(f) for f in kubelet.flags]},
@@ -216,6 +228,21 @@ def collect(out_path: Path, *, sysfs_root: Path, config: Path | None, state_dir:
         w.file(MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
     write_atomic(out_path, buf.getvalue(), mode=0o600)
     return result
+
+
+def snapshot_version(kubelet: KubeletProcess | None, node_name: str | None, proc_root: Path,
+                     given: ReportedVersion | None = None) -> ReportedVersion | None:
+    """The running kubelet's version: `given` (--kubelet-version), else its own binary's `--version`
+    (/proc/PID/exe, the binary that runs even if the file was replaced since), else the Node object
+    `node_name` names (None: not asked, e.g. for a sysfs dump that is not this host)."""
+    if given is not None:
+        return given
+    if kubelet is not None:
+        found = from_kubelet_binary(proc_root / str(kubelet.pid) / "exe",
+                                    f"`kubelet --version` of pid {kubelet.pid}")
+        if found is not None:
+            return found
+    return from_kubectl(node_name) if node_name else None
 
 
 def _optional(w: _Writer, out: Collected, path: Path | None, member: str, what: str, limit: int,

@@ -128,7 +128,8 @@ class Agent:
             from numalign.run.leftovers import process_alive_reclaiming  # `numalign run` pods whose process ended
 
             node = Node(opts.machine, opts.config, store=StateDirectory(opts.state_dir), metrics=core.metrics,
-                        static_devices=False, process_alive=process_alive_reclaiming)
+                        static_devices=False, process_alive=process_alive_reclaiming,
+                        kubelet_version=opts.kubelet_version, previews=opts.previews)
         except BaseException:
             self._owner.release()
             raise

@@ -111,7 +111,8 @@ class AgentCore:
             self._machine_doc = machine_document(node)
         doc = {**pods_document(book, node), **plugin_documents(node, book, self.endpoints),
                "faults": dict(sorted(self.faults.items())), "fault_log": list(self.fault_log),
-               **self._machine_doc}
+               **self._machine_doc, "kubeletVersion": str(node.kubelet_version),
+               **({"previews": node.previews.to_dict()} if node.previews else {})}
         try:
             write_status(self.options.state_dir, doc)
         except NumalignError as e:

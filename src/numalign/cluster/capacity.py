@@ -24,6 +24,8 @@ class PoolCapacity:
     exact: int  # copies numalign's admission accepts, summed over the pool's nodes
     by_requests: int  # copies the topology-unaware sum of requests allows
     limited_by: dict[str, int]  # what stopped the exact count: reason -> nodes
+    kubelet_version: str = ""  # the version the pool's kubelets decided as
+    previews: dict[str, str] = dataclasses.field(default_factory=dict)  # previews on (kubelet/previews)
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -83,7 +85,8 @@ def capacity(cluster: Cluster, pod: Pod, placement: Placement | None = None,
             exact += got[0]
             by_req += got[1]
             limited[got[2]] = limited.get(got[2], 0) + 1
-        out.append(PoolCapacity(pool.name, pool.count, exact, by_req, dict(sorted(limited.items()))))
+        out.append(PoolCapacity(pool.name, pool.count, exact, by_req, dict(sorted(limited.items())),
+                                str(pool.version), pool.previews.to_dict()))
     return out
 
 

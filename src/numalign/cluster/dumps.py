@@ -13,8 +13,11 @@ What a dump cannot tell is reconstructed, and said so here:
   capacity - allocatable bytes (as systemReserved, less the kubelet's default 100Mi hard eviction).
 * A node without one: a single NUMA node holding the node status capacity, the kubelet's defaults
   (no CPU or memory manager, Topology Manager policy none).
-* Nodes with the same shape, configuration, taints and labels (hostname aside) form one pool; nodes keep
-  their names.
+* The kubelet version: each node's status.nodeInfo.kubeletVersion (a cluster mid-upgrade is simulated
+  node by node at each one's own version); a node without one runs numalign's default version. A
+  version numalign does not model is refused, naming the node (give --kubelet-version to override).
+* Nodes with the same shape, configuration, kubelet version, taints and labels (hostname aside) form one
+  pool; nodes keep their names.
 * Pods: those with spec.nodeName that are not Succeeded or Failed are bound to their nodes, in the
   dump's order, before the simulation starts.
 """
@@ -27,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from numalign.adapters.kubeletversion import from_node_object
 from numalign.cluster.model import Cluster, NodePool, Taint
 from numalign.cluster.nrt import NodeResourceTopology
 from numalign.errors import InvalidInputError
@@ -65,7 +69,8 @@ def _qty(v: Any, where: str) -> int:
     return Quantity.parse(v, where).value()
 
 
-def cluster_from_dumps(nodes_path: Path, nrts_path: Path | None) -> Cluster:
+def cluster_from_dumps(nodes_path: Path, nrts_path: Path | None, kubelet_version: Any = None) -> Cluster:
+    """`kubelet_version`: the version every node runs, over what the dump says (--kubelet-version)."""
     nodes = _read_list(nodes_path, "Node", "kubectl get nodes -o json")
     if not nodes:
         raise InvalidInputError(f"{nodes_path}: no nodes in the list; expected `kubectl get nodes -o json` of a "
@@ -99,10 +104,15 @@ def cluster_from_dumps(nodes_path: Path, nrts_path: Path | None) -> Cluster:
             machine, config = _from_capacity(capacity, w)
         max_pods = _qty(capacity.get("pods", 110), f"{w}: status.capacity.pods")
         config = dataclasses.replace(config, max_pods=max_pods)
+        version = kubelet_version
+        if version is None:
+            reported = from_node_object(node, w)
+            version = None if reported is None else reported.resolve()
         shared_labels = tuple(sorted((k, v) for k, v in labels.items() if k != HOSTNAME_LABEL))
-        key = (_machine_key(machine), repr(config), taints, shared_labels, max_pods)
+        key = (_machine_key(machine), repr(config), taints, shared_labels, max_pods, str(version))
         if key not in groups:
-            pool = NodePool(f"pool-{len(groups)}", 0, machine, config, max_pods, dict(shared_labels), taints)
+            pool = NodePool(f"pool-{len(groups)}", 0, machine, config, max_pods, dict(shared_labels), taints,
+                            kubelet_version=version)
             groups[key] = (pool, [])
         groups[key][1].append(name)
     pools = tuple(dataclasses.replace(pool, count=len(names), names=tuple(names)) for pool, names in groups.values())

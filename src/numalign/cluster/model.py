@@ -14,6 +14,7 @@
         nvidia.com/gpu: {0: 2, 1: 2, 2: 2, 3: 2}     # per NUMA node: how many
         example.com/nic: nics.yaml    # or a devices file as `numalign plugin --devices` takes
       maxPods: 110
+      kubeletVersion: "1.36"          # optional: X.Y or X.Y.Z the pool's kubelets run (default: numalign's)
       labels: {pool: gpu}
       taints: [{key: dedicated, value: gpu, effect: NoSchedule}]
 
@@ -33,7 +34,9 @@ from numalign.errors import ConfigError, InvalidInputError
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.kubeletconfig_flags import apply_flags
 from numalign.k8s.kubeletconfig_read import config_from_dict, config_from_yaml
+from numalign.k8s.previews import NO_PREVIEWS, Previews
 from numalign.kubelet.devicemanager.endpoint import Device as EndpointDevice
+from numalign.kubelet.node import Node
 from numalign.machine.topology import Machine
 from numalign.paths import DATA_DIR
 
@@ -59,6 +62,20 @@ class NodePool:
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     names: tuple[str, ...] | None = None  # the nodes' own names (a cluster dump); default pool-0, pool-1, ...
+    # The kubelet version the pool's nodes run (kubelet/versions.py) and the previews they decide with
+    # (kubelet/previews); None: numalign's default version.
+    kubelet_version: Any = None
+    previews: Previews = NO_PREVIEWS
+
+    def new_node(self) -> Node:
+        """A fresh kubelet of this pool (machine, configuration, version, previews)."""
+        return Node(self.machine, self.config, kubelet_version=self.version, previews=self.previews)
+
+    @property
+    def version(self) -> Any:
+        from numalign.kubelet.versions import DEFAULT
+
+        return DEFAULT if self.kubelet_version is None else self.kubelet_version
 
     def node_names(self) -> list[str]:
         if self.names is not None:
@@ -74,6 +91,23 @@ class Cluster:
     @property
     def node_count(self) -> int:
         return sum(p.count for p in self.pools)
+
+    def versions(self) -> dict[str, int]:
+        """{kubelet version: nodes}, newest first: one entry unless the cluster is mid-upgrade."""
+        out: dict[str, int] = {}
+        for p in sorted(self.pools, key=lambda p: p.version, reverse=True):
+            out[str(p.version)] = out.get(str(p.version), 0) + p.count
+        return out
+
+    def with_kubelet_version(self, version: Any, previews: Previews | None = None) -> Cluster:
+        """Every pool at one kubelet version (None: each keeps its own) and, when given, these previews
+        (a sweep's version and preview axes)."""
+        if version is None and previews is None:
+            return self
+        pools = tuple(dataclasses.replace(p, kubelet_version=p.kubelet_version if version is None else version,
+                                          previews=p.previews if previews is None else previews)
+                      for p in self.pools)
+        return dataclasses.replace(self, pools=pools)
 
     def with_kubelet_flags(self, flags: list[tuple[str, str]]) -> Cluster:
         """Every pool's configuration with kubelet flags applied (a sweep's policy axes)."""
@@ -141,7 +175,8 @@ def _pool(obj: Any, path: Path, where: str) -> NodePool:
 
     if not isinstance(obj, Mapping):
         raise InvalidInputError(f"{path}: {where}: expected a mapping with name, count and machine, got {obj!r}")
-    known = {"name", "count", "machine", "kubeletConfig", "kubelet", "devices", "maxPods", "labels", "taints"}
+    known = {"name", "count", "machine", "kubeletConfig", "kubelet", "kubeletVersion", "devices", "maxPods", "labels",
+             "taints"}
     unknown = sorted(set(obj) - known)
     if unknown:
         raise InvalidInputError(f"{path}: {where}.{unknown[0]}: unknown field; expected one of "
@@ -181,7 +216,17 @@ def _pool(obj: Any, path: Path, where: str) -> NodePool:
     if not isinstance(labels, Mapping):
         raise InvalidInputError(f"{path}: {where}.labels: expected a mapping of label: value")
     taints = tuple(_taint(t, path, f"{where}.taints[{i}]") for i, t in enumerate(obj.get("taints") or []))
-    return NodePool(name, count, machine, config, max_pods, {str(k): str(v) for k, v in labels.items()}, taints)
+    version = None
+    if obj.get("kubeletVersion") is not None:
+        from numalign.kubelet.versions import resolve
+
+        raw = obj["kubeletVersion"]
+        if not isinstance(raw, str):  # YAML reads 1.36 as a float: the minor 1.360 is not what was meant
+            raise InvalidInputError(f"{path}: {where}.kubeletVersion: {raw!r} is not a string; expected a quoted "
+                                    'version, e.g. kubeletVersion: "1.36"')
+        version = resolve(raw, f"{path}: {where}.kubeletVersion")
+    return NodePool(name, count, machine, config, max_pods, {str(k): str(v) for k, v in labels.items()}, taints,
+                    kubelet_version=version)
 
 
 def _devices(resource: str, value: Any, path: Path, where: str, machine: Machine,

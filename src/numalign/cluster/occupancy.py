@@ -14,15 +14,13 @@ if TYPE_CHECKING:
 
 
 def numa_occupancy(state: ClusterState) -> dict[str, dict[int, float]]:
-    from numalign.kubelet.node import Node
-
     held: dict[str, dict[int, int]] = {}
     allocatable: dict[str, dict[int, int]] = {}
     empty: dict[str, dict[int, int] | None] = {}  # a pool's allocatable CPUs per NUMA node, built once
     for sn in state.nodes:
         pool = sn.pool.name
         if pool not in empty:
-            node = sn.kubelet or Node(sn.pool.machine, sn.pool.config)  # an idle node's kubelet is never built
+            node = sn.kubelet or sn.pool.new_node()  # an idle node's kubelet is never built
             empty[pool] = ({n.id: len(n.cpus - node.cpu.reserved_cpus) for n in node.machine.numa_nodes}
                            if isinstance(node.cpu, StaticPolicy) else None)
         per_numa = empty[pool]

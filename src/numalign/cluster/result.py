@@ -5,7 +5,9 @@ SimulationResult (schema_version 1)
   runs: one RunResult per combination, in sweep order
 
 RunResult
-  config          RunConfig: scheduler, scoring strategy, the kubelet's resource-manager settings
+  config          RunConfig: scheduler, scoring strategy, the kubelet's resource-manager settings, its
+                  version(s) (kubelet_versions {version: nodes}; kubeletVersion their one-line form) and
+                  the previews on (previews {name: value})
   pods            pods created by the workload (replicas expanded; recreated pods not counted again)
   placed          pods bound and admitted by their node's kubelet at the end
   unschedulable   pods no node passed the scheduler's filters for (still pending at the end)
@@ -56,6 +58,16 @@ class RunConfig:
     cpu_manager_policy: str = "none"
     cpu_manager_policy_options: dict[str, str] = field(default_factory=dict)
     memory_manager_policy: str = "None"
+    kubelet_versions: dict[str, int] = field(default_factory=dict)  # {version: nodes}; several mid-upgrade
+    previews: dict[str, str] = field(default_factory=dict)  # previews on (kubelet/previews), by name
+    version_axis: bool = False  # the sweep set the version (then the label names it)
+
+    @property
+    def kubelet_version(self) -> str:
+        """One version, or the mix of a cluster mid-upgrade ("1.36.2 (3) + 1.35.3 (2)")."""
+        if len(self.kubelet_versions) == 1:
+            return next(iter(self.kubelet_versions))
+        return " + ".join(f"{v} ({n})" for v, n in self.kubelet_versions.items())
 
     @property
     def label(self) -> str:
@@ -70,6 +82,9 @@ class RunConfig:
             parts.append(f"cpu={self.cpu_manager_policy}")
         if self.memory_manager_policy != "Static":
             parts.append(f"memory={self.memory_manager_policy}")
+        if self.version_axis or len(self.kubelet_versions) > 1:
+            parts.append(f"kubelet={'+'.join(self.kubelet_versions)}")
+        parts += [f"preview:{k}={v}" for k, v in sorted(self.previews.items())]
         return " ".join(parts)
 
 
@@ -129,6 +144,7 @@ class RunResult:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["config"]["label"] = self.config.label
+        out["config"]["kubeletVersion"] = self.config.kubelet_version
         out["rejections"] = self.rejections
         out["alignment"]["share"] = round(self.alignment.share, 6)
         out["alignment"]["fewest_share"] = round(self.alignment.fewest_share, 6)
@@ -142,7 +158,7 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunResult:
-        cfg = {k: v for k, v in d["config"].items() if k != "label"}
+        cfg = {k: v for k, v in d["config"].items() if k not in ("label", "kubeletVersion")}
         al = d["alignment"]
         return cls(
             RunConfig(**cfg), d["pods"], d["placed"], d["unschedulable"], dict(d["unschedulable_reasons"]),

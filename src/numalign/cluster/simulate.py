@@ -25,6 +25,7 @@ from numalign.cluster.state import ClusterState, PodVector
 from numalign.cluster.workload import Placement, Workload
 from numalign.errors import InvalidInputError
 from numalign.k8s.pod import Pod
+from numalign.k8s.previews import Previews
 from numalign.k8s.qos import QOSClass, get_pod_qos
 
 SCHEDULERS = ("default", "nrt", "exact")
@@ -41,6 +42,20 @@ class RunSpec:
     scheduler: str
     scoring: str = "LeastAllocated"
     kubelet_flags: tuple[tuple[str, str], ...] = ()
+    kubelet_version: str | None = None  # X.Y[.Z] every pool runs; None: each pool its own
+    previews: str | None = None  # NAME=VALUE items joined by ';' ('' none); None: each pool its own
+
+    def cluster(self, cluster: Cluster) -> Cluster:
+        """The cluster this run decides on: its kubelet flags, version and previews applied."""
+        version = None
+        if self.kubelet_version is not None:
+            from numalign.kubelet.versions import resolve
+
+            version = resolve(self.kubelet_version, "kubelet version axis")
+        previews = None
+        if self.previews is not None:
+            previews = Previews.parse([p for p in self.previews.split(";") if p.strip()], "preview axis")
+        return cluster.with_kubelet_flags(list(self.kubelet_flags)).with_kubelet_version(version, previews)
 
     def check(self, where: str) -> None:
         if self.scheduler not in SCHEDULERS:
@@ -70,7 +85,7 @@ class _Pending:
 
 def run_one(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int,
             max_retries: int = DEFAULT_MAX_RETRIES, progress: Callable[[int], None] | None = None) -> RunResult:
-    cluster = cluster.with_kubelet_flags(list(spec.kubelet_flags))
+    cluster = spec.cluster(cluster)
     extra = {r for g in workload.groups for p in g.pods for c in p.all_containers() for r in c.requests}
     state = ClusterState(cluster, extra)
     sched = make_scheduler(spec.scheduler, state, seed, spec.scoring)
@@ -186,14 +201,17 @@ def _origin_name(item: _Pending) -> str:
 
 def _run_config(spec: RunSpec, cluster: Cluster) -> RunConfig:
     c = cluster.pools[0].config
+    previews: dict[str, str] = {}
+    for p in cluster.pools:
+        previews.update(p.previews.to_dict())
     return RunConfig(spec.scheduler, spec.scoring, c.topology_manager_policy, c.topology_manager_scope,
                      dict(c.topology_manager_policy_options), c.cpu_manager_policy,
-                     dict(c.cpu_manager_policy_options), c.memory_manager_policy)
+                     dict(c.cpu_manager_policy_options), c.memory_manager_policy,
+                     cluster.versions(), previews, spec.kubelet_version is not None)
 
 
 def _alignment(state: ClusterState, bound: dict[str, tuple[int, str]]) -> NUMAAlignment:
     from numalign.cluster.fewest import fewest_numa_nodes, needs, zone_allocatable
-    from numalign.kubelet.node import Node
 
     hist: Counter[int] = Counter()
     guaranteed = single = fewest = 0
@@ -231,7 +249,7 @@ def _alignment(state: ClusterState, bound: dict[str, tuple[int, str]]) -> NUMAAl
         key = (sn.pool.name, sn.pods[uid][1].key)
         if key not in least:
             if sn.pool.name not in zones_of:
-                zones_of[sn.pool.name] = zone_allocatable(Node(sn.pool.machine, sn.pool.config))
+                zones_of[sn.pool.name] = zone_allocatable(sn.pool.new_node())
             least[key] = fewest_numa_nodes(zones_of[sn.pool.name], needs(pod))
         # A pod needing no NUMA-bound resource is on the fewest possible wherever it runs.
         fewest += least[key] == 0 or len(pinned) <= least[key]

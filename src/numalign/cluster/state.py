@@ -64,7 +64,7 @@ class SimNode:
 
     def node(self) -> Node:
         if self.kubelet is None:
-            self.kubelet = Node(self.pool.machine, self.pool.config)
+            self.kubelet = self.pool.new_node()
         return self.kubelet
 
 

@@ -13,6 +13,8 @@ Sweep file (YAML), every axis optional (absent: the cluster's own setting):
     topologyManagerPolicyOptions: ["", "prefer-closest-numa-nodes=true"]
     cpuManagerPolicyOptions: ["", "full-pcpus-only=true"]
     memoryManagerPolicies: [Static]
+    kubeletVersions: ["1.35", "1.36.2"]      # X.Y or X.Y.Z; absent: each pool keeps its own version
+    previews: ["", "numa-allocation-strategy=most-allocated"]   # sets of previews joined by ';'; '' = none
 """
 
 from __future__ import annotations
@@ -55,6 +57,10 @@ AXES = {
     "cpuManagerPolicyOptions": "--cpu-manager-policy-options",
     "memoryManagerPolicies": "--memory-manager-policy",
 }
+# Axes that are not kubelet flags: the kubelet version the pools run, and sets of previews.
+VERSION_AXIS = "kubeletVersions"
+PREVIEW_AXIS = "previews"
+NODE_AXES = (VERSION_AXIS, PREVIEW_AXIS)
 POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 
 
@@ -71,10 +77,15 @@ class Sweep:
         specs = []
         for combo in combos:
             flags: list[tuple[str, str]] = []
+            node: dict[str, str] = {}
             for name, value in zip(names, combo, strict=True):
-                flags += _flags(name, value)
+                if name in NODE_AXES:
+                    node[name] = value
+                else:
+                    flags += _flags(name, value)
             for s in self.schedulers:
-                specs.append(RunSpec(s, self.scoring.get(s, "LeastAllocated"), tuple(flags)))
+                specs.append(RunSpec(s, self.scoring.get(s, "LeastAllocated"), tuple(flags),
+                                     node.get(VERSION_AXIS), node.get(PREVIEW_AXIS)))
         return specs
 
     def check(self, where: str) -> None:
@@ -88,8 +99,9 @@ class Sweep:
                                         f"{self.schedulers}; add it or drop its scoring")
             RunSpec(s, strategy).check(f"{where}: scoring.{s}")
         for name, values in self.axes.items():
-            if name not in AXES:
-                raise InvalidInputError(f"{where}: {name}: unknown axis; expected one of {', '.join(AXES)}")
+            if name not in AXES and name not in NODE_AXES:
+                raise InvalidInputError(f"{where}: {name}: unknown axis; expected one of "
+                                        f"{', '.join([*AXES, *NODE_AXES])}")
             if not values:
                 raise InvalidInputError(f"{where}: {name}: empty; give at least one value or leave the axis out")
             dupes = sorted({v for v in values if values.count(v) > 1})
@@ -108,20 +120,21 @@ class Sweep:
     def check_against(self, cluster: Cluster, where: str) -> None:
         """Start every pool's kubelet under each combination now, so that a value the kubelet refuses is
         named with its file here instead of failing inside a worker process."""
-        from numalign.kubelet.node import Node
-
         for name, values in self.axes.items():
             for value in values:
                 bad = [kv for kv in _options(value) if "=" not in kv] if name.endswith("Options") else []
                 if bad:
                     raise InvalidInputError(f"{where}: {name}: {value!r}: {bad[0]!r} is not KEY=VALUE; expected "
                                             'pairs joined by commas, e.g. "prefer-closest-numa-nodes=true"')
-        for flags in dict.fromkeys(s.kubelet_flags for s in self.specs(where)):
+        for spec in dict.fromkeys(RunSpec("default", "LeastAllocated", s.kubelet_flags, s.kubelet_version, s.previews)
+                                  for s in self.specs(where)):
             try:
-                for pool in cluster.with_kubelet_flags(list(flags)).pools:
-                    Node(pool.machine, pool.config)
+                for pool in spec.cluster(cluster).pools:
+                    pool.new_node()
             except InvalidInputError as e:
-                combo = " ".join(f"{flag} {value}" for flag, value in flags)
+                combo = " ".join([*(f"{flag} {value}" for flag, value in spec.kubelet_flags),
+                                  *([f"kubelet {spec.kubelet_version}"] if spec.kubelet_version else []),
+                                  *([f"previews {spec.previews!r}"] if spec.previews is not None else [])])
                 raise InvalidInputError(f"{where}: the run with {combo}: {e}") from None
 
 
@@ -144,7 +157,7 @@ def load_sweep(path: Path) -> Sweep:
 def sweep_from_dict(obj: Any, where: str) -> Sweep:
     if not isinstance(obj, Mapping) or obj.get("kind", "Sweep") != "Sweep":
         raise InvalidInputError(f"{where}: expected kind: Sweep with axes such as topologyManagerPolicies")
-    known = {"kind", "schedulers", "scoring", *AXES}
+    known = {"kind", "schedulers", "scoring", *AXES, *NODE_AXES}
     unknown = sorted(set(obj) - known)
     if unknown:
         raise InvalidInputError(f"{where}: {unknown[0]}: unknown field; expected one of {', '.join(sorted(known))}")
@@ -156,7 +169,7 @@ def sweep_from_dict(obj: Any, where: str) -> Sweep:
     if not isinstance(scoring, Mapping):
         raise InvalidInputError(f"{where}: scoring: expected scheduler: strategy, e.g. {{exact: LeastNUMANodes}}")
     sweep.scoring = {str(k): str(v) for k, v in scoring.items()}
-    for name in AXES:
+    for name in (*AXES, *NODE_AXES):
         if name in obj:
             values = expect_list(obj[name], f"{where}: {name}", required=True)
             for i, v in enumerate(values):
@@ -254,10 +267,23 @@ def _on_dask(address: str, tasks: Iterable[tuple[Cluster, Workload, RunSpec, int
 
 def specs_from_args(schedulers: Sequence[str], scoring: Mapping[str, str],
                     axes: Mapping[str, Sequence[str]]) -> list[RunSpec]:
+    """Runs of command-line axes; `axes` keys are sweep-file names (AXES, kubeletVersions, previews)."""
     sweep = Sweep(list(schedulers) or ["default", "exact"], dict(scoring),
                   {k: list(v) for k, v in axes.items() if v})
     return sweep.specs("the command line")
 
 
-__all__ = ["AXES", "DASK_MISSING", "SCHEDULERS", "SCORING", "Sweep", "check_dask_installed", "load_sweep", "run_sweep",
-           "specs_from_args"]
+__all__ = [
+    "AXES",
+    "DASK_MISSING",
+    "NODE_AXES",
+    "PREVIEW_AXIS",
+    "SCHEDULERS",
+    "SCORING",
+    "VERSION_AXIS",
+    "Sweep",
+    "check_dask_installed",
+    "load_sweep",
+    "run_sweep",
+    "specs_from_args",
+]

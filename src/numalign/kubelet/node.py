@@ -27,6 +27,7 @@ from numalign.errors import CheckpointError, InvalidInputError, PluginError
 from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
+from numalign.k8s.previews import NO_PREVIEWS, NUMA_ALLOCATION_STRATEGY, RESTRICT_TO_CPU_NUMA_NODES, Previews
 from numalign.k8s.quantity import Quantity, QuantityFormat
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
 from numalign.kubelet.admission.eviction import NodeCondition
@@ -41,6 +42,8 @@ from numalign.kubelet.memorymanager.manager import new_memory_manager
 from numalign.kubelet.memorymanager.reserved import MemoryReservation
 from numalign.kubelet.memorymanager.state import MemoryManagerState
 from numalign.kubelet.nodestate import NodeStore, Transaction, reconcile, recorded_allocation
+from numalign.kubelet.previews.cpu_numa_nodes import effective_machine
+from numalign.kubelet.previews.numa_allocation import node_scorer, scored_policy
 from numalign.kubelet.topologymanager.manager import TopologyManager
 from numalign.kubelet.topologymanager.provider import DEFAULT_IMPLICIT_FROM_NODES
 from numalign.kubelet.versions import DEFAULT as DEFAULT_KUBELET_VERSION
@@ -148,12 +151,18 @@ class Node:
         process_alive: Callable[[Mapping[str, Any]], bool] | None = None,
         kubelet_version: KubeletVersion = DEFAULT_KUBELET_VERSION,
         adapt_memory_to_host: bool = False,
+        previews: Previews = NO_PREVIEWS,
     ) -> None:
         # implicit_from_nodes: the NUMA-node count from which providers describe hints implicitly
         # (providers/implicit).
         # The kubelet validates its configuration before it builds any manager; a library caller gets
         # the same refusal (and the CLI, which validated already, no second pass).
         config.validate()
+        # Previews of open proposals (kubelet/previews), off unless asked for: a node built with one
+        # decides as that proposal says, never as a released kubelet.
+        self.previews = previews
+        if previews.on(RESTRICT_TO_CPU_NUMA_NODES):
+            machine = effective_machine(machine)
         self.machine = machine
         self.config = config
         # The kubelet release decided as: its gate defaults under the config's gates, and its behaviours.
@@ -215,6 +224,10 @@ class Node:
         # that order, so a device failure stops admission before any CPU or memory is pinned.
         for provider in (self.devices, self.cpu, self.memory):
             self.tm.add_hint_provider(provider)
+        if previews.on(NUMA_ALLOCATION_STRATEGY):
+            self.tm.scope.policy = scored_policy(self.tm.scope.policy, self.numa, previews,
+                                                 node_scorer(self.cpu, self.memory, self.devices),
+                                                 self.tm.opts.prefer_closest_numa)
         self.pods: dict[str, Pod] = {}
         self.records: dict[str, DecisionRecord] = {}
         # The kubelet's other admit handlers, run before and after the Topology Manager's.

@@ -19,6 +19,7 @@ from numalign.core.decision import DecisionRecord
 from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
+from numalign.k8s.previews import NO_PREVIEWS, Previews
 from numalign.kubelet.devicemanager.endpoint import Device
 from numalign.kubelet.node import ContainerAllocation, Node, Reservation
 from numalign.machine.topology import Machine
@@ -65,6 +66,8 @@ class RunNode:
     device_env: Mapping[str, str] = field(default_factory=dict)
     # Plugins registered with a serve sharing the directory, dialed by this run (see run.plugins).
     plugins: Mapping[str, ConnectedPlugin] = field(default_factory=dict)
+    kubelet_version: Any = None  # kubelet/versions; None: numalign's default
+    previews: Previews = NO_PREVIEWS
 
     def open(self, releasing: ProcessRef | None = None) -> Node:
         """The node as the directory holds it, ended runs released (and written so). `releasing`: the
@@ -72,7 +75,7 @@ class RunNode:
         so it stays for the explicit removal (and nothing reports it as one)."""
         alive = process_alive_reclaiming if releasing is None else _alive_or(releasing)
         node = Node(self.machine, self.config, store=StateDirectory(self.state_dir), process_alive=alive,
-                    adapt_memory_to_host=True)
+                    adapt_memory_to_host=True, kubelet_version=self.kubelet_version, previews=self.previews)
         for change in node.memory.host_changes:
             log.warning("state %s: this host's memory changed since the state was written (%s); the memory "
                         "manager's state was rebuilt around what runs hold", self.state_dir, change)

@@ -71,6 +71,9 @@ def register(sub: Any) -> None:
     add_kubelet_flags(p, "a KubeletConfiguration file and the kubelet's own flags (flags win); without "
                       "--config the built-in example configuration is the base (static CPU manager, Static "
                       "memory manager, single-numa-node), not the kubelet's defaults")
+    from numalign.cli.options.versionargs import add_version_args
+
+    add_version_args(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,6 +93,10 @@ def run(args: argparse.Namespace) -> int:
     recorded = apply_record(args)  # a second run on a state directory keeps the first run's node
     machine, node_notes = resolve_node(args, DEFAULT_MACHINE)
     notes.extend([*node_notes, *([recorded] if recorded else [])])
+    from numalign.cli.options.versionargs import node_previews, node_version
+
+    args.chosen_version = node_version(args, notes)
+    args.chosen_previews = node_previews(args, notes)
     if args.node_snapshot is not None and not args.dry_run:
         args.dry_run = True  # a snapshot is a record of the node: asked, never changed
     flags: list[tuple[str, str]] = getattr(args, FLAGS_DEST, None) or []
@@ -150,19 +157,23 @@ def run(args: argparse.Namespace) -> int:
         owner = acquire_owner(args.state_dir, "numalign admit")
         from numalign.cli.options.noderecord import write_record
 
-        write_record(args.state_dir, machine, _machine_spec(args, DEFAULT_MACHINE), args.kubelet_config, flags)
+        write_record(args.state_dir, machine, _machine_spec(args, DEFAULT_MACHINE), args.kubelet_config, flags,
+                     args.chosen_version)
     with owner if owner is not None else contextlib.nullcontext():
         node, records, extras = _admit_all(args, machine, config, base, pods, notes)
     if args.report is not None:
-        _report(args.report, node, pods, records, notes, config)
+        _report(args.report, node, pods, records, notes, config, args.chosen_version)
     from numalign.answer.text import to_json
+    from numalign.cli.options.versionargs import version_fields, version_text
     from numalign.cli.output import EXIT_CHECK_FAILED, EXIT_OK, emit
 
     if args.output == "text":
         unprovided = [_unprovided_extended_resources(pod, node) for pod in pods]
-        _print_text(machine.name, config, notes, records, unprovided, extras, pods, args.details)
+        _print_text(f"{machine.name}; {version_text(args.chosen_version, args.chosen_previews)}", config, notes,
+                    records, unprovided, extras, pods, args.details)
     else:
         emit({"machine": machine.name, "kubelet_config": _config_dict(config), "notes": notes,
+              **version_fields(args.chosen_version, args.chosen_previews),
               "pods": [r.to_dict() | to_json(x) for r, x in zip(records, extras, strict=True)]},
              args.output, sort_keys=True)
     rejected = any(not r.result.admit for r in records)
@@ -201,7 +212,8 @@ def _admit_all(
         with snapshot_errors(args):
             node = Node(machine, config, store=state_directory(args.state_dir, read_only=args.dry_run),
                         node_conditions=conditions,
-                        process_alive=process_alive if args.dry_run else process_alive_reclaiming)
+                        process_alive=process_alive if args.dry_run else process_alive_reclaiming,
+                        kubelet_version=args.chosen_version, previews=args.chosen_previews)
     except ConfigError as exc:
         exc = _with_numa_nodes(exc, config, machine)
         if base is None:
@@ -243,13 +255,15 @@ def _admit_all(
     return node, outcome, extras
 
 
-def _report(path: Path, node: Any, pods: list[Any], records: list[Any], notes: list[str], config: Any) -> None:
+def _report(path: Path, node: Any, pods: list[Any], records: list[Any], notes: list[str], config: Any,
+            version: Any) -> None:
     from numalign.cli.options.reportargs import write_report
     from numalign.report import node_report, node_view_from_records
 
     reserved: frozenset[int] = getattr(node.cpu, "reserved_cpus", frozenset())
     order = {p.key: [c.name for c in p.all_containers()] for p in pods}
-    config_line = (f"topologyManagerPolicy {config.topology_manager_policy}, scope {config.topology_manager_scope}, "
+    config_line = (f"kubelet {version}, topologyManagerPolicy {config.topology_manager_policy}, "
+                   f"scope {config.topology_manager_scope}, "
                    f"cpuManagerPolicy {config.cpu_manager_policy}, memoryManagerPolicy {config.memory_manager_policy}")
     view = node_view_from_records(node.machine, [r.to_dict() for r in records], reserved_cpus=reserved,
                                   title=f"numalign admit: {node.machine.name}", notes=[config_line, *notes],

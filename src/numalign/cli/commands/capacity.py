@@ -23,6 +23,9 @@ def register(sub: Any) -> None:
     p.add_argument("pod", nargs="?", metavar="POD.yaml", type=Path,
                    help="one Pod or workload manifest; its (first) pod is copied")
     add_cluster_args(p, workload=False)
+    from numalign.cli.options.versionargs import add_version_args
+
+    add_version_args(p, axis=True)
     from numalign.cli.output import add_output_arg
 
     add_output_arg(p)
@@ -42,22 +45,47 @@ def run(args: argparse.Namespace) -> int:
     else:
         group = load_workload([args.pod]).groups[0]
         pod, placement, source = group.pods[0], group.placement, f"{args.pod} ({group.pods[0].key})"
-    from numalign.cli.options.clusterargs import running_pods
+    from numalign.cli.options.clusterargs import running_pods, version_notes
+    from numalign.cli.options.versionargs import preview_sets
+    from numalign.cluster.simulate import RunSpec
 
-    pools = capacity(cluster, pod, placement, running_pods(args, cluster))
+    running = running_pods(args, cluster)
+    # The axes: each version x each preview set (none given: the cluster as it is, one run).
+    versions: list[str | None] = list(args.kubelet_versions) or [None]
+    sets: list[str | None] = list(preview_sets(args)) or [None]
+    combos = [RunSpec("default", kubelet_version=v, previews=p) for v in versions for p in sets]
+    runs = [(spec, capacity(spec.cluster(cluster), pod, placement, running)) for spec in combos]
+    notes = version_notes(cluster, args.kubelet_versions)
     if args.output != "text":
-        dump({"cluster": cluster.name, "pod": source, "pools": [p.to_dict() for p in pools],
-              "exact": sum(p.exact for p in pools), "by_requests": sum(p.by_requests for p in pools)}, args.output)
+        docs = [{"kubeletVersion": " + ".join(dict.fromkeys(p.kubelet_version for p in pools)),
+                 "previews": spec.previews or "", "pools": [p.to_dict() for p in pools],
+                 "exact": sum(p.exact for p in pools), "by_requests": sum(p.by_requests for p in pools)}
+                for spec, pools in runs]
+        head = {"cluster": cluster.name, "pod": source, "notes": notes}
+        dump({**head, **docs[0]} if len(docs) == 1 else {**head, "runs": docs}, args.output)
         return 0
     print(f"cluster {cluster.name} ({cluster.node_count} nodes); pod {source}")
-    print()
-    rows = [(p.pool, str(p.nodes), str(p.exact), str(p.by_requests),
-             ", ".join(f"{k} ({v})" for k, v in p.limited_by.items())) for p in pools]
-    rows.append(("total", str(cluster.node_count), str(sum(p.exact for p in pools)),
-                 str(sum(p.by_requests for p in pools)), ""))
-    head = ("POOL", "NODES", "FIT (NUMA-EXACT)", "FIT (SUM OF REQUESTS)", "LIMITED BY (NODES)")
-    widths = [max(len(r[i]) for r in [*rows, head]) for i in range(5)]
-    for r in (head, *rows):
-        cells = [c.ljust(w) if i in (0, 4) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))]
-        print("  ".join(cells).rstrip())
+    for line in notes:
+        print(f"# {line}")
+    for spec, pools in runs:
+        if len(runs) > 1:
+            what = [f"kubelet {spec.kubelet_version}" if spec.kubelet_version else "each pool's kubelet version",
+                    *([f"preview: {p}" for p in (spec.previews or "").split(";") if p] or
+                      (["no previews"] if spec.previews is not None else []))]
+            print(f"\n== {'; '.join(what)}")
+        _print_pools(cluster, pools)
     return 0
+
+
+def _print_pools(cluster: Any, pools: list[Any]) -> None:
+    print()
+    rows = [(p.pool, p.kubelet_version, str(p.nodes), str(p.exact), str(p.by_requests),
+             ", ".join(f"{k} ({v})" for k, v in p.limited_by.items())) for p in pools]
+    rows.append(("total", "", str(cluster.node_count), str(sum(p.exact for p in pools)),
+                 str(sum(p.by_requests for p in pools)), ""))
+    head = ("POOL", "KUBELET", "NODES", "FIT (NUMA-EXACT)", "FIT (SUM OF REQUESTS)", "LIMITED BY (NODES)")
+    widths = [max(len(r[i]) for r in [*rows, head]) for i in range(6)]
+    for r in (head, *rows):
+        cells = [c.ljust(w) if i in (0, 1, 5) else c.rjust(w)
+                 for i, (c, w) in enumerate(zip(r, widths, strict=True))]
+        print("  ".join(cells).rstrip())

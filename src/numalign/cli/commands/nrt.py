@@ -47,6 +47,9 @@ def register(sub: Any) -> None:
 
     add_kubelet_flags(p, "a KubeletConfiguration file and the kubelet's own flags (flags win); without "
                       "--config the built-in example configuration of `numalign admit` is the base")
+    from numalign.cli.options.versionargs import add_version_args
+
+    add_version_args(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
 
     machine, _ = resolve_node(args, DEFAULT_MACHINE)
     config = node_config(args)
+    from numalign.cli.options.versionargs import node_previews, node_version
+
+    notes: list[str] = []
+    version, previews = node_version(args, notes), node_previews(args, notes)
     if args.pod_resources_socket is not None:
         from numalign.cluster.nrt_podresources import nrt_from_pod_resources
         from numalign.errors import InvalidInputError
@@ -69,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
             raise InvalidInputError("--pod-resources-socket reads a running node's pods; POD.yaml and --state-dir "
                                     "cannot be added to it; drop them")
         _emit(nrt_from_pod_resources(args.pod_resources_socket, machine, config,
-                                     args.node_name or machine.name).to_dict(), args.output)
+                                     args.node_name or machine.name).to_dict(), args.output, version)
         return 0
     pods = [pod for f in args.pods for pod in load_pods(Path(f), expand_replicas=args.replicas)]
     from numalign.adapters.statedir.directory import state_directory
@@ -78,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
     with snapshot_errors(args):
         node = Node(machine, config, store=state_directory(args.state_dir, read_only=True),
-                    process_alive=process_alive)
+                    process_alive=process_alive, kubelet_version=version, previews=previews)
     rejected = []
     for pod in pods:
         rec = node.admit(pod)
@@ -93,15 +100,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"numalign nrt: note: no nodeTopologyPodsFingerprint attribute: {unnamed} pod(s) are known only by "
               "UID from the kubelet's checkpoints (the fingerprint signs namespace/name); `nrt "
               "--pod-resources-socket` reads the names from the running kubelet", file=sys.stderr)
-    _emit(nrt.to_dict(), args.output)
+    # The NFD topology-updater publishes no kubelet version attribute (the Node object carries it), so
+    # the object stays as NFD writes it; the text form and stderr name the version decided with.
+    for line in notes:
+        print(f"numalign nrt: note: {line}", file=sys.stderr)
+    _emit(nrt.to_dict(), args.output, version)
     return 0
 
 
-def _emit(obj: dict[str, Any], output: str) -> None:
+def _emit(obj: dict[str, Any], output: str, version: Any = None) -> None:
     from numalign.cli.output import emit
 
     if output == "text":
-        _print_text(obj)
+        _print_text(obj, version)
     else:
         emit(obj, output)
 
@@ -142,18 +153,19 @@ def _cluster(args: argparse.Namespace) -> int:
 
         emit(out, args.output)
     else:
-        for obj in objs:
-            _print_text(obj)
+        for sn, obj in zip(wanted, objs, strict=True):
+            _print_text(obj, sn.pool.kubelet_version)
             print()
     sys.stdout.flush()
     progress.close()
     return 0
 
 
-def _print_text(obj: dict[str, Any]) -> None:
+def _print_text(obj: dict[str, Any], version: Any = None) -> None:
     attrs = {a["name"]: a["value"] for a in obj.get("attributes", [])}
     print(f"NodeResourceTopology {obj['metadata']['name']}: topologyManagerPolicy "
-          f"{attrs.get('topologyManagerPolicy')}, topologyManagerScope {attrs.get('topologyManagerScope')}")
+          f"{attrs.get('topologyManagerPolicy')}, topologyManagerScope {attrs.get('topologyManagerScope')}"
+          + (f" (kubelet {version})" if version is not None else ""))
     for z in obj["zones"]:
         costs = " ".join(f"{c['name']}={c['value']}" for c in z.get("costs", []))
         print(f"\nzone {z['name']} ({z['type']})" + (f"  costs: {costs}" if costs else ""))

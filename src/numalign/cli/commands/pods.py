@@ -40,6 +40,9 @@ def register(sub: Any) -> None:
     from numalign.cli.options.reportargs import add_report_arg
 
     add_report_arg(p, "the machine with every pod's CPUs, memory and devices and each rejected pod's decision record")
+    from numalign.cli.options.versionargs import add_version_args
+
+    add_version_args(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,13 +86,18 @@ def run(args: argparse.Namespace) -> int:
     if args.output in ("json", "yaml"):
         from numalign.cli.output import emit
 
+        version = {k: doc[k] for k in ("kubeletVersion", "previews") if k in doc}
         emit({"pods": doc["pods"], "manifests": doc.get("manifests", {}), "resources": doc.get("resources", {}),
-              "faults": doc.get("faults", {}), "processes": runs}, args.output, sort_keys=True)
+              "faults": doc.get("faults", {}), "processes": runs, **version}, args.output, sort_keys=True)
         return 0
     from numalign.cli.commands.pods_table import print_pods, table
 
+
     if agent:
         print_pods(doc, wide=args.output == "wide")
+        if doc.get("kubeletVersion"):
+            print("; ".join([f"decided as kubelet {doc['kubeletVersion']}",
+                             *(f"preview: {k}={v}" for k, v in sorted((doc.get("previews") or {}).items()))]))
     if runs:
         # `numalign run` processes: a second table, one row per process holding an allocation.
         print(("\n" if agent else "") + table(*run_rows(runs)), end="")
@@ -122,11 +130,14 @@ def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, 
     recorded = apply_record(args)
     machine, notes = resolve_node(args, DEFAULT_MACHINE)
     notes += [recorded] if recorded else []
+    from numalign.cli.options.versionargs import node_previews, node_version, version_fields
+
+    version, previews = node_version(args, notes), node_previews(args, notes)
     where = args.node if args.node is not None else args.state_dir
     if args.state_dir is None:
         # A snapshot of a node with no state files (no kubelet ran there, or it keeps none): no pods, as
         # kubectl says "No resources found", and the machine drawn bare.
-        empty: dict[str, Any] = {"pods": {}}
+        empty: dict[str, Any] = {"pods": {}, **version_fields(version, previews)}
         return empty, node_view_from_status(machine, empty, title=f"numalign pods: {machine.name}",
                                             notes=[f"{where} holds no state files: no pods", *notes])
     store = CheckpointStore.under(args.state_dir)
@@ -135,12 +146,13 @@ def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, 
         return None, None
     with snapshot_errors(args):
         node = Node(machine, node_config(args), store=state_directory(args.state_dir, read_only=True),
-                    process_alive=process_alive)  # ended `numalign run` processes hold nothing
+                    process_alive=process_alive,  # ended `numalign run` processes hold nothing
+                    kubelet_version=version, previews=previews)
     listed = None
     snap = args.node_snapshot
     if snap is not None and (snap.root / PODS_MEMBER).is_file():
         listed = json.loads((snap.root / PODS_MEMBER).read_text(encoding="utf-8"))
-    doc: dict[str, Any] = {"pods": state_pods(node, listed)}
+    doc: dict[str, Any] = {"pods": state_pods(node, listed), **version_fields(version, previews)}
     view = node_view_from_status(machine, doc, title=f"numalign pods: {machine.name}",
                                  notes=[f"from the state files in {where}", *notes])
     return doc, view

@@ -67,13 +67,17 @@ def run(args: argparse.Namespace) -> int:
 
     apply_record(args)
     machine, _ = resolve_node(args, DEFAULT_MACHINE)
+    from numalign.cli.options.versionargs import node_version
+
+    version = node_version(args, [])
     config = node_config(args)
     removed = []
     check_state_dir(args.state_dir)
     with acquire_owner(args.state_dir, "numalign remove"):
         from numalign.run.leftovers import process_alive_reclaiming  # ended `numalign run` processes are released
 
-        node = Node(machine, config, store=state_directory(args.state_dir), process_alive=process_alive_reclaiming)
+        node = Node(machine, config, store=state_directory(args.state_dir), process_alive=process_alive_reclaiming,
+                    kubelet_version=version)
         # One transaction: every pod named is removed, or (a write failed) none.
         with node.transaction() as tx:
             pods = {pod.uid: pod for pod in (find_pod(node, ref) for ref in args.pods)}

@@ -85,6 +85,9 @@ def register(sub: Any) -> None:
     add_kubelet_flags(p, "a KubeletConfiguration file and the kubelet's own flags (flags win); without --config "
                       f"the built-in {RUN_CONFIG} is the base: static CPU manager with CPU 0 reserved, Static memory "
                       "manager, single-numa-node")
+    from numalign.cli.options.versionargs import add_version_args
+
+    add_version_args(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,6 +114,15 @@ def run(args: argparse.Namespace) -> int:
     state_dir = args.state_dir or default_state_dir()
     _check_state_dir(state_dir)
     config = run_config(args)
+    from numalign.adapters.statedir.layout import NODE_RECORD_FILE
+    from numalign.cli.options.noderecord import recorded_version
+    from numalign.cli.options.versionargs import node_previews, node_version
+
+    if (state_dir / NODE_RECORD_FILE).is_file():  # the version earlier runs or admit decided this directory with
+        args.recorded_kubelet_version = recorded_version(state_dir / NODE_RECORD_FILE)
+    version_notes: list[str] = []
+    args.chosen_version = node_version(args, version_notes)
+    args.chosen_previews = node_previews(args, version_notes)
     if args.machine:
         from numalign.adapters.sysfs import load_machine
 
@@ -124,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
     check_host_fits(machine, config)
     # Plugins registered with a serve on this directory answer for their resources (not --devices ones).
     sockets = {r: s for r, s in sockets.items() if r in requested_extended(pod) and r not in devices}
-    node = RunNode(machine, config, state_dir, devices, device_env)
+    node = RunNode(machine, config, state_dir, devices, device_env, kubelet_version=args.chosen_version,
+                   previews=args.chosen_previews)
     child = GatedChild(command)  # forked before any gRPC thread exists
     try:
         node.plugins = connect_plugins(sockets)
@@ -153,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         child.abort()
         _release(node, pod.uid, ref, None, held)
         raise
-    _print_decision(args, adm, placement, notes, cgroup_info)
+    _print_decision(args, adm, placement, [*version_notes, *notes], cgroup_info)
     try:
         child.start(placement)
     except LaunchError as e:
@@ -178,7 +191,8 @@ def _record_node(args: argparse.Namespace, state_dir: Path, machine: Any) -> Non
     if not state_dir.is_dir():
         return  # nothing was written there (a rejection on a new directory)
     config = args.kubelet_config or str(DATA_DIR / RUN_CONFIG)
-    write_record(state_dir, machine, None, config, getattr(args, FLAGS_DEST, None) or [])
+    write_record(state_dir, machine, None, config, getattr(args, FLAGS_DEST, None) or [],
+                 getattr(args, "chosen_version", None))
 
 
 def _cgroup_path(args: argparse.Namespace, uid: str) -> Path | None:
@@ -297,8 +311,11 @@ def _print_decision(
 
     rec = adm.record
     if args.output != "text":
+        from numalign.cli.options.versionargs import version_fields
+
         doc: dict[str, Any] = {"decision": rec.to_dict(), "notes": notes, "numalign_pid": os.getpid(),
-                               "released_ended_runs": adm.reclaimed, "not_applied": adm.unapplied}
+                               "released_ended_runs": adm.reclaimed, "not_applied": adm.unapplied,
+                               **version_fields(args.chosen_version, args.chosen_previews)}
         if placement is not None:
             doc["placement"] = json.loads(placement.to_json())
             doc["cgroup"] = cgroup
@@ -319,7 +336,10 @@ def _print_decision(
         parts.append(f"{b['type']} {binary_quantity(b['size'])} on NUMA {','.join(map(str, b['numa_nodes']))}")
     for res, devs in alloc.devices.items():
         parts.append(f"{res} {' '.join(devs)}")
-    print(f"numalign run: {rec.pod} admitted: " + "; ".join(parts), file=sys.stderr)
+    from numalign.cli.options.versionargs import version_text
+
+    print(f"numalign run: {rec.pod} admitted ({version_text(args.chosen_version, args.chosen_previews)}): "
+          + "; ".join(parts), file=sys.stderr)
     for k, v in sorted(placement.env.items()):
         print(f"numalign run:   env {k}={v}", file=sys.stderr)
     for n in notes:

@@ -84,6 +84,9 @@ def register(sub: Any) -> None:
     add_output_arg(p, help="format of the status lines on stdout: one when serving starts (machine, node, sockets, "
                    "state, manifests, metrics), one when it has stopped (default text)")
     add_kubelet_flags(p)
+    from numalign.cli.options.versionargs import add_version_args
+
+    add_version_args(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,6 +108,12 @@ def run(args: argparse.Namespace) -> int:
     if args.manifests is not None:
         _check_manifests(args.manifests)
     config = config_from_args(args)
+    from numalign.cli.options.versionargs import node_previews, node_version
+
+    notes: list[str] = []
+    version, previews = node_version(args, notes), node_previews(args, notes)
+    for line in notes:
+        logging.getLogger("numalign.serve").info("%s", line)
     agent = Agent(AgentOptions(
         machine=load_machine(args.machine) if args.machine else _this_host(),
         config=config,
@@ -120,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
         nrt_file=args.nrt_file,
         mirror_pod_names=not args.keep_static_pod_names,
         node_name=(args.node_name or socket.gethostname()).lower(),
+        kubelet_version=version,
+        previews=previews,
     ))
     stop = threading.Event()
 

@@ -43,6 +43,9 @@ def register(sub: Any) -> None:
     g.add_argument("--memory-manager-policy", dest="memory_policies", action="append", default=[],
                    metavar="POLICY", help="memory manager policy axis: None, Static (repeat)")
     g.add_argument("--sweep", metavar="FILE", type=Path, help="the axes in a sweep file (kind: Sweep)")
+    from numalign.cli.options.versionargs import add_version_args
+
+    add_version_args(p, axis=True)
     r = p.add_argument_group("running")
     r.add_argument("--max-retries", type=int, default=3, metavar="N",
                    help="times a rejected pod is recreated and scheduled again (default 3)")
@@ -63,9 +66,18 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from numalign.cli.options.clusterargs import Progress, dump
+    from numalign.cli.options.clusterargs import Progress, dump, version_notes
+    from numalign.cli.options.versionargs import preview_sets
     from numalign.cluster.result import SimulationResult
-    from numalign.cluster.sweep import AXES, check_dask_installed, load_sweep, run_sweep, specs_from_args
+    from numalign.cluster.sweep import (
+        AXES,
+        PREVIEW_AXIS,
+        VERSION_AXIS,
+        check_dask_installed,
+        load_sweep,
+        run_sweep,
+        specs_from_args,
+    )
     from numalign.errors import InvalidInputError
 
     if args.max_retries < 0:
@@ -79,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
     workload.bound = running_pods(args, cluster)
     if args.sweep is not None:
         if args.policies or args.scopes or args.tm_options or args.cpu_policies or args.cpu_options \
-                or args.memory_policies or args.scheduler:
+                or args.memory_policies or args.scheduler or args.kubelet_versions or args.previews \
+                or args.preview_axis:
             raise InvalidInputError("--sweep and axis flags (--scheduler, --policy, --scope, ...) both given; "
                                     "expected one of them; put every axis in the sweep file")
         sweep = load_sweep(args.sweep)
@@ -92,9 +105,9 @@ def run(args: argparse.Namespace) -> int:
             if not sep:
                 raise InvalidInputError(f"--scoring {item!r}: expected SCHEDULER=STRATEGY, e.g. exact=LeastNUMANodes")
             scoring[name] = strategy
-        keys = list(AXES)
+        keys = [*AXES, VERSION_AXIS, PREVIEW_AXIS]
         values = [args.policies, args.scopes, args.tm_options, args.cpu_policies, args.cpu_options,
-                  args.memory_policies]
+                  args.memory_policies, args.kubelet_versions, preview_sets(args)]
         specs = specs_from_args(args.scheduler or _default_schedulers(), scoring, dict(zip(keys, values, strict=True)))
     jobs = args.jobs or min(len(specs), os.cpu_count() or 1)
     progress = Progress(f"simulate: {len(specs)} run(s) on {cluster.node_count} nodes, {workload.pod_count()} pods")
@@ -107,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
     progress.close()
     sim = SimulationResult(cluster.name, cluster.node_count, workload.source, workload.pod_count(), args.seed,
                            args.max_retries, tuple(results))
+    notes = version_notes(cluster, args.kubelet_versions)
     if args.report is not None:
         from numalign.cli.options.reportargs import write_report
         from numalign.report.simulation import simulation_report
@@ -117,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
     elif args.output in ("json", "yaml"):
         dump(sim.to_dict(), args.output)
     else:
+        for line in notes:
+            print(f"# {line}")
         _table(sim)
     return 0
 
@@ -130,6 +146,7 @@ def _default_schedulers() -> list[str]:
 def _rows(sim: Any) -> list[tuple[str, list[str]]]:
     runs = sim.runs
     rows: list[tuple[str, list[str]]] = [
+        ("kubelet version", [r.config.kubelet_version for r in runs]),
         *([("running before (dump)", [str(r.preexisting) for r in runs])] if any(r.preexisting for r in runs) else []),
         ("pods", [str(r.pods) for r in runs]),
         ("placed", [str(r.placed) for r in runs]),
@@ -204,9 +221,10 @@ def _csv(sim: Any) -> None:
                 "cpuManagerPolicy", "cpuManagerPolicyOptions", "memoryManagerPolicy", "pods", "placed",
                 "unschedulable", "kubelet_rejections", *[f"rejections:{k}" for k in reasons], "rejected_pods",
                 "retries", "failed", "numa_aligned_share", "numa_fewest_share", *[f"utilisation:{k}" for k in names],
-                *[f"stranded:{k}" for k in names]])
+                *[f"stranded:{k}" for k in names], "kubeletVersion", "previews"])
     for r in sim.runs:
         c = r.config
+        previews = ";".join(f"{k}={v}" for k, v in sorted(c.previews.items()))
         w.writerow([c.scheduler, c.scoring, c.topology_manager_policy, c.topology_manager_scope,
                     ",".join(f"{k}={v}" for k, v in sorted(c.topology_manager_policy_options.items())),
                     c.cpu_manager_policy, ",".join(f"{k}={v}" for k, v in sorted(c.cpu_manager_policy_options.items())),
@@ -214,4 +232,4 @@ def _csv(sim: Any) -> None:
                     *[r.kubelet_rejections.get(k, 0) for k in reasons], r.rejected_pods, r.retries, r.failed,
                     f"{r.alignment.share:.6f}", f"{r.alignment.fewest_share:.6f}",
                     *[f"{r.resources[k].utilisation:.6f}" if k in r.resources else "" for k in names],
-                    *[r.resources[k].stranded if k in r.resources else "" for k in names]])
+                    *[r.resources[k].stranded if k in r.resources else "" for k in names], c.kubelet_version, previews])

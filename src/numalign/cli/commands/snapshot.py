@@ -44,6 +44,9 @@ def register(sub: Any) -> None:
     p.add_argument("--pod-resources-socket", metavar="PATH", type=Path, default=DEFAULT_SOCKET,
                    help=f"the PodResources socket to ask, if it answers (default {DEFAULT_SOCKET})")
     p.add_argument("--node-name", metavar="NAME", help="the node's name (default: the host name)")
+    p.add_argument("--kubelet-version", metavar="X.Y[.Z]",
+                   help="record this kubelet version instead of asking the running kubelet's binary "
+                   "(`kubelet --version`) or, failing that, the Node object (`kubectl get node`)")
     from numalign.cli.output import add_output_arg
 
     add_output_arg(p, help="how to print what was collected (default text)")
@@ -67,13 +70,26 @@ def run(args: argparse.Namespace) -> int:
     plugin_dir = args.device_plugin_dir
     if plugin_dir is None and not (state_dir / DEVICE_PLUGINS_DIR).is_dir():
         plugin_dir = DEFAULT_DEVICE_PLUGIN_DIR
+    from numalign.adapters.kubeletversion import parse_reported
+    from numalign.adapters.snapshot_collect import snapshot_version
     from numalign.cli.options.clusterargs import Progress
 
+    given = None
+    if args.kubelet_version is not None:
+        given = parse_reported(args.kubelet_version, "--kubelet-version")
+        given.resolve()  # one line now for a version numalign does not model, not at --node time
     progress = Progress(f"snapshot {args.file}")  # drawn only when stderr is a terminal
     try:
+        import os
+
+        live = args.sysfs_root.resolve() == Path("/")
+        node_name = args.node_name or (os.uname().nodename if live else None)
+        progress.note("asking the kubelet its version")
+        version = snapshot_version(kubelet, node_name, args.proc_root, given)
         result = collect(args.file, sysfs_root=args.sysfs_root, config=config, state_dir=state_dir,
                          pod_resources_socket=args.pod_resources_socket, node_name=args.node_name,
-                         kubelet=kubelet, device_plugin_dir=plugin_dir, progress=progress.note)
+                         kubelet=kubelet, device_plugin_dir=plugin_dir, progress=progress.note,
+                         kubelet_version=version)
     finally:
         progress.close()
     doc = result.to_dict()

@@ -56,6 +56,19 @@ def load_cluster_arg(args: argparse.Namespace) -> Any:
     return load_cluster(path)
 
 
+def version_notes(cluster: Any, versions: list[str]) -> list[str]:
+    """What the cluster's own kubelet versions are, and a note when a --kubelet-version axis overrides them."""
+    from numalign.kubelet.versions import resolve
+
+    own = cluster.versions()
+    notes = [f"kubelet version{'s' if len(own) > 1 else ''} of the cluster: "
+             + ", ".join(f"{v} ({n} node{'s' if n > 1 else ''})" for v, n in own.items())]
+    asked = [str(resolve(v, "--kubelet-version")) for v in versions]
+    if asked and set(asked) != set(own):
+        notes.append(f"--kubelet-version {', '.join(asked)} overrides the cluster's own for every pool")
+    return notes
+
+
 def running_pods(args: argparse.Namespace, cluster: Any) -> list[Any]:
     if args.pods_dump is None:
         return []

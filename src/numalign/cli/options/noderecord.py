@@ -5,7 +5,8 @@ state check, with a fix that does not name the real cause).
 
 The machine is kept as its --machine value when that names it (a built-in name or the shorthand, no
 --devices), else whole (devices included); the kubelet configuration as the --config path (none for
-the built-in example) and the kubelet flags, in command-line order.
+the built-in example) and the kubelet flags, in command-line order; the kubelet version decided with
+(`kubelet_version`), which later commands on the directory use unless --kubelet-version says otherwise.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ _FORMAT = "numalign.kubelet.node/v1"
 
 
 def write_record(state_dir: Path, machine: Any, spec: str | None, config_path: str | None,
-                 flags: list[tuple[str, str]]) -> None:
+                 flags: list[tuple[str, str]], kubelet_version: Any = None) -> None:
     """`spec`: the --machine value when it alone names `machine` (else None: the machine is kept whole)."""
     from numalign.adapters.statedir.files import write_atomic
     from numalign.machine.fileformat import machine_to_dict
@@ -30,6 +31,8 @@ def write_record(state_dir: Path, machine: Any, spec: str | None, config_path: s
     doc = {"format": _FORMAT, "machine": spec if spec is not None else machine_to_dict(machine),
            "kubelet_config": str(Path(config_path).resolve()) if config_path else None,
            "kubelet_flags": [list(f) for f in flags]}
+    if kubelet_version is not None:
+        doc["kubelet_version"] = str(kubelet_version)
     data = json.dumps(doc, indent=1, sort_keys=True).encode()
     path = state_dir / NODE_RECORD_FILE
     if not path.is_file() or path.read_bytes() != data:  # only what changed is written, as for the state
@@ -47,7 +50,10 @@ def apply_record(args: argparse.Namespace) -> str | None:
     given = (args.machine, getattr(args, "devices", None), getattr(args, "kubelet_config", None),
              getattr(args, FLAGS_DEST, None))
     path = Path(state_dir) / NODE_RECORD_FILE
-    if any(given) or not path.is_file():
+    if not path.is_file():
+        return None
+    args.recorded_kubelet_version = recorded_version(path)
+    if any(given):
         return None
     from numalign.machine.fileformat import machine_from_dict
 
@@ -70,3 +76,16 @@ def apply_record(args: argparse.Namespace) -> str | None:
     return (f"machine {name} and kubelet config {config or 'built-in example'}"
             + (f" with {' '.join(f'{n}={v}' for n, v in flags)}" if flags else "")
             + f", as recorded by admit in {path}")
+
+
+def recorded_version(path: Path) -> Any:
+    """The kubelet version the record names (a ReportedVersion), or None (records older than versions)."""
+    from numalign.adapters.kubeletversion import parse_reported
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InvalidInputError(f"{path}: cannot read numalign's node record ({e}); expected the file `numalign "
+                                "admit` wrote; fix: give --machine and the kubelet options, or delete it") from None
+    text = doc.get("kubelet_version") if isinstance(doc, dict) else None
+    return parse_reported(text, str(path)) if isinstance(text, str) and text else None
