@@ -27,6 +27,11 @@ spec:
 """
 
 
+def v(text: str) -> str:
+    """The modelled version X.Y names (its newest patch), as output prints it."""
+    return str(resolve(text, "test"))
+
+
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*EXE, *args], capture_output=True, text=True, timeout=120, check=False)
 
@@ -48,7 +53,7 @@ def test_admit_names_the_version_it_decided_as(tmp_path: Path) -> None:
     asked = run("admit", str(pod), "--kubelet-version", "1.36", "-o", "json")
     assert asked.returncode == 0, asked.stderr
     doc = json.loads(asked.stdout)
-    assert doc["kubeletVersion"] == str(resolve("1.36")) and "previews" not in doc
+    assert doc["kubeletVersion"] == str(v("1.36")) and "previews" not in doc
     yaml_out = run("admit", str(pod), "--kubelet-version", "1.34.0", "-o", "yaml")
     assert "kubeletVersion: 1.34.0" in yaml_out.stdout
 
@@ -56,7 +61,7 @@ def test_admit_names_the_version_it_decided_as(tmp_path: Path) -> None:
 def test_bad_versions_and_previews_are_one_line_exit_2(tmp_path: Path) -> None:
     one_line_error(run("admit", "--kubelet-version", "1.99"), "--kubelet-version", "1.99")
     one_line_error(run("admit", "--kubelet-version", "1.32.4"), "--kubelet-version", "1.32.4")
-    one_line_error(run("admit", "--kubelet-version", "banana"), "--kubelet-version", "not a version")
+    one_line_error(run("admit", "--kubelet-version", "banana"), "--kubelet-version", "banana", "expected X.Y")
     one_line_error(run("admit", "--preview", "warp-drive"), "--preview warp-drive", "numa-allocation-strategy")
     one_line_error(run("admit", "--preview", "numa-allocation-strategy=fastest"), "fastest", "most-allocated")
     one_line_error(run("simulate", "--kubelet-version", "2.0", "--generate", "5"), "2.0")
@@ -69,7 +74,7 @@ def test_a_state_directory_remembers_its_version(tmp_path: Path) -> None:
     state = tmp_path / "state"
     first = run("admit", str(pod), "--state-dir", str(state), "--kubelet-version", "1.35")
     assert first.returncode == 0, first.stderr
-    v135 = str(resolve("1.35"))
+    v135 = str(v("1.35"))
     assert json.loads((state / "numalign_node.json").read_text())["kubelet_version"] == v135
     listed = run("pods", "--state-dir", str(state), "-o", "json")
     assert listed.returncode == 0, listed.stderr
@@ -81,7 +86,7 @@ def test_a_state_directory_remembers_its_version(tmp_path: Path) -> None:
     assert f"kubelet version: {v135}, as {state / 'numalign_node.json'} says" in again.stdout
     # The flag wins, and says so.
     over = run("admit", str(tmp_path / "q.yaml"), "--state-dir", str(state), "--dry-run", "--kubelet-version", "1.36")
-    v136 = str(resolve("1.36"))
+    v136 = str(v("1.36"))
     assert f"kubelet {v136};" in over.stdout.splitlines()[0]
     assert f"kubelet version: {v136} from --kubelet-version, although {state / 'numalign_node.json'} says {v135}" \
         in over.stdout
@@ -134,12 +139,12 @@ def test_versions_and_previews_are_axes_side_by_side(tmp_path: Path) -> None:
     assert sim.returncode == 0, sim.stderr
     runs = [r["config"] for r in json.loads(sim.stdout)["runs"]]
     assert [(c["kubeletVersion"], c["previews"]) for c in runs] == [
-        (str(resolve("1.35")), {}), (str(resolve("1.35")), {"numa-allocation-strategy": "least-allocated"}),
-        (str(resolve("1.36")), {}), (str(resolve("1.36")), {"numa-allocation-strategy": "least-allocated"})]
+        (str(v("1.35")), {}), (str(v("1.35")), {"numa-allocation-strategy": "least-allocated"}),
+        (str(v("1.36")), {}), (str(v("1.36")), {"numa-allocation-strategy": "least-allocated"})]
     assert "preview:numa-allocation-strategy=least-allocated" in runs[1]["label"]
     cap = run("capacity", "--kubelet-version", "1.34", "--kubelet-version", "1.37", "-o", "json")
-    assert [r["kubeletVersion"] for r in json.loads(cap.stdout)["runs"]] == [str(resolve("1.34")),
-                                                                               str(resolve("1.37"))]
+    assert [r["kubeletVersion"] for r in json.loads(cap.stdout)["runs"]] == [str(v("1.34")),
+                                                                               str(v("1.37"))]
 
 
 def test_cluster_yaml_pool_kubelet_version(tmp_path: Path) -> None:
@@ -149,7 +154,7 @@ def test_cluster_yaml_pool_kubelet_version(tmp_path: Path) -> None:
     cap = run("capacity", "--cluster", str(tmp_path / "cluster.yaml"), "-o", "json")
     assert cap.returncode == 0, cap.stderr
     assert {p["pool"]: p["kubelet_version"] for p in json.loads(cap.stdout)["pools"]} == \
-        {"old": str(resolve("1.34")), "new": str(DEFAULT)}
+        {"old": str(v("1.34")), "new": str(DEFAULT)}
     (tmp_path / "float.yaml").write_text(
         "kind: Cluster\npools:\n- {name: old, count: 2, machine: dual-socket, kubeletVersion: 1.34}\n")
     one_line_error(run("capacity", "--cluster", str(tmp_path / "float.yaml")), "kubeletVersion", "quoted")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from numalign.adapters.grpc.plugin_client import CALL_TIMEOUT_S, DIAL_TIMEOUT_S
 from numalign.adapters.grpc.podresources import DEFAULT_POD_RESOURCES_SOCKET
@@ -12,6 +11,8 @@ from numalign.adapters.grpc.registration import DEFAULT_DEVICE_PLUGIN_DIR
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.previews import NO_PREVIEWS, Previews
 from numalign.kubelet.devicemanager.manager import ENDPOINT_STOP_GRACE_PERIOD
+from numalign.kubelet.versions import DEFAULT as DEFAULT_KUBELET_VERSION
+from numalign.kubelet.versions import KubeletVersion
 from numalign.machine.topology import Machine
 from numalign.paths import DEFAULT_STATE_DIR
 
@@ -48,6 +49,6 @@ class AgentOptions:
     # The kubelet's node name (its --hostname-override, else the host name, lower-cased): the NRT
     # object's metadata.name and the suffix of static pods' names.
     node_name: str = "node"
-    # The kubelet version decided as (kubelet/versions; None: numalign's default) and the previews on.
-    kubelet_version: Any = None
+    # The kubelet version decided as (kubelet/versions) and the previews on (k8s/previews).
+    kubelet_version: KubeletVersion = DEFAULT_KUBELET_VERSION
     previews: Previews = NO_PREVIEWS

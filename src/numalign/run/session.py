@@ -22,6 +22,8 @@ from numalign.k8s.pod import Pod
 from numalign.k8s.previews import NO_PREVIEWS, Previews
 from numalign.kubelet.devicemanager.endpoint import Device
 from numalign.kubelet.node import ContainerAllocation, Node, Reservation
+from numalign.kubelet.versions import DEFAULT as DEFAULT_KUBELET_VERSION
+from numalign.kubelet.versions import KubeletVersion
 from numalign.machine.topology import Machine
 from numalign.run.affinity import PlacementError, allowed_cpus, allowed_mems
 from numalign.run.cgroup import remove_cgroup
@@ -66,7 +68,7 @@ class RunNode:
     device_env: Mapping[str, str] = field(default_factory=dict)
     # Plugins registered with a serve sharing the directory, dialed by this run (see run.plugins).
     plugins: Mapping[str, ConnectedPlugin] = field(default_factory=dict)
-    kubelet_version: Any = None  # kubelet/versions; None: numalign's default
+    kubelet_version: KubeletVersion = DEFAULT_KUBELET_VERSION
     previews: Previews = NO_PREVIEWS
 
     def open(self, releasing: ProcessRef | None = None) -> Node:
