@@ -284,7 +284,9 @@ def test_the_large_machine_refusal_hint_works_as_printed(capsys: pytest.CaptureF
     assert main(["admit", "--machine", "snc-16", "--policy-option", "max-allowable-numa-nodes=16"]) == 0
     out = capsys.readouterr().out
     header = out.splitlines()[0]
-    assert header == ("machine snc-16; topologyManagerPolicy single-numa-node, scope container, "
+    from numalign.kubelet.versions import DEFAULT
+
+    assert header == (f"machine snc-16; kubelet {DEFAULT}; topologyManagerPolicy single-numa-node, scope container, "
                       "cpuManagerPolicy static, memoryManagerPolicy Static")
     assert "overridden by --topology-manager-policy-options" in out
 
