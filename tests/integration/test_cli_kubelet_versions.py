@@ -167,3 +167,18 @@ def test_help_names_the_version_flag_and_the_previews(command: str) -> None:
     text = " ".join(shown.stdout.split())  # argparse wraps (also at hyphens): compare words
     assert "--kubelet-version" in text and "PREVIEW of an open upstream proposal" in text
     assert "#138172" in text and "#142226" in text and "#6332" in text
+
+
+def test_replay_decides_as_the_version_asked(tmp_path: Path) -> None:
+    # The shared provider vectors were recorded from 1.35-era code: replay's default. From 1.36.0 the
+    # device manager enumerates masks over the NUMA nodes holding devices (k/k #138244), so some device
+    # vectors no longer match, and --check says which.
+    golden = Path(__file__).parents[1] / "golden" / "data" / "provider_vectors_devices.jsonl"
+    lines = [ln for ln in golden.read_text().splitlines() if ln.strip()]
+    vectors = tmp_path / "devices.jsonl"
+    vectors.write_text("\n".join(lines) + "\n")
+    as_135 = run("replay", str(vectors), "--check")
+    assert as_135.returncode == 0 and as_135.stdout.splitlines()[-1] == f"{len(lines)}/{len(lines)} equal"
+    as_137 = run("replay", str(vectors), "--check", "--kubelet-version", "1.37")
+    assert as_137.returncode == 1 and as_137.stdout.startswith("DIFF ")
+    one_line_error(run("replay", str(vectors), "--kubelet-version", "1.2.3"), "--kubelet-version", "1.2.3")

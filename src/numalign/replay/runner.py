@@ -162,9 +162,11 @@ def parse_line(line: str, line_no: int, source: str) -> tuple[dict[str, Any], di
     return scenario, expected
 
 
-def replay_lines(lines: Iterable[str], source: str = "<input>") -> Iterator[ReplayOutcome]:
-    """One outcome per non-blank line. A line that cannot be replayed gives an outcome with `error`
-    set (naming the line and the field) and the next line still runs, as start-up errors do."""
+def replay_lines(lines: Iterable[str], source: str = "<input>",
+                 version: KubeletVersion = REPLAY_DEFAULT) -> Iterator[ReplayOutcome]:
+    """One outcome per non-blank line, decided as kubelet `version`. A line that cannot be replayed gives
+    an outcome with `error` set (naming the line and the field) and the next line still runs, as
+    start-up errors do."""
     cache: dict[str, Handler] = {}
     for line_no, line in enumerate(lines, start=1):
         if not line.strip():
@@ -178,7 +180,7 @@ def replay_lines(lines: Iterable[str], source: str = "<input>") -> Iterator[Repl
                 raise InvalidInputError(f"field kind: got {quote(kind)}; expected a scenario kind such as \"merge\"")
             fn = cache.get(kind)
             if fn is None:
-                fn = cache[kind] = handler_for(kind)
+                fn = cache[kind] = handler_for(kind, version)
             check_scenario(scenario, kind)
             result = fn(scenario)
         except InvalidInputError as e:

@@ -22,6 +22,9 @@ def register(sub: Any) -> None:
     )
     p.add_argument("file", help="JSON-lines file of scenarios, or - for standard input")
     p.add_argument("--check", action="store_true", help="compare with recorded results; exit 1 on any difference")
+    p.add_argument("--kubelet-version", metavar="X.Y[.Z]",
+                   help="replay as this kubelet version (default 1.35, the era the shared oracle vectors were "
+                   "recorded from; docs/kubelet-versions.md lists the supported ones)")
     from numalign.cli.output import add_output_arg
 
     add_output_arg(p, help="text (default): one JSON result per line as it is computed (with --check: the "
@@ -31,11 +34,13 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from numalign.errors import InvalidInputError
+    from numalign.kubelet.versions import REPLAY_DEFAULT, resolve
     from numalign.replay.runner import bounded_lines, replay_lines
 
+    version = REPLAY_DEFAULT if args.kubelet_version is None else resolve(args.kubelet_version, "--kubelet-version")
     if args.file == "-":
         source = "<stdin>"
-        return _run(replay_lines(bounded_lines(sys.stdin), source), args.check, source, args.output)
+        return _run(replay_lines(bounded_lines(sys.stdin), source, version), args.check, source, args.output)
     path = Path(args.file)
     if not path.exists():
         raise InvalidInputError(f"replay: file {str(path)!r} not found; pass a JSON-lines file of scenarios")
@@ -45,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         )
     try:
         with path.open(encoding="utf-8") as fh:
-            return _run(replay_lines(bounded_lines(fh), str(path)), args.check, str(path), args.output)
+            return _run(replay_lines(bounded_lines(fh), str(path), version), args.check, str(path), args.output)
     except UnicodeDecodeError as exc:
         # Lines are decoded as they are read, so this can come after some results were printed.
         raise InvalidInputError(
