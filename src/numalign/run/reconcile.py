@@ -21,7 +21,7 @@ from numalign.run.affinity import allowed_cpus
 from numalign.run.process import PROC, ProcessRef, is_alive
 
 
-def _descendants(root: int, proc: Path = PROC) -> list[int]:
+def descendants(root: int, proc: Path = PROC) -> list[int]:
     children: dict[int, list[int]] = {}
     for d in proc.iterdir():
         if not d.name.isdigit():
@@ -41,7 +41,7 @@ def _descendants(root: int, proc: Path = PROC) -> list[int]:
 
 
 def _set_tasks(pid: int, cpus: list[int], proc: Path = PROC) -> None:
-    for task in _descendants(pid, proc):
+    for task in descendants(pid, proc):
         try:
             tids = [int(t.name) for t in (proc / str(task) / "task").iterdir()]
         except OSError:

@@ -409,9 +409,9 @@ def _allowed(pid: int) -> str:
 
 def _tree(root: int) -> list[int]:
     """root and its descendants (the shell, the probe, the background child and its own child)."""
-    from numalign.run.reconcile import _descendants
+    from numalign.run.reconcile import descendants
 
-    return _descendants(root)
+    return descendants(root)
 
 
 def test_a_machine_this_host_cannot_apply_is_refused_before_the_state_is_opened(tmp_path: Path) -> None:

@@ -47,22 +47,11 @@ class Crash(BaseException):
 
 def crashing_store(state: Path, at: str) -> StateDirectory:
     """A store that dies right before the first write of `at` ("record" or a kubelet file key)."""
-    store = StateDirectory(state)
-    write_record, write_file = store._write_record, store._write_file
-
-    def record(pods: Any) -> None:
-        if at == "record":
+    def crash(what: str) -> None:
+        if what == at:
             raise Crash
-        write_record(pods)
 
-    def file(key: str, doc: Any) -> None:
-        if key == at:
-            raise Crash
-        write_file(key, doc)
-
-    store._write_record = record  # type: ignore[method-assign]
-    store._write_file = file  # type: ignore[method-assign]
-    return store
+    return StateDirectory(state, before_write=crash)
 
 
 def test_an_admission_killed_before_its_record_leaves_orphans_that_the_next_open_releases(

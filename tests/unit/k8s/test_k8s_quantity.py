@@ -240,8 +240,9 @@ def test_construction_helpers() -> None:
 
 def test_immutable_and_picklable() -> None:
     q = Quantity.parse("1.5Gi")
-    with pytest.raises(AttributeError):
-        q._nanos = 1
+    for name in ("format", "nanos"):  # neither a property nor a new attribute can be set
+        with pytest.raises(AttributeError):
+            setattr(q, name, 1)
     copy = pickle.loads(pickle.dumps(q))
     assert copy == q and copy.format is q.format
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +50,18 @@ class StateDirectory:
     """NodeStore over one directory. `read_only`: read under the shared lock, never write (--dry-run,
     `pods`, `nrt` on a live node's directory)."""
 
-    def __init__(self, state_dir: str | os.PathLike[str], *, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        state_dir: str | os.PathLike[str],
+        *,
+        read_only: bool = False,
+        before_write: Callable[[str], None] | None = None,
+    ) -> None:
+        """`before_write(what)` is called right before each write ("record", or a kubelet file's key:
+        "cpu", "memory", "devices"): the crash tests stop a commit there, as SIGKILL would."""
         self.state_dir = Path(state_dir)
         self.read_only = read_only
+        self.before_write = before_write
         self.files = CheckpointStore.under(self.state_dir)
         self.record_path = self.state_dir / POD_RECORD_FILE
         self.record: PodRecord | None = None  # as last read or written; None: no file
@@ -151,6 +161,8 @@ class StateDirectory:
             self._write_record(entries)
 
     def _write_record(self, pods: tuple[PodEntry, ...]) -> None:
+        if self.before_write is not None:
+            self.before_write("record")
         generation = (self.record.generation if self.record is not None else 0) + 1
         record = PodRecord(generation, pods)
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -159,6 +171,8 @@ class StateDirectory:
         self._fingerprint = _stat(self.record_path)
 
     def _write_file(self, key: str, doc: Any) -> None:
+        if self.before_write is not None:
+            self.before_write(key)
         if key == "cpu":
             self.files.save_cpu(CPUManagerCheckpoint(*doc), force=True)
         elif key == "memory":

@@ -77,6 +77,11 @@ class AdmitHandlers:
         self._counted: dict[str, Pod] = {}
         self._requested: dict[str, int] = {}
 
+    @property
+    def counted_pods(self) -> Mapping[str, Pod]:
+        """The pods whose requests the running sum holds now (those held at the last admission)."""
+        return self._counted
+
     def before_topology(self, node: Node, pod: Pod) -> AdmitResult:
         result = eviction_admit(pod, self.conditions)
         if not result.admit:

@@ -51,7 +51,7 @@ class _SliceRef:
         return self.buf[: self.length]
 
 
-def _go_combinations(items: Sequence[int], k: int, alias: bool) -> Iterator[_SliceRef]:
+def go_combinations(items: Sequence[int], k: int, alias: bool) -> Iterator[_SliceRef]:
     """Upstream iterateCombinations, optionally with Go's slice aliasing.
 
     Upstream builds each combination with append() on a shared prefix. Once a prefix slice has
@@ -113,7 +113,7 @@ def take_by_topology_numa_distributed(
         best_balance = math.inf
         best_remainder: _SliceRef | None = None
         best_combo: _SliceRef | None = None
-        for combo in _go_combinations(numas, k, alias):
+        for combo in go_combinations(numas, k, alias):
             if best_balance == 0:
                 break
             combo_vals = combo.values()
@@ -136,7 +136,7 @@ def take_by_topology_numa_distributed(
                 local_best = standard_deviation(list(after.values()))
             s = len(remainder_combo)
             while remainder > 0 and s >= 1:
-                for subset in _go_combinations(remainder_combo, s, alias):
+                for subset in go_combinations(remainder_combo, s, alias):
                     balance = _remainder_balance(after, subset.values(), remainder, g)
                     if balance is not None and balance < local_best:
                         local_best = balance

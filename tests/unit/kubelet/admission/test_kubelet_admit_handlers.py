@@ -143,7 +143,7 @@ def test_the_requests_sum_of_a_long_running_node_keeps_to_the_pods_it_holds() ->
         if i:
             node.remove(f"churn-{i - 1}")
     node.remove("churn-199")
-    assert len(node.handlers._counted) == 2  # of the 201 pods that came and went, those held at the last admission
+    assert len(node.handlers.counted_pods) == 2  # of the 201 pods that came and went, those held at the last admission
     r = node.admit(pod("late", {"cpu": "1000"})).result  # the pod still held is still counted
     assert r.message == "Node didn't have enough resource: cpu, requested: 1000000, used: 1000, capacity: 224000"
 

@@ -11,7 +11,7 @@ import pytest
 from numalign.errors import AllocationError
 from numalign.k8s.cpuset import parse_cpuset
 from numalign.kubelet.cpumanager.accumulator import PACKED, SPREAD, CPUAccumulator, take_by_topology_numa_packed
-from numalign.kubelet.cpumanager.distributed import _go_combinations, take_by_topology_numa_distributed
+from numalign.kubelet.cpumanager.distributed import go_combinations, take_by_topology_numa_distributed
 from numalign.kubelet.cpumanager.topology import CPUInfo, CPUTopology
 
 
@@ -290,14 +290,14 @@ def test_distributed_live_machine_regression() -> None:
     assert take_by_topology_numa_distributed(EPYC_7742_NPS4, avail, 28, 1) == expect
 
 
-def test_go_combinations_order_and_slice_aliasing() -> None:
-    plain = [c.values() for c in _go_combinations([0, 1, 2, 3, 4], 3, alias=False)]
+def testgo_combinations_order_and_slice_aliasing() -> None:
+    plain = [c.values() for c in go_combinations([0, 1, 2, 3, 4], 3, alias=False)]
     assert plain[:4] == [[0, 1, 2], [0, 1, 3], [0, 1, 4], [0, 2, 3]] and len(plain) == 10
     # Go appends the 4th element in place into an array shared by sibling combinations, so a kept
     # reference to (0,1,2,3) reads (0,1,2,5) once its siblings were generated; 5-element ones are fresh.
-    kept = list(_go_combinations([0, 1, 2, 3, 4, 5], 4, alias=True))
+    kept = list(go_combinations([0, 1, 2, 3, 4, 5], 4, alias=True))
     assert kept[0].values() == [0, 1, 2, 5]
     assert kept[-1].values() == [2, 3, 4, 5]
-    fresh = list(_go_combinations([0, 1, 2, 3, 4, 5], 5, alias=True))
+    fresh = list(go_combinations([0, 1, 2, 3, 4, 5], 5, alias=True))
     assert fresh[0].values() == [0, 1, 2, 3, 4]
-    assert next(c.values() for c in _go_combinations([0, 1, 2, 3, 4, 5], 4, alias=False)) == [0, 1, 2, 3]
+    assert next(c.values() for c in go_combinations([0, 1, 2, 3, 4, 5], 4, alias=False)) == [0, 1, 2, 3]
