@@ -66,6 +66,10 @@ _EXPORTS = {
     "pod_from_dict": "numalign.k8s.manifest",
     "pods_from_yaml": "numalign.k8s.manifest",
     "KubeletConfig": "numalign.k8s.kubeletconfig",
+    # Dynamic Resource Allocation: DRA objects read beside pods, and claims allocated as the scheduler does
+    "pods_and_dra_from_yaml": "numalign.k8s.dra.documents",
+    "allocate_claims": "numalign.kubelet.dra.api",
+    "allocate_pod_claims": "numalign.kubelet.dra.api",
     "config_from_yaml": "numalign.k8s.kubeletconfig_read",
     "parse_cpuset": "numalign.k8s.cpuset",
     "format_cpuset": "numalign.k8s.cpuset",
@@ -117,6 +121,8 @@ __all__ = [
     "Quantity",
     "TopologyHint",
     "TopologyManager",
+    "allocate_claims",
+    "allocate_pod_claims",
     "config_from_yaml",
     "example",
     "format_cpuset",
@@ -125,6 +131,7 @@ __all__ = [
     "make_policy",
     "parse_cpuset",
     "pod_from_dict",
+    "pods_and_dra_from_yaml",
     "pods_from_yaml",
 ]
 
@@ -160,11 +167,13 @@ if TYPE_CHECKING:  # the same names for type checkers and editors
         PluginError,
     )
     from numalign.k8s.cpuset import format_cpuset, parse_cpuset
+    from numalign.k8s.dra.documents import pods_and_dra_from_yaml
     from numalign.k8s.kubeletconfig import KubeletConfig
     from numalign.k8s.kubeletconfig_read import config_from_yaml
     from numalign.k8s.manifest import pod_from_dict, pods_from_yaml
     from numalign.k8s.pod import Container, Pod
     from numalign.k8s.quantity import Quantity
+    from numalign.kubelet.dra.api import allocate_claims, allocate_pod_claims
     from numalign.kubelet.node import Node
     from numalign.kubelet.topologymanager.manager import TopologyManager
     from numalign.kubelet.topologymanager.provider import HintProvider

@@ -7,6 +7,14 @@ from numalign.kubelet.dra.api import (
     AllocationResult,
     ClaimAllocation,
     allocate_claims,
+    allocate_pod_claims,
 )
 
-__all__ = ["AllocatedDevice", "AllocationFailure", "AllocationResult", "ClaimAllocation", "allocate_claims"]
+__all__ = [
+    "AllocatedDevice",
+    "AllocationFailure",
+    "AllocationResult",
+    "ClaimAllocation",
+    "allocate_claims",
+    "allocate_pod_claims",
+]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from numalign.errors import InvalidInputError
+from numalign.k8s.dra.podclaims import claims_for_pod
 from numalign.k8s.dra.types import (
     ATTRIBUTE_NUMA_NODE,
     ATTRIBUTE_PCI_BUS_ID,
@@ -27,9 +28,11 @@ from numalign.k8s.dra.types import (
     DeviceAttribute,
     DeviceClass,
     DeviceRequestAllocationResult,
+    DRAObjects,
     ResourceClaim,
     ResourceSlice,
 )
+from numalign.k8s.pod import Pod
 from numalign.k8s.quantity import Quantity
 from numalign.kubelet.dra.allocator import (
     DEFAULT_SEARCH_BUDGET,
@@ -194,6 +197,25 @@ def allocate_claims(
         else:
             out.append(_allocated(claim, by_claim[claim.key]))
     return AllocationResult(node_name, version, features.implementation, tuple(out))
+
+
+def allocate_pod_claims(
+    pod: Pod,
+    objects: DRAObjects,
+    *,
+    node: str | None = None,
+    node_labels: Mapping[str, str] | None = None,
+    allocated: Iterable[ResourceClaim] = (),
+    version: str | KubeletVersion = DEFAULT_VERSION,
+    gates: Mapping[str, bool] | None = None,
+) -> AllocationResult | AllocationFailure:
+    """A pod's claims (`claims_for_pod`) allocated with the slices and classes read beside it. The
+    other allocated claims among `objects` hold their devices too, as the cluster's do."""
+    claims = claims_for_pod(pod, objects)
+    mine = {c.key for c in claims}
+    others = [c for c in objects.claims.values() if c.allocation is not None and c.key not in mine]
+    return allocate_claims(claims, objects.slices, objects.classes, node=node, node_labels=node_labels,
+                           allocated=[*others, *allocated], version=version, gates=gates)
 
 
 def _only_node(slices: Sequence[ResourceSlice]) -> str:

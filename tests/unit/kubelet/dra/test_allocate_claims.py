@@ -13,7 +13,7 @@ from numalign.errors import InvalidInputError
 from numalign.k8s.dra.documents import pods_and_dra_from_yaml
 from numalign.k8s.dra.podclaims import claims_for_pod
 from numalign.k8s.dra.types import DeviceConstraint, DRAObjects, ResourceClaim
-from numalign.kubelet.dra import AllocationFailure, AllocationResult, allocate_claims
+from numalign.kubelet.dra import AllocationFailure, AllocationResult, allocate_claims, allocate_pod_claims
 from numalign.kubelet.dra.features import SUPPORTED_VERSIONS, features_for
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "data" / "dra" / "four-gpus.yaml"
@@ -150,3 +150,27 @@ def test_a_search_past_its_budget_is_unschedulable_with_the_schedulers_timeout_t
     result = allocate_claims([claim], objects.slices, objects.classes, budget=3)
     assert isinstance(result, AllocationFailure) and result.unschedulable
     assert result.message == "timed out trying to allocate devices (numalign stops the search after 3 steps)"
+
+
+def test_the_library_example_allocates_the_pods_claims() -> None:
+    section = (Path(__file__).resolve().parents[4] / "docs" / "library.md").read_text().split(
+        "## Allocating DRA claims", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    root = Path(__file__).resolve().parents[4]
+    namespace: dict[str, object] = {}
+    exec(compile(code.replace('Path("tests/', f'Path("{root}/tests/'), "library.md", "exec"), namespace)
+    result = namespace["result"]
+    assert isinstance(result, AllocationResult)
+    assert [(d.device_id, d.numa_node) for d in result.devices] == [
+        ("gpu.example.com/node-a/gpu-1", 1), ("gpu.example.com/node-a/gpu-2", 1)]
+
+
+def test_allocate_pod_claims_holds_the_other_allocated_claims_devices() -> None:
+    pods, objects = pods_and_dra_from_yaml(EXAMPLE.read_text(), str(EXAMPLE))
+    first = allocate_pod_claims(pods[0], objects)
+    assert isinstance(first, AllocationResult)
+    held = first.claims[0].allocated_claim()
+    objects.claims["default/other"] = dataclasses.replace(held, name="other")
+    again = allocate_pod_claims(pods[0], objects)  # gpu-1 and gpu-2 are held by "other" now
+    assert isinstance(again, AllocationFailure)
+    assert again.message == "cannot allocate all claims"
