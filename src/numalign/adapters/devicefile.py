@@ -37,6 +37,9 @@ def devices_from_allocatable(obj: Any, source: str) -> dict[str, list[Device]]:
             + (f" with keys {sorted(obj)[:6]}" if isinstance(obj, Mapping) else "")
         )
     out: dict[str, list[Device]] = {}
+    # Each resource's ids seen so far, kept beside `out`: a PodResources answer lists one entry per
+    # device (16,000 of them on a large node), so rebuilding the set per entry would be quadratic.
+    seen: dict[str, set[str]] = {}
     for i, d in enumerate(obj["devices"]):
         where = f"{source}: devices[{i}]"
         if not isinstance(d, Mapping):
@@ -46,11 +49,12 @@ def devices_from_allocatable(obj: Any, source: str) -> dict[str, list[Device]]:
         if not isinstance(resource, str) or not resource or not _strings(ids):
             raise InvalidInputError(f"{where}: expected resourceName (a string) and deviceIds (a list of strings)")
         numa = _topology(d.get("topology"), where)
-        seen = {dev.id for dev in out.get(resource, [])}
+        known = seen.setdefault(resource, set())
+        devices = out.setdefault(resource, [])
         for dev_id in ids:
-            if dev_id not in seen:
-                out.setdefault(resource, []).append(Device(dev_id, resource, numa, None, None, None, HEALTHY))
-                seen.add(dev_id)
+            if dev_id not in known:
+                devices.append(Device(dev_id, resource, numa, None, None, None, HEALTHY))
+                known.add(dev_id)
     return out
 
 

@@ -21,6 +21,7 @@ import errno
 import fcntl
 import json
 import os
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -48,9 +49,23 @@ class Holder:
         return f"{self.command} (pid {self.pid}, since {started})"
 
 
+def _open_regular(path: Path, flags: int, mode: int = 0o600) -> int:
+    """os.open of a lock file that must be a regular file. O_NONBLOCK: a FIFO put in its place would
+    block the open until a writer came (every reader hung); fstat then refuses it unread."""
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW, mode)
+    kind = os.fstat(fd).st_mode
+    if stat.S_ISREG(kind):
+        return fd
+    os.close(fd)
+    what = "a FIFO" if stat.S_ISFIFO(kind) else "a device" if stat.S_ISCHR(kind) or stat.S_ISBLK(kind) else (
+        "a socket" if stat.S_ISSOCK(kind) else "not a regular file")
+    raise CheckpointError(f"cannot use the lock file {path}: it is {what}; expected a regular file numalign "
+                          "creates; remove it (it is recreated)")
+
+
 def _open_lock(path: Path) -> int:
     try:
-        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        return _open_regular(path, os.O_RDWR | os.O_CREAT)
     except OSError as e:
         raise CheckpointError(
             f"cannot open the lock file {path}: {e.strerror or e}; expected a writable state directory; "
@@ -62,7 +77,7 @@ def _open_reader_lock(path: Path) -> int | None:
     """A reader's descriptor for the transaction lock: flock needs no write access, so a reader of a
     read-only directory (a copy of a node's /var/lib/kubelet) opens it read-only, or goes without."""
     try:
-        return os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        return _open_regular(path, os.O_RDONLY)
     except FileNotFoundError:
         pass
     except OSError as e:
@@ -77,11 +92,14 @@ def _open_reader_lock(path: Path) -> int | None:
 def read_holder(state_dir: Path) -> Holder | None:
     """The owner recorded in the owner lock file, if it names one (the lock itself may be free)."""
     try:
-        with (state_dir / OWNER_LOCK_FILE).open("rb") as f:
-            raw = f.read(_HOLDER_LIMIT)
+        fd = _open_regular(state_dir / OWNER_LOCK_FILE, os.O_RDONLY)
+        try:
+            raw = os.read(fd, _HOLDER_LIMIT)
+        finally:
+            os.close(fd)
         obj = json.loads(raw.decode("utf-8"))
         return Holder(int(obj["pid"]), str(obj["command"])[:200], float(obj["since"]))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, CheckpointError, ValueError, KeyError, TypeError):
         return None
 
 
@@ -135,7 +153,7 @@ def transaction_busy(state_dir: Path) -> bool:
     asks first and comes back on its next tick instead of waiting: `numalign run` may hold the lock
     across a device plugin's Allocate call, and an agent must not stall its gRPC servers meanwhile."""
     try:
-        fd = os.open(state_dir / TRANSACTION_LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = _open_regular(state_dir / TRANSACTION_LOCK_FILE, os.O_RDONLY)
     except OSError:
         return False  # no lock file yet: nobody has held it
     try:

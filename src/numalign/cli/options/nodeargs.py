@@ -186,11 +186,10 @@ def load_devices_option(spec: str) -> dict[str, list[Device]]:
     if is_plugin_list(spec):
         resource, _, file = spec.partition("=")
         return {resource: _plugin_list(resource, Path(file))}
-    path = Path(spec)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InvalidInputError(f"--devices {spec}: cannot read ({e.strerror or e}); expected {EXPECTED}") from None
+    from numalign.adapters.textfiles import read_text_file
+
+    # Bounded like every text input: a device that never ends, or a huge file, stops at the limit.
+    text = read_text_file(spec, "the --devices file", EXPECTED)
     try:
         obj = json.loads(text)
     except ValueError as e:
