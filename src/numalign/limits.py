@@ -59,6 +59,19 @@ MAX_REPLICAS: Final = 10_000
 # DRA objects (ResourceSlices, DeviceClasses, ResourceClaims, templates) read from one set of files: a
 # 5,000-node cluster with a few slices a node and a claim a pod stays far below.
 MAX_DRA_OBJECTS: Final = 200_000
+# Tar archives (sysfs dumps, `numalign snapshot` tarballs): a snapshot holds a few thousand small sysfs
+# files (about 25 per CPU: a 4,000-CPU machine stays under the entry limit), the kubelet config and
+# four state files; a sysfs dump of hwloc's gather tool holds about 16,000 entries for 256 CPUs.
+MAX_ARCHIVE_MEMBERS: Final = 100_000
+# One member: the largest is a state file (MAX_STATE_FILE_BYTES).
+MAX_ARCHIVE_MEMBER_BYTES: Final = 64 * MiB
+# All members together: real snapshots are a few MB; this leaves room for four large state files.
+MAX_ARCHIVE_BYTES: Final = 256 * MiB
+# Nodes of a simulated cluster (pool `count:`s together): twice the largest cluster Kubernetes supports
+# (5,000 nodes). Each simulated node holds its own managers' state, so 10^9 would take all memory.
+MAX_CLUSTER_NODES: Final = 10_000
+# Pods `--generate` (or a Mix's `count:`) draws: 20 per node at the node limit.
+MAX_GENERATED_PODS: Final = 200_000
 # How much of a user's string an error line quotes.
 QUOTE_CHARS: Final = 80
 
@@ -158,6 +171,13 @@ def check_replicas(count: int, where: str) -> int:
         )
     return count
 
+def check_count(count: int, limit: int, where: str, what: str, fix: str) -> int:
+    """`count` (already a whole number >= 1) when at most `limit`, else one line naming the limit."""
+    if count > limit:
+        raise InvalidInputError(f"{where}: {count:,} {what} is more than the limit of {limit:,}; {fix}")
+    return count
+
+
 def read_bounded(path: str | PathLike[str], limit: int, what: str, *, regular_only: bool = False) -> bytes:
     """The bytes of `path`, at most `limit` of them: a longer file, or a device that never ends
     (/dev/zero), raises InvalidInputError once the limit is passed, so memory stays bounded. Pipes and
@@ -168,30 +188,40 @@ def read_bounded(path: str | PathLike[str], limit: int, what: str, *, regular_on
     # O_NONBLOCK: opening a FIFO that is to be refused must not wait for a writer.
     fd = os.open(path, flags | (os.O_NONBLOCK if regular_only else 0))
     try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError(21, "Is a directory", os.fspath(path))
-        if regular_only and not stat.S_ISREG(st.st_mode):
-            kind = "a character device" if stat.S_ISCHR(st.st_mode) else (
-                "a FIFO" if stat.S_ISFIFO(st.st_mode) else "not a regular file")
-            raise InvalidInputError(
-                f"{os.fspath(path)}: cannot read {what}: it is {kind}; expected a regular file; move it away"
-            )
-        if stat.S_ISREG(st.st_mode) and st.st_size > limit:
-            raise InvalidInputError(_too_large(path, what, st.st_size, limit))
-        chunks: list[bytes] = []
-        size = 0
-        while True:  # a file still growing, or a device, stops at the limit too
-            chunk = os.read(fd, min(limit + 1 - size, 1 * MiB))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                raise InvalidInputError(_too_large(path, what, size, limit))
-        return b"".join(chunks)
+        return _read_fd(fd, path, limit, what, regular_only)
+    except OSError as e:
+        if e.filename is None:  # fstat and read name no file: every message names the one it read
+            raise OSError(e.errno, e.strerror, os.fspath(path)) from None
+        raise
     finally:
         os.close(fd)
+
+
+def _read_fd(fd: int, path: str | PathLike[str], limit: int, what: str, regular_only: bool) -> bytes:
+    """The bytes behind an open descriptor of `path`, bounded (read_bounded)."""
+    st = os.fstat(fd)
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(21, "Is a directory", os.fspath(path))
+    if regular_only and not stat.S_ISREG(st.st_mode):
+        kind = "a character device" if stat.S_ISCHR(st.st_mode) else (
+            "a FIFO" if stat.S_ISFIFO(st.st_mode) else "not a regular file")
+        raise InvalidInputError(
+            f"{os.fspath(path)}: cannot read {what}: it is {kind}; expected a regular file; move it away"
+        )
+    if stat.S_ISREG(st.st_mode) and st.st_size > limit:
+        raise InvalidInputError(_too_large(path, what, st.st_size, limit))
+    chunks: list[bytes] = []
+    size = 0
+    while True:  # a file still growing, or a device, stops at the limit too
+        chunk = os.read(fd, min(limit + 1 - size, 1 * MiB))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise InvalidInputError(_too_large(path, what, size, limit))
+    return b"".join(chunks)
+
 
 def _too_large(path: str | PathLike[str], what: str, size: int, limit: int) -> str:
     return (

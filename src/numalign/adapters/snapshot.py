@@ -9,12 +9,12 @@ devices its PodResources capture reports (the IDs the plugins really use) in pla
 from __future__ import annotations
 
 import json
-import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from numalign.adapters.archive import extract_archive
 from numalign.adapters.kubeletversion import ReportedVersion, parse_reported
 from numalign.adapters.snapshot_collect import (
     ALLOCATABLE_MEMBER,
@@ -24,10 +24,15 @@ from numalign.adapters.snapshot_collect import (
     STATE_PREFIX,
 )
 from numalign.errors import InvalidInputError
+from numalign.limits import MAX_TEXT_FILE_BYTES, flat, quote, read_bounded
 from numalign.machine.topology import Machine
 
 _EXPECTED = "a tarball written by `numalign snapshot` (snapshot.json, sys/, kubelet/, state/)"
 _kept: list[tempfile.TemporaryDirectory[str]] = []  # removed when the process ends
+
+
+class SnapshotError(InvalidInputError):
+    """A snapshot, or one of its members, that cannot be used: invalid input (the tarball is read only)."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,13 @@ class NodeSnapshot:
         if self.allocatable is None:
             return machine
         source = f"{self.path}: {ALLOCATABLE_MEMBER}"
-        obj = json.loads(self.allocatable.read_text(encoding="utf-8"))
+        try:
+            obj = json.loads(read_bounded(self.allocatable, MAX_TEXT_FILE_BYTES, ALLOCATABLE_MEMBER).decode("utf-8"))
+        except (ValueError, RecursionError) as e:
+            # A member `numalign snapshot` wrote as JSON that is not JSON: the snapshot is damaged (input).
+            raise SnapshotError(f"{source}: not JSON ({flat(str(e), 120)}); expected the PodResources "
+                                    "GetAllocatableResources answer `numalign snapshot` writes; take the "
+                                    "snapshot again") from None
         # The capture lists every device plugin's devices: the PCI scan's own guesses are dropped.
         captured = devices_from_allocatable(obj, source)
         return machine_with_devices(machine, {**{d.resource: [] for d in machine.devices}, **captured}, source)
@@ -102,24 +113,19 @@ class NodeSnapshot:
 
 def open_snapshot(path: Path) -> NodeSnapshot:
     if not path.is_file():
-        raise InvalidInputError(f"--node {path}: no such file; expected {_EXPECTED}; take one with "
+        raise SnapshotError(f"--node {path}: no such file; expected {_EXPECTED}; take one with "
                                 "`numalign snapshot FILE` on the node")
     tmp = tempfile.TemporaryDirectory(prefix="numalign-node-")
     _kept.append(tmp)
     root = Path(tmp.name)
+    extract_archive(path, root, f"--node {path}", _EXPECTED)
     try:
-        with tarfile.open(path) as tf:
-            tf.extractall(root, filter="data")
-    except (tarfile.TarError, OSError) as e:
-        raise InvalidInputError(f"--node {path}: cannot extract ({' '.join(str(e).split())}); expected "
-                                f"{_EXPECTED}") from None
-    try:
-        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise InvalidInputError(f"--node {path}: no readable {MANIFEST}; expected {_EXPECTED}; for a plain "
-                                "sysfs dump use --machine") from None
+        manifest = json.loads(read_bounded(root / MANIFEST, MAX_TEXT_FILE_BYTES, MANIFEST).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        raise SnapshotError(f"--node {path}: no readable {MANIFEST}; expected {_EXPECTED}; for a plain "
+                            "sysfs dump use --machine") from None
     if not isinstance(manifest, dict) or manifest.get("format") != SNAPSHOT_FORMAT:
         found = manifest.get("format") if isinstance(manifest, dict) else None
-        raise InvalidInputError(f"--node {path}: {MANIFEST} has format {found!r}; expected {SNAPSHOT_FORMAT!r}")
+        raise SnapshotError(f"--node {path}: {MANIFEST} has format {quote(found)}; expected {SNAPSHOT_FORMAT!r}")
     name = manifest.get("node_name")
     return NodeSnapshot(path, root, name if isinstance(name, str) and name else path.name.split(".")[0], manifest)

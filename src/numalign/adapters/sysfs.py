@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import tarfile
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from numalign.adapters.archive import extract_archive
 from numalign.adapters.cadvisor_sysfs import read_attribute, read_machine_info
 from numalign.adapters.textfiles import read_text_file
 from numalign.errors import DiscoveryError, InvalidInputError
@@ -335,9 +335,18 @@ def load_machine(spec: str) -> Machine:
             f"--machine {spec!r}: not a built-in machine ({', '.join(EXAMPLES)}) and no such file or directory; "
             "check the name or the path"
         )
-    if ".tar" in path.suffixes or path.suffix == ".tgz":
+    if is_dump_archive(path):
         return _load_tarball(path)
     text = read_text_file(path, "the machine file", _expected_machine())
+    if text.lstrip().startswith("<"):
+        # YAML would read XML as one string ("found a str"): say what the file is instead.
+        what = "an hwloc XML topology" if "<topology" in text[:4096] else "an XML file"
+        raise InvalidInputError(
+            f"{path}: {what}; --machine does not read hwloc XML (it is hwloc's reading of a machine, and the "
+            "kubelet reads sysfs through cadvisor, which places CPUs, nodes and distances differently); "
+            "expected a sysfs dump, cadvisor MachineInfo JSON or a machine file; on the machine, take a sysfs "
+            "tarball with `numalign snapshot FILE` (or hwloc-gather-topology) and give it to --machine"
+        )
     data = parse_machine_text(text, str(path))
     if is_cadvisor_machine_info(data):
         return machine_from_cadvisor(data, str(path))
@@ -393,23 +402,44 @@ def find_sysfs_root(path: Path) -> Path:
 
 
 def _load_tarball(path: Path) -> Machine:
-    with tempfile.TemporaryDirectory(prefix="numalign-sysfs-") as tmp:
+    root = extracted_dump(path)
+    try:
+        return discover_sysfs(root, name=dump_name(path))
+    except DiscoveryError as e:
+        # Name the file in the archive, not the private directory it was extracted to.
+        raise DiscoveryError(str(e).replace(f"{_extracted[path.resolve()].name}/", f"{path}:")) from None
+
+
+def is_dump_archive(path: Path) -> bool:
+    """A sysfs dump tarball by its name (.tar, .tar.gz, .tar.bz2, .tar.xz, .tgz)."""
+    return ".tar" in path.suffixes or path.suffix == ".tgz"
+
+
+def dump_name(path: Path) -> str:
+    return path.name.split(".tar")[0].removesuffix(".tgz")
+
+
+_extracted: dict[Path, tempfile.TemporaryDirectory[str]] = {}  # removed when the process ends
+
+
+def extracted_dump(path: Path) -> Path:
+    """The sysfs root of a dump tarball, extracted (bounded: adapters/archive.py) once per process into a
+    private temporary directory: only its sys/ and proc/ files, which discovery reads."""
+    key = path.resolve()
+    if key not in _extracted:
+        tmp = tempfile.TemporaryDirectory(prefix="numalign-sysfs-")
+        expected = "a sysfs dump tarball holding sys/ (and proc/)"
         try:
-            with tarfile.open(path) as tf:
-                members = [m for m in tf.getmembers() if "/sys/" in f"/{m.name}" or "/proc/" in f"/{m.name}"]
-                tf.extractall(tmp, members=members, filter="data")
-        except tarfile.ReadError:
-            ending = path.name[path.name.find(".tar"):] if ".tar" in path.suffixes else path.suffix
-            # tarfile's own text lists every compression it tried, one per line; one line says it all.
-            raise DiscoveryError(
-                f"{path}: cannot extract the sysfs dump: not a tar archive (plain, gzip, bzip2 or xz), though its "
-                f"name ends in {ending}; expected a sysfs dump tarball holding sys/; check the file, or give a "
-                "machine file a .json/.yaml name"
-            ) from None
-        except (tarfile.TarError, OSError) as e:
-            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            raise DiscoveryError(
-                f"{path}: cannot extract the sysfs dump ({' '.join(reason.split())}); expected a readable tar "
-                "archive of sys/ (and proc/); check the file and its permissions"
-            ) from None
-        return discover_sysfs(find_sysfs_root(Path(tmp)), name=path.name.split(".tar")[0])
+            extract_archive(path, Path(tmp.name), f"--machine {path}", expected,
+                            keep=lambda name: "/sys/" in f"/{name}" or "/proc/" in f"/{name}")
+        except BaseException:
+            tmp.cleanup()
+            raise
+        _extracted[key] = tmp
+    top = Path(_extracted[key].name)
+    inner = [p for p in top.iterdir() if (p / "sys").is_dir()]
+    if (top / "sys").is_dir() or len(inner) == 1:
+        return top if (top / "sys").is_dir() else inner[0]
+    raise DiscoveryError(f"--machine {path}: no sys/ directory in the archive (or several); expected a sysfs "
+                         "dump tarball holding sys/ (and proc/), as hwloc-gather-topology or `numalign snapshot` "
+                         "writes")

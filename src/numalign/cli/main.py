@@ -154,10 +154,13 @@ def _run(module: Any, args: argparse.Namespace) -> int:
         # replaced meanwhile, a read-only mount, permissions). One line, never a traceback.
         if args.debug:
             raise
-        where = e.filename if e.filename is not None else "a file"
         reason = e.strerror or str(e)
-        print(f"numalign {args.command}: error: {where}: {reason}; check the path and its permissions",
-              file=sys.stderr)
+        if e.filename is not None:
+            print(f"numalign {args.command}: error: {e.filename}: {reason}; check the path and its permissions",
+                  file=sys.stderr)
+        else:  # readers name their file (limits.read_bounded); say plainly when the system named none
+            print(f"numalign {args.command}: error: {reason} (the system named no file; rerun with --debug to see "
+                  "where); check the paths given and their permissions", file=sys.stderr)
         return EXIT_ERROR
     except Exception as e:
         # A bug: one line and a distinct exit status rather than Python's 1 (which means "rejected" to

@@ -37,6 +37,7 @@ from numalign.k8s.kubeletconfig_read import config_from_dict, config_from_yaml
 from numalign.k8s.previews import NO_PREVIEWS, Previews
 from numalign.kubelet.devicemanager.endpoint import Device as EndpointDevice
 from numalign.kubelet.node import Node
+from numalign.limits import MAX_CLUSTER_NODES, check_count, quote
 from numalign.machine.topology import Machine
 from numalign.paths import DATA_DIR
 
@@ -163,6 +164,8 @@ def cluster_from_dict(obj: Any, path: Path) -> Cluster:
         raise InvalidInputError(f"{path}: pools: expected a non-empty list of node pools, got {pools_raw!r}; "
                                 "add at least one pool with name, count and machine")
     pools = [_pool(p, path, f"pools[{i}]") for i, p in enumerate(pools_raw)]
+    check_count(sum(p.count for p in pools), MAX_CLUSTER_NODES, f"{path}: pools", "nodes in all",
+                "lower the pools' count (a simulation of a few hundred nodes answers the same questions)")
     names = [p.name for p in pools]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -187,7 +190,10 @@ def _pool(obj: Any, path: Path, where: str) -> NodePool:
     where = f"{where} ({name})"
     count = obj.get("count", 1)
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        raise InvalidInputError(f"{path}: {where}.count: expected a whole number >= 1, got {count!r}")
+        raise InvalidInputError(f"{path}: {where}.count: expected a whole number >= 1, got {quote(count)}")
+    # Checked before any node is built: a count of 10^9 would otherwise take all memory.
+    check_count(count, MAX_CLUSTER_NODES, f"{path}: {where}.count", "nodes",
+                "lower it (a simulation of a few hundred nodes answers the same questions)")
     spec = obj.get("machine", "dual-socket")
     if not isinstance(spec, str):
         raise InvalidInputError(f"{path}: {where}.machine: expected a built-in name or a file, got {spec!r}")

@@ -26,6 +26,7 @@ from typing import Any, Final
 from numalign.errors import InvalidInputError
 from numalign.k8s.manifest import WORKLOAD_TEMPLATES, pods_from_object
 from numalign.k8s.pod import Pod
+from numalign.limits import MAX_GENERATED_PODS, check_count, quote
 
 OPS: Final = ("create", "delete")
 
@@ -201,6 +202,8 @@ class Shape:
 
 def generate(shapes: Sequence[Shape], count: int, seed: int) -> Workload:
     """`count` pods drawn from the weighted shapes with a seeded generator; each pod its own group."""
+    check_count(count, MAX_GENERATED_PODS, "--generate", "pods", "lower it (a few thousand pods show the same "
+                "behaviour)")
     rng = random.Random(seed)
     weights = [s.weight for s in shapes]
     groups = []
@@ -237,6 +240,8 @@ def mix_from_dict(obj: Any, where: str) -> tuple[list[Shape], int | None]:
         group = found[0]
         shapes.append(Shape(group.name, float(weight), group.pods[0], group.placement))
     count = obj.get("count")
-    if count is not None and (not isinstance(count, int) or count < 1):
-        raise InvalidInputError(f"{where}: count: expected a whole number >= 1, got {count!r}")
+    if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
+        raise InvalidInputError(f"{where}: count: expected a whole number >= 1, got {quote(count)}")
+    if count is not None:
+        check_count(count, MAX_GENERATED_PODS, f"{where}: count", "pods", "lower it")
     return shapes, count

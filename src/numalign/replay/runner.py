@@ -116,19 +116,25 @@ class LineTooLong(str):
     """Stands for a line longer than MAX_REPLAY_LINE_BYTES, which was skipped unread."""
 
 
-def bounded_lines(stream: IO[str], limit: int = MAX_REPLAY_LINE_BYTES) -> Iterator[str]:
+def bounded_lines(stream: IO[str], limit: int = MAX_REPLAY_LINE_BYTES, name: str | None = None) -> Iterator[str]:
     """The stream's lines, each read up to `limit` characters: a longer line (a file that is one
-    endless line) is skipped to its end and given as a LineTooLong, so memory stays bounded."""
-    while True:
-        line = stream.readline(limit + 1)
-        if not line:
-            return
-        if len(line) > limit and not line.endswith("\n"):
-            while (rest := stream.readline(limit)) and not rest.endswith("\n"):
-                pass
-            yield LineTooLong()
-            continue
-        yield line
+    endless line) is skipped to its end and given as a LineTooLong, so memory stays bounded. A read
+    error names the file (`name`, else the stream's own name): the system's error names none."""
+    try:
+        while True:
+            line = stream.readline(limit + 1)
+            if not line:
+                return
+            if len(line) > limit and not line.endswith("\n"):
+                while (rest := stream.readline(limit)) and not rest.endswith("\n"):
+                    pass
+                yield LineTooLong()
+                continue
+            yield line
+    except OSError as e:
+        if e.filename is not None:
+            raise
+        raise OSError(e.errno, e.strerror, name or str(getattr(stream, "name", "<stdin>"))) from None
 
 
 def parse_line(line: str, line_no: int, source: str) -> tuple[dict[str, Any], dict[str, Any] | None]:

@@ -242,7 +242,9 @@ def _admit_all(
                         node.remove(old.uid)
                     notes.append(f"replaced: pod {pod.key} removed from the state before admitting the new one")
                 elif held:
-                    raise InvalidInputError(_already_admitted(pod, args.state_dir, args.dry_run))
+                    snap = getattr(args, "node_snapshot", None)  # its state by the snapshot's name
+                    where = args.state_dir if snap is None else f"{snap.path}:state"
+                    raise InvalidInputError(_already_admitted(pod, where, args.dry_run))
                 records.append(node.admit(pod))
                 extras.append(answers.after(pod, records[-1]))
                 progress.step(pod.key)
@@ -284,7 +286,7 @@ def _with_numa_nodes(exc: ConfigError, config: Any, machine: Any) -> ConfigError
     )
 
 
-def _already_admitted(pod: Any, state_dir: Path | None, dry_run: bool) -> str:
+def _already_admitted(pod: Any, state_dir: Path | str | None, dry_run: bool) -> str:
     """Node.admit's own message names library calls; on the command line the fixes are options."""
     what = f"pod {pod.key} (uid {pod.uid}) is already admitted"
     rename = "give the pod another name (or metadata.uid)"

@@ -44,7 +44,14 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from numalign.adapters.sysfs import discover_sysfs, discover_sysfs_hwloc, find_sysfs_root, load_machine
+    from numalign.adapters.sysfs import (
+        discover_sysfs,
+        discover_sysfs_hwloc,
+        extracted_dump,
+        find_sysfs_root,
+        is_dump_archive,
+        load_machine,
+    )
     from numalign.machine.examples import EXAMPLES, example, example_names
     from numalign.machine.fileformat import machine_to_text
     from numalign.machine.render import render_list, render_machine
@@ -69,7 +76,12 @@ def run(args: argparse.Namespace) -> int:
         machine = discover_sysfs_hwloc(root, name=snap.node_name) if root is not None else snap.machine()
     elif args.machine:
         path = Path(args.machine)
-        root = find_sysfs_root(path) if path.is_dir() and args.machine not in EXAMPLES else None
+        if args.machine in EXAMPLES or not path.exists():
+            root = None
+        elif path.is_dir():
+            root = find_sysfs_root(path)
+        else:  # a dump tarball reads as the same dump extracted: --hwloc and the second opinion included
+            root = extracted_dump(path) if is_dump_archive(path) else None
         machine = load_machine(args.machine) if root is None or not args.hwloc else discover_sysfs_hwloc(root)
     else:
         root = find_sysfs_root(Path(args.sysfs_root)) if args.sysfs_root else Path("/")

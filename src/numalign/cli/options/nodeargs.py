@@ -157,17 +157,26 @@ def _listed_name(listed: Any, allocations: dict[str, dict[str, Any]]) -> tuple[s
 @contextlib.contextmanager
 def snapshot_errors(args: argparse.Namespace) -> Iterator[None]:
     """State errors of a --node snapshot name the snapshot, not its private extraction directory, and
-    the configuration they were read with (a snapshot without the node's settings is the usual cause)."""
+    the configuration they were read with (a snapshot without the node's settings is the usual cause).
+    They are invalid input (exit 2): the snapshot is a file the user gave, read and never written."""
+    from numalign.adapters.snapshot import SnapshotError
     from numalign.errors import CheckpointError
 
     snap = getattr(args, "node_snapshot", None)
     try:
         yield
+    except SnapshotError:
+        raise
+    except InvalidInputError as e:
+        if snap is None or str(snap.root) not in str(e):
+            raise
+        text = str(e).replace(f"{snap.root}/", f"{snap.path}:").replace(str(snap.root), str(snap.path))
+        raise InvalidInputError(text) from None
     except CheckpointError as e:
         if snap is None:
             raise
         text = str(e).replace(f"{snap.root}/", f"{snap.path}:")
-        raise CheckpointError(
+        raise SnapshotError(
             f"{text} (read from the snapshot with kubelet config {config_label(args)}; if the node's kubelet "
             "runs with other settings, give them with --config or kubelet flags)"
         ) from None
