@@ -378,9 +378,9 @@ def test_machine_tarball_that_is_not_an_archive(capsys: pytest.CaptureFixture[st
     fake = tmp_path / "x.tar.gz"
     fake.write_text("not an archive\n")
     msg = error_of(capsys, "discover", "--machine", str(fake))
-    assert msg == (f"numalign discover: error: {fake}: cannot extract the sysfs dump: not a tar archive (plain, "
-                   "gzip, bzip2 or xz), though its name ends in .tar.gz; expected a sysfs dump tarball holding sys/; "
-                   "check the file, or give a machine file a .json/.yaml name")
+    assert msg == (f"numalign discover: error: --machine {fake}: not a tar archive (plain, gzip, bzip2 or xz), or a "
+                   "damaged one; expected a sysfs dump tarball holding sys/ (and proc/); check the file, or give a "
+                   "machine file a .json/.yaml name")
 
 
 def test_already_admitted_names_the_cli_fixes(capsys: pytest.CaptureFixture[str], files: dict[str, Path],

@@ -89,7 +89,7 @@ def check_members(tf: tarfile.TarFile, label: str, expected: str,
 
 
 def extract_archive(path: Path, dest: Path, label: str, expected: str,
-                    keep: Callable[[str], bool] | None = None) -> None:
+                    keep: Callable[[str], bool] | None = None, not_archive_fix: str = "check the file") -> None:
     """Extract the checked entries of the tar archive `path` (plain, gzip, bzip2 or xz) into `dest`.
     Raises ArchiveError (invalid input) for an archive it refuses or cannot read."""
     try:
@@ -99,7 +99,7 @@ def extract_archive(path: Path, dest: Path, label: str, expected: str,
     except tarfile.ReadError:
         # tarfile's own text lists every compression it tried, one per line; one line says it all.
         raise ArchiveError(f"{label}: not a tar archive (plain, gzip, bzip2 or xz), or a damaged one; expected "
-                           f"{expected}; check the file") from None
+                           f"{expected}; {not_archive_fix}") from None
     except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError) as e:
         raise ArchiveError(f"{label}: cannot extract ({flat(' '.join(str(e).split()), 200)}); expected "
                            f"{expected}; check the file") from None

@@ -431,7 +431,8 @@ def extracted_dump(path: Path) -> Path:
         expected = "a sysfs dump tarball holding sys/ (and proc/)"
         try:
             extract_archive(path, Path(tmp.name), f"--machine {path}", expected,
-                            keep=lambda name: "/sys/" in f"/{name}" or "/proc/" in f"/{name}")
+                            keep=lambda name: "/sys/" in f"/{name}" or "/proc/" in f"/{name}",
+                            not_archive_fix="check the file, or give a machine file a .json/.yaml name")
         except BaseException:
             tmp.cleanup()
             raise
@@ -440,6 +441,5 @@ def extracted_dump(path: Path) -> Path:
     inner = [p for p in top.iterdir() if (p / "sys").is_dir()]
     if (top / "sys").is_dir() or len(inner) == 1:
         return top if (top / "sys").is_dir() else inner[0]
-    raise DiscoveryError(f"--machine {path}: no sys/ directory in the archive (or several); expected a sysfs "
-                         "dump tarball holding sys/ (and proc/), as hwloc-gather-topology or `numalign snapshot` "
-                         "writes")
+    raise DiscoveryError(f"--machine {path}: no sys/ directory inside (or several); expected a sysfs root: a dump "
+                         "tarball holding sys/ (and proc/), as hwloc-gather-topology or `numalign snapshot` writes")

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from numalign.adapters.statedir.layout import OWNER_LOCK_FILE, TRANSACTION_LOCK_FILE
 from numalign.adapters.statedir.locks import (
-    OWNER_LOCK_FILE,
-    TRANSACTION_LOCK_FILE,
     acquire_owner,
     read_holder,
     transaction,

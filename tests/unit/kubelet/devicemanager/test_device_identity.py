@@ -84,7 +84,8 @@ def test_devices_option_errors_name_the_value_and_the_forms(tmp_path: Path) -> N
     (tmp_path / "gpus.yaml").write_text("- {id: GPU-a, numa: 0}\n")
     cases = {
         f"nvidia.com/gpu={tmp_path / 'none.yaml'}": "none.yaml: no such file; expected RESOURCE=FILE",
-        str(tmp_path / "none.json"): "none.json: cannot read (No such file or directory); expected RESOURCE=FILE",
+        str(tmp_path / "none.json"): "none.json: cannot read the --devices file: No such file or directory; "
+                                     "expected RESOURCE=FILE",
         str(tmp_path / "gpus.yaml"): "not JSON (Expecting value: line 1 column 1 (char 0)); expected RESOURCE=FILE",
     }
     for spec, expected in cases.items():
