@@ -16,6 +16,7 @@ from numalign.answer.free import FreeCapacity, numa_capacity
 from numalign.answer.whatif import Answer, AnswerCache
 from numalign.answer.why import show
 from numalign.core.decision import DecisionRecord
+from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.pod import Pod
 from numalign.k8s.resources import RESOURCE_CPU
 from numalign.kubelet.node import Node
@@ -27,14 +28,8 @@ MAX_LINE = 200  # no text line is longer unless details are asked for
 
 
 def node_ranges(ids: Any) -> str:
-    """NUMA ids as ranges: 1-3,5,7-9."""
-    runs: list[list[int]] = []
-    for n in sorted(ids):
-        if runs and runs[-1][1] == n - 1:
-            runs[-1][1] = n
-        else:
-            runs.append([n, n])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    """NUMA ids as ranges: 1-3,5,7-9 (the cpuset list format)."""
+    return format_cpuset(sorted(ids))
 
 
 def clip(line: str, width: int = MAX_LINE) -> str:

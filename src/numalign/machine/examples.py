@@ -8,6 +8,7 @@ real parts (SLIT values as the firmware of such machines reports them).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -147,7 +148,11 @@ def gb200() -> Machine:
             node_id = 2 + gpu * 8 + part
             memory = 186 * GiB if part == 0 else 0
             nodes.append(NUMANode(node_id, frozenset(), memory, {}, tuple(dist(node_id, j) for j in range(n_nodes))))
-    devices = [_dev("nvidia.com/gpu", 0x01 + 0x08 * gpu, gpu // 2, NVIDIA, CLASS_3D) for gpu in range(4)]
+    devices = [
+        dataclasses.replace(_dev("nvidia.com/gpu", 0x01 + 0x08 * gpu, gpu // 2, NVIDIA, CLASS_3D),
+                            memory_numa_nodes=tuple(range(2 + gpu * 8, 10 + gpu * 8)))
+        for gpu in range(4)
+    ]
     devices += [
         _dev("mellanox.com/sriov_rdma", 0x03 + 0x08 * nic, nic // 2, MELLANOX, CLASS_ETHERNET) for nic in range(4)
     ]

@@ -23,7 +23,7 @@ EXPECTED_FILE = f"a machine file ({FORMAT}, as `numalign discover --output yaml`
 _TOP_KEYS = {"format", "name", "numa_nodes", "cpus", "offline_cpus", "devices"}
 _NODE_KEYS = {"id", "cpus", "memory_bytes", "distances", "hugepages"}
 _CPU_KEYS = {"id", "socket", "die", "core", "numa_node", "l3", "online"}
-_DEVICE_KEYS = {"id", "resource", "numa_nodes", "pci_address", "vendor", "class", "health"}
+_DEVICE_KEYS = {"id", "resource", "numa_nodes", "pci_address", "vendor", "class", "health", "memory_numa_nodes"}
 
 _SIZE = re.compile(r"^\s*(\d+)\s*(B|kB|KB|KiB|Ki|MB|MiB|Mi|GB|GiB|Gi)?\s*$")
 _SHIFT = {
@@ -77,6 +77,7 @@ def machine_to_dict(m: Machine) -> dict[str, Any]:
             "vendor": d.vendor,
             "class": d.device_class,
             "health": d.health,
+            **({"memory_numa_nodes": list(d.memory_numa_nodes)} if d.memory_numa_nodes else {}),
         }
         for d in m.devices
     ]
@@ -246,6 +247,10 @@ def _device(obj: Any, where: str) -> Device:
     health = d.get("health", HEALTHY)
     if not isinstance(health, str):
         raise InvalidInputError(f"{where}.health: expected a string such as 'Healthy', got {quote(health)}")
+    memory_nodes = tuple(
+        expect_int(x, f"{where}.memory_numa_nodes[{i}]", minimum=0, maximum=MAX_NUMA_NODE_ID)
+        for i, x in enumerate(expect_list(d.get("memory_numa_nodes") or [], f"{where}.memory_numa_nodes"))
+    )
     return Device(
         id=dev_id,
         resource=resource,
@@ -254,4 +259,5 @@ def _device(obj: Any, where: str) -> Device:
         vendor=_opt_str(d.get("vendor"), f"{where}.vendor"),
         device_class=_opt_str(d.get("class"), f"{where}.class"),
         health=health,
+        memory_numa_nodes=memory_nodes,
     )

@@ -87,6 +87,9 @@ class Device:
     vendor: str | None = None  # PCI vendor id, "0x10de"
     device_class: str | None = None  # PCI class code, "0x030200"
     health: str = HEALTHY
+    # CPU-less NUMA nodes that hold the device's own memory (a GB200 GPU's HBM and MIG nodes); the
+    # kubelet never reads this: pictures group those nodes under their device.
+    memory_numa_nodes: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

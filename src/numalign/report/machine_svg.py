@@ -19,6 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from numalign.k8s.cpuset import format_cpuset
 from numalign.machine.render import human_bytes, page_size_name
 from numalign.machine.topology import Device, Machine, NUMANode
 from numalign.report import colors
@@ -30,6 +31,7 @@ PAD = 6
 GAP = 8
 BAR_H = 7
 LINE = 11
+MINI_W = 64  # px: a memory-only NUMA node's box
 PICTURE_WIDTH = 940  # px: sockets side by side up to this, leaving room for the decision records
 
 
@@ -201,35 +203,108 @@ class MachinePicture:
             text(x + 4, y + self.k.cell_h - 3.5, label, font_size=self.k.font, fill=colors.ink_on(fill)),
         ], class_="device" + (" owned" if owner is not None else ""), data_device=d.id)
 
+    # ---- memory-only NUMA nodes (GPU HBM, CXL) -----------------------------------------------------
+    def mini_size(self) -> tuple[float, float]:
+        """A memory-only NUMA node is a small box: its id, its memory and hugepage bars, no CPU grid."""
+        return MINI_W, PAD + LINE + (1 + len(self.pages)) * (BAR_H + 2) + PAD
+
+    def memory_node(self, node: NUMANode, x0: float, y0: float) -> str:
+        w, h = self.mini_size()
+        mem = self.owners.memory.get((node.id, "memory"), [])
+        used = sum(b for _, b in mem)
+        size = human_bytes(node.memory_bytes) if node.memory_bytes else "empty"
+        out = [rect(x0, y0, w, h, f"NUMA node {node.id} (no CPUs): memory {human_bytes(int(used))} of "
+                    f"{human_bytes(node.memory_bytes)} held by containers", fill="#fbfcfe", stroke=colors.BORDER,
+                    rx=3, class_="numa-box memory-only"),
+               text(x0 + PAD, y0 + PAD + LINE - 3, f"{node.id}: {size}", font_size=self.k.font - 1,
+                    fill=colors.INK, class_="numa-label")]
+        y, inner = y0 + PAD + LINE, w - 2 * PAD
+        bars = [(node.memory_bytes, mem, "memory")]
+        bars += [(size_b * node.hugepages.get(size_b, 0), self.owners.memory.get(
+            (node.id, f"hugepages-{page_size_name(size_b)}"), []), f"hugepages-{page_size_name(size_b)}")
+            for size_b in self.pages]
+        for total, parts, kind in bars:
+            if not total:
+                continue  # an empty node (a MIG placeholder) shows its id and "empty" only
+            out.append(rect(x0 + PAD, y, inner, BAR_H, f"NUMA node {node.id} {kind}", fill=colors.FREE,
+                            stroke=colors.BORDER, stroke_width=0.5))
+            cx = x0 + PAD
+            for owner, part in parts:
+                pw = inner * part / total if total else 0
+                out.append(rect(cx, y, pw, BAR_H, f"{self.owners.names[owner]}: {kind} {human_bytes(int(part))}",
+                                fill=colors.owner_colour(owner), class_="mem owned"))
+                cx += pw
+            y += BAR_H + 2
+        return group(out, class_="numa memory-only", data_numa=node.id, id=f"numa-{node.id}")
+
     # ---- the whole -----------------------------------------------------------------------------------
-    def groups(self) -> list[tuple[str, list[NUMANode]]]:
+    def groups(self) -> list[tuple[str, list[NUMANode], list[tuple[str, list[NUMANode]]]]]:
+        """Sockets with their NUMA nodes and, under them, the memory-only nodes that belong there: a device's
+        own memory nodes under the device (label), other memory-only nodes under the socket of the one
+        CPU node nearest to them by distance. Memory-only nodes with no such home form a group of their own."""
         sockets: dict[int, list[NUMANode]] = {}
-        memory_only: list[NUMANode] = []
+        memory_only = {n.id: n for n in self.m.numa_nodes if not n.cpus}
         for n in self.m.numa_nodes:
             if n.cpus:
                 sockets.setdefault(self.by_id[min(n.cpus)].socket, []).append(n)
-            else:
-                memory_only.append(n)
-        out = [(f"socket {s}", nodes) for s, nodes in sorted(sockets.items())]
-        if memory_only:
-            out.append(("memory-only NUMA nodes", memory_only))
+        socket_of = {n.id: s for s, nodes in sockets.items() for n in nodes}
+        strips: dict[int | None, list[tuple[str, list[NUMANode]]]] = {}
+        for d in self.m.devices:
+            own = [memory_only.pop(i) for i in d.memory_numa_nodes if i in memory_only]
+            if own:
+                home = socket_of.get(min(d.numa_nodes)) if d.numa_nodes else None
+                strips.setdefault(home, []).append((f"{short_device(d)} memory", own))
+        nearest: dict[int | None, list[NUMANode]] = {}
+        ids = [n.id for n in self.m.numa_nodes]
+        for n in memory_only.values():
+            home = None
+            if n.distances and len(n.distances) == len(ids):
+                row = {i: dist for i, dist in zip(ids, n.distances, strict=True) if i in socket_of}
+                best = min(row.values(), default=None)
+                close = [i for i, dist in row.items() if dist == best]
+                home = socket_of[close[0]] if len(close) == 1 else None
+            nearest.setdefault(home, []).append(n)
+        for home, nodes in nearest.items():
+            strips.setdefault(home, []).append(("memory-only NUMA nodes", nodes))
+        out = [(f"socket {s}", nodes, strips.get(s, [])) for s, nodes in sorted(sockets.items())]
+        if None in strips:
+            out.append(("memory-only NUMA nodes", [], strips[None]))
         return out
+
+    def _strips_size(self, strips: list[tuple[str, list[NUMANode]]], width: float) -> float:
+        mw, mh = self.mini_size()
+        per_row = max(1, int((width + GAP / 2) // (mw + GAP / 2)))
+        return sum(LINE + 2 + math.ceil(len(nodes) / per_row) * (mh + GAP / 2) for _, nodes in strips)
 
     def render(self) -> tuple[str, float, float]:
         """The <g id="topology"> element and its width and height."""
         groups = self.groups()
-        most = max(len(nodes) for _, nodes in groups)
-        cols = grid_cols(most, self.node_w, self.node_h, 1.5)
+        most = max((len(nodes) for _, nodes, _ in groups), default=0)
+        cols = grid_cols(most, self.node_w, self.node_h, 1.5) if most else 1
         bw, bh = block_size(most, cols, self.node_w, self.node_h, GAP)
-        sw, sh = bw + 2 * PAD, bh + 2 * PAD + LINE + 4
+        mw, mh = self.mini_size()
+        widest_strip = max((len(nodes) for _, _, strips in groups for _, nodes in strips), default=0)
+        inner_w = max(bw, min(widest_strip, 8) * (mw + GAP / 2)) if most else min(widest_strip, 12) * (mw + GAP / 2)
+        sw = inner_w + 2 * PAD
+        sh = max(bh + 2 * PAD + LINE + 4 + self._strips_size(strips, inner_w) for _, _, strips in groups)
         scols = cols_within(len(groups), sw, GAP * 2, PICTURE_WIDTH)
+        per_row = max(1, int((inner_w + GAP / 2) // (mw + GAP / 2)))
         parts: list[str] = []
-        for (name, nodes), (gx, gy) in zip(groups, place(len(groups), scols, sw, sh, GAP * 2), strict=True):
+        for (name, nodes, strips), (gx, gy) in zip(groups, place(len(groups), scols, sw, sh, GAP * 2), strict=True):
             inner = [rect(gx, gy, sw, sh, name, fill="#eef2f7", stroke=colors.BORDER, rx=4, class_="socket-box"),
                      text(gx + PAD, gy + PAD + LINE - 1, name, font_size=self.k.font + 2, font_weight="bold",
                           fill=colors.INK, class_="socket-label")]
             for n, (nx, ny) in zip(nodes, place(len(nodes), cols, self.node_w, self.node_h, GAP), strict=True):
                 inner.append(self.numa_node(n, gx + PAD + nx, gy + PAD + LINE + 4 + ny))
+            y = gy + PAD + LINE + 4 + (bh + PAD if nodes else 0)
+            for label, mem_nodes in strips:
+                ids = format_cpuset([n.id for n in mem_nodes])
+                inner.append(text(gx + PAD, y + LINE - 2, f"{label} (NUMA {ids})", font_size=self.k.font,
+                                  fill=colors.INK, class_="strip-label"))
+                y += LINE + 2
+                for n, (nx, ny) in zip(mem_nodes, place(len(mem_nodes), per_row, mw, mh, GAP / 2), strict=True):
+                    inner.append(self.memory_node(n, gx + PAD + nx, y + ny))
+                y += math.ceil(len(mem_nodes) / per_row) * (mh + GAP / 2)
             parts.append(group(inner, class_="socket", data_socket=name))
         w, h = block_size(len(groups), scols, sw, sh, GAP * 2)
         floating = [d for d in self.m.devices if not d.numa_nodes]

@@ -127,8 +127,71 @@ def decision_record(pod: PodView) -> str:
                 *([f"allocation failed: {d['allocation_error']}"] if d.get("allocation_error") else [])]
         if whys:
             out.append("<ul class=\"why\">" + "".join(f"<li>why: {escape(w)}</li>" for w in whys) + "</ul>")
+    # A TopologyAffinityError's why is the record's own explanation, shown above.
+    out += _answer(pod.answer, with_why=pod.reason != "TopologyAffinityError")
     out.append("</section>")
     return "".join(out)
+
+
+MAX_FREE_ROWS = 12
+
+
+def _amount(resource: str, value: int, numa: Any) -> str:
+    if resource == "cpu":
+        return f"{value} CPUs" if numa is not None else f"{value}m CPU"
+    if resource == "memory" or resource.startswith("hugepages-"):
+        return human_bytes(value)
+    return str(value)
+
+
+def _answer(answer: Mapping[str, Any] | None, with_why: bool) -> list[str]:
+    """A rejected pod's free capacity (what it could use, where) and its verified "would fit if"."""
+    if not answer:
+        return []
+    out: list[str] = []
+    if with_why and answer.get("why"):
+        out.append("<ul class=\"why\">" + "".join(f"<li>why: {escape(str(w))}</li>" for w in answer["why"]) + "</ul>")
+    rows = [f for f in answer.get("free") or () if f.get("allocatable") or f.get("held_by")]
+    if rows:
+        cells = []
+        for f in rows[:MAX_FREE_ROWS]:
+            where = "node" if f.get("numa_node") is None else f"NUMA {f['numa_node']}"
+            res = str(f.get("resource"))
+            held = ", ".join(f"{h.get('pod')}{'/' + h['container'] if h.get('container') else ''}"
+                             for h in (f.get("held_by") or [])[:3])
+            cells.append(f"<tr><td>{escape(where)}</td><td>{escape(res)}</td>"
+                         f"<td>{escape(_amount(res, int(f.get('free') or 0), f.get('numa_node')))} of "
+                         f"{escape(_amount(res, int(f.get('allocatable') or 0), f.get('numa_node')))}</td>"
+                         f"<td>{escape(held)}</td></tr>")
+        more = len(rows) - MAX_FREE_ROWS
+        out.append("<details class=\"free\"><summary>free now</summary><table><thead><tr><th>where</th>"
+                   "<th>resource</th><th>free</th><th>held by</th></tr></thead><tbody>" + "".join(cells)
+                   + "</tbody></table>" + (f"<p>{more} more rows in -o json</p>" if more > 0 else "") + "</details>")
+    fits = answer.get("would_fit_if") or []
+    if fits:
+        out.append("<p class=\"fit\"><b>would fit if</b> (each checked by admitting again):</p><ul class=\"fit\">"
+                   + "".join(f"<li>{escape(str(s.get('change')))}: {escape(str(s.get('outcome')))}</li>" for s in fits)
+                   + "</ul>")
+    elif "would_fit_if" in answer:
+        out.append("<p class=\"fit\">would fit if: no change numalign tries admits it</p>")
+    return out
+
+
+def admitted_list(view: NodeView) -> str:
+    """Admitted pods with their alignment, misaligned ones first and marked."""
+    pods = view.admitted
+    if not pods:
+        return ""
+    def key(p: PodView) -> tuple[bool, str]:
+        return (bool((p.alignment or {}).get("aligned", True)), p.key)
+    items = []
+    for p in sorted(pods, key=key):
+        al = p.alignment or {}
+        cls = "aligned" if al.get("aligned", True) else "misaligned"
+        mark = "" if cls == "aligned" else "&#9888; "
+        items.append(f"<li class=\"{cls}\" data-pod=\"{escape(p.key)}\">{mark}<b>{escape(p.key)}</b>: "
+                     f"{escape(str(al.get('summary') or 'admitted'))}</li>")
+    return f"<h2>Admitted pods ({len(pods)})</h2><ul class=\"admitted\">" + "".join(items) + "</ul>"
 
 
 def node_report(view: NodeView) -> str:
@@ -148,6 +211,7 @@ def node_report(view: NodeView) -> str:
     else:
         aside.append(f"<h2>Rejected pods ({len(rejected)})</h2>")
         aside += [decision_record(p) for p in rejected] or ["<p>none: every pod was admitted</p>"]
+    aside.append(admitted_list(view))
     pending = [p for p in view.pods if p.status not in ("admitted", "rejected")]
     if pending:
         aside.append("<h2>Pending pods</h2><ul>" + "".join(

@@ -40,6 +40,10 @@ class PodView:
     message: str = ""
     containers: tuple[ContainerView, ...] = ()
     record: Mapping[str, Any] | None = None  # DecisionRecord.to_dict(), kept for rejected pods
+    # admit's answers (numalign.answer.text.to_json): a rejected pod's why, free capacity and verified
+    # "would fit if"; an admitted pod's alignment. None where the source has none (serve's status file).
+    answer: Mapping[str, Any] | None = None
+    alignment: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,8 @@ def node_view_from_records(
             str(res.get("message") or ""),
             _containers(r.get("allocations"), (container_order or {}).get(str(r["pod"]), ())),
             None if ok else r,
+            r.get("answer"),
+            r.get("alignment"),
         ))
     return NodeView(machine, title or f"node {machine.name}", tuple(pods), frozenset(reserved_cpus), tuple(notes))
 

@@ -76,7 +76,9 @@ def test_admit_report_dual_socket(browser: Browser, tmp_path: Path, shots: Path)
     decisions = browser.evaluate("document.querySelector('#decisions').innerText")
     assert "ml/training-4gpu" in decisions and "TopologyAffinityError" in decisions
     assert "cannot be satisfied" in decisions and "merged hint" in decisions and "why:" in decisions
-    assert "ml/inference-gpu" not in decisions  # admitted pods are drawn, not explained
+    # Admitted pods are drawn and listed with their alignment, without a decision record.
+    assert browser.evaluate("document.querySelectorAll(\"section.record[data-pod='ml/inference-gpu']\").length") == 0
+    assert "ml/inference-gpu: aligned" in decisions
     # Printable: in print media the decision records move under the picture, and the browser prints it.
     browser.send("Emulation.setEmulatedMedia", {"media": "print"})
     machine, decisions_box = boxes(browser, "svg#machine")[0], boxes(browser, "#decisions")[0]
@@ -115,10 +117,34 @@ def test_discover_report_of_a_machine_with_memory_only_nodes(browser: Browser, t
     numalign("discover", "--machine", "gb200", "--report", str(page))
     assert page.stat().st_size < MAX_BYTES
     _check_page(browser, page, shots / "report-gb200.png")
-    assert "memory-only NUMA nodes" in _texts(browser, ".socket-label")
+    # The 32 GPU memory nodes sit under their GPU, in the socket of the GPU's CPU node.
+    assert _texts(browser, ".socket-label") == ["socket 0", "socket 1"]
+    strips = _texts(browser, ".strip-label")
+    assert strips == ["gpu 01:00.0 memory (NUMA 2-9)", "gpu 09:00.0 memory (NUMA 10-17)",
+                      "gpu 11:00.0 memory (NUMA 18-25)", "gpu 19:00.0 memory (NUMA 26-33)"]
     assert len(_texts(browser, ".numa-label")) == 34
     assert browser.evaluate("document.querySelectorAll('g.cpu.owned').length") == 0
     assert "no pods" in browser.evaluate("document.querySelector('#decisions').innerText")
+
+
+def test_admit_report_of_gb200_fits_the_screen_with_its_answers(browser: Browser, tmp_path: Path, shots: Path) -> None:
+    page = tmp_path / "gb200-admit.html"
+    numalign("admit", "--machine", "gb200", "--policy-option", "max-allowable-numa-nodes=34", "--report", str(page))
+    _check_page(browser, page, shots / "report-gb200-admit.png")
+    _structure(browser)
+    # Fits a 1,400 px screen: nothing wider than the window, the rejected pod beside the picture.
+    assert browser.evaluate("document.documentElement.scrollWidth") <= 1400
+    record = boxes(browser, "section.record[data-pod='ml/training-4gpu']")[0]
+    assert record["x"] + record["w"] <= 1400 and record["y"] < 1000
+    # Memory-only nodes are small boxes grouped under their GPUs, never a NUMA node's full size.
+    full = boxes(browser, "#numa-0")[0]
+    for mini in boxes(browser, "g.numa.memory-only"):
+        assert mini["h"] < full["h"] / 3 and mini["w"] < full["w"] / 3
+    # The answers: free capacity, the verified "would fit if", each admitted pod's alignment.
+    decisions = browser.evaluate("document.querySelector('#decisions').innerText")
+    assert "free now" in decisions and "would fit if" in decisions
+    assert "container trainer requested nvidia.com/gpu: 2" in decisions
+    assert "default/db: aligned" in decisions
 
 
 def test_discover_report_of_this_host(browser: Browser, tmp_path: Path, shots: Path) -> None:

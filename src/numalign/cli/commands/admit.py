@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     with owner if owner is not None else contextlib.nullcontext():
         node, records, extras = _admit_all(args, machine, config, base, pods, notes)
     if args.report is not None:
-        _report(args.report, node, pods, records, notes, config, args.chosen_version)
+        _report(args.report, node, pods, records, extras, notes, config, args.chosen_version)
     from numalign.answer.text import to_json
     from numalign.cli.options.versionargs import version_fields, version_text
     from numalign.cli.output import EXIT_CHECK_FAILED, EXIT_OK, emit
@@ -257,8 +257,11 @@ def _admit_all(
     return node, outcome, extras
 
 
-def _report(path: Path, node: Any, pods: list[Any], records: list[Any], notes: list[str], config: Any,
-            version: Any) -> None:
+def _report(
+    path: Path, node: Any, pods: list[Any], records: list[Any], extras: list[Any], notes: list[str], config: Any,
+    version: Any,
+) -> None:
+    from numalign.answer.text import to_json
     from numalign.cli.options.reportargs import write_report
     from numalign.report import node_report, node_view_from_records
 
@@ -267,7 +270,8 @@ def _report(path: Path, node: Any, pods: list[Any], records: list[Any], notes: l
     config_line = (f"kubelet {version}, topologyManagerPolicy {config.topology_manager_policy}, "
                    f"scope {config.topology_manager_scope}, "
                    f"cpuManagerPolicy {config.cpu_manager_policy}, memoryManagerPolicy {config.memory_manager_policy}")
-    view = node_view_from_records(node.machine, [r.to_dict() for r in records], reserved_cpus=reserved,
+    docs = [r.to_dict() | to_json(x) for r, x in zip(records, extras, strict=True)]
+    view = node_view_from_records(node.machine, docs, reserved_cpus=reserved,
                                   title=f"numalign admit: {node.machine.name}", notes=[config_line, *notes],
                                   container_order=order)
     write_report(path, node_report(view))
