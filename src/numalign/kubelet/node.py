@@ -51,6 +51,7 @@ from numalign.kubelet.versions import (
     KubeletVersion,
     behaviours,
     check_feature_gates,
+    check_option_gates,
     effective_gates,
     refuse_unmodelled,
 )
@@ -170,6 +171,7 @@ class Node:
         self.behaviours = behaviours(kubelet_version)
         check_feature_gates(config.feature_gates, kubelet_version, "featureGates (--feature-gates)")
         self.gates = effective_gates(config.feature_gates, kubelet_version)
+        check_option_gates(config.topology_manager_policy_options, self.gates)
         self.metrics = metrics or m.Metrics()
         self.numa = numa_info_for(machine)
         self.tm = TopologyManager(

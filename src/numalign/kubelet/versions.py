@@ -167,6 +167,8 @@ FEATURE_GATES: Final[tuple[GateSpec, ...]] = (
              "CPU Manager beta policy options are accepted"),
     GateSpec("CPUManagerPolicyOptions", (GateStage((1, 23), True, _B), GateStage((1, 33), True, _GA, True)),
              "cpuManagerPolicyOptions are read at all (locked on from 1.33)"),
+    GateSpec("TopologyManagerPolicyOptions", (GateStage((1, 28), True, _B), GateStage((1, 32), True, _GA)),
+             "topologyManagerPolicyOptions are read at all (off with options set: the kubelet does not start)"),
     GateSpec("TopologyManagerPolicyAlphaOptions", (GateStage((1, 26), False, _A),),
              "Topology Manager alpha policy options are accepted"),
     GateSpec("TopologyManagerPolicyBetaOptions", (GateStage((1, 28), True, _B),),
@@ -228,6 +230,18 @@ def check_feature_gates(gates: Mapping[str, bool], version: KubeletVersion, wher
                 f"{where}: cannot set feature gate {name} to {str(gates[name]).lower()}, feature is locked to "
                 f"{str(stage.default).lower()}; kubelet {version} has it {stage.stage} and locked, drop the setting"
             )
+
+
+def check_option_gates(topology_options: Mapping[str, str], gates: Mapping[str, bool]) -> None:
+    """The kubelet's start-up refusal (cmd/kubelet/app/server.go) of topologyManagerPolicyOptions when the
+    TopologyManagerPolicyOptions gate is off (GA but not locked from 1.32). cpuManagerPolicyOptions'
+    gate is locked on in every supported version."""
+    if topology_options and not gates.get("TopologyManagerPolicyOptions", True):
+        shown = " ".join(f"{k}:{topology_options[k]}" for k in sorted(topology_options))
+        raise ConfigError(
+            f'topology manager policy options map[{shown}] require feature gates "TopologyManagerPolicyOptions" '
+            "enabled; turn the gate on (its default) or drop topologyManagerPolicyOptions"
+        )
 
 
 def refuse_unmodelled(pod: Pod, gates: Mapping[str, bool], version: KubeletVersion) -> None:

@@ -144,3 +144,17 @@ def test_pod_level_resource_managers_off_decides_as_before() -> None:
     for version in ("1.35", "1.36.0", "1.37"):
         rec = Node(MACHINE, config, kubelet_version=KubeletVersion.parse(version)).admit(pod_level_pod())
         assert rec.result.admit, version
+
+
+def test_topology_options_need_their_gate() -> None:
+    """cmd/kubelet/app/server.go: options set with TopologyManagerPolicyOptions off stop the kubelet."""
+    options = {"prefer-closest-numa-nodes": "true", "max-allowable-numa-nodes": "9"}
+    config = KubeletConfig(topology_manager_policy="best-effort", topology_manager_policy_options=options,
+                           feature_gates={"TopologyManagerPolicyOptions": False})
+    with pytest.raises(ConfigError) as err:
+        Node(MACHINE, config, kubelet_version=KubeletVersion.parse("1.35"))
+    assert str(err.value).startswith(
+        "topology manager policy options map[max-allowable-numa-nodes:9 prefer-closest-numa-nodes:true] require "
+        'feature gates "TopologyManagerPolicyOptions" enabled')
+    Node(MACHINE, KubeletConfig(feature_gates={"TopologyManagerPolicyOptions": False}),
+         kubelet_version=KubeletVersion.parse("1.35"))
