@@ -44,10 +44,11 @@ def test_empty_policy_fields_are_the_kubelet_defaults(tmp_path: Path) -> None:
 
 
 def test_pod_level_resources_gate_is_known_and_other_gates_are_not_called_fatal(tmp_path: Path) -> None:
-    p = admit(tmp_path, "", "--feature-gates", "PodLevelResources=true,TopologyManagerPolicyOptions=true")
+    gates = "PodLevelResources=true,TopologyManagerPolicyOptions=true,MemoryQoS=true"
+    p = admit(tmp_path, "", "--feature-gates", gates)
     assert p.returncode == 0, p.stderr
-    (line,) = p.stderr.splitlines()
-    assert line.startswith('warning: --feature-gates: feature gate "TopologyManagerPolicyOptions" is not modelled '
+    (line,) = p.stderr.splitlines()  # TopologyManagerPolicyOptions is modelled (numalign.kubelet.versions)
+    assert line.startswith('warning: --feature-gates: feature gate "MemoryQoS" is not modelled '
                            "by numalign and has no effect here")
     assert "refuses" not in line and "unrecognized" not in line
 
