@@ -53,7 +53,7 @@ MAX_CPU_ID: Final = 8191
 # A quantity is at most a few dozen characters ("129127208515966861312", "1.5Gi"); Python refuses to
 # turn more than 4,300 digits into an int, and long ones cost quadratic time.
 MAX_QUANTITY_CHARS: Final = 256
-# `--replicas` admits spec.replicas copies of a workload's pod on ONE node; the kubelet's maxPods is
+# `admit` admits a workload's spec.replicas (or --replicas) copies of its pod on ONE node; maxPods is
 # 110 by default and rarely above a few hundred, so 10,000 copies answer every real question.
 MAX_REPLICAS: Final = 10_000
 # DRA objects (ResourceSlices, DeviceClasses, ResourceClaims, templates) read from one set of files: a
@@ -166,8 +166,8 @@ def _block_depth(text: str) -> int:
 def check_replicas(count: int, where: str) -> int:
     if count > MAX_REPLICAS:
         raise InvalidInputError(
-            f"{where}: {count} replicas is more than --replicas admits on one node ({MAX_REPLICAS}); the "
-            "kubelet's maxPods is 110 by default: lower spec.replicas, or admit without --replicas (one copy)"
+            f"{where}: {count} replicas is more than numalign admits on one node ({MAX_REPLICAS}); the "
+            "kubelet's maxPods is 110 by default: lower spec.replicas, or give --replicas N (N copies)"
         )
     return count
 

@@ -134,3 +134,21 @@ def test_replay_check_reports_equal_count(tmp_path: Path) -> None:
     broken.write_text(sample.read_text().splitlines()[0] + "\n{not json\n")
     q = run("replay", str(broken), "--check")
     assert q.returncode != 0 and ":2:" in q.stderr
+
+
+def test_a_deployment_is_admitted_with_all_its_replicas_and_a_note(tmp_path: Path) -> None:
+    deploy = tmp_path / "deploy.yaml"
+    deploy.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec:\n"
+                      "  replicas: 5\n  template:\n    spec:\n      containers:\n      - name: c\n"
+                      "        resources: {limits: {cpu: '2', memory: 1Gi}}\n", encoding="utf-8")
+    out = json.loads(run("admit", str(deploy), "-o", "json").stdout)
+    assert [p["pod"] for p in out["pods"]] == [f"shop/web-{i}" for i in range(5)]
+    assert "note: " + str(deploy) + ": Deployment shop/web: 5 pod(s) (its spec.replicas)" in out["notes"]
+    # --replicas N still overrides, and says so.
+    out = json.loads(run("admit", str(deploy), "--replicas", "2", "-o", "json").stdout)
+    assert [p["pod"] for p in out["pods"]] == ["shop/web-0", "shop/web-1"]
+    assert any("2 pod(s) (--replicas 2; its spec.replicas is 5)" in n for n in out["notes"])
+    text = run("admit", str(deploy)).stdout
+    assert "Deployment shop/web: 5 pod(s) (its spec.replicas)" in text
+    bad = run("admit", "--replicas", str(deploy))
+    assert bad.returncode == 2 and "is not a number of pods" in bad.stderr and len(bad.stderr.splitlines()) == 1

@@ -170,3 +170,37 @@ def test_the_readme_examples_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest
                  "--scheduler", "exact", "-o", "json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     assert run["deleted"] == 60 and run["placed"] == 40
+
+
+def test_simulate_and_capacity_show_each_pools_configuration(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "cluster.yaml").write_text("""
+kind: Cluster
+name: two
+pools:
+- {name: aligned, count: 2, machine: dual-socket}
+- name: loose
+  count: 1
+  machine: epyc-nps4
+  kubelet: {topologyManagerPolicy: best-effort, topologyManagerScope: pod,
+            cpuManagerPolicyOptions: {full-pcpus-only: "true"}}
+""", encoding="utf-8")
+    assert main(["capacity", "--cluster", str(tmp_path / "cluster.yaml")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    head = out.index(next(line for line in out if line.startswith("POOL") and "TOPOLOGY MANAGER" in line))
+    assert out[head + 1].split() == ["aligned", "2", "dual-socket", "single-numa-node/container", "static",
+                                     "reserved", "0,64", "Static", "110"]
+    assert out[head + 2].split() == ["loose", "1", "epyc-nps4", "best-effort/pod", "static", "reserved", "0,64",
+                                     "full-pcpus-only=true", "Static", "110"]
+    assert main(["capacity", "--cluster", str(tmp_path / "cluster.yaml"), "-o", "json"]) == 0
+    pools = json.loads(capsys.readouterr().out)["pools"]
+    assert pools[1]["configuration"]["topologyManagerScope"] == "pod"
+    assert main(["simulate", "--cluster", str(tmp_path / "cluster.yaml"), "--generate", "10", "--jobs", "1",
+                 "--scheduler", "exact"]) == 0
+    text = capsys.readouterr().out
+    assert "best-effort/pod" in text and "single-numa-node/container" in text
+    assert main(["simulate", "--cluster", str(tmp_path / "cluster.yaml"), "--generate", "10", "--jobs", "1",
+                 "--scheduler", "exact", "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [p["name"] for p in doc["pools"]] == ["aligned", "loose"]
+    assert doc["pools"][1]["cpuManagerPolicyOptions"] == {"full-pcpus-only": "true"}

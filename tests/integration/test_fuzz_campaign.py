@@ -43,12 +43,12 @@ def _cli(*args: str, limit: int = 1 << 30) -> subprocess.CompletedProcess[str]:
     ("digits.yaml", "kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {limits: {cpu: '"
      + "9" * 4400 + "'}}}]}\n", "longer than 256 characters"),  # ValueError from the int-str limit
     ("replicas.yaml", "kind: Deployment\nmetadata: {name: d}\nspec: {replicas: 1000000000, template: {spec: "
-     "{containers: [{name: c, resources: {limits: {cpu: '1'}}}]}}}\n", "more than --replicas admits"),
+     "{containers: [{name: c, resources: {limits: {cpu: '1'}}}]}}}\n", "more than numalign admits on one node"),
 ])
 def test_cli_bombs_give_one_line(tmp_path: Path, name: str, text: str, words: str) -> None:
     path = tmp_path / name
     path.write_text(text)
-    proc = _cli("admit", str(path), "--replicas")
+    proc = _cli("admit", str(path))  # a workload's spec.replicas pods are admitted by default
     assert proc.returncode in (2, 3), proc.stderr[-2000:]
     (line,) = proc.stderr.splitlines()
     assert line.startswith("numalign admit: error: ") and words in line

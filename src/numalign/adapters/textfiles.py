@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from numalign.errors import InvalidInputError
 from numalign.k8s.documents import parse_documents
-from numalign.k8s.manifest import EXPECTED_MANIFEST, pods_from_documents
+from numalign.k8s.manifest import EXPECTED_MANIFEST, Expansion, pods_from_documents
 from numalign.k8s.pod import Pod
 from numalign.limits import MAX_TEXT_FILE_BYTES, read_bounded
 
@@ -94,7 +94,7 @@ def load_document(
 
 
 def load_pods(
-    path: str | PathLike[str], *, expand_replicas: bool = False, skipped: list[str] | None = None
+    path: str | PathLike[str], *, expand_replicas: bool | Expansion = False, skipped: list[str] | None = None
 ) -> list[Pod]:
     """The pods of a manifest file (or stdin for `-`), as k8s.manifest reads them; with `skipped`,
     objects of other kinds are noted there instead of being an error."""

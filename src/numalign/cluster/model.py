@@ -18,8 +18,12 @@
       labels: {pool: gpu}
       taints: [{key: dedicated, value: gpu, effect: NoSchedule}]
 
-Without kubeletConfig and kubelet, a pool uses numalign's example configuration (static CPU manager,
-Static memory manager, single-numa-node), as `numalign admit` does.
+A pool's kubelet configuration is built as `numalign admit` builds a node's, one rule for every pool:
+the `kubeletConfig` file stands for the kubelet's `--config` (what it does not set takes the kubelet's
+defaults); without a file, numalign's example configuration (static CPU manager reserving CPUs 0 and
+64, Static memory manager, single-numa-node) stands in for it; the inline `kubelet:` fields then
+replace the base's fields one by one, as kubelet flags override the config file. So adding one inline
+field to a pool never swaps its base.
 """
 
 from __future__ import annotations
@@ -82,6 +86,25 @@ class NodePool:
         if self.names is not None:
             return list(self.names)
         return [f"{self.name}-{i}" for i in range(self.count)]
+
+
+def pool_settings(pool: NodePool) -> dict[str, Any]:
+    """What a pool's nodes run with, as the simulate and capacity tables show it (KubeletConfiguration
+    field names)."""
+    c = pool.config
+    return {
+        "name": pool.name,
+        "nodes": pool.count,
+        "machine": pool.machine.name,
+        "topologyManagerPolicy": c.topology_manager_policy,
+        "topologyManagerScope": c.topology_manager_scope,
+        "topologyManagerPolicyOptions": dict(sorted(c.topology_manager_policy_options.items())),
+        "cpuManagerPolicy": c.cpu_manager_policy,
+        "cpuManagerPolicyOptions": dict(sorted(c.cpu_manager_policy_options.items())),
+        "reservedSystemCPUs": c.reserved_system_cpus,
+        "memoryManagerPolicy": c.memory_manager_policy,
+        "maxPods": pool.max_pods,
+    }
 
 
 @dataclass(frozen=True)
@@ -276,7 +299,11 @@ def _config(obj: Mapping[str, Any], path: Path, where: str) -> KubeletConfig:
         return example_config()
     base: dict[str, Any] = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration"}
     source = f"{path}: {where}.kubelet"
-    if file is not None:
+    if file is None:
+        # The example configuration stands in for the missing file, as it does for `admit` without --config.
+        example = EXAMPLE_CONFIG_FILE.read_text(encoding="utf-8")
+        base.update(load_yaml_mapping(example, "built-in example-kubelet-config"))
+    else:
         cfg_path = path.parent / str(file)
         if not cfg_path.is_file():
             raise InvalidInputError(f"{path}: {where}.kubeletConfig: {cfg_path} does not exist; expected a "

@@ -180,6 +180,7 @@ class SimulationResult:
     seed: int
     max_retries: int
     runs: tuple[RunResult, ...]
+    pools: tuple[dict[str, Any], ...] = ()  # cluster.model.pool_settings of each pool
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -190,10 +191,11 @@ class SimulationResult:
             "pods": self.pods,
             "seed": self.seed,
             "max_retries": self.max_retries,
+            "pools": list(self.pools),
             "runs": [r.to_dict() for r in self.runs],
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SimulationResult:
         return cls(d["cluster"], d["nodes"], d["workload"], d["pods"], d["seed"], d["max_retries"],
-                   tuple(RunResult.from_dict(r) for r in d["runs"]))
+                   tuple(RunResult.from_dict(r) for r in d["runs"]), tuple(d.get("pools") or ()))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from numalign.errors import InvalidInputError
@@ -97,11 +98,20 @@ def pods_from_yaml(
                                expand_replicas=expand_replicas, skipped=skipped)
 
 
+@dataclass
+class Expansion:
+    """How workloads become pods: `replicas` copies of each (None: its own spec.replicas, or
+    spec.parallelism for a Job); `expanded` collects one note per workload expanded."""
+
+    replicas: int | None = None
+    expanded: list[str] = field(default_factory=list)
+
+
 def pods_from_documents(
     docs: list[Any],
     source: str,
     *,
-    expand_replicas: bool = False,
+    expand_replicas: bool | Expansion = False,
     skipped: list[str] | None = None,
     collect: Collector | None = None,
 ) -> list[Pod]:
@@ -122,7 +132,7 @@ def pods_from_object(
     obj: object,
     where: str,
     *,
-    expand_replicas: bool = False,
+    expand_replicas: bool | Expansion = False,
     skipped: list[str] | None = None,
     collect: Collector | None = None,
 ) -> list[Pod]:
@@ -174,7 +184,7 @@ def pod_from_dict(obj: Mapping[str, Any], where: str = "pod") -> Pod:
 
 
 def _items(
-    items: list[Any], where: str, path: str, expand_replicas: bool, skipped: list[str] | None,
+    items: list[Any], where: str, path: str, expand_replicas: bool | Expansion, skipped: list[str] | None,
     collect: Collector | None,
 ) -> list[Pod]:
     pods: list[Pod] = []
@@ -187,7 +197,7 @@ def _items(
     return pods
 
 
-def _workload_pods(obj: Mapping[str, Any], kind: str, where: str, expand_replicas: bool) -> list[Pod]:
+def _workload_pods(obj: Mapping[str, Any], kind: str, where: str, expand_replicas: bool | Expansion) -> list[Pod]:
     metadata = _mapping(obj.get("metadata"), where, "metadata")
     workload = metadata.get("name")
     if not isinstance(workload, str) or not workload:
@@ -199,7 +209,16 @@ def _workload_pods(obj: Mapping[str, Any], kind: str, where: str, expand_replica
         path = f"{path}.{key}" if path else key
         node = _mapping(node.get(key), where, path, required=True, what=f"the {kind}'s pod template")
     template_spec = _mapping(node.get("spec"), where, f"{path}.spec", required=True)
-    count = _replicas(obj, kind, where) if expand_replicas else 1
+    if isinstance(expand_replicas, Expansion):
+        own = _replicas(obj, kind, where)
+        count = own if expand_replicas.replicas is None else expand_replicas.replicas
+        field_path = ".".join(_REPLICA_FIELDS.get(kind, ()))
+        why = f"its {field_path}" if field_path else f"a {kind} makes one pod per node"
+        if expand_replicas.replicas is not None:
+            why = f"--replicas {count}; " + (f"its {field_path} is {own}" if field_path else why)
+        expand_replicas.expanded.append(f"{kind} {namespace}/{workload}: {count} pod(s) ({why})")
+    else:
+        count = _replicas(obj, kind, where) if expand_replicas else 1
     pods = []
     for i in range(count):
         name = f"{workload}-{i}"

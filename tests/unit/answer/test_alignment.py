@@ -50,7 +50,7 @@ def test_cli_json_and_text_carry_answers(tmp_path: Path) -> None:
     deploy.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 600\n"
                       "  template:\n    spec:\n      containers:\n      - name: c\n        image: x\n"
                       "        resources: {requests: {cpu: 500m, memory: 256Mi}}\n")
-    cmd = [sys.executable, "-m", "numalign.cli.main", "admit", str(deploy), "--replicas", "--machine", str(machine),
+    cmd = [sys.executable, "-m", "numalign.cli.main", "admit", str(deploy), "--machine", str(machine),
            "--max-pods", "1000"]
     out = subprocess.run([*cmd, "--output", "json"], capture_output=True, text=True, check=True)
     pods = json.loads(out.stdout)["pods"]

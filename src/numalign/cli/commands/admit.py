@@ -41,7 +41,9 @@ def register(sub: Any) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="with --state-dir: read the state files but write nothing, so it is safe to ask "
                    "\"would this pod be admitted now?\" of a live node's /var/lib/kubelet")
-    p.add_argument("--replicas", action="store_true", help="admit spec.replicas pods for each workload")
+    from numalign.cli.options.podargs import add_replicas_arg
+
+    add_replicas_arg(p)
     p.add_argument("--replace", action="store_true",
                    help="a pod of the same namespace/name already in --state-dir is removed first and the new one "
                    "admitted in its place (a new version of the same workload); without it such a pod is an error")
@@ -81,8 +83,9 @@ def run(args: argparse.Namespace) -> int:
     from numalign.cli.options.kubeletflags import FLAGS_DEST, config_from_args
     from numalign.cli.options.nodeargs import config_label, example_base, resolve_node
     from numalign.cli.options.noderecord import apply_record
+    from numalign.cli.options.podargs import expansion_notes
     from numalign.errors import InvalidInputError
-    from numalign.k8s.manifest import SUPPORTED_KINDS
+    from numalign.k8s.manifest import SUPPORTED_KINDS, Expansion
     from numalign.machine.examples import DEFAULT_MACHINE
 
     notes: list[str] = []
@@ -137,8 +140,10 @@ def run(args: argparse.Namespace) -> int:
     pods = []
     for f in pod_files:
         skipped: list[str] = []
-        found = load_pods(f, expand_replicas=args.replicas, skipped=skipped)
+        expansion = Expansion(args.replicas)
+        found = load_pods(f, expand_replicas=expansion, skipped=skipped)
         notes.extend(skipped)
+        notes.extend(expansion_notes(source_name(f), expansion))
         if not found:
             raise InvalidInputError(
                 f"{source_name(f)}: no Pod (or workload with a pod template) found"

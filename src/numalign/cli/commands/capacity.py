@@ -57,16 +57,25 @@ def run(args: argparse.Namespace) -> int:
     runs = [(spec, capacity(spec.cluster(cluster), pod, placement, running)) for spec in combos]
     notes = version_notes(cluster, args.kubelet_versions)
     if args.output != "text":
+        from numalign.cluster.model import pool_settings
+
+        settings = {p.name: pool_settings(p) for p in cluster.pools}
         docs = [{"kubeletVersion": " + ".join(dict.fromkeys(p.kubelet_version for p in pools)),
-                 "previews": spec.previews or "", "pools": [p.to_dict() for p in pools],
+                 "previews": spec.previews or "",
+                 "pools": [{**p.to_dict(), "configuration": settings[p.pool]} for p in pools],
                  "exact": sum(p.exact for p in pools), "by_requests": sum(p.by_requests for p in pools)}
                 for spec, pools in runs]
         head = {"cluster": cluster.name, "pod": source, "notes": notes}
         dump({**head, **docs[0]} if len(docs) == 1 else {**head, "runs": docs}, args.output)
         return 0
+    from numalign.cli.options.clusterargs import pool_lines
+
     print(f"cluster {cluster.name} ({cluster.node_count} nodes); pod {source}")
     for line in notes:
         print(f"# {line}")
+    print()
+    for line in pool_lines(cluster):
+        print(line)
     for spec, pools in runs:
         if len(runs) > 1:
             what = [f"kubelet {spec.kubelet_version}" if spec.kubelet_version else "each pool's kubelet version",

@@ -36,7 +36,9 @@ def register(sub: Any) -> None:
     c.add_argument("--nrts", metavar="FILE", type=Path, help="`kubectl get noderesourcetopologies -o json`")
     c.add_argument("--pods-dump", metavar="FILE", type=Path,
                    help="`kubectl get pods -A -o json`: running pods bound to their nodes first")
-    p.add_argument("--replicas", action="store_true", help="admit spec.replicas pods for each workload")
+    from numalign.cli.options.podargs import add_replicas_arg
+
+    add_replicas_arg(p)
     from numalign.cli.options.nodeargs import add_node_args
 
     add_node_args(p)
@@ -78,7 +80,15 @@ def run(args: argparse.Namespace) -> int:
         _emit(nrt_from_pod_resources(args.pod_resources_socket, machine, config,
                                      args.node_name or machine.name).to_dict(), args.output, version)
         return 0
-    pods = [pod for f in args.pods for pod in load_pods(Path(f), expand_replicas=args.replicas)]
+    from numalign.cli.options.podargs import expansion_notes
+    from numalign.k8s.manifest import Expansion
+
+    pods = []
+    for f in args.pods:
+        expansion = Expansion(args.replicas)
+        pods.extend(load_pods(Path(f), expand_replicas=expansion))
+        for line in expansion_notes(f, expansion):
+            print(f"numalign nrt: {line}", file=sys.stderr)
     from numalign.adapters.statedir.directory import state_directory
     from numalign.cli.options.nodeargs import snapshot_errors
     from numalign.run.leftovers import process_alive  # ended `numalign run` processes hold nothing

@@ -118,8 +118,10 @@ def run(args: argparse.Namespace) -> int:
                         placed=(lambda i, n: progress.note(f"run {i + 1}/{len(specs)}: {n}/{total} pods placed"))
                         if progress.on else None)
     progress.close()
+    from numalign.cluster.model import pool_settings
+
     sim = SimulationResult(cluster.name, cluster.node_count, workload.source, workload.pod_count(), args.seed,
-                           args.max_retries, tuple(results))
+                           args.max_retries, tuple(results), tuple(pool_settings(p) for p in cluster.pools))
     notes = version_notes(cluster, args.kubelet_versions)
     if args.report is not None:
         from numalign.cli.options.reportargs import write_report
@@ -133,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         for line in notes:
             print(f"# {line}")
-        _table(sim)
+        _table(sim, cluster)
     return 0
 
 
@@ -188,11 +190,16 @@ def _stranded(r: Any, k: str) -> str:
     return "-" if f is None else human(k, f.stranded)
 
 
-def _table(sim: Any) -> None:
+def _table(sim: Any, cluster: Any) -> None:
+    from numalign.cli.options.clusterargs import pool_lines
+
     # A generated workload's source already names its pod count and seed (the run's seed, as given).
     said = f"seed {sim.seed}," in sim.workload and f"{sim.pods} pods" in sim.workload
     tail = "" if said else f" ({sim.pods} pods); seed {sim.seed}"
     print(f"cluster {sim.cluster} ({sim.nodes} nodes); workload {sim.workload}{tail}")
+    print()
+    for line in pool_lines(cluster):
+        print(line)
     headers = [r.config.label for r in sim.runs]
     rows = _rows(sim)
     width0 = max(len(n) for n, _ in rows)

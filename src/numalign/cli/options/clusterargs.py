@@ -99,6 +99,32 @@ def load_workload_args(args: argparse.Namespace) -> Any:
     return generate(shapes, args.generate or count or 100, args.seed)
 
 
+MAX_POOL_LINES = 20
+
+
+def pool_lines(cluster: Any) -> list[str]:
+    """One line per node pool: its machine and what its kubelets run with (options beside each manager)."""
+    from numalign.cluster.model import pool_settings
+
+    def opts(options: dict[str, str]) -> str:
+        return "".join(f" {k}={v}" for k, v in options.items())
+
+    rows = [("POOL", "NODES", "MACHINE", "TOPOLOGY MANAGER", "CPU MANAGER", "MEMORY MANAGER", "MAX PODS")]
+    for pool in cluster.pools:
+        s = pool_settings(pool)
+        reserved = f" reserved {s['reservedSystemCPUs']}" if s["reservedSystemCPUs"] else ""
+        rows.append((s["name"], str(s["nodes"]), s["machine"],
+                     f"{s['topologyManagerPolicy']}/{s['topologyManagerScope']}{opts(s['topologyManagerPolicyOptions'])}",
+                     f"{s['cpuManagerPolicy']}{reserved}{opts(s['cpuManagerPolicyOptions'])}",
+                     s["memoryManagerPolicy"], str(s["maxPods"])))
+    shown = rows[:1 + MAX_POOL_LINES]
+    widths = [max(len(r[i]) for r in shown) for i in range(len(rows[0]))]
+    out = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in shown]
+    if len(rows) > len(shown):
+        out.append(f"... and {len(rows) - len(shown)} more pool(s) (-o json lists every pool)")
+    return out
+
+
 def dump(obj: Any, fmt: str) -> None:
     from numalign.cli.output import emit
 
