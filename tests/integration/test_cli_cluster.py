@@ -13,8 +13,9 @@ from numalign.cli.main import main
 def test_simulate_with_no_files_prints_the_comparison(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
-    header = next(line for line in out.splitlines() if "single-numa-node" in line and "default" in line)
-    assert header.split()[::2] == ["default", "nrt", "exact"]
+    header = next(line for line in out.splitlines() if line.split()[:1] == ["default"])
+    assert header.split() == ["default", "nrt", "exact"]
+    assert "every run: single-numa-node" in out.splitlines()
     row = next(line for line in out.splitlines() if line.startswith("kubelet rejections"))
     default_rej, nrt_rej, exact_rej = (int(v) for v in row.split()[2:5])
     assert default_rej > nrt_rej == exact_rej == 0
@@ -204,3 +205,64 @@ pools:
     doc = json.loads(capsys.readouterr().out)
     assert [p["name"] for p in doc["pools"]] == ["aligned", "loose"]
     assert doc["pools"][1]["cpuManagerPolicyOptions"] == {"full-pcpus-only": "true"}
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
+
+
+def test_the_timeline_table_adds_up(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--cluster", str(EXAMPLES / "cluster.yaml"), str(EXAMPLES / "deploy.yaml"),
+                 "--timeline", str(EXAMPLES / "timeline.csv"), "--jobs", "1"]) == 0
+    rows = {line[:31].strip(): line[31:].split() for line in capsys.readouterr().out.splitlines()
+            if line[:2] in ("po", "  ") and len(line) > 31}
+    pods = [int(v) for v in rows["pods"]]
+    parts = [rows[k] for k in ("placed", "unschedulable", "failed after retries", "deleted (timeline)")]
+    assert [sum(int(p[i]) for p in parts) for i in range(len(pods))] == pods
+    assert any(int(v) > 0 for v in rows["deleted (timeline)"])
+
+
+def test_many_runs_keep_table_lines_readable(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["simulate", "--generate", "12", "--jobs", "1", "--scheduler", "default", "--scheduler", "nrt",
+            "--policy", "single-numa-node", "--policy", "restricted", "--policy", "best-effort",
+            "--scope", "container", "--scope", "pod", "--cpu-manager-policy-options", "full-pcpus-only=true"]
+    assert main(args) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in out) <= 120
+    # What every run shares is said once; each of the 12 runs keeps its own column, in blocks.
+    assert "every run: full-pcpus-only=true" in out
+    heads = [line.split() for line in out if line.startswith(" " * 31) and line.split()[0] in ("default", "nrt")]
+    assert sum(len(h) for h in heads) == 12
+    assert sum(1 for line in out if line.startswith("  placed")) == len(heads) > 1
+
+
+def test_simulate_shows_progress_with_jobs_on_a_terminal_only() -> None:
+    """Several runs in worker processes report their pods placed to the terminal (stderr on a real
+    pseudo-terminal); piped, nothing is written to stderr and stdout is the same."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "numalign.cli.main", "simulate", "--generate", "40", "--jobs", "2",
+           "--scheduler", "default", "--scheduler", "exact", "-o", "json"]
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=follower, check=True, timeout=300)
+        os.close(follower)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the terminal's other end is closed and drained
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(leader)
+    shown = seen.decode()
+    # Each worker's run reports its start (and then its progress) before its result arrives.
+    assert "run 1/2: " in shown and "run 2/2: " in shown and "/40 pods placed" in shown
+    assert "2 done" in shown and shown.endswith("\x1b[2K")
+    piped = subprocess.run(cmd, capture_output=True, check=True, timeout=300)
+    assert piped.stderr == b"" and json.loads(piped.stdout)["runs"] == json.loads(proc.stdout)["runs"]

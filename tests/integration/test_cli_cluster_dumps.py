@@ -112,3 +112,48 @@ def test_nrt_of_every_node_of_a_dump(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["nrt", "--cluster", "example", "--node-name", "nope"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--node-name 'nope': no such node in cluster example" in err[0]
+
+
+def _pod_obj(name: str, node: str, cpu: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ml"},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {
+                "limits": {"cpu": cpu, "memory": "4Gi"}}}]}, "status": {"phase": "Running"}}
+
+
+def test_nrt_state_the_simulation_does_not_start_from_is_said(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The dump's NRT shows `late` on NUMA node 1 (NUMA node 0 was full when the kubelet admitted it;
+    the pod that filled it is gone). Without --pods-dump the used CPUs would be ignored; with it, `late`
+    is admitted again on an empty node and lands on NUMA node 0: both are said, one line each."""
+    from numalign.k8s.manifest import pod_from_dict
+
+    node = Node(gpu_node(), example_config())
+    first = pod_from_dict(_pod_obj("first", "gpu-a", "30"))
+    late = pod_from_dict(_pod_obj("late", "gpu-a", "8"))
+    assert node.admit(first).result.admit and node.admit(late).result.admit
+    node.remove(first.uid)
+    cap = {"cpu": "128", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"}
+    paths = tmp_path / "nodes.json", tmp_path / "nrts.json", tmp_path / "pods.json"
+    items: tuple[list[Any], ...] = ([_node("gpu-a", cap)], [node_resource_topology(node, "gpu-a").to_dict()],
+                                    [_pod_obj("late", "gpu-a", "8")])
+    for path, objs in zip(paths, items, strict=True):
+        path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}), encoding="utf-8")
+    train = tmp_path / "t.yaml"
+    train.write_text(json.dumps(_pod_obj("t", "", "2")), encoding="utf-8")
+    assert main(["capacity", str(train), "--nodes", str(paths[0]), "--nrts", str(paths[1])]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "1 node(s) have resources in use in their NodeResourceTopology" in err[0]
+    assert "gpu-a node-1: 8 cpu in use" in err[0] and "--pods-dump" in err[0]
+    assert main(["capacity", str(train), "--nodes", str(paths[0]), "--nrts", str(paths[1]),
+                 "--pods-dump", str(paths[2])]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "1 node(s) differ from their NodeResourceTopology" in err[0]
+    assert "gpu-a node-0: 8 cpu in use here, 0 in its NodeResourceTopology" in err[1]
+    # A dump whose state is reproduced (the NRT of `late` admitted first) says nothing.
+    fresh = Node(gpu_node(), example_config())
+    assert fresh.admit(late).result.admit
+    paths[1].write_text(json.dumps({"apiVersion": "v1", "kind": "List",
+                                    "items": [node_resource_topology(fresh, "gpu-a").to_dict()]}), encoding="utf-8")
+    assert main(["capacity", str(train), "--nodes", str(paths[0]), "--nrts", str(paths[1]),
+                 "--pods-dump", str(paths[2])]) == 0
+    assert capsys.readouterr().err == ""

@@ -116,7 +116,7 @@ def cluster_from_dumps(nodes_path: Path, nrts_path: Path | None, kubelet_version
             groups[key] = (pool, [])
         groups[key][1].append(name)
     pools = tuple(dataclasses.replace(pool, count=len(names), names=tuple(names)) for pool, names in groups.values())
-    return Cluster(nodes_path.stem, pools)
+    return Cluster(nodes_path.stem, pools, tuple(nrt for nrt, _ in nrts.values()))
 
 
 def _machine_key(m: Machine) -> object:

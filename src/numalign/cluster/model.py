@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from numalign.cluster.nrt import NodeResourceTopology
 from numalign.errors import ConfigError, InvalidInputError
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.kubeletconfig_flags import apply_flags
@@ -111,6 +112,8 @@ def pool_settings(pool: NodePool) -> dict[str, Any]:
 class Cluster:
     name: str
     pools: tuple[NodePool, ...]
+    # The NodeResourceTopology objects a cluster dump was built from (cluster/dumpcheck.py compares them).
+    observed: tuple[NodeResourceTopology, ...] = ()
 
     @property
     def node_count(self) -> int:

@@ -35,9 +35,9 @@ NUMAAlignment
   fewest_share    fewest / guaranteed (1.0 when there are none)
 
 ResourceFigures
-  allocatable, requested, free (= allocatable - requested), stranded (free on nodes where no pending
-  pod shape, or when nothing is pending no workload shape, would be admitted), utilisation
-  (requested / allocatable, 0..1)
+  allocatable, requested, free (= allocatable - requested), stranded (free on nodes whose kubelet
+  would admit no pod shape of the workload at the end of the run: the same shapes for every run, so
+  schedulers compare), utilisation (requested / allocatable, 0..1)
 """
 
 from __future__ import annotations

@@ -149,10 +149,9 @@ def run_one(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int,
                 queue.append(waiting.pop(uid)[0])
         schedule()
     reasons = Counter(reason for _item, reason in waiting.values())
-    pending_shapes = [(item.pod, item.placement) for item, _ in waiting.values()]
-    pending_shapes += [(item.pod, item.placement) for item in gave_up]
-    if not pending_shapes:
-        pending_shapes = [(g.pods[0], g.placement) for g in workload.groups if g.pods]
+    # Stranded capacity is measured against every pod shape of the workload, whatever is left pending:
+    # the same yardstick for every run, so schedulers compare (see _resources).
+    shapes = [(p, g.placement) for g in workload.groups for p in g.pods]
     # Before _resources: its stranded-capacity probes admit and release workload shapes on the nodes.
     occupancy = numa_occupancy(state)
     return RunResult(
@@ -167,7 +166,7 @@ def run_one(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int,
         failed=failed,
         deleted=deleted,
         alignment=_alignment(state, bound),
-        resources=_resources(state, pending_shapes),
+        resources=_resources(state, shapes),
         preexisting=preexisting,
         preexisting_rejected=preexisting_rejected,
         numa_occupancy=occupancy,
@@ -257,6 +256,10 @@ def _alignment(state: ClusterState, bound: dict[str, tuple[int, str]]) -> NUMAAl
 
 
 def _resources(state: ClusterState, shapes: list[tuple[Pod, Placement]]) -> dict[str, ResourceFigures]:
+    """Per resource: allocatable, requested, and stranded: the free amount (allocatable less requests)
+    on nodes whose kubelet, in the end state, would admit no pod shape of the workload (each shape
+    with its tolerations and node selector, passing the scheduler's fit check and the kubelet's
+    admission). Capacity no pod of this workload could use; the same shapes for every run."""
     usable = np.zeros(len(state.nodes), dtype=np.bool_)
     vectors: list[tuple[Pod, PodVector, Placement]] = []
     seen = set()

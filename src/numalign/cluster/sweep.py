@@ -184,9 +184,39 @@ def sweep_from_dict(obj: Any, where: str) -> Sweep:
     return sweep
 
 
-def _run(args: tuple[Cluster, Workload, RunSpec, int, int]) -> RunResult:
-    cluster, workload, spec, seed, max_retries = args
-    return run_one(cluster, workload, spec, seed, max_retries)
+# A worker process's end of the progress channel (set by _init_worker when the caller follows progress).
+_CHANNEL: Any = None
+# How many progress messages a run sends at most (one per this share of its pods).
+PROGRESS_STEPS = 200
+
+
+def _init_worker(channel: Any) -> None:
+    global _CHANNEL
+    _CHANNEL = channel
+
+
+def _run(args: tuple[Cluster, Workload, RunSpec, int, int, int]) -> RunResult:
+    cluster, workload, spec, seed, max_retries, index = args
+    channel = _CHANNEL
+    if channel is None:
+        return run_one(cluster, workload, spec, seed, max_retries)
+    step = max(1, workload.pod_count() // PROGRESS_STEPS)
+    # A SimpleQueue writes to its pipe before put() returns (no feeder thread), so the parent reads a
+    # run's messages before its result: the start is always shown, however short the run.
+    channel.put((index, 0))
+
+    def report(placed: int) -> None:
+        if placed % step == 0:
+            channel.put((index, placed))
+
+    return run_one(cluster, workload, spec, seed, max_retries, progress=report)
+
+
+def _relay(channel: Any, placed: Callable[[int, int], None] | None) -> None:
+    while channel is not None and not channel.empty():
+        index, count = channel.get()
+        if placed is not None:
+            placed(index, count)
 
 
 def _run_shared(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int, max_retries: int) -> RunResult:
@@ -198,8 +228,8 @@ def run_sweep(cluster: Cluster, workload: Workload, specs: Sequence[RunSpec], se
               done: Callable[[int, RunResult], None] | None = None,
               placed: Callable[[int, int], None] | None = None) -> list[RunResult]:
     """Every run, in `specs` order. jobs > 1: local worker processes; dask: a dask.distributed scheduler.
-    `done(i, result)` follows finished runs; `placed(i, pods)` the pods placed so far in a run that
-    executes in this process (one run, or jobs=1)."""
+    `done(i, result)` follows finished runs; `placed(i, pods)` the pods placed so far in a run, from
+    this process or from the local workers (every 1/PROGRESS_STEPS of the pods); not on Dask."""
     tasks = [(cluster, workload, spec, seed, max_retries) for spec in specs]
     results: list[RunResult | None] = [None] * len(tasks)
 
@@ -211,12 +241,21 @@ def run_sweep(cluster: Cluster, workload: Workload, specs: Sequence[RunSpec], se
     if dask is not None:
         _on_dask(dask, tasks, finished, connect_timeout)
     elif jobs > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
-            futures = {pool.submit(_run, t): i for i, t in enumerate(tasks)}
-            from concurrent.futures import as_completed
+        import multiprocessing
+        from concurrent.futures import FIRST_COMPLETED, wait
 
-            for f in as_completed(futures):
-                finished(futures[f], f.result())
+        context = multiprocessing.get_context()
+        channel = context.SimpleQueue() if placed is not None else None
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context,
+                                 initializer=_init_worker, initargs=(channel,)) as pool:
+            futures = {pool.submit(_run, (*t, i)): i for i, t in enumerate(tasks)}
+            running = set(futures)
+            while running:
+                ended, running = wait(running, timeout=0.2 if channel is not None else None,
+                                      return_when=FIRST_COMPLETED)
+                _relay(channel, placed)
+                for f in sorted(ended, key=lambda f: futures[f]):
+                    finished(futures[f], f.result())
     else:
         for i, (c, w, spec, s, retries) in enumerate(tasks):
             def step(n: int, i: int = i) -> None:

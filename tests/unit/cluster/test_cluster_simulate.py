@@ -16,6 +16,7 @@ from numalign.cluster.sweep import Sweep, run_sweep, sweep_from_dict
 from numalign.cluster.workload import Event, Workload, WorkloadGroup, load_timeline
 from numalign.errors import InvalidInputError
 from numalign.k8s.manifest import pods_from_yaml
+from numalign.k8s.pod import Pod
 
 
 def _pod(name: str, limits: str) -> object:
@@ -171,3 +172,42 @@ def test_exact_keeps_only_answers_a_change_cannot_affect(monkeypatch: pytest.Mon
             m.setattr(ClusterState, "_footprint", lambda self, sn, pod: -1)
             asked_again = run_one(cluster, workload, spec, seed)
         assert kept == asked_again
+
+
+def test_stranded_is_measured_against_every_shape_of_the_workload() -> None:
+    """Stranded capacity uses the same yardstick in every run: free capacity on nodes whose kubelet would
+    admit no pod shape of the workload, whatever a scheduler left pending. A scheduler that leaves a
+    huge pod pending does not make the room its small pods could still use look stranded."""
+    cluster = Cluster("c", (NodePool("p", 2, gpu_node(gpus_per_numa=1), example_config()),))
+    small = tuple(dataclasses.replace(_pod("small", "{cpu: '4', memory: 4Gi}"), name=f"small-{i}",  # type: ignore[type-var]
+                                      uid=f"s{i}") for i in range(2))
+    huge = (_pod("huge", "{cpu: '200', memory: 4Gi}"),)
+    wl = Workload([WorkloadGroup("small", small), WorkloadGroup("huge", huge)])  # type: ignore[arg-type]
+    r = run_one(cluster, wl, RunSpec("default"), 1)
+    assert r.unschedulable == 1 and r.placed == 2
+    # Both nodes still admit a small pod: nothing is stranded, although the pending pod fits nowhere.
+    assert {k: f.stranded for k, f in r.resources.items()} == dict.fromkeys(r.resources, 0)
+
+
+def test_a_timeline_run_adds_up() -> None:
+    from numalign.cluster.examples import example_cluster
+
+    cluster = example_cluster()
+    shapes: list[Pod] = [pods_from_yaml(f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: t}}
+spec:
+  containers:
+  - {{name: c, resources: {{limits: {limits}}}}}
+""")[0] for name, limits in (("a", "{cpu: '30', memory: 8Gi}"), ("b", "{cpu: '2', memory: 1Gi}"))]
+    groups = [WorkloadGroup(f"g{k}", tuple(dataclasses.replace(shapes[k % 2], name=f"g{k}-{i}", uid=f"g{k}-{i}")
+                                           for i in range(9)))
+              for k in range(4)]
+    events = [Event(0, "create", "g0"), Event(1, "create", "g1"), Event(2, "create", "g2"), Event(3, "delete", "g0"),
+              Event(4, "create", "g3"), Event(5, "delete", "g2")]
+    wl = Workload(groups, events)
+    for scheduler in ("default", "nrt", "exact"):
+        r = run_one(cluster, wl, RunSpec(scheduler), 1)
+        assert r.deleted > 0
+        assert r.placed + r.unschedulable + r.failed + r.deleted == r.pods == 36

@@ -112,11 +112,23 @@ def run(args: argparse.Namespace) -> int:
     jobs = args.jobs or min(len(specs), os.cpu_count() or 1)
     progress = Progress(f"simulate: {len(specs)} run(s) on {cluster.node_count} nodes, {workload.pod_count()} pods")
     total = workload.pod_count()
+    active: dict[int, int] = {}  # run -> pods placed so far, for the runs under way
+    ended: set[int] = set()
+
+    def placed(i: int, n: int) -> None:
+        if i not in ended:  # a worker's last message may arrive after its result
+            started = i not in active
+            active[i] = n
+            progress.note("; ".join(f"run {j + 1}/{len(specs)}: {m}/{total} pods placed"
+                                    for j, m in sorted(active.items())), force=started)
+
+    def done(i: int, r: Any) -> None:
+        ended.add(i)
+        active.pop(i, None)
+        progress.step(f"{r.config.label}: {r.placed} placed, {r.rejections} kubelet rejections")
+
     results = run_sweep(cluster, workload, specs, args.seed, args.max_retries, jobs=jobs, dask=args.dask,
-                        done=lambda i, r: progress.step(f"{r.config.label}: {r.placed} placed, "
-                                                        f"{r.rejections} kubelet rejections"),
-                        placed=(lambda i, n: progress.note(f"run {i + 1}/{len(specs)}: {n}/{total} pods placed"))
-                        if progress.on else None)
+                        done=done, placed=placed if progress.on else None)
     progress.close()
     from numalign.cluster.model import pool_settings
 
@@ -147,12 +159,16 @@ def _default_schedulers() -> list[str]:
 
 def _rows(sim: Any) -> list[tuple[str, list[str]]]:
     runs = sim.runs
+    deleted = any(r.deleted for r in runs)
     rows: list[tuple[str, list[str]]] = [
         ("kubelet version", [r.config.kubelet_version for r in runs]),
         *([("running before (dump)", [str(r.preexisting) for r in runs])] if any(r.preexisting for r in runs) else []),
+        # pods = placed + unschedulable + failed after retries (+ deleted by the timeline): the lines add up.
         ("pods", [str(r.pods) for r in runs]),
-        ("placed", [str(r.placed) for r in runs]),
-        ("unschedulable", [str(r.unschedulable) for r in runs]),
+        ("  placed", [str(r.placed) for r in runs]),
+        ("  unschedulable", [str(r.unschedulable) for r in runs]),
+        ("  failed after retries", [str(r.failed) for r in runs]),
+        *([("  deleted (timeline)", [str(r.deleted) for r in runs])] if deleted else []),
         ("kubelet rejections", [str(r.rejections) for r in runs]),
     ]
     reasons = sorted({k for r in runs for k in r.kubelet_rejections})
@@ -160,7 +176,6 @@ def _rows(sim: Any) -> list[tuple[str, list[str]]]:
     rows += [
         ("pods rejected", [str(r.rejected_pods) for r in runs]),
         ("retries", [str(r.retries) for r in runs]),
-        ("failed after retries", [str(r.failed) for r in runs]),
         ("Guaranteed on 1 NUMA node", [f"{r.alignment.share:.1%}" for r in runs]),
         ("Guaranteed on fewest possible", [f"{r.alignment.fewest_share:.1%}" for r in runs]),
     ]
@@ -190,32 +205,71 @@ def _stranded(r: Any, k: str) -> str:
     return "-" if f is None else human(k, f.stranded)
 
 
+TABLE_WIDTH = 120  # when stdout is not a terminal; a terminal's own width otherwise
+
+
 def _table(sim: Any, cluster: Any) -> None:
+    import shutil
+    import textwrap
+
     from numalign.cli.options.clusterargs import pool_lines
 
     # A generated workload's source already names its pod count and seed (the run's seed, as given).
     said = f"seed {sim.seed}," in sim.workload and f"{sim.pods} pods" in sim.workload
     tail = "" if said else f" ({sim.pods} pods); seed {sim.seed}"
-    print(f"cluster {sim.cluster} ({sim.nodes} nodes); workload {sim.workload}{tail}")
+    limit = shutil.get_terminal_size((TABLE_WIDTH, 24)).columns if sys.stdout.isatty() else TABLE_WIDTH
+    limit = max(limit, 60)
+    print(textwrap.fill(f"cluster {sim.cluster} ({sim.nodes} nodes); workload {sim.workload}{tail}", limit,
+                        subsequent_indent="  ", break_on_hyphens=False))
     print()
     for line in pool_lines(cluster):
         print(line)
-    headers = [r.config.label for r in sim.runs]
-    rows = _rows(sim)
-    width0 = max(len(n) for n, _ in rows)
-    widths = [max(len(h), *(len(v[i]) for _, v in rows)) for i, h in enumerate(headers)]
-    print()
-    print(" " * width0 + "  " + "  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True)))
-    for name, values in rows:
-        print(name.ljust(width0) + "  " + "  ".join(v.rjust(w) for v, w in zip(values, widths, strict=True)))
+    common, headers = _headers(sim)
+    if common:
+        print(f"\nevery run: {' '.join(common)}")
+    for line in table_lines(headers, _rows(sim), limit):
+        print(line)
     unsched = {k for r in sim.runs for k in r.unschedulable_reasons}
     if unsched:
         print("\nunschedulable, by the scheduler's reasons:")
         for r in sim.runs:
+            if r.unschedulable_reasons:
+                print(f"  {r.config.label}:")
             for reason, n in r.unschedulable_reasons.items():
-                print(f"  {r.config.label}: {n} pod(s): {reason}")
+                print(f"    {n} pod(s): {reason}")
     if any(r.config.scheduler == "exact" for r in sim.runs):
         print("\nexact sends a pod only to a node whose kubelet admits it: 0 kubelet rejections by construction.")
+
+
+def _headers(sim: Any) -> tuple[list[str], list[list[str]]]:
+    """The label parts every run shares (said once), and each run's own parts, one per header line."""
+    parts = [r.config.label.split(" ") for r in sim.runs]
+    common = [p for p in parts[0][1:] if all(p in q[1:] for q in parts)] if len(parts) > 1 else []
+    return common, [[q[0], *(p for p in q[1:] if p not in common)] for q in parts]
+
+
+def table_lines(headers: list[list[str]], rows: list[tuple[str, list[str]]], limit: int) -> list[str]:
+    """Runs as columns, headers stacked one part per line; when the columns are wider than `limit`,
+    they continue in blocks below, each repeating the row names."""
+    name_width = max(len(n) for n, _ in rows)
+    widths = [max(*(len(p) for p in h), *(len(v[i]) for _, v in rows)) for i, h in enumerate(headers)]
+    blocks: list[list[int]] = [[]]
+    used = name_width
+    for i, w in enumerate(widths):
+        if blocks[-1] and used + 2 + w > limit:
+            blocks.append([])
+            used = name_width
+        blocks[-1].append(i)
+        used += 2 + w
+    out: list[str] = []
+    for block in blocks:
+        out.append("")
+        for depth in range(max(len(headers[i]) for i in block)):
+            cells = [(headers[i][depth] if depth < len(headers[i]) else "").rjust(widths[i]) for i in block]
+            out.append((" " * name_width + "  " + "  ".join(cells)).rstrip())
+        for name, values in rows:
+            out.append(name.ljust(name_width) + "  " + "  ".join(values[i].rjust(widths[i]) for i in block))
+    return out
 
 
 def _csv(sim: Any) -> None:

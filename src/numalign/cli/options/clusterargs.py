@@ -70,11 +70,20 @@ def version_notes(cluster: Any, versions: list[str]) -> list[str]:
 
 
 def running_pods(args: argparse.Namespace, cluster: Any) -> list[Any]:
-    if args.pods_dump is None:
-        return []
-    from numalign.cluster.dumps import bound_pods
+    """The pods of --pods-dump bound to their nodes; what the dump's NRTs say that the simulation does not
+    start from is said on stderr (cluster/dumpcheck.py)."""
+    import logging
 
-    return bound_pods(args.pods_dump, {n for p in cluster.pools for n in p.node_names()})
+    from numalign.cluster.dumpcheck import dump_warnings
+
+    running = []
+    if args.pods_dump is not None:
+        from numalign.cluster.dumps import bound_pods
+
+        running = bound_pods(args.pods_dump, {n for p in cluster.pools for n in p.node_names()})
+    for line in dump_warnings(cluster, running):
+        logging.getLogger("numalign.cluster").warning("%s", line)
+    return running
 
 
 def load_workload_args(args: argparse.Namespace) -> Any:
@@ -159,10 +168,10 @@ class Progress:
             sys.stderr.write("\x1b[2K" + line[:200] + "\r")
             sys.stderr.flush()
 
-    def note(self, what: str) -> None:
-        """Within a step: redrawn at most ten times a second."""
+    def note(self, what: str, force: bool = False) -> None:
+        """Within a step: redrawn at most ten times a second, unless `force` (something new began)."""
         now = time.monotonic()
-        if self.on and now - self.last >= 0.1:
+        if self.on and (force or now - self.last >= 0.1):
             self.last = now
             line = f"{self.title}: {what} ({now - self.t0:.0f}s)"
             sys.stderr.write("\x1b[2K" + line[:200] + "\r")
