@@ -97,6 +97,7 @@ def pool_settings(pool: NodePool) -> dict[str, Any]:
         "name": pool.name,
         "nodes": pool.count,
         "machine": pool.machine.name,
+        "kubeletVersion": str(pool.version),
         "topologyManagerPolicy": c.topology_manager_policy,
         "topologyManagerScope": c.topology_manager_scope,
         "topologyManagerPolicyOptions": dict(sorted(c.topology_manager_policy_options.items())),

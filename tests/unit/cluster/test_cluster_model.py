@@ -60,6 +60,7 @@ def test_a_kubelet_config_file_starts_from_the_kubelets_defaults(tmp_path: Path)
         "none", "None", "restricted")
     assert (both.cpu_manager_policy, both.topology_manager_policy) == ("static", "restricted")
     assert pool_settings(cluster.pools[1]) == {
-        "name": "file-and-inline", "nodes": 1, "machine": "dual-socket", "topologyManagerPolicy": "restricted",
+        "name": "file-and-inline", "nodes": 1, "machine": "dual-socket", "kubeletVersion": "1.37.0",
+        "topologyManagerPolicy": "restricted",
         "topologyManagerScope": "container", "topologyManagerPolicyOptions": {}, "cpuManagerPolicy": "static",
         "cpuManagerPolicyOptions": {}, "reservedSystemCPUs": "", "memoryManagerPolicy": "None", "maxPods": 110}

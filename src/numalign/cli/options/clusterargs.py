@@ -118,11 +118,11 @@ def pool_lines(cluster: Any) -> list[str]:
     def opts(options: dict[str, str]) -> str:
         return "".join(f" {k}={v}" for k, v in options.items())
 
-    rows = [("POOL", "NODES", "MACHINE", "TOPOLOGY MANAGER", "CPU MANAGER", "MEMORY MANAGER", "MAX PODS")]
+    rows = [("POOL", "NODES", "MACHINE", "KUBELET", "TOPOLOGY MANAGER", "CPU MANAGER", "MEMORY MANAGER", "MAX PODS")]
     for pool in cluster.pools:
         s = pool_settings(pool)
         reserved = f" reserved {s['reservedSystemCPUs']}" if s["reservedSystemCPUs"] else ""
-        rows.append((s["name"], str(s["nodes"]), s["machine"],
+        rows.append((s["name"], str(s["nodes"]), s["machine"], s["kubeletVersion"],
                      f"{s['topologyManagerPolicy']}/{s['topologyManagerScope']}{opts(s['topologyManagerPolicyOptions'])}",
                      f"{s['cpuManagerPolicy']}{reserved}{opts(s['cpuManagerPolicyOptions'])}",
                      s["memoryManagerPolicy"], str(s["maxPods"])))
