@@ -25,13 +25,13 @@ def gpu_node(gpus_per_numa: int = 2) -> Machine:
 
 def _example() -> Cluster:
     return Cluster("example", (
-        NodePool("gpu", 8, gpu_node(), example_config(), labels={"pool": "gpu"}),
-        NodePool("cpu", 4, example("epyc-nps4"), example_config(), labels={"pool": "cpu"}),
+        NodePool("gpu", 8, gpu_node(), example_config(gpu_node()), labels={"pool": "gpu"}),
+        NodePool("cpu", 4, example("epyc-nps4"), example_config(example("epyc-nps4")), labels={"pool": "cpu"}),
     ))
 
 
 def _bench() -> Cluster:
-    return Cluster("bench", (NodePool("gpu", 1000, gpu_node(), example_config()),))
+    return Cluster("bench", (NodePool("gpu", 1000, gpu_node(), example_config(gpu_node())),))
 
 
 CLUSTERS: Final[dict[str, Callable[[], Cluster]]] = {"example": _example, "bench": _bench}

@@ -36,6 +36,7 @@ from typing import Any, Final
 
 from numalign.cluster.nrt import NodeResourceTopology
 from numalign.errors import ConfigError, InvalidInputError
+from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.kubeletconfig_flags import apply_flags
 from numalign.k8s.kubeletconfig_read import config_from_dict, config_from_yaml
@@ -43,6 +44,7 @@ from numalign.k8s.previews import NO_PREVIEWS, Previews
 from numalign.kubelet.devicemanager.endpoint import Device as EndpointDevice
 from numalign.kubelet.node import Node
 from numalign.limits import MAX_CLUSTER_NODES, check_count, quote
+from numalign.machine.examples import first_core
 from numalign.machine.topology import Machine
 from numalign.paths import DATA_DIR
 
@@ -149,8 +151,13 @@ class Cluster:
         return dataclasses.replace(self, pools=tuple(pools))
 
 
-def example_config() -> KubeletConfig:
-    return config_from_yaml(EXAMPLE_CONFIG_FILE.read_text(encoding="utf-8"), "built-in example-kubelet-config")
+def example_config(machine: Machine | None = None) -> KubeletConfig:
+    """The built-in example configuration; on a given machine its reservedSystemCPUs are that machine's
+    first core (machine.examples.first_core), as `numalign admit` fits it."""
+    config = config_from_yaml(EXAMPLE_CONFIG_FILE.read_text(encoding="utf-8"), "built-in example-kubelet-config")
+    if machine is None:
+        return config
+    return dataclasses.replace(config, reserved_system_cpus=format_cpuset(first_core(machine)))
 
 
 def devices_per_numa(resource: str, per_numa: Mapping[int, int], prefix: str) -> list[EndpointDevice]:
@@ -235,7 +242,7 @@ def _pool(obj: Any, path: Path, where: str) -> NodePool:
     replaced = {str(r): _devices(str(r), v, path, f"{where}.devices.{r}", machine, name) for r, v in devices.items()}
     if replaced:
         machine = with_devices(machine, replaced)
-    config = _config(obj, path, where)
+    config = _config(obj, path, where, machine)
     try:
         config.validate()
     except InvalidInputError as e:
@@ -294,13 +301,13 @@ def _devices(resource: str, value: Any, path: Path, where: str, machine: Machine
     return devs
 
 
-def _config(obj: Mapping[str, Any], path: Path, where: str) -> KubeletConfig:
+def _config(obj: Mapping[str, Any], path: Path, where: str, machine: Machine) -> KubeletConfig:
     from numalign.k8s.kubeletconfig import load_yaml_mapping
 
     file = obj.get("kubeletConfig")
     inline = obj.get("kubelet")
     if file is None and inline is None:
-        return example_config()
+        return example_config(machine)
     base: dict[str, Any] = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration"}
     source = f"{path}: {where}.kubelet"
     if file is None:

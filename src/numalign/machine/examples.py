@@ -200,3 +200,10 @@ def example(name: str = DEFAULT_MACHINE) -> Machine:
     if name not in _cache:
         _cache[name] = EXAMPLES[name]()
     return _cache[name]
+
+
+def first_core(machine: Machine) -> list[int]:
+    """The threads of the core holding the machine's lowest online CPU: what the built-in example
+    configuration reserves (reservedSystemCPUs), as one would leave the first core to the system."""
+    lowest = min(machine.online_cpus(), default=0)
+    return next((sorted(core) for core in machine.physical_cores() if lowest in core), [lowest])

@@ -1,9 +1,9 @@
 """A compact text picture of the NUMA nodes and what holds them, for `discover` and `pods`.
 
 One line per NUMA node: a character per CPU (ascending ids; a letter names the container holding it,
-`r` a reserved CPU, `.` a free one), then memory held of the node's total and devices held of those on
-the node. Colour (ANSI) only when asked, which the CLI does on a terminal without NO_COLOR; the letters
-carry the same information without it."""
+`r` a reserved CPU, `.` a free one; the header names the letters in use), then memory held of the
+node's total and devices held of those on the node. Colour (ANSI) only when asked, which the CLI
+does on a terminal without NO_COLOR; the letters carry the same information without it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from numalign.report.machine_svg import Owners
 from numalign.report.view import NodeView
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-_ANSI = (34, 33, 32, 31, 35, 36, 94, 93, 92, 91, 95, 96)  # follows the report's palette order loosely
+# Containers' colours, never green: green is a free CPU's, dim a reserved one's.
+_ANSI = (34, 33, 31, 35, 36, 94, 93, 91, 95, 96)
 WRAP = 64
 
 
@@ -20,11 +21,21 @@ def _letter(i: int) -> str:
     return _LETTERS[i] if i < len(_LETTERS) else "#"
 
 
+def _legend(owners: int) -> str:
+    """The header's key for the letters actually used: a-z, then A-Z, 0-9, then # for the rest."""
+    if not owners:
+        return ""
+    used = _LETTERS[:owners]
+    spans = [f"{s[0]}-{s[-1]}" if len(s) > 1 else s for s in (used[:26], used[26:52], used[52:62]) if s]
+    more = ", #: more" if owners > len(_LETTERS) else ""
+    return f"{', '.join(spans)}{more}: containers holding CPUs, "
+
+
 def _paint(s: str, code: int | None, color: bool) -> str:
     return f"\x1b[{code}m{s}\x1b[0m" if color and code is not None else s
 
 
-def _runs(cells: list[tuple[str, int]], color: bool) -> str:
+def _runs(cells: list[tuple[str, int | None]], color: bool) -> str:
     """One escape sequence per run of same-coloured cells, not per cell."""
     out, i = [], 0
     while i < len(cells):
@@ -42,10 +53,10 @@ def terminal_picture(view: NodeView, *, color: bool = False) -> str:
     width = max((len(n.cpus) for n in m.numa_nodes), default=0)
     width = min(width, WRAP)
     label_w = len(f"NUMA {max(m.numa_ids())}")
-    lines = [f"NUMA nodes of {m.name} ({'a-z: containers holding CPUs, ' if owners.names else ''}"
+    lines = [f"NUMA nodes of {m.name} ({_legend(len(owners.names))}"
              f"{'r: reserved, ' if view.reserved_cpus else ''}.: free)"]
     for node in m.numa_nodes:
-        cells: list[tuple[str, int]] = []
+        cells: list[tuple[str, int | None]] = []
         for cpu in sorted(node.cpus):
             owner = owners.cpu.get(cpu)
             if owner is not None:
@@ -53,7 +64,7 @@ def terminal_picture(view: NodeView, *, color: bool = False) -> str:
             elif cpu in view.reserved_cpus:
                 cells.append(("r", 2))  # dim
             else:
-                cells.append((".", 32))  # green: free
+                cells.append((".", 32))  # free: green, a colour no container has
         rows = [_runs(cells[i:i + WRAP], color) for i in range(0, len(cells), WRAP)] or [""]
         widths = [len(cells[i:i + WRAP]) for i in range(0, len(cells), WRAP)] or [0]
         mem = sum(size for (n, kind), parts in owners.memory.items() if n == node.id and kind == "memory"

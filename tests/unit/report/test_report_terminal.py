@@ -162,3 +162,33 @@ def test_admit_shows_progress_on_a_terminal_only() -> None:
     assert ESC not in out  # the answer on stdout (a pipe) stays plain
     piped = subprocess.run([*EXE, "admit"], capture_output=True, text=True, env=_env(), timeout=60, check=True)
     assert piped.stderr == ""
+
+
+def test_the_header_names_every_letter_in_use_and_no_container_is_green() -> None:
+    from numalign.report.terminal import _ANSI
+
+    node = Node(example("numa-64"), static_node_config(options="max-allowable-numa-nodes: \"64\"", reserved="0"))
+    records = [node.admit(_pod(f"p{i}", "2")) for i in range(30)]
+    view = node_view_from_records(node.machine, [r.to_dict() for r in records])
+    header = terminal_picture(view).splitlines()[0]
+    assert "(a-z, A-D: containers holding CPUs" in header  # 30 containers: past z
+    assert 32 not in _ANSI and 92 not in _ANSI  # green is a free CPU's colour only
+
+
+def test_pods_of_a_state_directory_mark_reserved_cpus_and_draw_app_containers_over_init_ones(
+    tmp_path: Path,
+) -> None:
+    from numalign.cli.main import main
+
+    state = tmp_path / "state"
+    assert main(["admit", "--state-dir", str(state), "-o", "json"]) == 0
+    out = _run_in_pty(["pods", "--state-dir", str(state)], _env(NO_COLOR="1"))
+    lines = out.replace("\r", "").splitlines()
+    numa0 = next(line for line in lines if line.startswith("NUMA 0 "))
+    cells = numa0.split()[2]
+    # The built-in example reserves CPU 0's core (0 and 64 on dual-socket): marked r, as serve's view marks them.
+    assert cells[0] == "r" and "r: reserved" in lines[lines.index(numa0) - 1]
+    # net/dpdk-router's init container `setup` ran on CPU 5, which its app container `router` reuses: the
+    # picture gives CPU 5 to router, as the text does.
+    router = next(line.split()[0] for line in lines if line.strip().endswith("net/dpdk-router router"))
+    assert cells[5] == router

@@ -106,13 +106,14 @@ def run(args: argparse.Namespace) -> int:
     # Without --config the built-in example stands in for the config file, pods or no pods, and
     # flags override it field by field as they would a file (so the fix a refusal suggests,
     # e.g. --policy-option max-allowable-numa-nodes=16, changes only that field).
-    base = example_base(args)
+    base = example_base(args, machine)
     config = config_from_args(args, base=base)
     if base is not None:
         overrides = ", ".join(dict.fromkeys(name for name, _ in flags))
         notes.append(
             f"kubelet config: built-in example {EXAMPLE_CONFIG} ({base.cpu_manager_policy} CPU manager, "
-            f"{base.memory_manager_policy} memory manager, {base.topology_manager_policy})"
+            f"{base.memory_manager_policy} memory manager, {base.topology_manager_policy}; reservedSystemCPUs "
+            f"{base.reserved_system_cpus}: the machine's first core)"
             + (f", overridden by {overrides}" if overrides else "; pass --config or kubelet flags to change it")
         )
     elif flags:

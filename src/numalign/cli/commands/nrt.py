@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from numalign.cli.options.nodeargs import node_config, resolve_node
 
     machine, _ = resolve_node(args, DEFAULT_MACHINE)
-    config = node_config(args)
+    config = node_config(args, machine)
     from numalign.cli.options.versionargs import node_previews, node_version
 
     notes: list[str] = []

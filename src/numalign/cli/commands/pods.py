@@ -145,7 +145,7 @@ def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, 
                                      args.state_dir / POD_RECORD_FILE)):
         return None, None
     with snapshot_errors(args):
-        node = Node(machine, node_config(args), store=state_directory(args.state_dir, read_only=True),
+        node = Node(machine, node_config(args, machine), store=state_directory(args.state_dir, read_only=True),
                     process_alive=process_alive,  # ended `numalign run` processes hold nothing
                     kubelet_version=version, previews=previews)
     listed = None
@@ -153,6 +153,10 @@ def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, 
     if snap is not None and (snap.root / PODS_MEMBER).is_file():
         listed = json.loads((snap.root / PODS_MEMBER).read_text(encoding="utf-8"))
     doc: dict[str, Any] = {"pods": state_pods(node, listed), **version_fields(version, previews)}
+    from numalign.k8s.cpuset import format_cpuset
+
+    # The reserved CPUs, as the agent's status file gives them, so the picture marks them here too.
+    doc["reserved_cpus"] = format_cpuset(node.cpu.reserved_cpus)
     view = node_view_from_status(machine, doc, title=f"numalign pods: {machine.name}",
                                  notes=[f"from the state files in {where}", *notes])
     return doc, view

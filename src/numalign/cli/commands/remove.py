@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from numalign.cli.options.versionargs import node_version
 
     version = node_version(args, [])
-    config = node_config(args)
+    config = node_config(args, machine)
     removed = []
     check_state_dir(args.state_dir)
     with acquire_owner(args.state_dir, "numalign remove"):

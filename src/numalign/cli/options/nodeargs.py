@@ -94,20 +94,34 @@ def builtin_config(name: str) -> Any:
     return config_from_yaml(data_file(name).read_text(encoding="utf-8"), f"built-in {name}")
 
 
-def example_base(args: argparse.Namespace) -> Any:
-    """The built-in example configuration when neither --config nor --node names one, else None."""
+def example_base(args: argparse.Namespace, machine: Any = None) -> Any:
+    """The built-in example configuration when neither --config nor --node names one, else None. On a
+    given machine its reservedSystemCPUs are that machine's first core (see example_for)."""
     if not getattr(args, "kubelet_config", None) and getattr(args, "node_snapshot", None) is None:
-        return builtin_config(EXAMPLE_CONFIG)
+        config = builtin_config(EXAMPLE_CONFIG)
+        return config if machine is None else example_for(config, machine)
     return None
 
 
-def node_config(args: argparse.Namespace) -> Any:
+def example_for(config: Any, machine: Any) -> Any:
+    """The example configuration fitted to `machine`: the file's reservedSystemCPUs ("0,64", CPU 0's
+    core on the default dual-socket machine) become the threads of this machine's first core, so a
+    16-CPU machine is not refused and a DGX shape does not lose an arbitrary CPU 64."""
+    import dataclasses
+
+    from numalign.k8s.cpuset import format_cpuset
+    from numalign.machine.examples import first_core
+
+    return dataclasses.replace(config, reserved_system_cpus=format_cpuset(first_core(machine)))
+
+
+def node_config(args: argparse.Namespace, machine: Any = None) -> Any:
     """The kubelet configuration as `admit` builds it: --config (or the snapshot's; the kubelet's
     defaults for a snapshot without one), else the built-in example configuration; kubelet flags
     override either field by field."""
     from numalign.cli.options.kubeletflags import config_from_args
 
-    return config_from_args(args, base=example_base(args))
+    return config_from_args(args, base=example_base(args, machine))
 
 
 def state_pods(node: Any, listed: Any = None) -> dict[str, dict[str, Any]]:
@@ -122,7 +136,11 @@ def state_pods(node: Any, listed: Any = None) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for uid, names in sorted(containers.items()):
         pod = node.pods.get(uid)
-        allocations = {c: node.allocation(uid, c).to_dict() for c in sorted(names)}
+        # The pod's own order (init containers first), so a picture draws an app container that reuses a
+        # finished init container's CPUs over it, as the text gives them.
+        order = [c.name for c in pod.all_containers() if c.name in names] if pod else []
+        order += sorted(names - set(order))
+        allocations = {c: node.allocation(uid, c).to_dict() for c in order}
         named = (pod.namespace, pod.name) if pod else _listed_name(listed, allocations)
         out[uid] = {
             "uid": uid,
