@@ -10,7 +10,8 @@ descendants inherit, and a run's leftovers are:
 * the processes in its cgroup (cgroup.procs), when it has one;
 * the processes started after the run whose environment names its pod (they inherited it);
 * the processes started after the run whose CPU affinity lies inside the exclusive CPUs it held
-  (they inherited the pinning but cleared their environment), unless they carry another run's marker.
+  (they inherited the pinning but cleared their environment), unless they carry another run's marker
+  or have a live parent that is not a leftover (then they are someone else's: a taskset in a shell).
 
 The first two are ended (SIGKILL), as a container's are. The third are never signalled, since nothing
 proves they are the run's: while one runs, the run's pod stays recorded, so its CPUs are not handed to
@@ -117,7 +118,36 @@ def leftovers(record: Mapping[str, Any], proc: Path = PROC) -> tuple[set[int], s
         elif exclusive and (affinity := _affinity(pid, proc)) is not None and affinity and affinity <= exclusive:
             pinned.add(pid)
     ours.discard(ref.pid)
-    return {p for p in ours if _running(p, proc)}, {p for p in pinned if _running(p, proc)}
+    # A pinned process is taken for the run's only when it was left behind: orphaned (its parent is PID 1
+    # or a service manager that adopts orphans) or the child of another leftover. A pinned process with
+    # a live parent of its own (a shell's taskset, another tool) is someone else's.
+    adopted = {pid for pid in pinned if _orphaned(pid, proc)}
+    grew = True
+    while grew:
+        more = {pid for pid in pinned - adopted if _parent(pid, proc) in adopted | ours}
+        adopted |= more
+        grew = bool(more)
+    return {p for p in ours if _running(p, proc)}, {p for p in adopted if _running(p, proc)}
+
+
+def _parent(pid: int, proc: Path) -> int | None:
+    try:
+        stat = (proc / str(pid) / "stat").read_bytes()
+    except OSError:
+        return None
+    return int(stat[stat.rfind(b")") + 2:].split()[1])
+
+
+def _orphaned(pid: int, proc: Path) -> bool:
+    parent = _parent(pid, proc)
+    if parent is None:
+        return False
+    if parent == 1:
+        return True
+    try:  # a user's service manager (systemd --user) adopts orphans as a subreaper
+        return (proc / str(parent) / "comm").read_text(encoding="utf-8", errors="replace").strip() == "systemd"
+    except OSError:
+        return False
 
 
 def _running(pid: int, proc: Path) -> bool:
