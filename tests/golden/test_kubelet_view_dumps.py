@@ -6,17 +6,22 @@ hand-checked cases below pin each kind of difference from hwloc's reading."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from support import kubelet_view
-from support.dumps import TARBALL_IDS, TARBALLS, extracted
+from support.dumps import HWLOC, TARBALL_IDS, TARBALLS, extracted
+from support.sysfs_tree import write_sysfs
 
-from numalign.adapters.sysfs import discover_sysfs, discover_sysfs_hwloc
+from numalign.adapters.sysfs import discover_sysfs, discover_sysfs_hwloc, load_machine
+from numalign.core.policies.startup import StartupError, start_policy
 from numalign.errors import ConfigError, DiscoveryError
 from numalign.kubelet.cpumanager.manager import new_cpu_manager_policy
 from numalign.kubelet.cpumanager.topology import CPUTopology
+from numalign.kubelet.node import numa_info_for
 from numalign.machine.cadvisor import machine_from_cadvisor, machine_to_cadvisor
+from numalign.machine.fileformat import machine_from_dict, machine_to_dict
 from numalign.machine.topology import Machine
 
 _views: dict[str, tuple[dict[str, object], Machine | DiscoveryError]] = {}
@@ -55,12 +60,34 @@ def test_every_dump_reads_as_the_kubelet_reads_it(tarball: Path, tmp_path_factor
     assert got.hugepages_by_node() == {n: {kb * 1024: c for kb, c in sizes.items()} for n, sizes in hp.items()}
     rows = exp["distances"]
     assert isinstance(rows, dict)
-    ids = sorted(nodes)
-    usable = all(r is not None and len(r) > max(ids) and all(r[i] > 0 for i in ids) for r in rows.values())
-    if usable:
-        assert got.distance_matrix() == {n: [rows[n][i] for i in ids] for n in ids}
+    # The kubelet keeps each node's row as sysfs gives it, by node id (sparse ids and memory tiers too).
+    if all(r is not None for r in rows.values()):
+        assert got.kubelet_distances() == {n: tuple(r) for n, r in rows.items()}
     else:
-        assert got.distance_matrix() is None
+        assert got.kubelet_distances() is None
+    topo = CPUTopology.from_machine(got)
+    assert (topo.num_cpus, topo.num_cores, topo.num_sockets) == (
+        exp["num_cores"], exp["num_physical_cores"], exp["num_sockets"])
+
+
+@pytest.mark.parametrize("tarball", TARBALLS, ids=TARBALL_IDS)
+def test_a_dump_given_as_an_archive_reads_as_the_same_dump_extracted(
+    tarball: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    _, _, extracted_machine = _view(tarball, tmp_path_factory)
+    try:
+        archived: Machine | DiscoveryError = load_machine(str(tarball))
+    except DiscoveryError as e:
+        archived = e
+    if isinstance(extracted_machine, DiscoveryError):
+        assert isinstance(archived, DiscoveryError)
+        return
+    assert isinstance(archived, Machine), archived
+    assert archived.cpu_infos() == extracted_machine.cpu_infos()
+    assert archived.cadvisor_numa_order() == extracted_machine.cadvisor_numa_order()
+    assert archived.memory_by_node() == extracted_machine.memory_by_node()
+    assert archived.kubelet_distances() == extracted_machine.kubelet_distances()
+    assert archived.cadvisor == extracted_machine.cadvisor
 
 
 @pytest.mark.parametrize("tarball", TARBALLS, ids=TARBALL_IDS)
@@ -89,6 +116,8 @@ def test_cadvisor_json_round_trip_keeps_the_kubelet_view(
     assert again.cpu_infos() == got.cpu_infos()
     assert again.memory_by_node() == got.memory_by_node()
     assert again.distance_matrix() == got.distance_matrix()
+    assert again.kubelet_distances() == got.kubelet_distances() and again.cadvisor == got.cadvisor
+    assert machine_from_dict(machine_to_dict(got), "file") == got  # the machine file keeps cadvisor's counts
 
 
 # ---- each kind of difference from hwloc, on the dumps that show it ----------------------------------
@@ -145,9 +174,66 @@ def test_membership_comes_from_the_node_links(tmp_path_factory: pytest.TempPathF
     assert hw.numa_ids() != got.numa_ids() or {c.id: c.numa_node for c in hw.cpus} != owner
 
 
-def test_sparse_node_ids_lose_their_distances(tmp_path_factory: pytest.TempPathFactory) -> None:
-    # The kubelet indexes each raw row by node id: rows of 8 entries cannot be read at node 73.
+def test_sparse_node_ids_keep_their_raw_rows_and_prefer_closest_says_the_kubelet_would_crash(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # Rows of 8 entries (one per online node), which the kubelet indexes by node id up to 73.
     _, exp, got = _view(_tar("48amd64-4pa2n6c-sparse"), tmp_path_factory)
-    assert isinstance(got, Machine) and got.distance_matrix() is None
-    rows = exp["distances"]
-    assert isinstance(rows, dict) and all(r is not None and len(r) == 8 for r in rows.values())
+    assert isinstance(got, Machine)
+    rows = got.kubelet_distances()
+    raw = exp["distances"]
+    assert isinstance(raw, dict) and rows is not None and rows == {n: tuple(r) for n, r in raw.items()}
+    assert all(len(r) == 8 for r in rows.values()) and max(rows) == 73
+    assert got.distance_matrix() is None  # numalign's by-position view cannot place them
+    numa = numa_info_for(got)
+    start_policy("best-effort", numa, {"max-allowable-numa-nodes": "8"})  # without the option it starts
+    with pytest.raises(StartupError, match=r"distance row has 8 entries, but the node ids reach 73: the kubelet "
+                                           r"starts, then crashes \(index out of range\)"):
+        start_policy("best-effort", numa, {"prefer-closest-numa-nodes": "true", "max-allowable-numa-nodes": "8"})
+
+
+def test_an_offline_cpu0_on_an_offline_node0(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # /proc/cpuinfo still lists both packages: NumSockets 2; node 1 keeps its raw row [21, 10].
+    _, exp, got = _view(_tar("offline-cpu0-node0"), tmp_path_factory)
+    assert isinstance(got, Machine) and got.numa_ids() == [1]
+    assert CPUTopology.from_machine(got).num_sockets == 2 == exp["num_sockets"]
+    assert got.kubelet_distances() == {1: (21, 10)}
+    exported = machine_to_cadvisor(got)
+    assert exported["num_sockets"] == 2 and exported["topology"][0]["distances"] == [21, 10]
+
+
+def test_a_cpu_linked_under_two_nodes_counts_in_both(tmp_path: Path) -> None:
+    """Heterogeneous CPU NUMA (a node whose CPUs another node lists too): cadvisor lists the CPUs under
+    both nodes, Discover sums NumCPUs and NumCores over them and its CPU details keep the last node."""
+    root = write_sysfs(tmp_path / "root", nodes=2, cores=4, threads=2)
+    node1 = root / "sys/devices/system/node/node1"
+    for cpu in (0, 8, 1, 9):  # node 0's first two cores, linked from node 1 as well
+        (node1 / f"cpu{cpu}").symlink_to(f"../../cpu/cpu{cpu}")
+    exp = kubelet_view.read(str(root))
+    got = discover_sysfs(root)
+    topo = CPUTopology.from_machine(got)
+    assert (topo.num_cpus, topo.num_cores) == (exp["num_cores"], exp["num_physical_cores"]) == (20, 10)
+    assert {i.id: (i.numa_node, i.socket, i.core, i.uncore) for i in got.cpu_infos()} == exp["cpus"]
+    details = exp["cpus"]
+    assert isinstance(details, dict) and len(details) == 16 and {details[c][0] for c in (0, 1, 8, 9)} == {1}
+
+
+def test_discover_reads_an_archive_as_the_same_dump_extracted(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--machine X.tar.bz2` warns as `--sysfs-root` does, and honours --hwloc."""
+    from numalign.cli.main import main
+
+    tarball = str(_tar("16amd64-8n2c"))
+    assert main(["discover", "--machine", tarball, "-o", "json"]) == 0
+    shown = capsys.readouterr()
+    assert "cadvisor counts no CPU on this machine" in shown.err and "hwloc reads this sysfs differently" in shown.err
+    assert main(["discover", "--machine", tarball, "--hwloc", "-o", "json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["cpus"]) == 16  # hwloc reads cpumap
+
+
+def test_hwloc_xml_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    from numalign.cli.main import main
+
+    xml = HWLOC.parent / "xml" / "nvidiaDGX2.xml"
+    assert main(["discover", "--machine", str(xml)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert f"{xml}: an hwloc XML topology; --machine does not read hwloc XML" in line and "found a str" not in line

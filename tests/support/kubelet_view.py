@@ -1,11 +1,16 @@
 """An independent, deliberately plain reading of a sysfs tree as the kubelet sees it, for the dump tests:
-cadvisor v0.53.0's GetNodesInfo (utils/sysinfo/sysinfo.go, utils/sysfs/sysfs.go) followed line by line,
-then topology.Discover (pkg/kubelet/cm/cpumanager/topology/topology.go). It shares no code with
-numalign's reader and handles only what the dumps contain; anything else raises.
+cadvisor's GetNodesInfo (utils/sysinfo/sysinfo.go, utils/sysfs/sysfs.go) and the MachineInfo counts of
+machine/info.go (GetSockets, machine/machine.go) followed line by line, then topology.Discover
+(pkg/kubelet/cm/cpumanager/topology/topology.go). These files read the same from cadvisor v0.52.1 to
+v0.57.0, the versions kubelets 1.33 to 1.37 vendor. It shares no code with numalign's reader (it imports
+nothing from numalign) and handles only what the dumps contain; anything else raises.
 
-Result: {"cpus": {cpu: (numa node, socket, core id, uncore id)}, "nodes": [ids in cadvisor order],
-"memory": {node: bytes}, "hugepages": {node: {page size kB: pages}}, "distances": {node: raw row},
-"num_cores": cadvisor's logical CPU count}.
+Result: {"cpus": {cpu: (numa node, socket, core id, uncore id)} (CPUDetails: a CPU listed under two
+nodes keeps the last), "nodes": [ids in cadvisor order], "memory": {node: bytes}, "hugepages": {node:
+{page size kB: pages}}, "distances": {node: raw row, as sysfs gives it, kept by node id},
+"num_cores": cadvisor's NumCores (logical CPUs: Discover's NumCPUs), "num_sockets": cadvisor's
+NumSockets (Discover's NumSockets), "num_physical_cores": Discover's NumCores (each node's cores
+counted, so a core listed under two nodes counts twice)}.
 """
 
 from __future__ import annotations
@@ -163,7 +168,8 @@ def read(root: str) -> dict[str, Any]:
             _caches(root, node)
             nodes.append(node)
         logical = len(cpu_dirs)
-    # topology.Discover
+    # topology.Discover: NumCores is the number of cores each node lists, summed
+    physical_cores = sum(len(n["cores"]) for n in nodes)
     cpus: dict[int, tuple[int, int, int, int]] = {}
     for node in nodes:
         for core in node["cores"]:
@@ -177,4 +183,29 @@ def read(root: str) -> dict[str, Any]:
         "hugepages": {n["id"]: n["hugepages"] for n in nodes},
         "distances": {n["id"]: n["distances"] for n in nodes},
         "num_cores": logical,
+        "num_sockets": _sockets(root),
+        "num_physical_cores": physical_cores,
     }
+
+
+_PHYSICAL_ID = re.compile(r"(?m)^physical id\s*:\s*([0-9]+)$")
+
+
+def _sockets(root: str) -> int:
+    """machine.GetSockets: distinct "physical id" values of /proc/cpuinfo (which lists online CPUs);
+    none there: sysfs.GetUniqueCPUPropertyCount(cpu dir, "physical_package_id"). A dump without
+    proc/cpuinfo is read as a cpuinfo without physical ids (cadvisor on the live machine had one)."""
+    cpuinfo = _file(f"{root}/proc/cpuinfo") or ""
+    found = set(_PHYSICAL_ID.findall(cpuinfo))
+    if found:
+        return len(found)
+    uniques = set()
+    online_path = f"{root}/sys/devices/system/cpu/online"
+    for d in _go_glob(f"{root}/sys/devices/system/cpu/cpu*[0-9]"):
+        cpu = int(re.search(r"cpu(\d+)$", d).group(1))  # type: ignore[union-attr]
+        if _file(online_path) is not None and not _online_ok(root, cpu):
+            continue  # isCPUOnline: offline, or an online file it cannot parse
+        prop = _file(d + "/topology/physical_package_id")
+        pkg = _file(d + "/topology/physical_package_id")
+        uniques.add(f"{(prop if prop is not None else '0').strip()}_{(pkg if pkg is not None else '0').strip()}")
+    return len(uniques)

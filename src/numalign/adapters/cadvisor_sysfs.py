@@ -48,6 +48,7 @@ _NODE_ID = re.compile(r"node/node(\d*)")
 _CPU_ID = re.compile(r"/cpu(\d+)")
 _MEMTOTAL = re.compile(r"MemTotal:\s*([0-9]+) kB")
 _GO_INT = re.compile(r"[+-]?[0-9]+")
+_PHYSICAL_ID = re.compile(r"^physical id\s*:\s*([0-9]+)$", re.MULTILINE)
 _INT64 = 2**63
 
 
@@ -304,6 +305,31 @@ class _CadvisorSysfs:
         # Here cadvisor's CPU count is every cpuN directory, online or not.
         return nodes, len(cpu_dirs)
 
+    # ---- machine.GetSockets -------------------------------------------------------------------------
+
+    def sockets(self) -> int:
+        """MachineInfo.NumSockets: the distinct "physical id"s of /proc/cpuinfo, which lists the online
+        CPUs (a package whose CPUs are all offline still counts when one is listed there); when it
+        names none, the distinct (package id, package id) pairs of the online cpuN directories, a
+        missing file read as "0" (sysfs.GetUniqueCPUPropertyCount). A dump without proc/cpuinfo is
+        read as a cpuinfo without physical ids: cadvisor on the live machine had one."""
+        text = _read(self.root / "proc" / "cpuinfo")
+        ids = set(_PHYSICAL_ID.findall(text)) if text is not None else set()
+        if ids:
+            return len(ids)
+        online_file = (self.cpu_root / "online").exists()
+        seen: set[tuple[str, str]] = set()
+        for cpu_dir in _glob(self.cpu_root, "cpu"):
+            m = _CPU_ID.search(str(cpu_dir))
+            if m is None:
+                return 0  # cadvisor gives up on the count
+            if online_file and not self.is_online(_dec(m.group(1), cpu_dir, MAX_CPU_ID)):
+                continue
+            value = _read(cpu_dir / "topology" / "physical_package_id")
+            package = (value if value is not None else "0").strip()
+            seen.add((package, package))
+        return len(seen)
+
     def node_memory(self, node_dir: Path) -> int:
         text = _read(node_dir / "meminfo")
         if text is None:
@@ -380,4 +406,4 @@ def read_machine_info(root: Path) -> dict[str, Any]:
     capacity = 0
     if text is not None and (m := _MEMTOTAL.search(text)) is not None:
         capacity = _dec(m.group(1), meminfo) * 1024
-    return {"num_cores": num_cores, "memory_capacity": capacity, "topology": topology}
+    return {"num_cores": num_cores, "num_sockets": fs.sockets(), "memory_capacity": capacity, "topology": topology}

@@ -51,6 +51,14 @@ class NUMAInfo:
                 "(give the machine's distance matrix or drop the option)"
             )
 
+    def short_rows(self) -> list[tuple[int, int]]:
+        """(node, row length) of each row the kubelet would index past: rows are indexed by node id, and
+        sysfs writes one entry per online node, so sparse ids (0,1,4,5) reach past the row."""
+        if self.distances is None or not self.nodes:
+            return []
+        top = max(self.nodes)
+        return [(n, len(row)) for n, row in self.distances.items() if n in self.nodes and len(row) <= top]
+
     def average_distance(self, mask: int) -> float:
         """Upstream CalculateAverageFor: mean of d[i][j] over ordered pairs of set ids, i == j included."""
         cached = self._avg_cache.get(mask)

@@ -64,24 +64,11 @@ _PINNING_METRICS = (m.CPU_PINNING_REQUESTS, m.CPU_PINNING_ERRORS, m.MEM_PINNING_
 
 
 def numa_info_for(machine: Machine) -> NUMAInfo:
-    """The kubelet's NUMAInfo: node ids in cadvisor order, distance rows indexed by node id.
-
-    Machine rows are indexed by position (as sysfs writes them); upstream indexes them by node id,
-    which is the same for contiguous ids. For sparse ids the kubelet would index past the row; we map
-    positions to ids instead so such machines still work."""
+    """The kubelet's NUMAInfo: node ids in cadvisor order, each node's distance row as the kubelet
+    keeps it (cadvisor's raw row, indexed by node id: Machine.kubelet_distances)."""
     order = machine.cadvisor_numa_order()
-    rows = machine.distance_matrix()
-    if rows is None:
-        return NUMAInfo.create(order)
-    ids = machine.numa_ids()
-    width = max(ids) + 1
-    by_id: dict[int, list[int]] = {}
-    for node, row in rows.items():
-        full = [0] * width
-        for pos, target in enumerate(ids):
-            full[target] = row[pos]
-        by_id[node] = full
-    return NUMAInfo.create(order, by_id)
+    rows = machine.kubelet_distances()
+    return NUMAInfo.create(order) if rows is None else NUMAInfo.create(order, rows)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any
 
 from numalign.errors import InvalidInputError
 from numalign.limits import MAX_CPU_ID, MAX_NUMA_NODE_ID
-from numalign.machine.topology import CPU, Machine, NUMANode
+from numalign.machine.topology import CPU, CadvisorCounts, Machine, NUMANode
 from numalign.validation import expect_int, expect_list
 
 _CADVISOR_KEYS = ("num_cores", "topology")
@@ -52,10 +52,11 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
 
     - A CPU listed under two nodes belongs to the last one (topology.Discover overwrites its CPU
       details node by node).
-    - Distance rows are cadvisor's raw rows, which the kubelet indexes by node id; numalign keeps
-      them by position (in ascending node id), so row[id] is read for each node. A row too short for
-      some node id (sparse ids) is one the kubelet would index past: such a machine gets no distances
-      (prefer-closest-numa-nodes then refuses to start, where the kubelet would fail at admission).
+    - Distance rows are kept twice: as cadvisor gives them, by node id (Machine.cadvisor, what the
+      kubelet's NUMAInfo holds), and by position for numalign's own views when every row reaches
+      every node id (sparse ids make sysfs's rows shorter than the highest id).
+    - num_cores and num_sockets are kept as cadvisor counted them (Machine.cadvisor), with the number
+      of cores the nodes list, which Discover sums node by node.
     """
     info = _map(obj, source)
     topology = expect_list(info.get("topology"), f"{source}: topology")
@@ -67,6 +68,7 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
         )
     raw_nodes: list[tuple[int, Mapping[str, Any], str]] = []
     owner: dict[int, int] = {}  # CPU id -> the last node listing it (the kubelet's CPU details)
+    listed_cores = 0
     for i, raw_node in enumerate(topology):
         where = f"{source}: topology[{i}]"
         n = _map(raw_node, where)
@@ -78,6 +80,7 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
                 "negative node; describe the machine in a machine file instead"
             )
         raw_nodes.append((node_id, n, where))
+        listed_cores += len(expect_list(n.get("cores"), f"{where}.cores"))
         for j, raw_core in enumerate(expect_list(n.get("cores"), f"{where}.cores")):
             core = _map(raw_core, f"{where}.cores[{j}]")
             for t in expect_list(core.get("thread_ids"), f"{where}.cores[{j}].thread_ids"):
@@ -134,9 +137,17 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
     if by_position is not None:
         nodes = [(i, dataclasses.replace(n, distances=by_position[i])) for i, n in nodes]
     name = info.get("machine_id") or source
+    num_cpus = expect_int(info.get("num_cores", 0), f"{source}: num_cores", minimum=0)
+    sockets = info.get("num_sockets")
+    counts = CadvisorCounts(
+        num_cpus,
+        listed_cores,
+        len({c.socket for c in cpus}) if sockets is None else expect_int(sockets, f"{source}: num_sockets", minimum=0),
+        {node_id: tuple(row) for node_id, row in rows.items() if row is not None},
+    )
     try:
         return _keep_declared_uncore(
-            Machine(str(name), tuple(n for _, n in nodes), tuple(sorted(cpus, key=lambda c: c.id))),
+            Machine(str(name), tuple(n for _, n in nodes), tuple(sorted(cpus, key=lambda c: c.id)), cadvisor=counts),
             declared,
             node_caches,
         )
@@ -244,18 +255,26 @@ def machine_to_cadvisor(m: Machine) -> dict[str, Any]:
                 "hugepages": [{"page_size": size // 1024, "num_pages": n} for size, n in node.hugepages.items()],
                 "cores": core_list,
                 "caches": node_caches,
-                "distances": None if node.distances is None else _row_by_id(m, node.distances),
+                "distances": _row(m, node),
             }
         )
-    threads_total = sum(len(n.cpus) for n in m.numa_nodes)
+    threads_total = sum(len(n.cpus) for n in m.numa_nodes) if m.cadvisor is None else m.cadvisor.num_cpus
     return {
         "num_cores": threads_total,
         "num_physical_cores": len({(c.socket, c.core) for c in m.cpus if c.online and c.numa_node is not None}),
-        "num_sockets": len(m.sockets()),
+        "num_sockets": len(m.sockets()) if m.cadvisor is None else m.cadvisor.num_sockets,
         "memory_capacity": sum(n.memory_bytes for n in m.numa_nodes),
         "machine_id": m.name,
         "topology": topology,
     }
+
+
+def _row(m: Machine, node: NUMANode) -> list[int] | None:
+    """The node's row as cadvisor writes it: its raw row when the machine came from cadvisor."""
+    if m.cadvisor is not None:
+        raw = m.cadvisor.distances.get(node.id)
+        return None if raw is None else list(raw)
+    return None if node.distances is None else _row_by_id(m, node.distances)
 
 
 def _row_by_id(m: Machine, row: tuple[int, ...]) -> list[int]:

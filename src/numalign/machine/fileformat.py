@@ -14,13 +14,14 @@ from typing import Any
 from numalign.errors import InvalidInputError
 from numalign.k8s.cpuset import format_cpuset, parse_cpuset
 from numalign.limits import MAX_CPU_ID, MAX_NUMA_NODE_ID, quote
-from numalign.machine.topology import CPU, HEALTHY, Device, Machine, NUMANode
+from numalign.machine.topology import CPU, HEALTHY, CadvisorCounts, Device, Machine, NUMANode
 from numalign.validation import expect_int, expect_list, expect_mapping, expect_opt_int
 
 FORMAT = "numalign.machine/v1"
 EXPECTED_FILE = f"a machine file ({FORMAT}, as `numalign discover --output yaml` writes) or cadvisor MachineInfo JSON"
 
-_TOP_KEYS = {"format", "name", "numa_nodes", "cpus", "offline_cpus", "devices"}
+_TOP_KEYS = {"format", "name", "numa_nodes", "cpus", "offline_cpus", "devices", "cadvisor"}
+_CADVISOR_KEYS = {"num_cpus", "num_cores", "num_sockets", "distances"}
 _NODE_KEYS = {"id", "cpus", "memory_bytes", "distances", "hugepages"}
 _CPU_KEYS = {"id", "socket", "die", "core", "numa_node", "l3", "online"}
 _DEVICE_KEYS = {"id", "resource", "numa_nodes", "pci_address", "vendor", "class", "health", "memory_numa_nodes"}
@@ -81,7 +82,29 @@ def machine_to_dict(m: Machine) -> dict[str, Any]:
         }
         for d in m.devices
     ]
+    if m.cadvisor is not None:  # only machines read from cadvisor (sysfs, MachineInfo) carry it
+        c = m.cadvisor
+        out["cadvisor"] = {"num_cpus": c.num_cpus, "num_cores": c.num_cores, "num_sockets": c.num_sockets,
+                           "distances": {str(k): list(v) for k, v in sorted(c.distances.items())}}
     return out
+
+
+def _cadvisor(obj: Any, where: str) -> CadvisorCounts | None:
+    if obj is None:
+        return None
+    c = expect_mapping(obj, where, _CADVISOR_KEYS)
+    rows = expect_mapping(c.get("distances", {}), f"{where}.distances", None)
+    distances = {}
+    for key, row in rows.items():
+        try:
+            node = int(key)
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"{where}.distances: key {quote(key)} is not a NUMA node id") from None
+        distances[node] = tuple(expect_int(x, f"{where}.distances.{key}[{j}]", minimum=0)
+                                for j, x in enumerate(expect_list(row, f"{where}.distances.{key}")))
+    num_cpus, num_cores, num_sockets = (expect_int(c.get(k, 0), f"{where}.{k}", minimum=0)
+                                        for k in ("num_cpus", "num_cores", "num_sockets"))
+    return CadvisorCounts(num_cpus, num_cores, num_sockets, distances)
 
 
 def machine_from_dict(obj: Any, source: str) -> Machine:
@@ -131,7 +154,8 @@ def machine_from_dict(obj: Any, source: str) -> Machine:
         for i, d in enumerate(expect_list(top.get("devices", []), f"{source}: devices"))
     )
     try:
-        return Machine(name=name, numa_nodes=tuple(nodes), cpus=cpus, devices=devices, offline_cpus=offline_ids)
+        return Machine(name=name, numa_nodes=tuple(nodes), cpus=cpus, devices=devices, offline_cpus=offline_ids,
+                       cadvisor=_cadvisor(top.get("cadvisor"), f"{source}: cadvisor"))
     except InvalidInputError as e:
         raise InvalidInputError(f"{source}: {e}") from None
 

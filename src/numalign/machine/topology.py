@@ -104,12 +104,37 @@ class CPUInfo:
 
 
 @dataclass(frozen=True)
+class CadvisorCounts:
+    """What cadvisor's MachineInfo says beside the per-CPU facts, which topology.Discover takes as they
+    are (machines read from sysfs or from MachineInfo JSON carry them; a machine file does not, and its
+    counts are derived from its CPUs).
+
+    They differ from what the CPUs alone give on real machines: NumSockets comes from /proc/cpuinfo, so
+    a socket whose CPUs are all offline still counts; a CPU or core listed under two NUMA nodes counts
+    in both; and the kubelet keeps each node's distance row as sysfs writes it (one entry per online
+    node), indexed by node id, which with sparse ids is not the node's position."""
+
+    num_cpus: int  # MachineInfo.NumCores: the logical CPUs of every node's cores (Discover's NumCPUs)
+    num_cores: int  # the cores every node lists, summed (Discover's NumCores)
+    num_sockets: int  # MachineInfo.NumSockets
+    distances: Mapping[int, tuple[int, ...]] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        rows = {int(k): tuple(v) for k, v in self.distances.items()}
+        object.__setattr__(self, "distances", MappingProxyType(rows))
+
+    def __hash__(self) -> int:
+        return hash((self.num_cpus, self.num_cores, self.num_sockets, tuple(sorted(self.distances.items()))))
+
+
+@dataclass(frozen=True)
 class Machine:
     name: str
     numa_nodes: tuple[NUMANode, ...]
     cpus: tuple[CPU, ...]
     devices: tuple[Device, ...] = ()
     offline_cpus: frozenset[int] = frozenset()  # offline CPUs whose topology is unknown
+    cadvisor: CadvisorCounts | None = None  # read from cadvisor (sysfs, MachineInfo): its own counts
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "numa_nodes", tuple(self.numa_nodes))
@@ -161,6 +186,26 @@ class Machine:
                 node = -1 if c.numa_node is None else c.numa_node
                 groups.setdefault((node, c.socket, c.die, c.core), set()).add(c.id)
         return sorted((frozenset(g) for g in groups.values()), key=min)
+
+    def kubelet_distances(self) -> dict[int, tuple[int, ...]] | None:
+        """The distance rows as the kubelet's NUMAInfo keeps them: {node id: row indexed by node id}.
+        cadvisor's raw rows when the machine was read from cadvisor; else this machine's own rows
+        spread out by id (ids without a node read 0). None when some node has no row."""
+        if self.cadvisor is not None:
+            rows = self.cadvisor.distances
+            return dict(rows) if all(n.id in rows for n in self.numa_nodes) else None
+        matrix = self.distance_matrix()
+        if matrix is None:
+            return None
+        ids = self.numa_ids()
+        width = max(ids) + 1
+        out: dict[int, tuple[int, ...]] = {}
+        for node, row in matrix.items():
+            full = [0] * width
+            for pos, target in enumerate(ids):
+                full[target] = row[pos]
+            out[node] = tuple(full)
+        return out
 
     def distance_matrix(self) -> dict[int, list[int]] | None:
         """{node id: row}, rows indexed like `numa_ids()`; None unless every node has a row."""

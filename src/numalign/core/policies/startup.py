@@ -54,6 +54,14 @@ def start_policy(
             "prefer-closest-numa-nodes needs a distance row for every NUMA node (under every policy but "
             "none); give the machine's distance matrix or drop the option",
         )
+    if opts.prefer_closest_numa and (short := numa.short_rows()):
+        node, length = short[0]
+        raise StartupError(
+            f"NUMA node {node}'s distance row has {length} entries, but the node ids reach {max(numa.nodes)}: the "
+            "kubelet starts, then crashes (index out of range) at the first admission that compares NUMA masks",
+            "the kubelet keeps each row as sysfs writes it (one entry per online node) and indexes it by node "
+            "id, so sparse node ids reach past the row; drop prefer-closest-numa-nodes on this machine",
+        )
     if len(numa.nodes) > opts.max_allowable_numa_nodes:
         raise StartupError(
             f"unsupported on machines with more than {opts.max_allowable_numa_nodes} NUMA Nodes",

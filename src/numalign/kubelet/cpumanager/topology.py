@@ -278,6 +278,11 @@ class CPUTopology:
             where=f"machine {machine.name!r}",
             allow_empty=True,  # a machine whose CPUs cadvisor cannot read: only the static policy refuses it
         )
+        if machine.cadvisor is not None:
+            # Discover takes NumCPUs and NumSockets from MachineInfo and counts NumCores node by node.
+            topo.num_cpus = machine.cadvisor.num_cpus
+            topo.num_cores = machine.cadvisor.num_cores
+            topo.num_sockets = machine.cadvisor.num_sockets
         if len(_BY_MACHINE) >= _BY_MACHINE_LIMIT:
             _BY_MACHINE.clear()
         _BY_MACHINE[id(machine)] = (machine, topo)  # the machine is kept, so its id is not reused
