@@ -63,8 +63,9 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
     if not topology:
         raise InvalidInputError(
             f"{source}: topology is empty: cadvisor found no NUMA node (no node directory and no CPU with a "
-            "physical package id), so the kubelet would run with no NUMA topology and empty CPU details; "
-            "describe the machine in a machine file instead"
+            "physical package id), so the kubelet would run with no NUMA topology and empty CPU details (its "
+            "static CPU manager then has no CPU to give; the topology manager's policy none builds no bitmask); "
+            "numalign does not model a machine without NUMA nodes: describe it in a machine file instead"
         )
     raw_nodes: list[tuple[int, Mapping[str, Any], str]] = []
     owner: dict[int, int] = {}  # CPU id -> the last node listing it (the kubelet's CPU details)
@@ -76,8 +77,9 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
         if node_id < 0:
             raise InvalidInputError(
                 f"{where}: node_id {node_id} (cadvisor names nodes after physical package ids when there is no "
-                "NUMA directory, and this package id is unknown); the kubelet's NUMA bitmask cannot hold a "
-                "negative node; describe the machine in a machine file instead"
+                "NUMA directory, and this package id is unknown); the kubelet runs, but its NUMA bitmask cannot "
+                "hold a negative node: under any topology manager policy but none its first admission fails "
+                "building one; numalign does not model such a node: describe the machine in a machine file instead"
             )
         raw_nodes.append((node_id, n, where))
         listed_cores += len(expect_list(n.get("cores"), f"{where}.cores"))
