@@ -1,8 +1,9 @@
 """Cluster simulation benchmarks, on demand (not in CI): `scripts/bench cluster [--quick]`.
 
-1. The issue's target: 1,000 dual-socket GPU nodes (4 NUMA nodes, SMT, 8 GPUs each) and 20,000 pods of
-   the built-in mix, single-numa-node: the default scheduler with kubelet admission, and exact; each in
-   a fresh process, with its wall time and peak resident memory.
+1. The issue's targets: 1,000 dual-socket GPU nodes (4 NUMA nodes, SMT, 8 GPUs each) and 20,000 pods of
+   the built-in mix, single-numa-node: the default scheduler with kubelet admission, exact and nrt; each
+   in a fresh process, with its CPU time and peak resident memory, the load average beside it, and the
+   same run of the code before the speed work (--before REF, a temporary git worktree) as the ratio.
 2. How time grows with nodes (pods fixed) and with pods (nodes fixed), default scheduler.
 3. A 12-run sweep (3 schedulers x 2 policies x 2 scopes) in one process, then on a 2-worker
    dask.distributed LocalCluster: the ratio, and that both give the same results.
@@ -16,10 +17,15 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# The "before" side of the ratios: the last commit before the issue-24 speed work.
+BEFORE = "b7fca2b"
+TARGETS = {"default": 6.0, "exact": 12.0, "nrt": 12.0}  # CPU seconds at 1,000 nodes x 20,000 pods
+PEAK_TARGET_MB = 1024
 
 CHILD = """
 import json, resource, sys, time
@@ -29,10 +35,14 @@ from numalign.cluster.simulate import RunSpec, run_one
 nodes, pods, scheduler = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 cluster = Cluster("bench", (NodePool("gpu", nodes, gpu_node(), example_config()),))
 workload = example_workload(1, count=pods)
-t0 = time.perf_counter()
+def cpu():
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
+t0, c0 = time.perf_counter(), cpu()
 r = run_one(cluster, workload, RunSpec(scheduler), 1)
-elapsed = time.perf_counter() - t0
-print(json.dumps({"seconds": elapsed, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+elapsed, cpu_s = time.perf_counter() - t0, cpu() - c0
+peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"seconds": elapsed, "cpu": cpu_s, "peak_mb": peak_mb,
                   "placed": r.placed, "unschedulable": r.unschedulable, "rejections": r.rejections,
                   "failed": r.failed}))
 """
@@ -51,16 +61,44 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
 
 
-def one(nodes: int, pods: int, scheduler: str) -> dict[str, float]:
+def one(nodes: int, pods: int, scheduler: str, src: Path = ROOT / "src") -> dict[str, float]:
+    """One run in a fresh process importing numalign from src; the load average when it ended."""
+    env = dict(os.environ, PYTHONPATH=str(src))
     out = subprocess.run([sys.executable, "-c", CHILD, str(nodes), str(pods), scheduler], check=True,
-                         capture_output=True, text=True).stdout
+                         capture_output=True, text=True, env=env).stdout
     result: dict[str, float] = json.loads(out)
+    result["load"] = os.getloadavg()[0]
     return result
 
 
 def show(label: str, r: dict[str, float]) -> None:
-    print(f"  {label:<34} {r['seconds']:7.2f} s  peak {r['peak_mb']:6.0f} MB  placed {int(r['placed'])}, "
-          f"unschedulable {int(r['unschedulable'])}, kubelet rejections {int(r['rejections'])}")
+    print(f"  {label:<34} {r['cpu']:7.2f} s CPU ({r['seconds']:6.2f} s wall, load {r['load']:4.1f})  "
+          f"peak {r['peak_mb']:6.0f} MB  placed {int(r['placed'])}, unschedulable {int(r['unschedulable'])}, "
+          f"kubelet rejections {int(r['rejections'])}")
+
+
+def targets(nodes: int, pods: int, before_ref: str) -> None:
+    """Each scheduler now and at before_ref, alternating, in fresh processes; the same results required."""
+    with tempfile.TemporaryDirectory(prefix="numalign-before-") as tmp:
+        tree = Path(tmp) / "tree"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), before_ref], check=True,
+                       capture_output=True)
+        try:
+            for scheduler in TARGETS:
+                before = one(nodes, pods, scheduler, tree / "src")
+                now = one(nodes, pods, scheduler)
+                same = all(now[k] == before[k] for k in ("placed", "unschedulable", "rejections", "failed"))
+                full = nodes == 1000 and pods == 20000
+                met = now["cpu"] <= TARGETS[scheduler] and now["peak_mb"] < PEAK_TARGET_MB
+                verdict = ("met" if met else "MISSED") if full else "(targets apply at 1,000 x 20,000)"
+                show(f"{scheduler} now", now)
+                show(f"{scheduler} at {before_ref}", before)
+                print(f"  {'':<34} {before['cpu'] / now['cpu']:5.2f}x faster in CPU time; target <= "
+                      f"{TARGETS[scheduler]:.0f} s, < {PEAK_TARGET_MB} MB: {verdict}; results "
+                      f"{'identical' if same else 'DIFFER'}")
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False,
+                           capture_output=True)
 
 
 def sweep(nodes: int, pods: int) -> None:
@@ -94,13 +132,16 @@ def sweep(nodes: int, pods: int) -> None:
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="small sizes: a smoke run of every measurement")
+    p.add_argument("--before", default=BEFORE, help=f"the git ref of the ratios' other side (default {BEFORE})")
+    p.add_argument("--targets-only", action="store_true", help="only measurement 1")
     args = p.parse_args()
     big_nodes, big_pods = (100, 2000) if args.quick else (1000, 20000)
     print(f"numalign cluster benchmarks on {machine()}")
     print(f"\n1. {big_nodes} nodes (dual-socket, 4 NUMA nodes, SMT, 8 GPUs), {big_pods} pods of the built-in mix, "
-          "single-numa-node (targets: default <= 15 s, exact <= 30 s, peak <= 2 GB)")
-    for scheduler in ("default", "exact"):
-        show(scheduler, one(big_nodes, big_pods, scheduler))
+          "single-numa-node (targets: default <= 6 s, exact <= 12 s, nrt <= 12 s CPU, peak < 1 GB)")
+    targets(big_nodes, big_pods, args.before)
+    if args.targets_only:
+        return 0
     print("\n2. Growth, default scheduler (time relative to the first row of each series)")
     quarter = big_pods // 4
     measured: dict[tuple[int, int], dict[str, float]] = {}
@@ -112,7 +153,7 @@ def main() -> int:
         for n, pods in rows:
             r = measured.get((n, pods)) or one(n, pods, "default")
             measured[(n, pods)] = r
-            show(f"  {n} nodes, {pods} pods ({r['seconds'] / measured[rows[0]]['seconds']:.2f}x)", r)
+            show(f"  {n} nodes, {pods} pods ({r['cpu'] / measured[rows[0]]['cpu']:.2f}x)", r)
     print("\n3. A 12-run sweep")
     sweep(*((40, 300) if args.quick else (100, 2500)))
     return 0

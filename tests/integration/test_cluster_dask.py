@@ -79,3 +79,45 @@ def test_run_sweep_on_dask_without_the_extra_is_invalid_input(monkeypatch: pytes
         run_sweep(example_cluster(), example_workload(1, count=5), Sweep(["default"]).specs(), 1, 1,
                   dask="tcp://127.0.0.1:8786")
     assert str(e.value) == DASK_MISSING
+
+
+def test_workers_running_another_numalign_are_refused_in_one_line(tmp_path: Path) -> None:
+    """A LocalCluster with one worker running this numalign and one real worker process importing a
+    changed copy of the package (as an older install on a remote worker would): the sweep is refused
+    before any run, in one line naming that worker."""
+    import shutil
+
+    from distributed import Client, LocalCluster
+
+    import numalign
+    from numalign.cluster.sweep import numalign_version
+
+    other = tmp_path / "other"
+    shutil.copytree(Path(numalign.__file__).parent, other / "numalign",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    changed = other / "numalign" / "limits.py"
+    changed.write_text(changed.read_text(encoding="utf-8") + "\n# another checkout\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(other), os.environ.get("PYTHONPATH", "")])}
+    cluster, workload = example_cluster(), example_workload(1, count=5)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      scheduler_port=0) as dask_cluster:  # type: ignore[no-untyped-call]  # untyped library
+        address = dask_cluster.scheduler_address
+        accepted = run_sweep(cluster, workload, Sweep(["default"]).specs(), 1, 1, dask=address)
+        assert accepted == run_sweep(cluster, workload, Sweep(["default"]).specs(), 1, 1)
+        stranger = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
+                                     "--no-nanny", "--no-dashboard"], env=env, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+        try:
+            with Client(address) as client:  # type: ignore[no-untyped-call]
+                client.wait_for_workers(2)
+            with pytest.raises(InvalidInputError) as refused:
+                run_sweep(cluster, workload, Sweep(["default"]).specs(), 1, 1, dask=address)
+        finally:
+            stranger.terminate()
+            stranger.wait()
+    message = str(refused.value)
+    assert "\n" not in message
+    assert f"this client numalign {numalign_version()}" in message
+    assert "expected the same numalign on every worker" in message
+    stranger_version = message.split(" runs numalign ")[1].split(", this client")[0]
+    assert stranger_version.startswith("0.") and stranger_version != numalign_version()

@@ -103,8 +103,27 @@ def topology_manager_conf(nrt: NodeResourceTopology) -> TopologyManagerConf:
     return TopologyManagerConf(policy, scope, max_numa)
 
 
+# Parsed zones and container requests, kept per object (by identity, the object held so its id stays
+# its own): the scheduler filters and scores the same NRT and the same pod's containers on many nodes
+# and many cycles, and parsing zone names and quantities dominated the nrt scheduler's profile.
+_CACHE_LIMIT: Final = 8192
+_ZONES: dict[tuple[int, bool], tuple[NodeResourceTopology, list[tuple[int, Resources, dict[int, int]]]]] = {}
+_REQUESTS: dict[int, tuple[Container, Resources]] = {}
+
+
 def numa_zones(nrt: NodeResourceTopology, milli_cpu: bool = True) -> list[NUMAZone]:
-    """createNUMANodeList: zones of type Node with a valid id; resources are the `available` amounts."""
+    """createNUMANodeList: zones of type Node with a valid id; resources are the `available` amounts.
+    The zones are fresh objects on every call (callers subtract from them)."""
+    found = _ZONES.get((id(nrt), milli_cpu))
+    if found is None or found[0] is not nrt:
+        if len(_ZONES) >= _CACHE_LIMIT:
+            _ZONES.clear()
+        found = (nrt, _parse_zones(nrt, milli_cpu))
+        _ZONES[(id(nrt), milli_cpu)] = found
+    return [NUMAZone(numa, dict(res), dict(costs)) for numa, res, costs in found[1]]
+
+
+def _parse_zones(nrt: NodeResourceTopology, milli_cpu: bool) -> list[tuple[int, Resources, dict[int, int]]]:
     out = []
     for zone in nrt.zones:
         if zone.type != ZONE_TYPE_NODE:
@@ -119,14 +138,20 @@ def numa_zones(nrt: NodeResourceTopology, milli_cpu: bool = True) -> list[NUMAZo
             cid = _zone_id(name)
             if cid is not None and cid <= MAX_NUMA_ID:
                 costs[cid] = value
-        out.append(NUMAZone(numa, res, costs))
+        out.append((numa, res, costs))
     return out
 
 
 def _requests(c: Container) -> Resources:
-    from numalign.cluster.resources import amount
+    found = _REQUESTS.get(id(c))
+    if found is None or found[0] is not c:
+        from numalign.cluster.resources import amount
 
-    return {name: amount(name, q) for name, q in container_requests(c).items()}
+        if len(_REQUESTS) >= _CACHE_LIMIT:
+            _REQUESTS.clear()
+        found = (c, {name: amount(name, q) for name, q in container_requests(c).items()})
+        _REQUESTS[id(c)] = found
+    return dict(found[1])
 
 
 def effective_request(pod: Pod) -> Resources:

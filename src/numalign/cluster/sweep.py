@@ -20,6 +20,9 @@ Sweep file (YAML), every axis optional (absent: the cluster's own setting):
 from __future__ import annotations
 
 import copyreg
+import functools
+import hashlib
+import importlib.metadata
 import importlib.util
 import itertools
 import types
@@ -277,6 +280,37 @@ def check_dask_installed() -> None:
         raise InvalidInputError(DASK_MISSING)
 
 
+@functools.cache
+def numalign_version() -> str:
+    """This process's numalign: the release and a digest of the package's source, so two checkouts of
+    one release that differ still tell apart (a worker deciding with other code would give other
+    results under the same seed)."""
+    import numalign
+
+    try:
+        release = importlib.metadata.version("numalign")
+    except importlib.metadata.PackageNotFoundError:
+        release = "unreleased"
+    package = Path(numalign.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode())
+        digest.update(b"\0")
+        digest.update(path.read_bytes())
+    return f"{release} (source {digest.hexdigest()[:12]})"
+
+
+def _check_workers(client: Any, address: str) -> None:
+    """Refuse a Dask cluster whose workers run another numalign than this client (one line)."""
+    mine = numalign_version()
+    theirs: dict[str, str] = client.run(numalign_version)
+    for worker, version in sorted(theirs.items()):
+        if version != mine:
+            raise InvalidInputError(
+                f"--dask {address}: worker {worker} runs numalign {version}, this client numalign {mine}; "
+                "expected the same numalign on every worker: install this version on the workers")
+
+
 def _on_dask(address: str, tasks: Iterable[tuple[Cluster, Workload, RunSpec, int, int]],
              finished: Callable[[int, RunResult], None], connect_timeout: float) -> None:
     try:
@@ -292,6 +326,7 @@ def _on_dask(address: str, tasks: Iterable[tuple[Cluster, Workload, RunSpec, int
         task_list = list(tasks)
         if not task_list:
             return
+        _check_workers(client, address)
         # The cluster and the workload are the same for every run: sent to each worker once, not per run.
         cluster, workload = task_list[0][0], task_list[0][1]
         shared = client.scatter([cluster, workload], broadcast=True)  # type: ignore[no-untyped-call]
@@ -323,6 +358,7 @@ __all__ = [
     "Sweep",
     "check_dask_installed",
     "load_sweep",
+    "numalign_version",
     "run_sweep",
     "specs_from_args",
 ]
