@@ -8,14 +8,17 @@ algorithm, kept in tests/support/reference_merge.py).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -53,6 +56,7 @@ from numalign.machine.examples import example  # noqa: E402
 Q = Quantity.parse
 RAISED_LIMIT = '"max-allowable-numa-nodes": "64"'
 NEVER = 1 << 30  # an implicit-hints threshold no machine reaches: upstream's exhaustive lists
+BEFORE = "b7fca2b"  # the "before" side of the node ratios: the last commit before the issue-24 speed work
 
 
 def median_time(fn: Callable[[], object], min_runs: int = 5, budget_s: float = 1.0, max_runs: int = 10_000) -> float:
@@ -130,10 +134,9 @@ ADMISSION_MACHINES = [
 ]
 
 
-def bench_admission(quick: bool) -> None:
-    print("\n## Full admission of a Guaranteed pod (8 CPUs, 4Gi memory, 1 device), restricted, container scope")
-    print(f"{'machine':>10} {'nodes':>5} {'numalign':>13} {'exhaustive':>13} {'ratio':>10}")
-    budget = 0.5 if quick else 1.5
+def measure_admission(budget: float) -> dict[str, tuple[float, float | None]]:
+    """Per machine: numalign's median full admission, and the exhaustive reference's (None past 8 nodes)."""
+    out: dict[str, tuple[float, float | None]] = {}
     for name, resource in ADMISSION_MACHINES:
         machine = example(name)
         config = static_node_config("restricted", options=RAISED_LIMIT)
@@ -142,12 +145,27 @@ def bench_admission(quick: bool) -> None:
             return guaranteed(f"p{i}", 8, "4Gi", {resource: 1})
 
         fast = admit_median(Node(machine, config), make, budget)
-        nodes = len(machine.numa_ids())
-        if nodes > 8:  # upstream's lists have 2^N - 1 masks: 65,535 at 16 nodes, 2^64 at 64
-            print(f"{name:>10} {nodes:>5} {fmt_ms(fast)} {'(infeasible)':>13} {'':>10}")
-            continue
-        ref = admit_median(Node(machine, config, implicit_from_nodes=NEVER), make, budget)
-        print(f"{name:>10} {nodes:>5} {fmt_ms(fast)} {fmt_ms(ref)} {ref / fast:>9.1f}x")
+        ref = None
+        if len(machine.numa_ids()) <= 8:  # upstream's lists have 2^N - 1 masks: 65,535 at 16 nodes, 2^64 at 64
+            ref = admit_median(Node(machine, config, implicit_from_nodes=NEVER), make, budget)
+        out[name] = (fast, ref)
+    return out
+
+
+def bench_admission(quick: bool, before: dict[str, Any] | None) -> None:
+    print("\n## Full admission of a Guaranteed pod (8 CPUs, 4Gi memory, 1 device), restricted, container scope")
+    print(f"{'machine':>10} {'nodes':>5} {'numalign':>13} {'exhaustive':>13} {'ratio':>10} {'before':>13} "
+          f"{'speed-up':>9} {'load':>5}")
+    measured = measure_admission(0.5 if quick else 1.5)
+    for name, (fast, ref) in measured.items():
+        nodes = len(example(name).numa_ids())
+        ref_s = f"{fmt_ms(ref)} {ref / fast:>9.1f}x" if ref is not None else f"{'(infeasible)':>13} {'':>10}"
+        old = before["admission"][name][0] if before else None
+        old_s = f"{fmt_ms(old)} {old / fast:>8.2f}x" if old else f"{'':>13} {'':>9}"
+        print(f"{name:>10} {nodes:>5} {fmt_ms(fast)} {ref_s} {old_s} {_load():>5.1f}")
+    at64 = measured["numa-64"][0]
+    print(f"target: 64-NUMA full admission <= 1 ms: {'met' if at64 <= 0.001 else 'MISSED'} ({at64 * 1000:.3f} ms "
+          "wall median)")
     print(f"(implicit hints from {DEFAULT_IMPLICIT_FROM_NODES} NUMA nodes up; below that upstream's lists are cheaper)")
 
 
@@ -182,20 +200,51 @@ def throughput(node: Node, batches: Callable[[int], list[Pod]], budget_s: float)
     return statistics.median(rates)
 
 
-def bench_throughput(quick: bool) -> None:
-    budget = 1.0 if quick else 3.0
+def measure_throughput(budget: float) -> dict[str, tuple[float, float]]:
+    """Per policy: admit+remove pods/s on dual-socket for the pod mix and for Guaranteed+GPU pods only."""
     machine = example("dual-socket")
-    print("\n## Admit+remove throughput on dual-socket (4 NUMA nodes, 128 CPUs), container scope")
-    print(f"{'policy':>17} {'pod mix':>12} {'Guaranteed+GPU only':>20}")
+    out: dict[str, tuple[float, float]] = {}
     for policy in ("best-effort", "restricted", "single-numa-node"):
         config = static_node_config(policy, options=RAISED_LIMIT)
         mix = throughput(Node(machine, config), pod_mix, budget)
         gpu = throughput(Node(machine, config),
                          lambda c: [guaranteed(f"{c}-{i}", 8, "16Gi", {"nvidia.com/gpu": 1}) for i in range(4)],
                          budget)
-        print(f"{policy:>17} {mix:>8,.0f}/s {gpu:>16,.0f}/s")
+        out[policy] = (mix, gpu)
+    return out
+
+
+def bench_throughput(quick: bool, before: dict[str, Any] | None) -> None:
+    print("\n## Admit+remove throughput on dual-socket (4 NUMA nodes, 128 CPUs), container scope")
+    print(f"{'policy':>17} {'pod mix':>12} {'Guaranteed+GPU only':>20} {'mix before':>12} {'speed-up':>9} "
+          f"{'load':>5}")
+    measured = measure_throughput(1.0 if quick else 3.0)
+    for policy, (mix, gpu) in measured.items():
+        old = before["throughput"][policy][0] if before else None
+        old_s = f"{old:>10,.0f}/s {mix / old:>8.2f}x" if old else f"{'':>12} {'':>9}"
+        print(f"{policy:>17} {mix:>8,.0f}/s {gpu:>16,.0f}/s {old_s} {_load():>5.1f}")
+    worst = min(mix for mix, _ in measured.values())
+    print(f"target: admit+remove >= 10,000 pods/s on the pod mix: {'met' if worst >= 10_000 else 'MISSED'} "
+          f"(slowest policy {worst:,.0f}/s, wall time on a shared machine)")
     print("(pod mix: 3 Burstable, 1 BestEffort, 3 x 2 CPUs, 1 x 1 CPU + init container, "
           "1 x 8 CPUs + GPU, 1 x 4 CPUs + NIC)")
+
+
+def measure_before(ref: str, quick: bool) -> dict[str, Any]:
+    """The node measurements of the code at `ref` (a temporary git worktree), in a child process."""
+    with tempfile.TemporaryDirectory(prefix="numalign-before-") as tmp:
+        tree = Path(tmp) / "tree"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), ref], check=True,
+                       capture_output=True)
+        try:
+            env = dict(os.environ, PYTHONPATH=str(tree / "src"))
+            args = [sys.executable, str(Path(__file__).resolve()), "--node-json"] + (["--quick"] if quick else [])
+            out = subprocess.run(args, env=env, check=True, capture_output=True, text=True).stdout
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False,
+                           capture_output=True)
+    result: dict[str, Any] = json.loads(out)
+    return result
 
 
 def dra_inputs(devices: int = 64, per_numa: int = 8, claims: int = 8, per_claim: int = 8) -> tuple[
@@ -253,15 +302,27 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="skip the slowest reference measurements")
     parser.add_argument("--dra", action="store_true", help="run only the DRA allocation benchmark")
+    parser.add_argument("--before", default=BEFORE, help=f"the git ref of the node ratios' other side (default "
+                        f"{BEFORE}, the last commit before the issue-24 speed work; '' for none)")
+    parser.add_argument("--node", action="store_true", help="run only the admission and throughput benchmarks")
+    parser.add_argument("--node-json", action="store_true", help=argparse.SUPPRESS)  # the --before child
     args = parser.parse_args()
+    if args.node_json:
+        print(json.dumps({"admission": measure_admission(0.5 if args.quick else 1.5),
+                          "throughput": measure_throughput(1.0 if args.quick else 3.0)}))
+        return 0
     print(f"# numalign benchmarks on {platform.node()}: {platform.machine()}, "
           f"{platform.python_implementation()} {platform.python_version()}, {_cpu_model()}")
     if args.dra:
         bench_dra()
         return 0
-    bench_merge(args.quick)
-    bench_admission(args.quick)
-    bench_throughput(args.quick)
+    before = measure_before(args.before, args.quick) if args.before else None
+    if not args.node:
+        bench_merge(args.quick)
+    bench_admission(args.quick, before)
+    bench_throughput(args.quick, before)
+    if args.node:
+        return 0
     bench_dra()
     bench_cli_start()
     return 0
@@ -275,6 +336,10 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown CPU"
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
 
 
 def _ncpu() -> int:

@@ -83,6 +83,7 @@ def targets(nodes: int, pods: int, before_ref: str) -> None:
         tree = Path(tmp) / "tree"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), before_ref], check=True,
                        capture_output=True)
+        rows = []
         try:
             for scheduler in TARGETS:
                 before = one(nodes, pods, scheduler, tree / "src")
@@ -96,9 +97,16 @@ def targets(nodes: int, pods: int, before_ref: str) -> None:
                 print(f"  {'':<34} {before['cpu'] / now['cpu']:5.2f}x faster in CPU time; target <= "
                       f"{TARGETS[scheduler]:.0f} s, < {PEAK_TARGET_MB} MB: {verdict}; results "
                       f"{'identical' if same else 'DIFFER'}")
+                rows.append(f"| `{scheduler}` | {now['cpu']:.1f} s (load {now['load']:.1f}) | "
+                            f"{now['peak_mb']:.0f} MB | "
+                            f"{before['cpu']:.1f} s (load {before['load']:.1f}) | {before['cpu'] / now['cpu']:.2f}x | "
+                            f"<= {TARGETS[scheduler]:.0f} s: {verdict} |")
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False,
                            capture_output=True)
+    print(f"\n  The table for docs/performance.md ({nodes} nodes x {pods} pods; before = {before_ref}):\n")
+    print("| scheduler | CPU time now | peak now | CPU time before | ratio | target |\n|---|---|---|---|---|---|")
+    print("\n".join(rows))
 
 
 def sweep(nodes: int, pods: int) -> None:
