@@ -56,7 +56,7 @@ def violates_grouping(machine_state: Mapping[int, NUMANodeState], mask_bits: Seq
 # admits and releases pods of a few shapes over a few states, and a fleet repeats the same machine, so
 # the answers are kept by that key (bounded: dropped all at once when full). Values are tuples; every
 # caller gets fresh lists.
-_MEMO_LIMIT = 65536
+_MEMO_LIMIT = 8192  # entries of a few kB each: tens of MB at most
 _MEMO: dict[tuple[object, ...], tuple[tuple[str, tuple[TopologyHint, ...]], ...]] = {}
 
 
