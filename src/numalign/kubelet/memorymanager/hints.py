@@ -51,31 +51,6 @@ def violates_grouping(machine_state: Mapping[int, NUMANodeState], mask_bits: Seq
     return False
 
 
-# calculateHints is a pure function of the request, the reusable memory and, per NUMA node, the
-# requested resources' allocatable and free bytes, the group (cells) and the assignment count. A node
-# admits and releases pods of a few shapes over a few states, and a fleet repeats the same machine, so
-# the answers are kept by that key (bounded: dropped all at once when full). Values are tuples; every
-# caller gets fresh lists.
-_MEMO_LIMIT = 8192  # entries of a few kB each: tens of MB at most
-_MEMO: dict[tuple[object, ...], tuple[tuple[str, tuple[TopologyHint, ...]], ...]] = {}
-
-
-def _memo_key(machine_state: Mapping[int, NUMANodeState], requested: Requested,
-              reusable: ReusableMemory | None) -> tuple[object, ...]:
-    resources = sorted(requested)
-    per_node = []
-    for n in sorted(machine_state):
-        node = machine_state[n]
-        tables = node.memory_map
-        amounts = []
-        for r in resources:
-            t = tables.get(r)
-            amounts.append((t.allocatable, t.free) if t is not None else (0, 0))
-        per_node.append((n, node.number_of_assignments, tuple(node.cells), tuple(amounts)))
-    reuse = tuple(sorted((m, tuple(sorted(by.items()))) for m, by in reusable.items())) if reusable else ()
-    return tuple((r, requested[r]) for r in resources), reuse, tuple(per_node)
-
-
 def calculate_hints(
     machine_state: Mapping[int, NUMANodeState],
     requested: Requested,
@@ -83,22 +58,6 @@ def calculate_hints(
 ) -> MemoryHints:
     """Upstream calculateHints. Masks come from IterateBitMasks over the sorted NUMA ids; preferred
     means the mask size equals the smallest size whose *allocatable* totals cover the request."""
-    key = _memo_key(machine_state, requested, reusable)
-    found = _MEMO.get(key)
-    if found is None:
-        hints = _calculate_hints(machine_state, requested, reusable)
-        if len(_MEMO) >= _MEMO_LIMIT:
-            _MEMO.clear()
-        found = tuple((r, tuple(h)) for r, h in hints.items())
-        _MEMO[key] = found
-    return {r: list(h) for r, h in found}
-
-
-def _calculate_hints(
-    machine_state: Mapping[int, NUMANodeState],
-    requested: Requested,
-    reusable: ReusableMemory | None,
-) -> MemoryHints:
     nodes = sorted(machine_state)
     resources = sorted(requested)
     # Per-resource columns of allocatable and free bytes by NUMA id, read once: the mask walk below
