@@ -106,7 +106,7 @@ def topology_manager_conf(nrt: NodeResourceTopology) -> TopologyManagerConf:
 # Parsed zones and container requests, kept per object (by identity, the object held so its id stays
 # its own): the scheduler filters and scores the same NRT and the same pod's containers on many nodes
 # and many cycles, and parsing zone names and quantities dominated the nrt scheduler's profile.
-_CACHE_LIMIT: Final = 8192
+_CACHE_LIMIT: Final = 2048  # about two exports per node of the bench cluster: stale NRTs are let go
 _ZONES: dict[tuple[int, bool], tuple[NodeResourceTopology, list[tuple[int, Resources, dict[int, int]]]]] = {}
 _REQUESTS: dict[int, tuple[Container, Resources]] = {}
 

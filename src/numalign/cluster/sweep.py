@@ -285,13 +285,11 @@ def numalign_version() -> str:
     """This process's numalign: the release and a digest of the package's source, so two checkouts of
     one release that differ still tell apart (a worker deciding with other code would give other
     results under the same seed)."""
-    import numalign
-
     try:
         release = importlib.metadata.version("numalign")
     except importlib.metadata.PackageNotFoundError:
         release = "unreleased"
-    package = Path(numalign.__file__).parent
+    package = Path(__file__).resolve().parents[1]  # the numalign package: cluster/sweep.py sits in it
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
         digest.update(path.relative_to(package).as_posix().encode())
