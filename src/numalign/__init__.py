@@ -39,6 +39,7 @@ KUBELET_LAYERS: tuple[tuple[str, ...], ...] = (
     ("checkpointmanager",),
     ("topologymanager",),
     ("cpumanager", "memorymanager", "devicemanager", "dra"),
+    ("state",),
     ("admission", "nodestate", "previews"),
     ("node",),
 )

@@ -8,8 +8,10 @@ Rejected pods: the kubelet leaves the partial allocations of a rejected pod in p
 removeStaleState pass drops them (the pod is not active); we release them at once, which is the state
 the kubelet reaches before it admits anything else.
 
-The Node does no I/O: a NodeStore (numalign.adapters.statedir.directory.StateDirectory) keeps its state in a
-directory; numalign.kubelet.nodestate says in which order, and how a directory is reconciled on open.
+The Node does no I/O: a NodeStore (numalign.adapters.statedir.directory.StateDirectory) keeps its state, a
+NodeState value (numalign.kubelet.state), in a directory; numalign.kubelet.nodestate says in which order,
+and how a directory is reconciled on open. A Node built from another's NodeState is that node after a
+kubelet restart, with whatever configuration it is given.
 """
 
 from __future__ import annotations
@@ -33,17 +35,16 @@ from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
 from numalign.kubelet.admission.eviction import NodeCondition
 from numalign.kubelet.admission.handlers import AdmitHandlers
 from numalign.kubelet.cpumanager.manager import new_cpu_manager_policy
-from numalign.kubelet.cpumanager.state import CPUManagerState
 from numalign.kubelet.cpumanager.topology import CPUTopology
 from numalign.kubelet.devicemanager.endpoint import Device
 from numalign.kubelet.devicemanager.manager import DeferredAllocate, DeviceManager
 from numalign.kubelet.devicemanager.state import DeviceManagerState
 from numalign.kubelet.memorymanager.manager import new_memory_manager
 from numalign.kubelet.memorymanager.reserved import MemoryReservation
-from numalign.kubelet.memorymanager.state import MemoryManagerState
 from numalign.kubelet.nodestate import NodeStore, Transaction, reconcile, recorded_allocation
 from numalign.kubelet.previews.cpu_numa_nodes import effective_machine
 from numalign.kubelet.previews.numa_allocation import node_scorer, scored_policy
+from numalign.kubelet.state import AdmittedPod, NodeState
 from numalign.kubelet.topologymanager.manager import TopologyManager
 from numalign.kubelet.topologymanager.provider import DEFAULT_IMPLICIT_FROM_NODES
 from numalign.kubelet.versions import DEFAULT as DEFAULT_KUBELET_VERSION
@@ -140,9 +141,11 @@ class Node:
         kubelet_version: KubeletVersion = DEFAULT_KUBELET_VERSION,
         adapt_memory_to_host: bool = False,
         previews: Previews = NO_PREVIEWS,
+        state: NodeState | None = None,
     ) -> None:
         # implicit_from_nodes: the NUMA-node count from which providers describe hints implicitly
-        # (providers/implicit).
+        # (providers/implicit). state: start from this state, as a kubelet restarted with `config` would
+        # (a node with a store reads its own instead).
         # The kubelet validates its configuration before it builds any manager; a library caller gets
         # the same refusal (and the CLI, which validated already, no second pass).
         config.validate()
@@ -159,6 +162,7 @@ class Node:
         check_feature_gates(config.feature_gates, kubelet_version, "featureGates (--feature-gates)")
         self.gates = effective_gates(config.feature_gates, kubelet_version)
         check_option_gates(config.topology_manager_policy_options, self.gates)
+        self.implicit_from_nodes = implicit_from_nodes
         self.metrics = metrics or m.Metrics()
         self.numa = numa_info_for(machine)
         self.tm = TopologyManager(
@@ -243,49 +247,53 @@ class Node:
             with store.lock():
                 self._reload()
                 if not store.read_only:
-                    store.commit(self)  # the repairs, and fresh files where none were (as the kubelet starts)
+                    store.commit(self.state())  # the repairs, and fresh files where none were (as the kubelet starts)
+        elif state is not None:
+            self._adopt(state)
 
     def _register_static_plugins(self) -> None:
         for resource, devs in sorted(self.machine.devices_by_resource().items()):
             self.devices.add_static_plugin(resource, [Device(d.id, d.health, d.numa_nodes) for d in devs])
 
     # ---- state -----------------------------------------------------------------------------------
-    def restore(
-        self,
-        cpu: CPUManagerState | None,
-        memory: MemoryManagerState | None,
-        devices: DeviceManagerState | None,
-        pods: list[tuple[Pod, Mapping[str, Any] | None, Mapping[str, Any] | None]],
-        *,
-        reload: bool,
-    ) -> None:
-        """Adopt a state read from disk: the providers' states (None: no file), then the pods with their
-        recorded allocation and process. `reload`: this Node ran before, so the device plugins that
-        registered with it stay (the first load restores them stopped, as the kubelet's restart does)."""
+    @property
+    def _where(self) -> str:
+        return "" if self.store is None else self.store.name
+
+    def state(self) -> NodeState:
+        """This node's state as a value: what its store commits, and what a restart starts from."""
+        pods = tuple(AdmittedPod(p, self.allocations.get(uid), self.processes.get(uid)) for uid, p in self.pods.items())
+        return NodeState(pods, self.cpu.snapshot(), self.memory.snapshot(), self.devices.snapshot())
+
+    def restore(self, state: NodeState, *, reload: bool = False) -> None:
+        """Adopt a state (read from disk, or another node's): the managers' states (None: no checkpoint),
+        then the pods with their recorded allocation and process. `reload`: this Node ran before, so the
+        device plugins that registered with it stay (a first load restores them stopped, as the kubelet's
+        restart does)."""
         for pod in self.pods.values():
             self.tm.scope.forget_pod(pod.uid)
-        if cpu is None:
+        if state.cpu is None:
             self.cpu.start()
         else:
-            self.cpu.restore(cpu)
-        if memory is None:
+            self.cpu.restore(state.cpu)
+        if state.memory is None:
             self.memory.start()
         else:
-            self.memory.restore(memory)
+            self.memory.restore(state.memory)
+        devices = state.devices
         if devices is not None and self.static_devices:
             # The machine describes the devices: pods must hold devices it has, or they count as free.
             from numalign.kubelet.devicemanager.identity import check_device_identity
 
-            check_device_identity(devices.pod_device_entries, self.machine,
-                                  f"{getattr(self.store, 'state_dir', '')}/device-plugins/kubelet_internal_checkpoint",
-                                  devices.registered_devices)
+            source = "the device checkpoint" if self.store is None else self.store.device_checkpoint
+            check_device_identity(devices.pod_device_entries, self.machine, source, devices.registered_devices)
         self.devices.restore(devices or DeviceManagerState(), now=0.0, keep_endpoints=reload)
         if devices is not None and self.static_devices and not reload:
             # In-process plugins register again at once, as real plugins re-register with a restarted kubelet.
             self._register_static_plugins()
-        self.pods = {p.uid: p for p, _, _ in pods}
-        self.allocations = {p.uid: a for p, a, _ in pods}
-        self.processes = {p.uid: proc for p, _, proc in pods if proc is not None}
+        self.pods = {a.pod.uid: a.pod for a in state.pods}
+        self.allocations = {a.pod.uid: a.allocation for a in state.pods}
+        self.processes = {a.pod.uid: a.process for a in state.pods if a.process is not None}
         self.records = {uid: r for uid, r in self.records.items() if uid in self.pods}
 
     def _reload(self) -> None:
@@ -293,15 +301,21 @@ class Node:
         assert self.store is not None
         self.reloads += 1
         self.reserved.clear()
-        self.store.load(self)
-        if getattr(self.store, "record", True) is None:
+        state = self.store.load(cpu_policy=self.cpu.policy_name, memory_policy=self.memory.policy_name)
+        self._adopt(state, reload=self.reloads > 1)
+
+    def _adopt(self, state: NodeState, *, reload: bool = False) -> None:
+        self.restore(state, reload=reload)
+        if self.store is not None:
+            self.store.adopted(self.state())
+        if not state.recorded:
             # No pod record: the kubelet's own directory (or a copy). Its checkpoints are the truth, and
             # the pods in them, which numalign never admitted, keep what they hold: releasing it as
             # orphans would count CPUs and devices in use as free.
             return
         for line in reconcile(self.pods, self.allocations, self.cpu, self.memory, self.devices,
                               self.tm.remove_pod, self._readmit):
-            log.warning("state %s: %s", getattr(self.store, "state_dir", ""), line)
+            log.warning("state %s: %s", self._where, line)
         for uid in set(self.processes) - set(self.pods):
             del self.processes[uid]
         self.reclaimed = []
@@ -313,7 +327,7 @@ class Node:
             if self.process_alive is not None and not self.process_alive(proc):
                 pod = self._forget(uid)
                 log.info("state %s: released %s: its numalign run process %s ended without releasing it",
-                         getattr(self.store, "state_dir", ""), pod.key, proc.get("pid"))
+                         self._where, pod.key, proc.get("pid"))
                 self.reclaimed.append((pod, proc))
                 found = True
         return found
@@ -345,10 +359,6 @@ class Node:
             self.tm.remove_pod(pod)
         return rec
 
-    def state_entries(self) -> list[tuple[Pod, Mapping[str, Any] | None, Mapping[str, Any] | None]]:
-        """The pods with what the record keeps for each (see restore)."""
-        return [(p, self.allocations.get(uid), self.processes.get(uid)) for uid, p in self.pods.items()]
-
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Transaction]:
         """Changes made inside are written at the end, all or none (see numalign.kubelet.nodestate). Nested
@@ -365,8 +375,7 @@ class Node:
                 return
             with store.lock():
                 if store.changed():
-                    log.info("state %s: changed by another process; reading it again",
-                             getattr(store, "state_dir", ""))
+                    log.info("state %s: changed by another process; reading it again", store.name)
                     self._reload()
                 try:
                     yield tx
@@ -375,7 +384,7 @@ class Node:
                     raise
                 if not store.read_only:
                     try:
-                        store.commit(self)
+                        store.commit(self.state())
                     except CheckpointError as e:
                         log.error("%s", e)
                         tx.failure = e

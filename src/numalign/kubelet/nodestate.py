@@ -29,23 +29,38 @@ from numalign.k8s.cpuset import format_cpuset, parse_cpuset
 from numalign.k8s.pod import Pod
 from numalign.kubelet.devicemanager.manager import DeviceManager
 from numalign.kubelet.memorymanager.manager import MemoryManager
+from numalign.kubelet.state import NodeState
 
 
 class NodeStore(Protocol):
-    """Where a Node's state lives; `node` is the Node (typed loosely: the store sits outside)."""
+    """Where a Node's state lives between processes. It trades NodeState values, never a Node."""
 
     read_only: bool
+
+    @property
+    def name(self) -> str:
+        """Where, for log lines (the directory)."""
+
+    @property
+    def device_checkpoint(self) -> str:
+        """The device checkpoint's path, for messages about its content."""
 
     def lock(self) -> contextlib.AbstractContextManager[None]:
         """The directory's transaction lock (shared for a read-only store)."""
 
-    def load(self, node: Any) -> None:
-        """Put the state on disk into `node` (Node.restore); nothing on disk is an empty node."""
+    def load(self, *, cpu_policy: str, memory_policy: str) -> NodeState:
+        """The state on disk (nothing on disk: an empty state). The managers' configured policies are
+        checked against their checkpoints' as the kubelet checks them, whatever the policy."""
+
+    def adopted(self, state: NodeState) -> None:
+        """The state `load` returned as the node adopted it (its managers validate and complete what they
+        read): a checkpoint is rewritten only when the state to commit differs from this, never for its
+        formatting alone."""
 
     def changed(self) -> bool:
         """True when another process wrote the directory since this store last read or wrote it."""
 
-    def commit(self, node: Any) -> None:
+    def commit(self, state: NodeState) -> None:
         """Write what differs from disk, in the safe order; CheckpointError when a write fails."""
 
 

@@ -62,7 +62,8 @@ def test_an_admission_killed_before_its_record_leaves_orphans_that_the_next_open
     before = check_node(open_read_only(MACHINE, CONFIG, tmp_path), tmp_path)
     n = Node(MACHINE, CONFIG, store=StateDirectory(tmp_path))
     n.store = crashing_store(tmp_path, "record")
-    n.store.load(n)
+    n.store.load(cpu_policy=n.cpu.policy_name, memory_policy=n.memory.policy_name)
+    n.store.adopted(n.state())
     with pytest.raises(Crash):
         n.admit(pod("lost", gpus=1))
     on_disk = json.loads((tmp_path / "cpu_manager_state").read_text())
@@ -83,7 +84,8 @@ def test_a_removal_killed_after_its_record_stays_removed(tmp_path: Path) -> None
     first.admit(pod("b"))
     n = node(tmp_path)
     n.store = crashing_store(tmp_path, "cpu")
-    n.store.load(n)
+    n.store.load(cpu_policy=n.cpu.policy_name, memory_policy=n.memory.policy_name)
+    n.store.adopted(n.state())
     with pytest.raises(Crash):
         n.remove("uid-a")
     again = node(tmp_path)

@@ -1,13 +1,14 @@
-"""A Node's state directory: the kubelet's three state files plus numalign's pod record, written in
-the order numalign.kubelet.nodestate gives, only when they changed, under the directory's transaction lock.
+"""A Node's state directory: the kubelet's three state files plus numalign's pod record, read as a
+NodeState and written from one, in the order numalign.kubelet.nodestate gives, only when they changed,
+under the directory's transaction lock.
 
 Layout (the kubelet's, so a kubelet pointed at the directory reads our files and we read its):
 cpu_manager_state, memory_manager_state, device-plugins/kubelet_internal_checkpoint, and
 numalign_pods.json; numalign.lock and numalign-owner.lock (adapters.statelock) beside them.
 
-"Changed" is judged on the state, not the bytes: a file is rewritten when the provider's state differs
-from what this process last read or wrote there, so a kubelet-written file is not rewritten for its
-formatting alone, and a write that failed is tried again at the next commit.
+"Changed" is judged on the state, not the bytes: a file is rewritten when the manager's state differs
+from what this process last read (as the node adopted it) or wrote there, so a kubelet-written file is
+not rewritten for its formatting alone, and a write that failed is tried again at the next commit.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from numalign.adapters.statedir.files import (
     CheckpointFileError,
@@ -36,14 +37,15 @@ from numalign.adapters.statedir.podrecord import (
 )
 from numalign.errors import CheckpointError, InvalidInputError
 from numalign.k8s.manifest import pod_from_dict
-from numalign.k8s.pod import Pod
 from numalign.kubelet.cpumanager.checkpoint import CPUManagerCheckpoint
 from numalign.kubelet.cpumanager.state import CPUManagerState
-from numalign.kubelet.node import Node, pod_to_manifest
+from numalign.kubelet.node import pod_to_manifest
+from numalign.kubelet.state import AdmittedPod, NodeState
 
 log = logging.getLogger("numalign.state")
 
 _Fingerprint = tuple[int, int, int, int] | None
+_T = TypeVar("_T")
 
 
 class StateDirectory:
@@ -66,31 +68,37 @@ class StateDirectory:
         self.record_path = self.state_dir / POD_RECORD_FILE
         self.record: PodRecord | None = None  # as last read or written; None: no file
         self._fingerprint: _Fingerprint = None
-        # Per kubelet file, the provider state it holds as far as this process knows (None: no file).
+        # Per kubelet file, the manager state it holds as far as this process knows (None: no file).
         self._disk: dict[str, Any] = {"cpu": None, "memory": None, "devices": None}
-        self._loaded = False
+
+    @property
+    def name(self) -> str:
+        return str(self.state_dir)
+
+    @property
+    def device_checkpoint(self) -> str:
+        return str(self.files.device_path)
 
     def lock(self) -> contextlib.AbstractContextManager[None]:
         return transaction(self.state_dir, shared=self.read_only)
 
     # ---- reading ---------------------------------------------------------------------------------
-    def load(self, node: Any) -> None:
-        assert isinstance(node, Node)
+    def load(self, *, cpu_policy: str | None = None, memory_policy: str | None = None) -> NodeState:
         record = self._read_record()
         # The kubelet opens both managers' checkpoints whatever the policy (the none policies included),
         # so a file written under another policy is refused here too, never silently ignored.
-        cp = self.files.load_cpu(policy_name=node.cpu.policy_name)
-        mcp = self.files.load_memory(policy_name=node.memory.policy_name)
-        dcp = self.files.load_devices()
+        cp = self.files.load_cpu(policy_name=cpu_policy)
         cpu = None if cp is None else CPUManagerState.from_strings(cp.policy_name, cp.default_cpu_set, cp.entries)
-        node.restore(cpu, mcp, dcp, self._pods(record), reload=self._loaded)
-        self._loaded = True
+        state = NodeState(self._pods(record), cpu, self.files.load_memory(policy_name=memory_policy),
+                          self.files.load_devices(), recorded=record is not None)
         self.record = record
-        self._disk = {
-            "cpu": None if cp is None else _cpu_doc(node),
-            "memory": None if mcp is None else node.memory.snapshot(),
-            "devices": None if dcp is None else node.devices.snapshot(),
-        }
+        self._disk = {"cpu": state.cpu, "memory": state.memory, "devices": state.devices}
+        return state
+
+    def adopted(self, state: NodeState) -> None:
+        self._disk = {"cpu": _if_read(self._disk["cpu"], state.cpu),
+                      "memory": _if_read(self._disk["memory"], state.memory),
+                      "devices": _if_read(self._disk["devices"], state.devices)}
 
     def _read_record(self) -> PodRecord | None:
         self._fingerprint = _stat(self.record_path)
@@ -107,7 +115,7 @@ class StateDirectory:
                 f"fix: restore it from backup, or remove it together with the kubelet state files in "
                 f"{self.state_dir} to start from an empty node")
 
-    def _pods(self, record: PodRecord | None) -> list[tuple[Pod, Any, Any]]:
+    def _pods(self, record: PodRecord | None) -> tuple[AdmittedPod, ...]:
         out = []
         for i, entry in enumerate(record.pods if record else ()):
             try:
@@ -117,8 +125,8 @@ class StateDirectory:
             if pod.uid != entry.uid:
                 raise CheckpointError(self._record_problem(
                     f"pods[{i}]: the manifest's uid {pod.uid[:80]!r} differs from the entry's {entry.uid[:80]!r}"))
-            out.append((pod, entry.allocation, entry.process))
-        return out
+            out.append(AdmittedPod(pod, entry.allocation, entry.process))
+        return tuple(out)
 
     def changed(self) -> bool:
         now = _stat(self.record_path)
@@ -137,12 +145,11 @@ class StateDirectory:
         return False
 
     # ---- writing ---------------------------------------------------------------------------------
-    def commit(self, node: Any) -> None:
-        assert isinstance(node, Node)
+    def commit(self, state: NodeState) -> None:
         if self.read_only:
             return
-        entries = tuple(PodEntry(p.uid, pod_to_manifest(p), alloc, proc) for p, alloc, proc in node.state_entries())
-        docs = {"devices": node.devices.snapshot(), "cpu": _cpu_doc(node), "memory": node.memory.snapshot()}
+        entries = tuple(PodEntry(a.pod.uid, pod_to_manifest(a.pod), a.allocation, a.process) for a in state.pods)
+        docs = {"devices": state.devices, "cpu": state.cpu, "memory": state.memory}
         stale = [k for k, doc in docs.items() if doc != self._disk[k]]
         old = self.record.pods if self.record is not None else None
         if not stale and old == entries:
@@ -171,10 +178,12 @@ class StateDirectory:
         self._fingerprint = _stat(self.record_path)
 
     def _write_file(self, key: str, doc: Any) -> None:
+        if doc is None:  # nothing to write (a state without that manager's model)
+            return
         if self.before_write is not None:
             self.before_write(key)
         if key == "cpu":
-            self.files.save_cpu(CPUManagerCheckpoint(*doc), force=True)
+            self.files.save_cpu(CPUManagerCheckpoint(*doc.to_strings()), force=True)
         elif key == "memory":
             self.files.save_memory(doc, force=True)
         else:
@@ -190,8 +199,9 @@ def _stat(path: Path) -> _Fingerprint:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _cpu_doc(node: Node) -> tuple[str, str, dict[str, dict[str, str]]]:
-    return node.cpu.snapshot().to_strings()
+def _if_read(read: object, adopted: _T | None) -> _T | None:
+    """What a file holds as far as this process knows: nothing when there was no file to read."""
+    return None if read is None else adopted
 
 
 def read_pod_record(state_dir: str | os.PathLike[str]) -> PodRecord | None:
