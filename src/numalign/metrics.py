@@ -135,6 +135,19 @@ PR_ERRORS_LIST = "kubelet_pod_resources_endpoint_errors_list"
 PR_ERRORS_ALLOCATABLE = "kubelet_pod_resources_endpoint_errors_get_allocatable"
 PR_ERRORS_GET = "kubelet_pod_resources_endpoint_errors_get"
 
+# The rejection reasons kubelet.go's recordAdmissionRejection labels by name (of those numalign can
+# produce); any other OutOf<resource> counts as OutOfExtendedResources, anything else as Other.
+_NAMED_REJECTIONS = frozenset({"OutOfcpu", "OutOfmemory", "OutOfephemeral-storage", "OutOfpods", "Evicted",
+                               "TopologyAffinityError", "SMTAlignmentError", "UnexpectedAdmissionError"})
+
+
+def rejection_label(reason: str) -> str:
+    """The `reason` label of ADMISSION_REJECTIONS for a rejection's reason."""
+    if reason in _NAMED_REJECTIONS:
+        return reason
+    return "OutOfExtendedResources" if reason.startswith("OutOf") else "Other"
+
+
 LABELLED = frozenset({
     ALIGNED_COUNT, ALIGNED_FAILURE, CPU_PER_NUMA, DP_REGISTRATION, DP_ALLOC_DURATION, ADMISSION_REJECTIONS,
     PR_REQUESTS, PR_REQUESTS_LIST, PR_REQUESTS_ALLOCATABLE, PR_REQUESTS_GET, PR_ERRORS_LIST,

@@ -1,5 +1,7 @@
-"""What would make a rejected pod fit: candidate changes, each checked by admitting the changed pod on
-a copy of the node (numalign.answer.copies), never guessed.
+"""What would make a rejected pod fit: candidate changes, each checked by the kubelet's admission of the
+changed pod (Node.probe), never guessed. A change of configuration is checked on the node restarted with
+that configuration (Node.restarted: the same state, as a kubelet restart keeps it); an eviction on the
+node restarted without the evicted pods.
 
 Theory of operation. The rejection's reason names the resources that stopped the pod (OutOf<r>: r;
 SMTAlignmentError: cpu; an allocation error: the manager that failed; TopologyAffinityError: every
@@ -27,7 +29,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from numalign.answer import copies
 from numalign.answer.alignment import AlignmentJudge, PodAlignment, empty_node_capacity
 from numalign.answer.free import FreeCapacity, node_capacity, numa_capacity
 from numalign.answer.why import current_failures, explain_rejection, limiting_resources, rejected_container
@@ -52,7 +53,7 @@ _QOS_ORDER = {QOSClass.BEST_EFFORT: 0, QOSClass.BURSTABLE: 1, QOSClass.GUARANTEE
 class Suggestion:
     kind: str        # topology-manager | cpu-manager | node | request | evict
     change: str      # what to change, in words (with the flag or field where there is one)
-    outcome: str     # where the pod landed on the copy
+    outcome: str     # where the pod landed on the changed node
     alignment: PodAlignment
 
     def to_dict(self) -> dict[str, Any]:
@@ -76,7 +77,7 @@ class Answer:
 
 
 class _Trial:
-    """Runs candidate changes on copies of the node, within the budget."""
+    """Runs candidate changes on the node changed as each says, within the budget."""
 
     def __init__(self, node: Node, judge: AlignmentJudge) -> None:
         self.node, self.judge = node, judge
@@ -95,7 +96,7 @@ class _Trial:
         if twin is None:
             return False
         self.tried += 1
-        rec = twin.admit(pod)
+        rec = twin.probe(pod)
         if not rec.result.admit:
             return False
         alignment = self.judge.pod(rec.allocations)
@@ -130,31 +131,31 @@ def _config_changes(trial: _Trial, node: Node, pod: Pod, rec: DecisionRecord) ->
     if reason == "TopologyAffinityError":
         other = "pod" if node.tm.scope_name == "container" else "container"
         trial.run("topology-manager", f"topologyManagerScope {other} (--topology-manager-scope {other})",
-                  lambda: copies.with_topology_manager(node, scope=other), pod)
+                  lambda: _with_topology_manager(node, scope=other), pod)
         policy = node.tm.policy_name
         while policy in WEAKER_POLICY:
             policy = WEAKER_POLICY[policy]
             if trial.run("topology-manager", f"topologyManagerPolicy {policy} (--topology-manager-policy {policy})",
-                         functools.partial(copies.with_topology_manager, node, policy=policy), pod):
+                         functools.partial(_with_topology_manager, node, policy=policy), pod):
                 break
     elif reason == "SMTAlignmentError":
         trial.run("cpu-manager", "cpuManagerPolicyOptions without full-pcpus-only (a drain and kubelet restart)",
-                  lambda: copies.without_full_pcpus_only(node), pod)
+                  lambda: _without_full_pcpus_only(node), pod)
     elif reason == "Evicted":
         names = " and ".join(c.value for c in node.handlers.conditions)
-        trial.run("node", f"the node no longer had {names}", lambda: copies.with_handlers(node, conditions=()), pod)
+        trial.run("node", f"the node no longer had {names}", lambda: node.restarted(node_conditions=()), pod)
         if get_pod_qos(pod) == QOSClass.BEST_EFFORT and pod.containers:
             first = pod.containers[0]
             changed = _with_request(pod, first.name, {RESOURCE_CPU: Quantity.from_milli(100)}, limits=False)
             trial.run("request", f"container {first.name} requested cpu: 100m (a Burstable pod is admitted "
-                      "under MemoryPressure alone)", lambda: copies.node_copy(node), changed)
+                      "under MemoryPressure alone)", lambda: node, changed)
     elif reason == "PodLevelResourcesNotSupported":
         trial.run("node", "the PodLevelResources feature gate were on (--feature-gates PodLevelResources=true)",
                   lambda: _with_gate(node, "PodLevelResources"), pod)
     elif reason == "OutOfpods":
         limit = len(node.pods) + 1
         trial.run("node", f"maxPods {limit} (--max-pods {limit})",
-                  lambda: copies.with_handlers(node, max_pods=limit), pod)
+                  lambda: _with_config(node, max_pods=limit, pods_per_core=0), pod)
 
 
 # ---- 2 and 3 for OutOf<resource> -----------------------------------------------------------------
@@ -169,7 +170,7 @@ def _fit_node(trial: _Trial, node: Node, pod: Pod, rec: DecisionRecord, shown: S
         if smallest:
             victim = smallest[0]
             trial.run("evict", f"pod {victim.key} was evicted",
-                      lambda: copies.without_pods(node, [victim.uid]), pod)
+                      lambda: _without_pods(node, [victim.uid]), pod)
         return
     # A smaller request: the container asking most of the resource gives up what is missing.
     def asked(c: Container) -> int:
@@ -184,7 +185,7 @@ def _fit_node(trial: _Trial, node: Node, pod: Pod, rec: DecisionRecord, shown: S
             q = _node_quantity(first.resource, new)
             trial.run("request", f"container {big.name} requested {first.resource}: {q} (not "
                       f"{container_requests(big)[first.resource]})",
-                      lambda: copies.node_copy(node), _with_request(pod, big.name, {first.resource: q}))
+                      lambda: node, _with_request(pod, big.name, {first.resource: q}))
     # Evictions: the pods requesting the resource, BestEffort-first, largest first, until enough.
     node_view = next((f for f in shown if f.numa_node is None and f.resource == first.resource), None)
     if node_view is not None:
@@ -207,7 +208,7 @@ def _fit_numa(trial: _Trial, node: Node, pod: Pod, target: Container, resources:
             if rounded > 0:
                 q = Quantity.from_int(rounded)
                 trial.run("request", f"container {target.name} requested cpu: {rounded} (whole cores of "
-                          f"{per_core} threads, not {n})", lambda: copies.node_copy(node),
+                          f"{per_core} threads, not {n})", lambda: node,
                           _with_request(pod, target.name, {RESOURCE_CPU: q}))
     by_numa: dict[int, dict[str, FreeCapacity]] = {}
     for f in free:
@@ -229,7 +230,7 @@ def _fit_numa(trial: _Trial, node: Node, pod: Pod, target: Container, resources:
         qs = {r: _quantity(r, v) for r, v in smaller.items()}
         text = ", ".join(f"{r}: {q}" for r, q in qs.items())
         trial.run("request", f"container {target.name} requested {text} (what one NUMA node has free)",
-                  lambda: copies.node_copy(node), _with_request(pod, target.name, qs))
+                  lambda: node, _with_request(pod, target.name, qs))
     if node.tm.policy_name in ("none", "best-effort"):
         # No NUMA constraint on admission: what is missing node-wide, from whoever holds it.
         missing = {r: v - sum(by_numa[n][r].free for n in by_numa if r in by_numa[n]) for r, v in want.items()}
@@ -284,7 +285,7 @@ def _evict_multi(trial: _Trial, node: Node, pod: Pod, holders: Mapping[str, Mapp
         suffix = f" (freeing what they hold {where})" if where else ""
         verb = "were" if len(picked) > 1 else "was"
         if trial.run("evict", f"pod{'s' if len(picked) > 1 else ''} {names} {verb} evicted{suffix}",
-                     functools.partial(copies.without_pods, node, picked), pod):
+                     functools.partial(_without_pods, node, picked), pod):
             return
 
 
@@ -346,9 +347,34 @@ def _with_request(pod: Pod, container: str, values: Mapping[str, Quantity], limi
 
 
 def _with_gate(node: Node, gate: str) -> Node:
-    twin = copies.node_copy(node)
-    twin.config = dataclasses.replace(node.config, feature_gates={**node.config.feature_gates, gate: True})
-    twin.gates = {**node.gates, gate: True}  # what the node runs with: its version's defaults, then the config
+    return _with_config(node, feature_gates={**node.config.feature_gates, gate: True})
+
+
+def _with_config(node: Node, **fields: Any) -> Node:
+    """The node restarted with these kubelet configuration fields changed."""
+    return node.restarted(dataclasses.replace(node.config, **fields))
+
+
+def _with_topology_manager(node: Node, policy: str | None = None, scope: str | None = None) -> Node:
+    """The node restarted with another Topology Manager policy or scope."""
+    return _with_config(node, topology_manager_policy=policy or node.config.topology_manager_policy,
+                        topology_manager_scope=scope or node.config.topology_manager_scope)
+
+
+def _without_full_pcpus_only(node: Node) -> Node | None:
+    """The node restarted without the static CPU policy's full-pcpus-only (None when it is not set)."""
+    if not _full_pcpus_only(node):
+        return None
+    options = dict(node.config.cpu_manager_policy_options)
+    options.pop("full-pcpus-only", None)
+    return _with_config(node, cpu_manager_policy_options=options)
+
+
+def _without_pods(node: Node, uids: Sequence[str]) -> Node:
+    """The node restarted, then these pods evicted (everything they held released)."""
+    twin = node.restarted()
+    for uid in uids:
+        twin.remove(uid)
     return twin
 
 

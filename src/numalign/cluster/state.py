@@ -6,13 +6,14 @@ handful of vector operations. The kubelet side is one Node per simulated node, b
 pod ever reaches costs only its row in the arrays.
 
 Probes ("would this node's kubelet admit this pod now?", for the exact scheduler and for stranded
-capacity) run the Topology Manager's admission and release the pod again. Their answers are cached
+capacity) are the kubelet's admission, released again (Node.probe). Their answers are cached
 per (node state, pod shape): a node's state is named by a hash chain over what was bound to and
 removed from it, so nodes of one pool that went through the same history share answers.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -27,7 +28,6 @@ from numalign.k8s.pod import Pod
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
 from numalign.kubelet.admission.predicate import fit_requests
 from numalign.kubelet.node import Node
-from numalign.kubelet.versions import refuse_unmodelled
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -293,16 +293,16 @@ class ClusterState:
         return answer[0], answer[1]
 
     def _ask(self, sn: SimNode, pod: Pod) -> tuple[bool, int, int]:
-        """Run the Topology Manager's admission and release the pod: (admitted, NUMA count, NUMA mask the
-        answer depends on, -1 for all)."""
+        """The kubelet's admission of the pod, released again: (admitted, NUMA count, NUMA mask the answer
+        depends on, -1 for all). A pod refused before the Topology Manager ran counts no NUMA node."""
         node = sn.node()
         self.probe_count += 1
-        if pod.has_pod_level_resources and not node.gates.get("PodLevelResources", False):
+        if pod.uid in node.pods or pod.uid in node.reserved:
+            # This very pod is bound here already: the question is whether another one like it fits.
+            pod = dataclasses.replace(pod, uid=f"{pod.uid}~probe")
+        rec = node.probe(pod)
+        if not rec.result.admit and not rec.decisions:
             return False, 0, -1
-        refuse_unmodelled(pod, node.gates, node.kubelet_version)
-        rec = node.tm.admit(pod)
-        node.tm.remove_pod(pod)
-        node.devices.remove_pod(pod.uid)
         mask = 0
         for d in rec.decisions:
             if d.merged is not None and d.merged.mask is not None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from numalign import metrics as m
-from numalign.core.decision import UNEXPECTED_ADMISSION_ERROR, AdmitResult, DecisionRecord
+from numalign.core.decision import AdmitResult, ContainerDecision, DecisionRecord
 from numalign.core.numa import NUMAInfo
 from numalign.errors import CheckpointError, InvalidInputError, PluginError
 from numalign.k8s.cpuset import format_cpuset
@@ -62,6 +62,9 @@ log = logging.getLogger("numalign.kubelet.node")
 
 # The providers' pinning counters as Node._sync_provider_metrics publishes them.
 _PINNING_METRICS = (m.CPU_PINNING_REQUESTS, m.CPU_PINNING_ERRORS, m.MEM_PINNING_REQUESTS, m.MEM_PINNING_ERRORS)
+# The managers' counters an admission moves (a probe puts them back).
+_COUNTERS = ("pinning_requests_total", "pinning_errors_total", "aligned_physical_cpu_total",
+             "aligned_physical_cpu_failures_total", "aligned_uncore_cache_total")
 
 
 def numa_info_for(machine: Machine) -> NUMAInfo:
@@ -72,18 +75,23 @@ def numa_info_for(machine: Machine) -> NUMAInfo:
     return NUMAInfo.create(order) if rows is None else NUMAInfo.create(order, rows)
 
 
-@dataclass
-class Reservation:
-    """An admission decided with its device plugins' Allocate calls still to make (Node.reserve).
+@dataclass(frozen=True)
+class Plan:
+    """An admission decided (Node.decide): its decision record, what the pod takes, and the device
+    plugins' Allocate calls still to make, in the kubelet's order.
 
-    `record` is the decision; when it admits, the pod holds everything it was given (other admissions
-    see it taken) but is not in the pod record until Node.complete. When it rejects, the pod holds
-    nothing, and the calls are those the kubelet made before the rejection: a failing one is the answer."""
+    Admitted with calls left, the pod holds everything it was given (other admissions see it taken) but
+    is not recorded until Node.commit. Rejected, it holds nothing, and the calls are those the kubelet
+    made before the rejection: a failing one is the answer. Without calls the plan is settled."""
 
     pod: Pod
     record: DecisionRecord
-    calls: list[DeferredAllocate]
-    reloads: int
+    calls: tuple[DeferredAllocate, ...] = ()
+    reloads: int = 0  # the node's reload count at the decision: a reload since drops the plan
+
+    @property
+    def settled(self) -> bool:
+        return not self.calls
 
     def make_calls(
         self,
@@ -91,7 +99,7 @@ class Reservation:
         unexpected: Callable[[Exception], None] | None = None,
     ) -> tuple[list[Any], str | None]:
         """The Allocate calls in the kubelet's order, up to the first failure, whose text is the answer
-        (Node.complete). `unexpected`, when given, sees any other exception, which then fails the pod too;
+        (Node.commit). `unexpected`, when given, sees any other exception, which then fails the pod too;
         without it such an exception propagates."""
         responses: list[Any] = []
         for call in self.calls:
@@ -233,8 +241,8 @@ class Node:
         # (I/O, given by the composition) tells; `reclaimed` lists them with their process records.
         self.process_alive = process_alive
         self.reclaimed: list[tuple[Pod, Mapping[str, Any]]] = []
-        # Admitted pods whose plugin Allocate calls are in flight (reserve .. complete); not recorded.
-        self.reserved: dict[str, Reservation] = {}
+        # Admitted pods whose plugin Allocate calls are in flight (decide .. commit); not recorded.
+        self.reserved: dict[str, Plan] = {}
         self.reloads = 0  # how often the state was read again: a reload drops every reservation
         self.store = store
         self._tx: Transaction | None = None
@@ -264,6 +272,17 @@ class Node:
         """This node's state as a value: what its store commits, and what a restart starts from."""
         pods = tuple(AdmittedPod(p, self.allocations.get(uid), self.processes.get(uid)) for uid, p in self.pods.items())
         return NodeState(pods, self.cpu.snapshot(), self.memory.snapshot(), self.devices.snapshot())
+
+    def restarted(self, config: KubeletConfig | None = None, *,
+                  node_conditions: Sequence[NodeCondition] | None = None) -> Node:
+        """This node after a kubelet restart with `config` (default: its own) and, optionally, other node
+        conditions: a new Node from this one's state, in memory (no store, fresh metrics). The kubelet keeps
+        its checkpoints across a restart, so every pod keeps what it holds. ConfigError when the kubelet
+        would refuse to start with `config`."""
+        return Node(self.machine, self.config if config is None else config, static_devices=self.static_devices,
+                    node_conditions=self.handlers.conditions if node_conditions is None else node_conditions,
+                    implicit_from_nodes=self.implicit_from_nodes, kubelet_version=self.kubelet_version,
+                    state=self.state())
 
     def restore(self, state: NodeState, *, reload: bool = False) -> None:
         """Adopt a state (read from disk, or another node's): the managers' states (None: no checkpoint),
@@ -400,12 +419,94 @@ class Node:
             raise tx.failure
 
     # ---- pods --------------------------------------------------------------------------------------
+    # One path for every admission: decide takes the pod's resources and says which Allocate calls are
+    # left; commit records the outcome. admit makes the calls at once, inside one transaction; the
+    # agent and `numalign run` make them with the lock released (decide, Plan.make_calls, commit).
+
     def admit(self, pod: Pod) -> DecisionRecord:
         with self.transaction() as tx:
-            rec = self._admit(pod)
+            plan = self._decide(pod, defer_calls=False)
+        return tx.outcome([plan.record], self.pods)[0]
+
+    def decide(self, pod: Pod) -> Plan:
+        """Decide as `admit` does, leaving the device plugins' Allocate calls to the caller (Plan.make_calls,
+        then commit), so they need not hold up other admissions. A plan with no call left is settled: an
+        admitted pod is recorded already (and commit hands its record back)."""
+        with self.transaction() as tx:
+            plan = self._decide(pod, defer_calls=True)
+        if tx.failure is not None:  # the write failed: the state is the disk's again, nothing is held
+            self.reserved.pop(pod.uid, None)
+            return replace(plan, record=tx.outcome([plan.record], self.pods)[0], calls=())
+        return plan
+
+    def commit(self, plan: Plan, responses: Sequence[Any] = (), error: str | None = None) -> DecisionRecord | None:
+        """Settle a plan with its calls' outcome: one response per call made, and the first call's error
+        (the calls stop there, as the kubelet's Allocate does). None when the plan is gone meanwhile
+        (cancelled, or dropped by a reload of the state: decide again)."""
+        pod, rec = plan.pod, plan.record
+        if plan.settled:
+            return rec
+        if not rec.result.admit:
+            # The kubelet made these calls before it rejected the pod: a failing one is the answer.
+            return rec if error is None else replace(rec, result=AdmitResult.from_allocation_error(None, error))
+        with self.transaction() as tx:
+            # Checked under the lock: a process that wrote the directory since (the transaction read it
+            # again) has dropped the plan, and may have given its resources to another pod.
+            if self.reserved.get(pod.uid) is not plan or self.reloads != plan.reloads:
+                return None
+            del self.reserved[pod.uid]
+            if error is not None:
+                self._release(pod)
+                return self._record(pod, rec.decisions, AdmitResult.from_allocation_error(None, error), {})
+            for call, resp in zip(plan.calls, responses, strict=True):
+                self.devices.answered(call, resp)
+            self._keep(pod, rec)
         return tx.outcome([rec], self.pods)[0]
 
-    def _admit(self, pod: Pod) -> DecisionRecord:
+    def probe(self, pod: Pod) -> DecisionRecord:
+        """Would this node admit the pod now? Decided as `admit` decides it, then released: no pod, record,
+        metric or state write is left, and no device plugin is called."""
+        tm_metrics, counters = self.tm.metrics, self._counters()
+        self.tm.metrics = self.tm.scope.metrics = m.Metrics()
+        self.devices.deferred = []
+        try:
+            decisions, result = self._verdict(pod)
+            allocations: dict[str, Any] = {}
+            if result.admit:
+                self._started(pod)
+                allocations = self._allocations(pod)
+            self._release(pod)
+        finally:
+            self.devices.deferred = None
+            self.tm.metrics = self.tm.scope.metrics = tm_metrics
+            self._set_counters(counters)
+        return DecisionRecord(pod.key, pod.uid, self.tm.policy_name, self.tm.scope_name, dict(self.tm.options),
+                              decisions, result, allocations)
+
+    def _decide(self, pod: Pod, *, defer_calls: bool) -> Plan:
+        """The admission, in the caller's transaction: the verdict, the pod's resources taken, the record
+        built once. Without calls left the pod is recorded at once; with some it is reserved."""
+        self.devices.deferred = [] if defer_calls else None
+        try:
+            decisions, result = self._verdict(pod)
+        finally:
+            calls, self.devices.deferred = tuple(self.devices.deferred or ()), None
+        self._sync_provider_metrics()
+        if not result.admit:
+            return Plan(pod, self._record(pod, decisions, result, {}), calls, self.reloads)
+        self._started(pod)
+        rec = self._record(pod, decisions, result, self._allocations(pod))
+        plan = Plan(pod, rec, calls, self.reloads)
+        if calls:
+            # Taken but not recorded: a crash now leaves the pod unadmitted and its files reconciled.
+            self.reserved[pod.uid] = plan
+        else:
+            self._keep(pod, rec)
+        return plan
+
+    def _verdict(self, pod: Pod) -> tuple[tuple[ContainerDecision, ...], AdmitResult]:
+        """The kubelet's admit handlers in order, up to the first rejection; an admitted pod holds what the
+        managers gave it, a rejected one nothing."""
         if pod.uid in self.pods or pod.uid in self.reserved:
             raise InvalidInputError(
                 f"pod {pod.key} (uid {pod.uid}) is already admitted on this node; give the new pod another "
@@ -415,95 +516,52 @@ class Node:
         if pod.has_pod_level_resources and not self.gates.get("PodLevelResources", False):
             # The kubelet's isPodLevelResourcesSupported admit handler; numalign checks it first (the
             # kubelet may run the Topology Manager's handler before it, with the same final verdict).
-            self.metrics.inc(m.ADMISSION_REJECTIONS, reason="Other")  # not one of the kubelet's named reasons
-            return DecisionRecord(
-                pod.key, pod.uid, self.tm.policy_name, self.tm.scope_name, dict(self.tm.options), (),
-                AdmitResult(False, "PodLevelResourcesNotSupported", "PodLevelResources feature gate is disabled"),
-            )
+            return (), AdmitResult(False, "PodLevelResourcesNotSupported", "PodLevelResources feature gate is disabled")
         refuse_unmodelled(pod, self.gates, self.kubelet_version)  # KEP-5526: say so rather than guess
         early = self.handlers.before_topology(self, pod)
         if not early.admit:
-            return DecisionRecord(pod.key, pod.uid, self.tm.policy_name, self.tm.scope_name, dict(self.tm.options),
-                                  (), early)
-        rec = self.tm.admit(pod)
-        self._sync_provider_metrics()
-        if rec.result.admit:
-            late = self.handlers.after_topology(self, pod)
-            if not late.admit:
-                rec = replace(rec, result=late)
-        if not rec.result.admit:
+            return (), early
+        outcome = self.tm.decide(pod)
+        result = outcome.result
+        if result.admit:
+            result = self.handlers.after_topology(self, pod)
+        if not result.admit:
             self.tm.remove_pod(pod)
-            return rec
+        return tuple(outcome.decisions), result
+
+    def _record(self, pod: Pod, decisions: tuple[ContainerDecision, ...], result: AdmitResult,
+                allocations: Mapping[str, Any]) -> DecisionRecord:
+        """The admission's decision record; the one place a rejection is counted."""
+        if not result.admit:
+            self.metrics.inc(m.ADMISSION_REJECTIONS, reason=m.rejection_label(result.reason))
+        return DecisionRecord(pod.key, pod.uid, self.tm.policy_name, self.tm.scope_name, dict(self.tm.options),
+                              decisions, result, allocations)
+
+    def _keep(self, pod: Pod, rec: DecisionRecord) -> None:
+        """Record an admitted pod (the pod record's commit point is the caller's transaction)."""
         self.pods[pod.uid] = pod
-        self._started(pod)
         if self.store is not None:
             self.allocations[pod.uid] = recorded_allocation(pod, self.cpu, self.memory, self.devices)
-        rec = replace(rec, allocations={c.name: self._allocation_dict(pod.uid, c.name)
-                                        for c in pod.all_containers()})
         self.records[pod.uid] = rec
-        return rec
+
+    def _release(self, pod: Pod) -> None:
+        """Give back everything a pod not (or no longer) recorded holds."""
+        self.tm.remove_pod(pod)
+        self.devices.remove_pod(pod.uid)
+
+    def _allocations(self, pod: Pod) -> dict[str, Any]:
+        return {c.name: self._allocation_dict(pod.uid, c.name) for c in pod.all_containers()}
 
     @property
     def reserved_pods(self) -> list[Pod]:
-        return [r.pod for r in self.reserved.values()]
-
-    def reserve(self, pod: Pod) -> DecisionRecord | Reservation:
-        """Admit as `admit` does, but hand back the device plugins' Allocate calls instead of making
-        them, so a caller can make them without holding up other admissions (see complete). A pod
-        that needs no such call gets its final record at once."""
-        with self.transaction() as tx:
-            self.devices.deferred = []
-            try:
-                rec = self._admit(pod)
-            finally:
-                calls, self.devices.deferred = self.devices.deferred, None
-            if calls and tx.failure is None and rec.result.admit:
-                # Taken but not recorded: a crash now leaves the pod unadmitted and its files reconciled.
-                del self.pods[pod.uid]
-                self.allocations.pop(pod.uid, None)
-                del self.records[pod.uid]
-        if not calls or tx.failure is not None:
-            return tx.outcome([rec], self.pods)[0]
-        res = Reservation(pod, rec, calls, self.reloads)
-        if rec.result.admit:
-            self.reserved[pod.uid] = res
-        return res
-
-    def complete(self, res: Reservation, responses: Sequence[Any], error: str | None) -> DecisionRecord | None:
-        """The outcome of a reservation's calls: one response per call made, and the first call's error
-        (the calls stop there, as the kubelet's Allocate does). None when the reservation is gone
-        meanwhile (cancelled, or dropped by a reload of the state: admit the pod again)."""
-        pod, rec = res.pod, res.record
-        if not rec.result.admit:
-            if error is None:
-                return rec
-            return replace(rec, result=AdmitResult.from_allocation_error(None, error))
-        with self.transaction() as tx:
-            # Checked under the lock: a process that wrote the directory since (the transaction read it
-            # again) has dropped the reservation, and may have given its resources to another pod.
-            if self.reserved.get(pod.uid) is not res or self.reloads != res.reloads:
-                return None
-            del self.reserved[pod.uid]
-            if error is not None:
-                self.tm.remove_pod(pod)
-                self.devices.remove_pod(pod.uid)
-                self.metrics.inc(m.ADMISSION_REJECTIONS, reason=UNEXPECTED_ADMISSION_ERROR)
-                return replace(rec, result=AdmitResult.from_allocation_error(None, error), allocations={})
-            for call, resp in zip(res.calls, responses, strict=True):
-                self.devices.answered(call, resp)
-            self.pods[pod.uid] = pod
-            if self.store is not None:
-                self.allocations[pod.uid] = recorded_allocation(pod, self.cpu, self.memory, self.devices)
-            self.records[pod.uid] = rec
-        return tx.outcome([rec], self.pods)[0]
+        return [plan.pod for plan in self.reserved.values()]
 
     def cancel(self, pod_uid: str) -> None:
-        """Release a reservation whose pod went away; its calls' outcome is then ignored (complete)."""
-        res = self.reserved.pop(pod_uid, None)
-        if res is not None:
+        """Release a plan whose pod went away; its calls' outcome is then ignored (commit)."""
+        plan = self.reserved.pop(pod_uid, None)
+        if plan is not None:
             with self.transaction():
-                self.tm.remove_pod(res.pod)
-                self.devices.remove_pod(pod_uid)
+                self._release(plan.pod)
 
     def _started(self, pod: Pod) -> None:
         for c in pod.all_containers():
@@ -512,6 +570,16 @@ class Node:
         # (upstream memory manager AddContainer).
         for c in pod.all_containers():
             self.memory.add_container(pod, c)
+
+    def _counters(self) -> list[tuple[object, str, int]]:
+        """The managers' counters, plain attributes of pure code (see _sync_provider_metrics)."""
+        return [(p, name, int(getattr(p, name))) for p in (self.cpu, self.memory) for name in _COUNTERS
+                if hasattr(p, name)]
+
+    @staticmethod
+    def _set_counters(saved: list[tuple[object, str, int]]) -> None:
+        for provider, name, value in saved:
+            setattr(provider, name, value)
 
     def _sync_provider_metrics(self) -> None:
         """Providers count pinning requests/errors as plain attributes (pure code); publish the deltas."""

@@ -21,7 +21,7 @@ from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
 from numalign.k8s.previews import NO_PREVIEWS, Previews
 from numalign.kubelet.devicemanager.endpoint import Device
-from numalign.kubelet.node import ContainerAllocation, Node, Reservation
+from numalign.kubelet.node import ContainerAllocation, Node
 from numalign.kubelet.versions import DEFAULT as DEFAULT_KUBELET_VERSION
 from numalign.kubelet.versions import KubeletVersion
 from numalign.machine.topology import Machine
@@ -135,34 +135,34 @@ def _admit_reserving(
     run: RunNode, node: Node, pod: Pod, container: str, process: Mapping[str, Any], reclaimed: list[str]
 ) -> Admission | None:
     """Decide and take the pod's resources in one transaction, make the plugins' Allocate calls with the
-    lock released, record the pod in a second one (Node.reserve / complete). The reservation is in the
-    kubelet files only, not the pod record: a crash leaves orphans the next open releases, and a
+    lock released, record the pod in a second one (Node.decide / commit). The plan's resources are in
+    the kubelet files only, not the pod record: a crash leaves orphans the next open releases, and a
     process writing the directory meanwhile releases them too, so the second transaction then finds the
-    reservation gone (None: decide again)."""
+    plan gone (None: decide again)."""
     opened = node.reclaimed
     with node.transaction() as tx:
         if node.reclaimed is not opened:
             reclaimed += _remove_leftovers(node)
         node.processes[pod.uid] = dict(process)
-        res = node.reserve(pod)
-        if isinstance(res, Reservation):
-            if res.record.result.admit:
+        plan = node.decide(pod)
+        if plan.settled:
+            settled = _admitted(node, plan.record, pod, container, process)
+        else:
+            if plan.record.result.admit:
                 problem = _not_applicable(node.allocation(pod.uid, container), node)
                 if problem:
                     raise PlacementError(problem)  # discarded: nothing of it is written
-            reconcile_shared_pool(node)  # the shared pool lost the CPUs the reservation took
-        else:
-            res = _admitted(node, res, pod, container, process)
-    if not isinstance(res, Reservation):
-        return _admission(run, node, tx.outcome([res], node.pods)[0], pod, container, reclaimed)
+            reconcile_shared_pool(node)  # the shared pool lost the CPUs the plan took
+    if plan.settled:
+        return _admission(run, node, tx.outcome([settled], node.pods)[0], pod, container, reclaimed)
     if tx.failure is not None:
         raise tx.failure
-    responses, error = res.make_calls()
+    responses, error = plan.make_calls()
     opened = node.reclaimed
     with node.transaction() as tx:
         if node.reclaimed is not opened:
             reclaimed += _remove_leftovers(node)
-        record = node.complete(res, responses, error)
+        record = node.commit(plan, responses, error)
         if record is None:
             return None
         record = _admitted(node, record, pod, container, process)

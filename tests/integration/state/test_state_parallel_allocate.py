@@ -17,7 +17,7 @@ from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.kubelet.cpumanager.policy_static import StaticPolicy
 from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, Device, StaticEndpoint
-from numalign.kubelet.node import Node, Reservation
+from numalign.kubelet.node import Node
 from numalign.machine.examples import example
 
 Q = Quantity.parse
@@ -51,16 +51,16 @@ def free_cpus(n: Node) -> int:
 def test_the_calls_are_handed_back_and_the_devices_taken_at_once(tmp_path: Path) -> None:
     n = Node(MACHINE, CONFIG, store=StateDirectory(tmp_path))
     ep = plugin(n)
-    a = n.reserve(pod("a", gpus=1))
-    assert isinstance(a, Reservation) and a.record.result.admit
+    a = n.decide(pod("a", gpus=1))
+    assert not a.settled and a.record.result.admit
     assert ep.calls == [] and "uid-a" not in n.pods and [p.name for p in n.reserved_pods] == ["a"]
-    b = n.reserve(pod("b", gpus=1))
-    assert isinstance(b, Reservation)
+    b = n.decide(pod("b", gpus=1))
+    assert not b.settled
     assert set(a.calls[0].device_ids).isdisjoint(b.calls[0].device_ids)
-    cpu_only = n.reserve(pod("c"))  # nothing to call: final at once
-    assert not isinstance(cpu_only, Reservation) and cpu_only.result.admit
+    cpu_only = n.decide(pod("c"))  # nothing to call: final at once
+    assert cpu_only.settled and cpu_only.record.result.admit
     for res in (b, a):  # answers may come in any order
-        rec = n.complete(res, *res.make_calls())
+        rec = n.commit(res, *res.make_calls())
         assert rec is not None and rec.result.admit
     assert not n.reserved
     again = open_read_only(MACHINE, CONFIG, tmp_path)
@@ -73,8 +73,8 @@ def test_the_calls_are_handed_back_and_the_devices_taken_at_once(tmp_path: Path)
 def test_a_crash_during_the_call_leaves_the_pod_unadmitted_and_nothing_held(tmp_path: Path) -> None:
     n = Node(MACHINE, CONFIG, store=StateDirectory(tmp_path))
     plugin(n)
-    assert n.reserve(pod("b")).result.admit  # type: ignore[union-attr]
-    assert isinstance(n.reserve(pod("a", cpus=8, gpus=1)), Reservation)
+    assert n.decide(pod("b")).record.result.admit
+    assert not n.decide(pod("a", cpus=8, gpus=1)).settled
     # The process dies here: what a restart reads holds b only, and nothing of a.
     after = open_read_only(MACHINE, CONFIG, tmp_path)
     held = check_node(after, tmp_path)
@@ -90,10 +90,10 @@ def test_a_failed_call_gives_the_kubelets_answer_and_releases_everything(tmp_pat
     n = Node(MACHINE, CONFIG, store=StateDirectory(tmp_path))
     plugin(n, fail=True)
     free = free_cpus(n)
-    res = n.reserve(pod("a", gpus=1))
-    assert isinstance(res, Reservation)
+    res = n.decide(pod("a", gpus=1))
+    assert not res.settled
     assert free_cpus(n) == free - 4
-    got = n.complete(res, *res.make_calls())
+    got = n.commit(res, *res.make_calls())
     assert got is not None and got.result == want.result
     assert got.result.message == ("Allocate failed due to rpc error: code = Unknown desc = device reset failed, "
                                   "which is unexpected")
@@ -106,30 +106,30 @@ def test_reserved_pods_count_in_the_admission_of_others() -> None:
     config = dataclasses.replace(CONFIG, max_pods=1, pods_per_core=0)
     n = Node(MACHINE, config)
     plugin(n)
-    assert isinstance(n.reserve(pod("a", gpus=1)), Reservation)
-    rec = n.reserve(pod("b"))
-    assert not isinstance(rec, Reservation) and rec.result.reason == "OutOfpods"
+    assert not n.decide(pod("a", gpus=1)).settled
+    rec = n.decide(pod("b"))
+    assert rec.settled and rec.record.result.reason == "OutOfpods"
 
 
 def test_a_cancelled_or_reloaded_reservation_is_gone(tmp_path: Path) -> None:
     n = Node(MACHINE, CONFIG, store=StateDirectory(tmp_path))
     plugin(n)
     free = free_cpus(n)
-    res = n.reserve(pod("a", gpus=1))
-    assert isinstance(res, Reservation)
+    res = n.decide(pod("a", gpus=1))
+    assert not res.settled
     n.cancel("uid-a")
     assert free_cpus(n) == free and not n.devices.allocated.get(GPU)
-    assert n.complete(res, *res.make_calls()) is None and "uid-a" not in n.pods
+    assert n.commit(res, *res.make_calls()) is None and "uid-a" not in n.pods
     # Another process writes the directory while a's call is out: the reload drops the reservation.
-    res = n.reserve(pod("a", gpus=1))
-    assert isinstance(res, Reservation)
+    res = n.decide(pod("a", gpus=1))
+    assert not res.settled
     other = Node(MACHINE, CONFIG, store=StateDirectory(tmp_path))
     assert other.admit(pod("z")).result.admit
     n.save()
-    assert n.complete(res, *res.make_calls()) is None
-    res = n.reserve(pod("a", gpus=1))  # the agent admits it again
-    assert isinstance(res, Reservation)
-    rec = n.complete(res, *res.make_calls())
+    assert n.commit(res, *res.make_calls()) is None
+    res = n.decide(pod("a", gpus=1))  # the agent admits it again
+    assert not res.settled
+    rec = n.commit(res, *res.make_calls())
     assert rec is not None and rec.result.admit
     check_node(open_read_only(MACHINE, CONFIG, tmp_path), tmp_path)
 
@@ -148,9 +148,9 @@ def test_a_pod_rejected_after_its_device_calls_gets_the_answer_the_calls_decide(
         want = serial.admit(p)
         n = Node(MACHINE, CONFIG)
         plugin(n, fail=fail)
-        res = n.reserve(p)
-        assert isinstance(res, Reservation) and not res.record.result.admit and not n.reserved
-        got = n.complete(res, *res.make_calls())
+        res = n.decide(p)
+        assert not res.settled and not res.record.result.admit and not n.reserved
+        got = n.commit(res, *res.make_calls())
         assert got is not None and not got.result.admit and got.result == want.result
         assert ("Allocate failed due to" in got.result.message) == fail
         assert not n.pods and not n.devices.allocated.get(GPU)

@@ -9,20 +9,20 @@ from integration.state.test_state_parallel_allocate import CONFIG, MACHINE, plug
 from support.nodecheck import check_node, open_read_only
 
 from numalign.adapters.statedir.directory import StateDirectory
-from numalign.kubelet.node import Node, Reservation
+from numalign.kubelet.node import Node
 
 
 def test_a_write_before_complete_drops_the_reservation(tmp_path: Path) -> None:
     n = Node(MACHINE, CONFIG, store=StateDirectory(tmp_path))
     plugin(n)
-    res = n.reserve(pod("a", gpus=1))
-    assert isinstance(res, Reservation)
+    res = n.decide(pod("a", gpus=1))
+    assert not res.settled
     other = Node(MACHINE, CONFIG, store=StateDirectory(tmp_path))  # releases a's orphaned resources
     assert other.admit(pod("z")).result.admit
-    assert n.complete(res, *res.make_calls()) is None
+    assert n.commit(res, *res.make_calls()) is None
     assert "uid-a" not in n.pods and not n.reserved and sorted(n.pods) == ["uid-z"]
-    res = n.reserve(pod("a", gpus=1))  # admitted again, as the agent does
-    assert isinstance(res, Reservation)
-    rec = n.complete(res, *res.make_calls())
+    res = n.decide(pod("a", gpus=1))  # admitted again, as the agent does
+    assert not res.settled
+    rec = n.commit(res, *res.make_calls())
     assert rec is not None and rec.result.admit
     check_node(open_read_only(MACHINE, CONFIG, tmp_path), tmp_path)

@@ -3,6 +3,7 @@ verified by admitting again on a copy of the node; the node itself is left untou
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -10,7 +11,6 @@ import pytest
 from support.configs import static_node_config
 from support.machines import gpu_node
 
-from numalign.answer import copies
 from numalign.answer.text import NodeAnswers, text_lines
 from numalign.answer.whatif import Answer, would_fit_if
 from numalign.k8s.kubeletconfig import KubeletConfig
@@ -167,7 +167,8 @@ def test_answers_are_shared_by_identical_rejections_and_text_renders() -> None:
 def test_topology_manager_variant_copy_keeps_allocations() -> None:
     node = Node(gpu_node(), static_node_config())
     node.admit(pod("a", g("8")))
-    twin = copies.with_topology_manager(node, policy="best-effort", scope="pod")
+    twin = node.restarted(dataclasses.replace(node.config, topology_manager_policy="best-effort",
+                                              topology_manager_scope="pod"))
     assert (twin.tm.policy_name, twin.tm.scope_name) == ("best-effort", "pod")
     assert isinstance(twin.cpu, StaticPolicy) and isinstance(node.cpu, StaticPolicy)
     assert twin.cpu.get_available_cpus() == node.cpu.get_available_cpus()

@@ -26,7 +26,6 @@ from numalign.k8s.pod import Pod
 from numalign.kubelet.admission.allocatable import RESOURCE_PODS, allowed_pod_number, node_allocatable
 from numalign.kubelet.admission.eviction import NodeCondition, eviction_admit
 from numalign.kubelet.admission.predicate import (
-    INSUFFICIENT_RESOURCE_PREFIX,
     fit_requests,
     held_requests,
     predicate_admit,
@@ -52,17 +51,6 @@ class Node(Protocol):
     def reserved_pods(self) -> Sequence[Pod]: ...
 
 
-# The reasons kubelet.go's recordAdmissionRejection labels by name (of those numalign can produce);
-# other OutOf<resource> reasons count as OutOfExtendedResources, anything else as Other.
-_NAMED_REASONS = frozenset({"OutOfcpu", "OutOfmemory", "OutOfephemeral-storage", "OutOfpods", "Evicted"})
-
-
-def rejection_metric_reason(reason: str) -> str:
-    if reason in _NAMED_REASONS:
-        return reason
-    return "OutOfExtendedResources" if reason.startswith(INSUFFICIENT_RESOURCE_PREFIX) else "Other"
-
-
 class AdmitHandlers:
     """The eviction and predicate handlers of one node; pure but for the running sum of held pods' requests."""
 
@@ -83,10 +71,7 @@ class AdmitHandlers:
         return self._counted
 
     def before_topology(self, node: Node, pod: Pod) -> AdmitResult:
-        result = eviction_admit(pod, self.conditions)
-        if not result.admit:
-            node.metrics.inc(m.ADMISSION_REJECTIONS, reason=rejection_metric_reason(result.reason))
-        return result
+        return eviction_admit(pod, self.conditions)
 
     def allocatable(self, node: Node, pod_holds_devices: bool) -> dict[str, int]:
         """The node status allocatable the predicate sees: healthy devices per plugin resource and, once
@@ -135,7 +120,4 @@ class AdmitHandlers:
             others[p.uid] = p
         holds = node.devices.pod_devices.has_pod(pod.uid) and any(
             node.devices.get_container_devices(pod.uid, c.name) for c in pod.all_containers())
-        result = predicate_admit(pod, self.allocatable(node, holds), self.requested(others), count)
-        if not result.admit:
-            node.metrics.inc(m.ADMISSION_REJECTIONS, reason=rejection_metric_reason(result.reason))
-        return result
+        return predicate_admit(pod, self.allocatable(node, holds), self.requested(others), count)

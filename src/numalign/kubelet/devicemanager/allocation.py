@@ -97,7 +97,8 @@ def devices_to_allocate(m: DeviceManagerView, req: AllocationRequest) -> list[st
     def take(candidates: Iterable[str]) -> bool:
         """allocateRemainingFrom: True once nothing more is needed."""
         nonlocal needed
-        bucket = m.allocated.setdefault(resource, set())
+        # A new set, not the one in place: a caller may hold the previous one (a probe puts state back).
+        bucket = m.allocated[resource] = set(m.allocated.get(resource, ()))
         for d in [c for c in candidates if c not in taken]:
             bucket.add(d)
             taken.add(d)

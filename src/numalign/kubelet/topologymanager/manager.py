@@ -20,14 +20,9 @@ from numalign.core.policies.options import Maturity
 from numalign.core.policies.startup import start_policy
 from numalign.k8s.pod import Container, Pod
 from numalign.kubelet.topologymanager.provider import HintProvider
-from numalign.kubelet.topologymanager.scopes import Scope, make_scope
+from numalign.kubelet.topologymanager.scopes import Scope, ScopeOutcome, make_scope
 
 log = logging.getLogger("numalign.kubelet.topologymanager.manager")
-
-KNOWN_REJECTION_REASONS = frozenset(
-    {"TopologyAffinityError", "SMTAlignmentError", "UnexpectedAdmissionError"}
-)
-
 
 class TopologyManager:
     def __init__(
@@ -79,17 +74,24 @@ class TopologyManager:
         self.scope.forget_pod(pod.uid)
 
     # --- admission
-    def admit(self, pod: Pod) -> DecisionRecord:
-        """Admit a pod as the kubelet's Topology Manager admit handler does; return the full record."""
+    def decide(self, pod: Pod) -> ScopeOutcome:
+        """The Topology Manager admit handler's verdict and per-container decisions; an admitted pod holds
+        what the providers allocated. The kubelet's rejection count is its caller's (Node, or admit)."""
         self.metrics.inc(m.TM_ADMISSION_REQUESTS)
         t0 = time.perf_counter()
         outcome = self.scope.admit(pod)
         elapsed_ms = int((time.perf_counter() - t0) * 1000)  # the kubelet observes whole milliseconds
         self.metrics.observe(m.TM_ADMISSION_DURATION, float(elapsed_ms))
         if not outcome.result.admit:
-            reason = outcome.result.reason if outcome.result.reason in KNOWN_REJECTION_REASONS else "Other"
-            self.metrics.inc(m.ADMISSION_REJECTIONS, reason=reason)
             log.info("pod %s rejected: %s: %s", pod.key, outcome.result.reason, outcome.result.message)
+        return outcome
+
+    def admit(self, pod: Pod) -> DecisionRecord:
+        """Admit a pod as the kubelet's Topology Manager admit handler does, counting a rejection as the
+        kubelet does; return the full record (the Topology Manager used alone, without a Node)."""
+        outcome = self.decide(pod)
+        if not outcome.result.admit:
+            self.metrics.inc(m.ADMISSION_REJECTIONS, reason=m.rejection_label(outcome.result.reason))
         return DecisionRecord(
             pod=pod.key,
             pod_uid=pod.uid,
