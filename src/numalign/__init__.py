@@ -39,7 +39,7 @@ KUBELET_LAYERS: tuple[tuple[str, ...], ...] = (
     ("checkpointmanager",),
     ("topologymanager",),
     ("cpumanager", "memorymanager", "devicemanager", "dra"),
-    ("state",),
+    ("state", "plan"),
     ("admission", "nodestate", "previews"),
     ("node",),
 )

@@ -34,14 +34,14 @@ from numalign.answer.free import FreeCapacity, node_capacity, numa_capacity
 from numalign.answer.why import current_failures, explain_rejection, limiting_resources, rejected_container
 from numalign.core.decision import DecisionRecord
 from numalign.errors import NumalignError
-from numalign.k8s.pod import Container, Pod
+from numalign.k8s.pod import Container, Pod, pod_to_manifest
 from numalign.k8s.qos import QOSClass, get_pod_qos
 from numalign.k8s.quantity import Quantity, QuantityFormat
 from numalign.k8s.requests import container_requests
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY, is_hugepage_resource_name
 from numalign.kubelet.admission.allocatable import RESOURCE_PODS, amount
 from numalign.kubelet.admission.predicate import INSUFFICIENT_RESOURCE_PREFIX
-from numalign.kubelet.node import Node, pod_to_manifest
+from numalign.kubelet.node import Node
 
 MAX_TRIES = 8
 MAX_EVICTED = 8

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from numalign.k8s.dra.types import ContainerClaim, PodResourceClaim
 from numalign.k8s.quantity import Quantity
@@ -68,3 +69,41 @@ class Pod:
     def has_pod_spec_resources(self) -> bool:
         """pod.spec.resources is present (then it alone decides the QoS class)."""
         return self.pod_requests is not None or self.pod_limits is not None
+
+
+def pod_to_manifest(pod: Pod) -> dict[str, Any]:
+    """A minimal Pod manifest that reads back into the same Pod (for numalign's pod list)."""
+
+    def res(c: Any) -> dict[str, Any]:
+        return {
+            "requests": {k: str(v) for k, v in c.requests.items()},
+            "limits": {k: str(v) for k, v in c.limits.items()},
+        }
+
+    def ctr(c: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": c.name, "resources": res(c)}
+        if c.restart_policy:
+            out["restartPolicy"] = c.restart_policy
+        return out
+
+    spec: dict[str, Any] = {
+        "containers": [ctr(c) for c in pod.containers],
+    }
+    if pod.init_containers:
+        spec["initContainers"] = [ctr(c) for c in pod.init_containers]
+    if pod.overhead:
+        spec["overhead"] = {k: str(v) for k, v in pod.overhead.items()}
+    if pod.has_pod_spec_resources:
+        spec["resources"] = {
+            "requests": {k: str(v) for k, v in (pod.pod_requests or {}).items()},
+            "limits": {k: str(v) for k, v in (pod.pod_limits or {}).items()},
+        }
+    manifest: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
+        "spec": spec,
+    }
+    if pod.status_qos_class:
+        manifest["status"] = {"qosClass": pod.status_qos_class}
+    return manifest

@@ -25,10 +25,11 @@ from typing import Any
 from numalign import metrics as m
 from numalign.core.decision import AdmitResult, ContainerDecision, DecisionRecord
 from numalign.core.numa import NUMAInfo
-from numalign.errors import CheckpointError, InvalidInputError, PluginError
+from numalign.errors import CheckpointError, InvalidInputError
 from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
+from numalign.k8s.pod import pod_to_manifest as pod_to_manifest  # transitional: agent/ imports it here
 from numalign.k8s.previews import NO_PREVIEWS, NUMA_ALLOCATION_STRATEGY, RESTRICT_TO_CPU_NUMA_NODES, Previews
 from numalign.k8s.quantity import Quantity, QuantityFormat
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
@@ -37,11 +38,12 @@ from numalign.kubelet.admission.handlers import AdmitHandlers
 from numalign.kubelet.cpumanager.manager import new_cpu_manager_policy
 from numalign.kubelet.cpumanager.topology import CPUTopology
 from numalign.kubelet.devicemanager.endpoint import Device
-from numalign.kubelet.devicemanager.manager import DeferredAllocate, DeviceManager
+from numalign.kubelet.devicemanager.manager import DeviceManager
 from numalign.kubelet.devicemanager.state import DeviceManagerState
 from numalign.kubelet.memorymanager.manager import new_memory_manager
 from numalign.kubelet.memorymanager.reserved import MemoryReservation
 from numalign.kubelet.nodestate import NodeStore, Transaction, reconcile, recorded_allocation
+from numalign.kubelet.plan import Plan
 from numalign.kubelet.previews.cpu_numa_nodes import effective_machine
 from numalign.kubelet.previews.numa_allocation import node_scorer, scored_policy
 from numalign.kubelet.state import AdmittedPod, NodeState
@@ -75,46 +77,7 @@ def numa_info_for(machine: Machine) -> NUMAInfo:
     return NUMAInfo.create(order) if rows is None else NUMAInfo.create(order, rows)
 
 
-@dataclass(frozen=True)
-class Plan:
-    """An admission decided (Node.decide): its decision record, what the pod takes, and the device
-    plugins' Allocate calls still to make, in the kubelet's order.
-
-    Admitted with calls left, the pod holds everything it was given (other admissions see it taken) but
-    is not recorded until Node.commit. Rejected, it holds nothing, and the calls are those the kubelet
-    made before the rejection: a failing one is the answer. Without calls the plan is settled."""
-
-    pod: Pod
-    record: DecisionRecord
-    calls: tuple[DeferredAllocate, ...] = ()
-    reloads: int = 0  # the node's reload count at the decision: a reload since drops the plan
-
-    @property
-    def settled(self) -> bool:
-        return not self.calls
-
-    def make_calls(
-        self,
-        stopped: Callable[[], bool] = lambda: False,
-        unexpected: Callable[[Exception], None] | None = None,
-    ) -> tuple[list[Any], str | None]:
-        """The Allocate calls in the kubelet's order, up to the first failure, whose text is the answer
-        (Node.commit). `unexpected`, when given, sees any other exception, which then fails the pod too;
-        without it such an exception propagates."""
-        responses: list[Any] = []
-        for call in self.calls:
-            if stopped():
-                break
-            try:
-                responses.append(call.endpoint.allocate(list(call.device_ids)))
-            except PluginError as e:
-                return responses, str(e)
-            except Exception as e:
-                if unexpected is None:
-                    raise
-                unexpected(e)
-                return responses, str(e)
-        return responses, None
+Reservation = Plan  # transitional name for agent/ (see Node.reserve)
 
 
 @dataclass
@@ -552,6 +515,14 @@ class Node:
     def _allocations(self, pod: Pod) -> dict[str, Any]:
         return {c.name: self._allocation_dict(pod.uid, c.name) for c in pod.all_containers()}
 
+    # Transitional names for agent/ while it moves to decide/commit (removed once it has).
+    def reserve(self, pod: Pod) -> DecisionRecord | Plan:
+        plan = self.decide(pod)
+        return plan.record if plan.settled else plan
+
+    def complete(self, plan: Plan, responses: Sequence[Any], error: str | None) -> DecisionRecord | None:
+        return self.commit(plan, responses, error)
+
     @property
     def reserved_pods(self) -> list[Pod]:
         return [plan.pod for plan in self.reserved.values()]
@@ -636,40 +607,3 @@ class Node:
             res: {d: (None if dev.topology is None else list(dev.topology)) for d, dev in sorted(ids.items())}
             for res, ids in sorted(devs.items())
         }
-
-def pod_to_manifest(pod: Pod) -> dict[str, Any]:
-    """A minimal Pod manifest that reads back into the same Pod (for numalign's pod list)."""
-
-    def res(c: Any) -> dict[str, Any]:
-        return {
-            "requests": {k: str(v) for k, v in c.requests.items()},
-            "limits": {k: str(v) for k, v in c.limits.items()},
-        }
-
-    def ctr(c: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": c.name, "resources": res(c)}
-        if c.restart_policy:
-            out["restartPolicy"] = c.restart_policy
-        return out
-
-    spec: dict[str, Any] = {
-        "containers": [ctr(c) for c in pod.containers],
-    }
-    if pod.init_containers:
-        spec["initContainers"] = [ctr(c) for c in pod.init_containers]
-    if pod.overhead:
-        spec["overhead"] = {k: str(v) for k, v in pod.overhead.items()}
-    if pod.has_pod_spec_resources:
-        spec["resources"] = {
-            "requests": {k: str(v) for k, v in (pod.pod_requests or {}).items()},
-            "limits": {k: str(v) for k, v in (pod.pod_limits or {}).items()},
-        }
-    manifest: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
-        "spec": spec,
-    }
-    if pod.status_qos_class:
-        manifest["status"] = {"qosClass": pod.status_qos_class}
-    return manifest

@@ -11,8 +11,9 @@ from support.configs import static_node_config, static_node_yaml
 from numalign.errors import InvalidInputError
 from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.k8s.manifest import pod_from_dict
+from numalign.k8s.pod import pod_to_manifest
 from numalign.k8s.qos import compute_pod_qos
-from numalign.kubelet.node import Node, pod_to_manifest
+from numalign.kubelet.node import Node
 from numalign.machine.examples import example
 
 

@@ -37,9 +37,9 @@ from numalign.adapters.statedir.podrecord import (
 )
 from numalign.errors import CheckpointError, InvalidInputError
 from numalign.k8s.manifest import pod_from_dict
+from numalign.k8s.pod import pod_to_manifest
 from numalign.kubelet.cpumanager.checkpoint import CPUManagerCheckpoint
 from numalign.kubelet.cpumanager.state import CPUManagerState
-from numalign.kubelet.node import pod_to_manifest
 from numalign.kubelet.state import AdmittedPod, NodeState
 
 log = logging.getLogger("numalign.state")
@@ -89,8 +89,10 @@ class StateDirectory:
         # so a file written under another policy is refused here too, never silently ignored.
         cp = self.files.load_cpu(policy_name=cpu_policy)
         cpu = None if cp is None else CPUManagerState.from_strings(cp.policy_name, cp.default_cpu_set, cp.entries)
-        state = NodeState(self._pods(record), cpu, self.files.load_memory(policy_name=memory_policy),
-                          self.files.load_devices(), recorded=record is not None)
+        mcp = self.files.load_memory(policy_name=memory_policy)
+        dcp = self.files.load_devices()
+        state = NodeState(self._pods(record), cpu, None if mcp is None else mcp.state(),
+                          None if dcp is None else dcp.state(), recorded=record is not None)
         self.record = record
         self._disk = {"cpu": state.cpu, "memory": state.memory, "devices": state.devices}
         return state

@@ -79,6 +79,10 @@ class DeviceCheckpoint(DeviceManagerState):
     boot_id: str = ""
     version: int = field(default=2, compare=False)  # 1: read from the flat DeviceIDs format
 
+    def state(self) -> DeviceManagerState:
+        """The content alone, as the manager's state model (equal to its snapshot of the same state)."""
+        return DeviceManagerState(tuple(self.pod_device_entries), self.registered_devices)
+
 
 def _data_value(cp: DeviceManagerState) -> dict[str, Any]:
     entries = [

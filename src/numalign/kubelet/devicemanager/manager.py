@@ -482,9 +482,9 @@ class DeviceManager:
                 continue
             if info.raw is None:
                 info.raw = encode_allocate_response(info.alloc_resp)
-            per_numa = {n: tuple(info.device_ids[n]) for n in sorted(info.device_ids)}
+            per_numa = {n: list(info.device_ids[n]) for n in sorted(info.device_ids)}
             entries.append(PodDevicesEntry(pod_uid, container, resource, per_numa, info.raw))
-        registered = {r: tuple(sorted_ids(self.healthy[r])) for r in sorted(self.healthy)}
+        registered = {r: sorted_ids(self.healthy[r]) for r in sorted(self.healthy)}
         return DeviceManagerState(tuple(entries), registered)
 
     def restore(self, state: DeviceManagerState, now: float, *, keep_endpoints: bool = False) -> None:

@@ -90,6 +90,10 @@ class MemoryManagerCheckpoint(MemoryManagerState):
 
     checksum: int = 0
 
+    def state(self) -> MemoryManagerState:
+        """The content alone, as the manager's state model (equal to its snapshot of the same state)."""
+        return MemoryManagerState(self.policy_name, self.machine_state, self.entries)
+
 
 def _table_value(t: MemoryTable) -> dict[str, int]:
     return {
