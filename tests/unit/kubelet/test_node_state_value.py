@@ -4,6 +4,8 @@ probe that leaves nothing behind, and the state directory trading NodeState valu
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 from pathlib import Path
 
 from support.configs import static_node_config
@@ -89,3 +91,11 @@ def test_decide_then_commit_is_admit() -> None:
     assert plan.settled and plan.record.result.admit and "uid-d" in n.pods  # no plugin call: recorded at once
     assert n.commit(plan) is plan.record
     assert m2.admit(pod("d", 6)) == plan.record
+
+
+def test_the_library_example_runs() -> None:
+    doc = Path(__file__).resolve().parents[3] / "docs" / "library.md"
+    code = doc.read_text(encoding="utf-8").split("## One node's kubelet", 1)[1].split("```python\n", 1)[1]
+    code = code.split("```", 1)[0]
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.split("\n")[:2] == ["True 0", "True 1"]
