@@ -245,7 +245,7 @@ class Node:
         return Node(self.machine, self.config if config is None else config, static_devices=self.static_devices,
                     node_conditions=self.handlers.conditions if node_conditions is None else node_conditions,
                     implicit_from_nodes=self.implicit_from_nodes, kubelet_version=self.kubelet_version,
-                    state=self.state())
+                    previews=self.previews, state=self.state())
 
     def restore(self, state: NodeState, *, reload: bool = False) -> None:
         """Adopt a state (read from disk, or another node's): the managers' states (None: no checkpoint),
