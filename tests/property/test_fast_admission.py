@@ -14,13 +14,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.configs import static_node_config
+from support.strategies import admission_pods, small_machines, static_container
 
 from numalign.core.decision import DecisionRecord
-from numalign.k8s.pod import Container, Pod
+from numalign.k8s.pod import Pod
 from numalign.k8s.quantity import Quantity
 from numalign.kubelet.node import Node
 from numalign.machine.examples import example
-from numalign.machine.topology import CPU, Device, Machine, NUMANode
+from numalign.machine.topology import Machine
 
 Q = Quantity.parse
 ALWAYS, NEVER = 0, 1 << 30
@@ -32,69 +33,6 @@ def machine(name: str) -> Machine:
     if name not in _MACHINES:
         _MACHINES[name] = example(name)
     return _MACHINES[name]
-
-
-GiB = 1 << 30
-
-
-@st.composite
-def small_machines(draw: st.DrawFn) -> Machine:
-    """1-2 sockets of 1-3 NUMA nodes (2-6 cores, SMT 1-2), maybe a CPU-less memory node, random
-    memory, symmetric random distances, and GPUs/NICs on random nodes (some without a node)."""
-    sockets, per_socket = draw(st.integers(1, 2)), draw(st.integers(1, 3))
-    cores, threads = draw(st.integers(2, 6)), draw(st.integers(1, 2))
-    cpu_nodes = sockets * per_socket
-    n_nodes = cpu_nodes + draw(st.integers(0, 1))
-    n_cores = cpu_nodes * cores
-    cpus, node_cpus = [], {i: set[int]() for i in range(n_nodes)}
-    for g in range(n_cores):
-        node = g // cores
-        socket = node // per_socket
-        for t in range(threads):
-            cpus.append(CPU(g + t * n_cores, socket, g - socket * per_socket * cores, node, 0, g // 2))
-            node_cpus[node].add(g + t * n_cores)
-    far = {(i, j): draw(st.integers(11, 40)) for i in range(n_nodes) for j in range(i + 1, n_nodes)}
-
-    def dist(i: int, j: int) -> int:
-        return 10 if i == j else far[min(i, j), max(i, j)]
-
-    nodes = [
-        NUMANode(i, frozenset(node_cpus[i]), draw(st.integers(4, 48)) * GiB, {2 << 20: 512},
-                 tuple(dist(i, j) for j in range(n_nodes)))
-        for i in range(n_nodes)
-    ]
-    devices = []
-    for res in ("nvidia.com/gpu", "intel.com/sriov_netdevice"):
-        for k in range(draw(st.integers(0, 4))):
-            where = draw(st.one_of(st.none(), st.integers(0, n_nodes - 1)))
-            devices.append(Device(f"{res[:3]}{k}", res, None if where is None else (where,)))
-    return Machine("random", tuple(nodes), tuple(sorted(cpus, key=lambda c: c.id)), tuple(devices))
-
-
-def container(name: str, cpu: int, mem_gi: int, huge_mi: int, devices: dict[str, int], init: bool) -> Container:
-    limits = {"cpu": Q(str(cpu)), "memory": Q(f"{mem_gi}Gi")}
-    if huge_mi:
-        limits["hugepages-2Mi"] = Q(f"{huge_mi}Mi")
-    for res, n in devices.items():
-        if n:
-            limits[res] = Q(str(n))
-    return Container(name, requests=dict(limits), limits=limits, is_init=init)
-
-
-@st.composite
-def pods(draw: st.DrawFn, resources: list[str], uid: int) -> Pod:
-    if draw(st.integers(0, 5)) == 0:  # a Burstable pod: no hints, shared CPUs
-        app = Container("app", requests={"cpu": Q("100m")}, limits={"cpu": Q("2")})
-        return Pod(name=f"b{uid}", uid=f"uid-{uid}", containers=(app,))
-    ctrs = []
-    for i in range(draw(st.integers(1, 2))):
-        devs = {r: draw(st.integers(0, 2)) for r in resources}
-        ctrs.append(container(f"c{i}", draw(st.integers(1, 24)), draw(st.integers(1, 64)),
-                              draw(st.sampled_from([0, 0, 4, 512])), devs, False))
-    inits: tuple[Container, ...] = ()
-    if draw(st.booleans()):
-        inits = (container("init", draw(st.integers(1, 8)), draw(st.integers(1, 8)), 0, {}, True),)
-    return Pod(name=f"g{uid}", uid=f"uid-{uid}", init_containers=inits, containers=tuple(ctrs))
 
 
 def outcome(node: Node, rec: DecisionRecord) -> dict[str, Any]:
@@ -132,7 +70,7 @@ def test_implicit_admission_equals_exhaustive(
             fast.remove(uid)
             ref.remove(uid)
             continue
-        pod = data.draw(pods(resources, step), label="pod")
+        pod = data.draw(admission_pods(resources, step), label="pod")
         got = fast.admit(pod)
         want = ref.admit(pod)
         assert outcome(fast, got) == outcome(ref, want), pod
@@ -150,7 +88,7 @@ def test_fast_path_describes_hints_and_the_record_is_json() -> None:
     config = static_node_config("restricted")
     node = Node(machine("epyc-nps4"), config, implicit_from_nodes=ALWAYS)
     rec = node.admit(Pod(name="g", uid="u", containers=(
-        container("app", 4, 8, 0, {"nvidia.com/gpu": 1}, False),)))
+        static_container("app", 4, 8, 0, {"nvidia.com/gpu": 1}, False),)))
     assert rec.result.admit
     doc = rec.to_dict()
     by_name = {p["provider"]: p for p in doc["decisions"][0]["providers"]}

@@ -6,9 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.reference_merge import ref_filter, ref_merge_lists
-from support.strategies import numa_infos, provider_hint_sets
+from support.strategies import long_lists, numa_infos, provider_hint_sets
 
-from numalign.core.bitmask import iterate_bitmasks
 from numalign.core.hint import ProviderHints, TopologyHint
 from numalign.core.implicit.merge import ImplicitMerger
 from numalign.core.merge import (
@@ -30,25 +29,6 @@ def test_rank_search_equals_exhaustive_product(data: st.DataObject) -> None:
     lists = [tuple(hs) for hs in ref_filter(providers)]
     merger = ImplicitMerger(lists, numa, closest)
     assert merger.merge() == ref_merge_lists(lists, numa, closest)
-
-
-@st.composite
-def long_lists(draw: st.DrawFn) -> tuple[NUMAInfo, list[list[TopologyHint]], bool]:
-    numa = draw(numa_infos(max_nodes=10).filter(lambda n: len(n.nodes) >= 5))
-    every = list(iterate_bitmasks(list(numa.nodes)))
-    lists: list[list[TopologyHint]] = []
-    for _ in range(draw(st.integers(2, 4))):
-        shape = draw(st.sampled_from(["upward", "random", "every"]))
-        if shape == "every":
-            masks = every
-        elif shape == "upward":  # all masks holding enough weight: an upward-closed list
-            w = {n: draw(st.integers(0, 3)) for n in numa.nodes}
-            t = draw(st.integers(1, max(1, sum(w.values()))))
-            masks = [m for m in every if sum(v for n, v in w.items() if m >> n & 1) >= t] or [every[-1]]
-        else:
-            masks = draw(st.lists(st.sampled_from(every), min_size=1, max_size=150))
-        lists.append([TopologyHint(m, draw(st.integers(0, 9)) == 0) for m in masks])
-    return numa, lists, draw(st.booleans()) and numa.distances is not None
 
 
 @settings(max_examples=40)

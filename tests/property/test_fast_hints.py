@@ -16,17 +16,17 @@ from support.reference_merge import policy_merge
 from support.strategies import (
     CPUCase,
     DeviceCase,
+    HintScenario,
     MemoryCase,
     cpu_cases,
     device_cases,
-    hints_for,
+    hint_scenarios,
     memory_cases,
 )
 
 from numalign.core.bitmask import iterate_bitmasks
-from numalign.core.hint import ProviderHints, TopologyHint
-from numalign.core.implicit.hints import ImplicitHints, ProviderAnswer
-from numalign.core.numa import NUMAInfo
+from numalign.core.hint import TopologyHint
+from numalign.core.implicit.hints import ImplicitHints
 from numalign.core.policies import PolicyOptions, make_policy
 from numalign.kubelet.cpumanager.hints import generate_cpu_topology_hints
 from numalign.kubelet.cpumanager.implicit_hints import cpu_topology_hints
@@ -78,46 +78,7 @@ def test_memory_family_equals_exhaustive(c: MemoryCase) -> None:
         check_family(got[r], hints, sorted(c.state))
 
 
-Scenario = tuple[list[ProviderAnswer], list[ProviderHints], NUMAInfo, str, bool]
-
-
-@st.composite
-def admissions(draw: st.DrawFn, max_nodes: int) -> Scenario:
-    c = draw(cpu_cases(max_nodes=max_nodes))
-    nodes = sorted(c.topo.details.numa_nodes())
-    width = max(nodes) + 1
-    dist = {i: [10 if i == j else draw(st.sampled_from([11, 12, 20, 21])) for j in range(width)] for i in nodes}
-    numa = NUMAInfo.create(nodes, dist)
-    fast: list[ProviderAnswer] = []
-    slow: list[ProviderHints] = []
-    for kind in draw(st.lists(st.sampled_from(["cpu", "gpu", "gpu+nic", "memory", "explicit"]), max_size=4)):
-        if kind == "cpu":
-            args = (c.topo, c.available, c.reusable, c.request, c.align_by_socket)
-            fast.append({"cpu": cpu_topology_hints(*args)})
-            slow.append({"cpu": generate_cpu_topology_hints(*args)})
-        elif kind.startswith("gpu"):
-            fmap: dict[str, ListOrImplicit] = {}
-            smap: dict[str, list[TopologyHint] | None] = {}
-            for res in kind.split("+"):
-                d = draw(device_cases(nodes=nodes))
-                dargs = (d.nodes, d.devices, d.available, d.reusable, d.request)
-                fmap[res] = device_topology_hints(*dargs)
-                smap[res] = generate_device_topology_hints(*dargs)
-            fast.append(fmap)
-            slow.append(smap)
-        elif kind == "memory":
-            m = draw(memory_cases(nodes=nodes))
-            fast.append(memory_topology_hints(m.state, m.requested, m.reusable))
-            slow.append(dict(calculate_hints(m.state, m.requested, m.reusable)))
-        else:
-            hints = draw(st.one_of(st.none(), st.lists(hints_for(numa), max_size=3)))
-            fast.append({"x": hints})
-            slow.append({"x": hints})
-    policy = draw(st.sampled_from(["best-effort", "restricted", "single-numa-node"]))
-    return fast, slow, numa, policy, draw(st.booleans())
-
-
-def check_admission(s: Scenario) -> None:
+def check_admission(s: HintScenario) -> None:
     fast, slow, numa, policy, closest = s
     want = make_policy(policy, numa, PolicyOptions(prefer_closest_numa=closest)).merge(slow)
     got = policy_merge(fast, numa, policy, closest)
@@ -126,14 +87,14 @@ def check_admission(s: Scenario) -> None:
 
 
 @settings(max_examples=150)
-@given(admissions(max_nodes=7))
-def test_merge_of_implicit_provider_hints_equals_exhaustive(s: Scenario) -> None:
+@given(hint_scenarios(max_nodes=7))
+def test_merge_of_implicit_provider_hints_equals_exhaustive(s: HintScenario) -> None:
     check_admission(s)
 
 
 @settings(max_examples=25)
-@given(admissions(max_nodes=10))
-def test_merge_up_to_ten_nodes(s: Scenario) -> None:
+@given(hint_scenarios(max_nodes=10))
+def test_merge_up_to_ten_nodes(s: HintScenario) -> None:
     check_admission(s)
 
 

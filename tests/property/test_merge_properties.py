@@ -5,24 +5,15 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.reference_merge import ref_policy_merge
-from support.strategies import POLICIES, numa_infos, provider_hint_sets
+from support.strategies import merge_scenarios
 
 from numalign.core.hint import ProviderHints
 from numalign.core.numa import NUMAInfo
 from numalign.core.policies import PolicyOptions, make_policy
 
 
-@st.composite
-def scenarios(draw: st.DrawFn) -> tuple[str, NUMAInfo, list[ProviderHints], bool]:
-    numa = draw(numa_infos(max_nodes=10))
-    providers = draw(provider_hint_sets(numa))
-    policy = draw(st.sampled_from(POLICIES))
-    closest = draw(st.booleans()) and numa.distances is not None
-    return policy, numa, providers, closest
-
-
 @settings(max_examples=200)
-@given(scenarios())
+@given(merge_scenarios())
 def test_fast_merge_equals_exhaustive_product(s: tuple[str, NUMAInfo, list[ProviderHints], bool]) -> None:
     policy, numa, providers, closest = s
     got = make_policy(policy, numa, PolicyOptions(prefer_closest_numa=closest)).merge(providers)
@@ -30,7 +21,7 @@ def test_fast_merge_equals_exhaustive_product(s: tuple[str, NUMAInfo, list[Provi
 
 
 @settings(max_examples=150)
-@given(scenarios(), st.randoms(use_true_random=False))
+@given(merge_scenarios(), st.randoms(use_true_random=False))
 def test_result_does_not_depend_on_resource_order(
     s: tuple[str, NUMAInfo, list[ProviderHints], bool], rnd: object
 ) -> None:

@@ -15,6 +15,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from support.configs import static_node_config
+from support.strategies import pod_shapes
 
 from numalign.adapters.statedir.directory import StateDirectory
 from numalign.errors import CheckpointError
@@ -35,16 +36,6 @@ def container(name: str, cpu: int, mem_gi: int, gpus: int, nics: int, init: bool
     if nics:
         limits["intel.com/sriov_netdevice"] = Q(str(nics))
     return Container(name, requests=dict(limits), limits=limits, is_init=init)
-
-
-pod_shapes = st.tuples(
-    st.integers(1, 24),  # cpus
-    st.integers(1, 300),  # memory GiB
-    st.integers(0, 2),  # gpus
-    st.integers(0, 2),  # nics
-    st.booleans(),  # with an init container
-    st.booleans(),  # Guaranteed or Burstable
-)
 
 
 class NodeMachine(RuleBasedStateMachine):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from support.strategies import sidecar_cpu_pods
 
 from numalign.errors import InvalidInputError
 from numalign.k8s.pod import Container, Pod
@@ -148,21 +148,8 @@ def test_limits_use_the_same_rule() -> None:
     assert pod_requests(p) == rl(nvidia__gpu="4")
 
 
-_amount = st.integers(min_value=0, max_value=5000).map(Quantity.from_milli)
-
-
-@st.composite
-def pods(draw: st.DrawFn) -> Pod:
-    inits = [
-        ctr(f"i{i}", {"cpu": draw(_amount)}, sidecar=draw(st.booleans()), init=True)
-        for i in range(draw(st.integers(0, 4)))
-    ]
-    apps = [ctr(f"a{i}", {"cpu": draw(_amount)}) for i in range(draw(st.integers(1, 3)))]
-    return pod(*inits, *apps)
-
-
 @settings(max_examples=150)
-@given(pods())
+@given(sidecar_cpu_pods())
 def test_effective_cpu_matches_a_direct_simulation(p: Pod) -> None:
     # Simulate the pod's life: each regular init container runs alone next to the sidecars started
     # before it; finally apps run next to every sidecar. The peak is the effective request.

@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from support.strategies import quantities, quantity_texts
 
 from numalign.errors import InvalidInputError
 from numalign.k8s.quantity import NANO, Quantity, QuantityFormat
@@ -248,27 +248,6 @@ def test_immutable_and_picklable() -> None:
 
 
 # ---- Hypothesis -----------------------------------------------------------------------------------
-
-_suffixes = st.sampled_from(
-    ["", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "e3", "E-3", "e0", "e-9",
-     "e12", "E+2"]
-)
-
-
-@st.composite
-def quantity_texts(draw: st.DrawFn) -> str:
-    sign = draw(st.sampled_from(["", "+", "-"]))
-    whole = draw(st.integers(min_value=0, max_value=10**12))
-    frac = draw(st.one_of(st.just(""), st.from_regex(r"\.[0-9]{0,12}", fullmatch=True)))
-    return f"{sign}{whole}{frac}{draw(_suffixes)}"
-
-
-quantities = st.one_of(
-    quantity_texts().map(Quantity.parse),
-    st.builds(Quantity, st.integers(min_value=-(10**40), max_value=10**40), st.sampled_from([DSI, DEX])),
-    # Parsing caps BinarySI at int64 max (upstream maxAllowed), so only values below it round-trip.
-    st.builds(Quantity, st.integers(min_value=-INT64_MAX * NANO, max_value=INT64_MAX * NANO), st.just(BSI)),
-)
 
 
 @settings(max_examples=200)

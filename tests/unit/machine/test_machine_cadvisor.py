@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from support.strategies import regular_machines
 
 from numalign.errors import InvalidInputError
 from numalign.machine.cadvisor import is_cadvisor_machine_info, machine_from_cadvisor, machine_to_cadvisor
@@ -130,39 +130,8 @@ def test_errors(edit: Any, message: str) -> None:
     assert message in str(e.value) and "mi.json" in str(e.value)
 
 
-@st.composite
-def layouts(draw: st.DrawFn) -> Machine:
-    """Random regular machines: sockets x nodes x cores x threads, L3 shared by some cores, CPU ids
-    shuffled, some CPUs offline."""
-    sockets, nodes_per, cores_per, threads = (draw(st.integers(1, 3)) for _ in range(4))
-    cores_per_l3 = draw(st.integers(1, cores_per * nodes_per))
-    n_cores = sockets * nodes_per * cores_per
-    ids = draw(st.permutations(range(n_cores * threads)))
-    cpus = []
-    for g in range(n_cores):
-        node = g // cores_per
-        socket = node // nodes_per
-        for t in range(threads):
-            online = draw(st.integers(0, 9)) > 0
-            cpus.append(
-                CPU(ids[g * threads + t], socket, g % (cores_per * nodes_per), node, 0, g // cores_per_l3, online)
-            )
-    n_nodes = sockets * nodes_per
-    node_list = tuple(
-        NUMANode(
-            i,
-            frozenset(c.id for c in cpus if c.online and c.numa_node == i),
-            1 << 30,
-            {2 << 20: i},
-            tuple(10 if i == j else 20 for j in range(n_nodes)),
-        )
-        for i in range(n_nodes)
-    )
-    return Machine("r", node_list, tuple(cpus))
-
-
 @settings(max_examples=80)
-@given(layouts())
+@given(regular_machines())
 def test_kubelet_view_invariants_and_cadvisor_round_trip(m: Machine) -> None:
     infos = m.cpu_infos()
     by_id = {i.id: i for i in infos}

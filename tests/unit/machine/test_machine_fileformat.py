@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from support.strategies import machine_models
 
 from numalign.errors import InvalidInputError
 from numalign.machine.examples import example, example_names
@@ -19,7 +19,7 @@ from numalign.machine.fileformat import (
     page_size_bytes,
     parse_machine_text,
 )
-from numalign.machine.topology import CPU, Device, Machine, NUMANode
+from numalign.machine.topology import CPU, Machine
 
 
 @pytest.mark.parametrize("name", example_names())
@@ -41,50 +41,8 @@ def test_required_json_shape() -> None:
     json.dumps(d)  # plain JSON values only
 
 
-@st.composite
-def machines(draw: st.DrawFn) -> Machine:
-    n_nodes = draw(st.integers(1, 4))
-    node_ids = sorted(draw(st.sets(st.integers(0, 300), min_size=n_nodes, max_size=n_nodes)))
-    cpus = []
-    cpu_ids = draw(st.lists(st.integers(0, 2000), unique=True, max_size=24))
-    for cid in cpu_ids:
-        online = draw(st.booleans()) or draw(st.booleans())
-        cpus.append(
-            CPU(
-                cid,
-                draw(st.integers(0, 3)),
-                draw(st.integers(0, 40)),
-                draw(st.one_of(st.none(), st.sampled_from(node_ids))),
-                draw(st.integers(0, 2)),
-                draw(st.one_of(st.none(), st.integers(0, 9))),
-                online,
-            )
-        )
-    with_dist = draw(st.booleans())
-    nodes = tuple(
-        NUMANode(
-            i,
-            frozenset(c.id for c in cpus if c.online and c.numa_node == i),
-            draw(st.integers(0, 1 << 42)),
-            draw(st.dictionaries(st.sampled_from([2 << 20, 1 << 30, 64 << 10]), st.integers(0, 5000), max_size=3)),
-            tuple(draw(st.integers(10, 255)) for _ in node_ids) if with_dist else None,
-        )
-        for i in node_ids
-    )
-    devices = tuple(
-        Device(
-            f"dev{k}",
-            draw(st.sampled_from(["a.com/gpu", "b.io/nic"])),
-            draw(st.one_of(st.none(), st.just((node_ids[0],)))),
-        )
-        for k in range(draw(st.integers(0, 3)))
-    )
-    free_ids = [i for i in range(2001, 2010) if draw(st.booleans())]
-    return Machine(draw(st.text(min_size=1, max_size=8)), nodes, tuple(cpus), devices, frozenset(free_ids))
-
-
 @settings(max_examples=60)
-@given(machines())
+@given(machine_models())
 def test_round_trip_is_lossless(m: Machine) -> None:
     assert machine_from_dict(machine_to_dict(m), "x") == m
     assert machine_from_dict(json.loads(machine_to_text(m, "json")), "x") == m

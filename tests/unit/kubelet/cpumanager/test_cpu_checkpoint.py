@@ -6,7 +6,7 @@ import json
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from support.strategies import cpu_checkpoints
 
 from numalign.kubelet.checkpointmanager.checksum import fnv1a_32
 from numalign.kubelet.checkpointmanager.errors import (
@@ -22,13 +22,9 @@ from numalign.kubelet.cpumanager.checkpoint import (
     encode_cpu_checkpoint,
 )
 
-_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
-_entries = st.dictionaries(_text, st.dictionaries(_text, _text, max_size=3), max_size=3)
-_checkpoints = st.builds(CPUManagerCheckpoint, _text, _text, _entries)
-
 
 @settings(max_examples=150)
-@given(_checkpoints)
+@given(cpu_checkpoints)
 def test_decode_encode_round_trip(cp: CPUManagerCheckpoint) -> None:
     blob = encode_cpu_checkpoint(cp)
     back = decode_cpu_checkpoint(blob, policy_name=cp.policy_name)

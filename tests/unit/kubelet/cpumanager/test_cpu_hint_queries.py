@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.strategies import uneven_cpu_topologies
 
 from numalign.errors import InvalidInputError
 from numalign.kubelet.cpumanager.hint_queries import CPUHintQueries
@@ -12,22 +13,8 @@ from numalign.kubelet.cpumanager.hints import generate_cpu_topology_hints
 from numalign.kubelet.cpumanager.topology import CPUInfo, CPUTopology
 
 
-@st.composite
-def machines(draw: st.DrawFn) -> CPUTopology:
-    nodes = draw(st.integers(1, 8))
-    sockets = draw(st.sampled_from([s for s in (1, 2, 4) if nodes % s == 0]))
-    infos = []
-    cpu = 0
-    for n in range(nodes):
-        # Uneven node sizes make the "k largest nodes" rule matter.
-        for _ in range(draw(st.integers(1, 6))):
-            infos.append(CPUInfo(cpu, n, n * sockets // nodes, cpu, n))
-            cpu += 1
-    return CPUTopology.from_cpu_infos(infos)
-
-
 @settings(max_examples=200)
-@given(machines(), st.data())
+@given(uneven_cpu_topologies(), st.data())
 def test_hint_queries_equal_exhaustive(topo: CPUTopology, data: st.DataObject) -> None:
     cpus = sorted(topo.details.cpus())
     avail = data.draw(st.sets(st.sampled_from(cpus)))

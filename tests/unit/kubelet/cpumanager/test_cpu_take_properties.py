@@ -4,28 +4,11 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.strategies import regular_cpu_topologies
 
 from numalign.errors import AllocationError
 from numalign.kubelet.cpumanager.take import TakeOptions, aligned_cpus, allocate_cpus
-from numalign.kubelet.cpumanager.topology import CPUInfo, CPUTopology
-
-
-@st.composite
-def machines(draw: st.DrawFn) -> CPUTopology:
-    sockets = draw(st.integers(1, 2))
-    numa_per_socket = draw(st.integers(1, 2))
-    cores_per_numa = draw(st.integers(1, 4))
-    threads = draw(st.sampled_from([1, 2]))
-    uncores_per_numa = draw(st.sampled_from([1, 2]))
-    cores = sockets * numa_per_socket * cores_per_numa
-    infos = []
-    for t in range(threads):
-        for core in range(cores):
-            numa = core // cores_per_numa
-            uncore = numa * uncores_per_numa + (core % cores_per_numa) * uncores_per_numa // cores_per_numa
-            infos.append(CPUInfo(t * cores + core, numa, numa // numa_per_socket, core, uncore))
-    return CPUTopology.from_cpu_infos(infos)
-
+from numalign.kubelet.cpumanager.topology import CPUTopology
 
 OPTION_SETS = [
     TakeOptions(),
@@ -39,7 +22,7 @@ OPTION_SETS = [
 
 
 @settings(max_examples=150)
-@given(machines(), st.data())
+@given(regular_cpu_topologies(), st.data())
 def test_allocate_gives_exactly_n_allocatable_cpus(topo: CPUTopology, data: st.DataObject) -> None:
     all_cpus = sorted(topo.details.cpus())
     free = frozenset(data.draw(st.sets(st.sampled_from(all_cpus))))

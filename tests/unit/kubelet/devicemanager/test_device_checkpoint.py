@@ -6,7 +6,7 @@ import json
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from support.strategies import device_checkpoints
 
 from numalign.kubelet.checkpointmanager.checksum import fnv1a_32
 from numalign.kubelet.checkpointmanager.errors import CheckpointDecodeError, CorruptCheckpointError
@@ -18,30 +18,13 @@ from numalign.kubelet.devicemanager.checkpoint import (
 )
 from numalign.kubelet.devicemanager.state import PodDevicesEntry
 
-_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=8)
-_ids = st.lists(_text, max_size=3)
-_entries = st.builds(
-    PodDevicesEntry,
-    _text,
-    _text,
-    _text,
-    st.dictionaries(st.integers(-1, 2**63 - 1), _ids, max_size=3),
-    st.binary(max_size=16),
-)
-_checkpoints = st.builds(
-    DeviceCheckpoint,
-    st.lists(_entries, max_size=3),
-    st.dictionaries(_text, _ids, max_size=3),
-    boot_id=_text,
-)
-
 
 def _fields(cp: DeviceCheckpoint) -> tuple[object, ...]:
     return (list(cp.pod_device_entries), cp.registered_devices, cp.boot_id)
 
 
 @settings(max_examples=100)
-@given(_checkpoints)
+@given(device_checkpoints)
 def test_decode_encode_round_trip(cp: DeviceCheckpoint) -> None:
     blob = encode_device_checkpoint(cp)
     back = decode_device_checkpoint(blob)

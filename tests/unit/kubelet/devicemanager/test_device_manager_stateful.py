@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.strategies import device_ops, device_topology_lists
 
 from numalign.core.hint import TopologyHint
 from numalign.errors import AllocationError
@@ -13,7 +14,6 @@ from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, D
 from numalign.kubelet.devicemanager.manager import DeviceManager
 
 R = "vendor.com/gpu"
-TOPOLOGIES: list[tuple[int, ...] | None] = [(0,), (1,), (0, 1), None, ()]
 
 
 class MaskAffinity:
@@ -22,14 +22,6 @@ class MaskAffinity:
 
     def get_affinity(self, pod_uid: str, container_name: str) -> TopologyHint:
         return TopologyHint(self.mask, True)
-
-
-devices_st = st.lists(st.sampled_from(TOPOLOGIES), min_size=1, max_size=8)
-op_st = st.one_of(
-    st.tuples(st.just("admit"), st.integers(0, 3), st.integers(0, 3), st.booleans(), st.sampled_from([None, 1, 2, 3])),
-    st.tuples(st.just("remove"), st.integers(0, 5)),
-    st.tuples(st.just("health"), st.integers(0, 255)),
-)
 
 
 def check_books(m: DeviceManager) -> None:
@@ -56,7 +48,7 @@ def check_books(m: DeviceManager) -> None:
 
 
 @settings(max_examples=120)
-@given(topologies=devices_st, ops=st.lists(op_st, max_size=12))
+@given(topologies=device_topology_lists, ops=st.lists(device_ops, max_size=12))
 def test_random_sequences_never_double_allocate(
     topologies: list[tuple[int, ...] | None], ops: list[tuple[object, ...]]
 ) -> None:

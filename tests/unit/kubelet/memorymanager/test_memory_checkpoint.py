@@ -6,7 +6,7 @@ import json
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from support.strategies import memory_checkpoints
 
 from numalign.kubelet.checkpointmanager.errors import CheckpointDecodeError, CorruptCheckpointError, PolicyMismatchError
 from numalign.kubelet.memorymanager.checkpoint import (
@@ -17,32 +17,13 @@ from numalign.kubelet.memorymanager.checkpoint import (
 )
 from numalign.kubelet.memorymanager.state import Block, MemoryTable, NUMANodeState
 
-_u64 = st.integers(0, 2**64 - 1)
-_node = st.integers(0, 15)
-_resource = st.sampled_from(["memory", "hugepages-1Gi", "hugepages-2Mi"])
-_tables = st.builds(MemoryTable, _u64, _u64, _u64, _u64, _u64)
-_states = st.builds(
-    NUMANodeState,
-    st.integers(-(2**63), 2**63 - 1),
-    st.dictionaries(_resource, _tables, max_size=3),
-    st.lists(_node, max_size=4),
-)
-_blocks = st.builds(Block, st.lists(_node, max_size=3), _resource, _u64)
-_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=8)
-_checkpoints = st.builds(
-    MemoryManagerCheckpoint,
-    st.sampled_from(["Static", "None"]),
-    st.dictionaries(_node, _states, max_size=4),
-    st.dictionaries(_text, st.dictionaries(_text, st.lists(_blocks, max_size=3), max_size=2), max_size=3),
-)
-
 
 def _fields(cp: MemoryManagerCheckpoint) -> tuple[object, ...]:
     return (cp.policy_name, cp.machine_state, cp.entries)
 
 
 @settings(max_examples=100)
-@given(_checkpoints)
+@given(memory_checkpoints)
 def test_decode_encode_round_trip(cp: MemoryManagerCheckpoint) -> None:
     blob = encode_memory_checkpoint(cp)
     back = decode_memory_checkpoint(blob, policy_name=cp.policy_name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.strategies import memory_scripts
 
 from numalign.core.hint import TopologyHint
 from numalign.errors import AllocationError
@@ -52,14 +53,8 @@ def check_invariants(m: MemoryManagerStatic) -> None:
         assert reserved == sum(b.size for b in blocks if b.type == resource)
 
 
-ops = st.lists(
-    st.tuples(st.booleans(), st.integers(64, 6 * 1024), st.sampled_from([0, 0, 64, 300])),
-    min_size=1, max_size=25,
-)
-
-
 @settings(max_examples=60)
-@given(nodes=st.integers(1, 4), script=ops)
+@given(nodes=st.integers(1, 4), script=memory_scripts)
 def test_random_admit_remove_sequences_keep_the_books(nodes: int, script: list[tuple[bool, int, int]]) -> None:
     m = machine(nodes)
     live: list[str] = []
