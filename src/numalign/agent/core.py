@@ -133,10 +133,8 @@ class AgentCore:
     def _update_cpu_gauges(self, node: Node) -> None:
         # The static policy's gauges are pure functions of its state, so we set them from the state
         # after every change rather than tracking the kubelet's incremental Add()s.
-        from numalign.kubelet.cpumanager.policy_static import StaticPolicy
-
-        if not isinstance(node.cpu, StaticPolicy):
-            return
+        if not node.cpu.pins:
+            return  # the none policy keeps no gauges (the kubelet's are the static policy's)
         available = len(node.cpu.get_available_cpus())
         self.metrics.set(m.CPU_SHARED_POOL, available * 1000.0)
         self.metrics.set(m.CPU_EXCLUSIVE, float(len(node.cpu.get_allocatable_cpus()) - available))

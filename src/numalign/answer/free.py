@@ -12,8 +12,6 @@ from dataclasses import dataclass
 
 from numalign.k8s.resources import RESOURCE_CPU
 from numalign.kubelet.admission.allocatable import RESOURCE_PODS
-from numalign.kubelet.cpumanager.policy_static import StaticPolicy
-from numalign.kubelet.memorymanager.policy_static import MemoryManagerStatic
 from numalign.kubelet.node import Node
 
 
@@ -60,7 +58,7 @@ def numa_capacity(node: Node) -> list[FreeCapacity]:
 
 
 def _cpu(node: Node, numa: int, keys: dict[str, str], containers: list[tuple[str, str]]) -> Iterator[FreeCapacity]:
-    if not isinstance(node.cpu, StaticPolicy):
+    if not node.cpu.pins:
         return
     mine = frozenset(c for c in node.machine.online_cpus() if node.machine.cpu(c).numa_node == numa)
     allocatable = node.cpu.get_allocatable_cpus() & mine
@@ -74,7 +72,7 @@ def _cpu(node: Node, numa: int, keys: dict[str, str], containers: list[tuple[str
 
 
 def _memory(node: Node, numa: int, keys: dict[str, str], containers: list[tuple[str, str]]) -> Iterator[FreeCapacity]:
-    if not isinstance(node.memory, MemoryManagerStatic):
+    if not node.memory.pins:
         return
     state = node.memory.machine_state.get(numa)
     if state is None:

@@ -379,12 +379,12 @@ def _without_pods(node: Node, uids: Sequence[str]) -> Node:
 
 
 def _cpus_per_core(node: Node) -> int:
-    topo = getattr(node.cpu, "topology", None)
-    return int(topo.cpus_per_core()) if topo is not None else 1
+    # Whole cores matter only where the CPU manager gives exclusive CPUs (static).
+    return node.cpu.topology.cpus_per_core() if node.cpu.pins else 1
 
 
 def _full_pcpus_only(node: Node) -> bool:
-    return bool(getattr(getattr(node.cpu, "options", None), "full_pcpus_only", False))
+    return node.cpu.options.full_pcpus_only
 
 
 class AnswerCache:

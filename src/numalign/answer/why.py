@@ -23,8 +23,6 @@ from numalign.kubelet.admission.predicate import (
     insufficient_resources,
     requested_by,
 )
-from numalign.kubelet.cpumanager.policy_static import StaticPolicy
-from numalign.kubelet.memorymanager.policy_static import MemoryManagerStatic
 from numalign.kubelet.node import Node
 from numalign.machine.render import binary_quantity
 
@@ -66,10 +64,10 @@ def numa_bound(node: Node, pod: Pod, container: Container) -> list[str]:
     out = []
     for name, q in sorted(container_requests(container).items()):
         if name == RESOURCE_CPU:
-            if guaranteed and isinstance(node.cpu, StaticPolicy) and q.milli_value() % 1000 == 0 and q.value() > 0:
+            if guaranteed and node.cpu.pins and q.milli_value() % 1000 == 0 and q.value() > 0:
                 out.append(name)
         elif name == RESOURCE_MEMORY or is_hugepage_resource_name(name):
-            if guaranteed and isinstance(node.memory, MemoryManagerStatic):
+            if guaranteed and node.memory.pins:
                 out.append(name)
         elif node.devices.is_device_plugin_resource(name):
             out.append(name)
@@ -155,8 +153,7 @@ def _out_of(node: Node, f: InsufficientResource) -> str:
 
 
 def _smt(node: Node, container: str, error: str) -> str:
-    topo = getattr(node.cpu, "topology", None)
-    per_core = topo.cpus_per_core() if topo is not None else 0
+    per_core = node.cpu.topology.cpus_per_core()
     m = re.search(r"requested (\d+) cpus not multiple cpus per core = (\d+)", error)
     if m:
         n = int(m.group(1))
@@ -178,10 +175,9 @@ def _memory(node: Node, pod: Pod, container: Container | None, d: ContainerDecis
             if r == RESOURCE_MEMORY or is_hugepage_resource_name(r):
                 asked.append(f"{r} {binary_quantity(q.value())}")
     free = []
-    if isinstance(node.memory, MemoryManagerStatic):
-        for numa, st in sorted(node.memory.machine_state.items()):
-            parts = [f"{r} {binary_quantity(t.free)}" for r, t in sorted(st.memory_map.items()) if t.allocatable]
-            free.append(f"NUMA {numa}: {', '.join(parts)}")
+    for numa, st in sorted(node.memory.machine_state.items()):  # the None policy's is empty
+        parts = [f"{r} {binary_quantity(t.free)}" for r, t in sorted(st.memory_map.items()) if t.allocatable]
+        free.append(f"NUMA {numa}: {', '.join(parts)}")
     merged = "none" if d is None or d.merged is None else str(d.merged)
     what = ", ".join(asked) or "memory"
     if "extend" in error:

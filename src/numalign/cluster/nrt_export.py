@@ -191,11 +191,7 @@ def _checkpointed_containers(node: Node, uid: str, names: Sequence[str]) -> tupl
 
 def held_containers(node: Node) -> dict[str, set[str]]:
     """Pod UID -> the containers the CPU, memory and device managers' states hold anything for."""
-    from numalign.kubelet.cpumanager.policy_static import StaticPolicy
-
-    held: list[Any] = [getattr(node.memory, "assignments", {}), node.devices.pod_devices.devs]
-    if isinstance(node.cpu, StaticPolicy):
-        held.append(node.cpu.snapshot().entries)
+    held: list[Any] = [node.memory.assignments, node.devices.pod_devices.devs, node.cpu.snapshot().entries]
     out: dict[str, set[str]] = {}
     for by_uid in held:
         for uid, containers in by_uid.items():

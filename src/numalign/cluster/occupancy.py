@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from numalign.kubelet.cpumanager.policy_static import StaticPolicy
-
 if TYPE_CHECKING:
     from numalign.cluster.state import ClusterState
 
@@ -22,7 +20,7 @@ def numa_occupancy(state: ClusterState) -> dict[str, dict[int, float]]:
         if pool not in empty:
             node = sn.kubelet or sn.pool.new_node()  # an idle node's kubelet is never built
             empty[pool] = ({n.id: len(n.cpus - node.cpu.reserved_cpus) for n in node.machine.numa_nodes}
-                           if isinstance(node.cpu, StaticPolicy) else None)
+                           if node.cpu.pins else None)
         per_numa = empty[pool]
         if per_numa is None:
             continue
@@ -30,7 +28,7 @@ def numa_occupancy(state: ClusterState) -> dict[str, dict[int, float]]:
         pool_held = held.setdefault(pool, {})
         for numa, count in per_numa.items():
             totals[numa] = totals.get(numa, 0) + count
-        if sn.kubelet is not None and isinstance(sn.kubelet.cpu, StaticPolicy):
+        if sn.kubelet is not None:
             for numa, count in sn.kubelet.cpu.allocated_per_numa().items():
                 pool_held[numa] = pool_held.get(numa, 0) + count
     return {

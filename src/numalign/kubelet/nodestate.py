@@ -27,8 +27,9 @@ from numalign.core.decision import AdmitResult, DecisionRecord
 from numalign.errors import CheckpointError
 from numalign.k8s.cpuset import format_cpuset, parse_cpuset
 from numalign.k8s.pod import Pod
+from numalign.kubelet.cpumanager.policy import CPUPolicy
 from numalign.kubelet.devicemanager.manager import DeviceManager
-from numalign.kubelet.memorymanager.manager import MemoryManager
+from numalign.kubelet.memorymanager.policy import MemoryPolicy
 from numalign.kubelet.state import NodeState
 
 
@@ -87,7 +88,7 @@ def nothing() -> Iterator[None]:
     yield
 
 
-def recorded_allocation(pod: Pod, cpu: Any, memory: MemoryManager, devices: DeviceManager) -> dict[str, Any]:
+def recorded_allocation(pod: Pod, cpu: CPUPolicy, memory: MemoryPolicy, devices: DeviceManager) -> dict[str, Any]:
     """What the kubelet files must hold for `pod`, per container: exclusive CPUs, memory blocks, devices."""
     out: dict[str, Any] = {}
     for c in pod.all_containers():
@@ -127,8 +128,8 @@ def _same_allocation(want: Mapping[str, Any], have: Mapping[str, Any]) -> bool:
 def reconcile(
     pods: dict[str, Pod],
     allocations: dict[str, Mapping[str, Any] | None],
-    cpu: Any,
-    memory: MemoryManager,
+    cpu: CPUPolicy,
+    memory: MemoryPolicy,
     devices: DeviceManager,
     forget: Callable[[Pod], None],
     readmit: Callable[[Pod], DecisionRecord],

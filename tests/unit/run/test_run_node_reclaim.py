@@ -36,6 +36,6 @@ def test_process_records_survive_a_reload_and_ended_ones_are_released(tmp_path: 
     again = Node(machine, CONFIG, store=StateDirectory(tmp_path), process_alive=alive)
     assert [(p.uid, r["pid"]) for p, r in again.reclaimed] == [("uid-a", 10)]
     assert sorted(again.pods) == ["uid-agent", "uid-b"] and list(again.processes) == ["uid-b"]
-    assert set(held) <= set(again.cpu.get_default_cpu_set())  # type: ignore[union-attr]
+    assert set(held) <= set(again.cpu.get_default_cpu_set())
     third = Node(machine, CONFIG, store=StateDirectory(tmp_path))  # what was released is gone from the files too
     assert sorted(third.pods) == ["uid-agent", "uid-b"] and third.processes["uid-b"]["pid"] == 11

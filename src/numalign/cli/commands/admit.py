@@ -271,7 +271,7 @@ def _report(
     from numalign.cli.options.reportargs import write_report
     from numalign.report import node_report, node_view_from_records
 
-    reserved: frozenset[int] = getattr(node.cpu, "reserved_cpus", frozenset())
+    reserved: frozenset[int] = node.cpu.reserved_cpus
     order = {p.key: [c.name for c in p.all_containers()] for p in pods}
     config_line = (f"kubelet {version}, topologyManagerPolicy {config.topology_manager_policy}, "
                    f"scope {config.topology_manager_scope}, "

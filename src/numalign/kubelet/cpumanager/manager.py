@@ -9,7 +9,8 @@ from numalign.core.policies.options import Maturity
 from numalign.errors import ConfigError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
-from numalign.kubelet.cpumanager.options import check_none_policy_options
+from numalign.kubelet.cpumanager.options import StaticPolicyOptions, check_none_policy_options
+from numalign.kubelet.cpumanager.policy import CPUPolicy
 from numalign.kubelet.cpumanager.policy_static import StaticPolicy, num_reserved_cpus
 from numalign.kubelet.cpumanager.state import CPUManagerState
 from numalign.kubelet.cpumanager.topology import CPUTopology
@@ -18,15 +19,20 @@ from numalign.kubelet.topologymanager.provider import DEFAULT_IMPLICIT_FROM_NODE
 
 class NonePolicy:
     """The `none` policy: every container runs on the shared pool (`shared_cpus`, the machine's CPUs);
-    no hints, no allocation. It has the static policy's state interface so a Node treats both alike;
-    its checkpoint holds only its name and an empty default set, as the kubelet's none policy leaves."""
+    no hints, no allocation. A null CPUPolicy: a Node and the views treat both policies alike; its
+    checkpoint holds only its name and an empty default set, as the kubelet's none policy leaves."""
 
     name = "cpu"
     policy_name = "none"
+    pins = False
     reserved_cpus: frozenset[int] = frozenset()
+    pinning_requests_total = 0  # the kubelet counts pinning under static only
+    pinning_errors_total = 0
 
-    def __init__(self, shared_cpus: frozenset[int] = frozenset()) -> None:
+    def __init__(self, topology: CPUTopology, shared_cpus: frozenset[int]) -> None:
+        self.topology = topology  # the CPU manager knows the machine whatever its policy
         self.shared_cpus = shared_cpus
+        self.options = StaticPolicyOptions()
 
     def start(self, state: CPUManagerState | None = None) -> None:
         return None  # the kubelet's none policy Start: nothing to validate or adopt
@@ -48,8 +54,17 @@ class NonePolicy:
         # and the NodeResourceTopology exporters report none (not the shared pool).
         return frozenset()
 
+    def get_available_cpus(self) -> frozenset[int]:
+        return frozenset()  # as get_allocatable_cpus: none can be given exclusively
+
+    def get_default_cpu_set(self) -> frozenset[int]:
+        return frozenset()  # the checkpoint's defaultCpuSet under none: "" (the state is never used)
+
     def get_exclusive_cpus(self, pod_uid: str, container_name: str) -> frozenset[int]:
         return frozenset()  # upstream's GetExclusiveCPUs under none: nothing is ever assigned
+
+    def allocated_per_numa(self) -> dict[int, int]:
+        return {}
 
     def remove_stale_state(
         self, active_pods: Iterable[Pod], pending_pod: Pod | None = None
@@ -82,7 +97,7 @@ def new_cpu_manager_policy(
     shared_cpus: frozenset[int] | None = None,
     implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
     option_maturity: Mapping[str, Maturity] | None = None,
-) -> StaticPolicy | NonePolicy:
+) -> CPUPolicy:
     """NewManager's policy choice.
 
     `reserved_cpu` is kubeReserved.cpu + systemReserved.cpu. When `reserved_system_cpus` is given,
@@ -91,7 +106,7 @@ def new_cpu_manager_policy(
     options = dict(policy_options or {})
     if policy_name == "none":
         check_none_policy_options(options)
-        return NonePolicy(topology.details.cpus() if shared_cpus is None else shared_cpus)
+        return NonePolicy(topology, topology.details.cpus() if shared_cpus is None else shared_cpus)
     if policy_name != "static":
         raise ConfigError(f'unknown policy: "{policy_name}" (expected cpuManagerPolicy none or static)')
     if topology.num_cpus == 0:
@@ -119,3 +134,7 @@ def new_cpu_manager_policy(
         )
     except ConfigError as e:
         raise ConfigError(f"new static policy error: {e}") from None
+
+
+# upstream: var _ Policy = &nonePolicy{} (and &staticPolicy{})
+_conforms: tuple[type[CPUPolicy], ...] = (NonePolicy, StaticPolicy)

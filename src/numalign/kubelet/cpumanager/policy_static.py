@@ -99,6 +99,7 @@ class StaticPolicy:
 
     name = "cpu"
     policy_name = POLICY_NAME
+    pins = True
 
     def __init__(
         self,

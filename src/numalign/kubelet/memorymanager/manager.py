@@ -12,9 +12,10 @@ from numalign.errors import CheckpointError, ConfigError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.kubelet.memorymanager.hints import MemoryHints
+from numalign.kubelet.memorymanager.policy import MemoryPolicy
 from numalign.kubelet.memorymanager.policy_static import MemoryManagerStatic
 from numalign.kubelet.memorymanager.reserved import MemoryReservation, get_system_reserved_memory
-from numalign.kubelet.memorymanager.state import Block, MemoryManagerState
+from numalign.kubelet.memorymanager.state import Block, ContainerMemoryAssignments, MemoryManagerState, NUMANodeMap
 from numalign.kubelet.topologymanager.provider import DEFAULT_IMPLICIT_FROM_NODES, AffinityStore
 from numalign.machine.topology import Machine
 
@@ -23,11 +24,23 @@ POLICY_STATIC = "Static"
 
 
 class MemoryManagerNone:
-    """The `None` policy: no hints, no pinning; its state file holds only the policy name."""
+    """The `None` policy: no hints, no pinning; its state file holds only the policy name. A null
+    MemoryPolicy: no machine state, no assignments, nothing counted."""
 
     name = "memory"
     policy_name = POLICY_NONE
+    pins = False
     host_changes: tuple[str, ...] = ()  # the None policy keeps no machine state to adapt
+    pinning_requests_total = 0
+    pinning_errors_total = 0
+
+    @property
+    def machine_state(self) -> NUMANodeMap:
+        return {}
+
+    @property
+    def assignments(self) -> ContainerMemoryAssignments:
+        return {}
 
     def start(self) -> None:
         return None  # nothing to validate: the None policy keeps no machine state
@@ -71,7 +84,8 @@ class MemoryManagerNone:
             )
 
 
-MemoryManager = MemoryManagerNone | MemoryManagerStatic
+# upstream: var _ Policy = &none{} (and &staticPolicy{})
+_conforms: tuple[type[MemoryPolicy], ...] = (MemoryManagerNone, MemoryManagerStatic)
 
 
 def new_memory_manager(
@@ -83,7 +97,7 @@ def new_memory_manager(
     *,
     implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
     adapt_to_host: bool = False,
-) -> MemoryManager:
+) -> MemoryPolicy:
     """Upstream NewManager: the named policy over `machine`, with reservedMemory checked against the
     node-allocatable reservation for Static."""
     if policy_name == POLICY_NONE:

@@ -79,6 +79,7 @@ class MemoryManagerStatic:
 
     name = "memory"
     policy_name = POLICY_NAME
+    pins = True
 
     def __init__(
         self,

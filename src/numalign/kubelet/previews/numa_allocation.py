@@ -41,6 +41,9 @@ from numalign.core.policies.base import MergeResult
 from numalign.core.policies.single_numa_node import filter_single_numa_hints
 from numalign.errors import InvalidInputError
 from numalign.k8s.previews import NUMA_ALLOCATION_STRATEGY, NUMA_SCORE_WEIGHTS, parse_weights
+from numalign.kubelet.cpumanager.policy import CPUPolicy
+from numalign.kubelet.devicemanager.manager import DeviceManager
+from numalign.kubelet.memorymanager.policy import MemoryPolicy
 
 # Upstream walks every permutation; so does this preview, up to this many per merge.
 MAX_PERMUTATIONS = 2_000_000
@@ -200,9 +203,9 @@ def _explicit(hints: Sequence[TopologyHint] | ImplicitHints) -> tuple[TopologyHi
     return tuple(hints)
 
 
-def node_scorer(cpu: object, memory: object, devices: object) -> Scorer:
+def node_scorer(cpu: CPUPolicy, memory: MemoryPolicy, devices: DeviceManager) -> Scorer:
     """Scores from the node's managers' state as it is at the moment of the merge (PR #141796 and the
-    KEP's formulas); a manager without that state (policy none / None) scores nothing."""
+    KEP's formulas); a manager that pins nothing (policy none / None) scores nothing."""
 
     def score(resource: str, mask: int) -> int:
         nodes = bits_of(mask)
@@ -215,19 +218,17 @@ def node_scorer(cpu: object, memory: object, devices: object) -> Scorer:
     return score
 
 
-def _cpu_score(cpu: object, nodes: list[int]) -> int:
-    topology, state = getattr(cpu, "topology", None), getattr(cpu, "state", None)
-    if topology is None or state is None:
+def _cpu_score(cpu: CPUPolicy, nodes: list[int]) -> int:
+    if not cpu.pins:
         return 0
-    reserved: frozenset[int] = getattr(cpu, "reserved_cpus", frozenset())
-    in_nodes = topology.details.cpus_in_numa_nodes(*nodes) - reserved
-    assigned = in_nodes - state.default_cpu_set
+    in_nodes = cpu.topology.details.cpus_in_numa_nodes(*nodes) - cpu.reserved_cpus
+    assigned = in_nodes - cpu.get_default_cpu_set()
     return utilisation_score(len(assigned), len(in_nodes))
 
 
-def _memory_score(memory: object, resource: str, nodes: list[int]) -> int:
-    machine_state = getattr(memory, "machine_state", None)
-    if not machine_state:
+def _memory_score(memory: MemoryPolicy, resource: str, nodes: list[int]) -> int:
+    machine_state = memory.machine_state
+    if not machine_state:  # the None policy's
         return 0
     allocatable = assigned = 0
     for n in nodes:
@@ -240,12 +241,10 @@ def _memory_score(memory: object, resource: str, nodes: list[int]) -> int:
     return utilisation_score(assigned, allocatable)
 
 
-def _device_score(devices: object, resource: str, nodes: set[int]) -> int:
-    get = getattr(devices, "get_allocatable_devices", None)
-    if get is None:
-        return 0
-    here = {d for d, dev in get().get(resource, {}).items() if dev.topology and nodes & set(dev.topology)}
-    allocated = getattr(devices, "allocated", {}).get(resource, set())
+def _device_score(devices: DeviceManager, resource: str, nodes: set[int]) -> int:
+    allocatable = devices.get_allocatable_devices().get(resource, {})
+    here = {d for d, dev in allocatable.items() if dev.topology and nodes & set(dev.topology)}
+    allocated = devices.allocated.get(resource, set())
     return utilisation_score(len(here & set(allocated)), len(here))
 
 

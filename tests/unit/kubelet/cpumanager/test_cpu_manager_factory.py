@@ -8,6 +8,7 @@ from numalign.errors import ConfigError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.kubelet.cpumanager.manager import NonePolicy, new_cpu_manager_policy
+from numalign.kubelet.cpumanager.policy import CPUPolicy
 from numalign.kubelet.cpumanager.policy_static import StaticPolicy
 from numalign.kubelet.cpumanager.take import TakeOptions, take_by_topology
 from numalign.kubelet.cpumanager.topology import CPUTopology
@@ -38,6 +39,25 @@ def test_none_policy() -> None:
     assert p.get_topology_hints(Pod("p", containers=(c,)), c) is None
     with pytest.raises(ConfigError, match="None policy: cannot create with options"):
         new_cpu_manager_policy("none", topo, policy_options={"full-pcpus-only": "true"})
+
+
+def test_none_policy_is_a_null_cpu_policy() -> None:
+    """Read through CPUPolicy, none answers what a policy that pins nothing would: the machine's
+    topology, no option set, nothing allocatable or held, zero counters; static says it pins."""
+    topo = CPUTopology.from_machine(example("dual-socket"))
+    none: CPUPolicy = new_cpu_manager_policy("none", topo)
+    static: CPUPolicy = new_cpu_manager_policy("static", topo, reserved_cpu=Quantity.parse("1"))
+    assert (none.pins, static.pins) == (False, True)
+    assert none.topology is topo and not none.options.full_pcpus_only and none.reserved_cpus == frozenset()
+    assert none.get_allocatable_cpus() == none.get_available_cpus() == frozenset()
+    assert none.get_default_cpu_set() == none.snapshot().default_cpu_set == frozenset()
+    assert none.allocated_per_numa() == {} and none.snapshot().entries == {}
+    assert (none.pinning_requests_total, none.pinning_errors_total) == (0, 0)
+    q = {"cpu": Quantity.parse("2"), "memory": Quantity.parse("1Gi")}
+    c = Container("c", requests=q, limits=q)
+    none.allocate(Pod("p", uid="p", containers=(c,)), c)
+    assert none.get_exclusive_cpus("p", "c") == frozenset() and none.cpus_for_container("p", "c") == topo.details.cpus()
+    assert none.get_cpu_set("p", "c") is None
 
 
 def test_unknown_policy() -> None:

@@ -9,6 +9,7 @@ from numalign.errors import CheckpointError, ConfigError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.kubelet.memorymanager.manager import MemoryManagerNone, new_memory_manager
+from numalign.kubelet.memorymanager.policy import MemoryPolicy
 from numalign.kubelet.memorymanager.policy_static import MemoryManagerStatic
 from numalign.kubelet.memorymanager.reserved import MemoryReservation
 from numalign.kubelet.topologymanager.provider import HintProvider
@@ -30,6 +31,17 @@ def test_none_policy_is_inert() -> None:
     assert file_document(m) == {"policyName": "None", "machineState": {}}
     with pytest.raises(CheckpointError, match='configured policy "None" differs from state checkpoint policy "Static"'):
         restore_document(m, {"policyName": "Static", "machineState": {}})
+
+
+def test_none_policy_is_a_null_memory_policy() -> None:
+    """Read through MemoryPolicy, None holds no machine state and no assignments and counts nothing;
+    Static says it pins."""
+    none: MemoryPolicy = new_memory_manager("None", example("dual-socket"), {}, [])
+    assert not none.pins and none.machine_state == {} and none.assignments == {} and list(none.host_changes) == []
+    assert (none.pinning_requests_total, none.pinning_errors_total) == (0, 0)
+    static: MemoryPolicy = new_memory_manager("Static", example("dual-socket"), {"memory": GI},
+                                              [MemoryReservation(0, {"memory": GI})])
+    assert static.pins and sorted(static.machine_state) == example("dual-socket").numa_ids()
 
 
 def test_static_policy_validates_reserved_memory() -> None:
