@@ -63,9 +63,8 @@ from numalign.agent.events import (
     StartCrashed,
     Tick,
 )
-from numalign.k8s.pod import Pod
+from numalign.k8s.pod import Pod, pod_to_manifest
 from numalign.k8s.resources import is_extended_resource_name
-from numalign.kubelet.node import pod_to_manifest
 
 log = logging.getLogger("numalign.agent.book")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from numalign.core.decision import DecisionRecord
 from numalign.k8s.pod import Pod
-from numalign.kubelet.node import Reservation
+from numalign.kubelet.plan import Plan
 
 # -- events (what happened) ------------------------------------------------------------------------
 
@@ -79,7 +79,7 @@ class Reserved:
 
     uid: str
     serial: int
-    reservation: Reservation
+    reservation: Plan
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ class AllocateAnswered:
 
     uid: str
     serial: int
-    reservation: Reservation
+    reservation: Plan
     responses: Sequence[Any]
     error: str | None
 
@@ -169,7 +169,7 @@ class Admit:
 class Allocate:
     """Make a reservation's device-plugin Allocate calls off the agent's lock, then report them."""
 
-    reservation: Reservation
+    reservation: Plan
     serial: int
 
 
@@ -177,7 +177,7 @@ class Allocate:
 class Complete:
     """Settle a reservation with its calls' outcome (Node.complete)."""
 
-    reservation: Reservation
+    reservation: Plan
     serial: int
     responses: Sequence[Any]
     error: str | None

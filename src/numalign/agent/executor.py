@@ -44,7 +44,7 @@ from numalign.agent.events import (
 from numalign.errors import NumalignError
 from numalign.kubelet.devicemanager.endpoint import Endpoint
 from numalign.kubelet.devicemanager.prestart import run_pre_start
-from numalign.kubelet.node import Reservation
+from numalign.kubelet.plan import Plan
 
 log = logging.getLogger("numalign.agent")
 
@@ -91,14 +91,16 @@ class Executor:
             case Admit():
                 pod = effect.pod
                 try:
-                    rec = node.reserve(pod) if effect.reserve else node.admit(pod)
+                    rec = node.decide(pod) if effect.reserve else node.admit(pod)
                 except NumalignError as e:
                     return AdmissionFailed(pod.uid, effect.serial, str(e))
                 except Exception as e:  # a plugin or provider bug must not take the agent down
                     log.exception("admitting pod %s failed", pod.key)
                     return AdmissionFailed(pod.uid, effect.serial, str(e))
-                if isinstance(rec, Reservation):
-                    return Reserved(pod.uid, effect.serial, rec)
+                if isinstance(rec, Plan):
+                    if not rec.settled:  # its Allocate calls are left to make
+                        return Reserved(pod.uid, effect.serial, rec)
+                    rec = rec.record
                 return Admitted(pod.uid, effect.serial, rec)
             case Allocate():
                 with contextlib.suppress(RuntimeError):  # the pool is shut down while stopping
@@ -106,7 +108,7 @@ class Executor:
                     self._allocating += 1
             case Complete():
                 res = effect.reservation
-                done = node.complete(res, effect.responses, effect.error)
+                done = node.commit(res, effect.responses, effect.error)
                 if done is None:  # the state was read again meanwhile and the reservation went with it
                     return ReservationLost(res.pod.uid, effect.serial)
                 return Admitted(res.pod.uid, effect.serial, done)
@@ -135,7 +137,7 @@ class Executor:
 
     # -- Allocate off the lock (parallel_allocate; worker threads) -----------------------------------
 
-    def _allocate(self, res: Reservation, serial: int) -> None:
+    def _allocate(self, res: Plan, serial: int) -> None:
         """Make a reservation's Allocate calls in the kubelet's order, stopping at the first failure,
         then settle the admission under the lock."""
         def unexpected(e: Exception) -> None:  # a bug in a plugin client must not leave the pod admitting

@@ -29,7 +29,6 @@ from numalign.errors import CheckpointError, InvalidInputError
 from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
-from numalign.k8s.pod import pod_to_manifest as pod_to_manifest  # transitional: agent/ imports it here
 from numalign.k8s.previews import NO_PREVIEWS, NUMA_ALLOCATION_STRATEGY, RESTRICT_TO_CPU_NUMA_NODES, Previews
 from numalign.k8s.quantity import Quantity, QuantityFormat
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
@@ -75,9 +74,6 @@ def numa_info_for(machine: Machine) -> NUMAInfo:
     order = machine.cadvisor_numa_order()
     rows = machine.kubelet_distances()
     return NUMAInfo.create(order) if rows is None else NUMAInfo.create(order, rows)
-
-
-Reservation = Plan  # transitional name for agent/ (see Node.reserve)
 
 
 @dataclass
@@ -514,14 +510,6 @@ class Node:
 
     def _allocations(self, pod: Pod) -> dict[str, Any]:
         return {c.name: self._allocation_dict(pod.uid, c.name) for c in pod.all_containers()}
-
-    # Transitional names for agent/ while it moves to decide/commit (removed once it has).
-    def reserve(self, pod: Pod) -> DecisionRecord | Plan:
-        plan = self.decide(pod)
-        return plan.record if plan.settled else plan
-
-    def complete(self, plan: Plan, responses: Sequence[Any], error: str | None) -> DecisionRecord | None:
-        return self.commit(plan, responses, error)
 
     @property
     def reserved_pods(self) -> list[Pod]:
