@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "plugin": "plugin",
     "pods": "pods",
     "remove": "remove",
+    "resize": "resize",
     "snapshot": "snapshot",
     "nrt": "nrt",
     "simulate": "simulate",

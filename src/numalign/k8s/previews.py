@@ -14,6 +14,7 @@ from numalign.errors import InvalidInputError
 NUMA_ALLOCATION_STRATEGY = "numa-allocation-strategy"
 NUMA_SCORE_WEIGHTS = "numa-score-weights"
 RESTRICT_TO_CPU_NUMA_NODES = "restrict-to-cpu-numa-nodes"
+INPLACE_RESIZE_EXCLUSIVE_CPUS = "inplace-resize-exclusive-cpus"
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,11 @@ PREVIEWS: Mapping[str, Preview] = MappingProxyType({p.name: p for p in (
             "kubernetes/kubernetes PR #138172 (opened 2026-04-02) and its draft KEP kubernetes/enhancements "
             "PR #5992 (KEP-5726 CPU-attached NUMA filter, 2026-04-02)",
             "hints only over NUMA nodes with CPUs; devices on other nodes projected onto the nearest by distance"),
+    Preview(INPLACE_RESIZE_EXCLUSIVE_CPUS, ("true", "false"), "true",
+            "KEP-5554 as in kubernetes/enhancements PR #6330 (alpha in 1.38, 2026-09-21 review round), code "
+            "kubernetes/kubernetes PR #140629 (2026-07-20 review round) with the checkpoint of merged PR #140314",
+            "`numalign resize`: in-place resize of containers with exclusive CPUs (gate "
+            "InPlacePodVerticalScalingExclusiveCPUs), baseline CPUs kept"),
 )})
 
 

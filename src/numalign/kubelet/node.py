@@ -566,6 +566,13 @@ class Node:
             raise tx.failure
         return pod
 
+    def replace_pod(self, pod: Pod) -> None:
+        """Put the changed spec of an admitted pod in place (an in-place resize, kubelet/previews), with the
+        allocation its record keeps taken again."""
+        self.pods[pod.uid] = pod
+        if self.store is not None:
+            self.allocations[pod.uid] = recorded_allocation(pod, self.cpu, self.memory, self.devices)
+
     def _allocation_dict(self, pod_uid: str, container: str) -> dict[str, Any]:
         """allocation(..).to_dict() for the decision record, the CPU set's text remembered per set: every
         container in the shared pool gets the same (large) set until an exclusive allocation changes it."""

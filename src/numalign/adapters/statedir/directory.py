@@ -88,7 +88,8 @@ class StateDirectory:
         # The kubelet opens both managers' checkpoints whatever the policy (the none policies included),
         # so a file written under another policy is refused here too, never silently ignored.
         cp = self.files.load_cpu(policy_name=cpu_policy)
-        cpu = None if cp is None else CPUManagerState.from_strings(cp.policy_name, cp.default_cpu_set, cp.entries)
+        cpu = None if cp is None else CPUManagerState.from_strings(cp.policy_name, cp.default_cpu_set, cp.entries,
+                                                                  baselines=cp.baselines)
         mcp = self.files.load_memory(policy_name=memory_policy)
         dcp = self.files.load_devices()
         state = NodeState(self._pods(record), cpu, None if mcp is None else mcp.state(),
@@ -185,7 +186,7 @@ class StateDirectory:
         if self.before_write is not None:
             self.before_write(key)
         if key == "cpu":
-            self.files.save_cpu(CPUManagerCheckpoint(*doc.to_strings()), force=True)
+            self.files.save_cpu(CPUManagerCheckpoint(*doc.to_strings(), baselines=doc.baseline_strings()), force=True)
         elif key == "memory":
             self.files.save_memory(doc, force=True)
         else:

@@ -40,6 +40,15 @@ _V2 = Struct(
         Field("Checksum", CHECKSUM, "checksum"),
     ),
 )
+# KEP-5554 preview (inplace-resize-exclusive-cpus): the baseline CPUs of resized containers, shaped as
+# merged k/k PR #140314 checkpoints them (`ContainerCPUs{Baseline}` per pod and container). numalign keeps
+# the v2 envelope and its checksum over the v2 fields, so kubelets 1.33-1.37 still verify the file (Go
+# ignores the unknown key); the field is written only when a baseline exists (omitempty).
+_CONTAINER_CPUS = Struct("state.ContainerCPUs", (Field("Baseline", STRING, "baseline"),))
+_BASELINES = Map(STRING, Map(STRING, _CONTAINER_CPUS))
+_V2_WITH_BASELINES = Struct(_V2.name, (*_V2.fields[:3], Field("Baselines", _BASELINES, "baselines", omitempty=True),
+                                       _V2.fields[3]))
+_BASELINES_ONLY = Struct("state.CPUManagerCheckpoint", (Field("Baselines", _BASELINES, "baselines"),))
 # The v1 verifier hashes `CPUManagerCheckpointV1` renamed to `CPUManagerCheckpoint`; only the
 # Entries type differs from v2 in the hashed text.
 _V1 = Struct(
@@ -62,6 +71,8 @@ class CPUManagerCheckpoint:
     entries: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     checksum: int = 0
     version: int = field(default=2, compare=False)  # format the bytes were in: 1 or 2
+    # podUID -> container -> baseline cpuset (KEP-5554 preview); empty: the field is not written
+    baselines: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 def _go_value(cp: CPUManagerCheckpoint) -> dict[str, Any]:
@@ -83,7 +94,17 @@ def encode_cpu_checkpoint(cp: CPUManagerCheckpoint) -> bytes:
     """The exact bytes the kubelet writes (v2, checksum computed, no trailing newline)."""
     value = _go_value(cp)
     value["Checksum"] = go_checksum(Ptr(_V2), value)
-    return gojson.encode(_V2, value).encode("utf-8")
+    if not cp.baselines:
+        return gojson.encode(_V2, value).encode("utf-8")
+    value["Baselines"] = {pod: {name: {"Baseline": cpus} for name, cpus in ctrs.items()}
+                          for pod, ctrs in cp.baselines.items()}
+    return gojson.encode(_V2_WITH_BASELINES, value).encode("utf-8")
+
+
+def _load_baselines(j: Any) -> dict[str, dict[str, str]]:
+    value = gojson.decode(_BASELINES_ONLY, j, {"Baselines": {}}, "CPUManagerCheckpoint")
+    return {pod: {name: str(c["Baseline"]) for name, c in (ctrs or {}).items()}
+            for pod, ctrs in (value["Baselines"] or {}).items()}
 
 
 def _verify(t: Struct, value: dict[str, Any], label: str) -> None:
@@ -149,7 +170,8 @@ def decode_cpu_checkpoint(
         v2 = _load_v2(j)
         # A null pod entry is a nil inner map in Go: it hashed as <nil>, it restores as no containers.
         entries = {pod: dict(ctrs or {}) for pod, ctrs in (v2["Entries"] or {}).items()}
-        cp = CPUManagerCheckpoint(v2["PolicyName"], v2["DefaultCPUSet"], entries, v2["Checksum"])
+        cp = CPUManagerCheckpoint(v2["PolicyName"], v2["DefaultCPUSet"], entries, v2["Checksum"],
+                                  baselines=_load_baselines(j))
     except (CheckpointDecodeError, CorruptCheckpointError) as v2_error:
         try:
             v1 = _load_v1(j)

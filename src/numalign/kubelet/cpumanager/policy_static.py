@@ -27,7 +27,7 @@ from numalign.kubelet.cpumanager.options import (
     validate_static_policy_options,
 )
 from numalign.kubelet.cpumanager.state import CPUManagerState, validate_state
-from numalign.kubelet.cpumanager.take import allocate_cpus, smt_alignment_error, take_by_topology
+from numalign.kubelet.cpumanager.take import TakeOptions, allocate_cpus, smt_alignment_error, take_by_topology
 from numalign.kubelet.cpumanager.topology import CPUTopology
 from numalign.kubelet.topologymanager.provider import (
     DEFAULT_IMPLICIT_FROM_NODES,
@@ -180,6 +180,11 @@ class StaticPolicy:
 
     def snapshot(self) -> CPUManagerState:
         return self.state.copy()
+
+    @property
+    def take_options(self) -> TakeOptions:
+        """The options takeByTopology runs with (for the resize preview, cpumanager/resize.py)."""
+        return self._take
 
     def restore(self, state: CPUManagerState) -> None:
         if state.policy_name != POLICY_NAME:
@@ -353,6 +358,11 @@ class StaticPolicy:
         released = containers.pop(container_name) - in_use
         if not containers:
             del self.state.entries[pod_uid]
+        baselines = self.state.baselines.get(pod_uid)
+        if baselines is not None:  # a resized container's baseline goes with it (KEP-5554 preview)
+            baselines.pop(container_name, None)
+            if not baselines:
+                del self.state.baselines[pod_uid]
         self.state.default_cpu_set = self.state.default_cpu_set | released
         self.exclusive_cpu_allocation_count -= len(released)
         self.shared_pool_size_millicores += len(released) * 1000

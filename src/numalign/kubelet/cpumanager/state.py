@@ -24,13 +24,22 @@ class CPUManagerState:
     policy_name: str = "static"
     default_cpu_set: frozenset[int] = frozenset()
     entries: Assignments = field(default_factory=dict)
+    # KEP-5554 preview (inplace-resize-exclusive-cpus): the admission cpuset of each resized container
+    # ("baseline CPUs"); empty unless a resize happened, and then absent from the checkpoint.
+    baselines: Assignments = field(default_factory=dict)
 
     def copy(self) -> CPUManagerState:
         return CPUManagerState(
             self.policy_name,
             self.default_cpu_set,
             {uid: dict(ctrs) for uid, ctrs in self.entries.items()},
+            {uid: dict(ctrs) for uid, ctrs in self.baselines.items()},
         )
+
+    def baseline_strings(self) -> dict[str, dict[str, str]]:
+        """The baselines in the checkpoint's cpuset text form."""
+        return {uid: {name: format_cpuset(cpus) for name, cpus in ctrs.items()}
+                for uid, ctrs in self.baselines.items()}
 
     def to_strings(self) -> tuple[str, str, dict[str, dict[str, str]]]:
         """(policyName, defaultCpuSet, entries) in the checkpoint's cpuset text form."""
@@ -47,6 +56,7 @@ class CPUManagerState:
         default_cpu_set: str,
         entries: Mapping[str, Mapping[str, str]] | None = None,
         where: str = "cpu_manager_state",
+        baselines: Mapping[str, Mapping[str, str]] | None = None,
     ) -> CPUManagerState:
         """Parse the checkpoint's text fields; unparsable CPU sets are a CheckpointError."""
         try:
@@ -58,9 +68,16 @@ class CPUManagerState:
                 }
                 for uid, ctrs in (entries or {}).items()
             }
+            base: Assignments = {
+                uid: {
+                    name: parse_cpuset(text, f"{where}: baselines[{uid}][{name}]")
+                    for name, text in ctrs.items()
+                }
+                for uid, ctrs in (baselines or {}).items()
+            }
         except InvalidInputError as e:
             raise CheckpointError(f"{e}; {_DRAIN_ADVICE}") from None
-        return cls(policy_name, default, parsed)
+        return cls(policy_name, default, parsed, base)
 
 
 def validate_state(
