@@ -53,6 +53,9 @@ MAX_CPU_ID: Final = 8191
 # A quantity is at most a few dozen characters ("129127208515966861312", "1.5Gi"); Python refuses to
 # turn more than 4,300 digits into an int, and long ones cost quadratic time.
 MAX_QUANTITY_CHARS: Final = 256
+# `numalign resize` (preview) asks the hint providers for explicit mask lists again: 2^N - 1 masks per
+# provider, fine at 16 NUMA nodes (65,535) and out of reach at 64.
+MAX_RESIZE_NUMA_NODES: Final = 16
 # `admit` admits a workload's spec.replicas (or --replicas) copies of its pod on ONE node; maxPods is
 # 110 by default and rarely above a few hundred, so 10,000 copies answer every real question.
 MAX_REPLICAS: Final = 10_000

@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from numalign.kubelet.node import Node
     from numalign.kubelet.previews.inplace_resize import resize_container
     from numalign.machine.examples import DEFAULT_MACHINE
+    from numalign.run.leftovers import process_alive, process_alive_reclaiming
 
     notes: list[str] = []
     previews = node_previews(args, notes)
@@ -101,8 +102,10 @@ def run(args: argparse.Namespace) -> int:
     # A dry run only reads (the store's shared lock); a resize owns the directory while it writes.
     owner = contextlib.nullcontext() if dry_run else acquire_owner(args.state_dir, "numalign resize")
     with snapshot_errors(args), owner:
+        # ended `numalign run` processes hold nothing; a write releases them for good, as `remove` does
+        alive = process_alive if dry_run else process_alive_reclaiming
         node = Node(machine, config, store=state_directory(args.state_dir, read_only=dry_run),
-                    kubelet_version=version, previews=previews)
+                    process_alive=alive, kubelet_version=version, previews=previews)
         pod = _find_pod(node, args.pod, where)
         if dry_run:
             result = resize_container(node, pod, args.container, args.cpus)

@@ -19,6 +19,7 @@ from typing import Any
 from numalign.core.bitmask import bits_of
 from numalign.core.decision import TOPOLOGY_AFFINITY_ERROR, TOPOLOGY_AFFINITY_MESSAGE
 from numalign.errors import InvalidInputError
+from numalign.limits import MAX_RESIZE_NUMA_NODES
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.previews import INPLACE_RESIZE_EXCLUSIVE_CPUS
 from numalign.k8s.quantity import Quantity
@@ -138,6 +139,12 @@ def resize_container(node: Any, pod: Pod, container: str, cpus_text: str) -> Res
             raise InvalidInputError(
                 f"resize: topologyManagerScope {node.tm.scope_name} is not modelled by this preview (PR #140629 "
                 "describes the container scope); use --topology-manager-scope container")
+        numa = len(node.numa.nodes)
+        if numa > MAX_RESIZE_NUMA_NODES:
+            raise InvalidInputError(
+                f"resize: a grow under topologyManagerPolicy {node.tm.policy_name} on {numa} NUMA nodes is not "
+                f"modelled past {MAX_RESIZE_NUMA_NODES} (the resized container's hints are enumerated); use a "
+                "machine of at most 16 NUMA nodes or --topology-manager-policy none")
         answers = [({RESOURCE_CPU: resize_hints(cpu, current, requested)} if p is cpu
                     else p.get_topology_hints(new_pod, new_container)) for p in node.tm.scope.providers]
         merged = node.tm.scope.policy.merge(answers)

@@ -171,3 +171,16 @@ def test_removing_a_resized_pod_drops_its_baseline() -> None:
     assert _resize(node, pod, "3").resized and _static(node).state.baselines
     node.remove(pod.uid)
     assert _static(node).state.baselines == {} and _static(node).get_default_cpu_set() == NODE0 | NODE1
+
+
+def test_a_grow_on_a_machine_past_the_enumeration_bound_is_refused_in_one_line() -> None:
+    machine = load_machine("1s x 20n x 2c x 1t, 1Gi/node")
+    node = Node(machine, _config("best-effort", topologyManagerPolicyOptions={"max-allowable-numa-nodes": "20"}),
+                previews=ON)
+    pod = _admitted(node, _pod("web", "2"))
+    with pytest.raises(InvalidInputError, match="20 NUMA nodes is not modelled past 16"):
+        _resize(node, pod, "3")
+    # without a Topology Manager policy no hint is asked for: the grow is allowed at any size
+    plain = Node(machine, _config("none"), previews=ON)
+    other = _admitted(plain, _pod("web", "2"))
+    assert _resize(plain, other, "3").resized
