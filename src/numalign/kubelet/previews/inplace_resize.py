@@ -19,7 +19,6 @@ from typing import Any
 from numalign.core.bitmask import bits_of
 from numalign.core.decision import TOPOLOGY_AFFINITY_ERROR, TOPOLOGY_AFFINITY_MESSAGE
 from numalign.errors import InvalidInputError
-from numalign.limits import MAX_RESIZE_NUMA_NODES
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.previews import INPLACE_RESIZE_EXCLUSIVE_CPUS
 from numalign.k8s.quantity import Quantity
@@ -32,6 +31,7 @@ from numalign.kubelet.cpumanager.resize import (
     numa_mask,
     resize_hints,
 )
+from numalign.limits import MAX_RESIZE_NUMA_NODES
 
 RESOURCE_CPU = "cpu"
 _MAX_CPUS = 1_000_000  # far past any machine: a larger count is a typo, not a question
