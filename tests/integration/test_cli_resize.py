@@ -90,3 +90,28 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
         assert done.returncode == 2 and expect in done.stderr and done.stderr.count("\n") == 1, done.stderr
     missing = run("resize", "ghost", "--container", "app", "--cpus", "3", "--state-dir", str(state), *PREVIEW)
     assert missing.returncode == 2 and "no pod default/ghost" in missing.stderr
+
+
+def test_resize_on_a_snapshot_reads_its_state_and_never_writes(tmp_path: Path) -> None:
+    from support.sysfs_tree import write_sysfs
+
+    root = write_sysfs(tmp_path / "root", cores=4)
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+                      "cpuManagerPolicy: static\nreservedSystemCPUs: \"0\"\ntopologyManagerPolicy: single-numa-node\n",
+                      encoding="utf-8")
+    (tmp_path / "pod.yaml").write_text(POD, encoding="utf-8")
+    state = tmp_path / "state"
+    admitted = run("admit", str(tmp_path / "pod.yaml"), "--machine", str(root), "--config", str(config),
+                   "--state-dir", str(state))
+    assert admitted.returncode == 0, admitted.stderr
+    snap = tmp_path / "node.tgz"
+    taken = run("snapshot", str(snap), "--sysfs-root", str(root), "--config", str(config), "--state-dir", str(state))
+    assert taken.returncode == 0, taken.stderr
+    before = snap.read_bytes(), _cpu_state(state)
+    done = run("resize", "web", "--container", "app", "--cpus", "3", "--node", str(snap), "-o", "json", *PREVIEW)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["dryRun"] and doc["resized"] and len(doc["cpusAfter"]) == 3
+    assert set(doc["cpusBefore"]) < set(doc["cpusAfter"])
+    assert (snap.read_bytes(), _cpu_state(state)) == before
