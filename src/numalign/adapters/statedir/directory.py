@@ -186,7 +186,9 @@ class StateDirectory:
         if self.before_write is not None:
             self.before_write(key)
         if key == "cpu":
-            self.files.save_cpu(CPUManagerCheckpoint(*doc.to_strings(), baselines=doc.baseline_strings()), force=True)
+            policy, default, entries = doc.to_strings()
+            self.files.save_cpu(CPUManagerCheckpoint(policy, default, entries, baselines=doc.baseline_strings()),
+                                force=True)
         elif key == "memory":
             self.files.save_memory(doc, force=True)
         else:
