@@ -12,11 +12,21 @@ import argparse
 import contextlib
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from numalign.cli.options.nodeargs import EXAMPLE_CONFIG
 from numalign.cli.options.nodeargs import data_file as _data
 from numalign.errors import ConfigError
+
+if TYPE_CHECKING:
+    from numalign.answer.alignment import PodAlignment
+    from numalign.answer.whatif import Answer
+    from numalign.core.decision import DecisionRecord
+    from numalign.k8s.kubeletconfig import KubeletConfig
+    from numalign.k8s.pod import Pod
+    from numalign.kubelet.node import Node
+    from numalign.kubelet.versions import KubeletVersion
+    from numalign.machine.topology import Machine
 
 
 def register(sub: Any) -> None:
@@ -199,8 +209,9 @@ def _machine_spec(args: argparse.Namespace, default: str) -> str | None:
 
 
 def _admit_all(
-    args: argparse.Namespace, machine: Any, config: Any, base: Any, pods: list[Any], notes: list[str]
-) -> tuple[Any, list[Any], list[Any]]:
+    args: argparse.Namespace, machine: Machine, config: KubeletConfig, base: KubeletConfig | None, pods: list[Pod],
+    notes: list[str],
+) -> tuple[Node, list[DecisionRecord], list[PodAlignment | Answer]]:
     """Admit `pods` in one transaction of the state directory (if any): all kept, or none. Beside each
     record: its alignment, or why it was rejected and what would make it fit."""
     from numalign.adapters.statedir.directory import state_directory
@@ -234,8 +245,8 @@ def _admit_all(
     from numalign.cli.options.clusterargs import Progress
 
     answers = NodeAnswers(node)
-    records: list[Any] = []
-    extras = []
+    records: list[DecisionRecord] = []
+    extras: list[PodAlignment | Answer] = []
     progress = Progress(f"admit: {len(pods)} pod(s) on {machine.name}")  # drawn only when stderr is a terminal
     try:
         # One transaction: the pods are written together at the end, or (killed, or a write failed)
@@ -264,8 +275,8 @@ def _admit_all(
 
 
 def _report(
-    path: Path, node: Any, pods: list[Any], records: list[Any], extras: list[Any], notes: list[str], config: Any,
-    version: Any,
+    path: Path, node: Node, pods: list[Pod], records: list[DecisionRecord], extras: list[PodAlignment | Answer],
+    notes: list[str], config: KubeletConfig, version: KubeletVersion,
 ) -> None:
     from numalign.answer.text import to_json
     from numalign.cli.options.reportargs import write_report
@@ -283,7 +294,7 @@ def _report(
     write_report(path, node_report(view))
 
 
-def _with_numa_nodes(exc: ConfigError, config: Any, machine: Any) -> ConfigError:
+def _with_numa_nodes(exc: ConfigError, config: KubeletConfig, machine: Machine) -> ConfigError:
     """The kubelet's "references a NUMA node N that does not exist" names no node that does exist."""
     existing = sorted(n.id for n in machine.numa_nodes)
     missing = sorted({r.numa_node for r in config.reserved_memory} - set(existing))
@@ -296,7 +307,7 @@ def _with_numa_nodes(exc: ConfigError, config: Any, machine: Any) -> ConfigError
     )
 
 
-def _already_admitted(pod: Any, state_dir: Path | str | None, dry_run: bool) -> str:
+def _already_admitted(pod: Pod, state_dir: Path | str | None, dry_run: bool) -> str:
     """Node.admit's own message names library calls; on the command line the fixes are options."""
     what = f"pod {pod.key} (uid {pod.uid}) is already admitted"
     rename = "give the pod another name (or metadata.uid)"
@@ -324,7 +335,7 @@ def _config_dict(config: Any) -> dict[str, Any]:
     }
 
 
-def _unprovided_extended_resources(pod: Any, node: Any) -> list[str]:
+def _unprovided_extended_resources(pod: Pod, node: Node) -> list[str]:
     """Extended resources the pod asks for that no device plugin (nor the machine file) provides. The
     kubelet drops them before its fit check (removeMissingExtendedResources: a scheduler extender may
     own them) and the device manager gives no hint, so the pod is admitted without them; the output
@@ -341,9 +352,10 @@ def _unprovided_extended_resources(pod: Any, node: Any) -> list[str]:
 
 
 def _print_text(
-    machine: str, config: Any, notes: list[str], records: list[Any], unprovided: list[list[str]], extras: list[Any],
-    pods: list[Any], details: bool,
+    machine: str, config: KubeletConfig, notes: list[str], records: list[DecisionRecord], unprovided: list[list[str]],
+    extras: list[PodAlignment | Answer], pods: list[Pod], details: bool,
 ) -> None:
+    from numalign.answer.alignment import PodAlignment
     from numalign.answer.text import (
         FULL_RECORDS_UP_TO,
         allocation_line,
@@ -376,7 +388,7 @@ def _print_text(
             continue
         print()
         lines = rec.render().splitlines()
-        if rec.result.admit:
+        if rec.result.admit and isinstance(extra, PodAlignment):  # an admitted pod's extra is its alignment
             by_name = {c.container: c for c in extra.containers}
             lines += [allocation_line(cname, alloc, by_name.get(cname)) for cname, alloc in rec.allocations.items()]
         lines += text_lines(extra, rec.result.reason == "TopologyAffinityError",

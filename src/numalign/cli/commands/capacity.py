@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from numalign.cli.options.clusterargs import add_cluster_args, load_cluster_arg
+
+if TYPE_CHECKING:
+    from numalign.cluster.capacity import PoolCapacity
+    from numalign.cluster.model import Cluster
 
 
 def register(sub: Any) -> None:
@@ -86,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_pools(cluster: Any, pools: list[Any]) -> None:
+def _print_pools(cluster: Cluster, pools: list[PoolCapacity]) -> None:
     print()
     rows = [(p.pool, p.kubelet_version, str(p.nodes), str(p.exact), str(p.by_requests),
              ", ".join(f"{k} ({v})" for k, v in p.limited_by.items())) for p in pools]

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from numalign.machine.topology import Machine
 
 
 def register(sub: Any) -> None:
@@ -112,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _second_opinion(machine: Any, root: Path) -> None:
+def _second_opinion(machine: Machine, root: Path) -> None:
     """Say where hwloc reads the same sysfs differently: that is where the firmware looks inconsistent."""
     import logging
 

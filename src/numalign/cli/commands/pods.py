@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from numalign.report.view import NodeView
 
 
 def register(sub: Any) -> None:
@@ -110,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, Any]:
+def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, NodeView | None]:
     """The pods of a state directory (or snapshot) read through a read-only Node, and their picture."""
     import json
 
@@ -162,7 +165,7 @@ def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, 
     return doc, view
 
 
-def _view(args: argparse.Namespace, doc: dict[str, Any]) -> Any:
+def _view(args: argparse.Namespace, doc: dict[str, Any]) -> NodeView | None:
     """The pods on their machine: --machine, else the machine the agent recorded; None when neither."""
     from numalign.report import node_view_from_status
 

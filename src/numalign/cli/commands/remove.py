@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from numalign.k8s.pod import Pod
+    from numalign.kubelet.node import Node
 
 
 def register(sub: Any) -> None:
@@ -31,7 +35,7 @@ def register(sub: Any) -> None:
     add_kubelet_flags(p, "the kubelet configuration the state was written with (as for admit)")
 
 
-def find_pod(node: Any, ref: str) -> Any:
+def find_pod(node: Node, ref: str) -> Pod:
     """The pod `ref` names: a UID, namespace/name, or a name in the default namespace."""
     from numalign.errors import InvalidInputError
 

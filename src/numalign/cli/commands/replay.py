@@ -6,7 +6,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from numalign.replay.runner import ReplayOutcome
 
 MAX_LISTED_DIFFERENCES = 5
 
@@ -63,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         ) from None
 
 
-def _run(outcomes: Any, check: bool, source: str, output: str) -> int:
+def _run(outcomes: Iterable[ReplayOutcome], check: bool, source: str, output: str) -> int:
     from numalign.cli.output import EXIT_CHECK_FAILED, EXIT_INVALID, EXIT_OK, emit
     from numalign.errors import InvalidInputError
 

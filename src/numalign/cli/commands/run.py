@@ -14,9 +14,17 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from numalign.paths import DATA_DIR
+
+if TYPE_CHECKING:
+    from numalign.k8s.pod import Pod
+    from numalign.kubelet.node import ContainerAllocation
+    from numalign.machine.topology import Machine
+    from numalign.run.launch import Placement
+    from numalign.run.process import ProcessRef
+    from numalign.run.session import Admission, RunNode
 
 EXIT_REJECTED = 1  # "the answer is no", as admit --exit-code: the container was not admitted
 RUN_EXIT_CODES = """exit status:
@@ -181,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _record_node(args: argparse.Namespace, state_dir: Path, machine: Any) -> None:
+def _record_node(args: argparse.Namespace, state_dir: Path, machine: Machine) -> None:
     """numalign_node.json, as admit writes it: `numalign pods --state-dir` reads the directory on this
     machine and run's configuration once every run has ended (else it would assume admit's defaults)."""
     from numalign.cli.options.kubeletflags import FLAGS_DEST
@@ -207,14 +215,15 @@ def _cgroup_path(args: argparse.Namespace, uid: str) -> Path | None:
 
 
 def _place(
-    args: argparse.Namespace, adm: Any, pod: Any, container: str, ref: Any
-) -> tuple[Any, list[str], dict[str, Any]]:
+    args: argparse.Namespace, adm: Admission, pod: Pod, container: str, ref: ProcessRef
+) -> tuple[Placement, list[str], dict[str, Any]]:
     from numalign.cli.options.runargs import container_limits
     from numalign.run.cgroup import CgroupLimits, create
     from numalign.run.launch import Placement
     from numalign.run.leftovers import RUN_ENV, run_marker
 
     alloc = adm.allocation
+    assert alloc is not None, "only an admitted container is placed, and it has its allocation"
     mems = frozenset(n for b in alloc.memory for n in b["numa_nodes"]) or None
     memory_max, hugetlb = container_limits(pod, container)
     notes: list[str] = []
@@ -238,7 +247,7 @@ def _place(
     return Placement(_usable(alloc), mems, env, cgroup), notes, info
 
 
-def _usable(alloc: Any) -> frozenset[int]:
+def _usable(alloc: ContainerAllocation) -> frozenset[int]:
     """Exclusive CPUs as given (checked usable); the shared pool as far as this process may use it."""
     from numalign.run.affinity import allowed_cpus
 
@@ -246,7 +255,7 @@ def _usable(alloc: Any) -> frozenset[int]:
     return cpus if alloc.exclusive else (cpus & allowed_cpus() or cpus)
 
 
-def _release(node: Any, uid: str, process: Any, cgroup: Path | None, held: dict[str, Any]) -> None:
+def _release(node: RunNode, uid: str, process: ProcessRef, cgroup: Path | None, held: dict[str, Any]) -> None:
     """COMMAND has ended: end what it left behind (its cgroup, its descendants), then release its pod. A
     release that cannot happen now is said once, as a warning: COMMAND ran, its exit status stands, and
     the next run or serve on the directory releases the pod, since its command has ended."""
@@ -305,7 +314,8 @@ def _load_devices(value: str) -> Any:
 
 
 def _print_decision(
-    args: argparse.Namespace, adm: Any, placement: Any, notes: list[str], cgroup: dict[str, Any] | None
+    args: argparse.Namespace, adm: Admission, placement: Placement | None, notes: list[str],
+    cgroup: dict[str, Any] | None,
 ) -> None:
     from numalign.cli.output import emit
 
@@ -331,6 +341,7 @@ def _print_decision(
     from numalign.machine.render import binary_quantity
 
     alloc = adm.allocation
+    assert alloc is not None and placement is not None, "an admitted container has its allocation and placement"
     parts = [f"cpus {alloc.to_dict()['cpus']} ({'exclusive' if alloc.exclusive else 'shared pool'})"]
     for b in alloc.memory:
         parts.append(f"{b['type']} {binary_quantity(b['size'])} on NUMA {','.join(map(str, b['numa_nodes']))}")

@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from numalign.cli.options.clusterargs import add_cluster_args, load_cluster_arg, load_workload_args
+
+if TYPE_CHECKING:
+    from numalign.cluster.model import Cluster
+    from numalign.cluster.result import RunResult, SimulationResult
 
 
 def register(sub: Any) -> None:
@@ -122,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             progress.note("; ".join(f"run {j + 1}/{len(specs)}: {m}/{total} pods placed"
                                     for j, m in sorted(active.items())), force=started)
 
-    def done(i: int, r: Any) -> None:
+    def done(i: int, r: RunResult) -> None:
         ended.add(i)
         active.pop(i, None)
         progress.step(f"{r.config.label}: {r.placed} placed, {r.rejections} kubelet rejections")
@@ -157,7 +161,7 @@ def _default_schedulers() -> list[str]:
     return list(SCHEDULERS)
 
 
-def _rows(sim: Any) -> list[tuple[str, list[str]]]:
+def _rows(sim: SimulationResult) -> list[tuple[str, list[str]]]:
     runs = sim.runs
     deleted = any(r.deleted for r in runs)
     rows: list[tuple[str, list[str]]] = [
@@ -193,12 +197,12 @@ def _resource_order(name: str) -> tuple[int, str]:
     return ({"cpu": 0, "memory": 1}.get(name, 2 if "/" in name else 3), name)
 
 
-def _pct(r: Any, k: str) -> str:
+def _pct(r: RunResult, k: str) -> str:
     f = r.resources.get(k)
     return "-" if f is None else f"{f.utilisation:.1%}"
 
 
-def _stranded(r: Any, k: str) -> str:
+def _stranded(r: RunResult, k: str) -> str:
     from numalign.cli.options.clusterargs import human
 
     f = r.resources.get(k)
@@ -208,7 +212,7 @@ def _stranded(r: Any, k: str) -> str:
 TABLE_WIDTH = 120  # when stdout is not a terminal; a terminal's own width otherwise
 
 
-def _table(sim: Any, cluster: Any) -> None:
+def _table(sim: SimulationResult, cluster: Cluster) -> None:
     import shutil
     import textwrap
 
@@ -241,7 +245,7 @@ def _table(sim: Any, cluster: Any) -> None:
         print("\nexact sends a pod only to a node whose kubelet admits it: 0 kubelet rejections by construction.")
 
 
-def _headers(sim: Any) -> tuple[list[str], list[list[str]]]:
+def _headers(sim: SimulationResult) -> tuple[list[str], list[list[str]]]:
     """The label parts every run shares (said once), and each run's own parts, one per header line."""
     parts = [r.config.label.split(" ") for r in sim.runs]
     common = [p for p in parts[0][1:] if all(p in q[1:] for q in parts)] if len(parts) > 1 else []
@@ -272,7 +276,7 @@ def table_lines(headers: list[list[str]], rows: list[tuple[str, list[str]]], lim
     return out
 
 
-def _csv(sim: Any) -> None:
+def _csv(sim: SimulationResult) -> None:
     import csv
 
     w = csv.writer(sys.stdout)

@@ -7,9 +7,14 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from numalign.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from numalign.cluster.model import Cluster
+    from numalign.cluster.workload import Workload
+    from numalign.k8s.pod import Pod
 
 
 def add_cluster_args(p: argparse.ArgumentParser, workload: bool = True) -> None:
@@ -37,7 +42,7 @@ def add_cluster_args(p: argparse.ArgumentParser, workload: bool = True) -> None:
     w.add_argument("--seed", type=int, default=1, help="seed of the generator and the schedulers' tie-breaks")
 
 
-def load_cluster_arg(args: argparse.Namespace) -> Any:
+def load_cluster_arg(args: argparse.Namespace) -> Cluster:
     from numalign.cluster.examples import CLUSTERS, example_cluster
     from numalign.cluster.model import load_cluster
 
@@ -56,7 +61,7 @@ def load_cluster_arg(args: argparse.Namespace) -> Any:
     return load_cluster(path)
 
 
-def version_notes(cluster: Any, versions: list[str]) -> list[str]:
+def version_notes(cluster: Cluster, versions: list[str]) -> list[str]:
     """What the cluster's own kubelet versions are, and a note when a --kubelet-version axis overrides them."""
     from numalign.kubelet.versions import resolve
 
@@ -69,7 +74,7 @@ def version_notes(cluster: Any, versions: list[str]) -> list[str]:
     return notes
 
 
-def running_pods(args: argparse.Namespace, cluster: Any) -> list[Any]:
+def running_pods(args: argparse.Namespace, cluster: Cluster) -> list[tuple[str, Pod]]:
     """The pods of --pods-dump bound to their nodes; what the dump's NRTs say that the simulation does not
     start from is said on stderr (cluster/dumpcheck.py)."""
     import logging
@@ -86,7 +91,7 @@ def running_pods(args: argparse.Namespace, cluster: Any) -> list[Any]:
     return running
 
 
-def load_workload_args(args: argparse.Namespace) -> Any:
+def load_workload_args(args: argparse.Namespace) -> Workload:
     from numalign.cluster.examples import example_shapes
     from numalign.cluster.workload import generate, load_mix, load_timeline, load_workload
 
@@ -111,7 +116,7 @@ def load_workload_args(args: argparse.Namespace) -> Any:
 MAX_POOL_LINES = 20
 
 
-def pool_lines(cluster: Any) -> list[str]:
+def pool_lines(cluster: Cluster) -> list[str]:
     """One line per node pool: its machine and what its kubelets run with (options beside each manager)."""
     from numalign.cluster.model import pool_settings
 

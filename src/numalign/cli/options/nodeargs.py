@@ -13,6 +13,8 @@ from numalign.errors import InvalidInputError
 from numalign.paths import DATA_DIR
 
 if TYPE_CHECKING:
+    from numalign.k8s.kubeletconfig import KubeletConfig
+    from numalign.kubelet.node import Node
     from numalign.machine.topology import Device, Machine
 
 EXAMPLE_CONFIG = "example-kubelet-config.yaml"
@@ -37,7 +39,7 @@ def add_node_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--devices", metavar="RESOURCE=FILE|FILE.json", action="append", default=[], help=DEVICES_HELP)
 
 
-def resolve_node(args: argparse.Namespace, default_machine: str) -> tuple[Any, list[str]]:
+def resolve_node(args: argparse.Namespace, default_machine: str) -> tuple[Machine, list[str]]:
     """The machine to decide on, with notes; with --node, also fills args.kubelet_config and
     args.state_dir from the snapshot (and sets args.node_snapshot)."""
     from numalign.adapters.sysfs import load_machine
@@ -87,14 +89,14 @@ def config_label(args: argparse.Namespace) -> str:
     return str(args.kubelet_config)
 
 
-def builtin_config(name: str) -> Any:
+def builtin_config(name: str) -> KubeletConfig:
     """A kubelet configuration shipped in numalign/data, read as a --config file is."""
     from numalign.k8s.kubeletconfig_read import config_from_yaml
 
     return config_from_yaml(data_file(name).read_text(encoding="utf-8"), f"built-in {name}")
 
 
-def example_base(args: argparse.Namespace, machine: Any = None) -> Any:
+def example_base(args: argparse.Namespace, machine: Machine | None = None) -> KubeletConfig | None:
     """The built-in example configuration when neither --config nor --node names one, else None. On a
     given machine its reservedSystemCPUs are that machine's first core (see example_for)."""
     if not getattr(args, "kubelet_config", None) and getattr(args, "node_snapshot", None) is None:
@@ -103,7 +105,7 @@ def example_base(args: argparse.Namespace, machine: Any = None) -> Any:
     return None
 
 
-def example_for(config: Any, machine: Any) -> Any:
+def example_for(config: KubeletConfig, machine: Machine) -> KubeletConfig:
     """The example configuration fitted to `machine`: the file's reservedSystemCPUs ("0,64", CPU 0's
     core on the default dual-socket machine) become the threads of this machine's first core, so a
     16-CPU machine is not refused and a DGX shape does not lose an arbitrary CPU 64."""
@@ -115,7 +117,7 @@ def example_for(config: Any, machine: Any) -> Any:
     return dataclasses.replace(config, reserved_system_cpus=format_cpuset(first_core(machine)))
 
 
-def node_config(args: argparse.Namespace, machine: Any = None) -> Any:
+def node_config(args: argparse.Namespace, machine: Machine | None = None) -> KubeletConfig:
     """The kubelet configuration as `admit` builds it: --config (or the snapshot's; the kubelet's
     defaults for a snapshot without one), else the built-in example configuration; kubelet flags
     override either field by field."""
@@ -124,7 +126,7 @@ def node_config(args: argparse.Namespace, machine: Any = None) -> Any:
     return config_from_args(args, base=example_base(args, machine))
 
 
-def state_pods(node: Any, listed: Any = None) -> dict[str, dict[str, Any]]:
+def state_pods(node: Node, listed: Any = None) -> dict[str, dict[str, Any]]:
     """Every pod a node's state holds, by UID, in the shape of the agent's status file: pods numalign
     admitted (numalign_pods.json) by name, pods only the kubelet's checkpoints know by the name a
     PodResources List (`listed`, as a snapshot keeps it) gives their exclusive CPUs or devices, else by UID."""

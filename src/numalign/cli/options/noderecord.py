@@ -14,16 +14,21 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from numalign.adapters.statedir.layout import NODE_RECORD_FILE
 from numalign.errors import InvalidInputError
 
+if TYPE_CHECKING:
+    from numalign.adapters.kubeletversion import ReportedVersion
+    from numalign.kubelet.versions import KubeletVersion
+    from numalign.machine.topology import Machine
+
 _FORMAT = "numalign.kubelet.node/v1"
 
 
-def write_record(state_dir: Path, machine: Any, spec: str | None, config_path: str | None,
-                 flags: list[tuple[str, str]], kubelet_version: Any = None) -> None:
+def write_record(state_dir: Path, machine: Machine, spec: str | None, config_path: str | None,
+                 flags: list[tuple[str, str]], kubelet_version: KubeletVersion | None = None) -> None:
     """`spec`: the --machine value when it alone names `machine` (else None: the machine is kept whole)."""
     from numalign.adapters.statedir.files import write_atomic
     from numalign.machine.fileformat import machine_to_dict
@@ -78,7 +83,7 @@ def apply_record(args: argparse.Namespace) -> str | None:
             + f", as recorded by admit in {path}")
 
 
-def recorded_version(path: Path) -> Any:
+def recorded_version(path: Path) -> ReportedVersion | None:
     """The kubelet version the record names (a ReportedVersion), or None (records older than versions)."""
     from numalign.adapters.kubeletversion import parse_reported
 

@@ -12,9 +12,14 @@ import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from numalign.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from numalign.k8s.kubeletconfig import KubeletConfig
+    from numalign.k8s.pod import Pod
+    from numalign.machine.topology import Machine
 
 _T = TypeVar("_T")
 RUN_CONFIG = "run-kubelet-config.yaml"
@@ -31,7 +36,7 @@ def parse_pairs(values: Sequence[str], option: str, form: str, convert: Callable
     return out
 
 
-def run_config(args: argparse.Namespace) -> Any:
+def run_config(args: argparse.Namespace) -> KubeletConfig:
     """The kubelet configuration: --config and flags, over the built-in run configuration (not the
     kubelet's defaults, whose cpuManagerPolicy none would pin nothing)."""
     from numalign.cli.options.kubeletflags import config_from_args
@@ -40,7 +45,7 @@ def run_config(args: argparse.Namespace) -> Any:
     return config_from_args(args, base=None if args.kubelet_config else builtin_config(RUN_CONFIG))
 
 
-def this_host() -> Any:
+def this_host() -> Machine:
     from numalign.adapters.sysfs import discover_sysfs
     from numalign.errors import DiscoveryError
 
@@ -63,15 +68,15 @@ def serve_plugins(state_dir: Path) -> dict[str, Path]:
             if isinstance(s, str) and (resources.get(r) or {}).get("connected")}
 
 
-def requested_extended(pod: Any) -> set[str]:
+def requested_extended(pod: Pod) -> set[str]:
     from numalign.k8s.resources import is_extended_resource_name
 
     return {n for c in pod.all_containers() for n in (*c.requests, *c.limits) if is_extended_resource_name(n)}
 
 
 def build_pod(
-    args: argparse.Namespace, command: list[str], machine: Any, devices: Mapping[str, Any]
-) -> tuple[Any, str]:
+    args: argparse.Namespace, command: list[str], machine: Machine, devices: Mapping[str, Any]
+) -> tuple[Pod, str]:
     """The pod to admit and the container COMMAND runs as; refused here when it cannot fit at all."""
     from numalign.adapters.textfiles import load_pods
     from numalign.k8s.manifest import pod_from_dict, pod_uid
@@ -126,7 +131,7 @@ def build_pod(
     return pod, container
 
 
-def _check_fits(pod: Any, machine: Any, devices: Mapping[str, Any], args: argparse.Namespace) -> None:
+def _check_fits(pod: Pod, machine: Machine, devices: Mapping[str, Any], args: argparse.Namespace) -> None:
     """Requests nothing here can satisfy are bad input for a run, not a decision to record."""
     from numalign.k8s.resources import is_extended_resource_name
 
@@ -151,7 +156,7 @@ def _check_fits(pod: Any, machine: Any, devices: Mapping[str, Any], args: argpar
                 )
 
 
-def check_host_fits(machine: Any, config: Any) -> None:
+def check_host_fits(machine: Machine, config: KubeletConfig) -> None:
     """Every CPU and NUMA node the decision could give must be usable by this process, or a refusal now,
     before the state directory is opened (it would otherwise hold another machine's state): the
     machine is not this host (--machine), or this process is confined to a cpuset."""
@@ -177,7 +182,7 @@ def check_host_fits(machine: Any, config: Any) -> None:
         )
 
 
-def container_limits(pod: Any, container: str) -> tuple[int | None, dict[int, int]]:
+def container_limits(pod: Pod, container: str) -> tuple[int | None, dict[int, int]]:
     """memory.max and the hugetlb limits (page size -> bytes) the runtime would write for `container`."""
     from numalign.k8s.resources import hugepage_size_from_resource_name, is_hugepage_resource_name
 

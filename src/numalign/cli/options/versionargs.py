@@ -9,7 +9,11 @@ default, the newest modelled patch of the current minor. Previews are never impl
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from numalign.k8s.previews import Previews
+    from numalign.kubelet.versions import KubeletVersion
 
 VERSION_HELP = ("the kubelet version to decide as, X.Y (the newest patch numalign models of that minor) or "
                 "X.Y.Z (docs/kubelet-versions.md lists the supported ones); default: what the input records "
@@ -38,7 +42,7 @@ def add_version_args(p: argparse.ArgumentParser, *, axis: bool = False) -> None:
                        help=preview_help())
 
 
-def node_version(args: argparse.Namespace, notes: list[str]) -> Any:
+def node_version(args: argparse.Namespace, notes: list[str]) -> KubeletVersion:
     """The version to decide with (see the module doc); notes say where it came from when not the flag."""
     from numalign.adapters.kubeletversion import choose
 
@@ -51,7 +55,7 @@ def node_version(args: argparse.Namespace, notes: list[str]) -> Any:
     return choose(getattr(args, "kubelet_version", None), found, notes)
 
 
-def node_previews(args: argparse.Namespace, notes: list[str]) -> Any:
+def node_previews(args: argparse.Namespace, notes: list[str]) -> Previews:
     """The previews asked for; each one that is on adds a "preview: NAME=VALUE" note."""
     from numalign.k8s.previews import Previews
 
@@ -60,7 +64,7 @@ def node_previews(args: argparse.Namespace, notes: list[str]) -> Any:
     return previews
 
 
-def version_fields(version: Any, previews: Any) -> dict[str, Any]:
+def version_fields(version: KubeletVersion, previews: Previews) -> dict[str, Any]:
     """What JSON/YAML output carries about them: kubeletVersion, and previews when any is on."""
     out: dict[str, Any] = {"kubeletVersion": str(version)}
     if previews:
@@ -68,7 +72,7 @@ def version_fields(version: Any, previews: Any) -> dict[str, Any]:
     return out
 
 
-def version_text(version: Any, previews: Any) -> str:
+def version_text(version: KubeletVersion, previews: Previews) -> str:
     """The text header's words: "kubelet 1.37.1" (and "; preview: ..." for each preview on)."""
     return "; ".join([f"kubelet {version}", *previews.labels()])
 
