@@ -270,8 +270,11 @@ def _resources(state: ClusterState, shapes: list[tuple[Pod, Placement]]) -> dict
             vectors.append((pod, pv, placement))
     for pod, pv, placement in vectors:
         fits = state.fit_mask(pv) & state.placement_mask(placement) & ~usable
+        # The shape under a uid no pod has: a probe admits and then releases its pod, and releasing a
+        # bound pod's own uid would release that pod's CPUs, memory and devices.
+        shape = dataclasses.replace(pod, uid=f"stranded-probe-{len(seen)}-{pod.uid}")
         for i in np.nonzero(fits)[0]:
-            if state.probe(int(i), pod, pv)[0]:
+            if state.probe(int(i), shape, pv)[0]:
                 usable[i] = True
     free = state.alloc - state.requested
     out = {}

@@ -211,3 +211,21 @@ spec:
         r = run_one(cluster, wl, RunSpec(scheduler), 1)
         assert r.deleted > 0
         assert r.placed + r.unschedulable + r.failed + r.deleted == r.pods == 36
+
+
+def test_stranded_probes_leave_the_bound_pods_holding_what_they_hold() -> None:
+    """The stranded-capacity probes admit each workload shape and release it again: under the bound pod's
+    own uid that release would free the bound pod's CPUs (found by the DRA work; it skewed later figures)."""
+    from numalign.cluster.simulate import _resources
+    from numalign.cluster.state import ClusterState
+    from numalign.cluster.workload import Placement
+
+    cluster = Cluster("c", (NodePool("p", 1, gpu_node(gpus_per_numa=1), example_config()),))
+    state = ClusterState(cluster)
+    pod = _pod("bound", "{cpu: '4', memory: 4Gi}")
+    assert state.admit(0, pod, state.vector(pod)).result.admit
+    node = state.nodes[0].node()
+    held = node.allocation(pod.uid, pod.containers[0].name).cpus
+    assert held
+    _resources(state, [(pod, Placement())])
+    assert node.allocation(pod.uid, pod.containers[0].name).cpus == held
