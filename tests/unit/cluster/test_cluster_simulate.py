@@ -223,6 +223,7 @@ def test_stranded_probes_leave_the_bound_pods_holding_what_they_hold() -> None:
     cluster = Cluster("c", (NodePool("p", 1, gpu_node(gpus_per_numa=1), example_config()),))
     state = ClusterState(cluster)
     pod = _pod("bound", "{cpu: '4', memory: 4Gi}")
+    assert isinstance(pod, Pod)
     assert state.admit(0, pod, state.vector(pod)).result.admit
     node = state.nodes[0].node()
     held = node.allocation(pod.uid, pod.containers[0].name).cpus
