@@ -314,6 +314,8 @@ def _config(obj: Mapping[str, Any], path: Path, where: str, machine: Machine) ->
         # The example configuration stands in for the missing file, as it does for `admit` without --config.
         example = EXAMPLE_CONFIG_FILE.read_text(encoding="utf-8")
         base.update(load_yaml_mapping(example, "built-in example-kubelet-config"))
+        # Fitted to the pool's machine as example_config(machine) and `admit` fit it: its first core.
+        base["reservedSystemCPUs"] = format_cpuset(first_core(machine))
     else:
         cfg_path = path.parent / str(file)
         if not cfg_path.is_file():

@@ -8,6 +8,7 @@ from pathlib import Path
 from numalign.cluster.capacity import capacity
 from numalign.cluster.model import example_config, load_cluster, pool_settings
 from numalign.k8s.manifest import pods_from_yaml
+from numalign.machine.examples import example
 
 TRAIN = pods_from_yaml("""
 apiVersion: v1
@@ -37,12 +38,13 @@ def test_an_inline_kubelet_block_overrides_the_example_configuration_field_by_fi
 - {name: pod-scope, count: 2, machine: epyc-nps4, kubelet: {topologyManagerScope: pod}}
 """))
     bare, same, option, pod_scope = (p.config for p in cluster.pools)
-    assert bare == example_config() == same
+    # The example fitted to the pool's machine (its first core reserved, as admit reserves it).
+    fitted = example_config(example("epyc-nps4"))
+    assert bare == fitted == same
     # One field given, the rest still the example's: the static CPU manager with its reserved CPUs.
-    assert option == dataclasses.replace(example_config(),
-                                         topology_manager_policy_options={"max-allowable-numa-nodes": "8"})
-    assert pod_scope == dataclasses.replace(example_config(), topology_manager_scope="pod")
-    assert pod_scope.cpu_manager_policy == "static" and pod_scope.reserved_system_cpus == "0,64"
+    assert option == dataclasses.replace(fitted, topology_manager_policy_options={"max-allowable-numa-nodes": "8"})
+    assert pod_scope == dataclasses.replace(fitted, topology_manager_scope="pod")
+    assert pod_scope.cpu_manager_policy == "static" and pod_scope.reserved_system_cpus == "0,128"
     # So capacity does not change when a no-op field is written out.
     counts = {p.pool: p.exact for p in capacity(cluster, TRAIN)}
     assert counts["bare"] == counts["same"] == counts["option"] > 0

@@ -122,10 +122,12 @@ def run(args: argparse.Namespace) -> int:
         overrides = ", ".join(dict.fromkeys(name for name, _ in flags))
         notes.append(
             f"kubelet config: built-in example {EXAMPLE_CONFIG} ({base.cpu_manager_policy} CPU manager, "
-            f"{base.memory_manager_policy} memory manager, {base.topology_manager_policy}; reservedSystemCPUs "
-            f"{base.reserved_system_cpus}: the machine's first core)"
+            f"{base.memory_manager_policy} memory manager, {base.topology_manager_policy})"
             + (f", overridden by {overrides}" if overrides else "; pass --config or kubelet flags to change it")
         )
+        if config.reserved_system_cpus == base.reserved_system_cpus:
+            notes.append(f"kubelet config: reservedSystemCPUs {base.reserved_system_cpus}: the machine's first core, "
+                         "as the built-in example reserves it (--reserved-cpus to change it)")
     elif flags:
         notes.append(f"kubelet config: {config_label(args)}, overridden by "
                      + ", ".join(dict.fromkeys(name for name, _ in flags)))
