@@ -191,8 +191,9 @@ pools:
     head = out.index(next(line for line in out if line.startswith("POOL") and "TOPOLOGY MANAGER" in line))
     assert out[head + 1].split() == ["aligned", "2", "dual-socket", "1.37.0", "single-numa-node/container", "static",
                                      "reserved", "0,64", "Static", "110"]
+    # The example's reservation is the pool machine's first core: CPUs 0 and 128 on epyc-nps4.
     assert out[head + 2].split() == ["loose", "1", "epyc-nps4", "1.37.0", "best-effort/pod", "static", "reserved",
-                                     "0,64", "full-pcpus-only=true", "Static", "110"]
+                                     "0,128", "full-pcpus-only=true", "Static", "110"]
     assert main(["capacity", "--cluster", str(tmp_path / "cluster.yaml"), "-o", "json"]) == 0
     pools = json.loads(capsys.readouterr().out)["pools"]
     assert pools[1]["configuration"]["topologyManagerScope"] == "pod"
