@@ -19,6 +19,7 @@ from numalign.adapters.kubeletversion import ReportedVersion, parse_reported
 from numalign.adapters.snapshot_collect import (
     ALLOCATABLE_MEMBER,
     CONFIG_MEMBER,
+    DRA_MEMBER,
     MANIFEST,
     SNAPSHOT_FORMAT,
     STATE_PREFIX,
@@ -51,6 +52,12 @@ class NodeSnapshot:
     def state_dir(self) -> Path | None:
         p = self.root / STATE_PREFIX
         return p if p.is_dir() else None
+
+    @property
+    def dra_objects(self) -> Path | None:
+        """The DRA objects dump `snapshot --dra-objects` kept, if any."""
+        p = self.root / DRA_MEMBER
+        return p if p.is_file() else None
 
     @property
     def allocatable(self) -> Path | None:

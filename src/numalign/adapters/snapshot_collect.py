@@ -39,6 +39,7 @@ from numalign.adapters.kubelet_process import KubeletProcess
 from numalign.adapters.kubeletversion import ReportedVersion, from_kubectl, from_kubelet_binary
 from numalign.adapters.statedir.layout import DEVICE_PLUGINS_DIR, KUBELET_STATE_FILES, POD_RECORD_FILE
 from numalign.errors import DiscoveryError
+from numalign.limits import MAX_TEXT_FILE_BYTES
 
 SNAPSHOT_FORMAT = "numalign.snapshot/v1"
 MANIFEST = "snapshot.json"
@@ -46,6 +47,7 @@ CONFIG_MEMBER = "kubelet/config.yaml"
 STATE_PREFIX = "state"
 ALLOCATABLE_MEMBER = "podresources/allocatable.json"
 PODS_MEMBER = "podresources/pods.json"
+DRA_MEMBER = "dra/objects.json"  # `kubectl get resourceslices,deviceclasses,resourceclaims -A -o json` (--dra-objects)
 STATE_FILES = (*KUBELET_STATE_FILES, POD_RECORD_FILE)
 _STATE_LIMIT = 64 << 20  # a checkpoint of thousands of pods is a few MB
 
@@ -176,7 +178,7 @@ def collect(out_path: Path, *, sysfs_root: Path, config: Path | None, state_dir:
             pod_resources_socket: Path | None, node_name: str | None = None,
             kubelet: KubeletProcess | None = None, device_plugin_dir: Path | None = None,
             progress: Callable[[str], None] | None = None,
-            kubelet_version: ReportedVersion | None = None) -> Collected:
+            kubelet_version: ReportedVersion | None = None, dra_objects: Path | None = None) -> Collected:
     """Write the snapshot tarball (gzip) to `out_path`; `kubelet`: the running kubelet, whose
     resource-manager flags are recorded (they override its config file); `kubelet_version`: what it
     reported, when known (snapshot_version finds it)."""
@@ -193,6 +195,7 @@ def collect(out_path: Path, *, sysfs_root: Path, config: Path | None, state_dir:
         _sysfs(w, sysfs_root, result, progress)
         result.included.append(f"sysfs topology from {sysfs_root} ({result.sysfs_files} files)")
         _optional(w, result, config, CONFIG_MEMBER, "kubelet config", MAX_ATTRIBUTE_BYTES)
+        _optional(w, result, dra_objects, DRA_MEMBER, "DRA objects", MAX_TEXT_FILE_BYTES)
         for rel in STATE_FILES if state_dir is not None else ():
             assert state_dir is not None
             source = state_dir / rel

@@ -139,8 +139,11 @@ class Agent:
             previous = read_status(opts.state_dir)
         except NumalignError as e:
             core.fault("status_unreadable", f"previous status file ignored: {e}")
+        from numalign.agent.dra import AgentDRA
+
         with core.lock:
             core.node = node
+            core.dra = AgentDRA(opts.machine, opts.node_name, node.kubelet_version)
             core.book = PodBook(NodeReader(node), node.pods, previous, wait_for_plugins=opts.wait_for_device_plugins,
                                 node_name=opts.node_name, mirror_names=opts.mirror_pod_names,
                                 reserve=opts.parallel_allocate, start_backoff=opts.start_backoff,
@@ -237,9 +240,14 @@ class Agent:
                 gone = sorted(set(core.require_book().files()) - set(self._watcher.known()))
             events += [ManifestRemoved(f) for f in gone]
         events += [ManifestRemoved(f) for f in changes.removed]
+        dra = core.dra
+        for f in changes.removed:
+            if dra is not None:
+                dra.forget(f)
         for f in changes.changed:
             try:
-                events.append(ManifestLoaded(f, load_pods(f)))
+                # Pods, and the DRA objects beside them (agent/dra.py) when the agent keeps them.
+                events.append(ManifestLoaded(f, dra.load(f) if dra is not None else load_pods(f)))
             except Exception as e:  # NumalignError for bad input; anything else must not stop the agent either
                 events.append(ManifestInvalid(f, str(e)))
         with core.lock:

@@ -60,6 +60,7 @@ class AgentCore:
         self.lock = threading.RLock()
         self.stopping = threading.Event()
         self.source = SnapshotPodResourcesSource()
+        self.dra: Any = None  # agent.dra.AgentDRA once the agent starts
         self.endpoints: dict[str, Endpoint] = {}  # connected plugins, as registered with the node
         self.node: Node | None = None
         self.book: PodBook | None = None
@@ -99,7 +100,9 @@ class AgentCore:
 
     def publish(self) -> None:
         node = self.require_node()
-        self.source.publish(pods=pods_view(node), allocatable=allocatable_view(node),
+        if self.dra is not None:  # DRA claims of the manifests' pods (agent/dra.py)
+            self.dra.refresh(list(node.pods.values()), self.fault)
+        self.source.publish(pods=pods_view(node, self.dra), allocatable=allocatable_view(node),
                             inactive=inactive_view(self.require_book().inactive_pods()))
         self._update_cpu_gauges(node)
         if self.options.nrt_file is not None:

@@ -12,6 +12,7 @@ memory and devices the host keeps for itself: `allocatable - listed` stays what 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from numalign.adapters.grpc.podresources import (
     AllocatableDevice,
@@ -32,7 +33,7 @@ def _reported_containers(pod: Pod) -> Iterable[Container]:
     yield from pod.containers
 
 
-def container_resources(node: Node, pod: Pod, container: Container) -> ContainerResources:
+def container_resources(node: Node, pod: Pod, container: Container, dra: Any = None) -> ContainerResources:
     # GetExclusiveCPUs: only CPUs assigned to this container, never the shared pool (none under none).
     cpus = tuple(sorted(node.cpu.get_exclusive_cpus(pod.uid, container.name)))
     blocks = node.memory.get_memory(pod.uid, container.name) or []
@@ -45,13 +46,17 @@ def container_resources(node: Node, pod: Pod, container: Container) -> Container
                 per_node.setdefault(numa, []).append(dev_id)
         for numa, dev_ids in sorted(per_node.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
             devices.append(AssignedDevices(resource, tuple(dev_ids), numa))
-    return ContainerResources(container.name, cpus, memory, tuple(devices), sidecar=container.is_sidecar)
+    dynamic = dra.dynamic_resources(pod, container) if dra is not None else ()
+    return ContainerResources(container.name, cpus, memory, tuple(devices), sidecar=container.is_sidecar,
+                              dynamic_resources=dynamic)
 
 
-def pods_view(node: Node) -> list[PodResources]:
+def pods_view(node: Node, dra: Any = None) -> list[PodResources]:
+    """`dra`: the agent's DRA claims (agent/dra.py), for dynamic_resources."""
     return [
         PodResources(
-            pod.name, pod.namespace, tuple(container_resources(node, pod, c) for c in _reported_containers(pod))
+            pod.name, pod.namespace,
+            tuple(container_resources(node, pod, c, dra) for c in _reported_containers(pod))
         )
         for pod in sorted(node.pods.values(), key=lambda p: (p.namespace, p.name))
         if pod.uid not in node.processes  # `numalign run` processes: see the module's docstring

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from numalign.cluster.model import Cluster
 from numalign.cluster.state import ClusterState
@@ -31,7 +34,7 @@ class PoolCapacity:
         return dataclasses.asdict(self)
 
 
-def node_capacity(state: ClusterState, i: int, pod: Pod) -> tuple[int, int, str]:
+def node_capacity(state: ClusterState, i: int, pod: Pod, dra: Any = None) -> tuple[int, int, str]:
     """(exact copies, copies by requests, what stopped the exact count) for node i; the node is left as it was."""
     pv = state.vector(pod)
     free = state.alloc[i] - state.requested[i]
@@ -48,26 +51,42 @@ def node_capacity(state: ClusterState, i: int, pod: Pod) -> tuple[int, int, str]
     try:
         for k in range(by_requests):
             copy = dataclasses.replace(pod, name=f"{pod.name}-copy-{k}", uid=f"{pod.uid}-copy-{k}")
+            if dra is not None:  # the DynamicResources filter: the copy's claims must be allocatable here
+                only = np.zeros(len(state.nodes), dtype=np.bool_)
+                only[i] = True
+                ok, failures = dra.mask(copy, only)
+                if not ok[i]:
+                    reason = next(iter(failures), "cannot allocate all claims")
+                    break
+                dra.before_admit(i, copy)  # the preview dra-topology-hints only
             rec = state.admit(i, copy, pv)
             if not rec.result.admit:
                 reason = rec.result.reason or "rejected"
                 break
+            if dra is not None:
+                dra.commit(i, copy)
             placed.append(copy.uid)
     finally:
         for uid in reversed(placed):
+            if dra is not None:
+                dra.release(i, uid)
             state.remove(i, uid)
     return len(placed), by_requests, reason
 
 
 def capacity(cluster: Cluster, pod: Pod, placement: Placement | None = None,
-             running: list[tuple[str, Pod]] | None = None) -> list[PoolCapacity]:
-    """Per pool; `running` pods (node name, pod) are bound first, as a cluster dump has them."""
+             running: list[tuple[str, Pod]] | None = None, dra_objects: Any = None) -> list[PoolCapacity]:
+    """Per pool; `running` pods (node name, pod) are bound first, as a cluster dump has them. A pod with
+    ResourceClaims (their classes and templates in `dra_objects`) also needs its claims allocated on the
+    node, copy after copy (cluster/dra.py)."""
+    from numalign.cluster.dra import ClusterDRA
     from numalign.cluster.simulate import bind_preexisting
 
     placement = placement or Placement()
     state = ClusterState(cluster, pod_resources(pod))
     bind_preexisting(state, running or [])
     mask = state.placement_mask(placement)
+    dra = ClusterDRA.for_run(state, [pod], dra_objects, {p.name: p.dra_slices for p in cluster.pools})
     memo: dict[int, tuple[int, int, str]] = {}
     out = []
     for pool in cluster.pools:
@@ -80,7 +99,7 @@ def capacity(cluster: Cluster, pod: Pod, placement: Placement | None = None,
             key = sn.state
             got = memo.get(key)
             if got is None:
-                got = node_capacity(state, sn.index, pod)
+                got = node_capacity(state, sn.index, pod, dra)
                 memo[key] = got
             exact += got[0]
             by_req += got[1]

@@ -74,6 +74,8 @@ class NodePool:
     # (kubelet/previews); None: numalign's default version.
     kubelet_version: Any = None
     previews: Previews = NO_PREVIEWS
+    # ResourceSlices every node of the pool publishes besides its machine's DRA devices (cluster/dra_pools.py).
+    dra_slices: tuple[Any, ...] = ()
 
     def new_node(self) -> Node:
         """A fresh kubelet of this pool (machine, configuration, version, previews)."""
@@ -212,8 +214,11 @@ def _pool(obj: Any, path: Path, where: str) -> NodePool:
 
     if not isinstance(obj, Mapping):
         raise InvalidInputError(f"{path}: {where}: expected a mapping with name, count and machine, got {obj!r}")
+    from numalign.cluster.dra_pools import FIELDS as DRA_FIELDS
+    from numalign.cluster.dra_pools import pool_dra
+
     known = {"name", "count", "machine", "kubeletConfig", "kubelet", "kubeletVersion", "devices", "maxPods", "labels",
-             "taints"}
+             "taints", *DRA_FIELDS}
     unknown = sorted(set(obj) - known)
     if unknown:
         raise InvalidInputError(f"{path}: {where}.{unknown[0]}: unknown field; expected one of "
@@ -242,6 +247,7 @@ def _pool(obj: Any, path: Path, where: str) -> NodePool:
     replaced = {str(r): _devices(str(r), v, path, f"{where}.devices.{r}", machine, name) for r, v in devices.items()}
     if replaced:
         machine = with_devices(machine, replaced)
+    machine, dra_slices = pool_dra(obj, path, where, machine)
     config = _config(obj, path, where, machine)
     try:
         config.validate()
@@ -266,7 +272,7 @@ def _pool(obj: Any, path: Path, where: str) -> NodePool:
                                     'version, e.g. kubeletVersion: "1.36"')
         version = resolve(raw, f"{path}: {where}.kubeletVersion")
     return NodePool(name, count, machine, config, max_pods, {str(k): str(v) for k, v in labels.items()}, taints,
-                    kubelet_version=version)
+                    kubelet_version=version, dra_slices=dra_slices)
 
 
 def _devices(resource: str, value: Any, path: Path, where: str, machine: Machine,

@@ -24,6 +24,9 @@ RunResult
   preexisting_rejected   of those, pods their node's kubelet (numalign) would not admit
   numa_occupancy  {pool: {NUMA node id: share of its allocatable CPUs held exclusively, 0..1}} at the end
                   (pools with cpuManagerPolicy static only; cluster/occupancy.py)
+  dra             DRAFigures (cluster/dra.py), only when workload pods use ResourceClaims: pods, placed,
+                  unschedulable {allocator or filter reasons: pods}, aligned / apart / unpinned / unknown
+                  (placed pods by their devices against their CPUs and memory), aligned_share, allocations
 
 NUMAAlignment
   guaranteed      placed Guaranteed pods
@@ -136,6 +139,7 @@ class RunResult:
     preexisting: int = 0
     preexisting_rejected: int = 0
     numa_occupancy: dict[str, dict[int, float]] = field(default_factory=dict)
+    dra: Any = None  # cluster.dra.DRAFigures when the workload has pods with claims
 
     @property
     def rejections(self) -> int:
@@ -154,6 +158,10 @@ class RunResult:
         for name, fig in self.resources.items():
             out["resources"][name]["free"] = fig.free
             out["resources"][name]["utilisation"] = round(fig.utilisation, 6)
+        if self.dra is None:
+            del out["dra"]
+        else:
+            out["dra"] = self.dra.to_dict()
         return out
 
     @classmethod
@@ -168,7 +176,16 @@ class RunResult:
             {k: ResourceFigures(v["allocatable"], v["requested"], v["stranded"]) for k, v in d["resources"].items()},
             d.get("preexisting", 0), d.get("preexisting_rejected", 0),
             {pool: {int(k): float(v) for k, v in per.items()} for pool, per in (d.get("numa_occupancy") or {}).items()},
+            _dra_from_dict(d.get("dra")),
         )
+
+
+def _dra_from_dict(d: Any) -> Any:
+    if d is None:
+        return None
+    from numalign.cluster.dra import DRAFigures
+
+    return DRAFigures.from_dict(d)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import dataclasses
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -98,6 +99,11 @@ def run_one(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int,
     retries = failed = deleted = done = 0
     created = 0
     preexisting, preexisting_rejected = bind_preexisting(state, workload.bound, bound)
+    from numalign.cluster.dra import ClusterDRA, reasons_with_dra
+
+    # The DynamicResources plugin's filter and Reserve, for pods with claims (None: no pod has any).
+    dra = ClusterDRA.for_run(state, [p for g in workload.groups for p in g.pods], workload.dra,
+                             {p.name: p.dra_slices for p in cluster.pools})
 
     def schedule() -> None:
         nonlocal retries, failed, done
@@ -105,12 +111,22 @@ def run_one(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int,
             item = queue.popleft()
             pod = item.pod
             pv = state.vector(pod)
-            sel = sched.select(pod, pv, state.placement_mask(item.placement))
+            mask = state.placement_mask(item.placement)
+            dra_failures = None
+            if dra is not None and pod.resource_claims:
+                dra_ok, dra_failures = dra.mask(pod, mask)
+                mask = mask & dra_ok
+            sel = sched.select(pod, pv, mask)
             if sel.node is None:
-                waiting[pod.uid] = (item, ", ".join(sorted(sel.reasons)) or "no nodes")
+                reasons = sel.reasons if dra_failures is None else reasons_with_dra(sel.reasons, dra_failures)
+                waiting[pod.uid] = (item, ", ".join(sorted(reasons)) or "no nodes")
                 continue
+            if dra is not None and pod.resource_claims:
+                dra.before_admit(sel.node, pod)  # the preview dra-topology-hints only
             rec = state.admit(sel.node, pod, pv)
             if rec.result.admit:
+                if dra is not None and pod.resource_claims:
+                    dra.commit(sel.node, pod)
                 bound[pod.uid] = (sel.node, item.group)
                 done += 1
                 if progress is not None:
@@ -137,6 +153,8 @@ def run_one(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int,
         else:
             for uid, (node, g) in list(bound.items()):
                 if g == group.name:
+                    if dra is not None:
+                        dra.release(node, uid)
                     state.remove(node, uid)
                     del bound[uid]
                     deleted += 1
@@ -153,6 +171,7 @@ def run_one(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int,
     # the same yardstick for every run, so schedulers compare (see _resources).
     shapes = [(p, g.placement) for g in workload.groups for p in g.pods]
     # Before _resources: its stranded-capacity probes admit and release workload shapes on the nodes.
+    dra_figures = None if dra is None else _dra_figures(dra, workload, bound, waiting)
     occupancy = numa_occupancy(state)
     return RunResult(
         config=_run_config(spec, cluster),
@@ -170,6 +189,7 @@ def run_one(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int,
         preexisting=preexisting,
         preexisting_rejected=preexisting_rejected,
         numa_occupancy=occupancy,
+        dra=dra_figures,
     )
 
 
@@ -284,3 +304,12 @@ def _resources(state: ClusterState, shapes: list[tuple[Pod, Placement]]) -> dict
             continue
         out[name] = ResourceFigures(alloc, int(state.requested[:, r].sum()), int(free[~usable, r].sum()))
     return out
+
+
+def _dra_figures(dra: Any, workload: Workload, bound: dict[str, tuple[int, str]],
+                 waiting: dict[str, tuple[_Pending, str]]) -> Any:
+    from numalign.cluster.dra import figures
+
+    pods = sum(1 for g in workload.groups for p in g.pods if p.resource_claims)
+    pending = [(item.pod, reason) for item, reason in waiting.values() if item.pod.resource_claims]
+    return figures(dra, pods, bound, pending)

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from numalign.errors import InvalidInputError
-from numalign.k8s.manifest import WORKLOAD_TEMPLATES, pods_from_object
+from numalign.k8s.dra.types import DRAObjects
+from numalign.k8s.manifest import WORKLOAD_TEMPLATES, Collector, pods_from_object
 from numalign.k8s.pod import Pod
 from numalign.limits import MAX_GENERATED_PODS, check_count, quote
 
@@ -70,6 +71,8 @@ class Workload:
     source: str = ""
     # Pods already running (a `kubectl get pods` dump): (node name, pod), bound before anything else.
     bound: list[tuple[str, Pod]] = field(default_factory=list)
+    # DRA objects read beside the pods (classes, claims, claim templates; cluster/dra.py).
+    dra: DRAObjects = field(default_factory=DRAObjects)
 
     def timeline(self) -> list[Event]:
         if self.events:
@@ -110,13 +113,13 @@ def _template_spec(obj: Mapping[str, Any]) -> Any:
     return (spec.get("template") or {}).get("spec")
 
 
-def groups_from_object(obj: Any, where: str) -> list[WorkloadGroup]:
+def groups_from_object(obj: Any, where: str, collect: Collector | None = None) -> list[WorkloadGroup]:
     if isinstance(obj, list):
-        return [g for i, o in enumerate(obj) for g in groups_from_object(o, f"{where}[{i}]")]
+        return [g for i, o in enumerate(obj) for g in groups_from_object(o, f"{where}[{i}]", collect)]
     if isinstance(obj, Mapping) and isinstance(obj.get("kind"), str) and obj["kind"].endswith("List") \
             and isinstance(obj.get("items"), list):
-        return [g for i, o in enumerate(obj["items"]) for g in groups_from_object(o, f"{where}: items[{i}]")]
-    pods = pods_from_object(obj, where, expand_replicas=True)
+        return [g for i, o in enumerate(obj["items"]) for g in groups_from_object(o, f"{where}: items[{i}]", collect)]
+    pods = pods_from_object(obj, where, expand_replicas=True, collect=collect)
     if not pods:
         return []
     assert isinstance(obj, Mapping)
@@ -128,20 +131,24 @@ def groups_from_object(obj: Any, where: str) -> list[WorkloadGroup]:
 
 def load_workload(paths: Sequence[Path]) -> Workload:
     from numalign.adapters.textfiles import load_documents
+    from numalign.k8s.dra.documents import collector
 
     groups: list[WorkloadGroup] = []
+    dra = DRAObjects()
+    collect = collector(dra)  # DeviceClasses, ResourceClaims and templates beside the pods
     for path in paths:
         docs = load_documents(path, "the workload", "Pod or workload manifests (YAML or JSON)")
         found = []
+        before = len(dra)
         for i, doc in enumerate(docs, start=1):
             if doc is not None:
-                found.extend(groups_from_object(doc, f"{path}: document {i}"))
-        if not found:
+                found.extend(groups_from_object(doc, f"{path}: document {i}", collect))
+        if not found and len(dra) == before:
             raise InvalidInputError(f"{path}: no Pod or workload with a pod template found; expected manifests as "
                                     "`numalign admit` takes them")
         groups.extend(found)
     _unique(groups)
-    return Workload(groups, source=", ".join(str(p) for p in paths))
+    return Workload(groups, source=", ".join(str(p) for p in paths), dra=dra)
 
 
 def _unique(groups: list[WorkloadGroup]) -> None:

@@ -15,6 +15,7 @@ NUMA_ALLOCATION_STRATEGY = "numa-allocation-strategy"
 NUMA_SCORE_WEIGHTS = "numa-score-weights"
 RESTRICT_TO_CPU_NUMA_NODES = "restrict-to-cpu-numa-nodes"
 INPLACE_RESIZE_EXCLUSIVE_CPUS = "inplace-resize-exclusive-cpus"
+DRA_TOPOLOGY_HINTS = "dra-topology-hints"
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,11 @@ PREVIEWS: Mapping[str, Preview] = MappingProxyType({p.name: p for p in (
             "kubernetes/kubernetes PR #140629 (2026-07-20 review round) with the checkpoint of merged PR #140314",
             "`numalign resize`: in-place resize of containers with exclusive CPUs (gate "
             "InPlacePodVerticalScalingExclusiveCPUs), baseline CPUs kept"),
+    Preview(DRA_TOPOLOGY_HINTS, ("true", "false"), "true",
+            "the design of kubernetes/kubernetes PR #139982 (\"DRA: Fix Numa hinting for Topology Manager\", "
+            "opened 2026-06-24, closed unmerged)",
+            "DRA devices with a NUMA node as Topology Manager hints: each claim's devices give one preferred hint, "
+            "their NUMA nodes"),
 )})
 
 

@@ -14,17 +14,19 @@ from typing import Any
 from numalign.errors import InvalidInputError
 from numalign.k8s.cpuset import format_cpuset, parse_cpuset
 from numalign.limits import MAX_CPU_ID, MAX_NUMA_NODE_ID, quote
-from numalign.machine.topology import CPU, HEALTHY, CadvisorCounts, Device, Machine, NUMANode
+from numalign.machine.topology import CPU, HEALTHY, CadvisorCounts, Device, DRADevice, Machine, NUMANode
 from numalign.validation import expect_int, expect_list, expect_mapping, expect_opt_int
 
 FORMAT = "numalign.machine/v1"
 EXPECTED_FILE = f"a machine file ({FORMAT}, as `numalign discover --output yaml` writes) or cadvisor MachineInfo JSON"
 
-_TOP_KEYS = {"format", "name", "numa_nodes", "cpus", "offline_cpus", "devices", "cadvisor"}
+_TOP_KEYS = {"format", "name", "numa_nodes", "cpus", "offline_cpus", "devices", "cadvisor", "dra_devices"}
 _CADVISOR_KEYS = {"num_cpus", "num_cores", "num_sockets", "distances"}
 _NODE_KEYS = {"id", "cpus", "memory_bytes", "distances", "hugepages"}
 _CPU_KEYS = {"id", "socket", "die", "core", "numa_node", "l3", "online"}
 _DEVICE_KEYS = {"id", "resource", "numa_nodes", "pci_address", "vendor", "class", "health", "memory_numa_nodes"}
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DRA_DEVICE_KEYS = {"name", "driver", "numa_node", "pci_address", "pcie_root", "attributes", "capacity"}
 
 _SIZE = re.compile(r"^\s*(\d+)\s*(B|kB|KB|KiB|Ki|MB|MiB|Mi|GB|GiB|Gi)?\s*$")
 _SHIFT = {
@@ -86,6 +88,12 @@ def machine_to_dict(m: Machine) -> dict[str, Any]:
         c = m.cadvisor
         out["cadvisor"] = {"num_cpus": c.num_cpus, "num_cores": c.num_cores, "num_sockets": c.num_sockets,
                            "distances": {str(k): list(v) for k, v in sorted(c.distances.items())}}
+    if m.dra_devices:  # only when there are any, so files of machines without them stay as they were
+        out["dra_devices"] = [
+            {"name": d.name, "driver": d.driver, "numa_node": d.numa_node, "pci_address": d.pci_address,
+             "pcie_root": d.pcie_root, "attributes": dict(d.attributes), "capacity": dict(d.capacity)}
+            for d in m.dra_devices
+        ]
     return out
 
 
@@ -153,9 +161,13 @@ def machine_from_dict(obj: Any, source: str) -> Machine:
         _device(d, f"{source}: devices[{i}]")
         for i, d in enumerate(expect_list(top.get("devices", []), f"{source}: devices"))
     )
+    dra_devices = tuple(
+        _dra_device(d, f"{source}: dra_devices[{i}]")
+        for i, d in enumerate(expect_list(top.get("dra_devices", []), f"{source}: dra_devices"))
+    )
     try:
         return Machine(name=name, numa_nodes=tuple(nodes), cpus=cpus, devices=devices, offline_cpus=offline_ids,
-                       cadvisor=_cadvisor(top.get("cadvisor"), f"{source}: cadvisor"))
+                       cadvisor=_cadvisor(top.get("cadvisor"), f"{source}: cadvisor"), dra_devices=dra_devices)
     except InvalidInputError as e:
         raise InvalidInputError(f"{source}: {e}") from None
 
@@ -284,4 +296,34 @@ def _device(obj: Any, where: str) -> Device:
         device_class=_opt_str(d.get("class"), f"{where}.class"),
         health=health,
         memory_numa_nodes=memory_nodes,
+    )
+
+
+def _dra_device(obj: Any, where: str) -> DRADevice:
+    """A DRA device: its name and driver are checked as the API server checks a ResourceSlice's (when
+    machine/dra.py publishes it); here only the shapes."""
+    d = expect_mapping(obj, where, _DRA_DEVICE_KEYS)
+    name, driver = d.get("name"), d.get("driver")
+    if not isinstance(name, str) or len(name) > 63 or not _DNS_LABEL.fullmatch(name):
+        raise InvalidInputError(f"{where}.name: expected a device name such as 'gpu-0' (a lowercase RFC 1123 label, "
+                                f"as ResourceSlices need), got {quote(name)}")
+    if not isinstance(driver, str) or "." not in driver:
+        raise InvalidInputError(
+            f"{where}.driver: expected a DRA driver name such as 'gpu.nvidia.com', got {quote(driver)}")
+    attributes = d.get("attributes") or {}
+    if not isinstance(attributes, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str | int | bool) for k, v in attributes.items()):
+        raise InvalidInputError(f"{where}.attributes: expected a mapping of names to strings, integers or booleans "
+                                f"such as {{model: h100}}, got {quote(attributes)}")
+    capacity = d.get("capacity") or {}
+    if not isinstance(capacity, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str | int) and not isinstance(v, bool) for k, v in capacity.items()):
+        raise InvalidInputError(f"{where}.capacity: expected a mapping of names to quantities such as "
+                                f"{{memory: 80Gi}}, got {quote(capacity)}")
+    return DRADevice(
+        name=name, driver=driver,
+        numa_node=expect_opt_int(d.get("numa_node"), f"{where}.numa_node", minimum=0, maximum=MAX_NUMA_NODE_ID),
+        pci_address=_opt_str(d.get("pci_address"), f"{where}.pci_address"),
+        pcie_root=_opt_str(d.get("pcie_root"), f"{where}.pcie_root"),
+        attributes=dict(attributes), capacity={k: str(v) for k, v in capacity.items()},
     )

@@ -2,9 +2,11 @@
 
 sockets x NUMA nodes per socket x cores per NUMA node x threads per core, then comma-separated: memory
 per NUMA node (`256Gi/node`), hugepages per NUMA node (`hugepages-1Gi=16/node`), devices per NUMA node
-(`nvidia.com/gpu=2/node`) and a name (`name=gpu-node`). The same fields as a YAML mapping (`sockets`,
-`numa_nodes_per_socket`, `cores_per_numa_node`, `threads_per_core`, `memory_per_numa_node`,
-`hugepages_per_numa_node`, `devices_per_numa_node`, `name`) make a machine file of a few lines.
+(`nvidia.com/gpu=2/node`), DRA devices per NUMA node (`dra:gpu.example.com=2/node{model=h100;
+capacity.memory=80Gi}`: a DRA driver's devices with their attributes and capacity) and a name
+(`name=gpu-node`). The same fields as a YAML mapping (`sockets`, `numa_nodes_per_socket`,
+`cores_per_numa_node`, `threads_per_core`, `memory_per_numa_node`, `hugepages_per_numa_node`,
+`devices_per_numa_node`, `dra_devices_per_numa_node`, `name`) make a machine file of a few lines.
 
 The machine is laid out as Linux numbers real servers (machine/examples.py): first threads of every
 core, socket by socket, then their SMT siblings; one L3 per NUMA node; SLIT distances 10 (local), 11
@@ -14,22 +16,23 @@ core, socket by socket, then their SMT siblings; one L3 per NUMA node; SLIT dist
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from numalign.errors import InvalidInputError
 from numalign.machine.examples import CLASS_3D, CLASS_ETHERNET, NVIDIA, _cpu_nodes, _Layout
 from numalign.machine.fileformat import page_size_bytes
-from numalign.machine.topology import Device, Machine
+from numalign.machine.topology import Device, DRADevice, Machine
 
 EXPECTED = ('"2s x 2n x 28c x 2t, 256Gi/node, nvidia.com/gpu=2/node" (sockets x NUMA nodes per socket x cores '
             "per NUMA node x threads per core; memory, hugepages-SIZE=N and RESOURCE=N per NUMA node)")
 _TOPOLOGY = re.compile(r"^\s*(\d+)\s*([sSnNcCtT])\s*$")
 _PER_NODE = re.compile(r"^\s*([^=\s]+)\s*=\s*(\d+)\s*/\s*node\s*$")
+_DRA_PER_NODE = re.compile(r"^\s*dra:([^=\s{]+)\s*=\s*(\d+)\s*/\s*node\s*(?:\{([^}]*)\})?\s*$")
 _MEMORY = re.compile(r"^\s*(\d+)\s*(Ki|Mi|Gi|Ti|KiB|MiB|GiB|TiB)\s*/\s*node\s*$")
 _SHIFT = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40}
 _FIELDS = {"name", "sockets", "numa_nodes_per_socket", "cores_per_numa_node", "threads_per_core",
-           "memory_per_numa_node", "hugepages_per_numa_node", "devices_per_numa_node"}
+           "memory_per_numa_node", "hugepages_per_numa_node", "devices_per_numa_node", "dra_devices_per_numa_node"}
 _YAML_KEYS = {"s": "sockets", "n": "numa_nodes_per_socket", "c": "cores_per_numa_node", "t": "threads_per_core"}
 
 
@@ -50,8 +53,12 @@ def parse_shorthand(spec: str) -> Machine:
         fields[_YAML_KEYS[m.group(2).lower()]] = int(m.group(1))
     hugepages: dict[str, int] = {}
     devices: dict[str, int] = {}
+    dra: dict[str, Any] = {}
     for part in rest:
-        if (mem := _MEMORY.match(part)) is not None:
+        if (drap := _DRA_PER_NODE.match(part)) is not None:
+            dra[drap.group(1)] = {"count": int(drap.group(2)),
+                                  **_dra_properties(drap.group(3) or "", f"--machine {spec!r}: {part.strip()!r}")}
+        elif (mem := _MEMORY.match(part)) is not None:
             fields["memory_per_numa_node"] = f"{mem.group(1)}{mem.group(2)[:2]}"
         elif (per := _PER_NODE.match(part)) is not None:
             key, count = per.group(1), int(per.group(2))
@@ -63,10 +70,13 @@ def parse_shorthand(spec: str) -> Machine:
             fields["name"] = part.strip().removeprefix("name=")
         else:
             raise InvalidInputError(f"--machine {spec!r}: cannot read {part.strip()!r}; expected SIZE/node "
-                                    "(Ki, Mi, Gi or Ti, e.g. 256Gi/node), RESOURCE=N/node, hugepages-SIZE=N/node or "
+                                    "(Ki, Mi, Gi or Ti, e.g. 256Gi/node), RESOURCE=N/node, hugepages-SIZE=N/node, "
+                                    "dra:DRIVER=N/node{ATTRIBUTE=VALUE;capacity.NAME=QUANTITY} or "
                                     f"name=NAME, as in {EXPECTED}")
     fields["hugepages_per_numa_node"] = hugepages
     fields["devices_per_numa_node"] = devices
+    if dra:
+        fields["dra_devices_per_numa_node"] = dra
     fields.setdefault("name", " ".join(spec.split()))
     return machine_from_shorthand(fields, f"--machine {spec!r}")
 
@@ -107,9 +117,11 @@ def machine_from_shorthand(obj: Mapping[str, Any], source: str) -> Machine:
                                                                                        if "net" in resource else None)
                 devices.append(Device(addr, str(resource), (node,), addr, vendor, cls))
                 bus += 1
+    dra_devices = dra_devices_per_numa_node(obj.get("dra_devices_per_numa_node") or {},
+                                            range(sockets * per_socket), bus, source)
     name = obj.get("name") or source
     try:
-        return Machine(str(name), tuple(nodes), tuple(cpus), tuple(devices))
+        return Machine(str(name), tuple(nodes), tuple(cpus), tuple(devices), dra_devices=dra_devices)
     except InvalidInputError as e:
         raise InvalidInputError(f"{source}: {e}") from None
 
@@ -136,3 +148,58 @@ def _size(value: Any, where: str) -> int:
     if m is None:
         raise InvalidInputError(f"{where}: expected a size such as 256Gi (or bytes), got {value!r}")
     return int(m.group(1)) << _SHIFT[m.group(2)]
+
+
+def _dra_properties(text: str, where: str) -> dict[str, Any]:
+    """`model=h100;capacity.memory=80Gi` -> attributes and capacity (integers and true/false typed)."""
+    attributes: dict[str, str | int | bool] = {}
+    capacity: dict[str, str] = {}
+    for item in filter(None, (i.strip() for i in text.split(";"))):
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise InvalidInputError(
+                f"{where}: cannot read {item!r}; expected ATTRIBUTE=VALUE or capacity.NAME=QUANTITY separated by ';', "
+                "as in dra:gpu.example.com=2/node{model=h100;capacity.memory=80Gi}")
+        if key.startswith("capacity."):
+            capacity[key.removeprefix("capacity.")] = value
+        elif value in ("true", "false"):
+            attributes[key] = value == "true"
+        elif re.fullmatch(r"-?\d+", value):
+            attributes[key] = int(value)
+        else:
+            attributes[key] = value
+    return {"attributes": attributes, "capacity": capacity}
+
+
+def dra_devices_per_numa_node(raw: Any, numa_nodes: Iterable[int], bus: int, source: str) -> tuple[DRADevice, ...]:
+    """DRA devices per NUMA node: {DRIVER: N} or {DRIVER: {count: N, attributes: {...}, capacity: {...}}};
+    named after the driver's first label (gpu-0, gpu-1, ... across the machine), each on a PCI bus of
+    its own after the device plugins' devices."""
+    if not isinstance(raw, Mapping):
+        raise InvalidInputError(f"{source}: dra_devices_per_numa_node: expected a mapping such as "
+                                "{gpu.example.com: 2} or {gpu.example.com: {count: 2, attributes: {model: h100}}}")
+    specs: list[tuple[str, int, Mapping[str, Any], Mapping[str, Any]]] = []
+    for driver, value in sorted(raw.items()):
+        where = f"{source}: dra_devices_per_numa_node {driver}"
+        item = value if isinstance(value, Mapping) else {"count": value}
+        unknown = sorted(set(item) - {"count", "attributes", "capacity"})
+        if unknown:
+            raise InvalidInputError(f"{where}: unknown keys {unknown}; allowed: attributes, capacity, count")
+        attrs, cap = item.get("attributes") or {}, item.get("capacity") or {}
+        if not isinstance(attrs, Mapping) or not isinstance(cap, Mapping):
+            raise InvalidInputError(f"{where}: attributes and capacity: expected mappings such as {{model: h100}} "
+                                    "and {memory: 80Gi}")
+        specs.append((str(driver), _nonneg(item.get("count"), f"{where} count"), attrs, cap))
+    out: list[DRADevice] = []
+    index: dict[str, int] = {}
+    for node in numa_nodes:
+        for driver, count, attrs, cap in specs:
+            prefix = driver.split(".")[0].lower()
+            for _ in range(count):
+                i = index[driver] = index.get(driver, -1) + 1
+                addr = f"0000:{bus:02x}:00.0"
+                out.append(DRADevice(f"{prefix}-{i}", driver, node, addr, None, dict(attrs),
+                                     {k: str(v) for k, v in cap.items()}))
+                bus += 1
+    return tuple(out)

@@ -93,6 +93,31 @@ class Device:
 
 
 @dataclass(frozen=True)
+class DRADevice:
+    """A device a DRA driver publishes in this node's ResourceSlice (machine/dra.py builds the slice).
+
+    `numa_node` becomes the standard `resource.kubernetes.io/numaNode` attribute and `pci_address`
+    `resource.kubernetes.io/pciBusID` (and, unless `pcie_root` says otherwise, `pcieRoot` of its bus);
+    `attributes` are the driver's own (string, int or bool values) and `capacity` quantities as text."""
+
+    name: str
+    driver: str
+    numa_node: int | None = None
+    pci_address: str | None = None
+    pcie_root: str | None = None
+    attributes: Mapping[str, str | int | bool] = field(default_factory=lambda: MappingProxyType({}))
+    capacity: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "attributes", MappingProxyType(dict(self.attributes)))
+        object.__setattr__(self, "capacity", MappingProxyType(dict(self.capacity)))
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.driver, self.numa_node, self.pci_address, self.pcie_root,
+                     tuple(self.attributes.items()), tuple(self.capacity.items())))
+
+
+@dataclass(frozen=True)
 class CPUInfo:
     """What the kubelet's CPU manager knows about one CPU (topology.CPUInfo plus its id)."""
 
@@ -135,12 +160,14 @@ class Machine:
     devices: tuple[Device, ...] = ()
     offline_cpus: frozenset[int] = frozenset()  # offline CPUs whose topology is unknown
     cadvisor: CadvisorCounts | None = None  # read from cadvisor (sysfs, MachineInfo): its own counts
+    dra_devices: tuple[DRADevice, ...] = ()  # devices DRA drivers publish (ResourceSlices), not device plugins
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "numa_nodes", tuple(self.numa_nodes))
         object.__setattr__(self, "cpus", tuple(sorted(self.cpus, key=lambda c: c.id)))  # canonical order
         object.__setattr__(self, "devices", tuple(self.devices))
         object.__setattr__(self, "offline_cpus", frozenset(self.offline_cpus))
+        object.__setattr__(self, "dra_devices", tuple(self.dra_devices))
         _validate(self)
 
     # ---- lookups -------------------------------------------------------------------------------
@@ -332,3 +359,10 @@ def _validate(m: Machine) -> None:
                 raise _fail(m, f"device {dev.id!r} names NUMA nodes {unknown}, which are not one of {node_ids}")
             if not dev.numa_nodes:
                 raise _fail(m, f"device {dev.id!r} has an empty numa_nodes list; use null for no topology")
+    dra_ids = [(d.driver, d.name) for d in m.dra_devices]
+    if d2 := sorted(x for x, n in Counter(dra_ids).items() if n > 1):
+        raise _fail(m, f"DRA device {d2[0][1]!r} of driver {d2[0][0]!r} appears twice; expected unique names "
+                    "per driver")
+    for dd in m.dra_devices:
+        if dd.numa_node is not None and dd.numa_node not in known:
+            raise _fail(m, f"DRA device {dd.name!r} names NUMA node {dd.numa_node}, which is not one of {node_ids}")

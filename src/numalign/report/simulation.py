@@ -13,6 +13,7 @@ from typing import Any
 
 from numalign.report import colors
 from numalign.report.charts import Row, Segment, bar_chart
+from numalign.report.dra import dra_sections
 from numalign.report.heatmap import heatmap
 from numalign.report.page import html_page
 
@@ -152,6 +153,7 @@ def simulation_report(sim: Mapping[str, Any]) -> str:
             f"retries after a kubelet rejection; {len(runs)} run(s)</p>",
             "<h2>The runs side by side</h2>", _table(runs),
             "<div class=\"charts\">", _outcome(runs), _rejections(runs), _alignment(runs), "</div>",
+            *dra_sections(runs),
             "<h2>Stranded capacity</h2><p class=\"detail\">Free capacity on nodes where no pending pod shape (or, "
             "with nothing pending, no workload shape) would be admitted.</p>",
             "<div class=\"charts\">", *_stranded(runs), "</div>",

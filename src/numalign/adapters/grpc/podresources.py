@@ -101,6 +101,25 @@ class AssignedDevices:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimDevice:
+    """One device a DRA claim holds for a container (ClaimResource): driver, pool, device, CDI ids."""
+
+    driver_name: str
+    pool_name: str
+    device_name: str
+    cdi_devices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DynamicResource:
+    """A ResourceClaim a container uses and its devices (KEP-3695, GA in 1.36)."""
+
+    claim_name: str
+    claim_namespace: str
+    claim_resources: tuple[ClaimDevice, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ContainerResources:
     """What PodResources reports for one container. cpu_ids are exclusive CPUs only (empty for
     containers in the shared pool). `sidecar` marks a restartable init container: v1 reports it,
@@ -111,6 +130,7 @@ class ContainerResources:
     memory: tuple[MemoryBlock, ...] = ()
     devices: tuple[AssignedDevices, ...] = ()
     sidecar: bool = False
+    dynamic_resources: tuple[DynamicResource, ...] = ()  # DRA claims (agent/dra.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,10 +290,23 @@ def pod_to_pb(pod: PodResources) -> pb.PodResources:
                 devices=container_devices_to_pb(c.devices),
                 cpu_ids=list(c.cpu_ids),
                 memory=_memory_to_pb(c.memory),
+                dynamic_resources=_dynamic_to_pb(c.dynamic_resources),
             )
             for c in pod.containers
         ],
     )
+
+
+def _dynamic_to_pb(resources: Iterable[DynamicResource]) -> list[pb.DynamicResource]:
+    return [
+        pb.DynamicResource(
+            claim_name=r.claim_name, claim_namespace=r.claim_namespace,
+            claim_resources=[pb.ClaimResource(driver_name=d.driver_name, pool_name=d.pool_name,
+                                              device_name=d.device_name,
+                                              cdi_devices=[pb.CDIDevice(name=n) for n in d.cdi_devices])
+                             for d in r.claim_resources])
+        for r in resources
+    ]
 
 
 def pod_to_alpha_pb(pod: PodResources) -> alpha_pb.PodResources:

@@ -60,6 +60,9 @@ def register(sub: Any) -> None:
     from numalign.cli.options.nodeargs import add_node_args
 
     add_node_args(p)
+    from numalign.cli.commands.admit_dra import add_args as add_dra_args
+
+    add_dra_args(p)
     p.add_argument("--node-condition", action="append", default=[], metavar="CONDITION",
                    help="a pressure condition the node has (MemoryPressure, DiskPressure, PIDPressure; repeat "
                    "for more): the kubelet's eviction manager then rejects BestEffort pods (MemoryPressure "
@@ -89,13 +92,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from numalign.adapters.textfiles import load_pods, source_name
     from numalign.cli.options.kubeletflags import FLAGS_DEST, config_from_args
     from numalign.cli.options.nodeargs import config_label, example_base, resolve_node
     from numalign.cli.options.noderecord import apply_record
-    from numalign.cli.options.podargs import expansion_notes
     from numalign.errors import InvalidInputError
-    from numalign.k8s.manifest import SUPPORTED_KINDS, Expansion
     from numalign.machine.examples import DEFAULT_MACHINE
 
     notes: list[str] = []
@@ -150,21 +150,10 @@ def run(args: argparse.Namespace) -> int:
         # Without --state-dir nothing is read or written anyway; say so rather than let the flag look active.
         notes.append("note: --dry-run has no effect without --state-dir (nothing is written either way); "
                      "add --state-dir DIR to ask of a node's state files")
-    pods = []
-    for f in pod_files:
-        skipped: list[str] = []
-        expansion = Expansion(args.replicas)
-        found = load_pods(f, expand_replicas=expansion, skipped=skipped)
-        notes.extend(skipped)
-        notes.extend(expansion_notes(source_name(f), expansion))
-        if not found:
-            raise InvalidInputError(
-                f"{source_name(f)}: no Pod (or workload with a pod template) found"
-                + (f" ({len(skipped)} other object(s) skipped, e.g. {skipped[0]})" if skipped else "")
-                + f"; expected a manifest of kind {', '.join(SUPPORTED_KINDS)}; check that the input is the one "
-                "you meant and is not empty"
-            )
-        pods.extend(found)
+    from numalign.cli.commands.admit_dra import load as load_pods_and_dra
+
+    # Pods and the DRA objects beside them (slices, classes, claims), as `kubectl apply -f` reads them.
+    pods, dra_objects = load_pods_and_dra(pod_files, args.replicas, notes, getattr(args, "node_snapshot", None))
     owner = None
     if args.state_dir is not None and not args.dry_run:
         from numalign.adapters.statedir.directory import check_state_dir
@@ -178,9 +167,9 @@ def run(args: argparse.Namespace) -> int:
         write_record(args.state_dir, machine, _machine_spec(args, DEFAULT_MACHINE), args.kubelet_config, flags,
                      args.chosen_version)
     with owner if owner is not None else contextlib.nullcontext():
-        node, records, extras = _admit_all(args, machine, config, base, pods, notes)
+        node, records, extras, dra = _admit_all(args, machine, config, base, pods, notes, dra_objects)
     if args.report is not None:
-        _report(args.report, node, pods, records, extras, notes, config, args.chosen_version)
+        _report(args.report, node, pods, records, extras, notes, config, args.chosen_version, dra)
     from numalign.answer.text import to_json
     from numalign.cli.options.versionargs import version_fields, version_text
     from numalign.cli.output import EXIT_CHECK_FAILED, EXIT_OK, emit
@@ -188,11 +177,12 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "text":
         unprovided = [_unprovided_extended_resources(pod, node) for pod in pods]
         _print_text(f"{machine.name}; {version_text(args.chosen_version, args.chosen_previews)}", config, notes,
-                    records, unprovided, extras, pods, args.details)
+                    records, unprovided, extras, pods, args.details, dra)
     else:
         emit({"machine": machine.name, "kubelet_config": _config_dict(config), "notes": notes,
               **version_fields(args.chosen_version, args.chosen_previews),
-              "pods": [r.to_dict() | to_json(x) for r, x in zip(records, extras, strict=True)]},
+              "pods": [r.to_dict() | (to_json(x) if x is not None else {}) | (dra.to_json(p) if dra else {})
+                       for r, x, p in zip(records, extras, pods, strict=True)]},
              args.output, sort_keys=True)
     rejected = any(not r.result.admit for r in records)
     return EXIT_CHECK_FAILED if args.exit_code and rejected else EXIT_OK
@@ -211,9 +201,9 @@ def _machine_spec(args: argparse.Namespace, default: str) -> str | None:
 
 
 def _admit_all(
-    args: argparse.Namespace, machine: Machine, config: KubeletConfig, base: KubeletConfig | None, pods: list[Pod],
-    notes: list[str],
-) -> tuple[Node, list[DecisionRecord], list[PodAlignment | Answer]]:
+    args: argparse.Namespace, machine: Any, config: Any, base: Any, pods: list[Any], notes: list[str],
+    dra_objects: Any,
+) -> tuple[Any, list[Any], list[Any], Any]:
     """Admit `pods` in one transaction of the state directory (if any): all kept, or none. Beside each
     record: its alignment, or why it was rejected and what would make it fit."""
     from numalign.adapters.statedir.directory import state_directory
@@ -247,8 +237,11 @@ def _admit_all(
     from numalign.cli.options.clusterargs import Progress
 
     answers = NodeAnswers(node)
-    records: list[DecisionRecord] = []
-    extras: list[PodAlignment | Answer] = []
+    from numalign.cli.commands.admit_dra import DRAAdmit
+
+    dra = DRAAdmit(args, machine, dra_objects, node, notes) if DRAAdmit.wanted(pods, dra_objects, machine) else None
+    records: list[Any] = []
+    extras: list[Any] = []
     progress = Progress(f"admit: {len(pods)} pod(s) on {machine.name}")  # drawn only when stderr is a terminal
     try:
         # One transaction: the pods are written together at the end, or (killed, or a write failed)
@@ -264,8 +257,16 @@ def _admit_all(
                     snap = getattr(args, "node_snapshot", None)  # its state by the snapshot's name
                     where = args.state_dir if snap is None else f"{snap.path}:state"
                     raise InvalidInputError(_already_admitted(pod, where, args.dry_run))
+                unschedulable = dra.before(node, pod) if dra is not None else None
+                if unschedulable is not None:  # the scheduler's verdict: the kubelet never sees the pod
+                    records.append(unschedulable)
+                    extras.append(None)
+                    progress.step(pod.key)
+                    continue
                 records.append(node.admit(pod))
                 extras.append(answers.after(pod, records[-1]))
+                if dra is not None:
+                    dra.after(node, pod, records[-1])
                 progress.step(pod.key)
         outcome = tx.outcome(records, node.pods)
     finally:
@@ -273,12 +274,12 @@ def _admit_all(
     # A write that failed turns the admissions into rejections: explain those as they now stand.
     extras = [x if new is old else answers.after(pod, new)
               for pod, old, new, x in zip(pods, records, outcome, extras, strict=True)]
-    return node, outcome, extras
+    return node, outcome, extras, dra
 
 
 def _report(
-    path: Path, node: Node, pods: list[Pod], records: list[DecisionRecord], extras: list[PodAlignment | Answer],
-    notes: list[str], config: KubeletConfig, version: KubeletVersion,
+    path: Path, node: Any, pods: list[Any], records: list[Any], extras: list[Any], notes: list[str], config: Any,
+    version: Any, dra: Any = None,
 ) -> None:
     from numalign.answer.text import to_json
     from numalign.cli.options.reportargs import write_report
@@ -289,10 +290,14 @@ def _report(
     config_line = (f"kubelet {version}, topologyManagerPolicy {config.topology_manager_policy}, "
                    f"scope {config.topology_manager_scope}, "
                    f"cpuManagerPolicy {config.cpu_manager_policy}, memoryManagerPolicy {config.memory_manager_policy}")
-    docs = [r.to_dict() | to_json(x) for r, x in zip(records, extras, strict=True)]
+    docs = [r.to_dict() | (to_json(x) if x is not None else {}) for r, x in zip(records, extras, strict=True)]
     view = node_view_from_records(node.machine, docs, reserved_cpus=reserved,
                                   title=f"numalign admit: {node.machine.name}", notes=[config_line, *notes],
                                   container_order=order)
+    if dra is not None:  # DRA devices on their NUMA nodes, with the claims' holders (report/dra.py)
+        from numalign.cli.commands.admit_dra import report_view
+
+        view = report_view(dra, view, pods)
     write_report(path, node_report(view))
 
 
@@ -354,8 +359,8 @@ def _unprovided_extended_resources(pod: Pod, node: Node) -> list[str]:
 
 
 def _print_text(
-    machine: str, config: KubeletConfig, notes: list[str], records: list[DecisionRecord], unprovided: list[list[str]],
-    extras: list[PodAlignment | Answer], pods: list[Pod], details: bool,
+    machine: str, config: Any, notes: list[str], records: list[Any], unprovided: list[list[str]], extras: list[Any],
+    pods: list[Any], details: bool, dra: Any = None,
 ) -> None:
     from numalign.answer.alignment import PodAlignment
     from numalign.answer.text import (
@@ -378,15 +383,19 @@ def _print_text(
     compact = not details and len(records) > FULL_RECORDS_UP_TO
     first_rejected: dict[tuple[object, ...], str] = {}  # (reason, message, shape) -> the first such pod
     for rec, missing, extra, pod in zip(records, unprovided, extras, pods, strict=True):
+        if dra is not None and dra.unschedulable(pod):
+            print(("" if compact else "\n") + dra.verdict_line(pod))
+            continue
         if not rec.result.admit and not details:
             same = (rec.result.reason, rec.result.message, pod_shape(pod))
             if same in first_rejected:
                 print(f"pod {rec.pod}: REJECTED: {rec.result.reason} (as {first_rejected[same]}, the same pod shape)")
                 continue
             first_rejected[same] = rec.pod
+        dra_lines = dra.text_lines(pod) if dra is not None else []
         if compact:
-            for line in compact_lines(rec, extra, pod):
-                print(line)
+            for line in [*compact_lines(rec, extra, pod), *dra_lines]:
+                print(clip(line))
             continue
         print()
         lines = rec.render().splitlines()
@@ -402,7 +411,7 @@ def _print_text(
             else:
                 lines.append(f"  note: no device plugin provides {name} on this machine; the kubelet leaves that "
                              "request out of admission, so it is not why the pod was rejected")
-        for line in lines:
+        for line in [*lines, *dra_lines]:
             print(line if details else clip(line))
     print()
     for line in summary_lines(records, pods):

@@ -42,12 +42,14 @@ def run(args: argparse.Namespace) -> int:
     from numalign.cluster.workload import load_workload
 
     cluster = load_cluster_arg(args)
+    dra_objects = None
     if args.pod is None:
         shapes, _ = example_shapes()
         shape = next(s for s in shapes if s.name == "training")
         pod, placement, source = shape.pod, shape.placement, "built-in example pod ml/training"
     else:
-        group = load_workload([args.pod]).groups[0]
+        workload = load_workload([args.pod])
+        group, dra_objects = workload.groups[0], workload.dra  # DRA: classes and claim templates beside it
         pod, placement, source = group.pods[0], group.placement, f"{args.pod} ({group.pods[0].key})"
     from numalign.cli.options.clusterargs import running_pods, version_notes
     from numalign.cli.options.versionargs import preview_sets
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     versions: list[str | None] = list(args.kubelet_versions) or [None]
     sets: list[str | None] = list(preview_sets(args)) or [None]
     combos = [RunSpec("default", kubelet_version=v, previews=p) for v in versions for p in sets]
-    runs = [(spec, capacity(spec.cluster(cluster), pod, placement, running)) for spec in combos]
+    runs = [(spec, capacity(spec.cluster(cluster), pod, placement, running, dra_objects)) for spec in combos]
     notes = version_notes(cluster, args.kubelet_versions)
     if args.output != "text":
         from numalign.cluster.model import pool_settings

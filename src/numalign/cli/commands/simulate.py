@@ -183,6 +183,12 @@ def _rows(sim: SimulationResult) -> list[tuple[str, list[str]]]:
         ("Guaranteed on 1 NUMA node", [f"{r.alignment.share:.1%}" for r in runs]),
         ("Guaranteed on fewest possible", [f"{r.alignment.fewest_share:.1%}" for r in runs]),
     ]
+    if any(r.dra is not None for r in runs):  # pods with ResourceClaims (cluster/dra.py)
+        rows += [
+            ("DRA pods placed", [f"{r.dra.placed}/{r.dra.pods}" if r.dra else "-" for r in runs]),
+            ("DRA pods unschedulable", [str(sum(r.dra.unschedulable.values())) if r.dra else "-" for r in runs]),
+            ("DRA devices with CPUs+memory", [f"{r.dra.aligned_share:.1%}" if r.dra else "-" for r in runs]),
+        ]
     # cpu, memory and whatever the workload asked for (resources nobody requests stay out of the table).
     names = sorted({k for r in runs for k, f in r.resources.items() if f.requested or k in ("cpu", "memory")},
                    key=_resource_order)

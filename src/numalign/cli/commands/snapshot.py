@@ -44,6 +44,9 @@ def register(sub: Any) -> None:
     p.add_argument("--pod-resources-socket", metavar="PATH", type=Path, default=DEFAULT_SOCKET,
                    help=f"the PodResources socket to ask, if it answers (default {DEFAULT_SOCKET})")
     p.add_argument("--node-name", metavar="NAME", help="the node's name (default: the host name)")
+    p.add_argument("--dra-objects", metavar="FILE", type=Path,
+                   help="DRA: a `kubectl get resourceslices,deviceclasses,resourceclaims -A -o json` dump to keep in "
+                   "the snapshot; `admit --node` reads its slices, classes and claims beside the pods")
     p.add_argument("--kubelet-version", metavar="X.Y[.Z]",
                    help="record this kubelet version instead of asking the running kubelet's binary "
                    "(`kubelet --version`) or, failing that, the Node object (`kubectl get node`)")
@@ -88,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         version = snapshot_version(kubelet, node_name, args.proc_root, given)
         result = collect(args.file, sysfs_root=args.sysfs_root, config=config, state_dir=state_dir,
                          pod_resources_socket=args.pod_resources_socket, node_name=args.node_name,
+                         dra_objects=args.dra_objects,
                          kubelet=kubelet, device_plugin_dir=plugin_dir, progress=progress.note,
                          kubelet_version=version)
     finally:

@@ -11,7 +11,7 @@ from numalign.errors import InvalidInputError
 from numalign.k8s.documents import parse_documents
 from numalign.k8s.dra.read import DRA_KINDS, dra_object_from_dict
 from numalign.k8s.dra.types import DeviceClass, DRAObjects, ResourceClaim, ResourceClaimTemplate, ResourceSlice
-from numalign.k8s.manifest import EXPECTED_MANIFEST, Collector, pods_from_documents
+from numalign.k8s.manifest import EXPECTED_MANIFEST, Collector, Expansion, pods_from_documents
 from numalign.k8s.pod import Pod
 from numalign.limits import MAX_DRA_OBJECTS
 
@@ -46,7 +46,7 @@ def collector(objects: DRAObjects) -> Collector:
 
 
 def pods_and_dra_from_documents(
-    docs: list[Any], source: str, *, expand_replicas: bool = False, skipped: list[str] | None = None
+    docs: list[Any], source: str, *, expand_replicas: bool | Expansion = False, skipped: list[str] | None = None
 ) -> tuple[list[Pod], DRAObjects]:
     """Pods (as k8s.manifest reads them) and the DRA objects beside them."""
     objects = DRAObjects()

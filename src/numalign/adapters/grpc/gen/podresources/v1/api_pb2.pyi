@@ -258,8 +258,8 @@ Global___NUMANode: _TypeAlias = NUMANode  # noqa: Y015
 
 @_typing.final
 class DynamicResource(_message.Message):
-    """Devices assigned through Dynamic Resource Allocation. numalign does not implement DRA and never
-    fills this in; the message is kept so that the schema matches upstream's.
+    """Devices assigned through Dynamic Resource Allocation (KEP-3695): the claims a container uses and
+    their devices. `numalign serve` fills it in for pods whose manifests' claims it allocated.
     """
 
     DESCRIPTOR: _descriptor.Descriptor

@@ -1,0 +1,284 @@
+"""`numalign admit` with DRA: the pods' ResourceClaims allocated on this node as the scheduler would
+when it picks this node, before the kubelet decides CPUs, memory and device-plugin devices as it always
+does (its Topology Manager ignores DRA devices). A pod whose claims cannot be allocated never reaches
+the kubelet: it is unschedulable on this node, said as the scheduler says it.
+
+The hooks admit.py calls: `load` (pods and DRA objects from the same files), `DRAAdmit.before` /
+`after` around node.admit, and the text and JSON each pod gets.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from numalign.core.decision import AdmitResult, DecisionRecord
+from numalign.errors import InvalidInputError
+from numalign.k8s.dra.types import DRAObjects
+from numalign.k8s.pod import Pod
+
+UNSCHEDULABLE = "Unschedulable"  # the PodScheduled condition's reason
+SCHEDULER_ERROR = "SchedulerError"
+
+
+def add_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--node-name", metavar="NAME",
+                   help="DRA: the node the pods' ResourceClaims are allocated on (the ResourceSlices' nodeName); "
+                   "default: the one node the slices name, else the snapshot's node, else the machine's name")
+    p.add_argument("--dra-driver", action="append", default=[], metavar="cpu[=MODE]|memory",
+                   help="DRA: publish the ResourceSlices dra-driver-cpu (MODE individual, numanode, socket or machine; "
+                   "default individual; driver dra.cpu) or dra-driver-memory (driver dra.memory) would publish for "
+                   "this machine, so claims can take CPUs and memory through DRA (docs/dra.md); repeat for both")
+
+
+def load(pod_files: list[Path], replicas: int | None, notes: list[str],
+         snapshot: Any = None) -> tuple[list[Pod], DRAObjects]:
+    """Pods and DRA objects from the files, as `kubectl apply -f` takes them. A file of DRA objects
+    alone (a `kubectl get resourceslices,deviceclasses,resourceclaims -A -o json` dump) is fine; a
+    node snapshot's dump (`snapshot --dra-objects`) is read first, so the files given win."""
+    from numalign.adapters.textfiles import load_documents, source_name
+    from numalign.cli.options.podargs import expansion_notes
+    from numalign.k8s.dra.documents import EXPECTED_WITH_DRA, pods_and_dra_from_documents
+    from numalign.k8s.manifest import SUPPORTED_KINDS, Expansion
+
+    pods: list[Pod] = []
+    objects = DRAObjects()
+    kept = getattr(snapshot, "dra_objects", None)
+    if kept is not None:
+        docs = load_documents(kept, "the snapshot's DRA objects", EXPECTED_WITH_DRA)
+        _, dra = pods_and_dra_from_documents(docs, f"{snapshot.path}:dra/objects.json", skipped=[])
+        objects.merge(dra)
+        notes.append(f"DRA objects from the snapshot: {len(dra)}")
+    for f in pod_files:
+        skipped: list[str] = []
+        expansion = Expansion(replicas)  # workloads give spec.replicas pods unless --replicas N says
+        docs = load_documents(f, "the manifest", EXPECTED_WITH_DRA)
+        found, dra = pods_and_dra_from_documents(docs, source_name(f), expand_replicas=expansion,
+                                                 skipped=skipped)
+        notes.extend(skipped)
+        notes.extend(expansion_notes(source_name(f), expansion))
+        if not found and not len(dra):
+            raise InvalidInputError(
+                f"{source_name(f)}: no Pod (or workload with a pod template) found"
+                + (f" ({len(skipped)} other object(s) skipped, e.g. {skipped[0]})" if skipped else "")
+                + f"; expected a manifest of kind {', '.join(SUPPORTED_KINDS)} (or DRA objects beside pods); check "
+                "that the input is the one you meant and is not empty"
+            )
+        pods.extend(found)
+        objects.merge(dra)
+    if not pods:
+        raise InvalidInputError(
+            f"{', '.join(source_name(f) for f in pod_files)}: DRA objects but no Pod found; expected pods too (in "
+            "the same files or another one named beside them)"
+        )
+    return pods, objects
+
+
+def node_name_of(machine: Any) -> str:
+    """The machine's name when it can name a node (a DNS subdomain), else "node" (a shorthand's text)."""
+    import re
+
+    name = str(machine.name)
+    return name if len(name) <= 63 and re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", name) else "node"
+
+
+class DRAAdmit:
+    """The scheduler's DRA half of admitting pods on one node, and what it adds to the output."""
+
+    def __init__(
+        self, args: argparse.Namespace, machine: Any, objects: DRAObjects, node: Any, notes: list[str]
+    ) -> None:
+        from numalign.kubelet.dra.features import dra_enabled
+        from numalign.kubelet.dra.scheduling import NodeDRA
+        from numalign.machine.dra import machine_slices
+
+        self.machine = machine
+        # Gate off (1.33's default): the API server drops spec.resourceClaims, so pods are scheduled and
+        # admitted without their claims' devices.
+        self.enabled = dra_enabled(str(node.kubelet_version), None)
+        name = self._node_name(args, machine, objects)
+        extra = machine_slices(machine, name) + _driver_slices(args, machine, name, node)
+        self.node = node
+        self.dra = NodeDRA(objects, name, version=node.kubelet_version, extra_slices=extra)
+        self.outcomes: dict[str, Any] = {}  # pod uid -> PodClaims
+        self.alignments: dict[str, Any] = {}  # pod uid -> PodDRAAlignment
+        devices = sum(len(s.devices) for s in self.dra.slices if s.node_name in (None, name))
+        if not self.enabled:
+            notes.append(f"DRA: the DynamicResourceAllocation feature gate is off by default in "
+                         f"{node.kubelet_version}: the API server drops the pods' resourceClaims, so no device is "
+                         "allocated and the kubelet admits the pods without them")
+            return
+        from numalign.k8s.previews import DRA_TOPOLOGY_HINTS
+
+        self.hints: Any = None
+        if node.previews.on(DRA_TOPOLOGY_HINTS):
+            from numalign.kubelet.previews.dra_hints import DRAHintProvider
+
+            # Preview (k/k PR #139982, closed): the claims' devices become Topology Manager hints.
+            self.hints = DRAHintProvider()
+            node.tm.add_hint_provider(self.hints)
+            notes.append(f"preview: {DRA_TOPOLOGY_HINTS}=true: DRA devices with a NUMA node are Topology Manager "
+                         "hints (the design of the closed k/k PR #139982; no kubelet release does this)")
+        notes.append(f"DRA: claims are allocated on node {name} as the scheduler's DynamicResources plugin does "
+                     f"({devices} device(s) in {len(self.dra.slices)} ResourceSlice(s), {len(objects.classes)} "
+                     "DeviceClass(es)); the Topology Manager ignores DRA devices, as every kubelet release does")
+
+    @staticmethod
+    def _node_name(args: argparse.Namespace, machine: Any, objects: DRAObjects) -> str:
+        if getattr(args, "node_name", None):
+            return str(args.node_name)
+        names = sorted({s.node_name for s in objects.slices if s.node_name})
+        if len(names) == 1:
+            return names[0]
+        if len(names) > 1:
+            raise InvalidInputError(
+                f"the ResourceSlices name {len(names)} nodes ({', '.join(names[:5])}"
+                f"{', ...' if len(names) > 5 else ''}); expected the slices of one node; pass --node-name NAME to "
+                "say which is this node"
+            )
+        snap = getattr(args, "node_snapshot", None)
+        return str(snap.node_name) if snap is not None else node_name_of(machine)
+
+    @staticmethod
+    def wanted(pods: list[Pod], objects: DRAObjects, machine: Any) -> bool:
+        return any(p.resource_claims for p in pods)
+
+    def before(self, node: Any, pod: Pod) -> DecisionRecord | None:
+        """Allocate the pod's claims; a record when the pod is unschedulable here (the kubelet never sees it)."""
+        outcome = self.dra.allocate(pod) if self.enabled else None
+        if outcome is None:
+            return None
+        self.outcomes[pod.uid] = outcome
+        failure = outcome.failure
+        if failure is None:
+            if self.hints is not None:
+                from numalign.answer.dra_alignment import hint_nodes
+
+                self.hints.set_pod(pod.uid, hint_nodes(self.machine, outcome))
+            return None
+        reason = UNSCHEDULABLE if failure.unschedulable else SCHEDULER_ERROR
+        return DecisionRecord(pod.key, pod.uid, node.tm.policy_name, node.tm.scope_name, dict(node.tm.options), (),
+                              AdmitResult(False, reason, failure.line()))
+
+    def after(self, node: Any, pod: Pod, rec: DecisionRecord) -> None:
+        """The kubelet admitted (or rejected) the pod: an admitted pod's claims are reserved for it."""
+        from numalign.answer.dra_alignment import pod_alignment
+
+        outcome = self.outcomes.get(pod.uid)
+        if outcome is None or outcome.failure is not None or not rec.result.admit:
+            return
+        self.dra.commit(outcome)
+        previews = ("dra-topology-hints=true",) if self.hints is not None else ()
+        alignment = pod_alignment(node.machine, outcome, rec.allocations, previews)
+        if alignment.misaligned:  # what would align it, each option run on this node (answer/dra_whatif.py)
+            from numalign.answer.dra_whatif import aligned_if, with_options
+
+            alignment = with_options(alignment, *aligned_if(node, pod, outcome, self.dra, dict(rec.allocations)))
+        self.alignments[pod.uid] = alignment
+
+    # ---- output ------------------------------------------------------------------------------
+    def unschedulable(self, pod: Pod) -> bool:
+        outcome = self.outcomes.get(pod.uid)
+        return outcome is not None and outcome.failure is not None
+
+    def verdict_line(self, pod: Pod) -> str:
+        outcome = self.outcomes[pod.uid]
+        failure = outcome.failure
+        if failure.unschedulable:
+            return (f"pod {pod.key}: UNSCHEDULABLE on this node (kube-scheduler's DynamicResources plugin; the "
+                    f"kubelet never sees the pod): {failure.line()}")
+        return (f"pod {pod.key}: NOT SCHEDULED (kube-scheduler's DynamicResources plugin reports an error and "
+                f"retries the pod): {failure.line()}")
+
+    def text_lines(self, pod: Pod) -> list[str]:
+        from numalign.answer.dra_alignment import claim_lines
+
+        outcome = self.outcomes.get(pod.uid)
+        if outcome is None or outcome.failure is not None:
+            return []
+        lines = claim_lines(outcome, self.machine)
+        if any(d.driver in ("dra.cpu", "dra.memory") for d in outcome.devices):
+            from numalign.answer.dra_drivers import driver_lines
+
+            lines += driver_lines(self.node, pod, outcome)
+        alignment = self.alignments.get(pod.uid)
+        if alignment is not None:
+            lines.append(f"  dra alignment: {alignment.summary()}")
+            if alignment.misaligned:
+                lines.append(f"  would be aligned if (each checked by running it again; {alignment.tried} tried):"
+                             if alignment.options else
+                             f"  would be aligned if: no option numalign tries aligns it ({alignment.tried} tried)")
+            for o in alignment.options:
+                lines.append(f"    - {o.change}: {o.outcome}")
+        return lines
+
+    def to_json(self, pod: Pod) -> dict[str, Any]:
+        outcome = self.outcomes.get(pod.uid)
+        if outcome is None:
+            return {}
+        failure = outcome.failure
+        if failure is not None:
+            return {"dra": {"schedulable": False, "kind": failure.kind, "message": failure.message,
+                            "where": failure.where, "node": failure.node}}
+        alignment = self.alignments.get(pod.uid)
+        out: dict[str, Any] = {"schedulable": True, "node": self.dra.node,
+                               "claims": {c.claim.key: [d.device_id for d in c.devices]
+                                          for c in outcome.result.claims}}
+        if alignment is not None:
+            out["alignment"] = alignment.to_dict()
+        return {"dra": out}
+
+
+
+def _driver_slices(args: argparse.Namespace, machine: Any, node_name: str, node: Any) -> list[Any]:
+    """--dra-driver cpu[=MODE] / memory: the slices those drivers publish for this machine."""
+    from numalign.machine.dradrivers import CPU_MODES, driver_slices
+
+    cpu_mode: str | None = None
+    memory = False
+    for spec in getattr(args, "dra_driver", None) or []:
+        name, _, mode = spec.partition("=")
+        if name == "cpu" and (mode or "individual") in CPU_MODES:
+            cpu_mode = mode or "individual"
+        elif name == "memory" and not mode:
+            memory = True
+        else:
+            raise InvalidInputError(f"--dra-driver {spec}: expected cpu[=MODE] (MODE one of {', '.join(CPU_MODES)}) "
+                                    "or memory")
+    if cpu_mode is None and not memory:
+        return []
+    # The CPU driver leaves out the CPUs the kubelet reserves (its own --reserved-cpus takes the same set).
+    reserved: frozenset[int] = node.cpu.reserved_cpus
+    return driver_slices(machine, node_name, cpu_mode, memory, reserved)
+
+
+def report_view(dra: DRAAdmit, view: Any, pods: list[Pod]) -> Any:
+    """admit --report: the node picture with the DRA devices of this node, held ones coloured by their
+    container, and each pod's DRA alignment in its summary."""
+    from numalign.answer.dra_alignment import device_place
+    from numalign.report.dra import DRAChip, with_dra_devices
+
+    chips = []
+    for pod in pods:
+        outcome = dra.outcomes.get(pod.uid)
+        if outcome is None or outcome.failure is not None or pod.uid not in dra.alignments:
+            continue
+        used: set[str] = set()
+        for c in pod.all_containers():
+            for d in outcome.container_devices(c.name):
+                used.add(d.device_id)
+                chips.append(DRAChip(pod.key, c.name, d.claim, d.driver, d.device,
+                                     device_place(dra.machine, d).numa_node))
+        for d in outcome.devices:
+            if d.device_id not in used:
+                chips.append(DRAChip(pod.key, "", d.claim, d.driver, d.device, device_place(dra.machine, d).numa_node))
+    free = []
+    for s in dra.dra.slices:
+        if s.node_name not in (None, dra.dra.node):
+            continue
+        for dev in s.devices:
+            numa = dev.attributes.get("resource.kubernetes.io/numaNode")
+            free.append((s.driver, dev.name, int(numa.values[0]) if numa is not None and numa.kind == "int" else None))
+    alignment = {pod.key: dra.alignments[pod.uid].to_dict() for pod in pods if pod.uid in dra.alignments}
+    return with_dra_devices(view, chips, free, alignment)

@@ -1,0 +1,273 @@
+"""DRA in the simulated cluster: the scheduler's DynamicResources plugin over every node's slices.
+
+Each pool publishes the same slices on each of its nodes (its machine's DRA devices, `draDevices`, and
+`resourceSlices` files; docs/cluster-format.md). A pod with claims passes the DynamicResources filter on
+a node when `allocate_claims` finds devices for them there; once the pod is bound and its kubelet admits
+it, the claims hold those devices (Reserve) until the pod is deleted. A pod the kubelet rejects holds
+nothing: its controller's new pod gets new claims from the template.
+
+Speed: the allocator runs once per (pool, the devices in use on the node, the claims' specs): nodes of
+one pool with the same devices in use share the answer, so a filter over a thousand nodes costs one
+allocation per distinct node state. The allocation is computed on the pool's slices published for a
+stand-in node name and read as the node's own (device names are the same on every node of a pool).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from numalign.cluster.state import BoolArray, ClusterState
+from numalign.k8s.dra.podclaims import claims_for_pod
+from numalign.k8s.dra.types import DRAObjects, ResourceClaim, ResourceSlice
+from numalign.k8s.pod import Pod
+from numalign.kubelet.dra.api import AllocatedDevice, AllocationFailure, AllocationResult, allocate_claims
+from numalign.machine.dra import machine_slices
+
+STAND_IN = "numalign-pool-node"  # the node name a pool's slices are published for when allocating
+
+
+@dataclass
+class _NodeClaims:
+    """What the DRA side of one node holds: per pod, its allocated claims."""
+
+    pods: dict[str, tuple[ResourceClaim, ...]] = field(default_factory=dict)
+    key: tuple[str, ...] = ()  # the allocations held, as text (the cache's name for the node's state)
+
+    def allocated(self) -> list[ResourceClaim]:
+        return [c for claims in self.pods.values() for c in claims]
+
+    def refresh(self) -> None:
+        self.key = tuple(sorted(repr(c.allocation) for c in self.allocated()))
+
+
+@dataclass(frozen=True)
+class DRAPlacement:
+    """A placed pod's devices (template naming) for the alignment figures."""
+
+    devices: tuple[AllocatedDevice, ...]
+
+
+class ClusterDRA:
+    def __init__(self, state: ClusterState, objects: DRAObjects, pool_slices: Mapping[str, Sequence[ResourceSlice]]):
+        self.state = state
+        self.objects = objects
+        self.slices: dict[str, list[ResourceSlice]] = {}
+        for pool in state.cluster.pools:
+            own = machine_slices(pool.machine, STAND_IN)
+            extra = [dataclasses.replace(s, node_name=STAND_IN) if s.node_name else s
+                     for s in pool_slices.get(pool.name, ())]
+            self.slices[pool.name] = [*own, *extra]
+        self.nodes = [_NodeClaims() for _ in state.nodes]
+        self._cache: dict[tuple[str, tuple[str, ...], str], AllocationResult | AllocationFailure] = {}
+        self.placed: dict[str, tuple[int, AllocationResult]] = {}  # pod uid -> (node, allocation)
+        # Claims a pod names (resourceClaimName) are shared: allocated once, on one node, for every pod
+        # using them; claim key -> (node, the allocated claim, pod uids holding it).
+        self.shared: dict[str, tuple[int, ResourceClaim, set[str]]] = {}
+        self.allocations = 0  # allocator runs (the cache's misses)
+
+    @classmethod
+    def for_run(cls, state: ClusterState, pods: Sequence[Pod], objects: DRAObjects | None,
+                pool_slices: Mapping[str, Sequence[ResourceSlice]]) -> ClusterDRA | None:
+        """None when no pod uses a claim: the simulation then runs as without DRA."""
+        if not any(p.resource_claims for p in pods):
+            return None
+        return cls(state, objects or DRAObjects(), pool_slices)
+
+    def claims(self, pod: Pod) -> tuple[list[ResourceClaim], str, int | None]:
+        """The pod's claims (a shared one as allocated already), their cache key, and the node a shared
+        claim already allocated ties the pod to (None: any node)."""
+        out = []
+        tied: int | None = None
+        for c in claims_for_pod(pod, self.objects):
+            held = self.shared.get(c.key)
+            if held is not None:
+                tied = held[0]
+                c = held[1]
+            out.append(c)
+        return out, repr([(c.spec, c.allocation) for c in out]), tied
+
+    def _answer(self, i: int, claims: list[ResourceClaim], claims_key: str) -> AllocationResult | AllocationFailure:
+        sn = self.state.nodes[i]
+        held = self.nodes[i]
+        key = (sn.pool.name, held.key, claims_key)
+        found = self._cache.get(key)
+        if found is None:
+            self.allocations += 1
+            found = allocate_claims(claims, self.slices[sn.pool.name], self.objects.classes, node=STAND_IN,
+                                    node_labels=dict(sn.pool.labels), allocated=held.allocated(),
+                                    version=sn.pool.version)
+            self._cache[key] = found
+        return found
+
+    def mask(self, pod: Pod, candidates: BoolArray) -> tuple[BoolArray, Counter[str]]:
+        """The DynamicResources filter over the candidate nodes: which pass, and per allocator message how
+        many fail (the scheduler's "N cannot allocate all claims")."""
+        claims, claims_key, tied = self.claims(pod)
+        ok = np.zeros(len(self.state.nodes), dtype=np.bool_)
+        failures: Counter[str] = Counter()
+        for i in np.flatnonzero(candidates):
+            if tied is not None and i != tied:
+                # The allocation's node selector names the node the shared claim was allocated on.
+                failures["node(s) didn't match the node selector of an allocated ResourceClaim"] += 1
+                continue
+            answer = self._answer(int(i), claims, claims_key)
+            if isinstance(answer, AllocationFailure):
+                failures[answer.message] += 1
+            else:
+                ok[i] = True
+        return ok, failures
+
+    def before_admit(self, i: int, pod: Pod) -> None:
+        """With the preview dra-topology-hints on the node's pool, its kubelet's Topology Manager learns
+        the NUMA nodes of the pod's devices (kubelet/previews/dra_hints.py) before admitting it."""
+        from numalign.k8s.previews import DRA_TOPOLOGY_HINTS
+
+        sn = self.state.nodes[i]
+        if not sn.pool.previews.on(DRA_TOPOLOGY_HINTS):
+            return
+        from numalign.answer.dra_alignment import hint_nodes
+        from numalign.kubelet.dra.scheduling import PodClaims
+        from numalign.kubelet.previews.dra_hints import DRAHintProvider
+
+        claims, claims_key, _tied = self.claims(pod)
+        answer = self._answer(i, claims, claims_key)
+        if isinstance(answer, AllocationFailure):
+            return
+        node = sn.node()
+        provider = next((p for p in node.tm.providers if isinstance(p, DRAHintProvider)), None)
+        if provider is None:
+            provider = DRAHintProvider()
+            node.tm.add_hint_provider(provider)
+        # The answer may be shared with an earlier pod of the same claims (the cache): its claims name the
+        # devices, position by position the pod's own.
+        outcome = PodClaims(pod, tuple(c.claim for c in answer.claims), answer)
+        provider.set_pod(pod.uid, hint_nodes(sn.pool.machine, outcome))
+
+    def commit(self, i: int, pod: Pod) -> None:
+        """Reserve: the bound and admitted pod's claims hold their devices on node i."""
+        claims, claims_key, _tied = self.claims(pod)
+        answer = self._answer(i, claims, claims_key)
+        if isinstance(answer, AllocationFailure):
+            return
+        named = {f"{pod.namespace}/{pc.resource_claim_name}" for pc in pod.resource_claims if pc.resource_claim_name}
+        own = []
+        for c, mine in zip(answer.claims, claims, strict=True):
+            key = mine.key
+            if key in named:
+                held = self.shared.get(key)
+                if held is None:
+                    held = self.shared[key] = (i, replace(c.allocated_claim(), name=key.split("/", 1)[1]), set())
+                    own.append(held[1])  # its devices are in use on the node until the last holder goes
+                held[2].add(pod.uid)
+            else:
+                own.append(c.allocated_claim())
+        self.nodes[i].pods[pod.uid] = tuple(own)
+        self.nodes[i].refresh()
+        self.placed[pod.uid] = (i, answer)
+
+    def release(self, i: int, uid: str) -> None:
+        held = self.nodes[i].pods.pop(uid, None)
+        for key, (node, claim, holders) in list(self.shared.items()):
+            holders.discard(uid)
+            if not holders:
+                del self.shared[key]
+                if held is not None and claim not in held:
+                    # Another pod of the node carried the shared claim's devices: they are free now.
+                    for other, claims in self.nodes[node].pods.items():
+                        self.nodes[node].pods[other] = tuple(c for c in claims if c is not claim)
+            elif held is not None and claim in held:
+                # Still held by other pods: the claim's devices stay in use on the node.
+                first = next(iter(holders))
+                self.nodes[node].pods[first] = (*self.nodes[node].pods.get(first, ()), claim)
+        self.nodes[i].refresh()
+        self.placed.pop(uid, None)
+
+
+def reasons_with_dra(reasons: Mapping[str, int], failures: Counter[str]) -> dict[str, int]:
+    """The scheduler's per-reason node counts with the DynamicResources filter's: nodes it failed were
+    folded into the placement mask, so they are taken out of the affinity/taint count."""
+    out = dict(reasons)
+    failed = sum(failures.values())
+    key = "node(s) didn't match Pod's node affinity/selector or had untolerated taint"
+    if key in out:
+        left = out[key] - failed
+        if left > 0:
+            out[key] = left
+        else:
+            del out[key]
+    out.update(failures)
+    return out
+
+
+# ---- figures -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DRAFigures:
+    """The DRA pods of a run: placed, unschedulable by the allocator's reason, and how many placed ones
+    have every device on a NUMA node holding both their CPUs and memory (answer/dra_alignment.py)."""
+
+    pods: int                    # workload pods with claims
+    placed: int
+    unschedulable: dict[str, int]  # allocator message -> pods pending with it
+    aligned: int
+    apart: int
+    unpinned: int
+    unknown: int
+    allocations: int = 0         # allocator runs
+
+    @property
+    def aligned_share(self) -> float:
+        """Of the placed DRA pods, those whose devices share a NUMA node with their CPUs and memory."""
+        return self.aligned / self.placed if self.placed else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pods": self.pods, "placed": self.placed, "unschedulable": dict(self.unschedulable),
+                "aligned": self.aligned, "apart": self.apart, "unpinned": self.unpinned, "unknown": self.unknown,
+                "aligned_share": round(self.aligned_share, 6), "allocations": self.allocations}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DRAFigures:
+        return cls(d["pods"], d["placed"], dict(d["unschedulable"]), d["aligned"], d["apart"], d["unpinned"],
+                   d["unknown"], d.get("allocations", 0))
+
+
+def figures(dra: ClusterDRA, pods: int, bound: Mapping[str, tuple[int, str]],
+            pending: Sequence[tuple[Pod, str]]) -> DRAFigures:
+    """`pending`: DRA pods still unschedulable with their reasons (the filters' messages)."""
+    from numalign.answer.dra_alignment import container_alignment
+
+    verdicts: Counter[str] = Counter()
+    placed = 0
+    for uid, (i, answer) in dra.placed.items():
+        if uid not in bound:
+            continue
+        placed += 1
+        sn = dra.state.nodes[i]
+        pod = sn.pods[uid][0]
+        node = sn.node()
+        by_claim = {pc.name: c.claim.key for pc, c in zip(pod.resource_claims, answer.claims, strict=True)}
+        worst = ""
+        for c in pod.all_containers():
+            keys = {by_claim.get(ref.name) for ref in c.claims}
+            devs = tuple(d for d in answer.devices if d.claim in keys)
+            if not devs:
+                continue
+            alloc = node.allocation(uid, c.name).to_dict()
+            v = container_alignment(sn.pool.machine, c.name, devs, alloc).verdict
+            worst = max(worst, v, key=_RANK.__getitem__) if worst else v
+        verdicts[worst or "unpinned"] += 1
+    unschedulable: Counter[str] = Counter()
+    for _pod, reason in pending:
+        unschedulable[reason] += 1
+    return DRAFigures(pods, placed, dict(sorted(unschedulable.items())), verdicts["aligned"], verdicts["apart"],
+                      verdicts["unpinned"], verdicts["unknown"], dra.allocations)
+
+
+_RANK = {"aligned": 0, "unpinned": 1, "unknown": 2, "apart": 3}

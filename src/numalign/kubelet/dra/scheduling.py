@@ -1,0 +1,116 @@
+"""One node's DRA ledger, as the scheduler keeps it when it places pods on that node: the slices the
+node's drivers publish, the classes, the claims (with what they hold), and each pod's claims allocated
+by the structured allocator when the pod comes (DynamicResources PreFilter and Filter, then Reserve).
+
+    dra = NodeDRA(objects, node="node-a", version=node.kubelet_version)
+    outcome = dra.allocate(pod)         # None: the pod uses no claim
+    if outcome is not None and outcome.failure is None:
+        dra.commit(outcome)             # the claims hold their devices from now on
+
+A claim already allocated (status.allocation, or by an earlier pod: a shared claim) keeps its devices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from numalign.k8s.dra.podclaims import claims_for_pod
+from numalign.k8s.dra.types import DeviceClass, DRAObjects, ResourceClaim, ResourceSlice
+from numalign.k8s.pod import Pod
+from numalign.kubelet.dra.api import AllocatedDevice, AllocationFailure, AllocationResult, allocate_claims
+from numalign.kubelet.dra.features import DEFAULT_VERSION
+from numalign.kubelet.versions import KubeletVersion
+
+
+@dataclass(frozen=True)
+class PodClaims:
+    """A pod's claims on this node and their allocation (or why there is none)."""
+
+    pod: Pod
+    claims: tuple[ResourceClaim, ...]
+    result: AllocationResult | AllocationFailure
+
+    @property
+    def failure(self) -> AllocationFailure | None:
+        return self.result if isinstance(self.result, AllocationFailure) else None
+
+    @property
+    def devices(self) -> tuple[AllocatedDevice, ...]:
+        return () if isinstance(self.result, AllocationFailure) else self.result.devices
+
+    def pod_claim_names(self) -> dict[str, str]:
+        """pod claim name (spec.resourceClaims[].name) -> the ResourceClaim's namespace/name."""
+        return {pc.name: c.key for pc, c in zip(self.pod.resource_claims, self.claims, strict=True)}
+
+    def container_devices(self, container: str) -> tuple[AllocatedDevice, ...]:
+        """The devices a container uses: those of the claims (or one request of a claim) in its
+        resources.claims."""
+        spec = next((c for c in self.pod.all_containers() if c.name == container), None)
+        if spec is None:
+            return ()
+        names = self.pod_claim_names()
+        out: list[AllocatedDevice] = []
+        for ref in spec.claims:
+            key = names.get(ref.name)
+            for d in self.devices:
+                if d.claim == key and (not ref.request or d.request == ref.request
+                                       or d.request.startswith(ref.request + "/")) and all(d is not o for o in out):
+                    out.append(d)
+        return tuple(out)
+
+
+@dataclass
+class NodeDRA:
+    """The DRA objects that matter on one node, and the claims allocated there."""
+
+    objects: DRAObjects
+    node: str
+    node_labels: Mapping[str, str] = field(default_factory=dict)
+    version: str | KubeletVersion = DEFAULT_VERSION
+    gates: Mapping[str, bool] | None = None
+    extra_slices: Sequence[ResourceSlice] = ()  # published by the machine (its DRA devices, driver models)
+    holders: dict[str, set[str]] = field(default_factory=dict)  # claim key -> pod uids using it
+
+    @property
+    def slices(self) -> list[ResourceSlice]:
+        return [*self.objects.slices, *self.extra_slices]
+
+    @property
+    def classes(self) -> dict[str, DeviceClass]:
+        return self.objects.classes
+
+    def claims_of(self, pod: Pod) -> list[ResourceClaim]:
+        return claims_for_pod(pod, self.objects)
+
+    def allocate(self, pod: Pod, claims: Sequence[ResourceClaim] | None = None) -> PodClaims | None:
+        """The pod's claims allocated on this node, as the scheduler would when it picks this node;
+        None when the pod uses no claim. `claims`: other claims in their place (what-if runs)."""
+        if not pod.resource_claims:
+            return None
+        mine = list(claims) if claims is not None else self.claims_of(pod)
+        keys = {c.key for c in mine}
+        others = [c for c in self.objects.claims.values() if c.allocation is not None and c.key not in keys]
+        result = allocate_claims(mine, self.slices, self.objects.classes, node=self.node,
+                                 node_labels=self.node_labels, allocated=others, version=self.version,
+                                 gates=self.gates)
+        return PodClaims(pod, tuple(mine), result)
+
+    def commit(self, outcome: PodClaims) -> None:
+        """Reserve: the pod's claims are allocated from now on (and the pod is among their holders)."""
+        if isinstance(outcome.result, AllocationFailure):
+            return
+        for c in outcome.result.claims:
+            self.objects.claims[c.claim.key] = c.allocated_claim()
+            self.holders.setdefault(c.claim.key, set()).add(outcome.pod.uid)
+
+    def release(self, pod: Pod) -> None:
+        """The pod is gone: a claim no pod holds any more is deallocated (the controller clears
+        status.allocation once status.reservedFor is empty); claims allocated on input stay."""
+        for key, uids in list(self.holders.items()):
+            uids.discard(pod.uid)
+            if not uids:
+                del self.holders[key]
+                claim = self.objects.claims.get(key)
+                if claim is not None:
+                    self.objects.claims[key] = replace(claim, allocation=None)

@@ -1,0 +1,44 @@
+"""`numalign simulate` and `capacity` with DRA, as a user runs them: the table's DRA rows, the report's
+DRA section, capacity limited by the allocator."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+EXE = [sys.executable, "-m", "numalign.cli.main"]
+DATA = Path(__file__).resolve().parents[1] / "data" / "dra"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*EXE, *args], capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_simulate_shows_dra_pods_and_their_alignment(tmp_path: Path) -> None:
+    report = tmp_path / "r.html"
+    p = run("simulate", "--cluster", str(DATA / "cluster" / "cluster.yaml"), str(DATA / "cluster" / "workload.yaml"),
+            "--scheduler", "default", "--report", str(report))
+    assert p.returncode == 0, p.stderr
+    rows = {line.split("  ")[0]: line.split()[-1] for line in p.stdout.splitlines() if line.startswith("DRA ")}
+    assert rows["DRA pods placed"] == "12/16"
+    assert rows["DRA pods unschedulable"] == "4"
+    assert rows["DRA devices with CPUs+memory"].endswith("%")
+    assert "4 pod(s): cannot allocate all claims" in p.stdout
+    html = report.read_text()
+    assert 'id="dra-alignment"' in html and 'id="dra-outcome"' in html
+    assert "cannot allocate all claims" in html
+    doc = json.loads(run("simulate", "--cluster", str(DATA / "cluster" / "cluster.yaml"),
+                         str(DATA / "cluster" / "workload.yaml"), "--scheduler", "exact", "-o", "json").stdout)
+    dra = doc["runs"][0]["dra"]
+    assert (dra["pods"], dra["placed"]) == (16, 12)
+    assert dra["aligned"] + dra["apart"] + dra["unpinned"] + dra["unknown"] == 12
+
+
+def test_capacity_is_limited_by_the_claims() -> None:
+    p = run("capacity", "--cluster", str(DATA / "cluster" / "cluster.yaml"), str(DATA / "claim-and-pod.yaml"))
+    assert p.returncode == 0, p.stderr
+    gpu = next(line for line in p.stdout.splitlines() if line.startswith("gpu ") and "LIMITED" not in line
+               and "claims" in line)
+    assert "cannot allocate all claims (3)" in gpu and " 12 " in gpu
