@@ -19,13 +19,9 @@ from numalign.cli.options.nodeargs import data_file as _data
 from numalign.errors import ConfigError
 
 if TYPE_CHECKING:
-    from numalign.answer.alignment import PodAlignment
-    from numalign.answer.whatif import Answer
-    from numalign.core.decision import DecisionRecord
     from numalign.k8s.kubeletconfig import KubeletConfig
     from numalign.k8s.pod import Pod
     from numalign.kubelet.node import Node
-    from numalign.kubelet.versions import KubeletVersion
     from numalign.machine.topology import Machine
 
 
