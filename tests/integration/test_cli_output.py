@@ -56,7 +56,8 @@ def status_dir(tmp_path: Path) -> Path:
         rec = node.admit(pod)
         pods[pod.uid] = {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid, "file": "pods.yaml",
                          "status": "admitted" if rec.result.admit else "rejected", "reason": rec.result.reason,
-                         "message": rec.result.message, "record": rec.to_dict(), "allocations": dict(rec.allocations),
+                         "message": rec.result.message, "record": rec.to_dict(),
+                         "allocations": rec.to_dict()["allocations"],
                          "containers": "started" if rec.result.admit else None}
     state = tmp_path / "state"
     state.mkdir()

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from numalign.core.decision import ContainerAllocation
 from numalign.k8s.pod import Pod
 
 
@@ -47,8 +48,8 @@ class PodEntry:
     reason: str | None = None
     message: str = ""
     record: Mapping[str, Any] | None = None  # DecisionRecord.to_dict() of the decision
-    # container -> ContainerAllocation.to_dict(), and -> the Allocate answers merged for the runtime
-    allocations: Mapping[str, Any] = field(default_factory=dict)
+    # container -> what it holds, and -> the Allocate answers merged for the runtime
+    allocations: Mapping[str, ContainerAllocation] = field(default_factory=dict)
     runtime: Mapping[str, Any] = field(default_factory=dict)
     container_errors: Mapping[str, str] = field(default_factory=dict)
     containers: ContainersStatus | None = None
@@ -68,7 +69,7 @@ class PodEntry:
             "uid": self.pod.uid, "namespace": self.pod.namespace, "name": self.pod.name, "file": self.file,
             "status": str(self.status), "reason": self.reason, "message": self.message,
             "record": None if self.record is None else dict(self.record),
-            "allocations": dict(self.allocations), "runtime": dict(self.runtime),
+            "allocations": {name: a.to_dict() for name, a in self.allocations.items()}, "runtime": dict(self.runtime),
             "container_errors": dict(self.container_errors),
             "containers": None if self.containers is None else str(self.containers),
         }

@@ -75,7 +75,7 @@ def pods_document(book: PodBook, node: Node) -> dict[str, Any]:
     for uid, entry in book.pods.items():
         if entry.status == PodStatus.ADMITTED and uid in node.pods:
             containers = list(node.pods[uid].all_containers())
-            entry.allocations = {c.name: node.allocation(uid, c.name).to_dict() for c in containers}
+            entry.allocations = {c.name: node.allocation(uid, c.name) for c in containers}
             runtime = {}
             for c in containers:
                 opts = node.devices.pod_devices.run_container_options(uid, c.name)
@@ -83,7 +83,7 @@ def pods_document(book: PodBook, node: Node) -> dict[str, Any]:
                     runtime[c.name] = _runtime_dict(opts)
             entry.runtime = runtime
         elif entry.status == PodStatus.ADMITTING and (res := node.reserved.get(uid)) is not None:
-            entry.allocations = {c.name: node.allocation(uid, c.name).to_dict() for c in res.pod.all_containers()}
+            entry.allocations = {c.name: node.allocation(uid, c.name) for c in res.pod.all_containers()}
     return {"pods": {uid: e.to_dict() for uid, e in book.pods.items()},
             "manifests": {path: m.to_dict() for path, m in book.manifests.items()}}
 

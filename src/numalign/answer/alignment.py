@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
+from numalign.core.decision import ContainerAllocation
 from numalign.k8s.resources import RESOURCE_CPU
 from numalign.machine.topology import Machine
 
@@ -79,19 +80,18 @@ class AlignmentJudge:
         self.capacity = {n: dict(capacity.get(n, {})) for n in machine.numa_ids()}
         self._socket = {n.id: _socket_of(machine, n.id) for n in machine.numa_nodes}
 
-    def container(self, name: str, allocation: Mapping[str, Any]) -> ContainerAlignment:
+    def container(self, name: str, allocation: ContainerAllocation) -> ContainerAlignment:
         cpu_nodes: set[int] = set()
         need: dict[str, int] = {}
-        if allocation.get("exclusive_cpus"):
-            ids = _cpuset(str(allocation.get("cpus") or ""))
-            cpu_nodes = {n for n in (self.machine.cpu(c).numa_node for c in ids) if n is not None}
-            need[RESOURCE_CPU] = len(ids)
+        if allocation.exclusive:
+            cpu_nodes = {n for n in (self.machine.cpu(c).numa_node for c in allocation.cpus) if n is not None}
+            need[RESOURCE_CPU] = len(allocation.cpus)
         mem_nodes: set[int] = set()
-        for b in allocation.get("memory") or []:
-            mem_nodes.update(b["numa_nodes"])
-            need[b["type"]] = need.get(b["type"], 0) + int(b["size"])
+        for b in allocation.memory:
+            mem_nodes.update(b.numa_nodes)
+            need[b.type] = need.get(b.type, 0) + b.size
         devs: dict[str, tuple[int, ...]] = {}
-        for res, ids in (allocation.get("devices") or {}).items():
+        for res, ids in allocation.devices.items():
             nodes = {n for topo in ids.values() if topo for n in topo}
             devs[res] = tuple(sorted(nodes))
             need[res] = need.get(res, 0) + len(ids)
@@ -106,7 +106,7 @@ class AlignmentJudge:
         return ContainerAlignment(name, tuple(sorted(cpu_nodes)), tuple(sorted(mem_nodes)), devs,
                                   tuple(sorted(used)), sockets, fewest, tuple(flags))
 
-    def pod(self, allocations: Mapping[str, Mapping[str, Any]]) -> PodAlignment:
+    def pod(self, allocations: Mapping[str, ContainerAllocation]) -> PodAlignment:
         return PodAlignment(tuple(self.container(n, a) for n, a in allocations.items()))
 
     def _covers(self, nodes: Sequence[int], need: Mapping[str, int]) -> bool:
@@ -141,13 +141,6 @@ def _socket_of(machine: Machine, numa: int) -> int:
     cpus = machine.node(numa).cpus
     return machine.cpu(min(cpus)).socket if cpus else -1
 
-
-def _cpuset(text: str) -> list[int]:
-    out: list[int] = []
-    for part in filter(None, text.split(",")):
-        a, _, b = part.partition("-")
-        out.extend(range(int(a), int(b or a) + 1))
-    return out
 
 
 def empty_node_capacity(free: Iterable[Any]) -> dict[int, dict[str, int]]:

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from numalign.core.decision import ContainerAllocation
 from numalign.kubelet.dra.api import AllocatedDevice, AllocationFailure
 from numalign.kubelet.dra.scheduling import PodClaims
 from numalign.machine.dra import numa_of_pci
@@ -129,27 +130,20 @@ def device_place(machine: Machine, d: AllocatedDevice) -> DRADevicePlace:
     return DRADevicePlace(d.claim, d.request, d.device_id, node, told)
 
 
-def _cpu_nodes(machine: Machine, allocation: Mapping[str, Any]) -> set[int]:
-    if not allocation.get("exclusive_cpus"):
+def _cpu_nodes(machine: Machine, allocation: ContainerAllocation) -> set[int]:
+    if not allocation.exclusive:
         return set()
-    out: set[int] = set()
-    for part in filter(None, str(allocation.get("cpus") or "").split(",")):
-        a, _, b = part.partition("-")
-        for cpu in range(int(a), int(b or a) + 1):
-            n = machine.cpu(cpu).numa_node
-            if n is not None:
-                out.add(n)
-    return out
+    return {n for n in (machine.cpu(cpu).numa_node for cpu in allocation.cpus) if n is not None}
 
 
 def container_alignment(
-    machine: Machine, name: str, devices: tuple[AllocatedDevice, ...], allocation: Mapping[str, Any]
+    machine: Machine, name: str, devices: tuple[AllocatedDevice, ...], allocation: ContainerAllocation
 ) -> ContainerDRAAlignment:
     # CPUs and memory that came through DRA (dra-driver-cpu, dra-driver-memory) count as the container's
     # CPUs and memory, not as devices to align with them.
     places = tuple(device_place(machine, d) for d in devices if d.driver not in (CPU_DRIVER, MEMORY_DRIVER))
     cpus = _cpu_nodes(machine, allocation) | {n for d in devices if d.driver == CPU_DRIVER for n in d.numa_nodes[:1]}
-    memory = {n for b in allocation.get("memory") or [] for n in b["numa_nodes"]}
+    memory = {n for b in allocation.memory for n in b.numa_nodes}
     memory |= {n for d in devices if d.driver == MEMORY_DRIVER for n in d.numa_nodes[:1]}
     verdict: Verdict
     if any(p.numa_node is None for p in places):
@@ -165,7 +159,7 @@ def container_alignment(
 
 
 def pod_alignment(
-    machine: Machine, outcome: PodClaims, allocations: Mapping[str, Mapping[str, Any]],
+    machine: Machine, outcome: PodClaims, allocations: Mapping[str, ContainerAllocation],
     previews: tuple[str, ...] = (),
 ) -> PodDRAAlignment:
     """The alignment of an admitted pod (`allocations`: its decision record's, per container)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from numalign.core.decision import ContainerAllocation
 from numalign.errors import NumalignError
 from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.pod import Pod
@@ -92,12 +93,12 @@ def _kubelet(node: Node, pod: Pod, name: str, cpus: int, memory: int) -> str:
         return f"the kubelet could not be asked ({e})"
     if not rec.result.admit:
         return f"the kubelet would reject the same request: {rec.result.reason}"
-    alloc = rec.allocations.get(name) or {}
+    alloc = rec.allocations.get(name) or ContainerAllocation()
     got = []
-    if alloc.get("exclusive_cpus"):
-        ids = twin.allocation(variant.uid, name).cpus
+    if alloc.exclusive:
+        ids = alloc.cpus
         numa = {n for n in (node.machine.cpu(x).numa_node for x in ids) if n is not None}
         got.append(f"CPUs {format_cpuset(ids)} (NUMA {_ids(numa)})")
-    for b in alloc.get("memory") or []:
-        got.append(f"{b['type']} {binary_quantity(b['size'])} on NUMA {_ids(b['numa_nodes'])}")
+    for b in alloc.memory:
+        got.append(f"{b.type} {binary_quantity(b.size)} on NUMA {_ids(b.numa_nodes)}")
     return f"the kubelet's managers for the same request: {'; '.join(got) or 'nothing pinned'}"

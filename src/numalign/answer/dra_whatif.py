@@ -18,10 +18,12 @@ Only options after which every container is aligned are reported.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from numalign.answer.dra_alignment import AlignmentOption, PodDRAAlignment, container_alignment, device_place
 from numalign.answer.dra_drivers import restarted_without
+from numalign.core.decision import ContainerAllocation
 from numalign.errors import NumalignError
 from numalign.k8s.dra.types import (
     ATTRIBUTE_NUMA_NODE,
@@ -44,7 +46,7 @@ ALIGNING = ("single-numa-node", "restricted", "best-effort")
 
 
 def aligned_if(node: Node, pod: Pod, outcome: PodClaims, dra: NodeDRA,
-               allocations: dict[str, Any]) -> tuple[list[AlignmentOption], int]:
+               allocations: Mapping[str, ContainerAllocation]) -> tuple[list[AlignmentOption], int]:
     """The options that align the pod, and how many were tried. `node` holds the pod already."""
     options: list[AlignmentOption] = []
     tried = 0
@@ -59,7 +61,7 @@ def aligned_if(node: Node, pod: Pod, outcome: PodClaims, dra: NodeDRA,
     return options, tried
 
 
-def _aligned(node: Node, outcome: PodClaims, pod: Pod, allocations: dict[str, Any]) -> bool:
+def _aligned(node: Node, outcome: PodClaims, pod: Pod, allocations: Mapping[str, ContainerAllocation]) -> bool:
     for c in pod.all_containers():
         devs = outcome.container_devices(c.name)
         if devs and container_alignment(node.machine, c.name, devs, allocations[c.name]).verdict != "aligned":
@@ -73,15 +75,15 @@ def _cpu_numa(node: Node, cpus: set[int]) -> str:
 
 
 def _match_attribute(node: Node, pod: Pod, outcome: PodClaims, dra: NodeDRA,
-                     allocations: dict[str, Any]) -> tuple[AlignmentOption | None, int]:
+                     allocations: Mapping[str, ContainerAllocation]) -> tuple[AlignmentOption | None, int]:
     """One claim with the devices, the CPUs and the memory, and matchAttribute over all of them."""
     claims = list(outcome.claims)
     names = outcome.pod_claim_names()
     changed: list[str] = []
     for c in pod.all_containers():
-        alloc = allocations.get(c.name) or {}
-        cpus = len(node.allocation(pod.uid, c.name).cpus) if alloc.get("exclusive_cpus") else 0
-        memory = sum(int(b["size"]) for b in alloc.get("memory") or [] if b["type"] == "memory")
+        alloc = allocations.get(c.name) or ContainerAllocation()
+        cpus = len(alloc.cpus) if alloc.exclusive else 0
+        memory = sum(b.size for b in alloc.memory if b.type == "memory")
         refs = [names[r.name] for r in c.claims if r.name in names]
         if not refs or not (cpus or memory):
             continue
@@ -142,7 +144,7 @@ def _cpus(ids: set[int]) -> str:
 
 
 def _device_plugin(node: Node, pod: Pod, outcome: PodClaims, dra: NodeDRA,
-                   allocations: dict[str, Any]) -> tuple[AlignmentOption | None, int]:
+                   allocations: Mapping[str, ContainerAllocation]) -> tuple[AlignmentOption | None, int]:
     """The claims' devices served by a device plugin instead, the pod asking for them by count."""
     resources: dict[str, str] = {}  # driver -> extended resource name
     counts: dict[str, dict[str, int]] = {}  # container -> resource -> count
@@ -176,14 +178,13 @@ def _device_plugin(node: Node, pod: Pod, outcome: PodClaims, dra: NodeDRA,
         if not rec.result.admit:
             continue
         ok = True
-        for cname, alloc in rec.allocations.items():
-            dev_nodes = {n for ids in alloc["devices"].values() for topo in ids.values() if topo for n in topo}
+        for alloc in rec.allocations.values():
+            dev_nodes = {n for ids in alloc.devices.values() for topo in ids.values() if topo for n in topo}
             if not dev_nodes:
                 continue
-            cpus = set() if not alloc["exclusive_cpus"] else {
-                n for n in (node.machine.cpu(c).numa_node for c in twin.allocation(variant.uid, cname).cpus)
-                if n is not None}
-            mem = {n for b in alloc["memory"] for n in b["numa_nodes"]}
+            cpus = set() if not alloc.exclusive else {
+                n for n in (node.machine.cpu(c).numa_node for c in alloc.cpus) if n is not None}
+            mem = {n for b in alloc.memory for n in b.numa_nodes}
             pinned = [s for s in (cpus, mem) if s]
             if not pinned or not dev_nodes <= set.intersection(*pinned):
                 ok = False
@@ -208,7 +209,7 @@ def _with_extended(pod: Pod, counts: dict[str, dict[str, int]]) -> Pod:
 
 
 def _preview(node: Node, pod: Pod, outcome: PodClaims, dra: NodeDRA,
-             allocations: dict[str, Any]) -> tuple[AlignmentOption | None, int]:
+             allocations: Mapping[str, ContainerAllocation]) -> tuple[AlignmentOption | None, int]:
     """The same claim, the Topology Manager taking the devices' NUMA nodes as hints (preview)."""
     from numalign.answer.dra_alignment import hint_nodes
     from numalign.kubelet.previews.dra_hints import DRAHintProvider
@@ -226,7 +227,7 @@ def _preview(node: Node, pod: Pod, outcome: PodClaims, dra: NodeDRA,
     rec = twin.admit(pod)
     if not rec.result.admit:
         return None, 1
-    allocations2 = {c: twin.allocation(pod.uid, c).to_dict() for c in rec.allocations}
+    allocations2 = {c: twin.allocation(pod.uid, c) for c in rec.allocations}
     if not _aligned(twin, outcome, pod, allocations2):
         return None, 1
     how = f" --topology-manager-policy {policy}" if policy else ""

@@ -8,14 +8,13 @@ line, and at most MAX_FREE_LINES lines are shown unless details are asked for (J
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from numalign.answer.alignment import AlignmentJudge, ContainerAlignment, PodAlignment, empty_node_capacity
 from numalign.answer.free import FreeCapacity, numa_capacity
 from numalign.answer.whatif import Answer, AnswerCache
 from numalign.answer.why import show
-from numalign.core.decision import DecisionRecord
+from numalign.core.decision import ContainerAllocation, DecisionRecord
 from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.pod import Pod
 from numalign.k8s.resources import RESOURCE_CPU
@@ -59,14 +58,14 @@ def to_json(extra: PodAlignment | Answer) -> dict[str, Any]:
     return {"answer": extra.to_dict()}
 
 
-def allocation_line(name: str, alloc: Mapping[str, Any], alignment: ContainerAlignment | None) -> str:
+def allocation_line(name: str, alloc: ContainerAllocation, alignment: ContainerAlignment | None) -> str:
     """`c: cpus 1-4 (exclusive, NUMA 0); memory 4Gi on NUMA 0; nvidia.com/gpu 0000:17:00.0 (NUMA 0)`."""
     cpu_numa = f", NUMA {_ids(alignment.cpus)}" if alignment is not None and alignment.cpus else ""
-    pool = f" (exclusive{cpu_numa})" if alloc["exclusive_cpus"] else " (shared pool)"
-    parts = [f"cpus {alloc['cpus'] or '-'}{pool}"]
-    for b in alloc["memory"]:
-        parts.append(f"{b['type']} {binary_quantity(b['size'])} on NUMA {_ids(b['numa_nodes'])}")
-    for res, devs in alloc["devices"].items():
+    pool = f" (exclusive{cpu_numa})" if alloc.exclusive else " (shared pool)"
+    parts = [f"cpus {alloc.cpus_text or '-'}{pool}"]
+    for b in alloc.memory:
+        parts.append(f"{b.type} {binary_quantity(b.size)} on NUMA {_ids(b.numa_nodes)}")
+    for res, devs in alloc.devices.items():
         numa = sorted({n for topo in devs.values() if topo for n in topo})
         parts.append(f"{res} {' '.join(devs)} (NUMA {_ids(numa) if numa else 'none'})")
     line = f"    {name}: " + "; ".join(parts)

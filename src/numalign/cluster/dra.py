@@ -259,7 +259,7 @@ def figures(dra: ClusterDRA, pods: int, bound: Mapping[str, tuple[int, str]],
             devs = tuple(d for d in answer.devices if d.claim in keys)
             if not devs:
                 continue
-            alloc = node.allocation(uid, c.name).to_dict()
+            alloc = node.allocation(uid, c.name)
             v = container_alignment(sn.pool.machine, c.name, devs, alloc).verdict
             worst = max(worst, v, key=_RANK.__getitem__) if worst else v
         verdicts[worst or "unpinned"] += 1

@@ -257,8 +257,8 @@ def _alignment(state: ClusterState, bound: dict[str, tuple[int, str]]) -> NUMAAl
             if alloc.exclusive:
                 pinned.update(cpus)
             for block in alloc.memory:
-                numa.update(block["numa_nodes"])
-                pinned.update(block["numa_nodes"])
+                numa.update(block.numa_nodes)
+                pinned.update(block.numa_nodes)
             for devs in alloc.devices.values():
                 for nodes in devs.values():
                     numa.update(nodes or ())

@@ -213,7 +213,7 @@ class ClusterState:
                     if cpu in cpu_numa:
                         mask |= 1 << cpu_numa[cpu]
             for block in alloc.memory:
-                for n in block["numa_nodes"]:
+                for n in block.numa_nodes:
                     mask |= 1 << n
             for devs in alloc.devices.values():
                 for nodes in devs.values():

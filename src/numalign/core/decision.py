@@ -190,6 +190,44 @@ class ContainerDecision:
 
 
 @dataclass(frozen=True)
+class MemoryBlock:
+    """A container's memory block: `size` bytes of one resource (memory, hugepages-<size>) on a set of
+    NUMA nodes, as the memory manager's Static policy assigns it."""
+
+    type: str
+    size: int
+    numa_nodes: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "size": self.size, "numa_nodes": list(self.numa_nodes)}
+
+
+@dataclass(frozen=True)
+class ContainerAllocation:
+    """What a container was given: its CPUs (exclusive, or the shared pool), memory blocks, and device
+    IDs per resource with each device's NUMA nodes (None: the device reports no topology).
+
+    `cpus_text` is the CPU set as the kubelet writes it (Go's cpuset String, k8s.cpuset.format_cpuset),
+    given by the builder: core formats no cpusets, and a node shares one text among the containers of
+    its shared pool."""
+
+    cpus: tuple[int, ...] = ()  # ascending
+    exclusive: bool = False
+    memory: tuple[MemoryBlock, ...] = ()
+    devices: Mapping[str, Mapping[str, tuple[int, ...] | None]] = field(default_factory=dict)
+    cpus_text: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cpus": self.cpus_text,
+            "exclusive_cpus": self.exclusive,
+            "memory": [b.to_dict() for b in self.memory],
+            "devices": {res: {d: None if t is None else list(t) for d, t in ids.items()}
+                        for res, ids in self.devices.items()},
+        }
+
+
+@dataclass(frozen=True)
 class DecisionRecord:
     pod: str
     pod_uid: str
@@ -198,7 +236,7 @@ class DecisionRecord:
     options: Mapping[str, str]
     decisions: tuple[ContainerDecision, ...]
     result: AdmitResult
-    allocations: Mapping[str, Any] = field(default_factory=dict)
+    allocations: Mapping[str, ContainerAllocation] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -209,7 +247,7 @@ class DecisionRecord:
             "options": dict(self.options),
             "result": self.result.to_dict(),
             "decisions": [d.to_dict() for d in self.decisions],
-            "allocations": dict(self.allocations),
+            "allocations": {name: a.to_dict() for name, a in self.allocations.items()},
         }
 
     def render(self) -> str:

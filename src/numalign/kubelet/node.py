@@ -19,11 +19,17 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from numalign import metrics as m
-from numalign.core.decision import AdmitResult, ContainerDecision, DecisionRecord
+from numalign.core.decision import (
+    AdmitResult,
+    ContainerAllocation,
+    ContainerDecision,
+    DecisionRecord,
+    MemoryBlock,
+)
 from numalign.core.numa import NUMAInfo
 from numalign.errors import CheckpointError, InvalidInputError
 from numalign.k8s.cpuset import format_cpuset
@@ -74,23 +80,6 @@ def numa_info_for(machine: Machine) -> NUMAInfo:
     order = machine.cadvisor_numa_order()
     rows = machine.kubelet_distances()
     return NUMAInfo.create(order) if rows is None else NUMAInfo.create(order, rows)
-
-
-@dataclass
-class ContainerAllocation:
-    cpus: list[int] = field(default_factory=list)
-    exclusive: bool = False
-    memory: list[dict[str, Any]] = field(default_factory=list)
-    devices: dict[str, dict[str, list[int] | None]] = field(default_factory=dict)
-
-    def to_dict(self, cpus_text: str | None = None) -> dict[str, Any]:
-        """cpus_text: format_cpuset(self.cpus) when the caller has it already."""
-        return {
-            "cpus": format_cpuset(self.cpus) if cpus_text is None else cpus_text,
-            "exclusive_cpus": self.exclusive,
-            "memory": self.memory,
-            "devices": self.devices,
-        }
 
 
 class Node:
@@ -205,7 +194,7 @@ class Node:
         self.reloads = 0  # how often the state was read again: a reload drops every reservation
         self.store = store
         self._tx: Transaction | None = None
-        self._cpuset_texts: dict[frozenset[int], str] = {}  # see _allocation_dict
+        self._cpuset_texts: dict[frozenset[int], tuple[tuple[int, ...], str]] = {}  # see allocation()
         # The providers' pinning counters at the last _sync_provider_metrics (metrics only grow).
         self._synced_counts: tuple[int, ...] = ()  # in _PINNING_METRICS order
         self.cpu.start()
@@ -430,7 +419,7 @@ class Node:
         self.devices.deferred = []
         try:
             decisions, result = self._verdict(pod)
-            allocations: dict[str, Any] = {}
+            allocations: dict[str, ContainerAllocation] = {}
             if result.admit:
                 self._started(pod)
                 allocations = self._allocations(pod)
@@ -489,7 +478,7 @@ class Node:
         return tuple(outcome.decisions), result
 
     def _record(self, pod: Pod, decisions: tuple[ContainerDecision, ...], result: AdmitResult,
-                allocations: Mapping[str, Any]) -> DecisionRecord:
+                allocations: Mapping[str, ContainerAllocation]) -> DecisionRecord:
         """The admission's decision record; the one place a rejection is counted."""
         if not result.admit:
             self.metrics.inc(m.ADMISSION_REJECTIONS, reason=m.rejection_label(result.reason))
@@ -508,8 +497,8 @@ class Node:
         self.tm.remove_pod(pod)
         self.devices.remove_pod(pod.uid)
 
-    def _allocations(self, pod: Pod) -> dict[str, Any]:
-        return {c.name: self._allocation_dict(pod.uid, c.name) for c in pod.all_containers()}
+    def _allocations(self, pod: Pod) -> dict[str, ContainerAllocation]:
+        return {c.name: self.allocation(pod.uid, c.name) for c in pod.all_containers()}
 
     @property
     def reserved_pods(self) -> list[Pod]:
@@ -573,32 +562,26 @@ class Node:
         if self.store is not None:
             self.allocations[pod.uid] = recorded_allocation(pod, self.cpu, self.memory, self.devices)
 
-    def _allocation_dict(self, pod_uid: str, container: str) -> dict[str, Any]:
-        """allocation(..).to_dict() for the decision record, the CPU set's text remembered per set: every
+    def allocation(self, pod_uid: str, container: str) -> ContainerAllocation:
+        """What the container holds now. The CPU set's sorted ids and text are remembered per set: every
         container in the shared pool gets the same (large) set until an exclusive allocation changes it."""
         cpus = self.cpu.cpus_for_container(pod_uid, container)
-        text = self._cpuset_texts.get(cpus)
-        if text is None:
+        known = self._cpuset_texts.get(cpus)
+        if known is None:
             if len(self._cpuset_texts) >= 64:
                 self._cpuset_texts.clear()
-            text = self._cpuset_texts[cpus] = format_cpuset(cpus)
-        out = ContainerAllocation(exclusive=self.cpu.get_cpu_set(pod_uid, container) is not None,
-                                  memory=self._memory_of(pod_uid, container),
-                                  devices=self._devices_of(pod_uid, container))
-        return out.to_dict(text)
+            known = self._cpuset_texts[cpus] = (tuple(sorted(cpus)), format_cpuset(cpus))
+        ids, text = known
+        return ContainerAllocation(ids, self.cpu.get_cpu_set(pod_uid, container) is not None,
+                                   self._memory_of(pod_uid, container), self._devices_of(pod_uid, container), text)
 
-    def allocation(self, pod_uid: str, container: str) -> ContainerAllocation:
-        return ContainerAllocation(sorted(self.cpu.cpus_for_container(pod_uid, container)),
-                                   self.cpu.get_cpu_set(pod_uid, container) is not None,
-                                   self._memory_of(pod_uid, container), self._devices_of(pod_uid, container))
-
-    def _memory_of(self, pod_uid: str, container: str) -> list[dict[str, Any]]:
+    def _memory_of(self, pod_uid: str, container: str) -> tuple[MemoryBlock, ...]:
         blocks = self.memory.get_memory(pod_uid, container) or []
-        return [{"type": b.type, "size": b.size, "numa_nodes": list(b.numa_affinity)} for b in blocks]
+        return tuple(MemoryBlock(b.type, b.size, tuple(b.numa_affinity)) for b in blocks)
 
-    def _devices_of(self, pod_uid: str, container: str) -> dict[str, dict[str, list[int] | None]]:
+    def _devices_of(self, pod_uid: str, container: str) -> dict[str, dict[str, tuple[int, ...] | None]]:
         devs = self.devices.get_container_devices(pod_uid, container) or {}
         return {
-            res: {d: (None if dev.topology is None else list(dev.topology)) for d, dev in sorted(ids.items())}
+            res: {d: (None if dev.topology is None else tuple(dev.topology)) for d, dev in sorted(ids.items())}
             for res, ids in sorted(devs.items())
         }

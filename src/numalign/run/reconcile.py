@@ -15,7 +15,6 @@ import os
 from pathlib import Path
 
 from numalign.errors import NumalignError
-from numalign.k8s.cpuset import format_cpuset
 from numalign.kubelet.node import Node
 from numalign.run.affinity import allowed_cpus
 from numalign.run.process import PROC, ProcessRef, is_alive
@@ -63,7 +62,7 @@ def reconcile_shared_pool(node: Node) -> list[str]:
         if alloc.get("exclusive_cpus"):
             continue
         now = node.allocation(uid, container)
-        cpus = format_cpuset(now.cpus)
+        cpus = now.cpus_text
         if cpus == alloc.get("cpus"):
             continue
         try:
@@ -76,7 +75,7 @@ def reconcile_shared_pool(node: Node) -> list[str]:
         if isinstance(cgroup, str) and (Path(cgroup) / "cpuset.cpus").exists():
             with contextlib.suppress(OSError):
                 (Path(cgroup) / "cpuset.cpus").write_text(f"{cpus}\n", encoding="ascii")
-        _set_tasks(ref.pid, sorted(set(now.cpus) & allowed_cpus()) or now.cpus)
+        _set_tasks(ref.pid, sorted(set(now.cpus) & allowed_cpus()) or list(now.cpus))
         node.processes[uid] = {**record, "allocation": {**alloc, "cpus": cpus}}
         changed.append(node.pods[uid].key)
     return changed

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from numalign.adapters.statedir.directory import StateDirectory
-from numalign.core.decision import DecisionRecord
+from numalign.core.decision import ContainerAllocation, DecisionRecord
 from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
 from numalign.k8s.previews import NO_PREVIEWS, Previews
 from numalign.kubelet.devicemanager.endpoint import Device
-from numalign.kubelet.node import ContainerAllocation, Node
+from numalign.kubelet.node import Node
 from numalign.kubelet.versions import DEFAULT as DEFAULT_KUBELET_VERSION
 from numalign.kubelet.versions import KubeletVersion
 from numalign.machine.topology import Machine
@@ -238,7 +238,7 @@ def _not_applicable(alloc: ContainerAllocation, node: Node) -> str | None:
         return (f"the decision gives CPUs {format_cpuset(sorted(cpus))}, but this process may only run on "
                 f"{format_cpuset(sorted(usable))}; expected a machine that is this host and CPUs this process may "
                 f"use; omit --machine, or keep the others out with --reserved-cpus {format_cpuset(sorted(reserved))}")
-    mems = {n for b in alloc.memory for n in b["numa_nodes"]}
+    mems = {n for b in alloc.memory for n in b.numa_nodes}
     usable_mems = allowed_mems()
     if mems and not mems <= usable_mems:
         return (f"the decision binds memory to NUMA nodes {format_cpuset(sorted(mems))}, but this process may "

@@ -113,8 +113,8 @@ def test_available_counts_what_nfd_watches_guaranteed_or_holding_a_device() -> N
     assert burst_numa is not None
     assert _res(nrt, burst_numa[0], "nvidia.com/gpu") == (1, 1, 0)
     frac_blocks = node.allocation(node_uid(node, "frac"), "c").memory
-    assert [b["size"] for b in frac_blocks] == [8 * GiB]
-    frac_numa = frac_blocks[0]["numa_nodes"][0]
+    assert [b.size for b in frac_blocks] == [8 * GiB]
+    frac_numa = frac_blocks[0].numa_nodes[0]
     _, alloc, avail = _res(nrt, frac_numa, "memory")
     assert alloc - avail == 8 * GiB
     assert [_res(nrt, i, "cpu") for i in range(4)] == [_res(empty, i, "cpu") for i in range(4)]

@@ -85,7 +85,7 @@ def test_guaranteed_pods_are_admitted_aligned_and_fast(name: str, policy: str) -
     assert len(alloc.cpus) == 4 and alloc.exclusive
     cpu_nodes = {m.cpu(c).numa_node for c in alloc.cpus}
     assert cpu_nodes <= nodes
-    assert all(set(b["numa_nodes"]) <= nodes for b in alloc.memory)
+    assert all(set(b.numa_nodes) <= nodes for b in alloc.memory)
     for devs in alloc.devices.values():
         for topo in devs.values():
             assert topo is not None and nodes & set(topo)

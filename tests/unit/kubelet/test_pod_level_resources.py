@@ -51,7 +51,7 @@ def test_static_cpu_and_memory_policies_leave_pod_level_pods_in_the_shared_pool(
     rec = node.admit(pod)
     assert rec.result.admit, rec.render()
     alloc = node.allocation(pod.uid, "c")
-    assert not alloc.exclusive and alloc.memory == []
+    assert not alloc.exclusive and alloc.memory == ()
     assert alloc.devices["nvidia.com/gpu"]  # the device manager still serves and aligns the pod
     by_name = {p.provider: p for p in rec.decisions[0].providers}
     assert by_name["cpu"].hints is None and by_name["memory"].hints is None

@@ -117,7 +117,7 @@ def _status_dir(tmp_path: Path) -> Path:
         pods[rec.pod_uid] = {"namespace": ns, "name": name, "uid": rec.pod_uid,
                              "status": "admitted" if rec.result.admit else "rejected",
                              "reason": rec.result.reason, "message": rec.result.message,
-                             "record": rec.to_dict(), "allocations": dict(rec.allocations)}
+                             "record": rec.to_dict(), "allocations": rec.to_dict()["allocations"]}
     state = tmp_path / "state"
     state.mkdir()
     write_status(state, {"pods": pods, "manifests": {}, "resources": {}, "faults": {},

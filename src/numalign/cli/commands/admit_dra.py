@@ -174,7 +174,7 @@ class DRAAdmit:
         if alignment.misaligned:  # what would align it, each option run on this node (answer/dra_whatif.py)
             from numalign.answer.dra_whatif import aligned_if, with_options
 
-            alignment = with_options(alignment, *aligned_if(node, pod, outcome, self.dra, dict(rec.allocations)))
+            alignment = with_options(alignment, *aligned_if(node, pod, outcome, self.dra, rec.allocations))
         self.alignments[pod.uid] = alignment
 
     # ---- output ------------------------------------------------------------------------------

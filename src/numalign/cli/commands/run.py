@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from numalign.paths import DATA_DIR
 
 if TYPE_CHECKING:
+    from numalign.core.decision import ContainerAllocation
     from numalign.k8s.pod import Pod
-    from numalign.kubelet.node import ContainerAllocation
     from numalign.machine.topology import Machine
     from numalign.run.launch import Placement
     from numalign.run.process import ProcessRef
@@ -224,7 +224,7 @@ def _place(
 
     alloc = adm.allocation
     assert alloc is not None, "only an admitted container is placed, and it has its allocation"
-    mems = frozenset(n for b in alloc.memory for n in b["numa_nodes"]) or None
+    mems = frozenset(n for b in alloc.memory for n in b.numa_nodes) or None
     memory_max, hugetlb = container_limits(pod, container)
     notes: list[str] = []
     cgroup = None
@@ -342,9 +342,9 @@ def _print_decision(
 
     alloc = adm.allocation
     assert alloc is not None and placement is not None, "an admitted container has its allocation and placement"
-    parts = [f"cpus {alloc.to_dict()['cpus']} ({'exclusive' if alloc.exclusive else 'shared pool'})"]
+    parts = [f"cpus {alloc.cpus_text} ({'exclusive' if alloc.exclusive else 'shared pool'})"]
     for b in alloc.memory:
-        parts.append(f"{b['type']} {binary_quantity(b['size'])} on NUMA {','.join(map(str, b['numa_nodes']))}")
+        parts.append(f"{b.type} {binary_quantity(b.size)} on NUMA {','.join(map(str, b.numa_nodes))}")
     for res, devs in alloc.devices.items():
         parts.append(f"{res} {' '.join(devs)}")
     from numalign.cli.options.versionargs import version_text

@@ -124,7 +124,7 @@ def test_the_devices_of_the_container_keep_its_cpus_on_their_numa_node() -> None
     _admitted(node, _pod("gpu0", "1", {"nvidia.com/gpu": "1"}))  # node 0's GPU
     pod = _admitted(node, _pod("gpu1", "2", {"nvidia.com/gpu": "1"}))
     devices = node.allocation(pod.uid, "c").devices["nvidia.com/gpu"]
-    assert list(devices.values()) == [[1]]
+    assert list(devices.values()) == [(1,)]
     held = _cpus(node, pod)
     assert held <= NODE1
     out = _resize(node, pod, "4")

@@ -138,5 +138,5 @@ def test_restrict_to_cpu_numa_nodes_changes_the_decision() -> None:
     rec = node.admit(pod)
     assert rec.result.admit
     # The GPU projected onto node 0 (gpu-b, HBM node 10) is the preferred single-node hint, lowest id.
-    assert rec.allocations["c"]["devices"] == {"nvidia.com/gpu": {"gpu-b": [0]}}
+    assert rec.allocations["c"].devices == {"nvidia.com/gpu": {"gpu-b": (0,)}}
     assert _numa_of(node, pod) == {0}
