@@ -41,6 +41,9 @@ KUBELET_LAYERS: tuple[tuple[str, ...], ...] = (
     ("cpumanager", "memorymanager", "devicemanager", "dra"),
     ("state", "plan"),
     ("admission", "nodestate", "previews"),
+    ("startup",),
+    ("containermanager",),
+    ("podadmission",),
     ("node",),
 )
 

@@ -19,7 +19,7 @@ from numalign.core.policies.startup import StartupError, start_policy
 from numalign.errors import ConfigError, DiscoveryError
 from numalign.kubelet.cpumanager.manager import new_cpu_manager_policy
 from numalign.kubelet.cpumanager.topology import CPUTopology
-from numalign.kubelet.node import numa_info_for
+from numalign.kubelet.startup import numa_info_for
 from numalign.machine.cadvisor import machine_from_cadvisor, machine_to_cadvisor
 from numalign.machine.fileformat import machine_from_dict, machine_to_dict
 from numalign.machine.topology import Machine

@@ -1,0 +1,186 @@
+"""The container manager: the Topology Manager and the device, CPU and memory managers of one node,
+built and registered in the kubelet's order, and what a container holds once they have allocated.
+
+Upstream's cm/container_manager_linux.go (NewContainerManager) builds the managers,
+cm/internal_container_lifecycle.go hands each starting container to the CPU and memory managers, and
+GetCPUs / GetMemory / GetDevices answer what a container holds; here `ContainerManager`, `start_pod` and
+`allocation`. The pinning counters the managers keep as plain attributes (pure code) are published as
+metrics here too, as upstream's managers publish theirs.
+"""
+
+from __future__ import annotations
+
+from numalign import metrics as m
+from numalign.core.decision import ContainerAllocation, MemoryBlock
+from numalign.core.numa import NUMAInfo
+from numalign.k8s.cpuset import format_cpuset
+from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.pod import Pod
+from numalign.k8s.previews import NUMA_ALLOCATION_STRATEGY, Previews
+from numalign.k8s.quantity import Quantity, QuantityFormat
+from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
+from numalign.kubelet.cpumanager.manager import new_cpu_manager_policy
+from numalign.kubelet.cpumanager.topology import CPUTopology
+from numalign.kubelet.devicemanager.endpoint import Device
+from numalign.kubelet.devicemanager.manager import DeviceManager
+from numalign.kubelet.memorymanager.manager import new_memory_manager
+from numalign.kubelet.memorymanager.reserved import MemoryReservation
+from numalign.kubelet.previews.numa_allocation import node_scorer, scored_policy
+from numalign.kubelet.startup import Startup
+from numalign.kubelet.topologymanager.manager import TopologyManager
+from numalign.machine.topology import Machine
+
+# The providers' pinning counters as ContainerManager.sync_metrics publishes them.
+_PINNING_METRICS = (m.CPU_PINNING_REQUESTS, m.CPU_PINNING_ERRORS, m.MEM_PINNING_REQUESTS, m.MEM_PINNING_ERRORS)
+# The managers' counters an admission moves (a probe puts them back).
+_COUNTERS = ("pinning_requests_total", "pinning_errors_total", "aligned_physical_cpu_total",
+             "aligned_physical_cpu_failures_total", "aligned_uncore_cache_total")
+
+Counters = list[tuple[object, str, int]]
+
+
+class ContainerManager:
+    """One node's Topology Manager and resource managers, from a configuration the kubelet accepted
+    (numalign.kubelet.startup)."""
+
+    def __init__(self, config: KubeletConfig, startup: Startup, *, metrics: m.Metrics,
+                 static_devices: bool, implicit_from_nodes: int, adapt_memory_to_host: bool,
+                 previews: Previews) -> None:
+        # implicit_from_nodes: the NUMA-node count from which providers describe hints implicitly.
+        self.machine: Machine = startup.machine
+        machine = startup.machine
+        self.metrics = metrics
+        self.numa: NUMAInfo = startup.numa
+        self.tm = TopologyManager(
+            self.numa,
+            config.topology_manager_policy,
+            config.topology_manager_scope,
+            config.topology_manager_policy_options,
+            startup.gates,
+            metrics,
+            option_maturity=startup.behaviours.topology_option_maturity,
+        )
+        # GetNodeAllocatableReservation against the node's capacity (cadvisor: NumCores online CPUs,
+        # MemoryCapacity = the NUMA nodes' memory), so percentage eviction thresholds resolve.
+        capacity = {
+            RESOURCE_CPU: Quantity.from_int(len(machine.online_cpus())),
+            RESOURCE_MEMORY: Quantity.from_int(
+                sum(machine.memory_by_node().values()), QuantityFormat.BINARY_SI
+            ),
+        }
+        reservation = config.node_allocatable_reservation(capacity)
+        self.cpu = new_cpu_manager_policy(
+            config.cpu_manager_policy,
+            CPUTopology.from_machine(machine),
+            reserved_cpu=reservation.get("cpu"),
+            reserved_system_cpus=config.reserved_cpus(),
+            policy_options=config.cpu_manager_policy_options,
+            feature_gates=startup.gates,
+            topology_manager_policy=config.topology_manager_policy,
+            affinity=self.tm,
+            shared_cpus=machine.online_cpus(),
+            implicit_from_nodes=implicit_from_nodes,
+            option_maturity=startup.behaviours.cpu_option_maturity,
+        )
+        self.memory = new_memory_manager(
+            config.memory_manager_policy,
+            machine,
+            reservation,
+            [MemoryReservation(r.numa_node, dict(r.limits)) for r in config.reserved_memory],
+            affinity=self.tm,
+            implicit_from_nodes=implicit_from_nodes,
+            # `numalign run` only: a memory_manager_state made before this host's memory changed is
+            # rebuilt around what it holds (memory.host_changes says what), where the kubelet refuses it.
+            adapt_to_host=adapt_memory_to_host,
+        )
+        self.devices = DeviceManager(machine.numa_ids(), self.tm, implicit_from_nodes=implicit_from_nodes,
+                                     behaviours=startup.behaviours)
+        self.static_devices = static_devices
+        if static_devices:
+            self.register_static_plugins()
+        # The kubelet's container manager registers the device manager, then the CPU manager, then the
+        # memory manager (container_manager_linux.go); hints are listed and Allocate is called in
+        # that order, so a device failure stops admission before any CPU or memory is pinned.
+        for provider in (self.devices, self.cpu, self.memory):
+            self.tm.add_hint_provider(provider)
+        if previews.on(NUMA_ALLOCATION_STRATEGY):
+            self.tm.scope.policy = scored_policy(self.tm.scope.policy, self.numa, previews,
+                                                 node_scorer(self.cpu, self.memory, self.devices),
+                                                 self.tm.opts.prefer_closest_numa)
+        self._cpuset_texts: dict[frozenset[int], tuple[tuple[int, ...], str]] = {}  # see allocation()
+        # The providers' pinning counters at the last sync_metrics (metrics only grow).
+        self._synced_counts: tuple[int, ...] = ()  # in _PINNING_METRICS order
+
+    def register_static_plugins(self) -> None:
+        """The machine's devices, served by in-process plugins that register at once."""
+        for resource, devs in sorted(self.machine.devices_by_resource().items()):
+            self.devices.add_static_plugin(resource, [Device(d.id, d.health, d.numa_nodes) for d in devs])
+
+    # ---- container lifecycle -----------------------------------------------------------------------
+    def start_pod(self, pod: Pod) -> None:
+        """The admitted pod's containers start: each keeps what the scope allocated to it."""
+        for c in pod.all_containers():
+            self.tm.add_container(pod, c, f"{pod.uid}/{c.name}")
+        # Containers start in order; starting one releases earlier regular init containers' memory
+        # (upstream memory manager AddContainer).
+        for c in pod.all_containers():
+            self.memory.add_container(pod, c)
+
+    def release_pod(self, pod: Pod) -> None:
+        """Give back everything the pod holds."""
+        self.tm.remove_pod(pod)
+        self.devices.remove_pod(pod.uid)
+
+    # ---- what a container holds --------------------------------------------------------------------
+    def allocation(self, pod_uid: str, container: str) -> ContainerAllocation:
+        """What the container holds now. The CPU set's sorted ids and text are remembered per set: every
+        container in the shared pool gets the same (large) set until an exclusive allocation changes it."""
+        cpus = self.cpu.cpus_for_container(pod_uid, container)
+        known = self._cpuset_texts.get(cpus)
+        if known is None:
+            if len(self._cpuset_texts) >= 64:
+                self._cpuset_texts.clear()
+            known = self._cpuset_texts[cpus] = (tuple(sorted(cpus)), format_cpuset(cpus))
+        ids, text = known
+        return ContainerAllocation(ids, self.cpu.get_cpu_set(pod_uid, container) is not None,
+                                   self._memory_of(pod_uid, container), self._devices_of(pod_uid, container), text)
+
+    def allocations(self, pod: Pod) -> dict[str, ContainerAllocation]:
+        return {c.name: self.allocation(pod.uid, c.name) for c in pod.all_containers()}
+
+    def _memory_of(self, pod_uid: str, container: str) -> tuple[MemoryBlock, ...]:
+        blocks = self.memory.get_memory(pod_uid, container) or []
+        return tuple(MemoryBlock(b.type, b.size, tuple(b.numa_affinity)) for b in blocks)
+
+    def _devices_of(self, pod_uid: str, container: str) -> dict[str, dict[str, tuple[int, ...] | None]]:
+        devs = self.devices.get_container_devices(pod_uid, container) or {}
+        return {
+            res: {d: (None if dev.topology is None else tuple(dev.topology)) for d, dev in sorted(ids.items())}
+            for res, ids in sorted(devs.items())
+        }
+
+    # ---- the managers' counters --------------------------------------------------------------------
+    def counters(self) -> Counters:
+        """The managers' counters, plain attributes of pure code (see sync_metrics)."""
+        return [(p, name, int(getattr(p, name))) for p in (self.cpu, self.memory) for name in _COUNTERS
+                if hasattr(p, name)]
+
+    @staticmethod
+    def set_counters(saved: Counters) -> None:
+        for provider, name, value in saved:
+            setattr(provider, name, value)
+
+    def sync_metrics(self) -> None:
+        """Providers count pinning requests/errors as plain attributes (pure code); publish the deltas."""
+        cpu, memory = self.cpu, self.memory
+        counts = (int(getattr(cpu, "pinning_requests_total", 0)), int(getattr(cpu, "pinning_errors_total", 0)),
+                  int(getattr(memory, "pinning_requests_total", 0)), int(getattr(memory, "pinning_errors_total", 0)))
+        # A metric already reached the count it was synced with, and metrics never go down: only a count
+        # that changed since can publish anything.
+        before = self._synced_counts or (None,) * len(counts)
+        self._synced_counts = counts
+        for name, now, then in zip(_PINNING_METRICS, counts, before, strict=True):
+            if now != then:
+                delta = now - int(self.metrics.value(name))
+                if delta > 0:
+                    self.metrics.inc(name, float(delta))
