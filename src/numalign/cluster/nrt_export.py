@@ -44,7 +44,7 @@ Intel CPUs are not published (the machine model does not describe core types).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from numalign.cluster.nrt import (
@@ -134,10 +134,19 @@ def export(
 ) -> NodeResourceTopology:
     """The object the topology-updater publishes for GetAllocatableResources and List."""
     zones = aggregate(machine, allocatable_cpus, allocatable_memory, allocatable_devices, scan(pods))
-    attributes = [(TOPOLOGY_MANAGER_POLICY_ATTRIBUTE, policy), (TOPOLOGY_MANAGER_SCOPE_ATTRIBUTE, scope)]
     names = [(p.namespace, p.name) for p in pods]
+    pods_fingerprint = None
     if names and all(ns is not None and n is not None for ns, n in names):
-        attributes.append((FINGERPRINT_ATTRIBUTE, fingerprint((str(ns), str(n)) for ns, n in names)))
+        pods_fingerprint = fingerprint((str(ns), str(n)) for ns, n in names)
+    return published(name, policy, scope, zones, pods_fingerprint)
+
+
+def published(name: str, policy: str, scope: str, zones: tuple[Zone, ...],
+              pods_fingerprint: str | None) -> NodeResourceTopology:
+    """The object with its attributes: the fingerprint only when List named every pod (None: none)."""
+    attributes = [(TOPOLOGY_MANAGER_POLICY_ATTRIBUTE, policy), (TOPOLOGY_MANAGER_SCOPE_ATTRIBUTE, scope)]
+    if pods_fingerprint is not None:
+        attributes.append((FINGERPRINT_ATTRIBUTE, pods_fingerprint))
     return NodeResourceTopology(name, zones, tuple(attributes), (detect_topology_policy(policy, scope),))
 
 
@@ -146,28 +155,39 @@ def export(
 
 def node_resource_topology(node: Node, name: str) -> NodeResourceTopology:
     """The object the topology-updater would publish for this node now."""
-    cpus: list[int] = sorted(node.cpu.get_allocatable_cpus())
-    memory = [(b.type, b.size, list(b.numa_affinity)) for b in node.memory.get_allocatable_memory()]
-    devices = [(resource, dev_id, dev.topology)
-               for resource, devs in node.devices.get_allocatable_devices().items() for dev_id, dev in devs.items()]
+    cpus, memory, devices = node_allocatable_resources(node)
     config = node.config
     return export(node.machine, name, config.topology_manager_policy, config.topology_manager_scope,
                   cpus, memory, devices, node_pods(node))
+
+
+def node_allocatable_resources(node: Node) -> tuple[list[int], list[MemoryBlockView],
+                                                    list[tuple[str, str, Sequence[int] | None]]]:
+    """GetAllocatableResources of a Node: CPU ids, memory blocks, devices."""
+    cpus: list[int] = sorted(node.cpu.get_allocatable_cpus())
+    memory: list[MemoryBlockView] = [(b.type, b.size, list(b.numa_affinity))
+                                     for b in node.memory.get_allocatable_memory()]
+    devices: list[tuple[str, str, Sequence[int] | None]] = [
+        (resource, dev_id, dev.topology)
+        for resource, devs in node.devices.get_allocatable_devices().items() for dev_id, dev in devs.items()]
+    return cpus, memory, devices
 
 
 def node_pods(node: Node) -> list[ListedPod]:
     """The node's pods as List reports them: the pods numalign admitted (sidecars and app containers;
     regular init containers have finished), then the pods only the kubelet's checkpoints hold
     resources for (a kubelet's own state directory), unnamed."""
-    out = []
-    for pod in node.pods.values():
-        reported = [c for c in pod.init_containers if c.is_sidecar] + list(pod.containers)
-        out.append(ListedPod(pod.namespace, pod.name,
-                             tuple(_container_view(node, pod.uid, c.name) for c in reported), pod))
+    out = [listed_pod(node, pod) for pod in node.pods.values()]
     for uid, names in sorted(held_containers(node).items()):
         if uid not in node.pods:
             out.append(ListedPod(None, None, _checkpointed_containers(node, uid, sorted(names))))
     return out
+
+
+def listed_pod(node: Node, pod: Pod) -> ListedPod:
+    """An admitted pod as List reports it: its sidecars and app containers."""
+    reported = [c for c in pod.init_containers if c.is_sidecar] + list(pod.containers)
+    return ListedPod(pod.namespace, pod.name, tuple(_container_view(node, pod.uid, c.name) for c in reported), pod)
 
 
 def _checkpointed_containers(node: Node, uid: str, names: Sequence[str]) -> tuple[ContainerView, ...]:
@@ -211,14 +231,31 @@ def _container_view(node: Node, uid: str, container: str) -> ContainerView:
 # ---- NodeResourcesAggregator ---------------------------------------------------------------------
 
 
-def aggregate(
+@dataclass(frozen=True, slots=True)
+class AllocatableTable:
+    """GetAllocatableResources as the aggregator reads it, before any pod is subtracted: per NUMA node
+    and resource (capacity, allocatable), which NUMA node owns each CPU and device, and each zone's
+    costs. Fixed for a node while its allocatable resources are (NodeExporter keeps one)."""
+
+    ids: tuple[int, ...]
+    rows: dict[int, dict[str, tuple[int, int]]]
+    cpu_owner: dict[int, int]
+    device_owner: dict[str, dict[str, int]]
+    costs: dict[int, tuple[tuple[str, int], ...]]
+    zones: dict[tuple[int, ...], Zone] = field(default_factory=dict)  # made by available_zones, per amounts
+
+
+# Zones kept per AllocatableTable (a few NUMA nodes' states each; cleared when full).
+_ZONES_KEPT = 4096
+
+
+def allocatable_table(
     machine: Machine,
     allocatable_cpus: Iterable[int],
     allocatable_memory: Iterable[MemoryBlockView],
     allocatable_devices: Iterable[tuple[str, str, Sequence[int] | None]],
-    pods: Iterable[Sequence[ContainerView]],
-) -> tuple[Zone, ...]:
-    """NodeResourcesAggregator.Aggregate over GetAllocatableResources and the scanned pods."""
+) -> AllocatableTable:
+    """The first half of NodeResourcesAggregator.Aggregate: capacity and allocatable per NUMA node."""
     ids = machine.numa_ids()
     cpu_numa = {c.id: c.numa_node for c in machine.cpus if c.online and c.numa_node is not None}
     allocatable: dict[int, dict[str, int]] = {}
@@ -242,13 +279,13 @@ def aggregate(
     reserved_cpus = {n: sum(1 for c, m in cpu_numa.items() if m == n and c not in cpu_owner) for n in ids}
     memory_capacity = _memory_capacity(machine)
 
-    table: dict[int, dict[str, list[int]]] = {}  # numa -> resource -> [capacity, allocatable, available]
+    rows: dict[int, dict[str, tuple[int, int]]] = {}  # numa -> resource -> (capacity, allocatable)
     for numa in ids:
         nres = allocatable.get(numa)
         if nres is None:
-            table[numa] = {RESOURCE_CPU: [reserved_cpus[numa], 0, 0]}
+            rows[numa] = {RESOURCE_CPU: (reserved_cpus[numa], 0)}
             continue
-        row: dict[str, list[int]] = {}
+        row: dict[str, tuple[int, int]] = {}
         for resource, amount in nres.items():
             if resource == RESOURCE_CPU:
                 cap = amount + reserved_cpus[numa]
@@ -256,8 +293,22 @@ def aggregate(
                 cap = memory_capacity.get(numa, {}).get(resource, amount)
             else:
                 cap = amount
-            row[resource] = [cap, amount, amount]
-        table[numa] = row
+            row[resource] = (cap, amount)
+        rows[numa] = row
+    distances = machine.distance_matrix()
+    costs: dict[int, tuple[tuple[str, int], ...]] = {}
+    for numa in ids:
+        costs[numa] = ()
+        if distances is not None and numa in distances:
+            costs[numa] = tuple((zone_name(ids[j]), d) for j, d in enumerate(distances[numa]))
+    return AllocatableTable(tuple(ids), rows, cpu_owner, device_owner, costs)
+
+
+def available_zones(allocatable: AllocatableTable, pods: Iterable[Sequence[ContainerView]]) -> tuple[Zone, ...]:
+    """The second half of Aggregate: the scanned pods subtracted, in order, from allocatable."""
+    rows = allocatable.rows
+    table = {numa: {r: amount for r, (_cap, amount) in row.items()} for numa, row in rows.items()}  # available
+    cpu_owner, device_owner = allocatable.cpu_owner, allocatable.device_owner
     for containers in pods:
         for cpus, devs, memory in containers:
             for cpu in cpus:
@@ -266,16 +317,35 @@ def aggregate(
                 _take_one(table, device_owner.get(resource, {}).get(dev_id), resource)
             for mem_type, size, numas in memory:
                 _take_memory(table, mem_type, size, numas)
-
-    distances = machine.distance_matrix()
+    # A zone is a value: one NUMA node with the same amounts available is the same zone, kept per table
+    # (a node exported again after a change reuses its untouched NUMA nodes' zones).
+    made = allocatable.zones
     zones = []
-    for numa in ids:
-        costs: tuple[tuple[str, int], ...] = ()
-        if distances is not None and numa in distances:
-            costs = tuple((zone_name(ids[j]), d) for j, d in enumerate(distances[numa]))
-        resources = tuple(ResourceInfo(r, *vals) for r, vals in sorted(table[numa].items()))
-        zones.append(Zone(zone_name(numa), ZONE_TYPE_NODE, resources, costs))
+    for numa in allocatable.ids:
+        available = table[numa]
+        key = (numa, *available.values())
+        zone = made.get(key)
+        if zone is None:
+            row = rows[numa]
+            resources = tuple(ResourceInfo(r, *row[r], available[r]) for r in sorted(row))
+            zone = Zone(zone_name(numa), ZONE_TYPE_NODE, resources, allocatable.costs[numa])
+            if len(made) >= _ZONES_KEPT:
+                made.clear()
+            made[key] = zone
+        zones.append(zone)
     return tuple(zones)
+
+
+def aggregate(
+    machine: Machine,
+    allocatable_cpus: Iterable[int],
+    allocatable_memory: Iterable[MemoryBlockView],
+    allocatable_devices: Iterable[tuple[str, str, Sequence[int] | None]],
+    pods: Iterable[Sequence[ContainerView]],
+) -> tuple[Zone, ...]:
+    """NodeResourcesAggregator.Aggregate over GetAllocatableResources and the scanned pods."""
+    return available_zones(allocatable_table(machine, allocatable_cpus, allocatable_memory, allocatable_devices),
+                           pods)
 
 
 def _memory_capacity(machine: Machine) -> dict[int, dict[str, int]]:
@@ -289,29 +359,30 @@ def _memory_capacity(machine: Machine) -> dict[int, dict[str, int]]:
     return out
 
 
-def _take_one(table: dict[int, dict[str, list[int]]], numa: int | None, resource: str) -> None:
+def _take_one(table: dict[int, dict[str, int]], numa: int | None, resource: str) -> None:
     if numa is None:
         return  # upstream logs "unknown resource" and skips it
-    row = table.get(numa, {}).get(resource)
-    if row is not None:
-        row[2] -= 1
+    row = table.get(numa)
+    if row is not None and resource in row:
+        row[resource] -= 1
 
 
-def _take_memory(table: dict[int, dict[str, list[int]]], resource: str, size: int, numas: Sequence[int]) -> None:
+def _take_memory(table: dict[int, dict[str, int]], resource: str, size: int, numas: Sequence[int]) -> None:
     """updateMemoryAvailable: drain the listed nodes in order until the block is accounted for."""
     for numa in numas:
         if size == 0:
             return
-        row = table.get(numa, {}).get(resource)
-        if row is None:
-            if numa in table:
+        row = table.get(numa)
+        if row is None or resource not in row:
+            if row is not None:
                 return  # upstream: resource missing under this zone, stop
             continue
-        if row[2] == 0:
+        available = row[resource]
+        if available == 0:
             continue
-        if size >= row[2]:
-            size -= row[2]
-            row[2] = 0
+        if size >= available:
+            size -= available
+            row[resource] = 0
         else:
-            row[2] -= size
+            row[resource] = available - size
             size = 0

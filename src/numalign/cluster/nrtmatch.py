@@ -39,7 +39,7 @@ from numalign.cluster.nrt import (
     ZONE_TYPE_NODE,
     NodeResourceTopology,
 )
-from numalign.cluster.nrt_export import node_resource_topology
+from numalign.cluster.nrt_live import NodeExporter
 from numalign.cluster.schedulers import MAX_NODE_SCORE, DefaultScheduler, num_feasible_nodes_to_find
 from numalign.cluster.state import BoolArray, ClusterState, IntArray, PodVector
 from numalign.k8s.pod import Container, Pod
@@ -446,13 +446,17 @@ class NRTScheduler(DefaultScheduler):
         self.strategy = scoring
         self._nrt: dict[int, tuple[int, NodeResourceTopology]] = {}
         self._allocatable: dict[str, dict[str, int]] = {}
+        self._exporters: dict[int, NodeExporter] = {}  # per node, its NRT brought up to date (nrt_live)
 
     def nrt_of(self, i: int) -> NodeResourceTopology:
         sn = self.state.nodes[i]
         cached = self._nrt.get(i)
         if cached is not None and cached[0] == sn.state:
             return cached[1]
-        nrt = node_resource_topology(sn.node(), sn.name)
+        exporter = self._exporters.get(i)
+        if exporter is None:
+            exporter = self._exporters[i] = NodeExporter(sn.node(), sn.name)
+        nrt = exporter.export()
         self._nrt[i] = (sn.state, nrt)
         return nrt
 

@@ -95,5 +95,10 @@ def pod_hash(namespace: str, name: str) -> int:
 
 def fingerprint(pods: Iterable[tuple[str, str]]) -> str:
     """The `pfp0v001...` fingerprint of a set of (namespace, name) pairs, in any order."""
-    stream = b"".join(h.to_bytes(8, "little") for h in sorted(pod_hash(ns, name) for ns, name in pods))
+    return fingerprint_of_hashes(pod_hash(ns, name) for ns, name in pods)
+
+
+def fingerprint_of_hashes(hashes: Iterable[int]) -> str:
+    """The fingerprint from the pods' hashes (pod_hash), in any order: for callers that keep them."""
+    stream = b"".join(h.to_bytes(8, "little") for h in sorted(hashes))
     return f"{PREFIX}{VERSION}{xxh64(stream):016x}"
