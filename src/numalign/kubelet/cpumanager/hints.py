@@ -15,6 +15,9 @@ from numalign.kubelet.cpumanager.topology import CPUTopology
 
 # 2^20 masks take about a second; beyond that the exhaustive list would run for minutes or years.
 EXACT_GENERATOR_MAX_NUMA_NODES = 20
+# generateCPUTopologyHints' answers kept per topology (topo.derived[_HINTED]); cleared when full.
+_HINTED = "cpu_topology_hints"
+HINTED_KEPT = 8192
 
 
 def _numa_of(topo: CPUTopology, cpu: int) -> int:
@@ -61,8 +64,28 @@ def generate_cpu_topology_hints(
     request: int,
     align_by_socket: bool = False,
 ) -> list[TopologyHint]:
-    """All NUMA masks with enough available + reusable CPUs, preferred when minimal (§1.4)."""
+    """All NUMA masks with enough available + reusable CPUs, preferred when minimal (§1.4).
+
+    A pure function of the topology and its arguments: answers are kept per topology (shared by the
+    nodes of one machine), as a fleet's nodes go through the same free sets again and again."""
     avail = frozenset(available)
+    reusable_set = frozenset(reusable)
+    memo: dict[tuple[frozenset[int], frozenset[int], int, bool], tuple[TopologyHint, ...]] | None
+    memo = topo.derived.get(_HINTED)
+    if memo is None:
+        memo = topo.derived[_HINTED] = {}
+    key = (avail, reusable_set, request, align_by_socket)
+    got = memo.get(key)
+    if got is None:
+        got = tuple(_generate(topo, avail, reusable_set, request, align_by_socket))
+        if len(memo) >= HINTED_KEPT:
+            memo.clear()
+        memo[key] = got
+    return list(got)
+
+
+def _generate(topo: CPUTopology, avail: frozenset[int], reusable_set: frozenset[int], request: int,
+              align_by_socket: bool) -> list[TopologyHint]:
     view = topo.keep_only(avail)
     avail_per_node = dict.fromkeys(topo.details.numa_nodes(), 0)
     avail_per_node.update(view.counts("numa_node"))
@@ -70,7 +93,6 @@ def generate_cpu_topology_hints(
     stray = len(avail) - len(view)
     if stray:
         avail_per_node[0] = avail_per_node.get(0, 0) + stray
-    reusable_set = frozenset(reusable)
     reusable_mask = 0
     for cpu in reusable_set:
         reusable_mask |= 1 << _numa_of(topo, cpu)
