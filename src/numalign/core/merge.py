@@ -110,8 +110,19 @@ def _preferred_candidates(lists: Sequence[ExplicitList], default: int) -> set[in
     """Masks (already ANDed with default) that some all-preferred, all-equal permutation yields."""
     if not lists:
         return {default}
-    nil_ok = [any(h.preferred and h.mask is None for h in hs) for hs in lists]
-    per_list = [{h.mask for h in hs if h.preferred and h.mask is not None} for hs in lists]
+    nil_ok: list[bool] = []
+    per_list: list[set[int]] = []
+    for hs in lists:  # one pass per list (this runs for every admission)
+        nil = False
+        masks: set[int] = set()
+        for h in hs:
+            if h.preferred:
+                if h.mask is None:
+                    nil = True
+                else:
+                    masks.add(h.mask)
+        nil_ok.append(nil)
+        per_list.append(masks)
     out: set[int] = set()
     if all(nil_ok):
         out.add(default)

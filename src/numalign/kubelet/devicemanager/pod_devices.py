@@ -9,6 +9,7 @@ run options) we sort: resources and pods by name, device ids by `device_sort_key
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ NODE_WITHOUT_TOPOLOGY = -1
 _DIGITS = re.compile(r"(\d+)")
 
 
+@functools.lru_cache(maxsize=8192)  # a node's device ids are few and sorted on every admission
 def device_sort_key(device_id: str) -> tuple[tuple[int, int | str], ...]:
     """Natural order ("gpu2" before "gpu10"). Upstream's order is random; this is ours."""
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in _DIGITS.split(device_id) if p)

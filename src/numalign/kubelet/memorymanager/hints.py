@@ -60,39 +60,39 @@ def calculate_hints(
     means the mask size equals the smallest size whose *allocatable* totals cover the request."""
     nodes = sorted(machine_state)
     resources = sorted(requested)
-    # Per-resource columns of allocatable and free bytes by NUMA id, read once: the mask walk below
-    # only sums them (it runs for every admission, so table lookups per mask add up).
-    columns = [
-        (
-            r,
-            requested[r],
-            {n: machine_state[n].table(r).allocatable for n in nodes},
-            {n: machine_state[n].table(r).free for n in nodes},
-        )
-        for r in resources
-    ]
-    min_affinity_size = len(nodes)
+    tables = [[machine_state[n].table(r) for n in nodes] for r in resources]
+    # Which masks' allocatable totals cover the request, and the smallest such size, depend only on the
+    # allocatable bytes (fixed for a node) and the request: kept per those, as every admission asks.
+    key = (tuple(nodes), tuple((r, requested[r]) for r in resources),
+           tuple(t.allocatable for ts in tables for t in ts))
+    found = _COVERING.get(key)
+    if found is None:
+        found = _covering(nodes, [requested[r] for r in resources], [[t.allocatable for t in ts] for ts in tables])
+        if len(_COVERING) >= COVERING_KEPT:
+            _COVERING.clear()
+        _COVERING[key] = found
+    candidates, min_affinity_size = found
+    states = [machine_state[n] for n in nodes]
+    grouped = {n for n, st in zip(nodes, states, strict=True) if len(st.cells) > 1}  # in a multi-NUMA group
+    busy = {n for n, st in zip(nodes, states, strict=True) if st.number_of_assignments}
+    free = [(r, requested[r], {n: t.free for n, t in zip(nodes, ts, strict=True)})
+            for r, ts in zip(resources, tables, strict=True)]
     masks: list[int] = []
-    for k in range(1, len(nodes) + 1):
-        # combinations of the sorted ids in order == upstream IterateBitMasks
-        for mask_bits in combinations(nodes, k):
-            if any(sum(alloc[n] for n in mask_bits) < need for _, need, alloc, _ in columns):
-                continue
-            # Updated before the grouping and free-memory checks: a mask that is merely busy still
-            # counts as the minimal size, so wider fallbacks are then not preferred.
-            if k < min_affinity_size:
-                min_affinity_size = k
-            if k == 1:
-                if len(machine_state[mask_bits[0]].cells) > 1:
-                    continue  # the node belongs to a multi-NUMA group
-            elif violates_grouping(machine_state, mask_bits):
-                continue
-            mask = mask_of(mask_bits)
-            if any(
-                sum(free[n] for n in mask_bits) + reusable_for(reusable, mask, r) < need
-                for r, need, _, free in columns
-            ):
-                continue
+    for mask_bits, mask in candidates:
+        if len(mask_bits) == 1:
+            if mask_bits[0] in grouped:
+                continue  # the node belongs to a multi-NUMA group
+        elif not busy.isdisjoint(mask_bits) and violates_grouping(machine_state, mask_bits):
+            continue  # (a mask over unused nodes cannot violate the grouping)
+        fits = True
+        for r, need, column in free:
+            total = reusable_for(reusable, mask, r) if reusable else 0
+            for n in mask_bits:
+                total += column[n]
+            if total < need:
+                fits = False
+                break
+        if fits:
             masks.append(mask)
 
     hints: MemoryHints = {}
@@ -100,6 +100,31 @@ def calculate_hints(
         if masks:
             hints[r] = [TopologyHint(m, m.bit_count() == min_affinity_size) for m in masks]
     return hints
+
+
+# calculateHints' masks whose allocatable bytes cover a request, per (NUMA ids, request, allocatable).
+_COVERING: dict[tuple[object, ...], tuple[list[tuple[tuple[int, ...], int]], int]] = {}
+COVERING_KEPT = 4096
+
+
+def _covering(nodes: Sequence[int], needs: Sequence[int],
+              allocatable: Sequence[Sequence[int]]) -> tuple[list[tuple[tuple[int, ...], int]], int]:
+    """The masks (IterateBitMasks order) whose allocatable totals cover every need, with their ids,
+    and the smallest size among them (the machine's NUMA count when none does)."""
+    position = {n: i for i, n in enumerate(nodes)}
+    min_affinity_size = len(nodes)
+    out: list[tuple[tuple[int, ...], int]] = []
+    for k in range(1, len(nodes) + 1):
+        # combinations of the sorted ids in order == upstream IterateBitMasks
+        for mask_bits in combinations(nodes, k):
+            if any(sum(column[position[n]] for n in mask_bits) < need
+                   for need, column in zip(needs, allocatable, strict=True)):
+                continue
+            # Counted before the grouping and free-memory checks: a mask that is merely busy still
+            # counts as the minimal size, so wider fallbacks are then not preferred.
+            min_affinity_size = min(min_affinity_size, k)
+            out.append((mask_bits, mask_of(mask_bits)))
+    return out, min_affinity_size
 
 
 def regenerate_hints(blocks: Iterable[Block], requested: Requested) -> MemoryHints | None:
