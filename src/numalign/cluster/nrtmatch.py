@@ -38,6 +38,7 @@ from numalign.cluster.nrt import (
     TOPOLOGY_MANAGER_SCOPE_ATTRIBUTE,
     ZONE_TYPE_NODE,
     NodeResourceTopology,
+    Zone,
 )
 from numalign.cluster.nrt_live import NodeExporter
 from numalign.cluster.schedulers import MAX_NODE_SCORE, DefaultScheduler, num_feasible_nodes_to_find
@@ -109,6 +110,8 @@ def topology_manager_conf(nrt: NodeResourceTopology) -> TopologyManagerConf:
 _CACHE_LIMIT: Final = 2048  # about two exports per node of the bench cluster: stale NRTs are let go
 _ZONES: dict[tuple[int, bool], tuple[NodeResourceTopology, list[tuple[int, Resources, dict[int, int]]]]] = {}
 _REQUESTS: dict[int, tuple[Container, Resources]] = {}
+_ZONE: dict[tuple[int, bool], tuple[Zone, tuple[int, Resources, dict[int, int]] | None]] = {}
+_ZONE_LIMIT: Final = 8192
 
 
 def numa_zones(nrt: NodeResourceTopology, milli_cpu: bool = True) -> list[NUMAZone]:
@@ -126,11 +129,21 @@ def numa_zones(nrt: NodeResourceTopology, milli_cpu: bool = True) -> list[NUMAZo
 def _parse_zones(nrt: NodeResourceTopology, milli_cpu: bool) -> list[tuple[int, Resources, dict[int, int]]]:
     out = []
     for zone in nrt.zones:
-        if zone.type != ZONE_TYPE_NODE:
-            continue
-        numa = _zone_id(zone.name)
-        if numa is None or numa > MAX_NUMA_ID:
-            continue
+        parsed = _parse_zone(zone, milli_cpu)
+        if parsed is not None:
+            out.append(parsed)
+    return out
+
+
+def _parse_zone(zone: Zone, milli_cpu: bool) -> tuple[int, Resources, dict[int, int]] | None:
+    """One zone parsed (None: not a NUMA zone), kept per Zone object: the simulator's NRTs share the
+    zones of NUMA nodes whose amounts are unchanged (cluster/nrt_live.py). Read only by the caller."""
+    found = _ZONE.get((id(zone), milli_cpu))
+    if found is not None and found[0] is zone:
+        return found[1]
+    parsed: tuple[int, Resources, dict[int, int]] | None = None
+    numa = _zone_id(zone.name) if zone.type == ZONE_TYPE_NODE else None
+    if numa is not None and numa <= MAX_NUMA_ID:
         res = {r.name: (r.available * 1000 if r.name == RESOURCE_CPU and milli_cpu else r.available)
                for r in zone.resources}
         costs = {}
@@ -138,8 +151,11 @@ def _parse_zones(nrt: NodeResourceTopology, milli_cpu: bool) -> list[tuple[int, 
             cid = _zone_id(name)
             if cid is not None and cid <= MAX_NUMA_ID:
                 costs[cid] = value
-        out.append((numa, res, costs))
-    return out
+        parsed = (numa, res, costs)
+    if len(_ZONE) >= _ZONE_LIMIT:
+        _ZONE.clear()
+    _ZONE[(id(zone), milli_cpu)] = (zone, parsed)
+    return parsed
 
 
 def _requests(c: Container) -> Resources:
