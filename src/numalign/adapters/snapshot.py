@@ -21,6 +21,7 @@ from numalign.adapters.snapshot_collect import (
     CONFIG_MEMBER,
     DRA_MEMBER,
     MANIFEST,
+    PODS_MEMBER,
     SNAPSHOT_FORMAT,
     STATE_PREFIX,
 )
@@ -63,6 +64,39 @@ class NodeSnapshot:
     def allocatable(self) -> Path | None:
         p = self.root / ALLOCATABLE_MEMBER
         return p if p.is_file() else None
+
+    def pod_resources_list(self) -> dict[str, Any] | None:
+        """The PodResources List answer the snapshot captured (protobuf field names, as MessageToDict
+        wrote it), or None when it holds none (the socket did not answer, or none was given)."""
+        path = self.root / PODS_MEMBER
+        if not path.is_file():
+            return None
+        source = f"{self.path}:{PODS_MEMBER}"
+        try:
+            obj = json.loads(read_bounded(path, MAX_TEXT_FILE_BYTES, PODS_MEMBER).decode("utf-8"))
+        except (ValueError, RecursionError) as e:
+            raise SnapshotError(f"{source}: not JSON ({flat(str(e), 120)}); expected the PodResources List answer "
+                                "`numalign snapshot` writes; take the snapshot again") from None
+        pods = obj.get("pod_resources", []) if isinstance(obj, dict) else None
+        if not isinstance(pods, list) or not all(isinstance(p, dict) for p in pods):
+            raise SnapshotError(f"{source}: expected an object whose pod_resources is a list of pods (the "
+                                "PodResources List answer `numalign snapshot` writes); take the snapshot again")
+        return obj
+
+    def listed_pod_names(self) -> list[tuple[str, str]] | None:
+        """(namespace, name) of every pod the captured List reports, in its order; None without a capture.
+        Protobuf leaves an empty string out of the JSON, so a missing field is the empty string."""
+        listed = self.pod_resources_list()
+        if listed is None:
+            return None
+        out = []
+        for i, p in enumerate(listed.get("pod_resources", [])):
+            namespace, name = p.get("namespace", ""), p.get("name", "")
+            if not isinstance(namespace, str) or not isinstance(name, str):
+                raise SnapshotError(f"{self.path}:{PODS_MEMBER}: pod_resources[{i}]: namespace and name must be "
+                                    f"strings, got {quote(namespace)} and {quote(name)}; take the snapshot again")
+            out.append((namespace, name))
+        return out
 
     @property
     def kubelet_flags(self) -> list[tuple[str, str]]:

@@ -33,7 +33,9 @@ what the kubelet gave it: it gives exclusive CPUs (GetExclusiveCPUs, the only CP
 to a Guaranteed pod's containers with integral CPUs, and memory blocks only to Guaranteed pods. A
 Guaranteed pod holding neither contributes nothing either way, so both readings subtract the same
 amounts. Pods only the checkpoints know have no name, so then no fingerprint can be computed and none
-is published.
+is published, unless a PodResources List captured beside the state (a node snapshot's
+podresources/pods.json) names them: then the fingerprint signs exactly the pods that List reported
+(every pod, watched or not, as NFD's Scan signs them before it filters) plus those admitted here.
 
 Deliberate differences: zones are named by NUMA id and listed in id order with resources by name
 (upstream iterates Go maps, and indexes its zones by position in the machine's node list, which
@@ -131,10 +133,14 @@ def export(
     allocatable_memory: Iterable[MemoryBlockView],
     allocatable_devices: Iterable[tuple[str, str, Sequence[int] | None]],
     pods: Sequence[ListedPod],
+    listed_names: Sequence[tuple[str, str]] | None = None,
 ) -> NodeResourceTopology:
-    """The object the topology-updater publishes for GetAllocatableResources and List."""
+    """The object the topology-updater publishes for GetAllocatableResources and List. `listed_names`:
+    the (namespace, name) of every pod List reports, when they are known apart from `pods` (a snapshot's
+    PodResources capture names the pods the checkpoints know only by UID); the fingerprint signs them."""
     zones = aggregate(machine, allocatable_cpus, allocatable_memory, allocatable_devices, scan(pods))
-    names = [(p.namespace, p.name) for p in pods]
+    names: Sequence[tuple[str | None, str | None]] = (
+        [(p.namespace, p.name) for p in pods] if listed_names is None else listed_names)
     pods_fingerprint = None
     if names and all(ns is not None and n is not None for ns, n in names):
         pods_fingerprint = fingerprint((str(ns), str(n)) for ns, n in names)
@@ -153,12 +159,13 @@ def published(name: str, policy: str, scope: str, zones: tuple[Zone, ...],
 # ---- a Node's List, as PodResources would report it ------------------------------------------------
 
 
-def node_resource_topology(node: Node, name: str) -> NodeResourceTopology:
-    """The object the topology-updater would publish for this node now."""
+def node_resource_topology(node: Node, name: str,
+                           listed_names: Sequence[tuple[str, str]] | None = None) -> NodeResourceTopology:
+    """The object the topology-updater would publish for this node now (`listed_names`: see export)."""
     cpus, memory, devices = node_allocatable_resources(node)
     config = node.config
     return export(node.machine, name, config.topology_manager_policy, config.topology_manager_scope,
-                  cpus, memory, devices, node_pods(node))
+                  cpus, memory, devices, node_pods(node), listed_names)
 
 
 def node_allocatable_resources(node: Node) -> tuple[list[int], list[MemoryBlockView],

@@ -17,7 +17,9 @@ def register(sub: Any) -> None:
         "allocatable and available per resource, costs from the NUMA distances, and the "
         "topologyManagerPolicy/Scope attributes. The node is a machine and kubelet configuration, "
         "optionally with pods admitted first (POD.yaml) and/or the state of --state-dir (read, never "
-        "written). `numalign serve --nrt-file FILE` keeps the same object current for a running agent.",
+        "written). With --node SNAPSHOT holding a PodResources capture, the nodeTopologyPodsFingerprint "
+        "signs the pods that capture lists (plus POD.yaml's), as NFD signs List. "
+        "`numalign serve --nrt-file FILE` keeps the same object current for a running agent.",
     )
     p.add_argument("pods", nargs="*", metavar="POD.yaml",
                    help="pods to admit before the export (as `admit` takes them)")
@@ -97,16 +99,24 @@ def run(args: argparse.Namespace) -> int:
         node = Node(machine, config, store=state_directory(args.state_dir, read_only=True),
                     process_alive=process_alive, kubelet_version=version, previews=previews)
     rejected = []
+    admitted: list[tuple[str, str]] = []
     for pod in pods:
         rec = node.admit(pod)
         if not rec.result.admit:
             rejected.append(f"{pod.key}: {rec.result.reason}")
+        else:
+            admitted.append((pod.namespace, pod.name))
+    # A snapshot's PodResources capture is the List the topology-updater read on that node: its pods'
+    # names are what NFD signed (numalign's own record may hold runs List leaves out, and a kubelet's
+    # checkpoints know pods by UID only). The pods admitted here join them, as they would join List.
+    captured = args.node_snapshot.listed_pod_names() if args.node_snapshot is not None else None
+    signed = None if captured is None else [*captured, *admitted]
     listed = node_pods(node)
-    nrt = node_resource_topology(node, args.node_name or machine.name)
+    nrt = node_resource_topology(node, args.node_name or machine.name, signed)
     for line in rejected:
         print(f"numalign nrt: note: pod {line} (not counted)", file=sys.stderr)
     unnamed = sum(1 for p in listed if p.name is None)
-    if unnamed:
+    if unnamed and signed is None:
         print(f"numalign nrt: note: no nodeTopologyPodsFingerprint attribute: {unnamed} pod(s) are known only by "
               "UID from the kubelet's checkpoints (the fingerprint signs namespace/name); `nrt "
               "--pod-resources-socket` reads the names from the running kubelet", file=sys.stderr)

@@ -115,9 +115,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, NodeView | None]:
     """The pods of a state directory (or snapshot) read through a read-only Node, and their picture."""
-    import json
-
-    from numalign.adapters.snapshot_collect import PODS_MEMBER
     from numalign.adapters.statedir.directory import state_directory
     from numalign.adapters.statedir.files import CheckpointStore
     from numalign.adapters.statedir.layout import POD_RECORD_FILE
@@ -151,10 +148,8 @@ def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, 
         node = Node(machine, node_config(args, machine), store=state_directory(args.state_dir, read_only=True),
                     process_alive=process_alive,  # ended `numalign run` processes hold nothing
                     kubelet_version=version, previews=previews)
-    listed = None
     snap = args.node_snapshot
-    if snap is not None and (snap.root / PODS_MEMBER).is_file():
-        listed = json.loads((snap.root / PODS_MEMBER).read_text(encoding="utf-8"))
+    listed = snap.pod_resources_list() if snap is not None else None  # bounded, one line when damaged
     doc: dict[str, Any] = {"pods": state_pods(node, listed), **version_fields(version, previews)}
     from numalign.k8s.cpuset import format_cpuset
 
