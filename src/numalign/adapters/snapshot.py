@@ -78,7 +78,7 @@ class NodeSnapshot:
             raise SnapshotError(f"{source}: not JSON ({flat(str(e), 120)}); expected the PodResources List answer "
                                 "`numalign snapshot` writes; take the snapshot again") from None
         pods = obj.get("pod_resources", []) if isinstance(obj, dict) else None
-        if not isinstance(pods, list) or not all(isinstance(p, dict) for p in pods):
+        if not isinstance(obj, dict) or not isinstance(pods, list) or not all(isinstance(p, dict) for p in pods):
             raise SnapshotError(f"{source}: expected an object whose pod_resources is a list of pods (the "
                                 "PodResources List answer `numalign snapshot` writes); take the snapshot again")
         return obj

@@ -70,6 +70,9 @@ class PodEntry:
             "status": str(self.status), "reason": self.reason, "message": self.message,
             "record": None if self.record is None else dict(self.record),
             "allocations": {name: a.to_dict() for name, a in self.allocations.items()}, "runtime": dict(self.runtime),
+            # The file's keys are sorted: this keeps the kubelet's order (init containers first, in spec
+            # order), so a reader draws an app container over the finished init container whose CPUs it reuses.
+            "container_order": [c.name for c in self.pod.all_containers()],
             "container_errors": dict(self.container_errors),
             "containers": None if self.containers is None else str(self.containers),
         }

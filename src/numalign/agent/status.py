@@ -6,8 +6,9 @@ Written atomically after every change, read by `numalign pods`. Layout (JSON, so
      "pods": {uid: PodEntry.to_dict(): {"namespace", "name", "uid", "file",
                     "status": "admitted"|"rejected"|"pending"|"admitting", "reason", "message",
                     "record": DecisionRecord.to_dict() | null,
-                    "allocations": {container: ContainerAllocation.to_dict()}, "runtime", "containers",
-                    "container_errors"}},
+                    "allocations": {container: ContainerAllocation.to_dict()},
+                    "container_order": [container, ...] (init containers first, in spec order: the keys
+                    above are sorted), "runtime", "containers", "container_errors"}},
      "manifests": {file: {"status": "ok"|"invalid", "error": str|null, "pods": [uid, ...]}},
      "resources": {resource: {"healthy": [...], "unhealthy": [...], "connected": bool,
                                "reported": bool}},

@@ -92,6 +92,17 @@ def _containers(allocations: Mapping[str, Any] | None, order: Iterable[str] = ()
     return tuple(_container(n, allocations[n]) for n in names)
 
 
+def container_order(entry: Mapping[str, Any]) -> list[str]:
+    """A status entry's containers in the pod's order (`container_order`: init containers first, in spec
+    order), then any other container its allocations name. The status file sorts its keys, so the
+    allocations' own order is alphabetical, not the kubelet's."""
+    order = entry.get("container_order")
+    names = [str(n) for n in order if isinstance(n, str)] if isinstance(order, list) else []
+    allocations = entry.get("allocations")
+    extra = [str(n) for n in allocations if n not in names] if isinstance(allocations, Mapping) else []
+    return names + extra
+
+
 def node_view_from_records(
     machine: Machine,
     records: Iterable[Mapping[str, Any]],
@@ -128,6 +139,7 @@ def node_view_from_status(machine: Machine, doc: Mapping[str, Any], *, title: st
         key = f"{p.get('namespace', '')}/{p.get('name', '')}"
         status = str(p.get("status") or "pending")
         pods.append(PodView(key, status, str(p.get("reason") or ""), str(p.get("message") or ""),
-                            _containers(p.get("allocations")), p.get("record") if status == "rejected" else None))
+                            _containers(p.get("allocations"), container_order(p)),
+                            p.get("record") if status == "rejected" else None))
     reserved = frozenset(parse_cpuset(doc["reserved_cpus"])) if doc.get("reserved_cpus") else frozenset()
     return NodeView(machine, title or f"node {machine.name}", tuple(pods), reserved, tuple(notes))

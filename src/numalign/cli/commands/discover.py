@@ -127,6 +127,11 @@ def _second_opinion(machine: Machine, root: Path) -> None:
         log.warning("cadvisor counts no CPU on this machine (no online CPU with a readable core_id and "
                     "physical_package_id under its NUMA nodes): the kubelet's static CPU manager would not start "
                     "(could not detect number of cpus)")
+    unlinked = _cpumap_only_nodes(root)
+    if unlinked:
+        log.warning("NUMA node(s) %s list CPUs in cpumap but have no cpuN links: cadvisor reads only the links, so "
+                    "the kubelet sees no CPU on them (docs/machine-format.md, Discovery from sysfs)",
+                    ",".join(map(str, unlinked)))
     try:
         hw = discover_sysfs_hwloc(root)
     except DiscoveryError as e:
@@ -144,3 +149,33 @@ def _second_opinion(machine: Machine, root: Path) -> None:
     if notes:
         log.warning("hwloc reads this sysfs differently: %s; the firmware looks inconsistent there "
                     "(numalign discover --hwloc shows hwloc's reading; decisions use the kubelet's)", "; ".join(notes))
+
+
+def _cpumap_only_nodes(root: Path) -> list[int]:
+    """NUMA nodes whose `cpumap` names CPUs while the directory has no `cpuN` link (old dumps, and
+    hwloc's fakeheterocpunuma): cadvisor's GetNodesInfo globs the links and never reads cpumap, so
+    those CPUs are not on the node for the kubelet, whatever hwloc shows."""
+    import re
+
+    from numalign.errors import InvalidInputError
+    from numalign.limits import read_bounded
+
+    nodes = root / "sys" / "devices" / "system" / "node"
+    out = []
+    try:
+        entries = sorted(nodes.iterdir()) if nodes.is_dir() else []
+    except OSError:
+        return []
+    for d in entries:
+        m = re.fullmatch(r"node(\d+)", d.name)
+        if m is None or d.is_symlink() or not d.is_dir():
+            continue
+        try:
+            if any(re.fullmatch(r"cpu\d+", e.name) for e in d.iterdir()):
+                continue
+            text = read_bounded(d / "cpumap", 4096, "a NUMA node's cpumap", regular_only=True).decode("ascii")
+        except (OSError, UnicodeDecodeError, InvalidInputError):
+            continue  # discovery itself reports unreadable files; this is only an explanation
+        if any(c not in "0," for c in text.strip()):
+            out.append(int(m.group(1)))
+    return sorted(out)

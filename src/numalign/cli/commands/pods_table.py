@@ -93,8 +93,10 @@ def _memory(allocs: list[dict[str, Any]], wanted: Any) -> str:
 
 def _print_containers(pods: list[dict[str, Any]]) -> None:
     """-o wide: every container's allocation, as `numalign admit` prints it, and its runtime requests."""
+    from numalign.report.view import container_order
+
     for p in pods:
-        allocations = sorted((p.get("allocations") or {}).items())
+        allocations = [(n, p["allocations"][n]) for n in container_order(p) if n in (p.get("allocations") or {})]
         if not allocations:
             continue
         print(f"{p['namespace']}/{p['name']}:")

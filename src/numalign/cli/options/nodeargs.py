@@ -150,6 +150,7 @@ def state_pods(node: Node, listed: Any = None) -> dict[str, dict[str, Any]]:
             "name": named[1] if named else f"uid {uid} (in the kubelet's checkpoints only)",
             "status": "admitted",
             "allocations": allocations,
+            "container_order": order,  # as serve's status file keeps it (report.view.container_order)
         }
     return out
 
