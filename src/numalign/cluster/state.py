@@ -300,7 +300,7 @@ class ClusterState:
         if pod.uid in node.pods or pod.uid in node.reserved:
             # This very pod is bound here already: the question is whether another one like it fits.
             pod = dataclasses.replace(pod, uid=f"{pod.uid}~probe")
-        rec = node.probe(pod)
+        rec = node.probe(pod, allocations=False)  # only the verdict and the merged masks are read
         if not rec.result.admit and not rec.decisions:
             return False, 0, -1
         mask = 0

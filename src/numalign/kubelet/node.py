@@ -82,6 +82,7 @@ class Node(PodAdmission):
         self.gates = startup.gates
         self.implicit_from_nodes = implicit_from_nodes
         self.metrics = metrics or m.Metrics()
+        self.probe_metrics = m.Metrics()  # see PodAdmission.probe
         self.cm = ContainerManager(config, startup, metrics=self.metrics, static_devices=static_devices,
                                    implicit_from_nodes=implicit_from_nodes,
                                    adapt_memory_to_host=adapt_memory_to_host, previews=previews)

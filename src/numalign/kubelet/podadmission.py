@@ -41,6 +41,7 @@ class PodAdmission:
     devices: DeviceManager  # the container manager's, as the admit handlers read it
     handlers: AdmitHandlers
     metrics: m.Metrics
+    probe_metrics: m.Metrics  # what probes count, read by nobody
     gates: dict[str, bool]
     kubelet_version: KubeletVersion
     store: NodeStore | None
@@ -94,26 +95,30 @@ class PodAdmission:
             self._keep(pod, rec)
         return tx.outcome([rec], self.pods)[0]
 
-    def probe(self, pod: Pod) -> DecisionRecord:
+    def probe(self, pod: Pod, *, allocations: bool = True) -> DecisionRecord:
         """Would this node admit the pod now? Decided as `admit` decides it, then released: no pod, record,
-        metric or state write is left, and no device plugin is called."""
+        metric or state write is left, and no device plugin is called. allocations=False: the record
+        leaves out what the pod would hold (for callers that read only the verdict, as the simulator's
+        exact scheduler does for every candidate node)."""
         cm = self.cm
         tm_metrics, counters = cm.tm.metrics, cm.counters()
-        cm.tm.metrics = cm.tm.scope.metrics = m.Metrics()
+        # The Topology Manager counts into a sink nobody reads (one per node, not one per probe).
+        cm.tm.metrics = cm.tm.scope.metrics = self.probe_metrics
         cm.devices.deferred = []
         try:
             decisions, result = self._verdict(pod)
-            allocations: dict[str, ContainerAllocation] = {}
+            held: dict[str, ContainerAllocation] = {}
             if result.admit:
                 cm.start_pod(pod)
-                allocations = cm.allocations(pod)
+                if allocations:
+                    held = cm.allocations(pod)
             cm.release_pod(pod)
         finally:
             cm.devices.deferred = None
             cm.tm.metrics = cm.tm.scope.metrics = tm_metrics
             cm.set_counters(counters)
         return DecisionRecord(pod.key, pod.uid, cm.tm.policy_name, cm.tm.scope_name, dict(cm.tm.options),
-                              decisions, result, allocations)
+                              decisions, result, held)
 
     @property
     def reserved_pods(self) -> list[Pod]:
