@@ -55,6 +55,16 @@ def test_a_probe_decides_as_admit_and_leaves_nothing() -> None:
     assert counters(n)[m.TM_ADMISSION_REQUESTS] == seen[m.TM_ADMISSION_REQUESTS] + 1  # probes counted nothing
 
 
+def test_a_probe_without_allocations_gives_the_same_verdict_and_leaves_nothing() -> None:
+    n = loaded()
+    state, seen = n.state(), counters(n)
+    for p in (pod("d", 6, gpus=1), pod("huge", 200), pod("e", 2)):
+        full, bare = n.probe(p), n.probe(p, allocations=False)
+        assert bare == dataclasses.replace(full, allocations={})  # decisions, merged hints and result alike
+        assert n.state() == state and counters(n) == seen
+    assert n.probe(pod("d", 6, gpus=1)).allocations  # the default keeps them
+
+
 def test_a_restart_keeps_every_allocation_under_another_config() -> None:
     n = loaded()
     config = dataclasses.replace(CONFIG, topology_manager_policy="best-effort", topology_manager_scope="pod")
