@@ -113,11 +113,14 @@ class AdmitHandlers:
 
     def after_topology(self, node: Node, pod: Pod) -> AdmitResult:
         # Pods whose admission waits on a plugin's Allocate count as admitted: they hold their resources.
-        others = {uid: p for uid, p in node.pods.items() if uid != pod.uid}
         reserved = node.reserved_pods
+        others: Mapping[str, Pod] = node.pods  # read only; copied only when it must change
         count = len(others) + len(reserved)
-        for p in reserved:
-            others[p.uid] = p
+        if pod.uid in others or reserved:
+            others = {uid: p for uid, p in node.pods.items() if uid != pod.uid}
+            count = len(others) + len(reserved)
+            for p in reserved:
+                others[p.uid] = p
         holds = node.devices.pod_devices.has_pod(pod.uid) and any(
             node.devices.get_container_devices(pod.uid, c.name) for c in pod.all_containers())
         return predicate_admit(pod, self.allocatable(node, holds), self.requested(others), count)
