@@ -52,12 +52,6 @@ class NodeAnswers:
         return self.cache.answer(self.node, pod, rec)
 
 
-def to_json(extra: PodAlignment | Answer) -> dict[str, Any]:
-    if isinstance(extra, PodAlignment):
-        return {"alignment": extra.to_dict()}
-    return {"answer": extra.to_dict()}
-
-
 def allocation_line(name: str, alloc: ContainerAllocation, alignment: ContainerAlignment | None) -> str:
     """`c: cpus 1-4 (exclusive, NUMA 0); memory 4Gi on NUMA 0; nvidia.com/gpu 0000:17:00.0 (NUMA 0)`."""
     cpu_numa = f", NUMA {_ids(alignment.cpus)}" if alignment is not None and alignment.cpus else ""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,7 @@ from numalign.cli.options.nodeargs import data_file as _data
 from numalign.errors import ConfigError
 
 if TYPE_CHECKING:
+    from numalign.answer.presentation import AdmitDocument
     from numalign.k8s.kubeletconfig import KubeletConfig
     from numalign.k8s.pod import Pod
     from numalign.kubelet.node import Node
@@ -164,22 +164,23 @@ def run(args: argparse.Namespace) -> int:
                      args.chosen_version)
     with owner if owner is not None else contextlib.nullcontext():
         node, records, extras, dra = _admit_all(args, machine, config, base, pods, notes, dra_objects)
-    if args.report is not None:
-        _report(args.report, node, pods, records, extras, notes, config, args.chosen_version, dra)
-    from numalign.answer.text import to_json
+    from numalign.answer.presentation import AdmitDocument, PodAnswer, unprovided_extended_resources
     from numalign.cli.options.versionargs import version_fields, version_text
     from numalign.cli.output import EXIT_CHECK_FAILED, EXIT_OK, emit
 
+    doc = AdmitDocument(
+        machine.name, f"{machine.name}; {version_text(args.chosen_version, args.chosen_previews)}", config, notes,
+        version_fields(args.chosen_version, args.chosen_previews),
+        tuple(PodAnswer(pod, rec, extra, unprovided_extended_resources(pod, node))
+              for pod, rec, extra in zip(pods, records, extras, strict=True)),
+        dra)
+    if args.report is not None:
+        _report(args.report, node, doc, config, args.chosen_version, dra)
     if args.output == "text":
-        unprovided = [_unprovided_extended_resources(pod, node) for pod in pods]
-        _print_text(f"{machine.name}; {version_text(args.chosen_version, args.chosen_previews)}", config, notes,
-                    records, unprovided, extras, pods, args.details, dra)
+        for line in doc.text_lines(args.details):
+            print(line)
     else:
-        emit({"machine": machine.name, "kubelet_config": _config_dict(config), "notes": notes,
-              **version_fields(args.chosen_version, args.chosen_previews),
-              "pods": [r.to_dict() | (to_json(x) if x is not None else {}) | (dra.to_json(p) if dra else {})
-                       for r, x, p in zip(records, extras, pods, strict=True)]},
-             args.output, sort_keys=True)
+        emit(doc.to_dict(), args.output, sort_keys=True)
     rejected = any(not r.result.admit for r in records)
     return EXIT_CHECK_FAILED if args.exit_code and rejected else EXIT_OK
 
@@ -273,22 +274,18 @@ def _admit_all(
     return node, outcome, extras, dra
 
 
-def _report(
-    path: Path, node: Any, pods: list[Any], records: list[Any], extras: list[Any], notes: list[str], config: Any,
-    version: Any, dra: Any = None,
-) -> None:
-    from numalign.answer.text import to_json
+def _report(path: Path, node: Node, doc: AdmitDocument, config: KubeletConfig, version: Any, dra: Any = None) -> None:
     from numalign.cli.options.reportargs import write_report
     from numalign.report import node_report, node_view_from_records
 
     reserved: frozenset[int] = node.cpu.reserved_cpus
+    pods = [p.pod for p in doc.pods]
     order = {p.key: [c.name for c in p.all_containers()] for p in pods}
     config_line = (f"kubelet {version}, topologyManagerPolicy {config.topology_manager_policy}, "
                    f"scope {config.topology_manager_scope}, "
                    f"cpuManagerPolicy {config.cpu_manager_policy}, memoryManagerPolicy {config.memory_manager_policy}")
-    docs = [r.to_dict() | (to_json(x) if x is not None else {}) for r, x in zip(records, extras, strict=True)]
-    view = node_view_from_records(node.machine, docs, reserved_cpus=reserved,
-                                  title=f"numalign admit: {node.machine.name}", notes=[config_line, *notes],
+    view = node_view_from_records(node.machine, [p.to_dict() for p in doc.pods], reserved_cpus=reserved,
+                                  title=f"numalign admit: {node.machine.name}", notes=[config_line, *doc.notes],
                                   container_order=order)
     if dra is not None:  # DRA devices on their NUMA nodes, with the claims' holders (report/dra.py)
         from numalign.cli.commands.admit_dra import report_view
@@ -324,91 +321,3 @@ def _already_admitted(pod: Pod, state_dir: Path | str | None, dry_run: bool) -> 
         f"new version in its place, {rename} for a copy, use a fresh --state-dir, or use --dry-run to ask "
         "without keeping pods"
     )
-
-
-def _config_dict(config: Any) -> dict[str, Any]:
-    """The resource-manager settings in effect, under their KubeletConfiguration names."""
-    return {
-        "topologyManagerPolicy": config.topology_manager_policy,
-        "topologyManagerScope": config.topology_manager_scope,
-        "topologyManagerPolicyOptions": dict(config.topology_manager_policy_options),
-        "cpuManagerPolicy": config.cpu_manager_policy,
-        "cpuManagerPolicyOptions": dict(config.cpu_manager_policy_options),
-        "memoryManagerPolicy": config.memory_manager_policy,
-    }
-
-
-def _unprovided_extended_resources(pod: Pod, node: Node) -> list[str]:
-    """Extended resources the pod asks for that no device plugin (nor the machine file) provides. The
-    kubelet drops them before its fit check (removeMissingExtendedResources: a scheduler extender may
-    own them) and the device manager gives no hint, so the pod is admitted without them; the output
-    says so, since "devices: no preference" alone reads as if the devices were found."""
-    from numalign.k8s.resources import is_extended_resource_name
-
-    names = {
-        name
-        for c in (*pod.init_containers, *pod.containers)
-        for name in (*c.requests, *c.limits)
-        if is_extended_resource_name(name)
-    }
-    return sorted(n for n in names if not node.devices.is_device_plugin_resource(n))
-
-
-def _print_text(
-    machine: str, config: Any, notes: list[str], records: list[Any], unprovided: list[list[str]], extras: list[Any],
-    pods: list[Any], details: bool, dra: Any = None,
-) -> None:
-    from numalign.answer.alignment import PodAlignment
-    from numalign.answer.text import (
-        FULL_RECORDS_UP_TO,
-        allocation_line,
-        clip,
-        compact_lines,
-        pod_shape,
-        requested_resources,
-        summary_lines,
-        text_lines,
-    )
-
-    print(f"machine {machine}; topologyManagerPolicy {config.topology_manager_policy}, "
-          f"scope {config.topology_manager_scope}, cpuManagerPolicy {config.cpu_manager_policy}, "
-          f"memoryManagerPolicy {config.memory_manager_policy}")
-    for n in notes:
-        # Notes are wrapped, never cut: each says what numalign assumed.
-        print("\n".join(textwrap.wrap(f"# {n}", 200, subsequent_indent="#   ", break_on_hyphens=False)))
-    compact = not details and len(records) > FULL_RECORDS_UP_TO
-    first_rejected: dict[tuple[object, ...], str] = {}  # (reason, message, shape) -> the first such pod
-    for rec, missing, extra, pod in zip(records, unprovided, extras, pods, strict=True):
-        if dra is not None and dra.unschedulable(pod):
-            print(("" if compact else "\n") + dra.verdict_line(pod))
-            continue
-        if not rec.result.admit and not details:
-            same = (rec.result.reason, rec.result.message, pod_shape(pod))
-            if same in first_rejected:
-                print(f"pod {rec.pod}: REJECTED: {rec.result.reason} (as {first_rejected[same]}, the same pod shape)")
-                continue
-            first_rejected[same] = rec.pod
-        dra_lines = dra.text_lines(pod) if dra is not None else []
-        if compact:
-            for line in [*compact_lines(rec, extra, pod), *dra_lines]:
-                print(clip(line))
-            continue
-        print()
-        lines = rec.render().splitlines()
-        if rec.result.admit and isinstance(extra, PodAlignment):  # an admitted pod's extra is its alignment
-            by_name = {c.container: c for c in extra.containers}
-            lines += [allocation_line(cname, alloc, by_name.get(cname)) for cname, alloc in rec.allocations.items()]
-        lines += text_lines(extra, rec.result.reason == "TopologyAffinityError",
-                            requested=requested_resources(pod), details=details)
-        for name in missing:
-            if rec.result.admit:
-                lines.append(f"  note: no device plugin provides {name} on this machine; the kubelet admits the pod "
-                             "without those devices")
-            else:
-                lines.append(f"  note: no device plugin provides {name} on this machine; the kubelet leaves that "
-                             "request out of admission, so it is not why the pod was rejected")
-        for line in [*lines, *dra_lines]:
-            print(line if details else clip(line))
-    print()
-    for line in summary_lines(records, pods):
-        print(line)

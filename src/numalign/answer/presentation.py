@@ -1,0 +1,165 @@
+"""What `numalign admit` answers, as one typed document rendered two ways: `to_dict()` is the
+`-o json|yaml` document and `text_lines()` the text, both from the same `AdmitDocument`.
+
+Each pod's answer (`PodAnswer`) is its decision record, its alignment (admitted) or why and would-fit-if
+(rejected), the extended resources no device plugin provides, and DRA's part when the pods use claims.
+Text stays readable at thousands of pods: past FULL_RECORDS_UP_TO pods each gets a few lines, rejected
+pods of one shape share a line, and the summary comes last (answer/text.py renders the parts); JSON and
+YAML keep everything. HTML is report/'s.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from numalign.answer.alignment import PodAlignment
+from numalign.answer.text import (
+    FULL_RECORDS_UP_TO,
+    allocation_line,
+    clip,
+    compact_lines,
+    pod_shape,
+    requested_resources,
+    summary_lines,
+    text_lines,
+)
+from numalign.answer.whatif import Answer
+from numalign.core.decision import DecisionRecord
+from numalign.k8s.kubeletconfig import KubeletConfig
+from numalign.k8s.pod import Pod
+from numalign.k8s.resources import is_extended_resource_name
+from numalign.kubelet.node import Node
+
+
+class DRAAnswers(Protocol):
+    """DRA's part of the answers (cli/commands/admit_dra.DRAAdmit): read when rendered, not before."""
+
+    def unschedulable(self, pod: Pod) -> bool: ...
+    def verdict_line(self, pod: Pod) -> str: ...
+    def text_lines(self, pod: Pod) -> list[str]: ...
+    def to_json(self, pod: Pod) -> dict[str, Any]: ...
+
+
+def extra_dict(extra: PodAlignment | Answer) -> dict[str, Any]:
+    """An admitted pod's alignment, or a rejected pod's answer, as its JSON field."""
+    if isinstance(extra, PodAlignment):
+        return {"alignment": extra.to_dict()}
+    return {"answer": extra.to_dict()}
+
+
+def unprovided_extended_resources(pod: Pod, node: Node) -> tuple[str, ...]:
+    """Extended resources the pod asks for that no device plugin (nor the machine file) provides. The
+    kubelet drops them before its fit check (removeMissingExtendedResources: a scheduler extender may
+    own them) and the device manager gives no hint, so the pod is admitted without them; the text says
+    so, since "devices: no preference" alone reads as if the devices were found."""
+    names = {
+        name
+        for c in (*pod.init_containers, *pod.containers)
+        for name in (*c.requests, *c.limits)
+        if is_extended_resource_name(name)
+    }
+    return tuple(sorted(n for n in names if not node.devices.is_device_plugin_resource(n)))
+
+
+def config_dict(config: KubeletConfig) -> dict[str, Any]:
+    """The resource-manager settings in effect, under their KubeletConfiguration names."""
+    return {
+        "topologyManagerPolicy": config.topology_manager_policy,
+        "topologyManagerScope": config.topology_manager_scope,
+        "topologyManagerPolicyOptions": dict(config.topology_manager_policy_options),
+        "cpuManagerPolicy": config.cpu_manager_policy,
+        "cpuManagerPolicyOptions": dict(config.cpu_manager_policy_options),
+        "memoryManagerPolicy": config.memory_manager_policy,
+    }
+
+
+@dataclass(frozen=True)
+class PodAnswer:
+    """One pod's answer. `extra`: the alignment of an admitted pod, why and would-fit-if of a rejected
+    one, None when the kubelet never saw the pod (DRA: unschedulable)."""
+
+    pod: Pod
+    record: DecisionRecord
+    extra: PodAlignment | Answer | None
+    unprovided: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record with its answer (without DRA's part: AdmitDocument adds it)."""
+        return self.record.to_dict() | (extra_dict(self.extra) if self.extra is not None else {})
+
+    def full_lines(self, details: bool) -> list[str]:
+        """The whole record, the allocations, the answer and the notes (before `details` clipping)."""
+        rec, extra = self.record, self.extra
+        lines = rec.render().splitlines()
+        if rec.result.admit and isinstance(extra, PodAlignment):  # an admitted pod's extra is its alignment
+            by_name = {c.container: c for c in extra.containers}
+            lines += [allocation_line(cname, alloc, by_name.get(cname)) for cname, alloc in rec.allocations.items()]
+        if extra is not None:
+            lines += text_lines(extra, rec.result.reason == "TopologyAffinityError",
+                                requested=requested_resources(self.pod), details=details)
+        for name in self.unprovided:
+            if rec.result.admit:
+                lines.append(f"  note: no device plugin provides {name} on this machine; the kubelet admits the pod "
+                             "without those devices")
+            else:
+                lines.append(f"  note: no device plugin provides {name} on this machine; the kubelet leaves that "
+                             "request out of admission, so it is not why the pod was rejected")
+        return lines
+
+
+@dataclass(frozen=True)
+class AdmitDocument:
+    """`numalign admit`'s answer for all its pods. `where`: the machine's name and the kubelet version
+    as the text's first line names them; `version`: the same as JSON fields."""
+
+    machine: str
+    where: str
+    config: KubeletConfig
+    notes: Sequence[str]
+    version: Mapping[str, Any]
+    pods: tuple[PodAnswer, ...]
+    dra: DRAAnswers | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        dra = self.dra
+        return {"machine": self.machine, "kubelet_config": config_dict(self.config), "notes": list(self.notes),
+                **self.version,
+                "pods": [p.to_dict() | (dra.to_json(p.pod) if dra is not None else {}) for p in self.pods]}
+
+    def text_lines(self, details: bool) -> list[str]:
+        """The text, one element per printed line (a wrapped note is one element). Past
+        FULL_RECORDS_UP_TO pods, unless `details`, each pod gets a few lines."""
+        config, dra = self.config, self.dra
+        out = [f"machine {self.where}; topologyManagerPolicy {config.topology_manager_policy}, "
+               f"scope {config.topology_manager_scope}, cpuManagerPolicy {config.cpu_manager_policy}, "
+               f"memoryManagerPolicy {config.memory_manager_policy}"]
+        # Notes are wrapped, never cut: each says what numalign assumed.
+        out += ["\n".join(textwrap.wrap(f"# {n}", 200, subsequent_indent="#   ", break_on_hyphens=False))
+                for n in self.notes]
+        compact = not details and len(self.pods) > FULL_RECORDS_UP_TO
+        first_rejected: dict[tuple[object, ...], str] = {}  # (reason, message, shape) -> the first such pod
+        for answer in self.pods:
+            rec, pod = answer.record, answer.pod
+            if dra is not None and dra.unschedulable(pod):
+                out.append(("" if compact else "\n") + dra.verdict_line(pod))
+                continue
+            if not rec.result.admit and not details:
+                same = (rec.result.reason, rec.result.message, pod_shape(pod))
+                if same in first_rejected:
+                    out.append(f"pod {rec.pod}: REJECTED: {rec.result.reason} (as {first_rejected[same]}, "
+                               "the same pod shape)")
+                    continue
+                first_rejected[same] = rec.pod
+            dra_lines = dra.text_lines(pod) if dra is not None else []
+            if compact:
+                assert answer.extra is not None, "a pod the kubelet saw has its answer"
+                out += [clip(line) for line in [*compact_lines(rec, answer.extra, pod), *dra_lines]]
+                continue
+            out.append("")
+            out += [line if details else clip(line) for line in [*answer.full_lines(details), *dra_lines]]
+        out.append("")
+        out += summary_lines([p.record for p in self.pods], [p.pod for p in self.pods])
+        return out
