@@ -48,6 +48,9 @@ MAX_REPLAY_LINE_BYTES: Final = 4 * MiB
 MAX_NESTING_DEPTH: Final = 100
 # Linux MAX_NUMNODES is 1 << CONFIG_NODES_SHIFT (at most 10): node ids 0..1023.
 MAX_NUMA_NODE_ID: Final = 1023
+# cadvisor names NUMA nodes after physical package ids when sysfs has no node directory, and the kernel
+# writes -1 for an unknown package (s390): node -1 is the one negative id a machine can hold.
+MIN_NUMA_NODE_ID: Final = -1
 # Linux NR_CPUS is at most 8192 (x86 MAXSMP, powerpc); CPU ids 0..8191.
 MAX_CPU_ID: Final = 8191
 # A quantity is at most a few dozen characters ("129127208515966861312", "1.5Gi"); Python refuses to

@@ -17,6 +17,7 @@ from support.sysfs_tree import write_sysfs
 from numalign.adapters.sysfs import discover_sysfs, discover_sysfs_hwloc, load_machine
 from numalign.core.policies.startup import StartupError, start_policy
 from numalign.errors import ConfigError, DiscoveryError
+from numalign.k8s.quantity import Quantity
 from numalign.kubelet.cpumanager.manager import new_cpu_manager_policy
 from numalign.kubelet.cpumanager.topology import CPUTopology
 from numalign.kubelet.startup import numa_info_for
@@ -44,12 +45,7 @@ def test_every_dump_reads_as_the_kubelet_reads_it(tarball: Path, tmp_path_factor
     _, exp, got = _view(tarball, tmp_path_factory)
     nodes = exp["nodes"]
     assert isinstance(nodes, list)
-    if not nodes:
-        assert isinstance(got, DiscoveryError) and "topology is empty" in str(got)
-        return
-    if min(nodes) < 0:
-        assert isinstance(got, DiscoveryError) and "negative node" in str(got)
-        return
+    # Every dump reads: no NUMA node at all (no package id) and node -1 (package id -1) included.
     assert isinstance(got, Machine), got
     assert got.cadvisor_numa_order() == nodes
     details = {i.id: (i.numa_node, i.socket, i.core, i.uncore) for i in got.cpu_infos()}
@@ -98,9 +94,12 @@ def test_the_static_cpu_manager_starts_exactly_when_cadvisor_counted_cpus(
     if not isinstance(got, Machine):
         return
     topo = CPUTopology.from_machine(got)
-    if exp["num_cores"] == 0 or not exp["cpus"]:
+    if exp["num_cores"] == 0:
         with pytest.raises(ConfigError, match="could not detect number of cpus"):
             new_cpu_manager_policy("static", topo, reserved_cpu=None)
+    elif not exp["cpus"]:  # Discover succeeds (NumCores counted), with no CPU to reserve from
+        with pytest.raises(ConfigError, match="unable to reserve the required amount of CPUs"):
+            new_cpu_manager_policy("static", topo, reserved_cpu=Quantity.from_int(1))
     else:
         assert topo.num_cpus == len(exp["cpus"])  # type: ignore[arg-type]
 
@@ -139,16 +138,35 @@ def test_no_numa_directory_gives_one_node_per_package(tmp_path_factory: pytest.T
     assert hw.numa_ids() == [0] and hw.memory_by_node()[0] > 0
 
 
-def test_no_package_id_at_all_leaves_the_kubelet_without_topology(tmp_path_factory: pytest.TempPathFactory) -> None:
-    _, exp, got = _view(_tar("2ps3-2t"), tmp_path_factory)
-    assert exp["nodes"] == [] and isinstance(got, DiscoveryError)
-    assert "no NUMA topology and empty CPU details" in str(got)
+def test_no_package_id_at_all_gives_a_machine_without_numa_nodes(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # cadvisor's getCPUTopology: no node directory and no CPU with a physical_package_id: no nodes, and
+    # NumCores is the number of cpuN directories. Discover then succeeds with empty CPU details.
+    root, exp, got = _view(_tar("2ps3-2t"), tmp_path_factory)
+    assert exp["nodes"] == [] and isinstance(got, Machine)
+    assert got.numa_nodes == () and got.cpus == () and got.numa_ids() == []
+    assert got.cadvisor is not None and got.cadvisor.num_cpus == 2 == exp["num_cores"]
+    topo = CPUTopology.from_machine(got)
+    assert (topo.num_cpus, topo.num_cores, topo.num_numa_nodes) == (2, 0, 0)
+    assert got.capacity_cpus() == 2  # the node's cpu capacity is NumCores, though no CPU is placed
+    assert numa_info_for(got).nodes == ()
+    assert machine_from_dict(machine_to_dict(got), "file") == got
+    assert machine_from_cadvisor(machine_to_cadvisor(got), "export").cadvisor == got.cadvisor
+    assert discover_sysfs_hwloc(root).numa_ids() == [0]  # hwloc invents node 0
 
 
-def test_package_id_minus_one_is_kept(tmp_path_factory: pytest.TempPathFactory) -> None:
-    # s390 without a node directory: package -1 becomes node -1, which the kubelet's bitmask cannot hold
-    _, exp, got = _view(_tar("20s390-2g6s4c"), tmp_path_factory)
-    assert exp["nodes"] == [-1] and isinstance(got, DiscoveryError)
+def test_package_id_minus_one_is_kept_as_node_minus_one(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # s390 without a node directory: package -1 becomes node -1 (socket -1, uncore -1), memory 0 on the
+    # node and /proc/meminfo's MemTotal as the node's memory capacity.
+    root, exp, got = _view(_tar("20s390-2g6s4c"), tmp_path_factory)
+    assert exp["nodes"] == [-1] and isinstance(got, Machine)
+    assert got.numa_ids() == [-1] and got.memory_by_node() == {-1: 0} and got.kubelet_distances() is None
+    assert {i.numa_node for i in got.cpu_infos()} == {-1} and len(got.cpu_infos()) == 20
+    meminfo = (root / "proc/meminfo").read_text()
+    assert got.capacity_memory() == int(meminfo.split("MemTotal:")[1].split()[0]) * 1024 > 0
+    assert numa_info_for(got).nodes == (-1,)
+    assert machine_from_dict(machine_to_dict(got), "file") == got
+    again = machine_from_cadvisor(machine_to_cadvisor(got), "export")
+    assert again.cpu_infos() == got.cpu_infos() and again.cadvisor == got.cadvisor
 
 
 def test_a_cpu_without_core_id_is_skipped(tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -403,7 +403,8 @@ def read_machine_info(root: Path) -> dict[str, Any]:
     topology, num_cores = fs.nodes()
     meminfo = root / "proc" / "meminfo"
     text = _read(meminfo)
-    capacity = 0
+    # A dump without /proc/meminfo: the nodes' memory (cadvisor on the live machine read MemTotal).
+    capacity = sum(node["memory"] for node in topology)
     if text is not None and (m := _MEMTOTAL.search(text)) is not None:
         capacity = _dec(m.group(1), meminfo) * 1024
     return {"num_cores": num_cores, "num_sockets": fs.sockets(), "memory_capacity": capacity, "topology": topology}

@@ -66,7 +66,7 @@ class TopologyHint:
         return cls(mask_of(raw), pref)
 
     def __str__(self) -> str:
-        nodes = "any" if self.mask is None else ",".join(map(str, bits_of(self.mask))) or "{}"
+        nodes = "any" if self.mask is None else ",".join(map(str, bits_of(self.mask)))  # "{}": the empty mask
         return f"{{{nodes}}}{'P' if self.preferred else ''}"
 
 

@@ -26,8 +26,10 @@ class NUMAInfo:
     @classmethod
     def create(cls, nodes: Sequence[int], distances: NUMADistances | None = None) -> NUMAInfo:
         for n in nodes:
-            if n < 0:
-                raise InvalidInputError(f"NUMA node id {n} is negative; expected ids >= 0")
+            # -1 is kept as cadvisor gives it (an unknown package id, no node directory); only the
+            # policy none ever holds it, as no bitmask (mask_of) can.
+            if n < -1:
+                raise InvalidInputError(f"NUMA node id {n} is negative; expected ids >= 0 (or -1)")
         if len(set(nodes)) != len(nodes):
             raise InvalidInputError(f"NUMA node ids {list(nodes)} contain duplicates; expected unique ids")
         dist = None

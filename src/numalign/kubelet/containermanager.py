@@ -13,6 +13,7 @@ from __future__ import annotations
 from numalign import metrics as m
 from numalign.core.decision import ContainerAllocation, MemoryBlock
 from numalign.core.numa import NUMAInfo
+from numalign.core.policies.startup import refuse_node_minus_one
 from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
@@ -60,13 +61,11 @@ class ContainerManager:
             metrics,
             option_maturity=startup.behaviours.topology_option_maturity,
         )
-        # GetNodeAllocatableReservation against the node's capacity (cadvisor: NumCores online CPUs,
-        # MemoryCapacity = the NUMA nodes' memory), so percentage eviction thresholds resolve.
+        # GetNodeAllocatableReservation against the node's capacity (cadvisor's NumCores and
+        # MemoryCapacity), so percentage eviction thresholds resolve.
         capacity = {
-            RESOURCE_CPU: Quantity.from_int(len(machine.online_cpus())),
-            RESOURCE_MEMORY: Quantity.from_int(
-                sum(machine.memory_by_node().values()), QuantityFormat.BINARY_SI
-            ),
+            RESOURCE_CPU: Quantity.from_int(machine.capacity_cpus()),
+            RESOURCE_MEMORY: Quantity.from_int(machine.capacity_memory(), QuantityFormat.BINARY_SI),
         }
         reservation = config.node_allocatable_reservation(capacity)
         self.cpu = new_cpu_manager_policy(
@@ -93,6 +92,8 @@ class ContainerManager:
             # rebuilt around what it holds (memory.host_changes says what), where the kubelet refuses it.
             adapt_to_host=adapt_memory_to_host,
         )
+        # Started, but certain to panic at an admission on node -1: refused here, after the start errors.
+        refuse_node_minus_one(self.numa.nodes, config.topology_manager_policy)
         self.devices = DeviceManager(machine.numa_ids(), self.tm, implicit_from_nodes=implicit_from_nodes,
                                      behaviours=startup.behaviours)
         self.static_devices = static_devices

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from numalign.errors import InvalidInputError
-from numalign.limits import MAX_CPU_ID, MAX_NUMA_NODE_ID
+from numalign.limits import MAX_CPU_ID, MAX_NUMA_NODE_ID, MIN_NUMA_NODE_ID
 from numalign.machine.topology import CPU, CadvisorCounts, Machine, NUMANode
 from numalign.validation import expect_int, expect_list
 
@@ -57,30 +57,20 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
       every node id (sparse ids make sysfs's rows shorter than the highest id).
     - num_cores and num_sockets are kept as cadvisor counted them (Machine.cadvisor), with the number
       of cores the nodes list, which Discover sums node by node.
+    - An empty topology (no node directory, no package id: a machine with no NUMA node, whose CPUs
+      the kubelet only counts) and node -1 (an unknown package id) are kept as they are.
     """
     info = _map(obj, source)
     topology = expect_list(info.get("topology"), f"{source}: topology")
-    if not topology:
-        raise InvalidInputError(
-            f"{source}: topology is empty: cadvisor found no NUMA node (no node directory and no CPU with a "
-            "physical package id), so the kubelet would run with no NUMA topology and empty CPU details (its "
-            "static CPU manager then has no CPU to give; the topology manager's policy none builds no bitmask); "
-            "numalign does not model a machine without NUMA nodes: describe it in a machine file instead"
-        )
     raw_nodes: list[tuple[int, Mapping[str, Any], str]] = []
     owner: dict[int, int] = {}  # CPU id -> the last node listing it (the kubelet's CPU details)
     listed_cores = 0
     for i, raw_node in enumerate(topology):
         where = f"{source}: topology[{i}]"
         n = _map(raw_node, where)
-        node_id = expect_int(n.get("node_id", 0), f"{where}.node_id", maximum=MAX_NUMA_NODE_ID)
-        if node_id < 0:
-            raise InvalidInputError(
-                f"{where}: node_id {node_id} (cadvisor names nodes after physical package ids when there is no "
-                "NUMA directory, and this package id is unknown); the kubelet runs, but its NUMA bitmask cannot "
-                "hold a negative node: under any topology manager policy but none its first admission fails "
-                "building one; numalign does not model such a node: describe the machine in a machine file instead"
-            )
+        # -1: the node cadvisor makes of an unknown package id when there is no node directory.
+        node_id = expect_int(n.get("node_id", 0), f"{where}.node_id", minimum=MIN_NUMA_NODE_ID,
+                             maximum=MAX_NUMA_NODE_ID)
         raw_nodes.append((node_id, n, where))
         listed_cores += len(expect_list(n.get("cores"), f"{where}.cores"))
         for j, raw_core in enumerate(expect_list(n.get("cores"), f"{where}.cores")):
@@ -146,6 +136,8 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
         listed_cores,
         len({c.socket for c in cpus}) if sockets is None else expect_int(sockets, f"{source}: num_sockets", minimum=0),
         {node_id: tuple(row) for node_id, row in rows.items() if row is not None},
+        None if info.get("memory_capacity") is None
+        else expect_int(info.get("memory_capacity"), f"{source}: memory_capacity", minimum=0),
     )
     try:
         return _keep_declared_uncore(
@@ -162,6 +154,8 @@ def _rows_by_position(rows: Mapping[int, list[int] | None], ids: list[int]) -> d
     or None when some node has no row, or a row the kubelet would index past or find a
     non-positive distance in."""
     out: dict[int, tuple[int, ...]] = {}
+    if ids and ids[0] < 0:
+        return None  # a row is indexed by node id: none has a place for node -1
     for node_id in ids:
         row = rows.get(node_id)
         if row is None or len(row) <= max(ids):
@@ -265,7 +259,7 @@ def machine_to_cadvisor(m: Machine) -> dict[str, Any]:
         "num_cores": threads_total,
         "num_physical_cores": len({(c.socket, c.core) for c in m.cpus if c.online and c.numa_node is not None}),
         "num_sockets": len(m.sockets()) if m.cadvisor is None else m.cadvisor.num_sockets,
-        "memory_capacity": sum(n.memory_bytes for n in m.numa_nodes),
+        "memory_capacity": m.capacity_memory(),
         "machine_id": m.name,
         "topology": topology,
     }

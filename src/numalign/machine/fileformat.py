@@ -13,7 +13,7 @@ from typing import Any
 
 from numalign.errors import InvalidInputError
 from numalign.k8s.cpuset import format_cpuset, parse_cpuset
-from numalign.limits import MAX_CPU_ID, MAX_NUMA_NODE_ID, quote
+from numalign.limits import MAX_CPU_ID, MAX_NUMA_NODE_ID, MIN_NUMA_NODE_ID, quote
 from numalign.machine.topology import CPU, HEALTHY, CadvisorCounts, Device, DRADevice, Machine, NUMANode
 from numalign.validation import expect_int, expect_list, expect_mapping, expect_opt_int
 
@@ -21,7 +21,7 @@ FORMAT = "numalign.machine/v1"
 EXPECTED_FILE = f"a machine file ({FORMAT}, as `numalign discover --output yaml` writes) or cadvisor MachineInfo JSON"
 
 _TOP_KEYS = {"format", "name", "numa_nodes", "cpus", "offline_cpus", "devices", "cadvisor", "dra_devices"}
-_CADVISOR_KEYS = {"num_cpus", "num_cores", "num_sockets", "distances"}
+_CADVISOR_KEYS = {"num_cpus", "num_cores", "num_sockets", "distances", "memory_capacity"}
 _NODE_KEYS = {"id", "cpus", "memory_bytes", "distances", "hugepages"}
 _CPU_KEYS = {"id", "socket", "die", "core", "numa_node", "l3", "online"}
 _DEVICE_KEYS = {"id", "resource", "numa_nodes", "pci_address", "vendor", "class", "health", "memory_numa_nodes"}
@@ -87,7 +87,8 @@ def machine_to_dict(m: Machine) -> dict[str, Any]:
     if m.cadvisor is not None:  # only machines read from cadvisor (sysfs, MachineInfo) carry it
         c = m.cadvisor
         out["cadvisor"] = {"num_cpus": c.num_cpus, "num_cores": c.num_cores, "num_sockets": c.num_sockets,
-                           "distances": {str(k): list(v) for k, v in sorted(c.distances.items())}}
+                           "distances": {str(k): list(v) for k, v in sorted(c.distances.items())},
+                           **({} if c.memory_capacity is None else {"memory_capacity": c.memory_capacity})}
     if m.dra_devices:  # only when there are any, so files of machines without them stay as they were
         out["dra_devices"] = [
             {"name": d.name, "driver": d.driver, "numa_node": d.numa_node, "pci_address": d.pci_address,
@@ -112,7 +113,9 @@ def _cadvisor(obj: Any, where: str) -> CadvisorCounts | None:
                                 for j, x in enumerate(expect_list(row, f"{where}.distances.{key}")))
     num_cpus, num_cores, num_sockets = (expect_int(c.get(k, 0), f"{where}.{k}", minimum=0)
                                         for k in ("num_cpus", "num_cores", "num_sockets"))
-    return CadvisorCounts(num_cpus, num_cores, num_sockets, distances)
+    capacity = c.get("memory_capacity")
+    return CadvisorCounts(num_cpus, num_cores, num_sockets, distances,
+                          None if capacity is None else expect_int(capacity, f"{where}.memory_capacity", minimum=0))
 
 
 def machine_from_dict(obj: Any, source: str) -> Machine:
@@ -132,7 +135,7 @@ def machine_from_dict(obj: Any, source: str) -> Machine:
     for i, raw in enumerate(raw_nodes):
         where = f"{source}: numa_nodes[{i}]"
         n = expect_mapping(raw, where, _NODE_KEYS)
-        node_id = expect_int(n.get("id"), f"{where}.id", minimum=0, maximum=MAX_NUMA_NODE_ID)
+        node_id = expect_int(n.get("id"), f"{where}.id", minimum=MIN_NUMA_NODE_ID, maximum=MAX_NUMA_NODE_ID)
         if "cpus" in n:
             node_cpus = _cpu_ids(n["cpus"], f"{where}.cpus")
         else:  # derived from the CPU list
@@ -248,7 +251,8 @@ def _cpu(obj: Any, where: str) -> CPU:
         id=expect_int(c["id"], f"{where}.id", minimum=0, maximum=MAX_CPU_ID),
         socket=expect_int(c["socket"], f"{where}.socket"),
         core=expect_int(c["core"], f"{where}.core"),
-        numa_node=expect_opt_int(c["numa_node"], f"{where}.numa_node", minimum=0, maximum=MAX_NUMA_NODE_ID),
+        numa_node=expect_opt_int(c["numa_node"], f"{where}.numa_node", minimum=MIN_NUMA_NODE_ID,
+                                  maximum=MAX_NUMA_NODE_ID),
         die=expect_int(c.get("die", 0), f"{where}.die"),
         l3=expect_opt_int(c.get("l3"), f"{where}.l3"),
         online=online,
@@ -276,7 +280,7 @@ def _device(obj: Any, where: str) -> Device:
         None
         if raw_nodes is None
         else tuple(
-            expect_int(x, f"{where}.numa_nodes[{i}]", minimum=0, maximum=MAX_NUMA_NODE_ID)
+            expect_int(x, f"{where}.numa_nodes[{i}]", minimum=MIN_NUMA_NODE_ID, maximum=MAX_NUMA_NODE_ID)
             for i, x in enumerate(expect_list(raw_nodes, f"{where}.numa_nodes"))
         )
     )

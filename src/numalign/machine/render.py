@@ -36,8 +36,18 @@ def page_size_name(size: int) -> str:
     return binary_quantity(size)
 
 
+def no_numa_note(m: Machine) -> str:
+    """What the kubelet sees of a machine without NUMA nodes (cadvisor found no node directory and no
+    physical package id): CPUs it counts, none it can place."""
+    counted = len(m.online_cpus()) if m.cadvisor is None else m.cadvisor.num_cpus
+    return (f"no NUMA node: the kubelet counts {_n(counted, 'CPU')} (cadvisor's NumCores) but knows no "
+            "NUMA node, socket or core for any of them")
+
+
 def render_machine(m: Machine) -> str:
     lines = [_summary(m)]
+    if not m.numa_nodes:
+        lines.append(no_numa_note(m))
     by_id = {c.id: c for c in m.cpus}
     for node in m.numa_nodes:
         lines.append(_node_line(node))

@@ -27,6 +27,7 @@ from functools import cached_property
 from types import MappingProxyType
 
 from numalign.errors import InvalidInputError
+from numalign.limits import MIN_NUMA_NODE_ID
 
 HEALTHY = "Healthy"
 
@@ -143,13 +144,17 @@ class CadvisorCounts:
     num_cores: int  # the cores every node lists, summed (Discover's NumCores)
     num_sockets: int  # MachineInfo.NumSockets
     distances: Mapping[int, tuple[int, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    # MachineInfo.MemoryCapacity (/proc/meminfo MemTotal), the node's memory capacity; None when not
+    # known (then the NUMA nodes' memory). Without a node directory the nodes hold no memory at all.
+    memory_capacity: int | None = None
 
     def __post_init__(self) -> None:
         rows = {int(k): tuple(v) for k, v in self.distances.items()}
         object.__setattr__(self, "distances", MappingProxyType(rows))
 
     def __hash__(self) -> int:
-        return hash((self.num_cpus, self.num_cores, self.num_sockets, tuple(sorted(self.distances.items()))))
+        return hash((self.num_cpus, self.num_cores, self.num_sockets, tuple(sorted(self.distances.items())),
+                     self.memory_capacity))
 
 
 @dataclass(frozen=True)
@@ -194,6 +199,17 @@ class Machine:
                 return c
         raise InvalidInputError(f"machine {self.name!r}: no CPU {cpu_id}")
 
+    def capacity_cpus(self) -> int:
+        """The node's cpu capacity: cadvisor's NumCores when read from cadvisor (every CPU it counted,
+        placed in a NUMA node or not), else the online CPUs."""
+        return len(self.online_cpus()) if self.cadvisor is None else self.cadvisor.num_cpus
+
+    def capacity_memory(self) -> int:
+        """The node's memory capacity: cadvisor's MemoryCapacity when known, else the NUMA nodes' memory."""
+        if self.cadvisor is not None and self.cadvisor.memory_capacity is not None:
+            return self.cadvisor.memory_capacity
+        return sum(n.memory_bytes for n in self.numa_nodes)
+
     def online_cpus(self) -> frozenset[int]:
         return frozenset(c.id for c in self.cpus if c.online)
 
@@ -225,6 +241,8 @@ class Machine:
         if matrix is None:
             return None
         ids = self.numa_ids()
+        if not ids or min(ids) < 0:
+            return {} if not ids else None  # rows are indexed by id: no row can place node -1
         width = max(ids) + 1
         out: dict[int, tuple[int, ...]] = {}
         for node, row in matrix.items():
@@ -297,11 +315,13 @@ def _dupes(ids: Iterable[int]) -> list[int]:
 
 
 def _validate(m: Machine) -> None:
+    # No nodes, or node -1, is how cadvisor reads a machine without a node directory (no package id at
+    # all; an unknown package id): the kubelet runs on both, so the model holds both (docs/machine-format.md,
+    # "Machines without NUMA nodes"); the managers refuse the configurations the kubelet cannot run.
     node_ids = [n.id for n in m.numa_nodes]
-    if not node_ids:
-        raise _fail(m, "has no NUMA nodes; expected at least one (a machine without NUMA is one node 0)")
-    if any(i < 0 for i in node_ids):
-        raise _fail(m, f"NUMA node ids {node_ids} include a negative id; expected ids >= 0")
+    if any(i < MIN_NUMA_NODE_ID for i in node_ids):
+        raise _fail(m, f"NUMA node ids {node_ids} include {min(node_ids)}; expected ids >= 0 (or -1, cadvisor's "
+                    "node for an unknown physical package)")
     if d := _dupes(node_ids):
         raise _fail(m, f"NUMA node ids {d} appear more than once; expected unique ids")
     if node_ids != sorted(node_ids):
@@ -318,6 +338,9 @@ def _validate(m: Machine) -> None:
                     "and a page count >= 0",
                 )
         if n.distances is not None:
+            if node_ids[0] < 0:
+                raise _fail(m, f"NUMA node {n.id} has distances, but the machine has node -1, which no distance "
+                            "row can index (cadvisor gives such machines no distances); drop the distances")
             if len(n.distances) != len(node_ids):
                 raise _fail(
                     m,

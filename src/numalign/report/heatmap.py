@@ -62,7 +62,7 @@ def heatmap(
 
 def distance_svg(m: Machine) -> str | None:
     matrix = m.distance_matrix()
-    if matrix is None:
+    if not matrix:  # None (no rows) or {} (no NUMA node)
         return None
     ids = m.numa_ids()
     flat = [d for row in matrix.values() for d in row]

@@ -8,7 +8,7 @@ from html import escape
 from typing import Any
 
 from numalign.k8s.cpuset import format_cpuset
-from numalign.machine.render import human_bytes
+from numalign.machine.render import human_bytes, no_numa_note
 from numalign.report import colors
 from numalign.report.heatmap import distance_svg
 from numalign.report.machine_svg import machine_svg
@@ -200,7 +200,10 @@ def node_report(view: NodeView) -> str:
     body = [f"<h1>{escape(view.title)}</h1>", _summary(view)]
     if view.notes:
         body.append("<ul class=\"notes\">" + "".join(f"<li>{escape(n)}</li>" for n in view.notes) + "</ul>")
-    pictures = [machine_svg(view), legend(view)]
+    if m.numa_nodes:
+        pictures = [machine_svg(view), legend(view)]
+    else:  # nothing to draw: say what the kubelet sees instead of an empty picture
+        pictures = [f"<h2>Machine</h2><p class=\"no-numa\">{escape(no_numa_note(m))}</p>"]
     distances = distance_svg(m)
     pictures.append("<h2>NUMA distances</h2>" + (distances or "<p>the machine reports no distances</p>"))
     body.append("<div class=\"layout\"><div class=\"pictures\">" + "".join(pictures) + "</div>")

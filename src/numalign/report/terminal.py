@@ -7,7 +7,7 @@ does on a terminal without NO_COLOR; the letters carry the same information with
 
 from __future__ import annotations
 
-from numalign.machine.render import human_bytes
+from numalign.machine.render import human_bytes, no_numa_note
 from numalign.report.machine_svg import Owners
 from numalign.report.view import NodeView
 
@@ -52,9 +52,11 @@ def terminal_picture(view: NodeView, *, color: bool = False) -> str:
     m = view.machine
     width = max((len(n.cpus) for n in m.numa_nodes), default=0)
     width = min(width, WRAP)
-    label_w = len(f"NUMA {max(m.numa_ids())}")
+    label_w = max((len(f"NUMA {i}") for i in m.numa_ids()), default=0)
     lines = [f"NUMA nodes of {m.name} ({_legend(len(owners.names))}"
              f"{'r: reserved, ' if view.reserved_cpus else ''}.: free)"]
+    if not m.numa_nodes:
+        lines.append(f"  {no_numa_note(m)}")
     for node in m.numa_nodes:
         cells: list[tuple[str, int | None]] = []
         for cpu in sorted(node.cpus):

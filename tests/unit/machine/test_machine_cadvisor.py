@@ -116,13 +116,13 @@ def test_machine_file_is_not_mistaken_for_cadvisor() -> None:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda i: i.update(topology=[]), "topology is empty"),
+        (lambda i: i["topology"][0].update(node_id=-2), "topology[0].node_id: -2 is out of range"),
         (lambda i: i["topology"][0]["cores"][0].update(thread_ids=[0, 0]), "expected unique CPU ids"),
         (lambda i: i["topology"][0]["cores"][0].update(thread_ids=[]), "expected unique CPU ids"),
         (lambda i: i["topology"][0].update(memory="big"), "topology[0].memory: expected an integer"),
     ],
 )
-def test_errors(edit: Any, message: str) -> None:
+def test_errors(edit: Any, message: str) -> None:  # (an empty topology, or node -1, is a machine)
     info = json.loads(json.dumps(MACHINE_INFO))
     edit(info)
     with pytest.raises(InvalidInputError) as e:
@@ -203,3 +203,23 @@ def test_distance_rows_are_indexed_by_node_id() -> None:
     assert m.distance_matrix() == {i: [10 if j == i else 20 + j for j in sorted(ids)] for i in ids}
     assert machine_to_cadvisor(m)["topology"][0]["distances"][: len(ids)] == info["topology"][0]["distances"][
         : len(ids)]
+
+
+def test_an_empty_topology_is_a_machine_without_numa_nodes() -> None:
+    info = {**json.loads(json.dumps(MACHINE_INFO)), "topology": [], "num_cores": 4, "memory_capacity": 1 << 30}
+    m = machine_from_cadvisor(info, "mi.json")
+    assert m.numa_nodes == () and m.cpus == () and m.capacity_cpus() == 4 and m.capacity_memory() == 1 << 30
+    back = machine_to_cadvisor(m)
+    assert back["topology"] == [] and back["num_cores"] == 4 and back["memory_capacity"] == 1 << 30
+    assert machine_from_cadvisor(back, "again").cadvisor == m.cadvisor
+
+
+def test_node_minus_one_is_kept_with_its_cpus() -> None:
+    info = json.loads(json.dumps(MACHINE_INFO))
+    info["topology"] = info["topology"][:1]
+    info["topology"][0].update(node_id=-1, distances=[10])
+    m = machine_from_cadvisor(info, "mi.json")
+    assert m.numa_ids() == [-1] and {i.numa_node for i in m.cpu_infos()} == {-1}
+    # cadvisor's raw row is kept by id, but no by-position row can place node -1
+    assert m.numa_nodes[0].distances is None and m.cadvisor is not None and m.cadvisor.distances == {-1: (10,)}
+    assert machine_from_cadvisor(machine_to_cadvisor(m), "again").cpu_infos() == m.cpu_infos()

@@ -102,6 +102,8 @@ def test_conveniences_cpuset_text_hugepage_units_and_derived_node_cpus() -> None
         (lambda d: d.update(format="other/v9"), "format 'other/v9' is not supported"),
         (lambda d: d.update(devices=[{"id": "g", "resource": "gpu"}]), "devices[0].resource: expected an extended"),
         (lambda d: d.update(devices=[{"id": "g", "resource": "a.com/g", "numa_nodes": [4]}]), "names NUMA nodes [4]"),
+        (lambda d: d["numa_nodes"][0].update(id=-2), "numa_nodes[0].id: -2 is out of range"),
+        (lambda d: d["numa_nodes"][0].update(id=-1), "NUMA node -1 has distances, but the machine has node -1"),
     ],
 )
 def test_errors_name_the_field(edit: Any, message: str) -> None:
@@ -110,6 +112,22 @@ def test_errors_name_the_field(edit: Any, message: str) -> None:
     with pytest.raises(InvalidInputError) as e:
         machine_from_dict(d, "f")
     assert message in str(e.value)
+
+
+def test_machines_without_numa_nodes_round_trip() -> None:
+    # cadvisor's readings of a machine without a node directory: no node at all, or node -1.
+    empty = {"name": "ps3", "numa_nodes": [], "cpus": [],
+             "cadvisor": {"num_cpus": 2, "num_cores": 0, "num_sockets": 1, "distances": {}, "memory_capacity": 0}}
+    m = machine_from_dict(empty, "f")
+    assert m.numa_ids() == [] and m.capacity_cpus() == 2 and m.kubelet_distances() == {}
+    assert machine_from_dict(machine_to_dict(m), "again") == m
+    minus = {"name": "s390", "numa_nodes": [{"id": -1, "memory_bytes": 0}],
+             "cpus": [{"id": 0, "socket": -1, "core": 0, "numa_node": -1}],
+             "devices": [{"id": "n0", "resource": "a.com/nic", "numa_nodes": [-1]}]}
+    m = machine_from_dict(minus, "f")
+    assert m.numa_ids() == [-1] and m.node(-1).cpus == {0} and m.devices[0].numa_nodes == (-1,)
+    assert m.kubelet_distances() is None and m.capacity_cpus() == 1 and m.capacity_memory() == 0
+    assert machine_from_dict(machine_to_dict(m), "again") == m
 
 
 def test_text_parse_errors() -> None:

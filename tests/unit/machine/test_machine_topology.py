@@ -106,7 +106,7 @@ def test_memory_and_hugepages_by_node() -> None:
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda: Machine("m", (), ()), "no NUMA nodes"),
+        (lambda: Machine("m", (NUMANode(-2, frozenset(), 0),), ()), "include -2; expected ids >= 0 (or -1"),
         (lambda: Machine("m", (NUMANode(1, frozenset(), 0), NUMANode(0, frozenset(), 0)), ()), "ascending"),
         (lambda: Machine("m", (NUMANode(0, frozenset(), 0), NUMANode(0, frozenset(), 0)), ()), "more than once"),
         (lambda: Machine("m", (NUMANode(0, frozenset({0}), 0),), (CPU(0, 0, 0, 1),)), "NUMA node 1, which is not"),

@@ -300,6 +300,9 @@ def _with_numa_nodes(exc: ConfigError, config: KubeletConfig, machine: Machine) 
     missing = sorted({r.numa_node for r in config.reserved_memory} - set(existing))
     if not missing or "references a NUMA node" not in str(exc):
         return exc
+    if not existing:
+        return ConfigError(f"{exc}; machine {machine.name} has no NUMA node (cadvisor found none), so no memory "
+                           "can be reserved on one: use --memory-manager-policy None")
     return ConfigError(
         f"{exc}; machine {machine.name} has NUMA node{'s' if len(existing) > 1 else ''} "
         f"{','.join(map(str, existing))}; reserve memory only on those (--reserved-memory "

@@ -123,7 +123,12 @@ def _second_opinion(machine: Machine, root: Path) -> None:
     from numalign.errors import DiscoveryError
 
     log = logging.getLogger("numalign.discover")
-    if not machine.cpus:
+    if machine.cadvisor is not None and machine.cadvisor.num_cpus > 0 and not machine.cpus:
+        log.warning("cadvisor places no CPU on this machine (%s): the kubelet starts with %d CPUs and empty CPU "
+                    "details, so its static CPU manager can neither reserve nor pin a CPU",
+                    "no physical package id" if not machine.numa_nodes else "no online CPU with a readable "
+                    "core_id and physical_package_id under its NUMA nodes", machine.cadvisor.num_cpus)
+    elif not machine.cpus:
         log.warning("cadvisor counts no CPU on this machine (no online CPU with a readable core_id and "
                     "physical_package_id under its NUMA nodes): the kubelet's static CPU manager would not start "
                     "(could not detect number of cpus)")

@@ -12,7 +12,7 @@ StartupError with the kubelet's text first and the fix after a semicolon.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from numalign.core.numa import NUMAInfo
@@ -69,3 +69,35 @@ def start_policy(
             f"max-allowable-numa-nodes={len(numa.nodes)}",
         )
     return StartedPolicy(make_policy(name, numa, opts), opts)
+
+
+def refuse_node_minus_one(nodes: Sequence[int], topology_policy: str) -> None:
+    """The kubelet starts on a machine holding NUMA node -1 (cadvisor's node for an unknown physical
+    package id when sysfs has no node directory) under any Topology Manager policy but none, then
+    panics at its first pod: its NUMA bitmask holds bits 0-63 only, NewBitMask(-1) fails, the error is
+    ignored, and the merge (bitmask.And over DefaultAffinityMask()) dereferences the nil mask. Policy
+    none never builds a mask: it runs, with the CPU manager (none or static) and the device manager.
+    Called once every manager has started, so the kubelet's own start errors come first."""
+    if -1 in nodes and topology_policy != PolicyName.NONE:
+        raise StartupError(
+            f"the kubelet starts on this machine (NUMA node -1), then panics at its first pod admission: topology "
+            f"manager policy {topology_policy} merges hints from bitmask.NewBitMask(-1), which fails (bits 0-63), "
+            "and the nil mask is dereferenced",
+            "use topology manager policy none (--topology-manager-policy none) on a machine without a NUMA "
+            "node directory",
+        )
+
+
+def refuse_static_memory_on_node_minus_one(nodes: Sequence[int]) -> None:
+    """The memory manager's Static policy on NUMA node -1: its NewManager checks pass (reservedMemory
+    may name node -1), then the first Guaranteed pod's hints iterate NUMA masks over [-1]
+    (GetTopologyHints, or getDefaultHint under policy none): the nil mask from NewBitMask(-1) panics.
+    (Node -1 never has memory of its own, so the default machine state would also wrap around.)"""
+    if -1 in nodes:
+        raise StartupError(
+            "the kubelet starts on this machine (NUMA node -1), then panics at its first Guaranteed pod's "
+            "admission: the memory manager's Static policy builds NUMA masks over node -1 "
+            "(bitmask.NewBitMask(-1) fails, and the nil mask is dereferenced)",
+            "use memory manager policy None (--memory-manager-policy None) on a machine without a NUMA node "
+            "directory",
+        )

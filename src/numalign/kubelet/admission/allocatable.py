@@ -37,8 +37,8 @@ def node_capacity(machine: Machine) -> dict[str, Quantity]:
             name = hugepage_resource_name(size)
             hugepages[name] = hugepages.get(name, 0) + size * pages
     return {
-        RESOURCE_CPU: Quantity.from_int(len(machine.online_cpus())),
-        RESOURCE_MEMORY: Quantity.from_int(sum(machine.memory_by_node().values()), QuantityFormat.BINARY_SI),
+        RESOURCE_CPU: Quantity.from_int(machine.capacity_cpus()),
+        RESOURCE_MEMORY: Quantity.from_int(machine.capacity_memory(), QuantityFormat.BINARY_SI),
         **{k: Quantity.from_int(v, QuantityFormat.BINARY_SI) for k, v in hugepages.items()},
     }
 
@@ -66,5 +66,5 @@ def node_allocatable(machine: Machine, config: KubeletConfig) -> dict[str, int]:
 def allowed_pod_number(machine: Machine, config: KubeletConfig) -> int:
     """The node's "pods" capacity (and allocatable): maxPods, capped by podsPerCore x CPUs when set."""
     if config.pods_per_core > 0:
-        return min(config.pods_per_core * len(machine.online_cpus()), config.max_pods)
+        return min(config.pods_per_core * machine.capacity_cpus(), config.max_pods)
     return config.max_pods

@@ -243,14 +243,16 @@ class CPUTopology:
         cls, infos: Iterable[CPUInfo], *, where: str = "machine.cpus", allow_empty: bool = False
     ) -> CPUTopology:
         """Socket, core and uncore ids may be negative: the kubelet keeps a package id of -1 (the
-        kernel's "unknown") as socket -1, and the uncore id falls back on the socket id."""
+        kernel's "unknown") as socket -1, and the uncore id falls back on the socket id; without a node
+        directory that package is also NUMA node -1."""
         table: dict[int, CPUInfo] = {}
         for info in infos:
             for field in ("cpu", "numa_node", "socket", "core", "uncore"):
                 value = getattr(info, field)
-                if (not isinstance(value, int) or isinstance(value, bool)
-                        or (value < 0 and field in ("cpu", "numa_node"))):
-                    expected = "an integer >= 0" if field in ("cpu", "numa_node") else "an integer"
+                # NUMA node -1 is cadvisor's node for an unknown package id (no node directory).
+                low = {"cpu": 0, "numa_node": -1}.get(field)
+                if not isinstance(value, int) or isinstance(value, bool) or (low is not None and value < low):
+                    expected = "an integer" if low is None else f"an integer >= {low}"
                     raise InvalidInputError(
                         f"{where}: CPU {info.cpu!r} has {field}={value!r}; expected {expected}"
                     )

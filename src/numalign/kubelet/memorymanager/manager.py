@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from numalign.core.policies.startup import refuse_static_memory_on_node_minus_one
 from numalign.errors import CheckpointError, ConfigError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
@@ -104,6 +105,7 @@ def new_memory_manager(
         return MemoryManagerNone()
     if policy_name == POLICY_STATIC:
         reserved = get_system_reserved_memory(machine.numa_ids(), node_allocatable_reservation, reserved_memory)
+        refuse_static_memory_on_node_minus_one(machine.numa_ids())  # starts, then panics: refused here
         return MemoryManagerStatic.for_machine(machine, reserved, affinity, implicit_from_nodes=implicit_from_nodes,
                                               adapt_to_host=adapt_to_host)
     raise ConfigError(

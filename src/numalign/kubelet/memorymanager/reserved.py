@@ -18,10 +18,11 @@ from numalign.kubelet.memorymanager.state import is_memory_resource
 class ReservedMemoryMismatchError(ConfigError):
     """validateReservedMemory's total mismatch; str() is the kubelet's text, verbatim."""
 
-    def __init__(self, message: str, *, resource: str, allocatable: Quantity) -> None:
+    def __init__(self, message: str, *, resource: str, allocatable: Quantity, node: int = 0) -> None:
         super().__init__(message)
         self.resource = resource
         self.allocatable = allocatable
+        self.node = node  # a NUMA node of the machine, for the example
 
     def fix(self) -> str:
         """How to make the kubelet accept the configuration."""
@@ -34,7 +35,7 @@ class ReservedMemoryMismatchError(ConfigError):
         return (
             f"reservedMemory (--reserved-memory) limits of type {r}, summed over all NUMA nodes, must equal "
             f"kube-reserved + system-reserved + eviction-hard for {r} = {total} "
-            f"(e.g. --reserved-memory 0:{r}={total})"
+            f"(e.g. --reserved-memory={self.node}:{r}={total})"
         )
 
 
@@ -92,6 +93,7 @@ def validate_reserved_memory(
     """Upstream validateReservedMemory: for `memory` and every hugepage size named on either side,
     Σ reservedMemory over NUMA nodes must equal the Node Allocatable reservation. Resource types are
     checked in sorted order (upstream's order is Go map order)."""
+    numa_nodes = list(numa_nodes)
     reserved_memory = list(reserved_memory)
     totals = _total_reserved_by_type(numa_nodes, reserved_memory)
     types = set(totals) | {r for r in node_allocatable_reservation if is_memory_resource(r)}
@@ -105,6 +107,7 @@ def validate_reserved_memory(
                 "determined by Node Allocatable feature",
                 resource=r,
                 allocatable=allocatable,
+                node=min(numa_nodes, default=0),
             )
 
 
