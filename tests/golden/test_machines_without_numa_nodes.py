@@ -20,6 +20,8 @@ ignore the error):
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 from support.dumps import TARBALLS
 
@@ -183,3 +185,11 @@ def test_node_minus_one_kubelet_start_errors_come_before_the_panic(node_minus_on
     with pytest.raises(ConfigError, match="references a NUMA node 0 that does not exist") as caught:
         Node(node_minus_one, config_from_yaml(_config("best-effort", memory="Static", reserved_memory_node=0)))
     assert not isinstance(caught.value, StartupError)
+
+
+def test_the_refusal_survives_a_process_boundary(node_minus_one: Machine) -> None:
+    # simulate builds nodes in worker processes: the error is pickled back whole, not a broken pool.
+    with pytest.raises(StartupError) as caught:
+        Node(node_minus_one, config_from_yaml(_config("restricted")))
+    again = pickle.loads(pickle.dumps(caught.value))
+    assert isinstance(again, StartupError) and str(again) == str(caught.value) and again.fix == caught.value.fix

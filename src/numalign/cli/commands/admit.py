@@ -121,7 +121,11 @@ def run(args: argparse.Namespace) -> int:
             f"{base.memory_manager_policy} memory manager, {base.topology_manager_policy})"
             + (f", overridden by {overrides}" if overrides else "; pass --config or kubelet flags to change it")
         )
-        if config.reserved_system_cpus == base.reserved_system_cpus:
+        if config.reserved_system_cpus == base.reserved_system_cpus and not machine.online_cpus():
+            notes.append(f"kubelet config: reservedSystemCPUs {base.reserved_system_cpus}: the built-in example "
+                         "reserves a first core, and this machine has no CPU the kubelet can place (--reserved-cpus "
+                         "to change it)")
+        elif config.reserved_system_cpus == base.reserved_system_cpus:
             notes.append(f"kubelet config: reservedSystemCPUs {base.reserved_system_cpus}: the machine's first core, "
                          "as the built-in example reserves it (--reserved-cpus to change it)")
     elif flags:

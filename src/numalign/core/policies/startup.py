@@ -29,6 +29,10 @@ class StartupError(ConfigError):
         self.kubelet_message = kubelet_message
         self.fix = fix
 
+    def __reduce__(self) -> tuple[type[StartupError], tuple[str, str]]:
+        # Raised in simulate's worker processes too: pickled back with both arguments.
+        return (StartupError, (self.kubelet_message, self.fix))
+
 
 @dataclass(frozen=True)
 class StartedPolicy:
@@ -83,8 +87,8 @@ def refuse_node_minus_one(nodes: Sequence[int], topology_policy: str) -> None:
             f"the kubelet starts on this machine (NUMA node -1), then panics at its first pod admission: topology "
             f"manager policy {topology_policy} merges hints from bitmask.NewBitMask(-1), which fails (bits 0-63), "
             "and the nil mask is dereferenced",
-            "use topology manager policy none (--topology-manager-policy none) on a machine without a NUMA "
-            "node directory",
+            "use topology manager policy none (topologyManagerPolicy: none, --topology-manager-policy none) on a "
+            "machine without a NUMA node directory",
         )
 
 
@@ -98,6 +102,6 @@ def refuse_static_memory_on_node_minus_one(nodes: Sequence[int]) -> None:
             "the kubelet starts on this machine (NUMA node -1), then panics at its first Guaranteed pod's "
             "admission: the memory manager's Static policy builds NUMA masks over node -1 "
             "(bitmask.NewBitMask(-1) fails, and the nil mask is dereferenced)",
-            "use memory manager policy None (--memory-manager-policy None) on a machine without a NUMA node "
-            "directory",
+            "use memory manager policy None (memoryManagerPolicy: None, --memory-manager-policy None) on a "
+            "machine without a NUMA node directory",
         )

@@ -53,7 +53,11 @@ def test_invalid_topology() -> None:
     with pytest.raises(InvalidInputError, match="listed twice"):
         CPUTopology.from_cpu_infos([CPUInfo(0, 0, 0, 0, 0), CPUInfo(0, 0, 0, 0, 0)])
     with pytest.raises(InvalidInputError, match="expected an integer >= 0"):
-        CPUTopology.from_cpu_infos([CPUInfo(0, -1, 0, 0, 0)])
+        CPUTopology.from_cpu_infos([CPUInfo(-1, 0, 0, 0, 0)])
+    # NUMA node -1 is cadvisor's node for an unknown package id; -2 is nothing cadvisor gives
+    assert CPUTopology.from_cpu_infos([CPUInfo(0, -1, -1, 0, -1)]).details.numa_nodes() == {-1}
+    with pytest.raises(InvalidInputError, match="numa_node=-2; expected an integer >= -1"):
+        CPUTopology.from_cpu_infos([CPUInfo(0, -2, 0, 0, 0)])
     with pytest.raises(InvalidInputError, match="no CPUs"):
         CPUTopology.from_cpu_infos([])
 
