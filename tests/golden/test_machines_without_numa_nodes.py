@@ -155,7 +155,7 @@ def test_node_minus_one_policy_none_runs(node_minus_one: Machine, cpu: str, vers
     if cpu == "static":
         # takeByTopology over node -1 (socket -1, cores of 1 to 7 threads, 3 CPUs per core on average):
         # fewer CPUs than a core, so the best-fitting core: 13+14, exactly two threads.
-        assert given.exclusive and given.cpus == [13, 14]
+        assert given.exclusive and list(given.cpus) == [13, 14]
         assert not set(given.cpus) & node.cpu.reserved_cpus
     else:
         assert not given.exclusive and len(given.cpus) == 20
