@@ -129,3 +129,30 @@ def test_admit_on_a_machine_without_numa_nodes(pod_file: Path) -> None:
     p = _run("admit", "--machine", tar, "--topology-manager-policy", "none", "--cpu-manager-policy", "none",
              "--memory-manager-policy", "Static", "--reserved-memory", "0:memory=1124Mi", str(pod_file))
     assert p.returncode == 2 and "has no NUMA node" in p.stderr and "--memory-manager-policy None" in p.stderr
+
+
+CLUSTER = """kind: Cluster
+name: s390
+pools:
+- name: z
+  count: 2
+  machine: {machine}
+  kubelet: {{topologyManagerPolicy: {policy}, cpuManagerPolicy: static, memoryManagerPolicy: None,
+            reservedSystemCPUs: "", kubeReserved: {{cpu: "1", memory: 10Mi}}, systemReserved: {{memory: 10Mi}}}}
+"""
+
+
+@pytest.mark.parametrize("policy", ["none", "restricted"])
+def test_simulate_a_cluster_of_node_minus_one_machines(tmp_path: Path, policy: str) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(CLUSTER.format(machine=_tar("20s390-2g6s4c"), policy=policy))
+    pods = tmp_path / "pods.yaml"
+    pods.write_text("---\n".join(POD.replace("name: web", f"name: web-{i}").replace('"2"', '"1"') for i in range(6)))
+    p = _run("simulate", "--cluster", str(cluster), str(pods))
+    if policy == "none":
+        # Exclusive CPUs on node -1: the exact scheduler's footprint of a pod there is every node.
+        assert p.returncode == 0, p.stderr
+        assert "Guaranteed on 1 NUMA node" in p.stdout
+    else:  # refused in the worker processes, reported once in the parent
+        assert p.returncode == 2, p.stderr
+        assert "then panics at its first pod admission" in p.stderr

@@ -211,16 +211,16 @@ class ClusterState:
             if alloc.exclusive:
                 for cpu in alloc.cpus:
                     if cpu in cpu_numa:
-                        mask |= 1 << cpu_numa[cpu]
+                        mask |= _bit(cpu_numa[cpu])
             for block in alloc.memory:
                 for n in block.numa_nodes:
-                    mask |= 1 << n
+                    mask |= _bit(n)
             for devs in alloc.devices.values():
                 for nodes in devs.values():
                     if nodes is None:
                         return -1
                     for n in nodes:
-                        mask |= 1 << n
+                        mask |= _bit(n)
         return mask
 
     def _changed(self, i: int, footprint: int = -1) -> None:
@@ -321,3 +321,9 @@ def _tolerates(tol: object, key: str, value: str, effect: str) -> bool:
     if tol.operator == "Exists":
         return tol.key in ("", key)
     return tol.key == key and tol.value == value
+
+
+def _bit(node: int) -> int:
+    """A NUMA node's bit in a footprint; node -1 (a machine without a node directory) has none, so it
+    stands for every node (-1: everything is asked again)."""
+    return 1 << node if node >= 0 else -1
