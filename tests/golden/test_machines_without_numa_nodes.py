@@ -193,3 +193,15 @@ def test_the_refusal_survives_a_process_boundary(node_minus_one: Machine) -> Non
         Node(node_minus_one, config_from_yaml(_config("restricted")))
     again = pickle.loads(pickle.dumps(caught.value))
     assert isinstance(again, StartupError) and str(again) == str(caught.value) and again.fix == caught.value.fix
+
+
+def test_node_minus_one_static_memory_without_a_memory_reservation_gets_the_kubelets_error(
+    node_minus_one: Machine,
+) -> None:
+    # Nothing reserved: NewPolicyStatic refuses to start before any admission could panic.
+    config = config_from_yaml(_config("none", memory="Static").replace(
+        "evictionHard: {memory.available: 100Mi}", "evictionHard: {nodefs.available: 10%}").replace(
+        "kubeReserved: {cpu: '1', memory: 1Gi}", "kubeReserved: {cpu: '1'}"))
+    with pytest.raises(ConfigError, match="you should specify the system reserved memory") as caught:
+        Node(node_minus_one, config)
+    assert not isinstance(caught.value, StartupError)

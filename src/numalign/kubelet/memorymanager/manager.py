@@ -12,6 +12,7 @@ from numalign.core.policies.startup import refuse_static_memory_on_node_minus_on
 from numalign.errors import CheckpointError, ConfigError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
+from numalign.k8s.resources import RESOURCE_MEMORY
 from numalign.kubelet.memorymanager.hints import MemoryHints
 from numalign.kubelet.memorymanager.policy import MemoryPolicy
 from numalign.kubelet.memorymanager.policy_static import MemoryManagerStatic
@@ -105,7 +106,8 @@ def new_memory_manager(
         return MemoryManagerNone()
     if policy_name == POLICY_STATIC:
         reserved = get_system_reserved_memory(machine.numa_ids(), node_allocatable_reservation, reserved_memory)
-        refuse_static_memory_on_node_minus_one(machine.numa_ids())  # starts, then panics: refused here
+        if any(r.get(RESOURCE_MEMORY, 0) > 0 for r in reserved.values()):  # else NewPolicyStatic's own error
+            refuse_static_memory_on_node_minus_one(machine.numa_ids())  # starts, then panics: refused here
         return MemoryManagerStatic.for_machine(machine, reserved, affinity, implicit_from_nodes=implicit_from_nodes,
                                               adapt_to_host=adapt_to_host)
     raise ConfigError(
