@@ -39,7 +39,7 @@ def page_size_name(size: int) -> str:
 def no_numa_note(m: Machine) -> str:
     """What the kubelet sees of a machine without NUMA nodes (cadvisor found no node directory and no
     physical package id): CPUs it counts, none it can place."""
-    counted = len(m.online_cpus()) if m.cadvisor is None else m.cadvisor.num_cpus
+    counted = m.capacity_cpus()
     return (f"no NUMA node: the kubelet counts {_n(counted, 'CPU')} (cadvisor's NumCores) but knows no "
             "NUMA node, socket or core for any of them")
 
