@@ -10,7 +10,8 @@ What goes in (paths inside the tarball):
                                     tarball is also a `--machine` sysfs dump
   kubelet/config.yaml               the KubeletConfiguration file
   state/cpu_manager_state, state/memory_manager_state, state/device-plugins/kubelet_internal_checkpoint,
-  state/numalign_pods.json          the state files, byte for byte (checksums intact)
+  state/numalign_pods.json, state/numalign_dra_claims.json
+                                    the state files, byte for byte (checksums intact)
   podresources/allocatable.json, podresources/pods.json
                                     GetAllocatableResources and List of the PodResources socket, when it
                                     answers (protobuf field names): the device IDs the plugins really use,
@@ -37,7 +38,12 @@ from typing import Any
 from numalign.adapters.cadvisor_sysfs import MAX_ATTRIBUTE_BYTES, UnsafeFileError, read_attribute
 from numalign.adapters.kubelet_process import KubeletProcess
 from numalign.adapters.kubeletversion import ReportedVersion, from_kubectl, from_kubelet_binary
-from numalign.adapters.statedir.layout import DEVICE_PLUGINS_DIR, KUBELET_STATE_FILES, POD_RECORD_FILE
+from numalign.adapters.statedir.layout import (
+    DEVICE_PLUGINS_DIR,
+    DRA_CLAIMS_FILE,
+    KUBELET_STATE_FILES,
+    POD_RECORD_FILE,
+)
 from numalign.errors import DiscoveryError
 from numalign.limits import MAX_TEXT_FILE_BYTES
 
@@ -48,7 +54,7 @@ STATE_PREFIX = "state"
 ALLOCATABLE_MEMBER = "podresources/allocatable.json"
 PODS_MEMBER = "podresources/pods.json"
 DRA_MEMBER = "dra/objects.json"  # `kubectl get resourceslices,deviceclasses,resourceclaims -A -o json` (--dra-objects)
-STATE_FILES = (*KUBELET_STATE_FILES, POD_RECORD_FILE)
+STATE_FILES = (*KUBELET_STATE_FILES, POD_RECORD_FILE, DRA_CLAIMS_FILE)
 _STATE_LIMIT = 64 << 20  # a checkpoint of thousands of pods is a few MB
 
 _CPU_FILES = ("online",)
@@ -203,7 +209,7 @@ def collect(out_path: Path, *, sysfs_root: Path, config: Path | None, state_dir:
                 source = device_plugin_dir / rel.removeprefix(f"{DEVICE_PLUGINS_DIR}/")
             # numalign_pods.json exists only where numalign admitted pods: a kubelet's directory lacks it.
             _optional(w, result, source, f"{STATE_PREFIX}/{rel}", rel, _STATE_LIMIT,
-                      quiet=rel == "numalign_pods.json")
+                      quiet=rel in (POD_RECORD_FILE, DRA_CLAIMS_FILE))
         if progress is not None:
             progress("asking PodResources")
         captured = _pod_resources(pod_resources_socket, result)

@@ -15,9 +15,11 @@ DEVICE_PLUGINS_DIR = "device-plugins"
 DEVICE_MANAGER_CHECKPOINT_FILE = "kubelet_internal_checkpoint"  # in DEVICE_PLUGINS_DIR
 
 # numalign's: the pods it admitted (statedir.podrecord), the node it was given (`admit --state-dir`),
-# the agent's status (`numalign serve`), and the two locks (statedir.locks)
+# the ResourceClaims it allocated there (statedir.draclaims), the agent's status (`numalign serve`),
+# and the two locks (statedir.locks)
 POD_RECORD_FILE = "numalign_pods.json"
 NODE_RECORD_FILE = "numalign_node.json"
+DRA_CLAIMS_FILE = "numalign_dra_claims.json"
 STATUS_FILE = "numalign_status.json"
 TRANSACTION_LOCK_FILE = "numalign.lock"
 OWNER_LOCK_FILE = "numalign-owner.lock"

@@ -35,6 +35,8 @@ def print_pods(doc: dict[str, Any], wide: bool) -> None:
     for p in pods:
         if p["status"] != "admitted":
             print(f"{p['namespace']}/{p['name']}: {p['status']}: {p.get('reason') or ''}: {p.get('message') or ''}")
+        for claim, devices in sorted((p.get("claims") or {}).items()):
+            print(f"{p['namespace']}/{p['name']}: DRA claim {claim}: {', '.join(devices) or 'no device'}")
         for cname, err in sorted((p.get("container_errors") or {}).items()):
             print(f"{p['namespace']}/{p['name']}: container {cname} start failed: {err}")
     if wide:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from numalign.adapters.statedir.draclaims import HeldClaim
     from numalign.k8s.pod import Pod
     from numalign.kubelet.node import Node
 
@@ -82,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
 
         node = Node(machine, config, store=state_directory(args.state_dir), process_alive=process_alive_reclaiming,
                     kubelet_version=version)
+        # The claims file is read first: a damaged one stops the removal before anything is written.
+        from numalign.adapters.statedir.draclaims import claims_path, read_claims
+
+        claims = read_claims(args.state_dir) if claims_path(args.state_dir).exists() else None
         # One transaction: every pod named is removed, or (a write failed) none.
         with node.transaction() as tx:
             pods = {pod.uid: pod for pod in (find_pod(node, ref) for ref in args.pods)}
@@ -91,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
         if tx.failure is not None:
             raise tx.failure
         left = len(node.pods)
-    doc = {"state_dir": str(args.state_dir), "removed": removed, "pods_left": left}
+        released = _release_claims(args.state_dir, claims, {r["uid"] for r in removed}, set(node.pods))
+    doc = {"state_dir": str(args.state_dir), "removed": removed, "pods_left": left, "claims_released": released}
     if args.output != "text":
         from numalign.cli.output import emit
 
@@ -99,5 +105,22 @@ def run(args: argparse.Namespace) -> int:
     else:
         for r in removed:
             print(f"removed {r['namespace']}/{r['name']} (uid {r['uid']})")
+        for key in released:
+            print(f"deallocated DRA claim {key} (no pod reserves it any more; its devices are free)")
         print(f"{left} pod(s) left in {args.state_dir}")
     return 0
+
+
+def _release_claims(state_dir: Path, before: list[HeldClaim] | None, removed: set[str], pods: set[str]) -> list[str]:
+    """The removed pods' ResourceClaim reservations end; a claim no pod reserves any more is deallocated
+    (as the resource claim controller does). Written after the pod record, which is the commit point:
+    a kill in between leaves reservations by pods it no longer lists, dropped on the next read."""
+    from numalign.adapters.statedir.draclaims import reconcile, release, write_claims
+
+    if before is None:
+        return []
+    after = reconcile(release(before, removed), pods)
+    kept = {h.key for h in after}
+    if after != before:
+        write_claims(state_dir, after)
+    return [h.key for h in before if h.key not in kept]

@@ -372,6 +372,15 @@ def _subrequest(raw: object, path: str, name: str, *, exact: bool) -> t.DeviceSu
         tolerations=tuple(tolerations), capacity=capacity)
 
 
+def allocation_from_dict(raw: object) -> t.DeviceAllocationResult | None:
+    """A claim's status.allocation read on its own (a state directory keeps it apart from the claim);
+    ValueError naming the field when it is malformed."""
+    try:
+        return _allocation(raw)
+    except _FieldError as e:
+        raise ValueError(str(e)) from None
+
+
 def _allocation(raw: object) -> t.DeviceAllocationResult | None:
     if raw is None:
         return None
