@@ -121,3 +121,58 @@ def test_workers_running_another_numalign_are_refused_in_one_line(tmp_path: Path
     assert "expected the same numalign on every worker" in message
     stranger_version = message.split(" runs numalign ")[1].split(", this client")[0]
     assert stranger_version.startswith("0.") and stranger_version != numalign_version()
+
+
+def test_dask_runs_report_their_progress_as_local_workers_do() -> None:
+    """Each run on a Dask worker reports its start and its pods placed, and every message of a run is
+    relayed before its result, as with --jobs (the same results as the run here)."""
+    from distributed import LocalCluster
+
+    cluster, workload = example_cluster(), example_workload(5, count=80)
+    specs = Sweep(["default", "exact"]).specs()
+    events: list[tuple[str, int, int]] = []
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      scheduler_port=0) as dask_cluster:  # type: ignore[no-untyped-call]  # untyped library
+        there = run_sweep(cluster, workload, specs, 5, 2, dask=dask_cluster.scheduler_address,
+                          done=lambda i, r: events.append(("done", i, r.placed)),
+                          placed=lambda i, n: events.append(("placed", i, n)))
+    assert there == run_sweep(cluster, workload, specs, 5, 2, jobs=1)
+    for i, result in enumerate(there):
+        mine = [(kind, n) for kind, j, n in events if j == i]
+        assert mine[0] == ("placed", 0) and mine[-1] == ("done", result.placed)  # start first, result last
+        counts = [n for kind, n in mine if kind == "placed"]
+        assert counts == sorted(counts) and len(counts) > 2 and counts[-1] <= result.placed
+
+
+def test_simulate_with_dask_shows_progress_on_a_terminal_only() -> None:
+    """`simulate --dask` draws the same progress as `--jobs` on a terminal (stderr on a real
+    pseudo-terminal); piped, nothing is written to stderr and stdout is the same."""
+    import json
+    import pty
+
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      scheduler_port=0) as dask_cluster:  # type: ignore[no-untyped-call]  # untyped library
+        cmd = [sys.executable, "-m", "numalign.cli.main", "simulate", "--generate", "40", "--dask",
+               dask_cluster.scheduler_address, "--scheduler", "default", "--scheduler", "exact", "-o", "json"]
+        leader, follower = pty.openpty()
+        try:
+            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=follower, check=True, timeout=300)
+            os.close(follower)
+            seen = b""
+            while True:
+                try:
+                    chunk = os.read(leader, 65536)
+                except OSError:  # EIO: the terminal's other end is closed and drained
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+        finally:
+            os.close(leader)
+        piped = subprocess.run(cmd, capture_output=True, check=True, timeout=300)
+    shown = seen.decode()
+    assert "run 1/2: " in shown and "run 2/2: " in shown and "/40 pods placed" in shown
+    assert "2 done" in shown and shown.endswith("\x1b[2K")
+    assert piped.stderr == b"" and json.loads(piped.stdout)["runs"] == json.loads(proc.stdout)["runs"]

@@ -222,8 +222,24 @@ def _relay(channel: Any, placed: Callable[[int, int], None] | None) -> None:
             placed(index, count)
 
 
-def _run_shared(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int, max_retries: int) -> RunResult:
-    return run_one(cluster, workload, spec, seed, max_retries)
+def _run_shared(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int, max_retries: int,
+                index: int = 0, channel: str | None = None) -> RunResult:
+    """One run on a Dask worker. `channel`: the name of a distributed.Queue the client follows, which
+    gets [index, pods placed] at the start and every 1/PROGRESS_STEPS of the pods, as from local workers.
+    Queue.put returns once the scheduler holds the message, so it is there before the run's result."""
+    if channel is None:
+        return run_one(cluster, workload, spec, seed, max_retries)
+    from distributed import Queue
+
+    queue = Queue(channel)  # type: ignore[no-untyped-call]  # distributed is untyped
+    step = max(1, workload.pod_count() // PROGRESS_STEPS)
+    queue.put([index, 0])  # type: ignore[no-untyped-call]
+
+    def report(placed: int) -> None:
+        if placed % step == 0:
+            queue.put([index, placed])  # type: ignore[no-untyped-call]
+
+    return run_one(cluster, workload, spec, seed, max_retries, progress=report)
 
 
 def run_sweep(cluster: Cluster, workload: Workload, specs: Sequence[RunSpec], seed: int, max_retries: int, *,
@@ -232,7 +248,8 @@ def run_sweep(cluster: Cluster, workload: Workload, specs: Sequence[RunSpec], se
               placed: Callable[[int, int], None] | None = None) -> list[RunResult]:
     """Every run, in `specs` order. jobs > 1: local worker processes; dask: a dask.distributed scheduler.
     `done(i, result)` follows finished runs; `placed(i, pods)` the pods placed so far in a run, from
-    this process or from the local workers (every 1/PROGRESS_STEPS of the pods); not on Dask."""
+    this process, from the local workers or from the Dask workers (every 1/PROGRESS_STEPS of the pods,
+    a run's start always before its result)."""
     tasks = [(cluster, workload, spec, seed, max_retries) for spec in specs]
     results: list[RunResult | None] = [None] * len(tasks)
 
@@ -242,7 +259,7 @@ def run_sweep(cluster: Cluster, workload: Workload, specs: Sequence[RunSpec], se
             done(i, r)
 
     if dask is not None:
-        _on_dask(dask, tasks, finished, connect_timeout)
+        _on_dask(dask, tasks, finished, connect_timeout, placed)
     elif jobs > 1 and len(tasks) > 1:
         import multiprocessing
         from concurrent.futures import FIRST_COMPLETED, wait
@@ -310,9 +327,10 @@ def _check_workers(client: Any, address: str) -> None:
 
 
 def _on_dask(address: str, tasks: Iterable[tuple[Cluster, Workload, RunSpec, int, int]],
-             finished: Callable[[int, RunResult], None], connect_timeout: float) -> None:
+             finished: Callable[[int, RunResult], None], connect_timeout: float,
+             placed: Callable[[int, int], None] | None = None) -> None:
     try:
-        from distributed import Client, as_completed
+        from distributed import Client, Queue, wait
     except ImportError:
         raise InvalidInputError(DASK_MISSING) from None
     try:
@@ -325,14 +343,28 @@ def _on_dask(address: str, tasks: Iterable[tuple[Cluster, Workload, RunSpec, int
         if not task_list:
             return
         _check_workers(client, address)
+        # Progress travels through a queue the scheduler keeps (a random name: one per sweep).
+        channel = Queue(client=client) if placed is not None else None  # type: ignore[no-untyped-call]
         # The cluster and the workload are the same for every run: sent to each worker once, not per run.
         cluster, workload = task_list[0][0], task_list[0][1]
         shared = client.scatter([cluster, workload], broadcast=True)  # type: ignore[no-untyped-call]
-        futures = [client.submit(_run_shared, shared[0], shared[1], spec, seed, retries, pure=False)
-                   for _c, _w, spec, seed, retries in task_list]
+        futures = [client.submit(_run_shared, shared[0], shared[1], spec, seed, retries, i,
+                                 None if channel is None else channel.name, pure=False)
+                   for i, (_c, _w, spec, seed, retries) in enumerate(task_list)]
         index = {f.key: i for i, f in enumerate(futures)}
-        for f in as_completed(futures):  # type: ignore[no-untyped-call]
-            finished(index[f.key], f.result())
+        running = set(futures)
+        while running:
+            try:
+                ended, running = wait(running, timeout=0.2 if channel is not None else None,  # type: ignore[no-untyped-call]
+                                      return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                ended = set()
+            if channel is not None and placed is not None:
+                # Drained before the results: a run's messages are shown before it is done.
+                for i, n in channel.get(batch=True):  # type: ignore[no-untyped-call]
+                    placed(int(i), int(n))
+            for f in sorted(ended, key=lambda f: index[f.key]):
+                finished(index[f.key], f.result())
     finally:
         client.close()  # type: ignore[no-untyped-call]
 
