@@ -156,3 +156,26 @@ def test_a_damaged_claims_file_is_one_line_naming_it_and_nothing_is_written(tmp_
         assert f"{path}: cannot read the DRA claims numalign allocated: checksum mismatch" in line, line
         assert "fix:" in line
     assert {p: p.read_bytes() for p in state.rglob("*") if p.is_file() and not p.name.endswith(".lock")} == before
+
+
+def test_admit_replace_ends_the_old_pods_reservations(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    (gpu,) = admit(state, pods_file(tmp_path, "a"))["a"] or []
+    # The same pod, now naming the shared claim: its template claim is no longer reserved, so deallocated.
+    p = run("admit", "--state-dir", str(state), "--machine", MACHINE, "--reserved-cpus", "0", "--replace",
+            str(pods_file(tmp_path, "a", shared=True)), "-o", "json")
+    assert p.returncode == 0, p.stderr
+    (pod,) = json.loads(p.stdout)["pods"]
+    assert pod["dra"]["claims"] == {"default/shared-gpu": [gpu]}  # gpu-0 was freed with a-gpu
+    assert {h.key for h in read_claims(state)} == {"default/shared-gpu"}
+
+
+def test_a_dry_run_reads_the_claims_and_writes_nothing(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    (gpu,) = admit(state, pods_file(tmp_path, "a"))["a"] or []
+    before = (state / DRA_CLAIMS_FILE).read_bytes()
+    p = run("admit", "--state-dir", str(state), "--dry-run", str(pods_file(tmp_path, "b")), "-o", "json")
+    assert p.returncode == 0, p.stderr
+    (pod,) = json.loads(p.stdout)["pods"]
+    assert pod["dra"]["claims"]["default/b-gpu"] != [gpu]
+    assert (state / DRA_CLAIMS_FILE).read_bytes() == before
