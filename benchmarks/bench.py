@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from support.configs import static_node_config  # noqa: E402
 from support.reference_merge import ref_policy_merge  # noqa: E402
 
+from numalign.answer.presentation import record_text  # noqa: E402
 from numalign.core.bitmask import iterate_bitmasks  # noqa: E402
 from numalign.core.hint import ProviderHints, TopologyHint  # noqa: E402
 from numalign.core.numa import NUMAInfo  # noqa: E402
@@ -120,7 +121,7 @@ def admit_median(node: Node, make_pod: Callable[[int], Pod], budget_s: float) ->
         t0 = time.perf_counter()
         rec = node.admit(pod)
         times.append(time.perf_counter() - t0)
-        assert rec.result.admit, rec.render()
+        assert rec.result.admit, record_text(rec)
         node.remove(pod.uid)
         i += 1
     return statistics.median(times)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from support.configs import static_node_config
 from support.strategies import admission_pods, small_machines, static_container
 
+from numalign.answer.presentation import record_text
 from numalign.core.decision import DecisionRecord
 from numalign.k8s.pod import Pod
 from numalign.k8s.quantity import Quantity
@@ -97,4 +98,4 @@ def test_fast_path_describes_hints_and_the_record_is_json() -> None:
     assert hints["implicit"] is True and hints["narrowest_count"] == 1
     assert doc["decisions"][0]["considered"]
     json.dumps(doc)
-    assert "any mask of nodes {0-7}" in rec.render()
+    assert "any mask of nodes {0-7}" in record_text(rec)

@@ -27,11 +27,42 @@ from numalign.answer.text import (
     text_lines,
 )
 from numalign.answer.whatif import Answer
-from numalign.core.decision import DecisionRecord
+from numalign.core.decision import DecisionRecord, hint_text, hints_text, implicit_text
+from numalign.core.implicit.hints import ImplicitHints
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
 from numalign.k8s.resources import is_extended_resource_name
 from numalign.kubelet.node import Node
+
+
+def record_text(rec: DecisionRecord) -> str:
+    """A decision record as text: the verdict, the policy and scope, then per container (or pod) the merged
+    hint, each hint provider's hints per resource, the hints considered, why, and an allocation error."""
+    verdict = "admitted" if rec.result.admit else f"REJECTED: {rec.result.reason}: {rec.result.message}"
+    lines = [f"pod {rec.pod}: {verdict}", f"  policy {rec.policy}, scope {rec.scope}"]
+    for d in rec.decisions:
+        who = f"container {d.container}" if d.container else "pod (all containers)"
+        merged = "not merged" if d.merged is None else hint_text(d.merged)
+        lines.append(f"  {who}: merged {merged} -> {'admit' if d.admit else 'reject'}")
+        for p in d.providers:
+            if not p.hints:
+                lines.append(f"    {p.provider}: no preference")
+                continue
+            for res in sorted(p.hints):
+                hs = p.hints[res]
+                if hs is None:
+                    text = "don't care"
+                elif isinstance(hs, ImplicitHints):
+                    text = implicit_text(hs)
+                else:
+                    text = "cannot be satisfied ([])" if not hs else hints_text(hs)
+                lines.append(f"    {p.provider}/{res}: {text}")
+        if d.considered:
+            lines.append(f"    considered: {hints_text(d.considered)}")
+        lines.extend(f"    why: {e}" for e in d.explanation)
+        if d.allocation_error:
+            lines.append(f"    allocation failed: {d.allocation_error}")
+    return "\n".join(lines)
 
 
 class DRAAnswers(Protocol):
@@ -93,7 +124,7 @@ class PodAnswer:
     def full_lines(self, details: bool) -> list[str]:
         """The whole record, the allocations, the answer and the notes (before `details` clipping)."""
         rec, extra = self.record, self.extra
-        lines = rec.render().splitlines()
+        lines = record_text(rec).splitlines()
         if rec.result.admit and isinstance(extra, PodAlignment):  # an admitted pod's extra is its alignment
             by_name = {c.container: c for c in extra.containers}
             lines += [allocation_line(cname, alloc, by_name.get(cname)) for cname, alloc in rec.allocations.items()]

@@ -49,7 +49,8 @@ class AdmitResult:
         return {"admit": self.admit, "reason": self.reason, "message": self.message}
 
 
-def _hint_text(h: TopologyHint) -> str:
+def hint_text(h: TopologyHint) -> str:
+    """A hint as explanations and the record's text (answer/presentation.py) write it."""
     # Past 8 nodes (the kubelet's default limit) the mask is written as ranges: {0-63}P, not 64 numbers.
     if h.mask is not None and h.mask.bit_count() > 8:
         return _nodes_text(h.mask) + ("P" if h.preferred else "")
@@ -59,9 +60,9 @@ def _hint_text(h: TopologyHint) -> str:
 MAX_RENDERED_HINTS = 12
 
 
-def _hints_text(hints: Sequence[TopologyHint]) -> str:
+def hints_text(hints: Sequence[TopologyHint]) -> str:
     """At most MAX_RENDERED_HINTS hints (big machines have thousands); the JSON keeps them all."""
-    shown = " ".join(_hint_text(h) for h in hints[:MAX_RENDERED_HINTS])
+    shown = " ".join(hint_text(h) for h in hints[:MAX_RENDERED_HINTS])
     rest = len(hints) - MAX_RENDERED_HINTS
     return shown if rest <= 0 else f"{shown} ... (+{rest} more)"
 
@@ -83,17 +84,17 @@ def _preferred_sizes_text(src: ImplicitHints) -> str:
     return "masks of " + " or ".join(map(str, sorted(src.pref_sizes))) + " node(s)"
 
 
-def _implicit_text(src: ImplicitHints) -> str:
+def implicit_text(src: ImplicitHints) -> str:
     """An implicit list in words: what defines its members, never the members (up to 2^N of them)."""
     text = f"any mask of nodes {_nodes_text(src.top)} that can hold the request" if src.up_pass is not None else ""
     if src.extras:
-        listed = _hints_text(src.extras)
+        listed = hints_text(src.extras)
         text = f"{text}, and {listed}" if text else listed
     return f"{text} (narrowest: {src.min_count} node(s); preferred: {_preferred_sizes_text(src)})"
 
 
 def _source_text(src: Sequence[TopologyHint] | ImplicitHints) -> str:
-    return _implicit_text(src) if isinstance(src, ImplicitHints) else _hints_text(src)
+    return implicit_text(src) if isinstance(src, ImplicitHints) else hints_text(src)
 
 
 def implicit_to_dict(src: ImplicitHints) -> dict[str, Any]:
@@ -250,34 +251,6 @@ class DecisionRecord:
             "allocations": {name: a.to_dict() for name, a in self.allocations.items()},
         }
 
-    def render(self) -> str:
-        """A human-readable account, as printed by `numalign admit`."""
-        verdict = "admitted" if self.result.admit else f"REJECTED: {self.result.reason}: {self.result.message}"
-        lines = [f"pod {self.pod}: {verdict}", f"  policy {self.policy}, scope {self.scope}"]
-        for d in self.decisions:
-            who = f"container {d.container}" if d.container else "pod (all containers)"
-            merged = "not merged" if d.merged is None else _hint_text(d.merged)
-            lines.append(f"  {who}: merged {merged} -> {'admit' if d.admit else 'reject'}")
-            for p in d.providers:
-                if not p.hints:
-                    lines.append(f"    {p.provider}: no preference")
-                    continue
-                for res in sorted(p.hints):
-                    hs = p.hints[res]
-                    if hs is None:
-                        text = "don't care"
-                    elif isinstance(hs, ImplicitHints):
-                        text = _implicit_text(hs)
-                    else:
-                        text = "cannot be satisfied ([])" if not hs else _hints_text(hs)
-                    lines.append(f"    {p.provider}/{res}: {text}")
-            if d.considered:
-                lines.append(f"    considered: {_hints_text(d.considered)}")
-            lines.extend(f"    why: {e}" for e in d.explanation)
-            if d.allocation_error:
-                lines.append(f"    allocation failed: {d.allocation_error}")
-        return "\n".join(lines)
-
 
 def explain(
     policy: str,
@@ -329,5 +302,5 @@ def explain(
         if prefs:
             out.append(f"the preferred placements do not agree on {target}: " + "; ".join(prefs))
         else:
-            out.append(f"no hint provider offers a preferred placement; merged result {_hint_text(merged)}")
+            out.append(f"no hint provider offers a preferred placement; merged result {hint_text(merged)}")
     return tuple(out)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from support.configs import static_node_config
 from support.machines import gpu_node
 
+from numalign.answer.presentation import record_text
 from numalign.core.decision import ContainerAllocation, MemoryBlock
 from numalign.k8s.manifest import pod_from_dict
 from numalign.kubelet.node import Node
@@ -21,7 +22,7 @@ def _pod(name: str, limits: dict[str, str]) -> object:
 def test_an_admitted_container_reads_as_typed_fields_and_as_the_same_json() -> None:
     node = Node(gpu_node(), static_node_config())
     rec = node.admit(_pod("p", {"cpu": "2", "memory": "1Gi", "nvidia.com/gpu": "1"}))  # type: ignore[arg-type]
-    assert rec.result.admit, rec.render()
+    assert rec.result.admit, record_text(rec)
     alloc = rec.allocations["c"]
     assert isinstance(alloc, ContainerAllocation) and alloc.exclusive and len(alloc.cpus) == 2
     assert alloc.cpus == tuple(sorted(alloc.cpus))

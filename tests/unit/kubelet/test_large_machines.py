@@ -14,6 +14,7 @@ from support.configs import static_node_config
 from support.shared import hwloc_linux_dir
 
 from numalign.adapters.sysfs import discover_sysfs_hwloc, find_sysfs_root
+from numalign.answer.presentation import record_text
 from numalign.core.bitmask import bits_of
 from numalign.errors import ConfigError
 from numalign.k8s.kubeletconfig import KubeletConfig
@@ -77,7 +78,7 @@ def test_guaranteed_pods_are_admitted_aligned_and_fast(name: str, policy: str) -
     res = device_resource(m)
     pod = guaranteed("p1", 4, 2, {res: 1} if res else None)
     rec = node.admit(pod)
-    assert rec.result.admit, rec.render()
+    assert rec.result.admit, record_text(rec)
     merged = rec.decisions[0].merged
     assert merged is not None and merged.mask is not None and merged.preferred
     nodes = set(bits_of(merged.mask))
@@ -135,7 +136,7 @@ def test_restricted_rejection_explains_implicit_lists_without_listing_them() -> 
     why = " ".join(rec.decisions[0].explanation)
     assert "cpu/cpu prefers {0,1}" in why
     assert "memory/memory prefers masks of 1 node(s) within {0-33}" in why
-    assert "any mask of nodes {0-33}" in rec.render()
+    assert "any mask of nodes {0-33}" in record_text(rec)
     providers = {p["provider"]: p for p in rec.to_dict()["decisions"][0]["providers"]}
     doc = providers["memory"]["hints"]["memory"]
     assert doc["implicit"] is True and doc["nodes"] == list(range(34)) and doc["preferred_counts"] == [1]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from support.configs import static_node_config, static_node_yaml
 
+from numalign.answer.presentation import record_text
 from numalign.errors import InvalidInputError
 from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.k8s.manifest import pod_from_dict
@@ -49,7 +50,7 @@ def test_static_cpu_and_memory_policies_leave_pod_level_pods_in_the_shared_pool(
     pod = pod_from_dict(_pod({"limits": {"cpu": "4", "memory": "4Gi"}},
                              {"cpu": "2", "memory": "1Gi", "nvidia.com/gpu": "1"}))
     rec = node.admit(pod)
-    assert rec.result.admit, rec.render()
+    assert rec.result.admit, record_text(rec)
     alloc = node.allocation(pod.uid, "c")
     assert not alloc.exclusive and alloc.memory == ()
     assert alloc.devices["nvidia.com/gpu"]  # the device manager still serves and aligns the pod

@@ -334,7 +334,9 @@ def _print_decision(
     for key in adm.reclaimed:
         print(f"numalign run: released {key}: its process had ended without releasing it", file=sys.stderr)
     if not rec.result.admit:
-        print(rec.render(), file=sys.stderr)
+        from numalign.answer.presentation import record_text
+
+        print(record_text(rec), file=sys.stderr)
         print(f"numalign run: {rec.pod} rejected ({rec.result.reason}); COMMAND was not run; see what holds this "
               f"node with `numalign pods --state-dir {args.state_dir or _default_state_dir()}`", file=sys.stderr)
         return

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from numalign import metrics as m
+from numalign.answer.presentation import record_text
 from numalign.core.hint import ProviderHints, TopologyHint
 from numalign.core.numa import NUMAInfo
 from numalign.errors import AllocationError, ConfigError
@@ -88,7 +89,7 @@ def test_restricted_rejects_with_the_kubelet_reason_and_explains_which_resource(
     assert cpu.allocated == ["init"]  # earlier containers are not rolled back, as upstream
     assert tm.metrics.value(m.TM_ADMISSION_ERRORS) == 1
     assert tm.metrics.value(m.ADMISSION_REJECTIONS, reason="TopologyAffinityError") == 1
-    assert "REJECTED: TopologyAffinityError" in rec.render()
+    assert "REJECTED: TopologyAffinityError" in record_text(rec)
     assert rec.to_dict()["result"]["reason"] == "TopologyAffinityError"
 
 
