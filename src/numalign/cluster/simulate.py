@@ -94,18 +94,27 @@ def run_one(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int,
 
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for the run. A run builds a heap of long-lived objects (a
-    kubelet per node, each pod's state) that every collection of the older generations walks again,
-    about a quarter of a 1,000-node run's CPU time, and it leaves almost no reference cycles (pods,
-    hints and allocations are freed by reference counting as they go), so nothing piles up meanwhile.
-    The collector's state is restored afterwards (a nested or concurrent run leaves it to the outer)."""
-    enabled = gc.isenabled()
-    gc.disable()
+    """Python's full (oldest-generation) collections deferred for the run; the young ones go on.
+
+    A run builds a heap of long-lived objects (a kubelet per node, each pod's state) that every full
+    collection walks again: about a quarter of a 1,000-node run's CPU time. Turning the collector off
+    altogether is not safe: the implicit hint search (5 or more NUMA nodes) and
+    distribute-cpus-across-numa leave a reference cycle per call, which only the collector frees, so
+    memory would grow with every admission and probe (about 40 KB an admission on epyc-nps4). Young
+    collections free those cycles, since they die young; a full collection still runs after
+    _FULL_COLLECTION_EVERY young-generation collections, so even cycles that outlive them stay bounded.
+    The thresholds are restored afterwards, on every path."""
+    old = gc.get_threshold()
+    gc.set_threshold(old[0], old[1], _FULL_COLLECTION_EVERY)
     try:
         yield
     finally:
-        if enabled:
-            gc.enable()
+        gc.set_threshold(*old)
+
+
+# Default CPython runs a full collection after 10 collections of the middle generation (further
+# limited to when the survivors grew by a quarter); 1,000 makes them rare in a run without removing them.
+_FULL_COLLECTION_EVERY = 1000
 
 
 def _run(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int, max_retries: int,
