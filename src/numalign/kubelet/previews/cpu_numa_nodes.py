@@ -52,9 +52,28 @@ def project_device(machine: Machine, device: Device, targets: list[int]) -> Devi
     return dataclasses.replace(device, numa_nodes=tuple(projected))
 
 
+# id(machine) -> (machine, its effective machine). The nodes of a simulated pool share one Machine;
+# handing them one effective Machine too lets them share its CPU topology and that topology's hint
+# tables (CPUTopology.from_machine is per Machine object) instead of building one per node. The
+# machine is kept, so its id is not reused; bounded like the topology cache.
+_EFFECTIVE: dict[int, tuple[Machine, Machine]] = {}
+_EFFECTIVE_LIMIT = 64
+
+
 def effective_machine(machine: Machine) -> Machine:
     """The machine as the kubelet sees it with the preview on: CPU-attached NUMA nodes only, devices
     projected. The same machine when every node has CPUs, or none has (the proposal's fallback)."""
+    hit = _EFFECTIVE.get(id(machine))
+    if hit is not None and hit[0] is machine:
+        return hit[1]
+    effective = _effective(machine)
+    if len(_EFFECTIVE) >= _EFFECTIVE_LIMIT:
+        _EFFECTIVE.clear()
+    _EFFECTIVE[id(machine)] = (machine, effective)
+    return effective
+
+
+def _effective(machine: Machine) -> Machine:
     keep = cpu_attached(machine)
     if not keep or len(keep) == len(machine.numa_nodes):
         return machine

@@ -140,3 +140,15 @@ def test_restrict_to_cpu_numa_nodes_changes_the_decision() -> None:
     # The GPU projected onto node 0 (gpu-b, HBM node 10) is the preferred single-node hint, lowest id.
     assert rec.allocations["c"].devices == {"nvidia.com/gpu": {"gpu-b": (0,)}}
     assert _numa_of(node, pod) == {0}
+
+
+def test_nodes_of_one_machine_share_the_effective_machine_and_its_cpu_topology() -> None:
+    # A simulated pool's nodes share one Machine; with memory-only nodes dropped they must still share
+    # one effective Machine, so the CPU topology and its hint tables are built once, not per node.
+    m = example("gb200")
+    pv = Previews.parse(["restrict-to-cpu-numa-nodes"])
+    cfg = _config()
+    a, b = Node(m, cfg, previews=pv), Node(m, cfg, previews=pv)
+    assert len(a.machine.numa_nodes) < len(m.numa_nodes)
+    assert a.machine is b.machine and a.cpu.topology is b.cpu.topology
+    assert effective_machine(m) is effective_machine(m)
