@@ -179,3 +179,41 @@ def test_a_dry_run_reads_the_claims_and_writes_nothing(tmp_path: Path) -> None:
     (pod,) = json.loads(p.stdout)["pods"]
     assert pod["dra"]["claims"]["default/b-gpu"] != [gpu]
     assert (state / DRA_CLAIMS_FILE).read_bytes() == before
+
+
+SLICE = """---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: worker-1-gpus}
+spec:
+  driver: gpu.example.com
+  nodeName: worker-1
+  pool: {name: worker-1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - {name: gpu-0, attributes: {resource.kubernetes.io/numaNode: {int: 0}}}
+  - {name: gpu-1, attributes: {resource.kubernetes.io/numaNode: {int: 1}}}
+"""
+
+
+def test_a_snapshot_carries_the_claims_and_admit_on_it_respects_them(tmp_path: Path) -> None:
+    from support.sysfs_tree import write_sysfs
+
+    root = write_sysfs(tmp_path / "root", cores=2)
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n")
+    state = tmp_path / "state"
+    first = pods_file(tmp_path, "a")
+    first.write_text(first.read_text() + SLICE)
+    p = run("admit", "--state-dir", str(state), "--machine", str(root), "--config", str(config), str(first),
+            "-o", "json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["pods"][0]["dra"]["claims"] == {"default/a-gpu": ["gpu.example.com/worker-1/gpu-0"]}
+    snap = tmp_path / "node.tgz"
+    made = run("snapshot", str(snap), "--sysfs-root", str(root), "--state-dir", str(state), "--config", str(config),
+               "--pod-resources-socket", str(tmp_path / "none.sock"))
+    assert made.returncode == 0, made.stderr
+    second = pods_file(tmp_path, "b")
+    second.write_text(second.read_text() + SLICE)
+    asked = run("admit", "--node", str(snap), str(second), "-o", "json")
+    assert asked.returncode == 0, asked.stderr
+    assert json.loads(asked.stdout)["pods"][0]["dra"]["claims"] == {"default/b-gpu": ["gpu.example.com/worker-1/gpu-1"]}
