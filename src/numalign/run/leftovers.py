@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import time
 from collections.abc import Iterable, Mapping
@@ -177,19 +178,55 @@ def end(pids: Iterable[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-# How long end_leftovers' victims get to vanish before their run counts as still holding its CPUs. A
-# bound, not a timing assumption: a slower machine only means the pod is released at the next open.
-_END_WAIT_POLLS = 200
+# How long end()'s victims get to be gone before their run counts as still holding its CPUs. SIGKILL
+# ends a process as soon as the kernel next runs it, which on a machine at load average 25 can take
+# seconds; only a process stuck in uninterruptible sleep outlasts this. Waiting returns the moment the
+# last one ends (pidfds), so the bound costs nothing when the machine is quick.
+_END_WAIT_SECONDS = 60.0
 
 
 def wait_ended(pids: set[int], proc: Path = PROC) -> set[int]:
-    """Wait (bounded) for killed processes to be gone; returns those still running."""
-    for _ in range(_END_WAIT_POLLS):
+    """Wait (bounded by _END_WAIT_SECONDS) for killed processes to be gone; returns those still running."""
+    pids = {p for p in pids if _running(p, proc)}
+    if not pids:
+        return pids
+    deadline = time.monotonic() + _END_WAIT_SECONDS
+    if proc == PROC and hasattr(os, "pidfd_open"):
+        _wait_pidfds(pids, deadline)
+    while pids and time.monotonic() < deadline:
+        # Without pidfds (or for a process a pidfd could not be opened for): poll /proc.
         pids = {p for p in pids if _running(p, proc)}
-        if not pids:
-            break
-        time.sleep(0.01)
-    return pids
+        if pids:
+            time.sleep(0.01)
+    return {p for p in pids if _running(p, proc)}
+
+
+def _wait_pidfds(pids: set[int], deadline: float) -> None:
+    """Block until every process has exited (a pidfd polls readable once its process is a zombie or
+    reaped) or the deadline passes."""
+    fds: list[int] = []
+    try:
+        poller = select.poll()
+        for pid in pids:
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue  # already gone
+            except OSError:
+                return  # no pidfds here (old kernel, seccomp): the caller polls /proc
+            fds.append(fd)
+            poller.register(fd, select.POLLIN)
+        waiting = set(fds)
+        while waiting:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            for fd, _event in poller.poll(left * 1000):
+                waiting.discard(fd)
+                poller.unregister(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def describe_holders(pids: Iterable[int], proc: Path = PROC) -> str:
