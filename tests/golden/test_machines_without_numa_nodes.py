@@ -26,6 +26,7 @@ import pytest
 from support.dumps import TARBALLS
 
 from numalign.adapters.sysfs import load_machine
+from numalign.answer.why import explain_rejection
 from numalign.core.policies.startup import StartupError
 from numalign.errors import ConfigError
 from numalign.k8s.kubeletconfig_read import config_from_yaml
@@ -100,9 +101,13 @@ def test_no_node_policy_none_admits_what_the_shared_pool_and_capacity_allow(
     # cpu capacity is cadvisor's NumCores (2) less kubeReserved (1): a whole CPU fits, two do not.
     # (The dump has no /proc/meminfo, so its memory capacity is unknown: these pods ask for none.)
     assert node.admit(_pod("one", "1")).result.admit
-    rejected = node.admit(_pod("more", "1")).result
+    more = _pod("more", "1")
+    record = node.admit(more)
+    rejected = record.result
     assert not rejected.admit and rejected.reason == "OutOfcpu"
     assert "capacity: 1000" in rejected.message
+    # the why names the CPUs the kubelet counts, not the none it could place
+    assert any("(2 CPUs less reservedSystemCPUs" in line for line in explain_rejection(node, more, record))
 
 
 @pytest.mark.parametrize("policy", ["restricted", "single-numa-node"])

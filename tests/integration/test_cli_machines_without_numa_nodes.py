@@ -103,6 +103,13 @@ def test_admit_on_node_minus_one_under_policy_none(pod_file: Path, tmp_path: Pat
     again = _run("pods", "--state-dir", str(state), "--report", str(report), "-o", "yaml")
     assert again.returncode == 0, again.stderr
     assert "NUMA node -1" in report.read_text()
+    # The in-place resize preview under policy none builds no mask either: it grows on node -1.
+    grown = _run("resize", "default/web", "--container", "c", "--cpus", "3", "--state-dir", str(state),
+                 "--machine", str(_tar("20s390-2g6s4c")), *NONE_POLICIES, "--preview",
+                 "inplace-resize-exclusive-cpus", "-o", "json")
+    assert grown.returncode == 0, grown.stderr
+    result = json.loads(grown.stdout)
+    assert result["resized"] is True and result["numaNodes"] == [-1] and len(result["cpusAfter"]) == 3
 
 
 @pytest.mark.parametrize("policy", ["best-effort", "restricted", "single-numa-node"])

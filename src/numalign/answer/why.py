@@ -142,7 +142,7 @@ def _out_of(node: Node, f: InsufficientResource) -> str:
     others = sum(1 for p in node.handlers.requests_of(node.pods.values()) if p.get(f.resource))
     note = ""
     if f.resource == RESOURCE_CPU:
-        note = (f" ({len(node.machine.online_cpus())} CPUs less reservedSystemCPUs, or kubeReserved + "
+        note = (f" ({node.machine.capacity_cpus()} CPUs less reservedSystemCPUs, or kubeReserved + "
                 "systemReserved cpu)")
     elif f.resource == RESOURCE_MEMORY:
         note = " (memory less kubeReserved, systemReserved, the hard eviction threshold and hugepage pools)"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from numalign.core.bitmask import bits_of, mask_of
+from numalign.core.bitmask import mask_of
 from numalign.core.hint import TopologyHint
 from numalign.errors import AllocationError
 from numalign.k8s.cpuset import format_cpuset
@@ -162,4 +162,5 @@ def describe(cpus: frozenset[int]) -> str:
 
 
 def nodes_of(policy: StaticPolicy, cpus: frozenset[int]) -> list[int]:
-    return bits_of(numa_mask(policy, cpus))
+    """The NUMA nodes a CPU set spans, ascending; node -1 (no node directory) included, which no mask holds."""
+    return sorted({info.numa_node for c in cpus if (info := policy.topology.info(c)) is not None})

@@ -28,7 +28,7 @@ from numalign.kubelet.cpumanager.resize import (
     ResizeRefusedError,
     apply_resize,
     check_resize,
-    numa_mask,
+    nodes_of,
     resize_hints,
 )
 from numalign.limits import MAX_RESIZE_NUMA_NODES
@@ -151,7 +151,7 @@ def resize_container(node: Any, pod: Pod, container: str, cpus_text: str) -> Res
         if not merged.admit:
             return base(resized=False, reason=TOPOLOGY_AFFINITY_ERROR,
                                 message=f"{TOPOLOGY_AFFINITY_MESSAGE} (the resized container's CPUs must keep "
-                                f"NUMA node(s) {','.join(map(str, bits_of(numa_mask(cpu, current))))})",
+                                f"NUMA node(s) {','.join(map(str, nodes_of(cpu, current)))})",
                                 before=sorted(current), after=sorted(current), baseline=sorted(baseline))
         hint = merged.hint
         affinity = hint.mask
@@ -166,4 +166,4 @@ def resize_container(node: Any, pod: Pod, container: str, cpus_text: str) -> Res
     return base(resized=True, before=sorted(done.before), after=sorted(done.after),
                         baseline=sorted(done.baseline),
                         affinity=None if affinity is None else bits_of(affinity),
-                        numa_nodes=bits_of(numa_mask(cpu, done.after)))
+                        numa_nodes=nodes_of(cpu, done.after))
