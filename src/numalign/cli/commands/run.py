@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -164,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
         node.plugins = {}
     if not adm.record.result.admit:
         child.abort()
-        _print_decision(args, adm, None, [], None)
+        _shown(lambda: _print_decision(args, adm, None, [], None))
         return EXIT_REJECTED
     # What the run holds, as its pod record will say: how its leftovers are found when COMMAND ends.
     held = {**record, "allocation": adm.allocation.to_dict() if adm.allocation is not None else {}}
@@ -174,12 +175,14 @@ def run(args: argparse.Namespace) -> int:
         child.abort()
         _release(node, pod.uid, ref, None, held)
         raise
-    _print_decision(args, adm, placement, [*version_notes, *notes], cgroup_info)
+    if adm.allocation is not None and not adm.allocation.exclusive:
+        notes.append(SHARED_POOL_NOTE)
+    _shown(lambda: _print_decision(args, adm, placement, [*version_notes, *notes], cgroup_info))
     try:
         child.start(placement)
     except LaunchError as e:
         _release(node, pod.uid, ref, placement.cgroup, held)
-        print(f"numalign run: error: {e}", file=sys.stderr)
+        _say(f"numalign run: error: {e}")
         return e.exit_code
     code = EXIT_REJECTED
     try:
@@ -187,6 +190,25 @@ def run(args: argparse.Namespace) -> int:
     finally:
         _release(node, pod.uid, ref, placement.cgroup, held)
     return code
+
+
+SHARED_POOL_NOTE = ("shared pool, not exclusive CPUs: the static CPU manager gives exclusive CPUs only to a "
+                    "Guaranteed pod's container asking for whole CPUs; pass --cpus N with --memory SIZE")
+
+
+def _shown(show: Callable[[], None]) -> None:
+    """What run says goes to stderr. When stderr is a pipe whose reader has gone (`... 2>&1 | head -3`),
+    the run goes on unheard: COMMAND still runs, its exit status stands and its allocation is released;
+    stopping there would leave the pod recorded and COMMAND never run, with exit status 0."""
+    try:
+        show()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        sys.stderr = Path(os.devnull).open("w", encoding="utf-8")  # noqa: SIM115  # lives as long as the process
+
+
+def _say(line: str) -> None:
+    _shown(lambda: print(line, file=sys.stderr))
 
 
 def _record_node(args: argparse.Namespace, state_dir: Path, machine: Machine) -> None:
@@ -272,14 +294,13 @@ def _release(node: RunNode, uid: str, process: ProcessRef, cgroup: Path | None, 
         remaining = wait_ended(ours) | pinned
         if remaining:
             cpus = held["allocation"].get("cpus")
-            print(f"numalign run: warning: CPUs {cpus} stay held for {describe_holders(remaining)}, which COMMAND "
-                  "left running on them; they are released once those end (`numalign pods` shows them)",
-                  file=sys.stderr)
+            _say(f"numalign run: warning: CPUs {cpus} stay held for {describe_holders(remaining)}, which COMMAND "
+                 "left running on them; they are released once those end (`numalign pods` shows them)")
             return
         release(node, uid, process)
     except (NumalignError, OSError) as e:
-        print(f"numalign run: warning: the allocation was not released: {e}; the next numalign run or serve on "
-              "this state directory releases it, since COMMAND has ended", file=sys.stderr)
+        _say(f"numalign run: warning: the allocation was not released: {e}; the next numalign run or serve on "
+             "this state directory releases it, since COMMAND has ended")
 
 
 def _check_state_dir(path: Path) -> None:
