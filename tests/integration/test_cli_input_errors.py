@@ -280,6 +280,7 @@ def test_flags_override_the_builtin_example_with_pods(capsys: pytest.CaptureFixt
 def test_the_large_machine_refusal_hint_works_as_printed(capsys: pytest.CaptureFixture[str]) -> None:
     msg = error_of(capsys, "admit", "--machine", "snc-16")
     assert "raise the limit with the topology manager policy option max-allowable-numa-nodes=16" in msg
+    assert "--policy-option max-allowable-numa-nodes=16" in msg  # what to type
     assert "the built-in example example-kubelet-config.yaml" in msg and "--policy-option KEY=VALUE" in msg
     assert main(["admit", "--machine", "snc-16", "--policy-option", "max-allowable-numa-nodes=16"]) == 0
     out = capsys.readouterr().out

@@ -70,7 +70,8 @@ def start_policy(
         raise StartupError(
             f"unsupported on machines with more than {opts.max_allowable_numa_nodes} NUMA Nodes",
             f"this machine has {len(numa.nodes)}; raise the limit with the topology manager policy option "
-            f"max-allowable-numa-nodes={len(numa.nodes)}",
+            f"max-allowable-numa-nodes={len(numa.nodes)} (topologyManagerPolicyOptions in the kubelet config; "
+            f"on numalign's command line --policy-option max-allowable-numa-nodes={len(numa.nodes)})",
         )
     return StartedPolicy(make_policy(name, numa, opts), opts)
 
