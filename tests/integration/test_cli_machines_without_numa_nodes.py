@@ -163,3 +163,19 @@ def test_simulate_a_cluster_of_node_minus_one_machines(tmp_path: Path, policy: s
     else:  # refused in the worker processes, reported once in the parent
         assert p.returncode == 2, p.stderr
         assert "then panics at its first pod admission" in p.stderr
+
+
+@pytest.mark.parametrize(("name", "needed"), [
+    ("2ps3-2t", ["--cpu-manager-policy none", "--topology-manager-policy none", "--memory-manager-policy None"]),
+    ("20s390-2g6s4c", ["--topology-manager-policy none", "--memory-manager-policy None"]),
+])
+def test_the_first_refusal_names_every_change_the_machine_needs(name: str, needed: list[str], pod_file: Path) -> None:
+    # With the built-in example configuration the kubelet's start errors come one at a time; the first
+    # one names all the options, and giving them gets past start-up (an answer, not another refusal).
+    first = _run("admit", "--machine", str(_tar(name)), str(pod_file))
+    assert first.returncode == 2
+    for option in needed:
+        assert option in first.stderr
+    flags = [part for option in needed for part in option.split()]
+    second = _run("admit", "--machine", str(_tar(name)), *flags, str(pod_file))
+    assert second.returncode in (0, 1), second.stderr  # admitted or rejected: the kubelet runs

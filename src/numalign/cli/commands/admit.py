@@ -303,8 +303,18 @@ def _report(path: Path, node: Node, doc: AdmitDocument, config: KubeletConfig, v
 
 
 def _with_numa_nodes(exc: ConfigError, config: KubeletConfig, machine: Machine) -> ConfigError:
-    """The kubelet's "references a NUMA node N that does not exist" names no node that does exist."""
+    """The kubelet's "references a NUMA node N that does not exist" names no node that does exist. On a
+    machine without NUMA nodes (or with node -1) the kubelet's start errors come one at a time; the first
+    one says every change the machine needs, so nobody walks the chain."""
     existing = sorted(n.id for n in machine.numa_nodes)
+    needs = _needs_without_numa(config, existing)
+    if needs:
+        what = "no NUMA node (cadvisor found none)" if not existing else "NUMA node -1 (no NUMA node directory)"
+        return ConfigError(
+            f"{exc}; machine {machine.name} has {what}: the kubelet admits pods on it only with "
+            f"{' and '.join(needs)} "
+            "(docs/machine-format.md, Machines without NUMA nodes)"
+        )
     missing = sorted({r.numa_node for r in config.reserved_memory} - set(existing))
     if not missing or "references a NUMA node" not in str(exc):
         return exc
@@ -316,6 +326,24 @@ def _with_numa_nodes(exc: ConfigError, config: KubeletConfig, machine: Machine) 
         f"{','.join(map(str, existing))}; reserve memory only on those (--reserved-memory "
         f"{existing[0]}:memory=SIZE, or reservedMemory in --config), or pick the machine with --machine"
     )
+
+
+def _needs_without_numa(config: KubeletConfig, existing: list[int]) -> list[str]:
+    """The options a machine without NUMA nodes, or with node -1, needs before the kubelet admits on it."""
+    needs: list[str] = []
+    if not existing:
+        if config.cpu_manager_policy == "static":  # empty CPU details: no CPU to reserve or give
+            needs.append("--cpu-manager-policy none")
+        if config.topology_manager_policy in ("restricted", "single-numa-node"):  # no hint is ever preferred
+            needs.append("--topology-manager-policy none or best-effort (restricted and single-numa-node reject "
+                         "every pod there)")
+    elif -1 not in existing:
+        return needs
+    elif config.topology_manager_policy != "none":  # NewBitMask(-1): a panic at the first pod
+        needs.append("--topology-manager-policy none")
+    if config.memory_manager_policy == "Static":
+        needs.append("--memory-manager-policy None")
+    return needs
 
 
 def _already_admitted(pod: Pod, state_dir: Path | str | None, dry_run: bool) -> str:
