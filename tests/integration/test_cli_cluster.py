@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support.terminal import run_on_a_terminal
 
 from numalign.cli.main import main
 
@@ -239,29 +240,12 @@ def test_many_runs_keep_table_lines_readable(capsys: pytest.CaptureFixture[str])
 def test_simulate_shows_progress_with_jobs_on_a_terminal_only() -> None:
     """Several runs in worker processes report their pods placed to the terminal (stderr on a real
     pseudo-terminal); piped, nothing is written to stderr and stdout is the same."""
-    import os
-    import pty
     import subprocess
     import sys
 
     cmd = [sys.executable, "-m", "numalign.cli.main", "simulate", "--generate", "40", "--jobs", "2",
            "--scheduler", "default", "--scheduler", "exact", "-o", "json"]
-    leader, follower = pty.openpty()
-    try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=follower, check=True, timeout=300)
-        os.close(follower)
-        seen = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the terminal's other end is closed and drained
-                break
-            if not chunk:
-                break
-            seen += chunk
-    finally:
-        os.close(leader)
-    shown = seen.decode()
+    proc, shown = run_on_a_terminal(cmd, timeout=300)
     # Each worker's run reports its start (and then its progress) before its result arrives.
     assert "run 1/2: " in shown and "run 2/2: " in shown and "/40 pods placed" in shown
     assert "2 done" in shown and shown.endswith("\x1b[2K")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.terminal import run_on_a_terminal
 
 from numalign.cli.main import main
 
@@ -72,29 +73,12 @@ def test_nrt_from_a_socket_that_is_not_there(tmp_path: Path, capsys: pytest.Capt
 
 def test_a_cluster_export_shows_progress_on_a_terminal_only() -> None:
     # stderr on a real pseudo-terminal, stdout on a pipe: the objects go to stdout, untouched
-    import os
-    import pty
     import subprocess
     import sys
 
     cmd = [sys.executable, "-m", "numalign.cli.main", "nrt", "--cluster", "example", "-o", "json"]
-    leader, follower = pty.openpty()
-    try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=follower, check=True, timeout=60)
-        os.close(follower)
-        seen = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # EIO: the terminal's other end is closed and drained
-                break
-            if not chunk:
-                break
-            seen += chunk
-    finally:
-        os.close(leader)
+    proc, shown = run_on_a_terminal(cmd, timeout=60)
     assert len(json.loads(proc.stdout)["items"]) == 12
-    shown = seen.decode()
     assert "nrt: 12 node(s) of example" in shown and "writing 12 object(s) as json" in shown
     assert shown.endswith("\x1b[2K")  # the line is cleared at the end
     piped = subprocess.run(cmd, capture_output=True, check=True, timeout=60)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.terminal import run_on_a_terminal
 
 from numalign.cluster.examples import example_cluster, example_workload
 from numalign.cluster.sweep import DASK_MISSING, Sweep, run_sweep
@@ -148,7 +149,6 @@ def test_simulate_with_dask_shows_progress_on_a_terminal_only() -> None:
     """`simulate --dask` draws the same progress as `--jobs` on a terminal (stderr on a real
     pseudo-terminal); piped, nothing is written to stderr and stdout is the same."""
     import json
-    import pty
 
     from distributed import LocalCluster
 
@@ -156,23 +156,8 @@ def test_simulate_with_dask_shows_progress_on_a_terminal_only() -> None:
                       scheduler_port=0) as dask_cluster:  # type: ignore[no-untyped-call]  # untyped library
         cmd = [sys.executable, "-m", "numalign.cli.main", "simulate", "--generate", "40", "--dask",
                dask_cluster.scheduler_address, "--scheduler", "default", "--scheduler", "exact", "-o", "json"]
-        leader, follower = pty.openpty()
-        try:
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=follower, check=True, timeout=300)
-            os.close(follower)
-            seen = b""
-            while True:
-                try:
-                    chunk = os.read(leader, 65536)
-                except OSError:  # EIO: the terminal's other end is closed and drained
-                    break
-                if not chunk:
-                    break
-                seen += chunk
-        finally:
-            os.close(leader)
+        proc, shown = run_on_a_terminal(cmd, timeout=300)
         piped = subprocess.run(cmd, capture_output=True, check=True, timeout=300)
-    shown = seen.decode()
     assert "run 1/2: " in shown and "run 2/2: " in shown and "/40 pods placed" in shown
     assert "2 done" in shown and shown.endswith("\x1b[2K")
     assert piped.stderr == b"" and json.loads(piped.stdout)["runs"] == json.loads(proc.stdout)["runs"]
