@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from numalign.adapters.statedir.draclaims import HeldClaim
-    from numalign.k8s.pod import Pod
-    from numalign.kubelet.node import Node
 
 
 def register(sub: Any) -> None:
@@ -36,24 +34,6 @@ def register(sub: Any) -> None:
     add_kubelet_flags(p, "the kubelet configuration the state was written with (as for admit)")
 
 
-def find_pod(node: Node, ref: str) -> Pod:
-    """The pod `ref` names: a UID, namespace/name, or a name in the default namespace."""
-    from numalign.errors import InvalidInputError
-
-    if ref in node.pods:
-        return node.pods[ref]
-    key = ref if "/" in ref else f"default/{ref}"
-    for pod in node.pods.values():
-        if pod.key == key:
-            return pod
-    known = ", ".join(sorted(p.key for p in node.pods.values())[:8]) or "none"
-    raise InvalidInputError(
-        f"remove {ref}: no pod {key} (nor UID {ref}) in {getattr(node.store, 'state_dir', 'the node')}; expected "
-        f"one of its pods ({known}); "
-        "`numalign pods --state-dir` lists them"
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     from numalign.adapters.statedir.directory import check_state_dir, state_directory
     from numalign.adapters.statedir.layout import POD_RECORD_FILE
@@ -69,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
             "--state-dir` (pods the kubelet itself admitted are removed by deleting them from the cluster)"
         )
     from numalign.cli.options.noderecord import apply_record
+    from numalign.cli.options.podref import find_pod
 
     apply_record(args)
     machine, _ = resolve_node(args, DEFAULT_MACHINE)
@@ -88,8 +69,9 @@ def run(args: argparse.Namespace) -> int:
 
         claims = read_claims(args.state_dir) if claims_path(args.state_dir).exists() else None
         # One transaction: every pod named is removed, or (a write failed) none.
+        node_place = getattr(node.store, "state_dir", "the node")
         with node.transaction() as tx:
-            pods = {pod.uid: pod for pod in (find_pod(node, ref) for ref in args.pods)}
+            pods = {pod.uid: pod for pod in (find_pod(node, ref, "remove", node_place) for ref in args.pods)}
             for pod in pods.values():
                 node.remove(pod.uid)
                 removed.append({"namespace": pod.namespace, "name": pod.name, "uid": pod.uid})

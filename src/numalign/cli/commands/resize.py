@@ -45,26 +45,13 @@ def register(sub: Any) -> None:
     add_version_args(p)
 
 
-def _find_pod(node: Any, ref: str, where: Any) -> Any:
-    from numalign.errors import InvalidInputError
-
-    if ref in node.pods:
-        return node.pods[ref]
-    key = ref if "/" in ref else f"default/{ref}"
-    for pod in node.pods.values():
-        if pod.key == key:
-            return pod
-    known = ", ".join(sorted(p.key for p in node.pods.values())[:8]) or "none"
-    raise InvalidInputError(f"resize {ref}: no pod {key} (nor UID {ref}) in {where}; expected one of its pods "
-                            f"({known}); `numalign pods --state-dir` lists them")
-
-
 def run(args: argparse.Namespace) -> int:
     from numalign.adapters.statedir.directory import check_state_dir, state_directory
     from numalign.adapters.statedir.layout import POD_RECORD_FILE
     from numalign.adapters.statedir.locks import acquire_owner
     from numalign.cli.options.nodeargs import node_config, resolve_node, snapshot_errors
     from numalign.cli.options.noderecord import apply_record
+    from numalign.cli.options.podref import find_pod
     from numalign.cli.options.versionargs import node_previews, node_version, version_fields
     from numalign.errors import InvalidInputError
     from numalign.k8s.previews import INPLACE_RESIZE_EXCLUSIVE_CPUS
@@ -106,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         alive = process_alive if dry_run else process_alive_reclaiming
         node = Node(machine, config, store=state_directory(args.state_dir, read_only=dry_run),
                     process_alive=alive, kubelet_version=version, previews=previews)
-        pod = _find_pod(node, args.pod, where)
+        pod = find_pod(node, args.pod, "resize", where)
         if dry_run:
             result = resize_container(node, pod, args.container, args.cpus)
         else:
