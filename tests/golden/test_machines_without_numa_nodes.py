@@ -32,8 +32,8 @@ from numalign.errors import ConfigError
 from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.k8s.manifest import pod_from_dict
 from numalign.k8s.pod import Pod
+from numalign.k8s.version import SUPPORTED, KubeletVersion
 from numalign.kubelet.node import Node
-from numalign.kubelet.versions import SUPPORTED, KubeletVersion
 from numalign.machine.topology import Machine
 
 POLICIES = ("none", "best-effort", "restricted", "single-numa-node")

@@ -285,7 +285,7 @@ def test_the_large_machine_refusal_hint_works_as_printed(capsys: pytest.CaptureF
     assert main(["admit", "--machine", "snc-16", "--policy-option", "max-allowable-numa-nodes=16"]) == 0
     out = capsys.readouterr().out
     header = out.splitlines()[0]
-    from numalign.kubelet.versions import DEFAULT
+    from numalign.k8s.version import DEFAULT
 
     assert header == (f"machine snc-16; kubelet {DEFAULT}; topologyManagerPolicy single-numa-node, scope container, "
                       "cpuManagerPolicy static, memoryManagerPolicy Static")

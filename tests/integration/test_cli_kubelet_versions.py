@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from numalign.cluster.dumps import cluster_from_dumps
-from numalign.kubelet.versions import DEFAULT, resolve
+from numalign.k8s.version import DEFAULT, resolve
 
 EXE = [sys.executable, "-m", "numalign.cli.main"]
 POD = """apiVersion: v1

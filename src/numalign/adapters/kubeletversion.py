@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from numalign.errors import InvalidInputError
-from numalign.kubelet.versions import DEFAULT, KubeletVersion, resolve
+from numalign.k8s.version import DEFAULT, KubeletVersion, resolve
 
 # "Kubernetes v1.36.2", "v1.36.2-eks-4f7ae1e", "1.36", "v1.37.0-rc.1+k3s1"
 _REPORTED = re.compile(r"^(?:Kubernetes\s+)?v?(?P<core>\d+\.\d+(?:\.\d+)?)(?P<suffix>[-+][0-9A-Za-z.+_-]*)?$")

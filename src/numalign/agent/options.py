@@ -10,9 +10,9 @@ from numalign.adapters.grpc.podresources import DEFAULT_POD_RESOURCES_SOCKET
 from numalign.adapters.grpc.registration import DEFAULT_DEVICE_PLUGIN_DIR
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.previews import NO_PREVIEWS, Previews
+from numalign.k8s.version import DEFAULT as DEFAULT_KUBELET_VERSION
+from numalign.k8s.version import KubeletVersion
 from numalign.kubelet.devicemanager.manager import ENDPOINT_STOP_GRACE_PERIOD
-from numalign.kubelet.versions import DEFAULT as DEFAULT_KUBELET_VERSION
-from numalign.kubelet.versions import KubeletVersion
 from numalign.machine.topology import Machine
 from numalign.paths import DEFAULT_STATE_DIR
 

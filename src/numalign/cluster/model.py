@@ -83,7 +83,7 @@ class NodePool:
 
     @property
     def version(self) -> Any:
-        from numalign.kubelet.versions import DEFAULT
+        from numalign.k8s.version import DEFAULT
 
         return DEFAULT if self.kubelet_version is None else self.kubelet_version
 
@@ -264,7 +264,7 @@ def _pool(obj: Any, path: Path, where: str) -> NodePool:
     taints = tuple(_taint(t, path, f"{where}.taints[{i}]") for i, t in enumerate(obj.get("taints") or []))
     version = None
     if obj.get("kubeletVersion") is not None:
-        from numalign.kubelet.versions import resolve
+        from numalign.k8s.version import resolve
 
         raw = obj["kubeletVersion"]
         if not isinstance(raw, str):  # YAML reads 1.36 as a float: the minor 1.360 is not what was meant

@@ -52,7 +52,7 @@ class RunSpec:
         """The cluster this run decides on: its kubelet flags, version and previews applied."""
         version = None
         if self.kubelet_version is not None:
-            from numalign.kubelet.versions import resolve
+            from numalign.k8s.version import resolve
 
             version = resolve(self.kubelet_version, "kubelet version axis")
         previews = None

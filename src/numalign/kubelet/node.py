@@ -32,6 +32,8 @@ from numalign.errors import CheckpointError, InvalidInputError
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
 from numalign.k8s.previews import NO_PREVIEWS, Previews
+from numalign.k8s.version import DEFAULT as DEFAULT_KUBELET_VERSION
+from numalign.k8s.version import KubeletVersion
 from numalign.kubelet.admission.eviction import NodeCondition
 from numalign.kubelet.admission.handlers import AdmitHandlers
 from numalign.kubelet.containermanager import ContainerManager
@@ -42,8 +44,6 @@ from numalign.kubelet.podadmission import PodAdmission
 from numalign.kubelet.startup import start
 from numalign.kubelet.state import AdmittedPod, NodeState
 from numalign.kubelet.topologymanager.provider import DEFAULT_IMPLICIT_FROM_NODES
-from numalign.kubelet.versions import DEFAULT as DEFAULT_KUBELET_VERSION
-from numalign.kubelet.versions import KubeletVersion
 from numalign.machine.topology import Machine
 
 log = logging.getLogger("numalign.kubelet.node")

@@ -23,12 +23,13 @@ from numalign.core.decision import AdmitResult, ContainerAllocation, ContainerDe
 from numalign.errors import InvalidInputError
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
+from numalign.k8s.version import KubeletVersion
 from numalign.kubelet.admission.handlers import AdmitHandlers
 from numalign.kubelet.containermanager import ContainerManager
 from numalign.kubelet.devicemanager.manager import DeviceManager
 from numalign.kubelet.nodestate import NodeStore, Transaction, recorded_allocation
 from numalign.kubelet.plan import Plan
-from numalign.kubelet.versions import KubeletVersion, refuse_unmodelled
+from numalign.kubelet.versions import refuse_unmodelled
 from numalign.machine.topology import Machine
 
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from numalign.core.numa import NUMAInfo
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.previews import RESTRICT_TO_CPU_NUMA_NODES, Previews
+from numalign.k8s.version import KubeletVersion
 from numalign.kubelet.previews.cpu_numa_nodes import effective_machine
 from numalign.kubelet.versions import (
     Behaviours,
-    KubeletVersion,
     behaviours,
     check_feature_gates,
     check_option_gates,

@@ -6,14 +6,12 @@ CPU Manager policy options a version accepts and behind which gate, and every de
 in pkg/kubelet/cm and the kubelet's admit handlers (CHANGES, each with its PR and the first version of
 each minor that has it). The managers read a `Behaviours` value; no other module compares versions.
 
-A version is X.Y.Z; `X.Y` means the newest patch of that minor numalign models (NEWEST_PATCH). A
-nodeInfo string (`v1.36.2-gke.1200`, `v1.35.0+k3s1`) is read as its X.Y.Z: vendor builds carry the
-upstream patch's code. docs/kubelet-versions.md presents this table (a test keeps the two equal).
+The version itself (parsing, the supported range, the default) is numalign.k8s.version's, shared with
+the scheduler. docs/kubelet-versions.md presents this table (a test keeps the two equal).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -22,102 +20,21 @@ from typing import Final
 from numalign.core.policies.options import Maturity
 from numalign.errors import ConfigError, InvalidInputError
 from numalign.k8s.pod import Pod
-from numalign.limits import flat
 
-_VERSION = re.compile(r"v?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,6}))?([-+][0-9A-Za-z.+_-]*)?")
+# The version names re-exported for callers written before the version moved to numalign.k8s.version
+# (new code imports it from there).
+from numalign.k8s.version import DEFAULT as DEFAULT
+from numalign.k8s.version import NEWEST as NEWEST
+from numalign.k8s.version import NEWEST_PATCH as NEWEST_PATCH
+from numalign.k8s.version import OLDEST as OLDEST
+from numalign.k8s.version import SUPPORTED as SUPPORTED
+from numalign.k8s.version import SUPPORTED_TEXT as SUPPORTED_TEXT
+from numalign.k8s.version import KubeletVersion as KubeletVersion
+from numalign.k8s.version import resolve as resolve
+from numalign.k8s.version import v as v
 
-
-@dataclass(frozen=True, order=True)
-class KubeletVersion:
-    """A kubelet release, ordered as releases are."""
-
-    major: int
-    minor: int
-    patch: int
-
-    @classmethod
-    def parse(cls, text: str, where: str = "--kubelet-version") -> KubeletVersion:
-        """`1.36`, `1.36.2`, `v1.36.2`, or a nodeInfo kubeletVersion such as `v1.36.2-gke.1200`.
-
-        `X.Y` is the newest patch of that minor numalign models. Outside SUPPORTED, or not a version:
-        InvalidInputError, one line naming what, where, the supported range and the fix."""
-        raw = text.strip() if isinstance(text, str) else ""
-        match = _VERSION.fullmatch(raw)
-        if match is None:
-            raise InvalidInputError(
-                f"{where}: {flat(str(text))!r} is not a kubelet version; expected X.Y or X.Y.Z "
-                f"(e.g. 1.36 or v1.36.2) in the supported range {SUPPORTED_TEXT}"
-            )
-        major, minor = int(match.group(1)), int(match.group(2))
-        if match.group(3) is None:
-            if match.group(4):  # `v1.36-rc` names no patch release
-                raise InvalidInputError(
-                    f"{where}: {flat(raw)!r} names no patch release; expected X.Y or X.Y.Z "
-                    f"(e.g. 1.36 or v1.36.2) in the supported range {SUPPORTED_TEXT}"
-                )
-            newest = NEWEST_PATCH.get((major, minor))
-            if newest is None:
-                raise _unsupported(raw, where)
-            return cls(major, minor, newest)
-        version = cls(major, minor, int(match.group(3)))
-        if not version.supported():
-            raise _unsupported(raw, where)
-        return version
-
-    def supported(self) -> bool:
-        newest = NEWEST_PATCH.get((self.major, self.minor))
-        return newest is not None and self.patch <= newest
-
-    @property
-    def minor_key(self) -> tuple[int, int]:
-        return (self.major, self.minor)
-
-    def __str__(self) -> str:
-        return f"{self.major}.{self.minor}.{self.patch}"
-
-
-# The newest patch numalign models in each supported minor: the newest release the sources attest
-# (1.33.8 and 1.35.1 shipped 2026-02-10, 1.34.5 is named in k/k #140031, 1.36.2 in issue 21, 1.37.0
-# shipped 2026-08-26), and for which no resource-manager cherry-pick is missing from CHANGES. A later
-# patch is refused rather than answered as if it were this one (docs/kubelet-versions.md).
-NEWEST_PATCH: Final[Mapping[tuple[int, int], int]] = {
-    (1, 33): 8,
-    (1, 34): 5,
-    (1, 35): 2,
-    (1, 36): 2,
-    (1, 37): 0,
-}
-SUPPORTED: Final = tuple(KubeletVersion(a, b, p) for (a, b), newest in NEWEST_PATCH.items() for p in range(newest + 1))
-OLDEST: Final = SUPPORTED[0]
-NEWEST: Final = SUPPORTED[-1]
-SUPPORTED_TEXT: Final = f"{OLDEST} to {NEWEST} (" + ", ".join(
-    f"{a}.{b}.0-{a}.{b}.{n}" if n else f"{a}.{b}.0" for (a, b), n in NEWEST_PATCH.items()
-) + ")"
-# The version numalign decides as when none is given: the newest modelled patch of the current minor.
-# Changing it is a deliberate, documented step (docs/kubelet-versions.md).
-DEFAULT: Final = NEWEST
 # What `numalign replay` assumes for the shared oracle vectors, which were recorded from 1.35-era code.
 REPLAY_DEFAULT: Final = KubeletVersion(1, 35, NEWEST_PATCH[(1, 35)])
-
-
-def _unsupported(raw: str, where: str) -> InvalidInputError:
-    return InvalidInputError(
-        f"{where}: kubelet version {flat(raw)!r} is not supported; numalign models {SUPPORTED_TEXT}; "
-        f"give one of those (X.Y picks the newest modelled patch, e.g. {NEWEST.major}.{NEWEST.minor})"
-    )
-
-
-def resolve(text: str | None, where: str = "--kubelet-version") -> KubeletVersion:
-    """The version asked for, or DEFAULT when none was given."""
-    if text is None:
-        return DEFAULT
-    return KubeletVersion.parse(text, where)
-
-
-def v(text: str) -> KubeletVersion:
-    """A full X.Y.Z literal of this table (no range check: the table names versions before 1.33)."""
-    major, minor, patch = (int(p) for p in text.split("."))
-    return KubeletVersion(major, minor, patch)
 
 
 # ---- feature gates ------------------------------------------------------------------------------------

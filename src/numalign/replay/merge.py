@@ -10,7 +10,8 @@ from numalign.core.hint import ProviderHints, provider_hints_from_json
 from numalign.core.numa import NUMAInfo
 from numalign.core.policies.startup import StartupError, start_policy
 from numalign.errors import InvalidInputError
-from numalign.kubelet.versions import REPLAY_DEFAULT, KubeletVersion, option_maturity
+from numalign.k8s.version import KubeletVersion
+from numalign.kubelet.versions import REPLAY_DEFAULT, option_maturity
 
 
 def _require(scenario: Mapping[str, Any], key: str, kind: type) -> Any:

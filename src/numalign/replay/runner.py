@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from numalign.errors import InvalidInputError
-from numalign.kubelet.versions import REPLAY_DEFAULT, KubeletVersion
+from numalign.k8s.version import KubeletVersion
+from numalign.kubelet.versions import REPLAY_DEFAULT
 from numalign.limits import MAX_REPLAY_LINE_BYTES, quote
 from numalign.replay.check import check_scenario
 

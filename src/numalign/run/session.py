@@ -20,10 +20,10 @@ from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
 from numalign.k8s.previews import NO_PREVIEWS, Previews
+from numalign.k8s.version import DEFAULT as DEFAULT_KUBELET_VERSION
+from numalign.k8s.version import KubeletVersion
 from numalign.kubelet.devicemanager.endpoint import Device
 from numalign.kubelet.node import Node
-from numalign.kubelet.versions import DEFAULT as DEFAULT_KUBELET_VERSION
-from numalign.kubelet.versions import KubeletVersion
 from numalign.machine.topology import Machine
 from numalign.run.affinity import PlacementError, allowed_cpus, allowed_mems
 from numalign.run.cgroup import remove_cgroup

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from numalign.errors import ConfigError, InvalidInputError
+from numalign.k8s.version import DEFAULT, NEWEST_PATCH, KubeletVersion, resolve
 from numalign.kubelet import versions as kv
-from numalign.kubelet.versions import DEFAULT, NEWEST_PATCH, KubeletVersion, resolve
 
 
 def test_parse_forms() -> None:

@@ -8,7 +8,8 @@ import json
 
 from support.shared import shared_dir
 
-from numalign.kubelet.versions import REPLAY_DEFAULT, KubeletVersion
+from numalign.k8s.version import KubeletVersion
+from numalign.kubelet.versions import REPLAY_DEFAULT
 from numalign.replay.runner import handler_for
 
 

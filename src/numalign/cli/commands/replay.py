@@ -39,7 +39,8 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from numalign.errors import InvalidInputError
-    from numalign.kubelet.versions import REPLAY_DEFAULT, resolve
+    from numalign.k8s.version import resolve
+    from numalign.kubelet.versions import REPLAY_DEFAULT
     from numalign.replay.runner import bounded_lines, replay_lines
 
     version = REPLAY_DEFAULT if args.kubelet_version is None else resolve(args.kubelet_version, "--kubelet-version")

@@ -63,7 +63,7 @@ def load_cluster_arg(args: argparse.Namespace) -> Cluster:
 
 def version_notes(cluster: Cluster, versions: list[str]) -> list[str]:
     """What the cluster's own kubelet versions are, and a note when a --kubelet-version axis overrides them."""
-    from numalign.kubelet.versions import resolve
+    from numalign.k8s.version import resolve
 
     own = cluster.versions()
     notes = [f"kubelet version{'s' if len(own) > 1 else ''} of the cluster: "

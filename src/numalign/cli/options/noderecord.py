@@ -21,7 +21,7 @@ from numalign.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from numalign.adapters.kubeletversion import ReportedVersion
-    from numalign.kubelet.versions import KubeletVersion
+    from numalign.k8s.version import KubeletVersion
     from numalign.machine.topology import Machine
 
 _FORMAT = "numalign.kubelet.node/v1"

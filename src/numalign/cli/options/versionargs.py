@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from numalign.k8s.previews import Previews
-    from numalign.kubelet.versions import KubeletVersion
+    from numalign.k8s.version import KubeletVersion
 
 VERSION_HELP = ("the kubelet version to decide as, X.Y (the newest patch numalign models of that minor) or "
                 "X.Y.Z (docs/kubelet-versions.md lists the supported ones); default: what the input records "

@@ -34,6 +34,7 @@ from numalign.k8s.dra.types import (
 )
 from numalign.k8s.pod import Pod
 from numalign.k8s.quantity import Quantity
+from numalign.k8s.version import KubeletVersion
 from numalign.kubelet.dra.allocator import (
     DEFAULT_SEARCH_BUDGET,
     AllocatedState,
@@ -44,7 +45,6 @@ from numalign.kubelet.dra.allocator import (
 )
 from numalign.kubelet.dra.features import DEFAULT_VERSION, dra_enabled, features_for
 from numalign.kubelet.dra.pools import NodeInfo
-from numalign.kubelet.versions import KubeletVersion
 
 CANNOT_ALLOCATE = "cannot allocate all claims"
 

@@ -14,7 +14,7 @@ from typing import Final
 
 from numalign.errors import InvalidInputError
 from numalign.k8s.dra.cel import CELFeatures
-from numalign.kubelet.versions import DEFAULT, NEWEST_PATCH, KubeletVersion
+from numalign.k8s.version import DEFAULT, NEWEST_PATCH, KubeletVersion
 
 SUPPORTED_VERSIONS: Final = tuple(f"{a}.{b}" for a, b in NEWEST_PATCH)
 DEFAULT_VERSION: Final = f"{DEFAULT.major}.{DEFAULT.minor}"

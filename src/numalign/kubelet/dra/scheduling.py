@@ -18,9 +18,9 @@ from dataclasses import dataclass, field, replace
 from numalign.k8s.dra.podclaims import claims_for_pod
 from numalign.k8s.dra.types import DeviceClass, DRAObjects, ResourceClaim, ResourceSlice
 from numalign.k8s.pod import Pod
+from numalign.k8s.version import KubeletVersion
 from numalign.kubelet.dra.api import AllocatedDevice, AllocationFailure, AllocationResult, allocate_claims
 from numalign.kubelet.dra.features import DEFAULT_VERSION
-from numalign.kubelet.versions import KubeletVersion
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,11 @@ import pytest
 from numalign.core.hint import TopologyHint
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
+from numalign.k8s.version import KubeletVersion
 from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, Device
 from numalign.kubelet.devicemanager.manager import DeviceManager
 from numalign.kubelet.topologymanager.provider import HintProvider
-from numalign.kubelet.versions import KubeletVersion, behaviours
+from numalign.kubelet.versions import behaviours
 
 
 class NoAffinity:

@@ -13,11 +13,12 @@ from numalign.core.hint import TopologyHint
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
+from numalign.k8s.version import KubeletVersion
 from numalign.kubelet.devicemanager.endpoint import Device
 from numalign.kubelet.devicemanager.hints import resource_topology_hints
 from numalign.kubelet.devicemanager.implicit_hints import resource_topology_hints_implicit
 from numalign.kubelet.node import Node
-from numalign.kubelet.versions import CHANGES, DEVICE_HINTS_OVER_DEVICE_NUMA_NODES, KubeletVersion, behaviours
+from numalign.kubelet.versions import CHANGES, DEVICE_HINTS_OVER_DEVICE_NUMA_NODES, behaviours
 from numalign.machine.shorthand import parse_shorthand
 from numalign.machine.topology import Device as MachineDevice
 

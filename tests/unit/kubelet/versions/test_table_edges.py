@@ -13,9 +13,9 @@ from numalign.errors import ConfigError, InvalidInputError
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
+from numalign.k8s.version import KubeletVersion
 from numalign.kubelet import versions as kv
 from numalign.kubelet.node import Node
-from numalign.kubelet.versions import KubeletVersion
 from numalign.machine.shorthand import parse_shorthand
 
 MACHINE = parse_shorthand("1s x 2n x 4c x 2t, 8Gi/node")
