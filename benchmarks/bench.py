@@ -47,10 +47,10 @@ from numalign.k8s.dra.types import (  # noqa: E402
 )
 from numalign.k8s.pod import Container, Pod  # noqa: E402
 from numalign.k8s.quantity import Quantity  # noqa: E402
-from numalign.kubelet.dra import AllocationResult, allocate_claims  # noqa: E402
 from numalign.kubelet.node import Node  # noqa: E402
 from numalign.kubelet.topologymanager.provider import DEFAULT_IMPLICIT_FROM_NODES  # noqa: E402
 from numalign.machine.examples import example  # noqa: E402
+from numalign.scheduler.dra import AllocationResult, allocate_claims  # noqa: E402
 
 # The kubelet configuration of every admission benchmark: static CPU manager, Static memory manager,
 # the given Topology Manager policy in container scope, the NUMA-count limit raised to 64.

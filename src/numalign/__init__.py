@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("core", "limits"),
     ("validation", "k8s"),
     ("machine",),
-    ("kubelet",),
+    ("kubelet", "scheduler"),
     ("adapters", "report", "answer", "replay"),
     ("deviceplugin", "run"),
     ("cluster",),
@@ -38,7 +38,7 @@ KUBELET_LAYERS: tuple[tuple[str, ...], ...] = (
     ("versions",),
     ("checkpointmanager",),
     ("topologymanager",),
-    ("cpumanager", "memorymanager", "devicemanager", "dra"),
+    ("cpumanager", "memorymanager", "devicemanager"),
     ("state", "plan"),
     ("admission", "nodestate", "previews"),
     ("startup",),
@@ -72,8 +72,8 @@ _EXPORTS = {
     "KubeletConfig": "numalign.k8s.kubeletconfig",
     # Dynamic Resource Allocation: DRA objects read beside pods, and claims allocated as the scheduler does
     "pods_and_dra_from_yaml": "numalign.k8s.dra.documents",
-    "allocate_claims": "numalign.kubelet.dra.api",
-    "allocate_pod_claims": "numalign.kubelet.dra.api",
+    "allocate_claims": "numalign.scheduler.dra.api",
+    "allocate_pod_claims": "numalign.scheduler.dra.api",
     "config_from_yaml": "numalign.k8s.kubeletconfig_read",
     "parse_cpuset": "numalign.k8s.cpuset",
     "format_cpuset": "numalign.k8s.cpuset",
@@ -177,9 +177,9 @@ if TYPE_CHECKING:  # the same names for type checkers and editors
     from numalign.k8s.manifest import pod_from_dict, pods_from_yaml
     from numalign.k8s.pod import Container, Pod
     from numalign.k8s.quantity import Quantity
-    from numalign.kubelet.dra.api import allocate_claims, allocate_pod_claims
     from numalign.kubelet.node import Node
     from numalign.kubelet.topologymanager.manager import TopologyManager
     from numalign.kubelet.topologymanager.provider import HintProvider
     from numalign.machine.examples import example
     from numalign.machine.topology import Machine
+    from numalign.scheduler.dra.api import allocate_claims, allocate_pod_claims

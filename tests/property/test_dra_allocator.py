@@ -21,9 +21,9 @@ from numalign.k8s.dra.types import (
     ResourcePool,
     ResourceSlice,
 )
-from numalign.kubelet.dra.allocator import AllocatedState, Allocator
-from numalign.kubelet.dra.features import features_for
-from numalign.kubelet.dra.pools import NodeInfo
+from numalign.scheduler.dra.allocator import AllocatedState, Allocator
+from numalign.scheduler.dra.features import features_for
+from numalign.scheduler.dra.pools import NodeInfo
 
 NUMA = "dra.example.com/numa"
 

@@ -39,7 +39,7 @@ from numalign.k8s.dra.types import (
     ResourceSlice,
 )
 from numalign.k8s.quantity import Quantity
-from numalign.kubelet.dra.features import Features
+from numalign.scheduler.dra.features import Features
 
 NODE_LABELS = {"node-1": {"region": "region-1", "planet": "earth"}, "node-2": {"region": "region-2", "planet": "earth"}}
 

@@ -196,3 +196,16 @@ def test_k8s_reads_no_flags_files_or_logs() -> None:
         if mod.split(".")[0] in K8S_FORBIDDEN_STDLIB
     ]
     assert bad == []
+
+
+def test_scheduler_and_kubelet_are_siblings() -> None:
+    """The scheduler's DRA allocator and the kubelet decide on one node from the same objects (k8s/),
+    as kube-scheduler and the kubelet are separate programs: same layer, so neither may import the other."""
+    assert RANK["scheduler"] == RANK["kubelet"]
+    crossing = sorted(
+        f"{src} imports {dst}"
+        for src, deps in edges().items()
+        for dst in deps
+        if {package_of(src), package_of(dst)} == {"kubelet", "scheduler"}
+    )
+    assert crossing == []

@@ -18,8 +18,8 @@ from typing import Any
 from numalign.adapters.grpc.podresources import ClaimDevice, DynamicResource
 from numalign.k8s.dra.types import DRAObjects
 from numalign.k8s.pod import Container, Pod
-from numalign.kubelet.dra.api import AllocationResult
-from numalign.kubelet.dra.scheduling import NodeDRA, PodClaims
+from numalign.scheduler.dra.api import AllocationResult
+from numalign.scheduler.dra.scheduling import NodeDRA, PodClaims
 
 log = logging.getLogger("numalign.agent.dra")
 

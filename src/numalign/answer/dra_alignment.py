@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from numalign.core.decision import ContainerAllocation
-from numalign.kubelet.dra.api import AllocatedDevice, AllocationFailure
-from numalign.kubelet.dra.scheduling import PodClaims
 from numalign.machine.dra import numa_of_pci
 from numalign.machine.dradrivers import CPU_DRIVER, MEMORY_DRIVER
 from numalign.machine.topology import Machine
+from numalign.scheduler.dra.api import AllocatedDevice, AllocationFailure
+from numalign.scheduler.dra.scheduling import PodClaims
 
 Verdict = Literal["aligned", "apart", "unpinned", "unknown"]
 

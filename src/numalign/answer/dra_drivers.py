@@ -14,10 +14,10 @@ from numalign.errors import NumalignError
 from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.pod import Pod
 from numalign.k8s.quantity import Quantity, QuantityFormat
-from numalign.kubelet.dra.scheduling import PodClaims
 from numalign.kubelet.node import Node
 from numalign.machine.dradrivers import CPU_DRIVER, MEMORY_DRIVER
 from numalign.machine.render import binary_quantity
+from numalign.scheduler.dra.scheduling import PodClaims
 
 
 def restarted_without(node: Node, pod_uid: str, policy: str | None = None) -> Node:

@@ -37,10 +37,10 @@ from numalign.k8s.dra.types import (
 from numalign.k8s.pod import Pod
 from numalign.k8s.quantity import Quantity
 from numalign.kubelet.devicemanager.endpoint import Device
-from numalign.kubelet.dra.scheduling import NodeDRA, PodClaims
 from numalign.kubelet.node import Node
 from numalign.machine.dradrivers import CPU_DRIVER, MEMORY_DRIVER, driver_slices
 from numalign.machine.render import binary_quantity
+from numalign.scheduler.dra.scheduling import NodeDRA, PodClaims
 
 ALIGNING = ("single-numa-node", "restricted", "best-effort")
 

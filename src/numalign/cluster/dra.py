@@ -26,8 +26,8 @@ from numalign.cluster.state import BoolArray, ClusterState
 from numalign.k8s.dra.podclaims import claims_for_pod
 from numalign.k8s.dra.types import DRAObjects, ResourceClaim, ResourceSlice
 from numalign.k8s.pod import Pod
-from numalign.kubelet.dra.api import AllocatedDevice, AllocationFailure, AllocationResult, allocate_claims
 from numalign.machine.dra import machine_slices
+from numalign.scheduler.dra.api import AllocatedDevice, AllocationFailure, AllocationResult, allocate_claims
 
 STAND_IN = "numalign-pool-node"  # the node name a pool's slices are published for when allocating
 
@@ -132,8 +132,8 @@ class ClusterDRA:
         if not sn.pool.previews.on(DRA_TOPOLOGY_HINTS):
             return
         from numalign.answer.dra_alignment import hint_nodes
-        from numalign.kubelet.dra.scheduling import PodClaims
         from numalign.kubelet.previews.dra_hints import DRAHintProvider
+        from numalign.scheduler.dra.scheduling import PodClaims
 
         claims, claims_key, _tied = self.claims(pod)
         answer = self._answer(i, claims, claims_key)

@@ -89,9 +89,9 @@ class DRAAdmit:
     def __init__(
         self, args: argparse.Namespace, machine: Any, objects: DRAObjects, node: Any, notes: list[str]
     ) -> None:
-        from numalign.kubelet.dra.features import dra_enabled
-        from numalign.kubelet.dra.scheduling import NodeDRA
         from numalign.machine.dra import machine_slices
+        from numalign.scheduler.dra.features import dra_enabled
+        from numalign.scheduler.dra.scheduling import NodeDRA
 
         self.machine = machine
         # Gate off (1.33's default): the API server drops spec.resourceClaims, so pods are scheduled and

@@ -2,7 +2,7 @@
 
 Field names follow the API (k8s.io/api/resource/v1 types.go) in snake case; only what the structured
 allocator, the scheduler's DynamicResources plugin and the kubelet look at is kept. Parsing and the API
-server's validation live in k8s/dra/read.py; the allocator in kubelet/dra/.
+server's validation live in k8s/dra/read.py; the allocator in scheduler/dra/.
 """
 
 from __future__ import annotations

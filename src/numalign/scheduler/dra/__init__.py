@@ -1,7 +1,7 @@
 """Dynamic Resource Allocation on one node: the scheduler's structured allocator
 (k8s.io/dynamic-resource-allocation/structured) and the typed entry point `allocate_claims`."""
 
-from numalign.kubelet.dra.api import (
+from numalign.scheduler.dra.api import (
     AllocatedDevice,
     AllocationFailure,
     AllocationResult,

@@ -13,8 +13,8 @@ from numalign.errors import InvalidInputError
 from numalign.k8s.dra.documents import pods_and_dra_from_yaml
 from numalign.k8s.dra.podclaims import claims_for_pod
 from numalign.k8s.dra.types import DeviceConstraint, DRAObjects, ResourceClaim
-from numalign.kubelet.dra import AllocationFailure, AllocationResult, allocate_claims, allocate_pod_claims
-from numalign.kubelet.dra.features import SUPPORTED_VERSIONS, features_for
+from numalign.scheduler.dra import AllocationFailure, AllocationResult, allocate_claims, allocate_pod_claims
+from numalign.scheduler.dra.features import SUPPORTED_VERSIONS, features_for
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "data" / "dra" / "four-gpus.yaml"
 WHERE = f"{EXAMPLE}: document 3: ResourceClaim default/two-gpus"

@@ -19,8 +19,8 @@ from numalign.k8s.dra.podclaims import claims_for_pod
 from numalign.k8s.dra.types import DeviceClass, DRAObjects, ResourceClaim, ResourceSlice
 from numalign.k8s.pod import Pod
 from numalign.k8s.version import KubeletVersion
-from numalign.kubelet.dra.api import AllocatedDevice, AllocationFailure, AllocationResult, allocate_claims
-from numalign.kubelet.dra.features import DEFAULT_VERSION
+from numalign.scheduler.dra.api import AllocatedDevice, AllocationFailure, AllocationResult, allocate_claims
+from numalign.scheduler.dra.features import DEFAULT_VERSION
 
 
 @dataclass(frozen=True)

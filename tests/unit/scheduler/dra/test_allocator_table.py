@@ -13,8 +13,8 @@ import yaml
 from support.dra_cases import NODE_LABELS, claims, classes, features, slices
 
 from numalign.k8s.quantity import Quantity
-from numalign.kubelet.dra.allocator import AllocatedState, Allocator, AllocatorError, NodeFailureError
-from numalign.kubelet.dra.pools import NodeInfo
+from numalign.scheduler.dra.allocator import AllocatedState, Allocator, AllocatorError, NodeFailureError
+from numalign.scheduler.dra.pools import NodeInfo
 
 CASES: list[dict[str, Any]] = yaml.safe_load(
     (Path(__file__).resolve().parents[3] / "data" / "dra" / "allocator_cases.yaml").read_text()

@@ -35,7 +35,7 @@ from numalign.k8s.dra.types import (
 from numalign.k8s.pod import Pod
 from numalign.k8s.quantity import Quantity
 from numalign.k8s.version import KubeletVersion
-from numalign.kubelet.dra.allocator import (
+from numalign.scheduler.dra.allocator import (
     DEFAULT_SEARCH_BUDGET,
     AllocatedState,
     Allocator,
@@ -43,8 +43,8 @@ from numalign.kubelet.dra.allocator import (
     DeviceResult,
     NodeFailureError,
 )
-from numalign.kubelet.dra.features import DEFAULT_VERSION, dra_enabled, features_for
-from numalign.kubelet.dra.pools import NodeInfo
+from numalign.scheduler.dra.features import DEFAULT_VERSION, dra_enabled, features_for
+from numalign.scheduler.dra.pools import NodeInfo
 
 CANNOT_ALLOCATE = "cannot allocate all claims"
 

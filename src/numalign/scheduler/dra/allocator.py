@@ -32,7 +32,7 @@ from numalign.k8s.dra.types import (
     ResourceSlice,
 )
 from numalign.k8s.quantity import Quantity
-from numalign.kubelet.dra.capacity import (
+from numalign.scheduler.dra.capacity import (
     CapacityNotDefinedError,
     ConsumedCapacity,
     add_into,
@@ -40,9 +40,9 @@ from numalign.kubelet.dra.capacity import (
     request_fits,
     subtract_from,
 )
-from numalign.kubelet.dra.constraints import Constraint, DistinctAttributeConstraint, MatchAttributeConstraint
-from numalign.kubelet.dra.features import Features
-from numalign.kubelet.dra.pools import NodeInfo, Pool, gather_pools, node_matches
+from numalign.scheduler.dra.constraints import Constraint, DistinctAttributeConstraint, MatchAttributeConstraint
+from numalign.scheduler.dra.features import Features
+from numalign.scheduler.dra.pools import NodeInfo, Pool, gather_pools, node_matches
 
 # The CEL library logs a warning for every failing function call; the failure reaches us as an
 # exception with the same text, which the allocator words as upstream does.

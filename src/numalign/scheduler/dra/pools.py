@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from numalign.k8s.dra.types import CounterSet, Device, NodeSelector, NodeSelectorRequirement, ResourceSlice
-from numalign.kubelet.dra.features import Features
+from numalign.scheduler.dra.features import Features
 
 
 @dataclass(frozen=True)
