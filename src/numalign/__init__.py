@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cluster",),
     ("agent",),
     ("cli",),
+    ("__main__",),  # `python -m numalign`: the command line, nothing else
 )
 KUBELET_LAYERS: tuple[tuple[str, ...], ...] = (
     ("versions",),

@@ -76,6 +76,9 @@ class NodePool:
     previews: Previews = NO_PREVIEWS
     # ResourceSlices every node of the pool publishes besides its machine's DRA devices (cluster/dra_pools.py).
     dra_slices: tuple[Any, ...] = ()
+    # Settings of `config` whose values a cluster dump could not give and were reconstructed
+    # (KubeletConfiguration field names: "reservedSystemCPUs"); tables mark them.
+    reconstructed: tuple[str, ...] = ()
 
     def new_node(self) -> Node:
         """A fresh kubelet of this pool (machine, configuration, version, previews)."""
@@ -110,6 +113,7 @@ def pool_settings(pool: NodePool) -> dict[str, Any]:
         "reservedSystemCPUs": c.reserved_system_cpus,
         "memoryManagerPolicy": c.memory_manager_policy,
         "maxPods": pool.max_pods,
+        **({"reconstructed": list(pool.reconstructed)} if pool.reconstructed else {}),
     }
 
 
@@ -119,6 +123,8 @@ class Cluster:
     pools: tuple[NodePool, ...]
     # The NodeResourceTopology objects a cluster dump was built from (cluster/dumpcheck.py compares them).
     observed: tuple[NodeResourceTopology, ...] = ()
+    # What the dumps could not give (reconstructed or assumed), one line per fact: said on stderr.
+    notes: tuple[str, ...] = ()
 
     @property
     def node_count(self) -> int:

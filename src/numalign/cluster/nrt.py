@@ -7,7 +7,7 @@ Go map order is random in upstream's output; zones are listed by NUMA id and res
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -16,6 +16,10 @@ from numalign.k8s.quantity import Quantity, QuantityFormat
 from numalign.validation import expect_list
 
 API_VERSION: Final = "topology.node.k8s.io/v1alpha2"
+# v1alpha1 objects are served by the same CRD with the same zones and topologyPolicies and no
+# attributes (the CRD has no conversion webhook: the API server changes only apiVersion), so they are
+# read as v1alpha2 objects whose Topology Manager settings come from the deprecated topologyPolicies.
+API_VERSION_V1ALPHA1: Final = "topology.node.k8s.io/v1alpha1"
 KIND: Final = "NodeResourceTopology"
 ZONE_TYPE_NODE: Final = "Node"
 TOPOLOGY_MANAGER_POLICY_ATTRIBUTE: Final = "topologyManagerPolicy"
@@ -102,15 +106,23 @@ class NodeResourceTopology:
         return obj
 
     @classmethod
-    def from_dict(cls, obj: Any, where: str) -> NodeResourceTopology:
-        """Read one object (a `kubectl get noderesourcetopologies -o json` item)."""
+    def from_dict(cls, obj: Any, where: str, note: Callable[[str], None] | None = None) -> NodeResourceTopology:
+        """Read one object (a `kubectl get noderesourcetopologies -o json` item); `note` hears that a
+        v1alpha1 object was converted."""
         if not isinstance(obj, Mapping) or obj.get("kind", KIND) != KIND:
             raise InvalidInputError(f"{where}: expected a {KIND} object, got {_kind_of(obj)}; pass the output of "
                                     "`kubectl get noderesourcetopologies -o json`")
         api = obj.get("apiVersion", API_VERSION)
-        if api != API_VERSION:
-            raise InvalidInputError(f"{where}: apiVersion {api!r}; expected {API_VERSION} (v1alpha1 objects "
-                                    "are not read: upgrade the exporter, which publishes v1alpha2)")
+        if api not in (API_VERSION, API_VERSION_V1ALPHA1):
+            raise InvalidInputError(f"{where}: apiVersion {api!r}; expected {API_VERSION} or "
+                                    f"{API_VERSION_V1ALPHA1}")
+        if api == API_VERSION_V1ALPHA1 and note is not None:
+            policies = obj.get("topologyPolicies") or []
+            first = policies[0] if isinstance(policies, list) and policies else None
+            known = first in _DEPRECATED_POLICY.values()
+            note(f"{API_VERSION_V1ALPHA1} read as {API_VERSION} (same zones, no attributes): the Topology Manager "
+                 "policy and scope come from topologyPolicies"
+                 + ("" if known else f" ({first!r} is not one scheduler-plugins reads: policy none assumed)"))
         name = (obj.get("metadata") or {}).get("name")
         if not isinstance(name, str) or not name:
             raise InvalidInputError(f"{where}: metadata.name missing; expected the node's name")
@@ -124,6 +136,13 @@ class NodeResourceTopology:
                 rw = f"{zw}.resources[{j}]"
                 if not isinstance(r, Mapping) or not isinstance(r.get("name"), str):
                     raise InvalidInputError(f"{rw}: expected {{name, capacity, allocatable, available}}, got {r!r}")
+                if r.get("available") is None and r.get("allocatable") is not None:
+                    # early v1alpha1 exporters (and scheduler-plugins' examples) publish no `available`:
+                    # nothing is known to be in use, so all that is allocatable is available.
+                    r = {**r, "available": r["allocatable"]}
+                    if note is not None:
+                        note("resources without `available` (an early exporter): taken as all allocatable "
+                             "available (nothing in use)")
                 vals = [_qty(r.get(k), f"{rw}.{k}", r["name"]) for k in ("capacity", "allocatable", "available")]
                 res.append(ResourceInfo(r["name"], *vals))
             costs = tuple((str(c["name"]), int(c["value"])) for c in expect_list(z.get("costs"), f"{zw}.costs")

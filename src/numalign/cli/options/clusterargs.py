@@ -49,7 +49,10 @@ def load_cluster_arg(args: argparse.Namespace) -> Cluster:
     if args.nodes is not None:
         from numalign.cluster.dumps import cluster_from_dumps
 
-        return cluster_from_dumps(args.nodes, args.nrts)
+        cluster = cluster_from_dumps(args.nodes, args.nrts)
+        for line in cluster.notes:
+            print(f"note: {line}", file=sys.stderr)
+        return cluster
     if args.nrts is not None:
         raise InvalidInputError("--nrts given without --nodes; expected both (`kubectl get nodes -o json` and "
                                 "`kubectl get noderesourcetopologies -o json`)")
@@ -83,9 +86,13 @@ def running_pods(args: argparse.Namespace, cluster: Cluster) -> list[tuple[str, 
 
     running = []
     if args.pods_dump is not None:
+        from numalign.cluster.dumpread import Notes
         from numalign.cluster.dumps import bound_pods
 
-        running = bound_pods(args.pods_dump, {n for p in cluster.pools for n in p.node_names()})
+        notes = Notes()
+        running = bound_pods(args.pods_dump, {n for p in cluster.pools for n in p.node_names()}, notes)
+        for line in notes.lines():
+            print(f"note: {line}", file=sys.stderr)
     for line in dump_warnings(cluster, running):
         logging.getLogger("numalign.cluster").warning("%s", line)
     return running
@@ -127,6 +134,8 @@ def pool_lines(cluster: Cluster) -> list[str]:
     for pool in cluster.pools:
         s = pool_settings(pool)
         reserved = f" reserved {s['reservedSystemCPUs']}" if s["reservedSystemCPUs"] else ""
+        if reserved and "reservedSystemCPUs" in s.get("reconstructed", ()):
+            reserved += " (ids reconstructed)"
         rows.append((s["name"], str(s["nodes"]), s["machine"], s["kubeletVersion"],
                      f"{s['topologyManagerPolicy']}/{s['topologyManagerScope']}{opts(s['topologyManagerPolicyOptions'])}",
                      f"{s['cpuManagerPolicy']}{reserved}{opts(s['cpuManagerPolicyOptions'])}",

@@ -19,7 +19,6 @@ from numalign.k8s.kubeletconfig import (
     RESERVED_CPUS_EXPECTED,
     KubeletConfig,
     KubeletConfigValidationError,
-    load_yaml_mapping,
 )
 from numalign.k8s.kubeletconfig_flags import KUBELET_FLAGS, apply_flags
 from numalign.k8s.kubeletconfig_read import (
@@ -98,16 +97,22 @@ def _warn_stderr(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
 
+def _note_stderr(message: str) -> None:
+    print(f"note: {message}", file=sys.stderr)
+
+
 def config_from_args(
     args: argparse.Namespace,
     base: KubeletConfig | None = None,
     warn: Callable[[str], None] = _warn_stderr,
+    note: Callable[[str], None] = _note_stderr,
 ) -> KubeletConfig:
     """The effective, validated kubelet configuration of a parsed command line.
 
     `base` stands in for the config file when --config is not given (the kubelet's defaults when
     None); flags override it field by field either way. Unknown config fields and feature gates are
-    reported through `warn` and otherwise ignored.
+    reported through `warn` and otherwise ignored; which document and form of the file was read
+    (kubeletconfig_forms: an OpenShift KubeletConfig, kubeadm's ConfigMap) through `note`.
     """
     config = KubeletConfig() if base is None else base
     path = getattr(args, CONFIG_DEST, None)
@@ -117,7 +122,9 @@ def config_from_args(
         from numalign.kubelet.versions import KNOWN_GATES
 
         text = read_text_file(path, "the kubelet config file", EXPECTED_CONFIG, ConfigError)
-        obj = load_yaml_mapping(text, str(path))
+        from numalign.k8s.kubeletconfig_forms import kubelet_config_mapping
+
+        obj = kubelet_config_mapping(text, str(path), note)
         # Parsed first: a file that is not a KubeletConfiguration at all (a Pod given to --config) is
         # one error, not a warning per field of the wrong kind followed by that error.
         config = config_from_dict(obj, str(path))
