@@ -181,9 +181,12 @@ def test_round_trip_and_bad_objects() -> None:
     assert back == nrt
     with pytest.raises(InvalidInputError, match=r"dump.json: items\[0\]: expected a NodeResourceTopology"):
         NodeResourceTopology.from_dict({"kind": "Node"}, "dump.json: items[0]")
-    bad = nrt.to_dict()
-    bad["apiVersion"] = "topology.node.k8s.io/v1alpha1"
-    with pytest.raises(InvalidInputError, match=r"expected topology\.node\.k8s\.io/v1alpha2"):
+    old = {**nrt.to_dict(), "apiVersion": "topology.node.k8s.io/v1alpha1"}
+    notes: list[str] = []
+    assert NodeResourceTopology.from_dict(old, "x", notes.append) == nrt  # the same fields, read as v1alpha2
+    assert len(notes) == 1 and "v1alpha1 read as topology.node.k8s.io/v1alpha2" in notes[0]
+    bad = {**nrt.to_dict(), "apiVersion": "topology.node.k8s.io/v1beta9"}
+    with pytest.raises(InvalidInputError, match=r"expected topology\.node\.k8s\.io/v1alpha2 or"):
         NodeResourceTopology.from_dict(bad, "x")
 
 
