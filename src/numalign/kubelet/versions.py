@@ -84,8 +84,12 @@ FEATURE_GATES: Final[tuple[GateSpec, ...]] = (
              "CPU Manager beta policy options are accepted"),
     GateSpec("CPUManagerPolicyOptions", (GateStage((1, 23), True, _B), GateStage((1, 33), True, _GA, True)),
              "cpuManagerPolicyOptions are read at all (locked on from 1.33)"),
-    GateSpec("TopologyManagerPolicyOptions", (GateStage((1, 28), True, _B), GateStage((1, 32), True, _GA)),
-             "topologyManagerPolicyOptions are read at all (off with options set: the kubelet does not start)"),
+    # The 1.36 binary's spec puts LockToDefault on the 1.32 GA step; the 1.35 binary's has no lock, so in
+    # this table (what each release's binary enforces) the lock starts at 1.36.
+    GateSpec("TopologyManagerPolicyOptions", (GateStage((1, 28), True, _B), GateStage((1, 32), True, _GA),
+                                              GateStage((1, 36), True, _GA, True)),
+             "topologyManagerPolicyOptions are read at all (1.33-1.35: off with options set, the kubelet does "
+             "not start; locked on from 1.36)"),
     GateSpec("TopologyManagerPolicyAlphaOptions", (GateStage((1, 26), False, _A),),
              "Topology Manager alpha policy options are accepted"),
     GateSpec("TopologyManagerPolicyBetaOptions", (GateStage((1, 28), True, _B),),
@@ -151,8 +155,8 @@ def check_feature_gates(gates: Mapping[str, bool], version: KubeletVersion, wher
 
 def check_option_gates(topology_options: Mapping[str, str], gates: Mapping[str, bool]) -> None:
     """The kubelet's start-up refusal (cmd/kubelet/app/server.go) of topologyManagerPolicyOptions when the
-    TopologyManagerPolicyOptions gate is off (GA but not locked from 1.32). cpuManagerPolicyOptions'
-    gate is locked on in every supported version."""
+    TopologyManagerPolicyOptions gate is off (GA but not locked in 1.32-1.35; from 1.36 check_feature_gates
+    refuses the gate set off first). cpuManagerPolicyOptions' gate is locked on in every supported version."""
     if topology_options and not gates.get("TopologyManagerPolicyOptions", True):
         shown = " ".join(f"{k}:{topology_options[k]}" for k in sorted(topology_options))
         raise ConfigError(
@@ -266,8 +270,8 @@ CHANGES: Final[tuple[Change, ...]] = (
         138244,
         (v("1.36.0"),),
         "The device manager enumerates hint masks only over the NUMA nodes that host a registered device "
-        "of the resource (any state), and appends one non-preferred hint spanning all NUMA nodes when that "
-        "is fewer than all nodes and some mask fits. Not cherry-picked into 1.33-1.35 patches.",
+        "of the resource (any state) and adds no other hint (the real 1.36.3 and 1.37.2 code). Not "
+        "cherry-picked into 1.33-1.35 patches.",
     ),
 )
 _CHANGES_BY_NAME: Final = {c.name: c for c in CHANGES}
@@ -282,7 +286,7 @@ class Behaviours:
     """What the kubelet at one version does differently, by name. The managers read these fields."""
 
     version: KubeletVersion
-    # k/k #138244: device hints over the device-hosting NUMA nodes, plus an all-nodes fallback.
+    # k/k #138244: device hints over the device-hosting NUMA nodes only.
     device_hints_over_device_numa_nodes: bool
     # Option name -> maturity, per manager ("topology", "cpu"), at this version.
     topology_option_maturity: Mapping[str, Maturity]

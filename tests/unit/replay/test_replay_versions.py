@@ -41,8 +41,10 @@ def test_at_136_only_vectors_with_device_less_nodes_change() -> None:
         if got != result:
             changed += 1
             assert hosting < nodes, scenario.get("id")
+            # fewer masks, never one with a node that hosts none of the resource's devices
             hints = got["hints"]
-            assert hints and hints[-1] == {"mask": sorted(nodes), "preferred": False}
+            assert len(hints) < len(result["hints"])  # type: ignore[arg-type]
+            assert all(set(h["mask"]) <= hosting for h in hints), scenario.get("id")
         else:
             unchanged += 1
     assert changed > 0 and unchanged > 0

@@ -15,21 +15,19 @@ Upstream facts kept on purpose:
 
 From kubelet 1.36.0 (k/k #138244, Behaviours.device_hints_over_device_numa_nodes) the masks are
 enumerated only over the NUMA nodes that host a registered device of the resource (any state; ids the
-machine does not have are dropped), and when that is fewer than all nodes and some mask passed, one
-non-preferred hint spanning every NUMA node is appended. The masks kept and their preferred flags are
-the 1.35 ones restricted to those nodes: a narrowest mask never needs a device-less node.
+machine does not have are dropped), and nothing else is added: the masks kept and their preferred flags
+are the 1.35 ones restricted to those nodes (a narrowest mask never needs a device-less node). The real
+1.36.2-1.38.0-beta.0 generateDeviceTopologyHints appends no hint spanning every node (issue 33 (a)).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TypeVar
 
-from numalign.core.bitmask import iterate_bitmasks, mask_of
+from numalign.core.bitmask import iterate_bitmasks
 from numalign.core.hint import TopologyHint
-from numalign.core.implicit.hints import ImplicitHints
 from numalign.kubelet.devicemanager.endpoint import Device
 
 
@@ -103,28 +101,14 @@ def device_numa_nodes(numa_nodes: Sequence[int], all_devices: Mapping[str, Devic
     return sorted(hosting) if hosting else list(numa_nodes)
 
 
-def over_device_numa_nodes(generate: HintGenerator[_H]) -> HintGenerator[_H | list[TopologyHint]]:
-    """`generate` as kubelet 1.36+ runs it: over device_numa_nodes, plus the all-nodes fallback hint."""
+def over_device_numa_nodes(generate: HintGenerator[_H]) -> HintGenerator[_H]:
+    """`generate` as kubelet 1.36+ runs it: over device_numa_nodes only."""
 
     def gen(
         numa_nodes: Sequence[int], all_devices: Mapping[str, Device], available: Collection[str],
         reusable: Collection[str], request: int,
-    ) -> _H | list[TopologyHint]:
-        candidates = device_numa_nodes(numa_nodes, all_devices)
-        hints = generate(candidates, all_devices, available, reusable, request)
-        if len(candidates) >= len(set(numa_nodes)):
-            return hints
-        everything = TopologyHint(mask_of(list(numa_nodes)), False)
-        if isinstance(hints, ImplicitHints):
-            listed = hints.materialize
-            return dataclasses.replace(
-                hints, extras=(*hints.extras, everything),
-                materialize=None if listed is None else (lambda: [*listed(), everything]),
-                _cache={},
-            )
-        if isinstance(hints, list) and hints:
-            return [*hints, everything]
-        return hints
+    ) -> _H:
+        return generate(device_numa_nodes(numa_nodes, all_devices), all_devices, available, reusable, request)
 
     return gen
 

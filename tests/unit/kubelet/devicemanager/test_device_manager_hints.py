@@ -57,7 +57,7 @@ COMMON = [
          {"testdevice": [Device("Dev1"), Device("Dev2")]}, {"testdevice": None}),
     Case("Single Request, only one with alignment", one({"testdevice": 1}),
          {"testdevice": [Device("Dev1"), numa("Dev2", 1)]},
-         {"testdevice": [H(1, p=True), H(0, 1, p=False)]}),
+         {"testdevice": [H(1, p=True)]}),  # 1.36+: masks over the device-hosting nodes only (k/k #138244)
     Case("Single Request, one device per socket", one({"testdevice": 1}),
          {"testdevice": [numa("Dev1", 0), numa("Dev2", 1)]},
          {"testdevice": [H(0, p=True), H(1, p=True), H(0, 1, p=False)]}),
@@ -71,12 +71,12 @@ COMMON = [
     Case("2 device types, mixed configuration", one({"testdevice1": 2, "testdevice2": 1}),
          {"testdevice1": FOUR, "testdevice2": [numa("Dev1", 0)]},
          {"testdevice1": [H(0, p=True), H(1, p=True), H(0, 1, p=False)],
-          "testdevice2": [H(0, p=True), H(0, 1, p=False)]}),
+          "testdevice2": [H(0, p=True)]}),
     Case("Single device type, more requested than available", one({"testdevice": 6}),
          {"testdevice": FOUR_PACKED}, {"testdevice": []}),
     Case("Single device type, all already allocated to container", one({"testdevice": 2}),
          {"testdevice": [numa("Dev1", 0), numa("Dev2", 0)]},
-         {"testdevice": [H(0, p=True), H(0, 1, p=False)]},
+         {"testdevice": [H(0, p=True)]},
          {"fakePod": {"fakeContainer": {"testdevice": ["Dev1", "Dev2"]}}}),
     Case("Single device type, less already allocated to container than requested", one({"testdevice": 4}),
          {"testdevice": FOUR_PACKED}, {"testdevice": []},
@@ -235,8 +235,8 @@ def test_inactive_pods_are_collected_before_hints() -> None:
 @pytest.mark.parametrize(("version", "want"), [
     # 1.35: request 0 fits every mask over all nodes, single nodes preferred.
     ("1.35", [H(0, p=True), H(1, p=True), H(0, 1, p=False)]),
-    # 1.36+ (k/k #138244): only the device's node, then the all-nodes fallback.
-    ("1.36.0", [H(0, p=True), H(0, 1, p=False)]),
+    # 1.36+ (k/k #138244): only the device's node.
+    ("1.36.0", [H(0, p=True)]),
 ])
 def test_zero_device_limit_still_gets_hints_in_both_scopes(version: str, want: list[TopologyHint]) -> None:
     """Upstream keeps a 0 limit: it still gets hints."""

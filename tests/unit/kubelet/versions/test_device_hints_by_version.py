@@ -1,4 +1,4 @@
-"""k/k #138244 (v1.36.0): device hints over the device-hosting NUMA nodes plus an all-nodes fallback.
+"""k/k #138244 (v1.36.0): device hints over the device-hosting NUMA nodes only (no all-nodes hint).
 
 Each side of the change: the last versions without it (1.35's newest modelled patch, and 1.34.0 as the
 issue's example) and the first with it (1.36.0)."""
@@ -30,7 +30,7 @@ ERA_135 = [
     TopologyHint.of([0], True),
     *(TopologyHint.of(n, False) for n in ([0, 1], [0, 2], [0, 1, 2], [0, 3], [0, 1, 3], [0, 2, 3], [0, 1, 2, 3])),
 ]
-FROM_136 = [TopologyHint.of([0], True), TopologyHint.of([0, 1, 2, 3], False)]
+FROM_136 = [TopologyHint.of([0], True)]
 
 
 def gpu_node(version: KubeletVersion) -> Node:
@@ -71,7 +71,7 @@ def test_before_136_every_mask_over_all_nodes(version: KubeletVersion) -> None:
     assert by_mask == sorted(ERA_135, key=lambda h: h.mask or 0)
 
 
-def test_from_136_the_device_node_and_the_all_nodes_fallback() -> None:
+def test_from_136_only_the_device_node() -> None:
     assert device_hints(gpu_node(FIRST_WITH)) == FROM_136
 
 
@@ -95,7 +95,7 @@ def test_candidates_are_every_registered_device_node_whatever_its_state(implicit
     out = gen([0, 1, 2, 3], DEVICES, allocated=None, available=["a"], reusable=[], request=1,
               over_device_nodes=True)
     listed = out if isinstance(out, list) else out.materialize() if out is not None and out.materialize else None
-    assert listed == [TopologyHint.of([0], True), TopologyHint.of([0, 2], False), TopologyHint.of([0, 1, 2, 3], False)]
+    assert listed == [TopologyHint.of([0], True), TopologyHint.of([0, 2], False)]
     before = resource_topology_hints([0, 1, 2, 3], DEVICES, allocated=None, available=["a"], reusable=[], request=1)
     assert before is not None and len(before) == 8
 
@@ -103,10 +103,10 @@ def test_candidates_are_every_registered_device_node_whatever_its_state(implicit
 def test_reusable_devices_must_still_touch_the_mask() -> None:
     out = resource_topology_hints([0, 1, 2, 3], DEVICES, allocated=None, available=["a"], reusable=["b"], request=2,
                                   over_device_nodes=True)
-    assert out == [TopologyHint.of([0, 2], True), TopologyHint.of([0, 1, 2, 3], False)]
+    assert out == [TopologyHint.of([0, 2], True)]
 
 
-def test_no_fallback_when_nothing_fits_or_devices_cover_every_node() -> None:
+def test_nothing_fits_or_devices_cover_every_node() -> None:
     assert resource_topology_hints([0, 1, 2, 3], DEVICES, allocated=None, available=[], reusable=[], request=1,
                                    over_device_nodes=True) == []
     spread = {f"d{n}": Device(f"d{n}", topology=(n,)) for n in range(2)}
@@ -119,4 +119,4 @@ def test_device_nodes_the_machine_lacks_are_dropped() -> None:
     odd = {"x": Device("x", topology=(0, 9))}
     out = resource_topology_hints([0, 1], odd, allocated=None, available=["x"], reusable=[], request=1,
                                   over_device_nodes=True)
-    assert out == [TopologyHint.of([0], True), TopologyHint.of([0, 1], False)]
+    assert out == [TopologyHint.of([0], True)]

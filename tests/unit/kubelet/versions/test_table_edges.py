@@ -158,3 +158,15 @@ def test_topology_options_need_their_gate() -> None:
         'feature gates "TopologyManagerPolicyOptions" enabled')
     Node(MACHINE, KubeletConfig(feature_gates={"TopologyManagerPolicyOptions": False}),
          kubelet_version=KubeletVersion.parse("1.35"))
+
+
+@pytest.mark.parametrize("version", ["1.36.0", "1.36", "1.37"])
+def test_topology_manager_policy_options_gate_is_locked_from_136(version: str) -> None:
+    """Issue 33 (b): the 1.36 kubelet's feature spec locks TopologyManagerPolicyOptions to true, so setting it
+    false stops the kubelet whether or not any topologyManagerPolicyOptions are set."""
+    with pytest.raises(ConfigError) as err:
+        Node(MACHINE, KubeletConfig(feature_gates={"TopologyManagerPolicyOptions": False}),
+             kubelet_version=KubeletVersion.parse(version))
+    assert str(err.value).startswith(
+        "featureGates (--feature-gates): cannot set feature gate TopologyManagerPolicyOptions to false, feature is "
+        "locked to true")
