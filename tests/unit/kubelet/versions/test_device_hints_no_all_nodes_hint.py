@@ -7,6 +7,7 @@ from __future__ import annotations
 from itertools import combinations
 
 from numalign.core.hint import TopologyHint
+from numalign.core.implicit.hints import ImplicitHints
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
@@ -25,10 +26,11 @@ def gpu_hints(version: KubeletVersion) -> list[TopologyHint]:
     (devices,) = [p for p in decision.providers if p.provider == "devices"]
     assert devices.hints is not None
     hints = devices.hints["nvidia.com/gpu"]
-    if isinstance(hints, list):
-        return hints
-    assert hints is not None and hints.materialize is not None  # large machines describe the list implicitly
-    return list(hints.materialize())
+    if isinstance(hints, ImplicitHints):  # large machines describe the list implicitly
+        assert hints.materialize is not None
+        return list(hints.materialize())
+    assert isinstance(hints, list)
+    return hints
 
 
 def test_136_gives_the_11_masks_over_the_gpu_nodes_and_nothing_else() -> None:
