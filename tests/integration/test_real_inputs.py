@@ -182,3 +182,50 @@ def test_python_dash_m_numalign() -> None:
     done = subprocess.run([sys.executable, "-m", "numalign", "admit", str(DATA / "simple.yaml")],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0 and "1/1 pods admitted" in done.stdout, done.stderr
+
+
+def _deployment(tmp_path: Path) -> Path:
+    path = tmp_path / "web.yaml"
+    path.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n---\n"
+                    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\n"
+                    "spec:\n  replicas: 4\n  template:\n    spec:\n      containers:\n      - name: c\n"
+                    "        resources: {limits: {cpu: '2', memory: 1Gi}}\n", encoding="utf-8")
+    return path
+
+
+def test_other_kinds_are_skipped_with_one_note_in_simulate_and_capacity(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    web = _deployment(tmp_path)
+    assert main(["simulate", str(web), "-j", "1", "--scheduler", "exact", "-o", "json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["runs"][0]["pods"] == 4
+    assert f"note: {web}: document 1: Namespace shop skipped (no pod template)" in _notes(captured.err)
+    assert main(["capacity", str(web)]) == 0
+    captured = capsys.readouterr()
+    assert f"note: {web}: document 1: Namespace shop skipped (no pod template)" in _notes(captured.err)
+    assert f"note: {web}: Deployment shop/web: 4 pod(s) (its spec.replicas)" in _notes(captured.err)
+
+
+def test_replicas_means_pods_per_workload_in_every_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    web = _deployment(tmp_path)
+    assert main(["simulate", str(web), "--replicas", "7", "-j", "1", "--scheduler", "exact", "-o", "json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["runs"][0]["pods"] == 7
+    assert f"note: {web}: Deployment shop/web: 7 pod(s) (--replicas 7; its spec.replicas is 4)" in _notes(captured.err)
+    nodes = _supported(tmp_path)  # 74 allocatable CPUs: 37 copies of a 2-CPU pod
+    assert main(["capacity", str(web), "--nodes", str(nodes), "--replicas", "40"]) == 0
+    assert "the workload's 40 pod(s): do not fit (37 copies fit NUMA-exact)" in capsys.readouterr().out
+    assert main(["capacity", str(web), "--nodes", str(nodes), "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["workloadPods"] == 4
+    # a bare Pod stays one pod, in admit as in capacity, and says so once
+    for command in (["admit"], ["capacity"]):
+        assert main([*command, str(DATA / "simple.yaml"), "--replicas", "3"]) == 0
+        captured = capsys.readouterr()
+        said = [line for line in (captured.out + captured.err).splitlines() if "a bare Pod is one pod" in line]
+        assert len(said) == 1, said
+    assert main(["admit", str(DATA / "simple.yaml"), "--replicas", "3", "-o", "json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["pods"]) == 1
+    # without manifests there is nothing for --replicas to set
+    assert main(["simulate", "--generate", "5", "--replicas", "3", "-j", "1"]) == 2
+    assert "--replicas 3 sets the pods of each workload manifest" in capsys.readouterr().err

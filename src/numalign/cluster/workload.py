@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from numalign.errors import InvalidInputError
 from numalign.k8s.dra.types import DRAObjects
-from numalign.k8s.manifest import WORKLOAD_TEMPLATES, Collector, pods_from_object
+from numalign.k8s.manifest import WORKLOAD_TEMPLATES, Collector, Expansion, pods_from_object
 from numalign.k8s.pod import Pod
 from numalign.limits import MAX_GENERATED_PODS, check_count, quote
 
@@ -113,13 +113,22 @@ def _template_spec(obj: Mapping[str, Any]) -> Any:
     return (spec.get("template") or {}).get("spec")
 
 
-def groups_from_object(obj: Any, where: str, collect: Collector | None = None) -> list[WorkloadGroup]:
+def groups_from_object(
+    obj: Any, where: str, collect: Collector | None = None, expansion: Expansion | None = None,
+    skipped: list[str] | None = None,
+) -> list[WorkloadGroup]:
+    """The workload groups of one document. `expansion`: how many pods each workload gives (its own
+    spec.replicas by default) and the notes saying so; `skipped`: objects of other kinds (a Namespace,
+    a Service) noted there instead of refused."""
     if isinstance(obj, list):
-        return [g for i, o in enumerate(obj) for g in groups_from_object(o, f"{where}[{i}]", collect)]
+        return [g for i, o in enumerate(obj)
+                for g in groups_from_object(o, f"{where}[{i}]", collect, expansion, skipped)]
     if isinstance(obj, Mapping) and isinstance(obj.get("kind"), str) and obj["kind"].endswith("List") \
             and isinstance(obj.get("items"), list):
-        return [g for i, o in enumerate(obj["items"]) for g in groups_from_object(o, f"{where}: items[{i}]", collect)]
-    pods = pods_from_object(obj, where, expand_replicas=True, collect=collect)
+        return [g for i, o in enumerate(obj["items"])
+                for g in groups_from_object(o, f"{where}: items[{i}]", collect, expansion, skipped)]
+    pods = pods_from_object(obj, where, expand_replicas=expansion if expansion is not None else True,
+                            collect=collect, skipped=skipped)
     if not pods:
         return []
     assert isinstance(obj, Mapping)
@@ -129,10 +138,16 @@ def groups_from_object(obj: Any, where: str, collect: Collector | None = None) -
     return [WorkloadGroup(name, tuple(pods), _placement(_template_spec(obj)))]
 
 
-def load_workload(paths: Sequence[Path]) -> Workload:
+def load_workload(
+    paths: Sequence[Path], replicas: int | None = None, notes: list[str] | None = None
+) -> Workload:
+    """The workload of manifest files. `replicas`: pods per workload over each one's own (--replicas);
+    `notes`, when given, hears each workload's expansion and each object of another kind skipped."""
     from numalign.adapters.textfiles import load_documents
     from numalign.k8s.dra.documents import collector
 
+    expansion = Expansion(replicas)
+    skipped: list[str] | None = [] if notes is not None else None
     groups: list[WorkloadGroup] = []
     dra = DRAObjects()
     collect = collector(dra)  # DeviceClasses, ResourceClaims and templates beside the pods
@@ -140,13 +155,17 @@ def load_workload(paths: Sequence[Path]) -> Workload:
         docs = load_documents(path, "the workload", "Pod or workload manifests (YAML or JSON)")
         found = []
         before = len(dra)
+        said = len(expansion.expanded), len(skipped or ())
         for i, doc in enumerate(docs, start=1):
             if doc is not None:
-                found.extend(groups_from_object(doc, f"{path}: document {i}", collect))
+                found.extend(groups_from_object(doc, f"{path}: document {i}", collect, expansion, skipped))
         if not found and len(dra) == before:
             raise InvalidInputError(f"{path}: no Pod or workload with a pod template found; expected manifests as "
                                     "`numalign admit` takes them")
         groups.extend(found)
+        if notes is not None:
+            notes.extend(f"{path}: {line}" for line in expansion.expanded[said[0]:])
+            notes.extend((skipped or [])[said[1]:])  # these name their document already
     _unique(groups)
     return Workload(groups, source=", ".join(str(p) for p in paths), dra=dra)
 

@@ -105,6 +105,8 @@ class Expansion:
 
     replicas: int | None = None
     expanded: list[str] = field(default_factory=list)
+    # --replicas N beside a bare Pod: said once (a Pod is one pod, as `kubectl scale` refuses a Pod).
+    bare_pod_noted: bool = False
 
 
 def pods_from_documents(
@@ -148,7 +150,15 @@ def pods_from_object(
     if kind is None and isinstance(obj.get("spec"), Mapping) and "containers" in obj["spec"]:
         kind = "Pod"  # a bare pod spec with metadata, as people write in tests
     if kind == "Pod":
-        return [pod_from_dict(obj, where)]
+        pod = pod_from_dict(obj, where)
+        if isinstance(expand_replicas, Expansion) and expand_replicas.replicas is not None \
+                and not expand_replicas.bare_pod_noted:
+            expand_replicas.bare_pod_noted = True
+            expand_replicas.expanded.append(
+                f"Pod {pod.namespace}/{pod.name}: 1 pod; --replicas {expand_replicas.replicas} applies to workloads "
+                "(Deployment, StatefulSet, Job, ...) and a bare Pod is one pod, as `kubectl scale` refuses a Pod "
+                "(the same for every bare Pod given); wrap it in a Deployment for copies")
+        return [pod]
     if isinstance(kind, str) and kind.endswith("List"):
         items = obj.get("items")
         if items is None:

@@ -25,7 +25,11 @@ def register(sub: Any) -> None:
         "built-in example cluster.",
     )
     p.add_argument("pod", nargs="?", metavar="POD.yaml", type=Path,
-                   help="one Pod or workload manifest; its (first) pod is copied")
+                   help="one Pod or workload manifest; its (first) pod is copied, and for a workload the "
+                   "answer says whether all its pods fit")
+    from numalign.cli.options.podargs import add_replicas_arg
+
+    add_replicas_arg(p)
     add_cluster_args(p, workload=False)
     from numalign.cli.options.versionargs import add_version_args
 
@@ -41,16 +45,24 @@ def run(args: argparse.Namespace) -> int:
     from numalign.cluster.examples import example_shapes
     from numalign.cluster.workload import load_workload
 
+    import sys
+
     cluster = load_cluster_arg(args)
     dra_objects = None
+    wanted: int | None = None  # the workload's pods: does all of it fit?
     if args.pod is None:
         shapes, _ = example_shapes()
         shape = next(s for s in shapes if s.name == "training")
         pod, placement, source = shape.pod, shape.placement, "built-in example pod ml/training"
     else:
-        workload = load_workload([args.pod])
+        read_notes: list[str] = []
+        workload = load_workload([args.pod], args.replicas, read_notes)
+        for line in read_notes:
+            print(f"note: {line}", file=sys.stderr)
         group, dra_objects = workload.groups[0], workload.dra  # DRA: classes and claim templates beside it
         pod, placement, source = group.pods[0], group.placement, f"{args.pod} ({group.pods[0].key})"
+        if group.name != pod.name:  # a workload (a bare pod's group is the pod)
+            wanted = len(group.pods)
     from numalign.cli.options.clusterargs import running_pods, version_notes
     from numalign.cli.options.versionargs import preview_sets
     from numalign.cluster.simulate import RunSpec
@@ -71,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
                  "pools": [{**p.to_dict(), "configuration": settings[p.pool]} for p in pools],
                  "exact": sum(p.exact for p in pools), "by_requests": sum(p.by_requests for p in pools)}
                 for spec, pools in runs]
-        head = {"cluster": cluster.name, "pod": source, "notes": notes}
+        head = {"cluster": cluster.name, "pod": source, "notes": notes,
+                **({"workloadPods": wanted} if wanted is not None else {})}
         dump({**head, **docs[0]} if len(docs) == 1 else {**head, "runs": docs}, args.output)
         return 0
     from numalign.cli.options.clusterargs import pool_lines
@@ -89,6 +102,10 @@ def run(args: argparse.Namespace) -> int:
                       (["no previews"] if spec.previews is not None else []))]
             print(f"\n== {'; '.join(what)}")
         _print_pools(cluster, pools)
+        if wanted is not None:
+            fit = sum(p.exact for p in pools)
+            print(f"\nthe workload's {wanted} pod(s): {'fit' if fit >= wanted else 'do not fit'} "
+                  f"({fit} cop{'y' if fit == 1 else 'ies'} fit NUMA-exact)")
     return 0
 
 

@@ -40,6 +40,9 @@ def add_cluster_args(p: argparse.ArgumentParser, workload: bool = True) -> None:
     w.add_argument("--generate", metavar="N", type=int, help="N pods drawn from --mix (or the built-in mix)")
     w.add_argument("--mix", metavar="FILE", type=Path, help="weighted pod shapes (kind: Mix) for --generate")
     w.add_argument("--seed", type=int, default=1, help="seed of the generator and the schedulers' tie-breaks")
+    from numalign.cli.options.podargs import add_replicas_arg
+
+    add_replicas_arg(w)
 
 
 def load_cluster_arg(args: argparse.Namespace) -> Cluster:
@@ -98,6 +101,18 @@ def running_pods(args: argparse.Namespace, cluster: Cluster) -> list[tuple[str, 
     return running
 
 
+MAX_NOTES = 10
+
+
+def print_notes(notes: list[str]) -> None:
+    """Notes on stderr, at most MAX_NOTES of them (a workload of thousands of Deployments is not a
+    screen of notes)."""
+    for line in notes[:MAX_NOTES]:
+        print(f"note: {line}", file=sys.stderr)
+    if len(notes) > MAX_NOTES:
+        print(f"note: ... and {len(notes) - MAX_NOTES} more like these", file=sys.stderr)
+
+
 def load_workload_args(args: argparse.Namespace) -> Workload:
     from numalign.cluster.examples import example_shapes
     from numalign.cluster.workload import generate, load_mix, load_timeline, load_workload
@@ -105,12 +120,17 @@ def load_workload_args(args: argparse.Namespace) -> Workload:
     if args.workload and (args.generate or args.mix):
         raise InvalidInputError("workload manifests and --generate/--mix both given; expected one source of pods")
     if args.workload:
-        wl = load_workload(args.workload)
+        notes: list[str] = []
+        wl = load_workload(args.workload, args.replicas, notes)
+        print_notes(notes)
         if args.timeline is not None:
             wl.events = load_timeline(args.timeline, wl)
         return wl
     if args.timeline is not None:
         raise InvalidInputError("--timeline names workloads of manifests; give WORKLOAD.yaml files with it")
+    if args.replicas is not None:
+        raise InvalidInputError(f"--replicas {args.replicas} sets the pods of each workload manifest; give "
+                                "WORKLOAD.yaml files with it (--generate N sets the count of drawn pods)")
     if args.generate is not None and args.generate < 1:
         raise InvalidInputError(f"--generate {args.generate}: expected a number of pods >= 1")
     if args.mix is not None:

@@ -1,4 +1,5 @@
-"""How `admit` and `nrt` turn workloads into pods: `--replicas N`, and the note saying how many."""
+"""How commands turn workloads into pods: `--replicas N` (admit, nrt, simulate, capacity: one meaning
+everywhere), and the note saying how many."""
 
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ def _copies(text: str) -> int:
 
 def add_replicas_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--replicas", type=_copies, metavar="N",
-                   help="pods to admit for each workload (Deployment, StatefulSet, ReplicaSet, Job, ...); default: "
-                   "its own spec.replicas (spec.parallelism for a Job), said in a note")
+                   help="pods of each workload (Deployment, StatefulSet, ReplicaSet, Job, ...); default: "
+                   "its own spec.replicas (spec.parallelism for a Job), said in a note; a bare Pod stays one pod "
+                   "(as `kubectl scale` refuses a Pod), said in a note")
 
 
 def expansion_notes(source: str, expansion: Any) -> list[str]:
