@@ -40,12 +40,12 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     from numalign.cli.options.clusterargs import dump
     from numalign.cluster.capacity import capacity
     from numalign.cluster.examples import example_shapes
     from numalign.cluster.workload import load_workload
-
-    import sys
 
     cluster = load_cluster_arg(args)
     dra_objects = None

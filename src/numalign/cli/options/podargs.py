@@ -21,7 +21,7 @@ def _copies(text: str) -> int:
     return n
 
 
-def add_replicas_arg(p: argparse.ArgumentParser) -> None:
+def add_replicas_arg(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     p.add_argument("--replicas", type=_copies, metavar="N",
                    help="pods of each workload (Deployment, StatefulSet, ReplicaSet, Job, ...); default: "
                    "its own spec.replicas (spec.parallelism for a Job), said in a note; a bare Pod stays one pod "
