@@ -3,7 +3,7 @@ from decoded documents, with the API server's defaulting and the validation that
 
 An invalid object is refused as `kubectl apply` would be refused, in one line naming the file, the
 document and the object: `FILE: document N: ResourceSlice.resource.k8s.io "gpus" is invalid:
-spec.devices[1].name: Duplicate value: "gpu-1"`. CEL selectors are compiled here (k8s/dra/cel.py),
+spec.devices[1].name: Duplicate value: "gpu-1"`. CEL selectors are compiled here (k8s/dra/cel/),
 so a selector that does not compile, or whose estimated cost is over the limit, is refused on read.
 resource.k8s.io/v1beta2 objects have the same shape and are read too; v1beta1 and older are not.
 """
@@ -257,9 +257,9 @@ def _selectors(raw: object, path: str) -> tuple[t.DeviceSelector, ...]:
         expression = _req_str(_mapping(sel.get("cel"), f"{path}[{i}].cel").get("expression"), expr_path)
         if len(expression.encode()) > t.CEL_SELECTOR_EXPRESSION_MAX_LENGTH:
             raise _FieldError(expr_path, f"Too long: may not be more than {t.CEL_SELECTOR_EXPRESSION_MAX_LENGTH} bytes")
-        compiled = compile_selector(expression, READ_FEATURES)
+        compiled = compile_selector(expression, READ_FEATURES, new_object=True)
         if compiled.error is not None:
-            raise _FieldError(expr_path, f"Invalid value: {go_quote(expression)}: {compiled.error}")
+            raise _FieldError(expr_path, f"Invalid value: {go_quote(expression)}: {compiled.error_line}")
         too_costly = cost_error(compiled)
         if too_costly is not None:
             raise _FieldError(expr_path, f"Forbidden: {too_costly}")

@@ -5,12 +5,7 @@ numbers, precedence per semver 2.0.0 (build metadata ignored)."""
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
-
-_NUM = r"0|[1-9]\d*"
-_IDENT = r"[0-9A-Za-z-]+"
-_STRICT = re.compile(rf"^({_NUM})\.({_NUM})\.({_NUM})(?:-({_IDENT}(?:\.{_IDENT})*))?(?:\+({_IDENT}(?:\.{_IDENT})*))?$")
 
 
 class SemverError(ValueError):
@@ -83,15 +78,78 @@ def parse_semver(text: str, normalize: bool = False) -> Semver:
             parts.append("0")
         parts = [p.lstrip("0") or "0" if p.isdigit() else p for p in parts]
         text = ".".join(parts) + sep + rest
-    m = _STRICT.match(text)
-    if m is None:
-        raise SemverError(f"Invalid semver: {text!r}" if text else "Version string empty")
-    pre = tuple(m.group(4).split(".")) if m.group(4) else ()
+    return _parse_blang(text)
+
+
+_NUMBERS = frozenset("0123456789")
+_ALPHANUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-") | _NUMBERS
+
+
+def _only(text: str, allowed: frozenset[str]) -> bool:
+    return all(ch in allowed for ch in text)
+
+
+def _leading_zero(text: str) -> bool:
+    return len(text) > 1 and text[0] == "0"
+
+
+def _uint(text: str) -> int:
+    if not text:
+        raise SemverError('strconv.ParseUint: parsing "": invalid syntax')
+    value = int(text)
+    if value >= 1 << 64:
+        raise SemverError(f"strconv.ParseUint: parsing {_q(text)}: value out of range")
+    return value
+
+
+def _q(text: str) -> str:
+    """Go's %q of the parts blang quotes."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _parse_blang(text: str) -> Semver:
+    """blang/semver v4 Parse, check by check in its order, with its error texts."""
+    if not text:
+        raise SemverError("Version string empty")
+    parts = text.split(".", 2)
+    if len(parts) != 3:
+        raise SemverError("No Major.Minor.Patch elements found")
+    numbers = []
+    for word, part in (("major", parts[0]), ("minor", parts[1])):
+        if not _only(part, _NUMBERS):
+            raise SemverError(f"Invalid character(s) found in {word} number {_q(part)}")
+        if _leading_zero(part):
+            raise SemverError(f"{word.capitalize()} number must not contain leading zeroes {_q(part)}")
+        numbers.append(_uint(part))
+    patch = parts[2]
+    build: list[str] = []
+    pre: list[str] = []
+    if "+" in patch:
+        patch, _, meta = patch.partition("+")
+        build = meta.split(".")
+    if "-" in patch:
+        patch, _, release = patch.partition("-")
+        pre = release.split(".")
+    if not _only(patch, _NUMBERS):
+        raise SemverError(f"Invalid character(s) found in patch number {_q(patch)}")
+    if _leading_zero(patch):
+        raise SemverError(f"Patch number must not contain leading zeroes {_q(patch)}")
+    numbers.append(_uint(patch))
     for ident in pre:
-        if ident.isdigit() and len(ident) > 1 and ident.startswith("0"):
-            raise SemverError(f"Numeric PreRelease version must not contain leading zeroes {ident!r}")
-    build = tuple(m.group(5).split(".")) if m.group(5) else ()
-    return Semver(int(m.group(1)), int(m.group(2)), int(m.group(3)), pre, build)
+        if not ident:
+            raise SemverError("Prerelease is empty")
+        if _only(ident, _NUMBERS):
+            if _leading_zero(ident):
+                raise SemverError(f"Numeric PreRelease version must not contain leading zeroes {_q(ident)}")
+            _uint(ident)
+        elif not _only(ident, _ALPHANUM):
+            raise SemverError(f"Invalid character(s) found in prerelease {_q(ident)}")
+    for ident in build:
+        if not ident:
+            raise SemverError("Build meta data is empty")
+        if not _only(ident, _ALPHANUM):
+            raise SemverError(f"Invalid character(s) found in build meta data {_q(ident)}")
+    return Semver(numbers[0], numbers[1], numbers[2], tuple(pre), tuple(build))
 
 
 def _split_core(text: str) -> tuple[str, str, str]:

@@ -19,7 +19,7 @@ import logging
 import sys
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from numalign.k8s.dra import cel
@@ -397,9 +397,9 @@ class Allocator:
     def _selectors_match(self, claim: ResourceClaim, c: Candidate, cls: DeviceClass | None, selectors: Any) -> bool:
         owner = f"class {cls.name}" if cls is not None else f"claim {claim.key}"
         for i, selector in enumerate(selectors):
-            compiled = cel.compile_selector(selector.expression, self.features.cel)
+            compiled = cel.compile_selector(selector.expression, replace(self.features.cel, minor=self.features.minor))
             if compiled.error is not None:
-                raise AllocatorError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
+                raise AllocatorError(f"{owner}: selector #{i}: CEL compile error: {compiled.error_line}")
             cache_key = (selector.expression, c.device_id)
             matched = self._cel_results.get(cache_key)
             if matched is None:

@@ -1,0 +1,240 @@
+"""CEL device selectors (k8s.io/dynamic-resource-allocation/cel): compile, check, estimate and evaluate
+as the API server and the scheduler do.
+
+Parsing is cel-cpp's (PyPI `cel-expr-python`: the ANTLR grammar, macros, `cel.bind` and optional syntax
+of cel-go, so the same syntax errors, ids and positions). Everything after the parse is numalign's,
+following cel-go v0.26 and k8s.io/apiserver's CEL libraries: the type checker (checker.py), the DRA
+environment's declarations per version (decls.py), the API server's cost estimate (cost.py) and the
+evaluator with runtime cost tracking (interp.py), regular expressions on RE2 (PyPI `google-re2`).
+
+Two environments, as upstream: a new object is checked against the previous minor's environment (the
+API server's DefaultCompatibilityVersion), a stored one -- and the scheduler's allocator -- against
+the current one. A compiled selector is cached by its text and features.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from cel_expr_python import cel as _cel_cpp
+from cel_expr_python.ext import ext_bindings, ext_optional
+
+from numalign.k8s.dra.cel import types as _t
+from numalign.k8s.dra.cel.ast import Expr, read_parsed
+from numalign.k8s.dra.cel.checker import Checked, check
+from numalign.k8s.dra.cel.cost import estimate
+from numalign.k8s.dra.cel.decls import environment
+from numalign.k8s.dra.cel.interp import Interpreter
+from numalign.k8s.dra.cel.values import CelError, CostLimitExceededError, DomainMap, to_bool_error
+from numalign.k8s.dra.semver import SemverError, parse_semver
+from numalign.k8s.dra.types import CEL_SELECTOR_EXPRESSION_MAX_COST, DeviceAttribute, DeviceCapacity
+
+RUNTIME_COST_LIMIT: Final = 1_000_000  # the scheduler's per-evaluation limit (CELSelectorExpressionMaxCost)
+DEFAULT_MINOR: Final = 36
+
+
+@dataclass(frozen=True)
+class CELFeatures:
+    """The gates that change the CEL environment (cel.Features upstream) and the release."""
+
+    consumable_capacity: bool = False
+    list_type_attributes: bool = False
+    minor: int = DEFAULT_MINOR
+
+
+@dataclass(frozen=True)
+class CompiledSelector:
+    """A compiled expression, or the compile error as upstream's Detail ("compilation failed: ...")."""
+
+    expression: str
+    error: str | None
+    max_cost: int
+    output_type: str | None = None
+    root: Expr | None = None
+    functions: Mapping[int, str] | None = None
+
+    @property
+    def error_line(self) -> str | None:
+        """The error in one line: each ERROR's first line (the source excerpt only pictures the column
+        the message names), joined by "; "."""
+        if self.error is None:
+            return None
+        lines = [line for line in self.error.splitlines() if not line.startswith(" | ")]
+        return "; ".join(line.removeprefix("ERROR: ") if i else line for i, line in enumerate(lines))
+
+
+class CELRuntimeError(Exception):
+    """An expression failed on one device (upstream's runtime wording, without context)."""
+
+
+_PARSER = _cel_cpp.NewEnv(extensions=[ext_bindings.ExtBindings(), ext_optional.ExtOptional()])
+
+
+@functools.lru_cache(maxsize=4096)
+def compile_selector(expression: str, features: CELFeatures = CELFeatures(), *,
+                     new_object: bool = False) -> CompiledSelector:
+    """CompileCELExpression. `new_object`: as the API server checks an object being created (the
+    previous minor's environment); otherwise as for a stored object and the allocator."""
+    try:
+        parsed = read_parsed(_PARSER.compile(expression, disable_check=True).serialize())
+    except RuntimeError as exc:
+        return CompiledSelector(expression, "compilation failed: " + _cpp_error(str(exc)), 0)
+    env = environment(features.minor, features.consumable_capacity, stored=not new_object)
+    checked = check(parsed.expr, env)
+    errors = checked.errors or _validate(parsed.expr, checked)
+    if errors:
+        return CompiledSelector(expression, "compilation failed: " + _issues(expression, parsed.positions, errors), 0)
+    out = checked.types[parsed.expr.id]
+    if out.kind not in ("bool", "any"):
+        return CompiledSelector(expression, f"must evaluate to bool or the unknown type, not {out.type_name()}", 0)
+    return CompiledSelector(expression, None, estimate(parsed.expr, checked), out.type_name(), parsed.expr,
+                            dict(checked.functions))
+
+
+def cost_error(compiled: CompiledSelector) -> str | None:
+    """The API server's validation when the estimate is over CELSelectorExpressionMaxCost."""
+    if compiled.error is None and compiled.max_cost > CEL_SELECTOR_EXPRESSION_MAX_COST:
+        return "too complex, exceeds cost limit"
+    return None
+
+
+def _cpp_error(text: str) -> str:
+    text = text.removeprefix("INVALID_ARGUMENT: ")
+    for suffix in (" [INVALID_ARGUMENT]",):
+        text = text.removesuffix(suffix)
+    return text
+
+
+def _validate(root: Expr, checked: Checked) -> list[tuple[int, str]]:
+    """cel-go's AST validators of the base environment: constant regexes, durations and timestamps."""
+    from numalign.k8s.dra.cel import library
+    errors: list[tuple[int, str]] = []
+
+    def walk(e: Expr) -> None:
+        name = checked.functions.get(e.id, "")
+        if e.kind == "call" and e.args:
+            arg = e.args[-1] if name == "matches" else e.args[0]
+            if arg.kind == "lit" and arg.lit_kind == "string":
+                try:
+                    if name == "matches":
+                        library.regex(arg.value)
+                    elif name == "duration":
+                        library.to_duration(arg.value)
+                    elif name == "timestamp":
+                        library.to_timestamp(arg.value)
+                except CelError:
+                    errors.append((arg.id, f"invalid {name} argument"))
+        for child in (e.operand, e.iter_range, e.accu_init, e.loop_cond, e.loop_step, e.result, *e.args):
+            if child is not None:
+                walk(child)
+        for key, value, _ in e.entries:
+            walk(key)
+            walk(value)
+    walk(root)
+    return errors
+
+
+def _issues(source: str, positions: Mapping[int, int], errors: list[tuple[int, str]]) -> str:
+    """cel-go's Errors.ToDisplayString: sorted by location, each with its line and a caret."""
+    lines = source.split("\n")
+    located = []
+    for expr_id, message in errors:
+        offset = positions.get(expr_id, 0)
+        line, col, remaining = 1, 0, offset
+        for text in lines:
+            if remaining <= len(text):
+                col = remaining
+                break
+            remaining -= len(text) + 1
+            line += 1
+        else:
+            line, col = len(lines), len(lines[-1])
+        located.append((line, col, message))
+    located.sort(key=lambda x: (x[0], x[1]))
+    out = []
+    for line, col, message in located:
+        snippet = lines[line - 1].replace("\t", " ") if line - 1 < len(lines) else ""
+        marker = "".join("\uff0e" if len(ch.encode("utf-8", "surrogatepass")) > 1 else "." for ch in snippet[:col])
+        caret = "\uff3e" if col < len(snippet) and len(snippet[col].encode("utf-8", "surrogatepass")) > 1 else "^"
+        out.append(f"ERROR: <input>:{line}:{col + 1}: {message}\n | {snippet}\n | {marker}{caret}")
+    return "\n".join(out)
+
+
+# ---- evaluate ----------------------------------------------------------------------------------------
+
+
+def attribute_value(attr: DeviceAttribute) -> Any:
+    """getAttributeValue: versions as semver values, lists as lists."""
+    if attr.kind == "version":
+        values: list[Any] = []
+        for v in attr.values:
+            try:
+                values.append(parse_semver(str(v)))
+            except SemverError:
+                values.append(str(v))
+    else:
+        values = list(attr.values)
+    return values if attr.is_list else values[0]
+
+
+def device_variables(
+    driver: str,
+    attributes: Mapping[str, DeviceAttribute],
+    capacity: Mapping[str, DeviceCapacity],
+    allow_multiple_allocations: bool | None,
+    features: CELFeatures,
+) -> dict[str, Any]:
+    """The `device` variable of DeviceMatches (names without a domain belong to the driver's)."""
+    attrs: DomainMap = DomainMap()
+    for name, attr in attributes.items():
+        domain, _, ident = name.rpartition("/")
+        attrs.setdefault(domain or driver, {})[ident] = attribute_value(attr)
+    caps: DomainMap = DomainMap()
+    for name, cap in capacity.items():
+        domain, _, ident = name.rpartition("/")
+        caps.setdefault(domain or driver, {})[ident] = cap.value
+    device: dict[str, Any] = {"driver": driver, "attributes": attrs, "capacity": caps}
+    if features.consumable_capacity:
+        device["allowMultipleAllocations"] = bool(allow_multiple_allocations)
+    return device
+
+
+def evaluate(compiled: CompiledSelector, device: dict[str, Any],
+             limit: int = RUNTIME_COST_LIMIT) -> tuple[Any, int]:
+    """The expression's value for `device` and the evaluated cost; CELRuntimeError with upstream's text."""
+    if compiled.root is None:
+        raise CELRuntimeError(compiled.error or "not compiled")
+    interp = Interpreter(dict(compiled.functions or {}), limit)
+    try:
+        value = interp.eval(compiled.root, {"device": device})
+    except (CelError, CostLimitExceededError) as exc:
+        raise CELRuntimeError(str(exc)) from None
+    except RecursionError:
+        raise CELRuntimeError("max recursion depth exceeded") from None
+    return value, interp.cost
+
+
+def device_matches(compiled: CompiledSelector, device: dict[str, Any]) -> bool:
+    """DeviceMatches: the expression's bool on one device; CELRuntimeError with upstream's text."""
+    value, _ = evaluate(compiled, device)
+    if not isinstance(value, bool):
+        raise CELRuntimeError(to_bool_error(value))
+    return value
+
+
+__all__ = [
+    "RUNTIME_COST_LIMIT",
+    "CELFeatures",
+    "CELRuntimeError",
+    "CompiledSelector",
+    "attribute_value",
+    "compile_selector",
+    "cost_error",
+    "device_matches",
+    "device_variables",
+    "evaluate",
+]
+_ = _t

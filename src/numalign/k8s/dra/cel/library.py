@@ -1,0 +1,710 @@
+"""The functions behind the declarations, with cel-go's and the Kubernetes libraries' semantics and
+error texts: strings in code points, Go's integer overflow and division rules, RE2 regular expressions
+(linear time: no selector can backtrack), semver and quantity as k8s.io/apiserver's libraries."""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import math
+import urllib.parse
+from collections.abc import Callable
+from typing import Any, Final
+
+import re2
+
+from numalign.k8s.dra.cel.values import (
+    INT64_MAX,
+    INT64_MIN,
+    NO_SUCH_OVERLOAD,
+    UINT64_MAX,
+    CelError,
+    CostLimitExceededError,
+    Duration,
+    Opaque,
+    Optional,
+    Timestamp,
+    TypeValue,
+    UInt,
+    equal,
+    type_name,
+)
+from numalign.k8s.dra.semver import Semver, SemverError, parse_semver
+from numalign.k8s.quantity import Quantity
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+_REGEX_CACHE: dict[str, Any] = {}
+# RE2's error codes -> Go regexp's wording (cel-go and the Kubernetes regex library compile with Go).
+_GO_REGEX_ERRORS: Final = {
+    "missing ]": "missing closing ]", "missing )": "missing closing )", "unexpected )": "unexpected )",
+    "bad repetition operator": "invalid nested repetition operator", "missing argument to repetition operator":
+    "missing argument to repetition operator", "invalid escape sequence": "invalid escape sequence",
+    "invalid character class range": "invalid character class range", "invalid character class":
+    "invalid character class", "invalid repetition size": "invalid repeat count",
+    "bad named capture group": "invalid named capture", "invalid named capture group": "invalid named capture",
+    "trailing \\": "trailing backslash at end of expression",
+    "invalid perl operator": "invalid or unsupported Perl syntax",
+    "invalid UTF-8": "invalid UTF-8",
+}
+
+
+def regex(pattern: str) -> Any:
+    compiled = _REGEX_CACHE.get(pattern)
+    if compiled is None:
+        try:
+            compiled = re2.compile(pattern, options=_RE2_OPTIONS)  # type: ignore[no-untyped-call]
+        except re2.error as exc:
+            raise CelError(go_regex_error(exc, pattern)) from None
+        if len(_REGEX_CACHE) > 1024:
+            _REGEX_CACHE.clear()
+        _REGEX_CACHE[pattern] = compiled
+    return compiled
+
+
+def go_regex_error(exc: Exception, pattern: str) -> str:
+    raw = exc.args[0] if exc.args else ""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    code, _, arg = text.partition(": ")
+    word = _GO_REGEX_ERRORS.get(code, code)
+    return f"error parsing regexp: {word}: `{arg or pattern}`"
+
+
+def _int(v: int) -> int:
+    if v < INT64_MIN or v > INT64_MAX:
+        raise CelError("integer overflow")
+    return v
+
+
+def _uint(v: int) -> UInt:
+    if v < 0 or v > UINT64_MAX:
+        raise CelError("unsigned integer overflow")
+    return UInt(v)
+
+
+def _go_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _go_mod(a: int, b: int) -> int:
+    return a - b * _go_div(a, b)
+
+
+def _num_kind(v: Any) -> str:
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, UInt):
+        return "uint"
+    if isinstance(v, int):
+        return "int"
+    if isinstance(v, float):
+        return "double"
+    return type_name(v)
+
+
+def add(a: Any, b: Any) -> Any:
+    ka, kb = _num_kind(a), _num_kind(b)
+    if ka != kb:
+        if ka == "google.protobuf.Timestamp" and kb == "google.protobuf.Duration":
+            return Timestamp(a.nanos + b.nanos)
+        if kb == "google.protobuf.Timestamp" and ka == "google.protobuf.Duration":
+            return Timestamp(a.nanos + b.nanos)
+        raise CelError(NO_SUCH_OVERLOAD)
+    if ka == "int":
+        return _int(a + b)
+    if ka == "uint":
+        return _uint(a + b)
+    if ka in ("double", "string", "bytes", "list"):
+        return a + b
+    if ka == "google.protobuf.Duration":
+        return Duration(_int(a.nanos + b.nanos))
+    raise CelError(NO_SUCH_OVERLOAD)
+
+
+def arith(op: str, a: Any, b: Any) -> Any:
+    ka, kb = _num_kind(a), _num_kind(b)
+    if op == "_-_" and ka == kb == "google.protobuf.Timestamp":
+        return Duration(a.nanos - b.nanos)
+    if op == "_-_" and ka == "google.protobuf.Timestamp" and kb == "google.protobuf.Duration":
+        return Timestamp(a.nanos - b.nanos)
+    if op == "_-_" and ka == kb == "google.protobuf.Duration":
+        return Duration(_int(a.nanos - b.nanos))
+    if ka != kb or ka not in ("int", "uint", "double"):
+        raise CelError(NO_SUCH_OVERLOAD)
+    if ka == "double":
+        if op == "_-_":
+            return a - b
+        if op == "_*_":
+            return a * b
+        if op == "_/_":
+            if b == 0:
+                return math.copysign(math.inf, a) * math.copysign(1, b) if a != 0 else math.nan
+            return a / b
+        raise CelError(NO_SUCH_OVERLOAD)
+    wrap = _int if ka == "int" else _uint
+    if op == "_-_":
+        return wrap(a - b)
+    if op == "_*_":
+        return wrap(a * b)
+    if op == "_/_":
+        if b == 0:
+            raise CelError("division by zero")
+        return wrap(_go_div(a, b))
+    if op == "_%_":
+        if b == 0:
+            raise CelError("modulus by zero")
+        if ka == "int" and a == INT64_MIN and b == -1:
+            raise CelError("integer overflow")
+        return wrap(_go_mod(a, b))
+    raise CelError(NO_SUCH_OVERLOAD)
+
+
+def negate(a: Any) -> Any:
+    k = _num_kind(a)
+    if k == "int":
+        return _int(-a)
+    if k == "double":
+        return -a
+    raise CelError(NO_SUCH_OVERLOAD)
+
+
+def compare(a: Any, b: Any) -> int:
+    ka, kb = _num_kind(a), _num_kind(b)
+    if ka in ("int", "uint", "double") and kb in ("int", "uint", "double"):
+        if (isinstance(a, float) and math.isnan(a)) or (isinstance(b, float) and math.isnan(b)):
+            raise CelError(NO_SUCH_OVERLOAD)
+        return int((a > b) - (a < b))
+    if ka != kb:
+        raise CelError(NO_SUCH_OVERLOAD)
+    if ka in ("bool", "string", "bytes"):
+        if ka == "string":
+            x, y = a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass")
+            return int((x > y) - (x < y))
+        return int((a > b) - (a < b))
+    if ka in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
+        return int((a.nanos > b.nanos) - (a.nanos < b.nanos))
+    raise CelError(NO_SUCH_OVERLOAD)
+
+
+# ---- conversions ----------------------------------------------------------------------------------
+
+
+def to_int(v: Any) -> int:
+    k = _num_kind(v)
+    if k == "int":
+        return int(v)
+    if k == "uint":
+        return _int(int(v))
+    if k == "double":
+        if not (-9223372036854775809.0 < v < 9223372036854775808.0) or math.isnan(v):
+            raise CelError("integer overflow")
+        return int(v)
+    if k == "string":
+        try:
+            return _parse_go_int(v)
+        except ValueError:
+            raise CelError(f'strconv.ParseInt: parsing {go_quote(v)}: invalid syntax') from None
+    if k == "google.protobuf.Timestamp":
+        return int(v.nanos // 1_000_000_000)
+    raise CelError(NO_SUCH_OVERLOAD)
+
+
+def _parse_go_int(text: str) -> int:
+    if not text or text.strip() != text or "_" in text:
+        raise ValueError(text)
+    value = int(text, 10)
+    if value < INT64_MIN or value > INT64_MAX:
+        raise CelError(f"strconv.ParseInt: parsing {go_quote(text)}: value out of range")
+    return value
+
+
+def to_uint(v: Any) -> UInt:
+    k = _num_kind(v)
+    if k == "uint":
+        return UInt(v)
+    if k == "int":
+        return _uint(int(v))
+    if k == "double":
+        if not (-1.0 < v < 18446744073709551616.0) or math.isnan(v):
+            raise CelError("unsigned integer overflow")
+        return UInt(int(v))
+    if k == "string":
+        if not v.isdigit() or not v.isascii():
+            raise CelError(f"strconv.ParseUint: parsing {go_quote(v)}: invalid syntax")
+        if int(v) > UINT64_MAX:
+            raise CelError(f"strconv.ParseUint: parsing {go_quote(v)}: value out of range")
+        return UInt(int(v))
+    raise CelError(NO_SUCH_OVERLOAD)
+
+
+def to_double(v: Any) -> float:
+    k = _num_kind(v)
+    if k in ("int", "uint", "double"):
+        return float(v)
+    if k == "string":
+        try:
+            return float(v.replace("_", "x") if "_" in v else v)
+        except ValueError:
+            raise CelError(f"strconv.ParseFloat: parsing {go_quote(v)}: invalid syntax") from None
+    raise CelError(NO_SUCH_OVERLOAD)
+
+
+def format_double(v: float) -> str:
+    """strconv.FormatFloat(v, 'g', -1, 64)."""
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "+Inf" if v > 0 else "-Inf"
+    if v == 0:
+        return "-0" if math.copysign(1, v) < 0 else "0"
+    text = repr(v)
+    mantissa, _, exp = text.partition("e")
+    digits = mantissa.replace("-", "").replace(".", "").lstrip("0")
+    exponent = int(exp) if exp else (len(mantissa.replace("-", "").split(".")[0]) - 1 if abs(v) >= 1 else
+                                      -(len(mantissa.split(".")[1]) - len(mantissa.split(".")[1].lstrip("0")) + 1))
+    if exponent < -4 or exponent >= max(len(digits), 21):
+        d = digits.rstrip("0") or "0"
+        m = d[0] + ("." + d[1:] if len(d) > 1 else "")
+        return f"{'-' if v < 0 else ''}{m}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
+    return text.removesuffix(".0") if "e" not in text else f"{v:f}".rstrip("0").rstrip(".")
+
+
+def to_string(v: Any) -> str:
+    k = _num_kind(v)
+    if k == "string":
+        return str(v)
+    if k in ("int", "uint"):
+        return str(int(v))
+    if k == "double":
+        return format_double(v)
+    if k == "bool":
+        return "true" if v else "false"
+    if k == "bytes":
+        try:
+            return str(v.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise CelError("invalid UTF-8 in bytes, cannot convert to string") from None
+    raise CelError(NO_SUCH_OVERLOAD)
+
+
+def go_quote(s: str) -> str:
+    out = ['"']
+    for ch in s:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+_DURATION_UNITS: Final = {"ns": 1, "us": 1000, "µs": 1000, "μs": 1000, "ms": 1_000_000, "s": 1_000_000_000,
+                          "m": 60_000_000_000, "h": 3_600_000_000_000}
+
+
+def to_duration(v: Any) -> Duration:
+    if isinstance(v, Duration):
+        return v
+    if not isinstance(v, str):
+        raise CelError(NO_SUCH_OVERLOAD)
+    text = v
+    sign = -1 if text.startswith("-") else 1
+    body = text.lstrip("+-")
+    if body == "0":
+        return Duration(0)
+    total = 0.0
+    import re as _re  # a fixed, linear pattern over bounded text: Python's re is safe here
+    parts = _re.findall(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)", body)
+    if not body or "".join(a + b for a, b in parts) != body:
+        raise CelError(f"time: invalid duration {go_quote(text)}")
+    for number, unit in parts:
+        total += float(number) * _DURATION_UNITS[unit]
+    return Duration(sign * int(total))
+
+
+def to_timestamp(v: Any) -> Timestamp:
+    import datetime
+    if isinstance(v, Timestamp):
+        return v
+    if isinstance(v, bool) or not isinstance(v, (int, str)):
+        raise CelError(NO_SUCH_OVERLOAD)
+    if isinstance(v, int):
+        return Timestamp(v * 1_000_000_000)
+    try:
+        parsed = datetime.datetime.fromisoformat(v.replace("Z", "+00:00").replace("z", "+00:00"))
+        if parsed.tzinfo is None or "T" not in v.upper():
+            raise ValueError(v)
+    except ValueError:
+        raise CelError(f'parsing time {go_quote(v)} as "2006-01-02T15:04:05Z07:00": cannot parse') from None
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+    delta = parsed - epoch
+    return Timestamp((delta.days * 86400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000)
+
+
+# ---- strings (cel-go ext.Strings), in code points -----------------------------------------------------
+
+
+def char_at(s: str, i: int) -> str:
+    if i < 0 or i > len(s):
+        raise CelError(f"index out of range: {i}")
+    return s[i] if i < len(s) else ""
+
+
+def index_of(s: Any, sub: Any, *start: int) -> int:
+    if isinstance(s, list):
+        return next((i for i, v in enumerate(s) if equal(v, sub)), -1)
+    offset = start[0] if start else 0
+    if offset < 0 or offset > len(s):
+        raise CelError(f"index out of range: {offset}")
+    return int(s.find(sub, offset))
+
+
+def last_index_of(s: Any, sub: Any, *start: int) -> int:
+    if isinstance(s, list):
+        return next((i for i in range(len(s) - 1, -1, -1) if equal(s[i], sub)), -1)
+    if not start:
+        return int(s.rfind(sub))
+    offset = start[0]
+    if offset < 0 or offset > len(s):
+        raise CelError(f"index out of range: {offset}")
+    return int(s.rfind(sub, 0, offset + len(sub)))
+
+
+def substring(s: str, start: int, *end: int) -> str:
+    stop = end[0] if end else len(s)
+    if start < 0 or start > len(s):
+        raise CelError(f"index out of range: {start}")
+    if end and (stop < 0 or stop > len(s)):
+        raise CelError(f"index out of range: {stop}")
+    if start > stop:
+        raise CelError(f"invalid substring range. start: {start}, end: {stop}")
+    return s[start:stop]
+
+
+def split(s: str, sep: str, *n: int) -> list[str]:
+    limit = n[0] if n else -1
+    if limit == 0:
+        return []
+    if sep == "":
+        chars = list(s)
+        if 0 < limit < len(chars):
+            return [*chars[:limit - 1], "".join(chars[limit - 1:])]
+        return chars
+    if limit < 0:
+        return s.split(sep)
+    return s.split(sep, limit - 1)
+
+
+MAX_STRING: Final = 64 << 20  # code points: past this a value can only feed calls over the cost limit
+
+
+def replace(s: str, old: str, new: str, *n: int) -> str:
+    limit = n[0] if n else -1
+    count = (len(s) + 1 if old == "" else s.count(old)) if limit < 0 else limit
+    if len(s) + count * (len(new) - len(old)) > MAX_STRING:
+        raise CostLimitExceededError("operation cancelled: actual cost limit exceeded")
+    if old == "":
+        # Go's strings.Replace: with an empty old string, insert `new` around every code point.
+        count = len(s) + 1 if limit < 0 else min(limit, len(s) + 1)
+        out = []
+        for i, ch in enumerate(s):
+            out.append((new if i < count else "") + ch)
+        out.append(new if len(s) < count else "")
+        return "".join(out)
+    return s.replace(old, new, limit)
+
+
+_SPACE: Final = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+                "\u2028\u2029\u202f\u205f\u3000"
+
+
+def lower_ascii(s: str) -> str:
+    return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in s)
+
+
+def upper_ascii(s: str) -> str:
+    return "".join(chr(ord(c) - 32) if "a" <= c <= "z" else c for c in s)
+
+
+def join(items: list[Any], sep: str = "") -> str:
+    if not all(isinstance(x, str) for x in items):
+        raise CelError(NO_SUCH_OVERLOAD)
+    return sep.join(items)
+
+
+# ---- regex (k8s library) ---------------------------------------------------------------------------
+
+
+def matches(s: str, pattern: str) -> bool:
+    return regex(pattern).search(s) is not None
+
+
+def find(s: str, pattern: str) -> str:
+    m = regex(pattern).search(s)
+    return m.group(0) if m else ""
+
+
+def find_all(s: str, pattern: str, *n: int) -> list[str]:
+    limit = n[0] if n else -1
+    if limit == 0:
+        return []
+    out: list[str] = []
+    compiled = regex(pattern)
+    pos, prev_end = 0, -1
+    while pos <= len(s):
+        m = compiled.search(s, pos)
+        if m is None:
+            break
+        start, end = m.span()
+        if end == start == prev_end:
+            # Go ignores an empty match right after the previous match
+            pos = start + 1
+            continue
+        out.append(m.group(0))
+        if 0 < limit <= len(out):
+            break
+        prev_end = end
+        pos = end if end > start else end + 1
+    return out
+
+
+# ---- lists (k8s library) -----------------------------------------------------------------------------
+
+
+def _ordered(items: list[Any]) -> None:
+    for a, b in itertools.pairwise(items):
+        compare(a, b)
+
+
+def is_sorted(items: list[Any]) -> bool:
+    return all(compare(a, b) <= 0 for a, b in itertools.pairwise(items))
+
+
+def list_sum(items: list[Any]) -> Any:
+    if not items:
+        return 0
+    total = items[0]
+    for x in items[1:]:
+        total = add(total, x)
+    return total
+
+
+def list_min_max(items: list[Any], want: int, name: str) -> Any:
+    if not items:
+        raise CelError(f"{name}(list) called on empty list")
+    best = items[0]
+    for x in items[1:]:
+        if compare(x, best) == want:
+            best = x
+    return best
+
+
+# ---- sets (cel-go ext.Sets) -------------------------------------------------------------------------
+
+
+def _has(items: list[Any], x: Any) -> bool:
+    return any(equal(y, x) for y in items)
+
+
+def sets_contains(a: list[Any], b: list[Any]) -> bool:
+    return all(_has(a, x) for x in b)
+
+
+def sets_equivalent(a: list[Any], b: list[Any]) -> bool:
+    return sets_contains(a, b) and sets_contains(b, a)
+
+
+def sets_intersects(a: list[Any], b: list[Any]) -> bool:
+    return any(_has(a, x) for x in b)
+
+
+# ---- quantity and semver (k8s libraries) --------------------------------------------------------------
+
+QUANTITY_SYNTAX: Final = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+
+
+def quantity(text: str) -> Quantity:
+    try:
+        return Quantity.parse(text)
+    except ValueError:
+        raise CelError(QUANTITY_SYNTAX) from None
+
+
+def is_quantity(text: str) -> bool:
+    try:
+        Quantity.parse(text)
+    except ValueError:
+        return False
+    return True
+
+
+def q_operand(v: Any) -> Quantity:
+    if isinstance(v, Quantity):
+        return v
+    if isinstance(v, int) and not isinstance(v, bool):
+        return Quantity.from_int(v)
+    raise CelError(NO_SUCH_OVERLOAD)
+
+
+def as_integer(q: Quantity) -> int:
+    value = q.as_int64()
+    if value is None:
+        raise CelError("cannot convert value to integer")
+    return value
+
+
+def semver(text: str, *normalize: bool) -> Semver:
+    try:
+        return parse_semver(text, bool(normalize and normalize[0]))
+    except SemverError as exc:
+        raise CelError(str(exc)) from None
+
+
+def is_semver(text: str, *normalize: bool) -> bool:
+    try:
+        parse_semver(text, bool(normalize and normalize[0]))
+    except SemverError:
+        return False
+    return True
+
+
+def ordered_compare(a: Any, b: Any) -> int:
+    if isinstance(a, Semver) and isinstance(b, Semver):
+        return a.compare(b)
+    if isinstance(a, Quantity) and isinstance(b, Quantity):
+        return a.cmp(b)
+    raise CelError(NO_SUCH_OVERLOAD)
+
+
+# ---- URL and IP (k8s libraries) ----------------------------------------------------------------------
+
+
+def url(text: str) -> Opaque:
+    parsed = urllib.parse.urlsplit(text)
+    if not text or (not parsed.scheme and not text.startswith("/")):
+        raise CelError(f"URL parse error during conversion from string: parse {go_quote(text)}: "
+                       "invalid URI for request")
+    return Opaque("kubernetes.URL", parsed)
+
+
+def url_part(u: Opaque, part: str) -> Any:
+    p = u.value
+    if part == "getScheme":
+        return p.scheme
+    if part == "getHost":
+        return p.netloc.rpartition("@")[2]
+    if part == "getHostname":
+        return p.hostname or ""
+    if part == "getPort":
+        return str(p.port) if p.port is not None else ""
+    if part == "getEscapedPath":
+        return p.path
+    return dict(urllib.parse.parse_qs(p.query).items())
+
+
+def ip(text: str) -> Opaque:
+    try:
+        if "%" in text:
+            raise ValueError(text)
+        return Opaque("net.IP", ipaddress.ip_address(text))
+    except ValueError:
+        raise CelError(f"IP Address {go_quote(text)} parse error during conversion from string: "
+                       f"ParseAddr({go_quote(text)}): unable to parse IP") from None
+
+
+def is_ip(text: str) -> bool:
+    try:
+        ip(text)
+    except CelError:
+        return False
+    return True
+
+
+def optional_zero(v: Any) -> bool:
+    if v is None or v is False:
+        return True
+    return bool(isinstance(v, (int, float, str, bytes, list, dict)) and not v and not isinstance(v, bool))
+
+
+def _typed(fn: Callable[..., Any], *kinds: type) -> Callable[..., Any]:
+    def call(*args: Any) -> Any:
+        for a, k in zip(args, kinds, strict=False):
+            if not isinstance(a, k) or (k is int and isinstance(a, bool)):
+                raise CelError(NO_SUCH_OVERLOAD)
+        return fn(*args)
+    return call
+
+
+S, N, L = str, int, list
+FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
+    "charAt": _typed(char_at, S, N), "indexOf": index_of, "lastIndexOf": last_index_of,
+    "lowerAscii": _typed(lower_ascii, S), "upperAscii": _typed(upper_ascii, S),
+    "replace": _typed(replace, S, S, S, N), "split": _typed(split, S, S, N), "substring": _typed(substring, S, N, N),
+    "trim": _typed(lambda s: s.strip(_SPACE), S), "join": _typed(join, L, S),
+    "strings.quote": _typed(lambda s: go_quote(s), S),
+    "contains": _typed(lambda s, x: x in s, S, S), "startsWith": _typed(lambda s, x: s.startswith(x), S, S),
+    "endsWith": _typed(lambda s, x: s.endswith(x), S, S), "matches": _typed(matches, S, S),
+    "find": _typed(find, S, S), "findAll": _typed(find_all, S, S, N),
+    "isSorted": _typed(is_sorted, L), "sum": _typed(list_sum, L),
+    "min": _typed(lambda v: list_min_max(v, -1, "min"), L), "max": _typed(lambda v: list_min_max(v, 1, "max"), L),
+    "reverse": _typed(lambda v: v[::-1], L),
+    "sets.contains": _typed(sets_contains, L, L), "sets.equivalent": _typed(sets_equivalent, L, L),
+    "sets.intersects": _typed(sets_intersects, L, L),
+    "quantity": _typed(quantity, S), "isQuantity": _typed(is_quantity, S),
+    "sign": _typed(lambda q: q.sign(), Quantity), "isInteger": _typed(lambda q: q.as_int64() is not None, Quantity),
+    "asInteger": _typed(as_integer, Quantity), "asApproximateFloat": _typed(lambda q: q.nanos / 1e9, Quantity),
+    "add": lambda q, x: _typed(lambda a, b: a + q_operand(b), Quantity)(q, x),
+    "sub": lambda q, x: _typed(lambda a, b: a - q_operand(b), Quantity)(q, x),
+    "isGreaterThan": lambda a, b: ordered_compare(a, b) > 0, "isLessThan": lambda a, b: ordered_compare(a, b) < 0,
+    "compareTo": ordered_compare,
+    "semver": _typed(semver, S, bool), "isSemver": _typed(is_semver, S, bool),
+    "major": _typed(lambda v: v.major, Semver), "minor": _typed(lambda v: v.minor, Semver),
+    "patch": _typed(lambda v: v.patch, Semver),
+    "url": _typed(url, S), "isURL": _typed(lambda s: _ok(url, s), S),
+    "getScheme": lambda u: url_part(u, "getScheme"), "getHost": lambda u: url_part(u, "getHost"),
+    "getHostname": lambda u: url_part(u, "getHostname"), "getPort": lambda u: url_part(u, "getPort"),
+    "getEscapedPath": lambda u: url_part(u, "getEscapedPath"), "getQuery": lambda u: url_part(u, "getQuery"),
+    "ip": _typed(ip, S), "isIP": _typed(is_ip, S), "family": lambda v: v.value.version,
+    "isLoopback": lambda v: v.value.is_loopback, "isUnspecified": lambda v: v.value.is_unspecified,
+    "isCanonical": lambda v: True,
+    "int": to_int, "uint": to_uint, "double": to_double, "string": to_string,
+    "bytes": lambda v: v if isinstance(v, bytes) else _typed(lambda s: s.encode("utf-8", "surrogatepass"), S)(v),
+    "bool": lambda v: v if isinstance(v, bool) else _typed(_to_bool, S)(v),
+    "dyn": lambda v: v, "type": lambda v: TypeValue(type_name(v)),
+    "duration": to_duration, "timestamp": to_timestamp,
+    "optional.of": lambda v: Optional(v), "optional.none": lambda: Optional(),
+    "optional.ofNonZeroValue": lambda v: Optional() if optional_zero(v) else Optional(v),
+    "hasValue": _typed(lambda o: o.present, Optional),
+    "value": _typed(lambda o: o.value if o.present else _raise("optional.none() dereference"), Optional),
+    "orValue": lambda o, v: _typed(lambda a: a.value if a.present else v, Optional)(o),
+    "or": lambda o, p: _typed(lambda a: a if a.present else p, Optional)(o),
+}
+
+
+def _to_bool(s: str) -> bool:
+    if s in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if s in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise CelError("type conversion error from 'string' to 'bool'")
+
+
+def _ok(fn: Callable[[str], Any], s: str) -> bool:
+    try:
+        fn(s)
+    except CelError:
+        return False
+    return True
+
+
+def _raise(message: str) -> Any:
+    raise CelError(message)
