@@ -9,6 +9,7 @@ import pytest
 from support.terminal import run_on_a_terminal
 
 from numalign.cli.main import main
+from numalign.k8s.version import DEFAULT
 
 
 def test_simulate_with_no_files_prints_the_comparison(capsys: pytest.CaptureFixture[str]) -> None:
@@ -190,10 +191,10 @@ pools:
     assert main(["capacity", "--cluster", str(tmp_path / "cluster.yaml")]) == 0
     out = capsys.readouterr().out.splitlines()
     head = out.index(next(line for line in out if line.startswith("POOL") and "TOPOLOGY MANAGER" in line))
-    assert out[head + 1].split() == ["aligned", "2", "dual-socket", "1.37.0", "single-numa-node/container", "static",
-                                     "reserved", "0,64", "Static", "110"]
+    assert out[head + 1].split() == ["aligned", "2", "dual-socket", str(DEFAULT), "single-numa-node/container",
+                                     "static", "reserved", "0,64", "Static", "110"]
     # The example's reservation is the pool machine's first core: CPUs 0 and 128 on epyc-nps4.
-    assert out[head + 2].split() == ["loose", "1", "epyc-nps4", "1.37.0", "best-effort/pod", "static", "reserved",
+    assert out[head + 2].split() == ["loose", "1", "epyc-nps4", str(DEFAULT), "best-effort/pod", "static", "reserved",
                                      "0,128", "full-pcpus-only=true", "Static", "110"]
     assert main(["capacity", "--cluster", str(tmp_path / "cluster.yaml"), "-o", "json"]) == 0
     pools = json.loads(capsys.readouterr().out)["pools"]

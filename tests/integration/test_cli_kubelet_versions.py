@@ -182,3 +182,38 @@ def test_replay_decides_as_the_version_asked(tmp_path: Path) -> None:
     as_137 = run("replay", str(vectors), "--check", "--kubelet-version", "1.37")
     assert as_137.returncode == 1 and as_137.stdout.startswith("DIFF ")
     one_line_error(run("replay", str(vectors), "--kubelet-version", "1.2.3"), "--kubelet-version", "1.2.3")
+
+
+def test_the_versions_nodes_report_today_are_decided(tmp_path: Path) -> None:
+    """Issue 33 item 3: 1.37.2 is modelled; 1.37.5 (newer than the newest checked) is decided as 1.37.2 with one
+    note on stderr, however many nodes report it; a v1.31 dump is simulated at --kubelet-version."""
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(POD)
+    exact = run("admit", str(pod), "--kubelet-version", "1.37.2", "-o", "json")
+    assert exact.returncode == 0 and exact.stderr == "", exact.stderr
+    assert json.loads(exact.stdout)["kubeletVersion"] == "1.37.2"
+    newer = run("admit", str(pod), "--kubelet-version", "1.37.5", "-o", "json")
+    assert newer.returncode == 0, newer.stderr
+    assert json.loads(newer.stdout)["kubeletVersion"] == "1.37.2"
+    (line,) = newer.stderr.splitlines()
+    assert "1.37.5 is newer than the newest 1.37 patch" in line and line.endswith("decided as 1.37.2")
+
+    today = _dump(tmp_path / "today.json", [_node(f"n{i}", "v1.37.2") for i in range(3)])
+    sim = run("simulate", "--nodes", str(today), "--generate", "5", "--scheduler", "default", "-j", "1", "-o", "json")
+    assert sim.returncode == 0, sim.stderr
+    assert json.loads(sim.stdout)["runs"][0]["config"]["kubelet_versions"] == {"1.37.2": 3}
+
+    ahead = _dump(tmp_path / "ahead.json", [_node(f"n{i}", "v1.37.5") for i in range(3)])
+    sim = run("simulate", "--nodes", str(ahead), "--generate", "5", "--scheduler", "default", "-j", "1", "-o", "json")
+    assert sim.returncode == 0, sim.stderr
+    assert json.loads(sim.stdout)["runs"][0]["config"]["kubelet_versions"] == {"1.37.2": 3}
+    notes = [ln for ln in sim.stderr.splitlines() if "v1.37.5" in ln]
+    assert len(notes) == 1 and "decided as 1.37.2" in notes[0] and "3 nodes" in notes[0], sim.stderr
+
+    old = _dump(tmp_path / "old.json", [_node("old-a", "v1.31.4"), _node("old-b", "v1.31.4")])
+    one_line_error(run("simulate", "--nodes", str(old), "--generate", "5"), "old-a", "v1.31.4", "--kubelet-version")
+    sim = run("simulate", "--nodes", str(old), "--kubelet-version", "1.33", "--generate", "5", "--scheduler",
+              "default", "-j", "1", "-o", "json")
+    assert sim.returncode == 0, sim.stderr
+    assert [r["config"]["kubeletVersion"] for r in json.loads(sim.stdout)["runs"]] == ["1.33.13"]
+    assert any("v1.31.4" in ln and "--kubelet-version" in ln for ln in sim.stderr.splitlines()), sim.stderr

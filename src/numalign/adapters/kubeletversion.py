@@ -6,10 +6,14 @@ Reported versions carry more than X.Y.Z: a `v`, a pre-release (`-rc.1`), a distr
 suffix (`-eks-4f7ae1e`, `+k3s1`, `-gke.1200`). The kubelet's decisions are those of its X.Y.Z, so the
 suffix is kept for notes but not used. Precedence, in one place (`choose`): --kubelet-version, then
 what the input says, then numalign's default; a flag that disagrees with the input gets a note.
+
+A patch newer than the newest numalign has checked (a node reporting v1.37.5) is decided as that newest
+one; `resolve_noted` says so on stderr, once per version a process meets, however many nodes report it.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 import subprocess
@@ -21,10 +25,29 @@ from typing import Any
 from numalign.errors import InvalidInputError
 from numalign.k8s.version import DEFAULT, KubeletVersion, resolve
 
-# "Kubernetes v1.36.2", "v1.36.2-eks-4f7ae1e", "1.36", "v1.37.0-rc.1+k3s1"
-_REPORTED = re.compile(r"^(?:Kubernetes\s+)?v?(?P<core>\d+\.\d+(?:\.\d+)?)(?P<suffix>[-+][0-9A-Za-z.+_-]*)?$")
+# "Kubernetes v1.36.2", "v1.36.2-eks-4f7ae1e", "1.36", "v1.37.0-rc.1+k3s1" (ASCII digits only)
+_REPORTED = re.compile(r"^(?:Kubernetes\s+)?v?(?P<core>[0-9]+\.[0-9]+(?:\.[0-9]+)?)(?P<suffix>[-+][0-9A-Za-z.+_-]*)?$",
+                       re.ASCII)
+_LOG = logging.getLogger("numalign.version")
+_NOTED: set[str] = set()
 _VERSION_TIMEOUT_S = 10.0
 _OUTPUT_LIMIT = 4096
+
+
+def note_once(text: str) -> None:
+    """One stderr warning per distinct text in this process (a dump of 1,000 v1.37.5 nodes says it once)."""
+    if text not in _NOTED:
+        _NOTED.add(text)
+        _LOG.warning("%s", text)
+
+
+def resolve_noted(text: str | None, where: str = "--kubelet-version") -> KubeletVersion:
+    """k8s.version.resolve, saying on stderr (once) when a newer patch is decided as the newest checked one."""
+    version = resolve(text, where)
+    note = version.newer_patch_note()
+    if note is not None:
+        note_once(note)
+    return version
 
 
 @dataclass(frozen=True)
@@ -44,10 +67,18 @@ class ReportedVersion:
                                     "--kubelet-version X.Y[.Z] to decide with another")
         return m.group("core")
 
-    def resolve(self) -> KubeletVersion:
-        """The modelled version, or one line naming this input, the supported range and the fix."""
+    @property
+    def spec(self) -> str:
+        """The text without `Kubernetes `: what KubeletVersion.parse reads (the suffix names a preview)."""
+        return self.text.strip().removeprefix("Kubernetes").strip()
+
+    def resolve(self, noted: bool = True) -> KubeletVersion:
+        """The modelled version, or one line naming this input, the supported range and the fix.
+        `noted`: a newer patch decided as the newest checked one is said on stderr (else the caller says it)."""
+        self.core  # noqa: B018  # one line for a text that is not a version at all
         try:
-            return resolve(self.core, self.where)
+            # the whole text, not only core: `v1.38.0-beta.0` names the preview, `v1.38.0` does not
+            return (resolve_noted if noted else resolve)(self.spec, self.where)
         except InvalidInputError as e:
             raise InvalidInputError(f"{e} (the version {self.where} records is {self.text}; give "
                                     "--kubelet-version X.Y[.Z] to decide as a supported kubelet)") from None
@@ -108,10 +139,10 @@ def choose(flag: str | None, found: ReportedVersion | None, notes: list[str] | N
     """The version to decide with: --kubelet-version, else what the input says, else the default.
     A flag that disagrees with the input wins, with a note saying so."""
     if flag is not None:
-        chosen = resolve(flag, "--kubelet-version")
+        chosen = resolve_noted(flag, "--kubelet-version")
         if found is not None and notes is not None:
             try:
-                said: KubeletVersion | str = resolve(found.core, found.where)
+                said: KubeletVersion | str = resolve(found.spec, found.where)
             except InvalidInputError:
                 said = found.text
             if said != chosen:

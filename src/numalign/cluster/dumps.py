@@ -19,7 +19,9 @@ What a dump cannot tell is reconstructed, and said so here:
 * Each such reconstruction is a note (Cluster.notes), one line per fact with the nodes it concerns.
 * The kubelet version: each node's status.nodeInfo.kubeletVersion (a cluster mid-upgrade is simulated
   node by node at each one's own version); a node without one runs numalign's default version. A
-  version numalign does not model is refused, naming the node (give --kubelet-version to override).
+  newer patch of a modelled minor is decided as its newest modelled patch (one note); a minor numalign
+  does not model is refused, naming the node, unless --kubelet-version is given: then it is decided at
+  that version (one note).
 * Nodes with the same shape, configuration, kubelet version, taints and labels (hostname aside) form one
   pool; nodes keep their names.
 * Pods: those with spec.nodeName that are not Succeeded or Failed are bound to their nodes, in the
@@ -40,13 +42,17 @@ from numalign.cluster.nodefacts import NodeStatus, from_nrt, from_status
 from numalign.cluster.nrt import NodeResourceTopology
 from numalign.errors import InvalidInputError
 from numalign.k8s.pod import Pod
+from numalign.k8s.version import KubeletVersion
 from numalign.machine.topology import Machine
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
-def cluster_from_dumps(nodes_path: Path, nrts_path: Path | None, kubelet_version: Any = None) -> Cluster:
+def cluster_from_dumps(nodes_path: Path, nrts_path: Path | None, kubelet_version: Any = None,
+                       overridden: bool = False) -> Cluster:
     """`kubelet_version`: the version every node runs, over what the dump says (--kubelet-version).
+    `overridden`: a --kubelet-version axis replaces every pool's version, so a node of a minor numalign
+    does not model is read (decided at the axis's versions) instead of refused.
     What the dumps cannot give is in the cluster's notes (said on stderr by the commands)."""
     notes = Notes()
     nodes = read_objects(nodes_path, "Node", "kubectl get nodes -o json", notes)
@@ -89,8 +95,7 @@ def cluster_from_dumps(nodes_path: Path, nrts_path: Path | None, kubelet_version
         config = dataclasses.replace(config, max_pods=max_pods)
         version = kubelet_version
         if version is None:
-            reported = from_node_object(node, w)
-            version = None if reported is None else reported.resolve()
+            version = _node_version(node, w, name, overridden, notes)
         shared_labels = tuple(sorted((k, v) for k, v in labels.items() if k != HOSTNAME_LABEL))
         key = (_machine_key(machine), repr(config), taints, shared_labels, max_pods, str(version), reconstructed)
         if key not in groups:
@@ -100,6 +105,26 @@ def cluster_from_dumps(nodes_path: Path, nrts_path: Path | None, kubelet_version
         groups[key][1].append(name)
     pools = tuple(dataclasses.replace(pool, count=len(names), names=tuple(names)) for pool, names in groups.values())
     return Cluster(nodes_path.stem, pools, tuple(nrt for nrt, _ in nrts.values()), notes=notes.lines())
+
+
+def _node_version(node: Mapping[str, Any], where: str, name: str, overridden: bool,
+                  notes: Notes) -> KubeletVersion | None:
+    """The node's status.nodeInfo.kubeletVersion as numalign models it (None: the node names none, or a
+    version numalign does not model that --kubelet-version replaces)."""
+    reported = from_node_object(node, where)
+    if reported is None:
+        return None
+    try:
+        version = reported.resolve(noted=False)
+    except InvalidInputError:
+        if not overridden:
+            raise
+        notes.add(f"kubelet {reported.text} is not a version numalign models: decided at --kubelet-version", name)
+        return None
+    said = version.newer_patch_note()
+    if said is not None:
+        notes.add(said, name)
+    return version
 
 
 def _machine_key(m: Machine) -> object:

@@ -270,7 +270,7 @@ def _pool(obj: Any, path: Path, where: str) -> NodePool:
     taints = tuple(_taint(t, path, f"{where}.taints[{i}]") for i, t in enumerate(obj.get("taints") or []))
     version = None
     if obj.get("kubeletVersion") is not None:
-        from numalign.k8s.version import resolve
+        from numalign.adapters.kubeletversion import resolve_noted as resolve
 
         raw = obj["kubeletVersion"]
         if not isinstance(raw, str):  # YAML reads 1.36 as a float: the minor 1.360 is not what was meant

@@ -27,6 +27,7 @@ from numalign.k8s.version import DEFAULT as DEFAULT
 from numalign.k8s.version import NEWEST as NEWEST
 from numalign.k8s.version import NEWEST_PATCH as NEWEST_PATCH
 from numalign.k8s.version import OLDEST as OLDEST
+from numalign.k8s.version import PREVIEWS as PREVIEWS
 from numalign.k8s.version import SUPPORTED as SUPPORTED
 from numalign.k8s.version import SUPPORTED_TEXT as SUPPORTED_TEXT
 from numalign.k8s.version import KubeletVersion as KubeletVersion
@@ -56,6 +57,7 @@ class GateStage:
     stage: Stage
     locked: bool = False
     pr: int | None = None  # the k/k PR that made this step, where the table's sources name it
+    removed: bool = False  # from `since` on the kubelet no longer knows the gate
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,12 @@ class GateSpec:
         for stage in self.stages:
             if stage.since <= version.minor_key:
                 current = stage
-        return current
+        return None if current is None or current.removed else current
+
+    def removed_in(self, version: KubeletVersion) -> tuple[int, int] | None:
+        """The minor that removed the gate, when `version` is at or after it."""
+        last = [s for s in self.stages if s.since <= version.minor_key]
+        return last[-1].since if last and last[-1].removed else None
 
 
 _A, _B, _GA = Stage.ALPHA, Stage.BETA, Stage.GA
@@ -103,7 +110,8 @@ FEATURE_GATES: Final[tuple[GateSpec, ...]] = (
              "the managers align pods by spec.resources (KEP-5526; beta in 1.37 by #140573, off by default "
              "by #141209); numalign does not model this yet and refuses to decide such a pod when it is on"),
     GateSpec("InPlacePodVerticalScaling", (GateStage((1, 27), False, _A), GateStage((1, 33), True, _B),
-                                           GateStage((1, 35), True, _GA, True)),
+                                           GateStage((1, 35), True, _GA, True),
+                                           GateStage((1, 38), True, _GA, True, removed=True)),
              "in-place resize (numalign does not model resizes; accepted for the gate's lock only)"),
     GateSpec("InPlacePodVerticalScalingExclusiveCPUs", (GateStage((1, 32), False, _A),),
              "resize of exclusive CPUs (not modelled; accepted for the gate only)"),
@@ -140,6 +148,12 @@ def check_feature_gates(gates: Mapping[str, bool], version: KubeletVersion, wher
         if gate is None:
             continue
         stage = gate.at(version)
+        removed = gate.removed_in(version)
+        if stage is None and removed is not None:
+            raise ConfigError(
+                f"{where}: unrecognized feature gate: {name}; kubelet {version} no longer has it (removed in "
+                f"{removed[0]}.{removed[1]}, after it went GA and locked on): drop it"
+            )
         if stage is None:
             first = gate.stages[0]
             raise ConfigError(
@@ -317,11 +331,30 @@ def _pr(pr: int | None) -> str:
     return f"[#{pr}](https://github.com/kubernetes/kubernetes/pull/{pr})" if pr else "-"
 
 
+def _columns() -> list[tuple[str, KubeletVersion]]:
+    """The table's columns: each supported minor (as its .0; graduations are per minor), then each preview."""
+    return ([(_minor(m), KubeletVersion(m[0], m[1], 0)) for m in NEWEST_PATCH]
+            + [(f"{p} (preview)", p) for p in PREVIEWS])
+
+
+def _gate_cell(g: GateSpec, version: KubeletVersion) -> str:
+    st = g.at(version)
+    if st is None:
+        return "removed" if g.removed_in(version) else "-"
+    new_here = st.pr and st.since == version.minor_key
+    return (f"{st.stage} {'on' if st.default else 'off'}" + (" locked" if st.locked else "")
+            + (f" {_pr(st.pr)}" if new_here else ""))
+
+
 def render_markdown() -> str:
     """The generated part of docs/kubelet-versions.md (tests keep the page equal to this)."""
+    cols = _columns()
     lines = ["### Supported versions", "", "| minor | modelled patches | `X.Y` means |", "|---|---|---|"]
     for (a, b), newest in NEWEST_PATCH.items():
-        lines.append(f"| {a}.{b} | {a}.{b}.0 to {a}.{b}.{newest} | {a}.{b}.{newest} |")
+        lines.append(f"| {a}.{b} | {a}.{b}.0 to {a}.{b}.{newest} (later patches: as {a}.{b}.{newest}) | "
+                     f"{a}.{b}.{newest} |")
+    for p in PREVIEWS:
+        lines.append(f"| {_minor(p.minor_key)} | {p} only, a preview (named exactly) | - |")
     lines += ["", f"Default: **{DEFAULT}**. `numalign replay` default: **{REPLAY_DEFAULT}**.", ""]
     lines += ["### Decision-affecting changes", "", "| change | PR | first version of each minor that has it | what "
               "changes |", "|---|---|---|---|"]
@@ -329,22 +362,15 @@ def render_markdown() -> str:
         firsts = ", ".join(str(s) for s in c.since) + " (and every later minor from .0)"
         lines.append(f"| `{c.name}` | {_pr(c.pr)} | {firsts} | {c.summary} |")
     lines += ["", "### Policy options by version", "", "| manager | option | "
-              + " | ".join(_minor(m) for m in NEWEST_PATCH) + " | steps (PR) |", "|---|---|"
-              + "---|" * (len(NEWEST_PATCH) + 1)]
+              + " | ".join(label for label, _ in cols) + " | steps (PR) |", "|---|---|" + "---|" * (len(cols) + 1)]
     for o in POLICY_OPTIONS:
-        cells = [str(o.at(KubeletVersion(a, b, 0)) or "-") for a, b in NEWEST_PATCH]
+        cells = [str(o.at(at) or "-") for _, at in cols]
         steps = "; ".join(f"{s.maturity} {_minor(s.since)} {_pr(s.pr)}" for s in o.steps)
         lines.append(f"| {o.manager} | `{o.name}` | " + " | ".join(cells) + f" | {steps} |")
     lines += ["", "An alpha option needs the manager's `...PolicyAlphaOptions` gate, a beta one its "
               "`...PolicyBetaOptions` gate; a stable one needs none.", "",
-              "### Feature gates by version", "", "| gate | " + " | ".join(_minor(m) for m in NEWEST_PATCH)
-              + " | what it changes in numalign |", "|---|" + "---|" * (len(NEWEST_PATCH) + 1)]
+              "### Feature gates by version", "", "| gate | " + " | ".join(label for label, _ in cols)
+              + " | what it changes in numalign |", "|---|" + "---|" * (len(cols) + 1)]
     for g in FEATURE_GATES:
-        cells = []
-        for a, b in NEWEST_PATCH:
-            st = g.at(KubeletVersion(a, b, 0))
-            cells.append("-" if st is None else f"{st.stage} {'on' if st.default else 'off'}"
-                         + (" locked" if st.locked else "") + (f" {_pr(st.pr)}" if st.pr and st.since == (a, b)
-                                                               else ""))
-        lines.append(f"| `{g.name}` | " + " | ".join(cells) + f" | {g.effect} |")
+        lines.append(f"| `{g.name}` | " + " | ".join(_gate_cell(g, at) for _, at in cols) + f" | {g.effect} |")
     return "\n".join(lines) + "\n"

@@ -8,6 +8,7 @@ from pathlib import Path
 from numalign.cluster.capacity import capacity
 from numalign.cluster.model import example_config, load_cluster, pool_settings
 from numalign.k8s.manifest import pods_from_yaml
+from numalign.k8s.version import DEFAULT
 from numalign.machine.examples import example
 
 TRAIN = pods_from_yaml("""
@@ -62,7 +63,7 @@ def test_a_kubelet_config_file_starts_from_the_kubelets_defaults(tmp_path: Path)
         "none", "None", "restricted")
     assert (both.cpu_manager_policy, both.topology_manager_policy) == ("static", "restricted")
     assert pool_settings(cluster.pools[1]) == {
-        "name": "file-and-inline", "nodes": 1, "machine": "dual-socket", "kubeletVersion": "1.37.0",
+        "name": "file-and-inline", "nodes": 1, "machine": "dual-socket", "kubeletVersion": str(DEFAULT),
         "topologyManagerPolicy": "restricted",
         "topologyManagerScope": "container", "topologyManagerPolicyOptions": {}, "cpuManagerPolicy": "static",
         "cpuManagerPolicyOptions": {}, "reservedSystemCPUs": "", "memoryManagerPolicy": "None", "maxPods": 110}

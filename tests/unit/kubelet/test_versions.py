@@ -31,7 +31,7 @@ def test_default_is_the_newest_modelled_137_patch() -> None:
     assert resolve("1.35.0", "x") == KubeletVersion(1, 35, 0)
 
 
-@pytest.mark.parametrize("text", ["1.32.9", "1.38.0", "2.0", "1.32", f"1.37.{NEWEST_PATCH[(1, 37)] + 1}"])
+@pytest.mark.parametrize("text", ["1.32.9", "1.38.0", "2.0", "1.32", "1.38"])
 def test_outside_the_range_is_one_line_naming_it(text: str) -> None:
     with pytest.raises(InvalidInputError) as err:
         KubeletVersion.parse(text, where="nodes.json: node a status.nodeInfo.kubeletVersion")
@@ -83,3 +83,14 @@ def test_a_node_carries_its_version() -> None:
     old = Node(example("dual-socket"), KubeletConfig(), kubelet_version=KubeletVersion(1, 33, 0))
     assert old.kubelet_version == KubeletVersion(1, 33, 0)
     assert old.gates["PodLevelResources"] is False
+
+
+def test_the_138_preview_no_longer_knows_in_place_pod_vertical_scaling() -> None:
+    """pkg/features of v1.38.0-beta.0 drops InPlacePodVerticalScaling (GA and locked since 1.35)."""
+    preview = KubeletVersion.parse("1.38.0-beta.0")
+    assert "InPlacePodVerticalScaling" not in kv.feature_gate_defaults(preview)
+    with pytest.raises(ConfigError) as err:
+        kv.check_feature_gates({"InPlacePodVerticalScaling": True}, preview, "--feature-gates")
+    assert str(err.value).startswith("--feature-gates: unrecognized feature gate: InPlacePodVerticalScaling; ")
+    assert "removed in 1.38" in str(err.value)
+    assert "TopologyManagerPolicyOptions" in kv.locked_gates(preview)

@@ -38,8 +38,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from numalign.adapters.kubeletversion import resolve_noted as resolve
     from numalign.errors import InvalidInputError
-    from numalign.k8s.version import resolve
     from numalign.kubelet.versions import REPLAY_DEFAULT
     from numalign.replay.runner import bounded_lines, replay_lines
 

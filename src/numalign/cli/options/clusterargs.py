@@ -52,7 +52,8 @@ def load_cluster_arg(args: argparse.Namespace) -> Cluster:
     if args.nodes is not None:
         from numalign.cluster.dumps import cluster_from_dumps
 
-        cluster = cluster_from_dumps(args.nodes, args.nrts)
+        overridden = bool(getattr(args, "kubelet_versions", None) or getattr(args, "kubelet_version", None))
+        cluster = cluster_from_dumps(args.nodes, args.nrts, overridden=overridden)
         for line in cluster.notes:
             print(f"note: {line}", file=sys.stderr)
         return cluster
@@ -69,7 +70,7 @@ def load_cluster_arg(args: argparse.Namespace) -> Cluster:
 
 def version_notes(cluster: Cluster, versions: list[str]) -> list[str]:
     """What the cluster's own kubelet versions are, and a note when a --kubelet-version axis overrides them."""
-    from numalign.k8s.version import resolve
+    from numalign.adapters.kubeletversion import resolve_noted as resolve
 
     own = cluster.versions()
     notes = [f"kubelet version{'s' if len(own) > 1 else ''} of the cluster: "
