@@ -1,0 +1,12 @@
+"""One module per area. Each has NAME, MINORS (the minors whose harness answers it), `generate(rng,
+version)` returning one case, `numalign(case, version)` returning numalign's answer in the harness's
+form, and `size(case)` (smaller is a simpler reproduction); optionally `equivalent(ours, theirs)` where
+an answer's form may differ without a different decision (say why there)."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from conformance.areas import cpu
+
+AREAS: dict[str, ModuleType] = {m.NAME: m for m in (cpu,)}

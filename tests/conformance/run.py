@@ -1,0 +1,162 @@
+"""scripts/conformance: numalign against the real upstream code, case by case, per kubelet release.
+
+For each minor and area: generate cases (seeded), have the Go harness built against that release's
+k8s.io/kubernetes answer them, have numalign answer them at the same kubelet version, and compare.
+Prints the counts per version and area, then each class of difference with its smallest reproduction.
+Exit status 1 when a difference is found that is not a deliberate one allowed with --allow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance import harness
+from conformance.areas import AREAS
+
+# Deliberate differences: name -> (what and why, whether a case's difference is this one). None today:
+# every difference found is a defect to fix. Each one added is named in --help and docs/fidelity.md.
+Deliberate = Callable[[str, dict[str, Any], Any, Any], bool]
+DELIBERATE: dict[str, tuple[str, Deliberate]] = {}
+
+
+@dataclass
+class Difference:
+    area: str
+    version: str
+    case_id: str
+    case: dict[str, Any]
+    ours: Any
+    theirs: Any
+    size: int
+
+
+@dataclass
+class Tally:
+    version: str
+    area: str
+    cases: int = 0
+    equal: int = 0
+    allowed: int = 0
+    numalign_cpu_s: float = 0.0
+    harness_wall_s: float = 0.0
+    differences: list[Difference] = field(default_factory=list)
+
+
+def first_difference(ours: Any, theirs: Any, path: str = "") -> str:
+    """Where two answers first differ, as a path with list indices folded to [*] (the class)."""
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        for key in sorted(set(ours) | set(theirs)):
+            if key not in ours or key not in theirs:
+                side = "upstream only" if key not in ours else "numalign only"
+                return f"{path}.{key} ({side})"
+            if ours[key] != theirs[key]:
+                return first_difference(ours[key], theirs[key], f"{path}.{key}")
+        return path or "."
+    if isinstance(ours, list) and isinstance(theirs, list) and len(ours) == len(theirs):
+        for a, b in zip(ours, theirs, strict=True):
+            if a != b:
+                return first_difference(a, b, f"{path}[*]")
+    return path or "."
+
+
+def numalign_answer(area: Any, case: dict[str, Any], version: str) -> Any:
+    try:
+        return area.numalign(case, version)
+    except Exception as e:  # a crash is a difference to report, not the end of the run
+        return {"numalign_exception": f"{type(e).__name__}: {e}", "at": traceback.format_exc(limit=-2)}
+
+
+def run_version(minor: str, areas: Sequence[str], cases: int, seed: int, allow: Sequence[str]) -> list[Tally]:
+    version = harness.kubernetes_version(harness.modfile(minor))
+    tallies: list[Tally] = []
+    for name in areas:
+        area = AREAS[name]
+        if minor not in area.MINORS:
+            continue
+        rng = random.Random(f"{seed}/{name}/{minor}")
+        generated = [area.generate(rng, version) for _ in range(cases)]
+        requests = [{"id": f"{name}-{i}", "area": name, "case": c} for i, c in enumerate(generated)]
+        tally = Tally(version=version, area=name, cases=len(generated))
+        t0 = time.perf_counter()
+        answers = harness.answer(minor, requests)
+        tally.harness_wall_s = time.perf_counter() - t0
+        c0 = time.process_time()
+        ours_all = [numalign_answer(area, c, version) for c in generated]
+        tally.numalign_cpu_s = time.process_time() - c0
+        for req, got, ours in zip(requests, answers, ours_all, strict=True):
+            theirs = got.get("answer", {"harness_error": got.get("error")})
+            same = area.equivalent(ours, theirs) if hasattr(area, "equivalent") else ours == theirs
+            if same:
+                tally.equal += 1
+                continue
+            if any(DELIBERATE[n][1](name, req["case"], ours, theirs) for n in allow):
+                tally.allowed += 1
+                continue
+            tally.differences.append(
+                Difference(name, version, req["id"], req["case"], ours, theirs, area.size(req["case"]))
+            )
+        tallies.append(tally)
+    return tallies
+
+
+def report(tallies: Sequence[Tally], out: Any) -> int:
+    total = sum(len(t.differences) for t in tallies)
+    cases = sum(t.cases for t in tallies)
+    print(f"conformance: {cases} cases, {total} differences", file=out)
+    for t in tallies:
+        extra = f", {t.allowed} allowed" if t.allowed else ""
+        print(
+            f"  kubelet {t.version:<8} {t.area:<10} {t.cases:>5} cases  {t.equal:>5} equal  "
+            f"{len(t.differences):>4} different{extra}",
+            file=out,
+        )
+    classes: dict[tuple[str, str, str], list[Difference]] = {}
+    for t in tallies:
+        for d in t.differences:
+            classes.setdefault((d.area, d.version, first_difference(d.ours, d.theirs)), []).append(d)
+    for (area, version, where), diffs in sorted(classes.items()):
+        smallest = min(diffs, key=lambda d: d.size)
+        print(f"\ndifference: {area} at {version}, first at {where}: {len(diffs)} cases", file=out)
+        print(f"  smallest ({smallest.case_id}): {json.dumps(smallest.case, separators=(',', ':'))}", file=out)
+        print(f"  upstream: {json.dumps(smallest.theirs, separators=(',', ':'))}", file=out)
+        print(f"  numalign: {json.dumps(smallest.ours, separators=(',', ':'))}", file=out)
+    return 1 if total else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    deliberate = "; ".join(f"{n}: {d}" for n, (d, _) in DELIBERATE.items()) or "none"
+    p = argparse.ArgumentParser(
+        prog="scripts/conformance",
+        description="Compare numalign with the real upstream Kubernetes code (the Go harness in conformance/).",
+        epilog=f"Deliberate differences (skipped only when named with --allow): {deliberate}.",
+    )
+    p.add_argument("--versions", nargs="+", metavar="MINOR", help="kubelet minors (default: every one built)")
+    p.add_argument("--areas", nargs="+", choices=sorted(AREAS), help="areas (default: all)")
+    p.add_argument("--cases", type=int, default=200, help="cases per area and version (default 200)")
+    p.add_argument("--seed", type=int, default=1, help="the generator's seed (default 1)")
+    p.add_argument("--allow", action="append", default=[], choices=sorted(DELIBERATE) or None,
+                   help="skip a deliberate difference by name")
+    args = p.parse_args(argv)
+    all_minors = harness.minors()
+    minors = args.versions or all_minors
+    unknown = [m for m in minors if m not in all_minors]
+    if unknown:
+        p.error(f"--versions: no harness for {', '.join(unknown)} (have {', '.join(all_minors)}; "
+                "add one with conformance/modfiles)")
+    harness.ensure_built(minors)
+    tallies: list[Tally] = []
+    for minor in minors:
+        tallies += run_version(minor, args.areas or sorted(AREAS), args.cases, args.seed, args.allow)
+    return report(tallies, sys.stdout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
