@@ -130,7 +130,23 @@ func cpuArea(raw json.RawMessage) (any, error) {
 	}
 	pol, err := newStaticPolicy(topo, num, reserved, store, c.Options)
 	if err != nil {
-		return map[string]any{"start_error": err.Error()}, nil
+		// NewStaticPolicyOptions walks the options map: with several bad options, which one the error
+		// names depends on Go's map order. Every text seen over 32 tries is the answer.
+		seen := map[string]bool{err.Error(): true}
+		for i := 0; i < 32; i++ {
+			if _, again := newStaticPolicy(topo, num, reserved, store, c.Options); again != nil {
+				seen[again.Error()] = true
+			}
+		}
+		texts := make([]string, 0, len(seen))
+		for t := range seen {
+			texts = append(texts, t)
+		}
+		sort.Strings(texts)
+		if len(texts) == 1 {
+			return map[string]any{"start_error": texts[0]}, nil
+		}
+		return map[string]any{"start_error": texts[0], "start_error_map_order": texts}, nil
 	}
 	st := newMemoryState()
 	if err := startPolicy(pol, st); err != nil {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import threading
@@ -40,13 +41,32 @@ def binary(minor: str) -> Path:
     return BUILD / f"harness-{minor}"
 
 
+def digest_file(minor: str) -> Path:
+    return BUILD / f"harness-{minor}.digest"
+
+
+def source_digest() -> str:
+    """A digest of the harness's sources and module files (checkouts and rebases change mtimes only)."""
+    h = hashlib.sha256()
+    for p in sorted([*GO_DIR.glob("*.go"), *GO_DIR.glob("go.*"), GO_DIR / "build"]):
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def ensure_built(wanted: Sequence[str]) -> None:
-    """Build the harness of each minor whose binary is missing or older than a source or module file."""
-    sources = [*GO_DIR.glob("*.go"), *GO_DIR.glob("go.*")]
-    newest = max(p.stat().st_mtime for p in sources)
-    stale = [m for m in wanted if not binary(m).exists() or binary(m).stat().st_mtime < newest]
+    """Build the harness of each minor whose binary is missing or was built from other sources."""
+    digest = source_digest()
+    stale = [
+        m
+        for m in wanted
+        if not binary(m).exists()
+        or not digest_file(m).exists()
+        or digest_file(m).read_text() != digest
+    ]
     if stale:
         subprocess.run([str(GO_DIR / "build"), *stale], check=True)
+        for m in stale:
+            digest_file(m).write_text(digest)
 
 
 def answer(minor: str, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

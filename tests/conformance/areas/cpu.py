@@ -95,7 +95,10 @@ def equivalent(ours: Any, theirs: Any) -> bool:
     """Equal answers; a start-up refusal matches when numalign's line carries upstream's text (it adds
     NewManager's "new static policy error: " and the fix, as every refusal of a bad input does)."""
     if isinstance(ours, dict) and isinstance(theirs, dict) and "start_error" in ours and "start_error" in theirs:
-        return str(theirs["start_error"]) in str(ours["start_error"])
+        # Upstream names one of several bad options by Go map order (start_error_map_order lists every
+        # text it gave); numalign names the first in sorted order, which is one of them.
+        texts = theirs.get("start_error_map_order", [theirs["start_error"]])
+        return any(str(t) in str(ours["start_error"]) for t in texts)
     return bool(ours == theirs)
 
 
