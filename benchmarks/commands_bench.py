@@ -1,0 +1,196 @@
+"""Speed as users measure it (issue 29): `scripts/bench commands [--quick] [--runs N] [-o json]`.
+
+Two kinds of figure, each with the load beside it:
+
+1. Whole commands, from process start to exit, as a user types them: CPU time (user + system, from
+   wait4) and peak RSS of the process, wall time too; repeated, the minimum and the median reported.
+   The minimum is the figure held to a target: it is what the command costs when nothing else runs.
+2. numalign against the real upstream Go code, on the same cases in the same run: each conformance
+   area's cases (tests/conformance) answered by the Go harness built against the newest supported
+   release and by numalign. Go's CPU is the harness process's CPU minus that of an empty run (start-up);
+   numalign's is its CPU answering the cases in this process. Ratios, not seconds, are compared across
+   machines: absolute seconds vary by 30% between runs and machines, ratios measured together do not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from conformance.areas import AREAS  # noqa: E402
+
+from conformance import harness  # noqa: E402
+
+NUMALIGN = str(ROOT / ".venv" / "bin" / "numalign")
+
+
+@dataclass
+class CommandFigure:
+    name: str
+    argv: list[str]
+    runs: int
+    cpu_min_s: float
+    cpu_median_s: float
+    wall_min_s: float
+    wall_median_s: float
+    peak_rss_mb: float
+    load: tuple[float, float]
+    target: str
+    met: bool | None
+
+
+@dataclass
+class AreaFigure:
+    area: str
+    kubernetes: str
+    cases: int
+    numalign_cpu_s: float
+    go_cpu_s: float
+    throughput_ratio: float  # numalign cases/s over Go's: > 1 is faster than the real code
+    load: tuple[float, float]
+    target: str
+    met: bool | None
+    notes: list[str] = field(default_factory=list)
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def run_once(argv: Sequence[str], stdin: bytes | None = None) -> tuple[float, float, float, int]:
+    """(CPU s, wall s, peak RSS MB, exit status) of one process, stdout and stderr discarded."""
+    with tempfile.TemporaryFile() as inp:
+        if stdin is not None:
+            inp.write(stdin)
+            inp.seek(0)
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            list(argv), stdin=inp if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024, proc.returncode
+
+
+def measure_command(name: str, argv: list[str], runs: int, target: str, limit: tuple[str, float] | None,
+                    ok_status: tuple[int, ...] = (0,)) -> CommandFigure:
+    before = _load()
+    cpus, walls, rss = [], [], 0.0
+    for _ in range(runs):
+        cpu, wall, peak, status = run_once(argv)
+        if status not in ok_status:
+            raise SystemExit(f"bench: {' '.join(argv)} exited {status}; run it by hand to see why")
+        cpus.append(cpu)
+        walls.append(wall)
+        rss = max(rss, peak)
+    met: bool | None = None
+    if limit is not None:
+        kind, seconds = limit
+        met = (min(cpus) if kind == "cpu" else min(walls)) <= seconds
+    return CommandFigure(name, argv, runs, min(cpus), statistics.median(cpus), min(walls),
+                         statistics.median(walls), round(rss, 1), (before, _load()), target, met)
+
+
+def commands(quick: bool, runs: int) -> list[CommandFigure]:
+    pod = str(ROOT / "docs" / "examples" / "train.yaml")
+    figures = [
+        measure_command("numalign --help", [NUMALIGN, "--help"], runs, "<= 150 ms wall", ("wall", 0.150)),
+        measure_command("admit one pod on a built-in machine", [NUMALIGN, "admit", pod, "--machine", "dual-socket"],
+                        runs, "<= 300 ms wall", ("wall", 0.300), ok_status=(0, 1)),
+    ]
+    pods = "2000" if quick else "20000"
+    for scheduler, seconds in (("default", 6.0), ("exact", 12.0)):
+        argv = [NUMALIGN, "simulate", "--cluster", "bench", "--generate", pods, "--seed", "1",
+                "--scheduler", scheduler, "--jobs", "1", "-o", "json"]
+        target = f"<= {seconds:g} s CPU (1,000 nodes x 20,000 pods, lowest of 3)"
+        figures.append(measure_command(f"simulate bench {pods} pods, {scheduler}", argv, min(runs, 3),
+                                       target if not quick else "(quick: no target)",
+                                       None if quick else ("cpu", seconds)))
+    return figures
+
+
+# Each area's target (issue 29): numalign's throughput over the real code's, at least this much.
+AREA_TARGETS: dict[str, float] = {"admit": 1.0, "dra-alloc": 1.0}
+
+
+def against_go(cases: int, seed: int) -> list[AreaFigure]:
+    minor = harness.minors()[-1]
+    version = harness.kubernetes_version(harness.modfile(minor))
+    harness.ensure_built([minor])
+    binary = str(harness.binary(minor))
+    figures = []
+    for name, area in sorted(AREAS.items()):
+        if minor not in area.MINORS or getattr(area, "FIXED_CASES", False):
+            continue
+        rng = random.Random(f"{seed}/{name}/{minor}")
+        generated = [area.generate(rng, version) for _ in range(cases)]
+        lines = "".join(json.dumps({"id": str(i), "area": name, "case": c}) + "\n" for i, c in enumerate(generated))
+        before = _load()
+        empty = min(run_once([binary], b"")[0] for _ in range(3))
+        go_cpu = min(run_once([binary], lines.encode())[0] for _ in range(3)) - empty
+        ours = []
+        for _ in range(3):
+            c0 = time.process_time()
+            for c in generated:
+                area.numalign(c, version)
+            ours.append(time.process_time() - c0)
+        numalign_cpu = min(ours)
+        ratio = go_cpu / numalign_cpu if numalign_cpu > 0 else float("inf")
+        want = AREA_TARGETS.get(name)
+        figures.append(AreaFigure(
+            name, version, cases, round(numalign_cpu, 4), round(go_cpu, 4), round(ratio, 3), (before, _load()),
+            f">= {want:g}x the real code's throughput" if want else "(reported)",
+            None if want is None else ratio >= want,
+        ))
+    return figures
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="scripts/bench commands", description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="a smoke run: 2,000 pods, fewer cases, no simulate targets")
+    p.add_argument("--runs", type=int, default=5, help="runs of each short command (default 5; simulate: 3)")
+    p.add_argument("--cases", type=int, default=0, help="cases per area against Go (default 500; quick 100)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    args = p.parse_args(argv)
+    cases = args.cases or (100 if args.quick else 500)
+    if not Path(NUMALIGN).exists():
+        raise SystemExit("bench: .venv/bin/numalign is missing; run scripts/setup")
+    cmd = commands(args.quick, args.runs)
+    areas = against_go(cases, args.seed)
+    if args.output == "json":
+        print(json.dumps({"schemaVersion": 1, "commands": [asdict(f) for f in cmd],
+                          "againstGo": [asdict(f) for f in areas]}, indent=2))
+        return 0
+    print(f"whole commands (min / median of runs; load 1-min before..after; {os.cpu_count()} CPUs)")
+    for f in cmd:
+        verdict = "" if f.met is None else ("  met" if f.met else "  MISSED")
+        print(f"  {f.name:<42} CPU {f.cpu_min_s:7.3f} / {f.cpu_median_s:7.3f} s  wall {f.wall_min_s:7.3f} / "
+              f"{f.wall_median_s:7.3f} s  RSS {f.peak_rss_mb:6.0f} MB  load {f.load[0]}..{f.load[1]}  "
+              f"{f.target}{verdict}")
+    print("\nagainst the real upstream code (the Go harness), same cases, same run")
+    for a in areas:
+        verdict = "" if a.met is None else ("  met" if a.met else "  MISSED")
+        print(f"  {a.area:<10} at {a.kubernetes}: {a.cases} cases  numalign {a.numalign_cpu_s:.3f} s CPU  "
+              f"Go {a.go_cpu_s:.3f} s CPU  numalign/Go throughput {a.throughput_ratio:.2f}x  "
+              f"load {a.load[0]}..{a.load[1]}  {a.target}{verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
