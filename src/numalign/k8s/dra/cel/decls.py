@@ -2,8 +2,9 @@
 standard functions, and the libraries k8s.io/apiserver's base environment and the DRA environment add
 (strings, lists, regex, URLs, IPs, quantity, semver, sets, optional types, cel.bind, `includes`).
 Each overload has cel-go's id (the cost model keys on some of them) and its parameter and result types.
-`includes` exists from 1.36 on, so in 1.36 it is known to stored expressions only: the API server checks
-a new object against the previous minor's environment (DefaultCompatibilityVersion)."""
+Gated options (allowMultipleAllocations with DRAConsumableCapacity from 1.34, `includes` with
+DRAListTypeAttributes from 1.36) are offered to a new object only with their gate on; a stored object,
+and so the scheduler, sees every option of the release (k8s.io/apiserver's StoredExpressions)."""
 
 from __future__ import annotations
 
@@ -140,7 +141,7 @@ def _standard() -> dict[str, list[Overload]]:
     return out
 
 
-def _kubernetes(minor: int, stored: bool, compat: int) -> dict[str, list[Overload]]:
+def _kubernetes(minor: int, stored: bool, list_type_attributes: bool) -> dict[str, list[Overload]]:
     ls = t.list_of(_S)
     out: dict[str, list[Overload]] = {
         # cel-go ext.Strings (version 2 in the base environment)
@@ -232,19 +233,23 @@ def _kubernetes(minor: int, stored: bool, compat: int) -> dict[str, list[Overloa
     }
     out["_[_]"] = [_g("optional_list_index_int", (t.optional_of(t.list_of(A)), _I), t.optional_of(A)),
                    _g("optional_map_index_value", (t.optional_of(t.map_of(K, V)), K), t.optional_of(V))]
-    # DRA 1.36: `includes`, for list-type attributes (and a scalar, which is its one value)
-    if minor >= 36 and (stored or compat >= 36):
-        out["includes"] = [_m("includes_any", (t.ANY, A), _B)]
+    # DRA 1.36: `includes`, for list-type attributes (and a scalar, which is its one value). It is
+    # feature-gated: the API server offers it to new objects only with DRAListTypeAttributes on, while a
+    # stored object (and the scheduler) always has it.
+    if minor >= 36 and (stored or list_type_attributes):
+        out["includes"] = [_m("dra_includes_dyn_dyn", (t.DYN, t.DYN), _B)]
     return out
 
 
-def device_type(consumable_capacity: bool) -> t.Type:
+def device_type(allow_multiple_allocations: bool, list_type_attributes: bool) -> t.Type:
+    # With DRAListTypeAttributes an attribute value is dyn (a scalar or a list), otherwise any.
+    value = t.DYN if list_type_attributes else t.ANY
     fields = {
         "driver": t.STRING,
-        "attributes": t.map_of(t.STRING, t.map_of(t.STRING, t.ANY)),
+        "attributes": t.map_of(t.STRING, t.map_of(t.STRING, value)),
         "capacity": t.map_of(t.STRING, t.map_of(t.STRING, t.QUANTITY)),
     }
-    if consumable_capacity:
+    if allow_multiple_allocations:
         fields["allowMultipleAllocations"] = t.BOOL
     return t.Type("struct", "kubernetes.DRADevice", fields=fields)
 
@@ -262,18 +267,20 @@ class Environment:
     variables: dict[str, t.Type]
 
 
-_CACHE: dict[tuple[int, bool, bool], Environment] = {}
+_CACHE: dict[tuple[int, bool, bool, bool], Environment] = {}
 
 
-def environment(minor: int, consumable_capacity: bool, stored: bool) -> Environment:
-    """The DRA environment of `minor`: for stored expressions, or for new ones (the previous minor's)."""
-    key = (minor, consumable_capacity, stored)
+def environment(minor: int, consumable_capacity: bool, list_type_attributes: bool, stored: bool) -> Environment:
+    """The DRA environment of `minor` for stored expressions (every option the release has, gates
+    ignored) or for new ones (gated options only with their gate on)."""
+    key = (minor, consumable_capacity, list_type_attributes, stored)
     env = _CACHE.get(key)
     if env is None:
         functions = _standard()
-        for name, ovs in _kubernetes(minor, stored, minor - 1).items():
+        for name, ovs in _kubernetes(minor, stored, list_type_attributes).items():
             functions.setdefault(name, []).extend(ovs)
-        variables: dict[str, t.Type] = {"device": device_type(consumable_capacity)}
+        multi = minor >= 34 and (stored or consumable_capacity)
+        variables: dict[str, t.Type] = {"device": device_type(multi, list_type_attributes)}
         variables.update({n: t.type_of(x) for n, x in TYPE_IDENTS.items()})
         env = _CACHE[key] = Environment(functions, variables)
     return env

@@ -112,21 +112,13 @@ class Interpreter:
     def _select(self, e: Expr, scope: dict[str, Any]) -> Any:
         assert e.operand is not None
         if e.test_only:
-            self.charge(1)
-            target = self._quiet(e.operand, scope)
+            # cel-go's test-only attribute: its qualifiers cost, the presence test itself does not
+            # (PresenceTestHasCost(false)); the field tested is one more qualifier.
+            target = self.eval(e.operand, scope)
             return _has_field(target, e.name)
         target = self.eval(e.operand, scope)
         self.charge(1)
         return _field(target, e.name)
-
-    def _quiet(self, e: Expr, scope: dict[str, Any]) -> Any:
-        """The operand of has(): evaluated, its own attribute cost not counted (cel-go's test-only
-        attribute is one observation)."""
-        saved = self.cost
-        try:
-            return self.eval(e, scope)
-        finally:
-            self.cost = saved
 
     # ---- calls ----------------------------------------------------------------------------------
 
@@ -213,8 +205,14 @@ class Interpreter:
         if name == "includes":
             target, item = v
             if isinstance(target, list):
-                return any(equal(x, item) for x in target)
-            return equal(target, item)
+                for i, x in enumerate(target):
+                    if i >= MAX_LIST_VALUES:
+                        raise CelError(f"'includes' function cannot be applied to lists longer than "
+                                       f"{MAX_LIST_VALUES} values")
+                    if _quiet_equal(x, item):
+                        return True
+                return False
+            return _quiet_equal(target, item)
         if name == "format":
             return _format(v[0], v[1])
         fn = lib.FUNCTIONS.get(name)
@@ -282,6 +280,17 @@ class Interpreter:
         scope2 = dict(scope)
         scope2[e.accu_var] = inner[e.accu_var]
         return self.eval(e.result, scope2)
+
+
+MAX_LIST_VALUES: Final = 48  # ResourceSliceMaxAttributeValuesPerDevice
+
+
+def _quiet_equal(a: Any, b: Any) -> bool:
+    """`x.Equal(y) == true`: an error (semver against a string) is simply not equal."""
+    try:
+        return equal(a, b)
+    except CelError:
+        return False
 
 
 def _qualified(name: str, e: Expr) -> bool:
