@@ -69,6 +69,9 @@ MAX_DRA_OBJECTS: Final = 200_000
 # files (about 25 per CPU: a 4,000-CPU machine stays under the entry limit), the kubelet config and
 # four state files; a sysfs dump of hwloc's gather tool holds about 16,000 entries for 256 CPUs.
 MAX_ARCHIVE_MEMBERS: Final = 100_000
+# Path components of one archive entry: sysfs is at most ~20 deep (sys/devices/pci.../.../net/eth0/...);
+# extracting an entry 1,000 directories deep overflows os.makedirs' recursion.
+MAX_ARCHIVE_DEPTH: Final = 64
 # One member: the largest is a state file (MAX_STATE_FILE_BYTES).
 MAX_ARCHIVE_MEMBER_BYTES: Final = 64 * MiB
 # All members together: real snapshots are a few MB; this leaves room for four large state files.

@@ -115,3 +115,17 @@ def test_resize_on_a_snapshot_reads_its_state_and_never_writes(tmp_path: Path) -
     assert doc["dryRun"] and doc["resized"] and len(doc["cpusAfter"]) == 3
     assert set(doc["cpusBefore"]) < set(doc["cpusAfter"])
     assert (snap.read_bytes(), _cpu_state(state)) == before
+
+
+def test_resize_on_a_small_machine_admitted_with_the_example_configuration(tmp_path: Path) -> None:
+    """admit fits the built-in example's reservedSystemCPUs (0,64 on dual-socket) to the machine's first
+    core; resize reads the same state with the same fitted configuration (it failed "unknown CPU ID: 64")."""
+    (tmp_path / "pod.yaml").write_text(POD, encoding="utf-8")
+    state = tmp_path / "state"
+    done = run("admit", str(tmp_path / "pod.yaml"), "--machine", MACHINE, "--state-dir", str(state))
+    assert done.returncode == 0, done.stderr
+    for machine in (["--machine", MACHINE], []):  # given again, or the node record's
+        done = run("resize", "web", "--container", "app", "--cpus", "4", "--state-dir", str(state), "--dry-run",
+                   *machine, *PREVIEW)
+        assert done.returncode == 0, done.stderr
+        assert "CPUs      1,9 -> 1-2,9-10" in done.stdout

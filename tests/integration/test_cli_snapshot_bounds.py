@@ -56,6 +56,18 @@ def test_an_archive_of_too_many_entries_is_refused_at_the_limit(tmp_path: Path) 
 
 
 @pytest.mark.parametrize("option", ["--node", "--machine"])
+def test_a_member_a_thousand_directories_deep_is_refused(tmp_path: Path, option: str) -> None:
+    """Extracting it overflowed os.makedirs' recursion: "internal error: RecursionError"."""
+    src = tmp_path / "deep.tgz"
+    with tarfile.open(src, "w:gz") as tf:
+        info = tarfile.TarInfo("sys/" + "d/" * 1000 + "f")
+        info.size = 1
+        tf.addfile(info, io.BytesIO(b"x"))
+    line = _one_line_of_invalid_input(run("discover", option, str(src)))
+    assert f"{option} {src}: entry sys/d/d/d" in line and "is 1002 directories deep, more than the limit of 64" in line
+
+
+@pytest.mark.parametrize("option", ["--node", "--machine"])
 def test_an_escaping_link_is_refused_by_name(tmp_path: Path, option: str) -> None:
     src = tmp_path / "link.tgz"
     with tarfile.open(src, "w:gz") as tf:

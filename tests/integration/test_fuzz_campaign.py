@@ -68,3 +68,45 @@ def test_endless_manifest_is_cut_at_the_limit() -> None:
     assert proc.returncode in (2, 3), proc.stderr[-2000:]
     (line,) = proc.stderr.splitlines()
     assert "/dev/zero: cannot read the manifest" in line and "larger than the limit of 32 MiB" in line
+
+
+def test_replay_of_an_endless_stream_ends() -> None:
+    """/dev/zero is one endless line of NULs: it spun for ever skipping to a line end that never comes."""
+    proc = _cli("replay", "/dev/zero")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    (line,) = proc.stderr.splitlines()
+    assert "replay: /dev/zero:1: binary data (a NUL byte); expected a JSON-lines file of scenarios" in line
+
+
+def test_replay_line_without_an_end_is_given_up_on() -> None:
+    import io
+
+    from numalign.errors import InvalidInputError
+    from numalign.replay.runner import MAX_SKIPPED_CHUNKS, LineTooLong, bounded_lines
+
+    # a long line that ends is skipped and reported; one longer than the skip bound stops the run
+    ended = list(bounded_lines(io.StringIO("a" * 50 + "\n{}\n"), limit=10, name="x"))
+    assert isinstance(ended[0], LineTooLong) and ended[1] == "{}\n"
+    with pytest.raises(InvalidInputError, match=r"replay: x:1: a line of more than 16 x 10 characters and no end"):
+        list(bounded_lines(io.StringIO("a" * 10 * (MAX_SKIPPED_CHUNKS + 2)), limit=10, name="x"))
+
+
+def test_devices_json_50000_deep_gives_one_line(tmp_path: Path) -> None:
+    """--devices FILE.json went to json.loads unchecked: "internal error: RecursionError"."""
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 50_000 + "]" * 50_000)
+    proc = _cli("admit", "--devices", str(path))
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    (line,) = proc.stderr.splitlines()
+    assert f"--devices {path}: nested 50000 levels deep, more than the limit of 100" in line
+
+
+def test_timeline_line_50000_deep_gives_one_line(tmp_path: Path) -> None:
+    pod = tmp_path / "p.yaml"
+    pod.write_text("kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {limits: {cpu: '1'}}}]}\n")
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text("{" + '"a":[' * 50_000 + "\n")
+    proc = _cli("simulate", str(pod), "--timeline", str(timeline), "-j", "1")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    (line,) = proc.stderr.splitlines()
+    assert f"{timeline}:1: not a JSON object" in line

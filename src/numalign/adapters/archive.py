@@ -4,8 +4,8 @@
 Every header is checked before anything is written (one pass over the archive, which stops at the
 first entry past a limit, so a bomb costs at most the limits in decompression and nothing on disk):
 
-- at most `MAX_ARCHIVE_MEMBERS` entries, each regular file at most `MAX_ARCHIVE_MEMBER_BYTES`, and
-  at most `MAX_ARCHIVE_BYTES` in all (numalign.limits);
+- at most `MAX_ARCHIVE_MEMBERS` entries of at most `MAX_ARCHIVE_DEPTH` path components, each regular
+  file at most `MAX_ARCHIVE_MEMBER_BYTES`, and at most `MAX_ARCHIVE_BYTES` in all (numalign.limits);
 - only regular files, directories and links: a device, FIFO or other special entry is refused;
 - no entry whose name, or whose link target, leaves the extraction directory (an absolute path, or
   `..` past the top).
@@ -24,7 +24,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from numalign.errors import InvalidInputError
-from numalign.limits import MAX_ARCHIVE_BYTES, MAX_ARCHIVE_MEMBER_BYTES, MAX_ARCHIVE_MEMBERS, MiB, flat, quote
+from numalign.limits import (
+    MAX_ARCHIVE_BYTES,
+    MAX_ARCHIVE_DEPTH,
+    MAX_ARCHIVE_MEMBER_BYTES,
+    MAX_ARCHIVE_MEMBERS,
+    MiB,
+    flat,
+    quote,
+)
 
 
 class ArchiveError(InvalidInputError):
@@ -63,6 +71,10 @@ def check_members(tf: tarfile.TarFile, label: str, expected: str,
         name = quote(member.name)
         if _escapes(member.name):
             raise refuse(f"entry {name} leaves the extraction directory (an absolute path or ..)")
+        depth = member.name.count("/") + 1
+        if depth > MAX_ARCHIVE_DEPTH:
+            raise refuse(f"entry {flat(member.name, 80)} is {depth} directories deep, more than the limit of "
+                         f"{MAX_ARCHIVE_DEPTH}", "a node's snapshot or sysfs dump is at most about 20 deep")
         if member.isreg():
             if member.size > MAX_ARCHIVE_MEMBER_BYTES:
                 raise refuse(f"entry {name} is {member.size:,} bytes, more than the limit of "

@@ -189,7 +189,7 @@ def load_timeline(path: Path, workload: Workload) -> list[Event]:
             if line.strip():
                 try:
                     rows.append((f"{path}:{n}", json.loads(line)))
-                except ValueError:
+                except (ValueError, RecursionError):  # RecursionError: a line nested thousands deep
                     raise InvalidInputError(f"{path}:{n}: not a JSON object; expected one "
                                             '{"time": 0, "op": "create", "name": "web"} per line') from None
     else:

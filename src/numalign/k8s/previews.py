@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from numalign.errors import InvalidInputError
+from numalign.limits import quote
 
 NUMA_ALLOCATION_STRATEGY = "numa-allocation-strategy"
 NUMA_SCORE_WEIGHTS = "numa-score-weights"
@@ -65,17 +66,19 @@ class Previews:
         for spec in specs:
             name, sep, value = spec.strip().partition("=")
             preview = PREVIEWS.get(name)
+            # The value is named once, cut to a few dozen characters (quote): a 100,000-character value
+            # is not echoed back in full.
             if preview is None:
                 raise InvalidInputError(
-                    f"{where} {spec}: no preview named {name!r}; expected one of {', '.join(PREVIEWS)} "
+                    f"{where}: no preview named {quote(name)}; expected one of {', '.join(PREVIEWS)} "
                     "(`numalign admit --help` lists them); check the spelling")
             value = value if sep else preview.default
             if preview.values and value not in preview.values:
                 raise InvalidInputError(
-                    f"{where} {spec}: {value!r} is not a value of preview {name}; expected one of "
+                    f"{where} {name}: {quote(value)} is not a value of preview {name}; expected one of "
                     f"{', '.join(preview.values)}")
             if name == NUMA_SCORE_WEIGHTS:
-                parse_weights(value, f"{where} {spec}")
+                parse_weights(value, f"{where} {name}")
             out[name] = value
         if NUMA_SCORE_WEIGHTS in out and out.get(NUMA_ALLOCATION_STRATEGY, "none") == "none":
             raise InvalidInputError(
@@ -131,16 +134,18 @@ def parse_weights(raw: str, where: str) -> dict[str, int]:
         resource, sep, text = pair.partition("=")
         resource = resource.strip()
         if not sep:
-            raise InvalidInputError(f"{where}: invalid weight entry {pair!r}: expected resource=weight")
+            raise InvalidInputError(f"{where}: invalid weight entry {quote(pair)}: expected resource=weight")
         if not resource:
-            raise InvalidInputError(f"{where}: empty resource name in weight entry {pair!r}; expected resource=weight")
+            raise InvalidInputError(f"{where}: empty resource name in weight entry {quote(pair)}; "
+                                    "expected resource=weight")
         try:
             weight = int(text.strip())
         except ValueError:
-            raise InvalidInputError(f"{where}: invalid weight value for {resource!r}: {text.strip()!r}; expected "
+            raise InvalidInputError(f"{where}: invalid weight value for {quote(resource)}: {quote(text.strip())}; "
+                                    "expected "
                                     f"a whole number in [{_WEIGHT_MIN}, {_WEIGHT_MAX}]") from None
         if not _WEIGHT_MIN <= weight <= _WEIGHT_MAX:
-            raise InvalidInputError(f"{where}: weight for {resource!r} must be in range [{_WEIGHT_MIN}, "
+            raise InvalidInputError(f"{where}: weight for {quote(resource)} must be in range [{_WEIGHT_MIN}, "
                                     f"{_WEIGHT_MAX}], got {weight}")
         weights[resource] = weight
     return weights

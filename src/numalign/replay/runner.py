@@ -117,18 +117,35 @@ class LineTooLong(str):
     """Stands for a line longer than MAX_REPLAY_LINE_BYTES, which was skipped unread."""
 
 
+# A line longer than the limit is skipped to its end, but not for ever (an endless stream has none).
+MAX_SKIPPED_CHUNKS = 16
+
+
 def bounded_lines(stream: IO[str], limit: int = MAX_REPLAY_LINE_BYTES, name: str | None = None) -> Iterator[str]:
     """The stream's lines, each read up to `limit` characters: a longer line (a file that is one
     endless line) is skipped to its end and given as a LineTooLong, so memory stays bounded. A read
     error names the file (`name`, else the stream's own name): the system's error names none."""
+    source = name or str(getattr(stream, "name", "<stdin>"))
+    number = 0
     try:
         while True:
             line = stream.readline(limit + 1)
+            number += 1
             if not line:
                 return
+            if "\x00" in line:
+                # JSON text never holds a NUL: this is binary data (/dev/zero, an image, a tarball), and
+                # reading on could be endless.
+                raise InvalidInputError(f"replay: {source}:{number}: binary data (a NUL byte); expected a JSON-lines "
+                                        "file of scenarios; pass the scenarios file")
             if len(line) > limit and not line.endswith("\n"):
+                skipped = 0
                 while (rest := stream.readline(limit)) and not rest.endswith("\n"):
-                    pass
+                    skipped += 1
+                    if skipped >= MAX_SKIPPED_CHUNKS:
+                        raise InvalidInputError(
+                            f"replay: {source}:{number}: a line of more than {MAX_SKIPPED_CHUNKS} x {limit} "
+                            "characters and no end; expected one JSON scenario per line; pass the scenarios file")
                 yield LineTooLong()
                 continue
             yield line

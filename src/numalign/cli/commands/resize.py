@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     machine, found = resolve_node(args, DEFAULT_MACHINE)
     notes += found
     version = node_version(args, notes)
-    config = node_config(args)
+    config = node_config(args, machine)
     snapshot = args.node is not None
     dry_run = args.dry_run or snapshot
     if snapshot:

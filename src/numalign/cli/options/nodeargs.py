@@ -220,6 +220,10 @@ def load_devices_option(spec: str) -> dict[str, list[Device]]:
 
     # Bounded like every text input: a device that never ends, or a huge file, stops at the limit.
     text = read_text_file(spec, "the --devices file", EXPECTED)
+    from numalign.limits import check_nesting
+
+    # Before the parser: JSON nested thousands deep makes json.loads recurse past Python's stack.
+    check_nesting(text, f"--devices {spec}", EXPECTED)
     try:
         obj = json.loads(text)
     except ValueError as e:

@@ -106,6 +106,20 @@ def test_previews_refuse_what_they_do_not_know() -> None:
     assert not Previews.parse(["numa-allocation-strategy=none"])
 
 
+@pytest.mark.parametrize("spec", ["numa-allocation-strategy=" + "x" * 100_000, "y" * 100_000,
+                                  "numa-allocation-strategy=most-allocated", "numa-score-weights=cpu=" + "9" * 100_000])
+def test_a_huge_preview_value_is_named_once_and_cut(spec: str) -> None:
+    """A 100,000-character --preview value was echoed twice in full (200 kB of error line)."""
+    specs = [spec] if "weights" not in spec else ["numa-allocation-strategy=most-allocated", spec]
+    if spec == "numa-allocation-strategy=most-allocated":
+        assert Previews.parse(specs)
+        return
+    with pytest.raises(InvalidInputError) as caught:
+        Previews.parse(specs)
+    message = str(caught.value)
+    assert len(message) < 400 and "(100000 characters)" in message and message.count("x" * 50) <= 1
+
+
 def _gb200_with_hbm_gpus() -> Any:
     """The built-in GB200 node with its GPUs reported on HBM (CPU-less) NUMA nodes, as
     dra-driver-nvidia-gpu#1242 describes; the distance rows say which CPU node each HBM node hangs off."""
