@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from numalign.cli.commands.summaries import SUMMARIES
 from numalign.cli.output import (
     EXIT_CODES_HELP,
     EXIT_ERROR,
@@ -52,7 +53,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}; see '{self.prog} --help'\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None, *, lazy: bool = False) -> argparse.ArgumentParser:
+    """The whole parser; with `lazy`, only command `only` gets its full parser and the others a line
+    of help (from SUMMARIES): `numalign --help` and each command then import one command module, not
+    all thirteen (most of --help's start-up time was their imports)."""
     parser = _Parser(
         prog="numalign",
         description="The kubelet Topology Manager, CPU, memory and device managers, decided exactly "
@@ -63,7 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     add_logging_args(parser, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in COMMANDS.values():
+    for name, module in COMMANDS.items():
+        if lazy and name != only:
+            # Never parsed: a command named on the command line gets its full parser instead.
+            sub.add_parser(name, help=SUMMARIES[name])
+            continue
         try:
             mod = importlib.import_module(f"numalign.cli.commands.{module}")
         except ModuleNotFoundError as e:
@@ -88,13 +96,13 @@ class _Formatter(argparse.HelpFormatter):
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
     if not args_list:
         # The main job: with no arguments, admit the built-in example pods on a built-in machine.
         args_list = ["admit"] if "admit" in COMMANDS else ["--help"]
     # `numalign run ... -- COMMAND ARGS`: COMMAND's arguments are its own, never numalign's options.
     command_argv: list[str] | None = None
     at = _command_index(args_list)
+    parser = build_parser(args_list[at] if at is not None else None, lazy=True)
     if at is not None and args_list[at] == "run" and "--" in args_list[at:]:
         cut = args_list.index("--", at)
         args_list, command_argv = args_list[:cut], args_list[cut + 1:]

@@ -79,3 +79,38 @@ def test_admit_imports_no_grpc_or_protobuf(tmp_path: Path) -> None:
         assert [m for m in loaded if any(m == w or m.startswith(w + ".") for w in wire)] == [], argv
         if argv == runs[1]:
             assert (tmp_path / "state" / "device-plugins" / "kubelet_internal_checkpoint").is_file()
+
+
+def _command_modules_after(argv: list[str]) -> list[str]:
+    code = (
+        "import json, sys\n"
+        "from numalign.cli.main import main\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stderr
+    loaded: list[str] = json.loads(err.strip().splitlines()[-1])
+    return [m for m in loaded if m.startswith("numalign.cli.commands.") and m != "numalign.cli.commands.summaries"]
+
+
+def test_top_level_help_imports_no_command_module() -> None:
+    """`numalign --help` lists every command from SUMMARIES without importing one (its start-up cost)."""
+    assert _command_modules_after(["--help"]) == []
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    assert _command_modules_after(["discover", "--help"]) == ["numalign.cli.commands.discover"]
+
+
+def test_the_listed_summaries_are_what_each_command_registers() -> None:
+    import argparse
+
+    from numalign.cli.commands.summaries import SUMMARIES
+    from numalign.cli.main import COMMANDS, build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert {a.dest: a.help for a in sub._choices_actions} == SUMMARIES
+    assert list(SUMMARIES) == list(COMMANDS)

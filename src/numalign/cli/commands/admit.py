@@ -13,6 +13,7 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from numalign.cli.commands.summaries import SUMMARIES
 from numalign.cli.options.nodeargs import EXAMPLE_CONFIG
 from numalign.cli.options.nodeargs import data_file as _data
 from numalign.errors import ConfigError
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "admit",
-        help="admit pods on a machine with the kubelet's resource managers; explain every rejection",
+        help=SUMMARIES["admit"],
         description="Admit pods in order, as the kubelet's Topology Manager, CPU, memory and device managers "
         "would, and print each decision with the CPUs, memory and devices given. With no pods: the built-in "
         "example pods. Without --config: the built-in example kubelet configuration, which kubelet flags "

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from numalign.cli.commands.summaries import SUMMARIES
 from numalign.cli.options.clusterargs import add_cluster_args, load_cluster_arg
 
 if TYPE_CHECKING:
@@ -16,8 +17,7 @@ if TYPE_CHECKING:
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "capacity",
-        help="how many more copies of a pod fit on the cluster, NUMA-exact, per node pool, beside the "
-        "topology-unaware count from a sum of requests",
+        help=SUMMARIES["capacity"],
         description="Count, per node pool, how many more copies of the pod each node's kubelet (numalign, with "
         "the pool's Topology Manager, CPU, memory and device managers) would admit one after another, and "
         "beside it the count a topology-unaware sum of requests gives (what cluster-capacity and the "

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from numalign.cli.commands.summaries import SUMMARIES
+
 if TYPE_CHECKING:
     from numalign.machine.topology import Machine
 
@@ -14,7 +16,7 @@ if TYPE_CHECKING:
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "discover",
-        help="show the machine's NUMA topology (this machine, a sysfs dump, a machine file or a built-in)",
+        help=SUMMARIES["discover"],
         description="Read the machine from sysfs (default: this machine) or from --machine, then print a "
         "tree (NUMA node -> socket -> cores; memory, hugepages, devices; distances) or the machine file "
         "(--output json|yaml) that every --machine option accepts.",

@@ -7,11 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from numalign.cli.commands.summaries import SUMMARIES
+
 
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "nrt",
-        help="print a node's NodeResourceTopology (v1alpha2) as the NFD topology-updater publishes it",
+        help=SUMMARIES["nrt"],
         description="Build the NodeResourceTopology object the NFD topology-updater (or the "
         "resource-topology-exporter) would publish for a node: one zone per NUMA node with capacity, "
         "allocatable and available per resource, costs from the NUMA distances, and the "

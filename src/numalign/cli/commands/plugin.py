@@ -22,6 +22,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from numalign.cli.commands.summaries import SUMMARIES
+
 log = logging.getLogger("numalign.cli.commands.plugin")
 
 DEFAULT_DIR = "/var/lib/kubelet/device-plugins"
@@ -31,7 +33,7 @@ LONG_RUNNING = True  # its info lines (registration, reloads) show at -v 0
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "plugin",
-        help="run a device plugin exposing devices with NUMA topology (YAML list or sysfs PCI)",
+        help=SUMMARIES["plugin"],
         description="Serve the kubelet device-plugin API v1beta1 for one extended resource and register "
         "with kubelet.sock in --device-plugin-dir. Runs until SIGTERM or SIGINT.",
     )

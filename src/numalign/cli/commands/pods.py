@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from numalign.cli.commands.summaries import SUMMARIES
+
 if TYPE_CHECKING:
     from numalign.report.view import NodeView
 
@@ -16,7 +18,7 @@ def register(sub: Any) -> None:
 
     p: argparse.ArgumentParser = sub.add_parser(
         "pods",
-        help="list the pods of a node agent, a state directory or a snapshot, with their allocations",
+        help=SUMMARIES["pods"],
         description="Read the agent status (numalign_status.json) in the state directory of `numalign serve` and "
         "list every pod "
         "(admitted, rejected or pending) with its CPUs, memory and devices, and every invalid manifest. A state "

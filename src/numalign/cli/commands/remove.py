@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from numalign.cli.commands.summaries import SUMMARIES
+
 if TYPE_CHECKING:
     from numalign.adapters.statedir.draclaims import HeldClaim
 
@@ -14,7 +16,7 @@ if TYPE_CHECKING:
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "remove",
-        help="remove pods (by namespace/name, name or UID) from a state directory written by admit",
+        help=SUMMARIES["remove"],
         description="Remove pods from --state-dir and write the state files again (owner lock and one "
         "transaction, as admit writes). POD is namespace/name, a name in the default namespace, or a pod UID. "
         "The machine and kubelet configuration are those of the node record (numalign_node.json), unless "

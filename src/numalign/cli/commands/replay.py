@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from numalign.cli.commands.summaries import SUMMARIES
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -19,7 +21,7 @@ MAX_LISTED_DIFFERENCES = 5
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "replay",
-        help="replay recorded scenarios (oracle vector format), optionally checking the results",
+        help=SUMMARIES["replay"],
         description="Read one scenario per line ({'scenario':..., 'result':...} or a bare scenario), "
         "print one result per line; with --check compare with each line's result. A line that cannot be "
         "replayed (bad JSON, a field of the wrong type or out of range) is named on stderr with its line number "

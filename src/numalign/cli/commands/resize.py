@@ -9,13 +9,15 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+from numalign.cli.commands.summaries import SUMMARIES
+
 EXIT_REFUSED = 1
 
 
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "resize",
-        help="PREVIEW (KEP-5554): resize a container's exclusive CPUs in place in a state directory",
+        help=SUMMARIES["resize"],
         description="PREVIEW of KEP-5554 (in-place resize of pods with exclusive CPUs, alpha targeted at 1.38; "
         "k/k PR #140629): needs --preview inplace-resize-exclusive-cpus. Grows keep every CPU the container "
         "has and add CPUs aligned to the NUMA affinity the Topology Manager merges for the resized container "

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from numalign.cli.commands.summaries import SUMMARIES
 from numalign.paths import DATA_DIR
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ class _Formatter(argparse.HelpFormatter):
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "run",
-        help="run a command pinned where the kubelet's managers would place it (CPUs, memory, devices)",
+        help=SUMMARIES["run"],
         description="Admit a container on this host as the kubelet would, then run COMMAND with exactly the "
         "CPUs (sched_setaffinity), NUMA memory (set_mempolicy MPOL_BIND), cgroup v2 limits (cpuset, memory.max, "
         "hugetlb; where this process may create cgroups) and device environment decided, and release them "

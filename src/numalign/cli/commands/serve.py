@@ -16,6 +16,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from numalign.cli.commands.summaries import SUMMARIES
+
 if TYPE_CHECKING:
     from numalign.agent import Agent
     from numalign.machine.topology import Machine
@@ -34,7 +36,7 @@ def register(sub: Any) -> None:
 
     p: argparse.ArgumentParser = sub.add_parser(
         "serve",
-        help="run the node agent: device-plugin registration, static-pod manifests, PodResources, metrics",
+        help=SUMMARIES["serve"],
         description="Run numalign as the kubelet's resource-management side: serve device-plugin Registration "
         "and PodResources v1 on unix sockets, admit the pods of a manifest directory, keep the kubelet's "
         "state files. Stops cleanly on SIGTERM/SIGINT.",

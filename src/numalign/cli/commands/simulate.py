@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from numalign.cli.commands.summaries import SUMMARIES
 from numalign.cli.options.clusterargs import add_cluster_args, load_cluster_arg, load_workload_args
 
 if TYPE_CHECKING:
@@ -17,8 +18,7 @@ if TYPE_CHECKING:
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "simulate",
-        help="schedule a workload on a cluster with each scheduler and kubelet policy; count placements, "
-        "kubelet rejections, NUMA alignment and stranded capacity",
+        help=SUMMARIES["simulate"],
         description="Play a workload on a cluster, once per combination of scheduler (default: "
         "kube-scheduler's NodeResourcesFit, topology-unaware; nrt: scheduler-plugins' "
         "NodeResourceTopologyMatch; exact: numalign's admission as a filter) and kubelet settings. Every "

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from numalign.cli.commands.summaries import SUMMARIES
 from numalign.paths import DEFAULT_DEVICE_PLUGIN_DIR, DEFAULT_POD_RESOURCES_SOCKET
 from numalign.paths import DEFAULT_STATE_DIR as DEFAULT_STATE
 
@@ -18,7 +19,7 @@ DEFAULT_SOCKET = DEFAULT_POD_RESOURCES_SOCKET
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "snapshot",
-        help="collect this node (topology, kubelet config, state files, PodResources) into one tarball",
+        help=SUMMARIES["snapshot"],
         description="Write FILE (a gzip tarball): the sysfs files numalign's discovery reads, the kubelet config, "
         "the state files (cpu_manager_state, memory_manager_state, device-plugins/kubelet_internal_checkpoint, "
         "numalign_pods.json) and, when the PodResources socket answers, its allocatable resources and pods. "

@@ -15,7 +15,6 @@ from typing import Any, Final
 
 from numalign.errors import InvalidInputError
 from numalign.k8s.dra import types as t
-from numalign.k8s.dra.cel import CELFeatures, compile_selector, cost_error
 from numalign.k8s.quantity import Quantity
 from numalign.limits import go_quote, quote
 
@@ -23,7 +22,6 @@ DRA_KINDS: Final = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "Re
 API_VERSIONS: Final = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")
 # Selectors are checked on read with every CEL feature on: the API server of a version that has them
 # accepts them; the allocator of a version without them reports the compile error when it runs.
-READ_FEATURES: Final = CELFeatures(consumable_capacity=True, list_type_attributes=True)
 DRAObject = t.DeviceClass | t.ResourceClaim | t.ResourceClaimTemplate | t.ResourceSlice
 
 
@@ -257,7 +255,12 @@ def _selectors(raw: object, path: str) -> tuple[t.DeviceSelector, ...]:
         expression = _req_str(_mapping(sel.get("cel"), f"{path}[{i}].cel").get("expression"), expr_path)
         if len(expression.encode()) > t.CEL_SELECTOR_EXPRESSION_MAX_LENGTH:
             raise _FieldError(expr_path, f"Too long: may not be more than {t.CEL_SELECTOR_EXPRESSION_MAX_LENGTH} bytes")
-        compiled = compile_selector(expression, READ_FEATURES, new_object=True)
+        # Imported here: the CEL engine loads cel-cpp and protobuf, which reading pods without DRA
+        # objects (every plain `numalign admit`) must not pay for.
+        from numalign.k8s.dra.cel import CELFeatures, compile_selector, cost_error
+
+        read_features = CELFeatures(consumable_capacity=True, list_type_attributes=True)
+        compiled = compile_selector(expression, read_features, new_object=True)
         if compiled.error is not None:
             raise _FieldError(expr_path, f"Invalid value: {go_quote(expression)}: {compiled.error_line}")
         too_costly = cost_error(compiled)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from numalign.errors import InvalidInputError
-from numalign.k8s.dra.cel import CELFeatures
 from numalign.k8s.version import DEFAULT, NEWEST_PATCH, KubeletVersion
+
+if TYPE_CHECKING:
+    from numalign.k8s.dra.cel import CELFeatures
 
 SUPPORTED_VERSIONS: Final = tuple(f"{a}.{b}" for a, b in NEWEST_PATCH)
 DEFAULT_VERSION: Final = f"{DEFAULT.major}.{DEFAULT.minor}"
@@ -71,6 +73,8 @@ class Features:
 
     @property
     def cel(self) -> CELFeatures:
+        from numalign.k8s.dra.cel import CELFeatures  # the engine loads only where selectors run
+
         return CELFeatures(consumable_capacity=self.consumable_capacity,
                            list_type_attributes=self.list_type_attributes)
 
