@@ -49,8 +49,9 @@ from numalign.scheduler.dra.pools import NodeInfo, Pool, gather_pools, node_matc
 logging.getLogger("cel").setLevel(logging.CRITICAL)
 
 DeviceID = tuple[str, str, str]  # driver, pool, device
-# The search gives up after this many steps (upstream bounds it by the scheduler's filter timeout).
-DEFAULT_SEARCH_BUDGET: Final = 2_000_000
+# The search gives up after this many device checks (a device considered for a request), in place of the
+# scheduler's 10 s filter timeout: counted, so the same input always gets the same answer on any machine.
+DEFAULT_SEARCH_BUDGET: Final = 1_000_000
 _SHARE_NAMESPACE: Final = uuid.UUID("2f0c51d6-0f3b-5d55-9a8e-6472612d6964")
 
 
@@ -60,6 +61,10 @@ class AllocatorError(Exception):
 
 class NodeFailureError(Exception):
     """ErrFailedAllocationOnNode: the claims cannot be allocated on this node, for this reason."""
+
+
+class SearchTimeoutError(Exception):
+    """The scheduler's filter timeout: the search used up its budget (upstream's text, per release)."""
 
 
 def device_id_text(device_id: DeviceID) -> str:
@@ -149,13 +154,18 @@ class Allocator:
         budget: int = DEFAULT_SEARCH_BUDGET,
     ) -> None:
         self.features = features
+        self.generation = features.generation
         self.allocated = allocated
         self.classes = classes
         self.node = node
         self.budget = budget
-        self.steps = 0
-        on_node = [s for s in slices if s.node_name == node.name]
-        shared = [s for s in slices if not s.node_name]
+        self.steps = 0  # allocateOne invocations, as upstream counts them
+        self.checks = 0  # devices considered: what the budget bounds
+        # slicesForNode: the node's own slices, then those for any node (with sharedCounters too, where
+        # that generation gathers them for every node), each in the order given.
+        everywhere = self.generation.counter_slices_for_every_node and features.partitionable_devices
+        on_node = [s for s in slices if s.node_name == node.name and not (everywhere and s.shared_counters)]
+        shared = [s for s in slices if not s.node_name or (everywhere and s.shared_counters)]
         self.pools = gather_pools([*on_node, *shared], node, features, slices)
         self._matches: dict[tuple[DeviceID, Key], bool] = {}
         self._cel_results: dict[tuple[str, DeviceID], bool] = {}
@@ -206,10 +216,10 @@ class Allocator:
             for i, c in enumerate(claim.spec.constraints):
                 if c.match_attribute is not None:
                     constraints.append(MatchAttributeConstraint(frozenset(c.requests), c.match_attribute,
-                                                                list_types=f.list_type_attributes))
+                                                                list_types=f.list_types_in_constraints))
                 elif c.distinct_attribute is not None and f.consumable_capacity:
                     constraints.append(DistinctAttributeConstraint(frozenset(c.requests), c.distinct_attribute,
-                                                                   list_types=f.list_type_attributes))
+                                                                   list_types=f.list_types_in_constraints))
                 else:
                     raise AllocatorError(f"claim {claim.key}, constraint #{i}: empty constraint (unsupported "
                                          "constraint type?)")
@@ -223,7 +233,7 @@ class Allocator:
         finally:
             sys.setrecursionlimit(limit)
         if not done:
-            if self.features.minor >= 35 and any(p.is_invalid for p in self.pools):
+            if self.generation.reports_invalid_pools and any(p.is_invalid for p in self.pools):
                 raise NodeFailureError("invalid resource pools were encountered")
             return None
         return self.results
@@ -274,10 +284,6 @@ class Allocator:
 
     def _allocate_one(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int, int]) -> bool:
         self.steps += 1
-        if self.steps > self.budget:
-            # The scheduler's Filter reports its timeout as unschedulable on this node.
-            raise NodeFailureError(f"timed out trying to allocate devices (numalign stops the search after "
-                                   f"{self.budget} steps)")
         if ci >= len(self.claims):
             return True
         claim = self.claims[ci]
@@ -319,8 +325,7 @@ class Allocator:
         key = (ci, ri, si)
         for pi in range(start[0], len(self.pools)):
             pool = self.pools[pi]
-            if pool.is_invalid and self.features.minor <= 34:
-                # Until 1.35 an invalid pool failed the whole allocation as soon as the search met it.
+            if pool.is_invalid and self.generation.invalid_pool_aborts:
                 raise AllocatorError(f"pool {pool.pool} is invalid: {pool.invalid_reason}")
             if pool.is_incomplete or pool.is_invalid:
                 continue
@@ -328,6 +333,9 @@ class Allocator:
                 s = pool.slices[sli]
                 first = start[2] if pi == start[0] and sli == start[1] else 0
                 for dvi in range(first, len(s.devices)):
+                    self.checks += 1
+                    if self.checks > self.budget:
+                        raise SearchTimeoutError(self.features.release.timeout_message(self.node.name))
                     device = s.devices[dvi]
                     device_id = (pool.driver, pool.pool, device.name)
                     if admin and ci in self._allocating.get(device_id, ()):
@@ -343,9 +351,7 @@ class Allocator:
                     if not ok:
                         continue
                     assert undo is not None
-                    # From 1.36 the next device of a request is searched after this one (combinations);
-                    # until then from the start again (permutations: the same first answer, more steps).
-                    after = (pi, sli, dvi + 1) if self.features.minor >= 36 else (0, 0, 0)
+                    after = (pi, sli, dvi + 1) if self.generation.searches_combinations else (0, 0, 0)
                     if self._descend(undo, ci, ri, si, di + 1, in_sub, after):
                         return True
         return False
@@ -420,7 +426,7 @@ class Allocator:
             return cel.device_matches(compiled, variables)
         except cel.CELRuntimeError as exc:
             message = str(exc)
-            if self.features.minor >= 37:
+            if self.generation.cel_error_names_device:
                 if "no such key:" in message:
                     message += (". consider using CEL optional chaining (.? followed by orValue()) or guarding the "
                                 "check with has() for optional fields")

@@ -42,6 +42,7 @@ from numalign.scheduler.dra.allocator import (
     AllocatorError,
     DeviceResult,
     NodeFailureError,
+    SearchTimeoutError,
 )
 from numalign.scheduler.dra.features import DEFAULT_VERSION, dra_enabled, features_for
 from numalign.scheduler.dra.pools import NodeInfo
@@ -135,13 +136,15 @@ class AllocationFailure:
     message: str  # upstream's text
     kind: Literal["unschedulable", "error"]
     where: str = ""  # the file and object the message is about
+    detail: str = ""  # numalign's own words before upstream's text (why the search stopped)
 
     @property
     def unschedulable(self) -> bool:
         return self.kind == "unschedulable"
 
     def line(self) -> str:
-        return f"{self.where}: {self.message}" if self.where else self.message
+        text = f"{self.detail}: {self.message}" if self.detail else self.message
+        return f"{self.where}: {text}" if self.where else text
 
 
 def allocate_claims(
@@ -163,8 +166,10 @@ def allocate_claims(
     info = NodeInfo(node_name, dict(node_labels or {}))
     version = str(version)
 
-    def fail(message: str, kind: Literal["unschedulable", "error"], where: str = "") -> AllocationFailure:
-        return AllocationFailure(node_name, version, features.implementation, message, kind, where)
+    def fail(
+        message: str, kind: Literal["unschedulable", "error"], where: str = "", detail: str = ""
+    ) -> AllocationFailure:
+        return AllocationFailure(node_name, version, features.implementation, message, kind, where, detail)
 
     if not dra_enabled(version, gates):
         return fail(f"the DynamicResourceAllocation feature gate is off (its default in {version}); the API "
@@ -187,6 +192,11 @@ def allocate_claims(
         return fail(str(exc), "error", _where_for_message(str(exc), pending, class_map))
     except NodeFailureError as exc:
         return fail(str(exc), "unschedulable", _where_all(pending))
+    except SearchTimeoutError as exc:
+        kind: Literal["unschedulable", "error"] = "error" if features.release.timeout_is_error else "unschedulable"
+        return fail(str(exc), kind, _where_all(pending),
+                    f"numalign stopped the search after {budget} device checks (its bound in place of the "
+                    "scheduler's 10 s filter timeout)")
     if results is None:
         return fail(CANNOT_ALLOCATE, "unschedulable", _where_all(pending))
     by_claim = dict(zip((c.key for c in pending), results, strict=True))

@@ -1,5 +1,5 @@
 """The feature gates that shape DRA allocation, their defaults in each Kubernetes version, and which of
-upstream's three allocator implementations (stable, incubating, experimental) those gates select.
+upstream's three allocator generations (stable, incubating, experimental; behaviours.py) those gates select.
 
 The defaults are kube-scheduler's (pkg/features/kube_features.go, versioned specs); the gate names are
 upstream's. numalign.kubelet.versions holds the kubelet's own gates (those that change what the resource
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final
 
 from numalign.errors import InvalidInputError
 from numalign.k8s.version import DEFAULT, NEWEST_PATCH, KubeletVersion
+from numalign.scheduler.dra.behaviours import Generation, Release, release
 
 if TYPE_CHECKING:
     from numalign.k8s.dra.cel import CELFeatures
@@ -66,10 +67,12 @@ class Features:
     device_binding_and_status: bool = False
     consumable_capacity: bool = False
     list_type_attributes: bool = False
-    # Which release's allocator: behaviour that changed between releases (invalid pools, CEL wording).
+    # Which release's allocator and scheduler (behaviours.py names what changed between releases).
     minor: int = 37
     # DRAResourceClaimDeviceStatus was an allocator feature of its own in 1.34 only.
     device_status_34: bool = False
+    # Only these generations may be picked (upstream's EnableAllocators); empty: all of them.
+    allocators: frozenset[str] = frozenset()
 
     @property
     def cel(self) -> CELFeatures:
@@ -79,35 +82,33 @@ class Features:
                            list_type_attributes=self.list_type_attributes)
 
     @property
+    def release(self) -> Release:
+        return release(self.minor)
+
+    @property
+    def generation(self) -> Generation:
+        """The generation upstream's NewAllocator picks for these features (k/k PR #133967: in 1.34
+        DRAResourceClaimDeviceStatus, on by default, was supported by experimental only)."""
+        return self.release.generation(self.enabled(), self.allocators)
+
+    @property
     def implementation(self) -> str:
-        """The implementation upstream's NewAllocator picks: the first, most stable first, whose
-        supported features include every enabled one. In 1.34 DRAResourceClaimDeviceStatus (on by
-        default) was supported by experimental only, so 1.34 ran experimental by default (k/k PR #133967)."""
-        if self.minor <= 33:
-            return "structured (1.33 has a single implementation)"
-        for name, supported in _SUPPORTED[min(self.minor, 36)]:
-            if self.enabled() <= supported:
-                return name
-        return "none"
+        return self.generation.name
+
+    @property
+    def list_types_in_constraints(self) -> bool:
+        """DRAListTypeAttributes as the allocator's constraints see it (1.36 passes it to CEL only)."""
+        return self.list_type_attributes and self.release.list_types_in_constraints
 
     def enabled(self) -> frozenset[str]:
+        """The structured.Features the scheduler passes to NewAllocator."""
         names = {
             "AdminAccess": self.admin_access, "PrioritizedList": self.prioritized_list,
             "PartitionableDevices": self.partitionable_devices, "DeviceTaints": self.device_taints,
             "DeviceBindingAndStatus": self.device_binding_and_status, "ConsumableCapacity": self.consumable_capacity,
-            "ListTypeAttributes": self.list_type_attributes, "DeviceStatus": self.device_status_34,
+            "ListTypeAttributes": self.list_types_in_constraints, "DeviceStatus": self.device_status_34,
         }
         return frozenset(name for name, on in names.items() if on)
-
-
-_BASIC: Final = frozenset({"AdminAccess", "PrioritizedList", "PartitionableDevices", "DeviceTaints"})
-_MORE: Final = _BASIC | {"DeviceBindingAndStatus", "ConsumableCapacity"}
-# minor -> each implementation's SupportedFeatures, most stable first.
-_SUPPORTED: Final[Mapping[int, tuple[tuple[str, frozenset[str]], ...]]] = {
-    34: (("stable", frozenset()), ("incubating", _BASIC), ("experimental", _MORE | {"DeviceStatus"})),
-    35: (("stable", frozenset()), ("incubating", _BASIC), ("experimental", _MORE)),
-    36: (("stable", _BASIC), ("incubating", _MORE), ("experimental", _MORE | {"ListTypeAttributes"})),
-}
 
 
 def features_for(version: str | KubeletVersion = DEFAULT_VERSION, gates: Mapping[str, bool] | None = None) -> Features:
@@ -130,7 +131,7 @@ def features_for(version: str | KubeletVersion = DEFAULT_VERSION, gates: Mapping
         consumable_capacity=values["DRAConsumableCapacity"],
         list_type_attributes=values["DRAListTypeAttributes"],
         minor=minor,
-        device_status_34=minor == 34 and values["DRAResourceClaimDeviceStatus"],
+        device_status_34=release(minor).device_status_is_feature and values["DRAResourceClaimDeviceStatus"],
     )
 
 

@@ -2,9 +2,11 @@
 
 The slices that target the node (by name, selector, all nodes or per device) are grouped into pools by
 (driver, pool name); only the newest generation counts; a pool whose slices are not all there is
-incomplete; a pool with duplicate device names or broken counter references is invalid. Pools are
-ordered by driver then pool name, pools with binding conditions last, and slices within a pool by name:
-this order is the allocator's search order.
+incomplete; a pool with duplicate device names or broken counter references is invalid. From 1.36 pools
+are ordered by driver then pool name, pools with binding conditions last, and slices within a pool by
+name: this order is the allocator's search order. Before (and in 1.36's stable generation) upstream ranges
+over a Go map: numalign keeps the sorted pool order (one of the orders the map can give) and
+`order_matters` tells when another order could give another answer.
 """
 
 from __future__ import annotations
@@ -87,10 +89,13 @@ def gather_pools(
 ) -> list[Pool]:
     """GatherPools over the slices that may apply to `node` (its own and those without a node name)."""
     grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
+    everywhere = features.generation.counter_slices_for_every_node
     for s in slices:
         if not features.partitionable_devices and (s.per_device_node_selection or s.shared_counters):
             continue
-        if s.node_name or s.all_nodes or s.node_selector is not None:
+        if s.shared_counters and everywhere:
+            relevant = True
+        elif s.node_name or s.all_nodes or s.node_selector is not None:
             relevant = node_matches(node, s.node_name, s.all_nodes, s.node_selector)
         elif s.per_device_node_selection:
             relevant = any(node_matches(node, d.node_name, d.all_nodes, d.node_selector) for d in s.devices)
@@ -145,7 +150,8 @@ def _slices_in_pool(
 def _build_pool(
     driver: str, name: str, slices: list[ResourceSlice], features: Features, all_for_pool: list[ResourceSlice]
 ) -> Pool:
-    slices = sorted(slices, key=lambda s: s.name)
+    if features.generation.sorts_pools:
+        slices = sorted(slices, key=lambda s: s.name)
     device_slices: list[ResourceSlice] = []
     counter_slices: list[ResourceSlice] = []
     not_targeting: list[ResourceSlice] = []

@@ -145,11 +145,18 @@ def test_versions_are_parsed_as_every_kubelet_version_is() -> None:
         allocate_claims([claim], objects.slices, objects.classes, version="1.32")
 
 
-def test_a_search_past_its_budget_is_unschedulable_with_the_schedulers_timeout_text() -> None:
+def test_a_search_past_its_budget_ends_with_the_schedulers_timeout_text() -> None:
+    """The bound counts device checks (deterministic); the answer is the scheduler's filter timeout, an
+    error naming the node from 1.36, an unschedulable node before."""
     claim, objects = _example()
-    result = allocate_claims([claim], objects.slices, objects.classes, budget=3)
-    assert isinstance(result, AllocationFailure) and result.unschedulable
-    assert result.message == "timed out trying to allocate devices (numalign stops the search after 3 steps)"
+    result = allocate_claims([claim], objects.slices, objects.classes, budget=1)
+    assert isinstance(result, AllocationFailure) and not result.unschedulable
+    assert result.message == "node node-a: timed out trying to allocate devices"
+    assert result.line() == (f"{WHERE}: numalign stopped the search after 1 device checks (its bound in place of "
+                             "the scheduler's 10 s filter timeout): node node-a: timed out trying to allocate devices")
+    older = allocate_claims([claim], objects.slices, objects.classes, budget=1, version="1.35")
+    assert isinstance(older, AllocationFailure) and older.unschedulable
+    assert older.message == "timed out trying to allocate devices"
 
 
 def test_the_library_example_allocates_the_pods_claims() -> None:

@@ -43,10 +43,13 @@ def _entry(r: Any) -> str:
     return text
 
 
-def _run(case: dict[str, Any], minor: int = 37) -> Allocator:
-    """Allocate the case's claims and check the outcome; the allocator is returned for its step count."""
+def _run(case: dict[str, Any], minor: int = 37, allocators: frozenset[str] = frozenset({"incubating", "experimental"})
+         ) -> Allocator:
+    """Allocate the case's claims and check the outcome; the allocator is returned for its step count.
+    The step counts are the incubating generation's, as upstream's table runs it (EnableAllocators)."""
     node = case.get("node", "node-1")
-    allocator = Allocator(dataclasses.replace(features(case.get("features")), minor=minor), _state(case),
+    chosen = dataclasses.replace(features(case.get("features")), minor=minor, allocators=allocators)
+    allocator = Allocator(chosen, _state(case),
                           classes(case.get("classes")), slices(case.get("slices")),
                           NodeInfo(node, NODE_LABELS.get(node, {})))
     try:
@@ -75,6 +78,7 @@ def test_upstream_allocator_case(case: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("case", [c for c in CASES if "invocationsPermutations" in c], ids=lambda c: c["upstream"])
 def test_upstream_step_counts_before_combinations(case: dict[str, Any]) -> None:
-    """Upstream's stable implementation still searches permutations (as every implementation did until
-    1.36): the same answer after more steps; numalign does the same for 1.34 and 1.35."""
+    """Upstream's stable generation still searches permutations (as every generation did until 1.36): the
+    same answer after more steps; numalign does the same for 1.34 and 1.35 and for stable."""
     assert _run(case, minor=35).steps == case["invocationsPermutations"]
+    assert _run(case, allocators=frozenset({"stable"})).steps == case["invocationsPermutations"]

@@ -1,0 +1,110 @@
+"""What the structured allocator does differently from one release to the next, as named records.
+
+Upstream keeps its allocator in generations (structured/internal/{stable,incubating,experimental}):
+NewAllocator picks, most stable first, the first generation whose supported features cover every
+enabled one. A change lands in experimental, and moves to incubating and stable as it matures, so one
+release can search in two ways depending on the gates. `Generation` is one generation of one release
+(what it supports and how it searches); `Release` is what the scheduler around it does (how it wires
+the gates, how it words a timeout). The allocator reads these records, never version numbers.
+The facts come from k8s.io/dynamic-resource-allocation v0.34.5, v0.35.2, v0.36.2, v0.37.0 and
+kube-scheduler's DynamicResources plugin of the same releases (docs/dra.md, "Versions").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Final
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One allocator implementation of one release (internal/<name>/allocator_<name>.go)."""
+
+    name: str
+    # structured.Features this generation accepts (SupportedFeatures); a superset of the enabled ones wins.
+    supported: frozenset[str]
+    # The next device of a request is searched after the previous one (combinations); before 1.36, and in
+    # stable still, from the start again (permutations: the same first answer, more steps).
+    searches_combinations: bool = False
+    # Pools sorted by driver and pool name, slices by name. Without it upstream ranges over a Go map: the
+    # order, and with more than one pool to choose from possibly the answer, changes from run to run.
+    sorts_pools: bool = False
+    # 1.35 and 1.36 (not stable): a slice with sharedCounters is gathered for every node, whatever node it
+    # names, so its pool is seen (possibly incomplete or invalid) on nodes that have none of its devices.
+    counter_slices_for_every_node: bool = False
+    # 1.34: an invalid pool met by the search fails the allocation ("pool P is invalid: ...").
+    invalid_pool_aborts: bool = False
+    # 1.35+: invalid pools are skipped; when nothing fits, "invalid resource pools were encountered".
+    reports_invalid_pools: bool = False
+    # 1.37: a device rejected after its counters were reserved (taint, constraint, capacity) gives them
+    # back; until then the reservation leaks for the rest of the search.
+    rolls_back_rejected_devices: bool = False
+    # 1.37: a CEL runtime error names the device ("selector #0 on device D/P/N: ...") and, for a missing
+    # key, suggests optional chaining.
+    cel_error_names_device: bool = False
+
+
+@dataclass(frozen=True)
+class Release:
+    """One minor release's allocator generations and the scheduler plugin around them."""
+
+    minor: int
+    generations: tuple[Generation, ...]
+    # The scheduler passes DRAListTypeAttributes to the allocator (matchAttribute, distinctAttribute over
+    # list values). 1.36 gives it to CEL only, so its constraints compare scalars even with the gate on.
+    list_types_in_constraints: bool = False
+    # 1.36+: the 10 s filter timeout is an error naming the node ("node N: timed out trying to allocate
+    # devices"), retried with backoff; before, an unschedulable "timed out trying to allocate devices".
+    timeout_is_error: bool = False
+    # 1.34: DRAResourceClaimDeviceStatus was an allocator feature of its own (experimental only).
+    device_status_is_feature: bool = False
+
+    def generation(self, enabled: frozenset[str], allowed: frozenset[str] = frozenset()) -> Generation:
+        """NewAllocator: the most stable generation that supports every enabled feature, among the
+        `allowed` ones when given (upstream's EnableAllocators, which its tests use)."""
+        for generation in self.generations:
+            if allowed and generation.name not in allowed and len(self.generations) > 1:
+                continue
+            if enabled <= generation.supported:
+                return generation
+        return Generation("none", frozenset())
+
+    def timeout_message(self, node: str) -> str:
+        return f"node {node}: timed out trying to allocate devices" if self.timeout_is_error else (
+            "timed out trying to allocate devices")
+
+
+_BASIC: Final = frozenset({"AdminAccess", "PrioritizedList", "PartitionableDevices", "DeviceTaints"})
+_MORE: Final = _BASIC | {"DeviceBindingAndStatus", "ConsumableCapacity"}
+_ALL: Final = _MORE | {"ListTypeAttributes", "DeviceStatus"}
+
+_G34: Final = Generation("", frozenset(), invalid_pool_aborts=True)
+_G35: Final = Generation("", frozenset(), reports_invalid_pools=True)
+_G35_NEW: Final = replace(_G35, counter_slices_for_every_node=True)
+_G36_NEW: Final = replace(_G35_NEW, searches_combinations=True, sorts_pools=True)
+_G37: Final = Generation("", frozenset(), reports_invalid_pools=True, rolls_back_rejected_devices=True,
+                         cel_error_names_device=True)
+_G37_NEW: Final = replace(_G37, searches_combinations=True, sorts_pools=True)
+
+RELEASES: Final[Mapping[int, Release]] = {
+    # 1.33 has a single implementation; DRA is beta and off by default there.
+    33: Release(33, (replace(_G34, name="structured (1.33 has a single implementation)", supported=_ALL),)),
+    34: Release(34, (replace(_G34, name="stable"), replace(_G34, name="incubating", supported=_BASIC),
+                     replace(_G34, name="experimental", supported=_MORE | {"DeviceStatus"})),
+                device_status_is_feature=True),
+    35: Release(35, (replace(_G35, name="stable"), replace(_G35_NEW, name="incubating", supported=_BASIC),
+                     replace(_G35_NEW, name="experimental", supported=_MORE))),
+    36: Release(36, (replace(_G35, name="stable", supported=_BASIC),
+                     replace(_G36_NEW, name="incubating", supported=_MORE),
+                     replace(_G36_NEW, name="experimental", supported=_MORE | {"ListTypeAttributes"})),
+                timeout_is_error=True),
+    37: Release(37, (replace(_G37, name="stable", supported=_BASIC),
+                     replace(_G37_NEW, name="incubating", supported=_MORE),
+                     replace(_G37_NEW, name="experimental", supported=_MORE | {"ListTypeAttributes"})),
+                list_types_in_constraints=True, timeout_is_error=True),
+}
+
+
+def release(minor: int) -> Release:
+    return RELEASES[min(max(minor, 33), 37)]
