@@ -405,7 +405,7 @@ class Allocator:
         for i, selector in enumerate(selectors):
             compiled = cel.compile_selector(selector.expression, replace(self.features.cel, minor=self.features.minor))
             if compiled.error is not None:
-                raise AllocatorError(f"{owner}: selector #{i}: CEL compile error: {compiled.error_line}")
+                raise AllocatorError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
             cache_key = (selector.expression, c.device_id)
             matched = self._cel_results.get(cache_key)
             if matched is None:

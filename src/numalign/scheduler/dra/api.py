@@ -143,7 +143,11 @@ class AllocationFailure:
         return self.kind == "unschedulable"
 
     def line(self) -> str:
-        text = f"{self.detail}: {self.message}" if self.detail else self.message
+        """One line: a CEL compile error's source excerpt (` | ...` lines under upstream's message, which
+        `message` keeps) is left out, its errors joined by "; "."""
+        lines = [part for part in self.message.splitlines() if not part.startswith(" | ")]
+        message = "; ".join(lines)
+        text = f"{self.detail}: {message}" if self.detail else message
         return f"{self.where}: {text}" if self.where else text
 
 
