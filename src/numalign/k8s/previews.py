@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from numalign.errors import InvalidInputError
-from numalign.limits import quote
+from numalign.limits import flat, quote
 
 NUMA_ALLOCATION_STRATEGY = "numa-allocation-strategy"
 NUMA_SCORE_WEIGHTS = "numa-score-weights"
@@ -70,7 +70,7 @@ class Previews:
             # is not echoed back in full.
             if preview is None:
                 raise InvalidInputError(
-                    f"{where}: no preview named {quote(name)}; expected one of {', '.join(PREVIEWS)} "
+                    f"{where} {flat(name)}: no preview named {quote(name)}; expected one of {', '.join(PREVIEWS)} "
                     "(`numalign admit --help` lists them); check the spelling")
             value = value if sep else preview.default
             if preview.values and value not in preview.values:

@@ -86,6 +86,10 @@ def register(sub: Any) -> None:
     p.add_argument("--cgroup-parent", metavar="DIR", type=Path,
                    help="cgroup v2 directory to create the run's cgroup in (default <cgroup2 mount>/numalign)")
     p.add_argument("--no-cgroup", action="store_true", help="create no cgroup (affinity and memory policy only)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="print only the decision line (admitted ..., or rejected ...) on stderr; without it the "
+                   "decision line, then the device variables set and what the host did not apply (-v 1 adds the "
+                   "cgroup made and numalign's own variables)")
     from numalign.cli.options.kubeletflags import add_kubelet_flags
     from numalign.cli.output import add_output_arg
 
@@ -178,7 +182,9 @@ def run(args: argparse.Namespace) -> int:
         raise
     if adm.allocation is not None and not adm.allocation.exclusive:
         notes.append(SHARED_POOL_NOTE)
-    _shown(lambda: _print_decision(args, adm, placement, [*version_notes, *notes], cgroup_info))
+    # The decision line names the kubelet version; how it was chosen is detail (-v 1).
+    _shown(lambda: _print_decision(args, adm, placement, [*(DETAIL + n for n in version_notes), *notes],
+                                   cgroup_info))
     try:
         child.start(placement)
     except LaunchError as e:
@@ -192,6 +198,9 @@ def run(args: argparse.Namespace) -> int:
         _release(node, pod.uid, ref, placement.cgroup, held)
     return code
 
+
+# A note that is numalign's own bookkeeping (the cgroup it made): shown with -v 1 and above only.
+DETAIL = "\x00detail:"
 
 SHARED_POOL_NOTE = ("shared pool, not exclusive CPUs: the static CPU manager gives exclusive CPUs only to a "
                     "Guaranteed pod's container asking for whole CPUs; pass --cpus N with --memory SIZE")
@@ -262,7 +271,7 @@ def _place(
         if setup.cgroup is not None:
             cgroup = setup.cgroup.path
             applied = f"applied {', '.join(setup.applied)}" if setup.applied else "no limits"
-            notes.append(f"cgroup {cgroup}: {applied}")
+            notes.append(f"{DETAIL}cgroup {cgroup}: {applied}")
         info = {"path": None if cgroup is None else str(cgroup), "applied": setup.applied,
                 "not_applied": setup.not_applied, "reason": setup.reason}
     # The marker the command's descendants inherit, so what it leaves behind is found and ended with it.
@@ -345,6 +354,7 @@ def _print_decision(
     if args.output != "text":
         from numalign.cli.options.versionargs import version_fields
 
+        notes = [n.removeprefix(DETAIL) for n in notes]
         doc: dict[str, Any] = {"decision": rec.to_dict(), "notes": notes, "numalign_pid": os.getpid(),
                                "released_ended_runs": adm.reclaimed, "not_applied": adm.unapplied,
                                **version_fields(args.chosen_version, args.chosen_previews)}
@@ -358,7 +368,8 @@ def _print_decision(
     if not rec.result.admit:
         from numalign.answer.presentation import record_text
 
-        print(record_text(rec), file=sys.stderr)
+        if not args.quiet:
+            print(record_text(rec), file=sys.stderr)
         print(f"numalign run: {rec.pod} rejected ({rec.result.reason}); COMMAND was not run; see what holds this "
               f"node with `numalign pods --state-dir {args.state_dir or _default_state_dir()}`", file=sys.stderr)
         return
@@ -375,10 +386,19 @@ def _print_decision(
 
     print(f"numalign run: {rec.pod} admitted ({version_text(args.chosen_version, args.chosen_previews)}): "
           + "; ".join(parts), file=sys.stderr)
+    if args.quiet:
+        return
+    from numalign.run.leftovers import RUN_ENV
+
+    detail = (getattr(args, "verbosity", 0) or 0) >= 1
     for k, v in sorted(placement.env.items()):
-        print(f"numalign run:   env {k}={v}", file=sys.stderr)
+        if k != RUN_ENV or detail:  # RUN_ENV marks the command's processes for numalign itself
+            print(f"numalign run:   env {k}={v}", file=sys.stderr)
     for n in notes:
-        print(f"numalign run:   {n}", file=sys.stderr)
+        if not n.startswith(DETAIL):
+            print(f"numalign run:   {n}", file=sys.stderr)
+        elif detail:
+            print(f"numalign run:   {n.removeprefix(DETAIL)}", file=sys.stderr)
     for n in adm.unapplied:
         print(f"numalign run:   {n}", file=sys.stderr)
 
