@@ -84,7 +84,7 @@ class AlignmentJudge:
         cpu_nodes: set[int] = set()
         need: dict[str, int] = {}
         if allocation.exclusive:
-            cpu_nodes = {n for n in (self.machine.cpu(c).numa_node for c in allocation.cpus) if n is not None}
+            cpu_nodes = self.machine.numa_nodes_of(allocation.cpus)
             need[RESOURCE_CPU] = len(allocation.cpus)
         mem_nodes: set[int] = set()
         for b in allocation.memory:

@@ -133,7 +133,7 @@ def device_place(machine: Machine, d: AllocatedDevice) -> DRADevicePlace:
 def _cpu_nodes(machine: Machine, allocation: ContainerAllocation) -> set[int]:
     if not allocation.exclusive:
         return set()
-    return {n for n in (machine.cpu(cpu).numa_node for cpu in allocation.cpus) if n is not None}
+    return machine.numa_nodes_of(allocation.cpus)
 
 
 def container_alignment(

@@ -56,7 +56,7 @@ def driver_lines(node: Node, pod: Pod, outcome: PodClaims) -> list[str]:
                 count += n
                 parts.append(f"{n} CPUs of {d.device} (NUMA {_ids(d.numa_nodes)}; the driver picks them at Prepare)")
         if cpus:
-            numa = {n for n in (node.machine.cpu(x).numa_node for x in cpus) if n is not None}
+            numa = node.machine.numa_nodes_of(cpus)
             parts.insert(0, f"CPUs {format_cpuset(cpus)} (NUMA {_ids(numa)})")
         memory = 0
         for d in mem_devs:
@@ -97,7 +97,7 @@ def _kubelet(node: Node, pod: Pod, name: str, cpus: int, memory: int) -> str:
     got = []
     if alloc.exclusive:
         ids = alloc.cpus
-        numa = {n for n in (node.machine.cpu(x).numa_node for x in ids) if n is not None}
+        numa = node.machine.numa_nodes_of(ids)
         got.append(f"CPUs {format_cpuset(ids)} (NUMA {_ids(numa)})")
     for b in alloc.memory:
         got.append(f"{b.type} {binary_quantity(b.size)} on NUMA {_ids(b.numa_nodes)}")

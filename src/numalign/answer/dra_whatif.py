@@ -70,7 +70,7 @@ def _aligned(node: Node, outcome: PodClaims, pod: Pod, allocations: Mapping[str,
 
 
 def _cpu_numa(node: Node, cpus: set[int]) -> str:
-    nodes = sorted({n for n in (node.machine.cpu(c).numa_node for c in cpus) if n is not None})
+    nodes = sorted(node.machine.numa_nodes_of(cpus))
     return ",".join(map(str, nodes))
 
 
@@ -182,8 +182,7 @@ def _device_plugin(node: Node, pod: Pod, outcome: PodClaims, dra: NodeDRA,
             dev_nodes = {n for ids in alloc.devices.values() for topo in ids.values() if topo for n in topo}
             if not dev_nodes:
                 continue
-            cpus = set() if not alloc.exclusive else {
-                n for n in (node.machine.cpu(c).numa_node for c in alloc.cpus) if n is not None}
+            cpus = set() if not alloc.exclusive else node.machine.numa_nodes_of(alloc.cpus)
             mem = {n for b in alloc.memory for n in b.numa_nodes}
             pinned = [s for s in (cpus, mem) if s]
             if not pinned or not dev_nodes <= set.intersection(*pinned):

@@ -60,7 +60,7 @@ def numa_capacity(node: Node) -> list[FreeCapacity]:
 def _cpu(node: Node, numa: int, keys: dict[str, str], containers: list[tuple[str, str]]) -> Iterator[FreeCapacity]:
     if not node.cpu.pins:
         return
-    mine = frozenset(c for c in node.machine.online_cpus() if node.machine.cpu(c).numa_node == numa)
+    mine = node.machine.cpus_on(numa)
     allocatable = node.cpu.get_allocatable_cpus() & mine
     held = []
     for uid, name in containers:

@@ -186,18 +186,45 @@ class Machine:
         return sorted(self.numa_ids(), key=lambda i: f"node{i}")
 
     def node(self, node_id: int) -> NUMANode:
-        for n in self.numa_nodes:
-            if n.id == node_id:
-                return n
-        raise InvalidInputError(
-            f"machine {self.name!r}: no NUMA node {node_id}; the machine has nodes {self.numa_ids()}"
-        )
+        found = self._nodes_by_id.get(node_id)
+        if found is None:
+            raise InvalidInputError(
+                f"machine {self.name!r}: no NUMA node {node_id}; the machine has nodes {self.numa_ids()}"
+            )
+        return found
 
     def cpu(self, cpu_id: int) -> CPU:
-        for c in self.cpus:
-            if c.id == cpu_id:
-                return c
-        raise InvalidInputError(f"machine {self.name!r}: no CPU {cpu_id}")
+        found = self._cpus_by_id.get(cpu_id)
+        if found is None:
+            raise InvalidInputError(f"machine {self.name!r}: no CPU {cpu_id}")
+        return found
+
+    def numa_of(self, cpu_id: int) -> int | None:
+        """The NUMA node CPU `cpu_id` belongs to (None: no node lists it)."""
+        return self.cpu(cpu_id).numa_node
+
+    def numa_nodes_of(self, cpu_ids: Iterable[int]) -> set[int]:
+        """The NUMA nodes holding any of `cpu_ids` (CPUs no node lists are left out)."""
+        return {n for n in (self.cpu(c).numa_node for c in cpu_ids) if n is not None}
+
+    def cpus_on(self, node_id: int) -> frozenset[int]:
+        """The online CPUs of NUMA node `node_id` (empty for a memory-only node or an unknown id)."""
+        found = self._nodes_by_id.get(node_id)
+        return frozenset() if found is None else found.cpus
+
+    # Machines are immutable, so each index is built once, on first use: lookups in the answers run per
+    # pod, NUMA node and container, and a linear scan there made admit on 64 nodes quadratic.
+    @cached_property
+    def _cpus_by_id(self) -> Mapping[int, CPU]:
+        return MappingProxyType({c.id: c for c in self.cpus})
+
+    @cached_property
+    def _nodes_by_id(self) -> Mapping[int, NUMANode]:
+        return MappingProxyType({n.id: n for n in self.numa_nodes})
+
+    @cached_property
+    def _online_cpus(self) -> frozenset[int]:
+        return frozenset(c.id for c in self.cpus if c.online)
 
     def capacity_cpus(self) -> int:
         """The node's cpu capacity: cadvisor's NumCores when read from cadvisor (every CPU it counted,
@@ -211,7 +238,7 @@ class Machine:
         return sum(n.memory_bytes for n in self.numa_nodes)
 
     def online_cpus(self) -> frozenset[int]:
-        return frozenset(c.id for c in self.cpus if c.online)
+        return self._online_cpus
 
     def all_offline_cpus(self) -> frozenset[int]:
         return self.offline_cpus | frozenset(c.id for c in self.cpus if not c.online)

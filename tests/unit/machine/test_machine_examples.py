@@ -93,3 +93,21 @@ def test_numa_64() -> None:
 def test_unknown_name() -> None:
     with pytest.raises(InvalidInputError, match="unknown built-in machine 'dual'; choose one of dual-socket"):
         example("dual")
+
+
+@pytest.mark.parametrize("name", ["numa-64", "gb200", "epyc-nps4"])
+def test_lookups_agree_with_the_cpu_list(name: str) -> None:
+    """cpu(id), numa_of, cpus_on and numa_nodes_of are indexes over the same facts the CPU list holds."""
+    m = example(name)
+    for c in m.cpus:
+        assert m.cpu(c.id) is c and m.numa_of(c.id) == c.numa_node
+    for n in m.numa_nodes:
+        assert m.cpus_on(n.id) == frozenset(c.id for c in m.cpus if c.online and c.numa_node == n.id)
+        assert m.node(n.id) is n
+    some = [c.id for c in m.cpus[::7]]
+    assert m.numa_nodes_of(some) == {m.cpu(i).numa_node for i in some} - {None}
+    assert m.cpus_on(max(m.numa_ids()) + 1) == frozenset()
+    with pytest.raises(InvalidInputError, match=f"no CPU {len(m.cpus) + 1000}"):
+        m.cpu(len(m.cpus) + 1000)
+    with pytest.raises(InvalidInputError, match="no NUMA node 999"):
+        m.node(999)
