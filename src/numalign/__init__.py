@@ -39,7 +39,7 @@ KUBELET_LAYERS: tuple[tuple[str, ...], ...] = (
     ("versions",),
     ("checkpointmanager",),
     ("topologymanager",),
-    ("cpumanager", "memorymanager", "devicemanager"),
+    ("cpumanager", "memorymanager", "devicemanager", "dramanager"),
     ("state", "plan"),
     ("admission", "nodestate", "previews"),
     ("startup",),

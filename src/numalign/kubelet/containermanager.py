@@ -24,6 +24,7 @@ from numalign.kubelet.cpumanager.manager import new_cpu_manager_policy
 from numalign.kubelet.cpumanager.topology import CPUTopology
 from numalign.kubelet.devicemanager.endpoint import Device
 from numalign.kubelet.devicemanager.manager import DeviceManager
+from numalign.kubelet.dramanager.manager import DRAManager
 from numalign.kubelet.memorymanager.manager import new_memory_manager
 from numalign.kubelet.memorymanager.reserved import MemoryReservation
 from numalign.kubelet.previews.numa_allocation import node_scorer, scored_policy
@@ -99,6 +100,9 @@ class ContainerManager:
         self.static_devices = static_devices
         if static_devices:
             self.register_static_plugins()
+        # The DRA manager gives no Topology Manager hints (no kubelet release registers it as a provider);
+        # it keeps which claims the node's pods reserve.
+        self.dra = DRAManager()
         # The kubelet's container manager registers the device manager, then the CPU manager, then the
         # memory manager (container_manager_linux.go); hints are listed and Allocate is called in
         # that order, so a device failure stops admission before any CPU or memory is pinned.

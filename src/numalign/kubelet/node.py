@@ -87,8 +87,8 @@ class Node(PodAdmission):
                                    implicit_from_nodes=implicit_from_nodes,
                                    adapt_memory_to_host=adapt_memory_to_host, previews=previews)
         # The container manager's parts, by the names every reader of a node uses.
-        self.numa, self.tm, self.cpu, self.memory, self.devices = (
-            self.cm.numa, self.cm.tm, self.cm.cpu, self.cm.memory, self.cm.devices)
+        self.numa, self.tm, self.cpu, self.memory, self.devices, self.dra = (
+            self.cm.numa, self.cm.tm, self.cm.cpu, self.cm.memory, self.cm.devices, self.cm.dra)
         self.static_devices = static_devices
         self.pods: dict[str, Pod] = {}
         self.records: dict[str, DecisionRecord] = {}
@@ -124,7 +124,8 @@ class Node(PodAdmission):
     def state(self) -> NodeState:
         """This node's state as a value: what its store commits, and what a restart starts from."""
         pods = tuple(AdmittedPod(p, self.allocations.get(uid), self.processes.get(uid)) for uid, p in self.pods.items())
-        return NodeState(pods, self.cpu.snapshot(), self.memory.snapshot(), self.devices.snapshot())
+        return NodeState(pods, self.cpu.snapshot(), self.memory.snapshot(), self.devices.snapshot(),
+                         claims=self.dra.snapshot())
 
     def restarted(self, config: KubeletConfig | None = None, *,
                   node_conditions: Sequence[NodeCondition] | None = None) -> Node:
@@ -166,6 +167,7 @@ class Node(PodAdmission):
         self.pods = {a.pod.uid: a.pod for a in state.pods}
         self.allocations = {a.pod.uid: a.allocation for a in state.pods}
         self.processes = {a.pod.uid: a.process for a in state.pods if a.process is not None}
+        self.dra.restore(state.claims)
         self.records = {uid: r for uid, r in self.records.items() if uid in self.pods}
 
     def _reload(self) -> None:
@@ -190,6 +192,8 @@ class Node(PodAdmission):
             log.warning("state %s: %s", self._where, line)
         for uid in set(self.processes) - set(self.pods):
             del self.processes[uid]
+        for line in self.dra.reconcile(self.pods):
+            log.warning("state %s: %s", self._where, line)
         self.reclaimed = []
         self._reclaim()
 
@@ -216,6 +220,7 @@ class Node(PodAdmission):
         """Drop a pod and everything it holds, in memory (the caller's transaction writes it)."""
         pod = self.pods.pop(pod_uid)
         self.cm.release_pod(pod)
+        self.dra.release(pod_uid)  # its claims' reservations end with it (committed with the pod record)
         self.records.pop(pod_uid, None)
         self.allocations.pop(pod_uid, None)
         self.processes.pop(pod_uid, None)

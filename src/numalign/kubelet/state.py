@@ -1,10 +1,11 @@
 """A node's state as a value: what survives a kubelet restart, and what a store keeps between processes.
 
 The kubelet keeps its managers' checkpoints (cpu_manager_state, memory_manager_state, the device
-checkpoint) across a restart; numalign adds its pod record, the pods it admitted with what the
-kubelet files must hold for each. A NodeState is those four, frozen: a store loads one and commits
-one (numalign.kubelet.nodestate says in which order), and a Node built from one is that node after a
-restart, with whatever configuration it is given (the what-if answers build theirs that way).
+checkpoint, dra_manager_state) across a restart; numalign adds its pod record, the pods it admitted
+with what the kubelet files must hold for each, and keeps the DRA claims those pods reserve inside it,
+so a pod and its claims are committed together. A NodeState is those, frozen: a store loads one and
+commits one (numalign.kubelet.nodestate says in which order), and a Node built from one is that node
+after a restart, with whatever configuration it is given (the what-if answers build theirs that way).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from numalign.k8s.pod import Pod
 from numalign.kubelet.cpumanager.state import CPUManagerState
 from numalign.kubelet.devicemanager.state import DeviceManagerState
+from numalign.kubelet.dramanager.state import HeldClaim
 from numalign.kubelet.memorymanager.state import MemoryManagerState
 
 
@@ -40,3 +42,4 @@ class NodeState:
     memory: MemoryManagerState | None = None
     devices: DeviceManagerState | None = None
     recorded: bool = True
+    claims: tuple[HeldClaim, ...] = ()  # the DRA claims the pods reserve, by claim key

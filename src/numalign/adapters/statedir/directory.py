@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from numalign.adapters.statedir.draclaims import claims_path, read_claims
 from numalign.adapters.statedir.files import (
     CheckpointFileError,
     CheckpointStore,
@@ -40,6 +41,7 @@ from numalign.k8s.manifest import pod_from_dict
 from numalign.k8s.pod import pod_to_manifest
 from numalign.kubelet.cpumanager.checkpoint import CPUManagerCheckpoint
 from numalign.kubelet.cpumanager.state import CPUManagerState
+from numalign.kubelet.dramanager.state import HeldClaim, reconcile
 from numalign.kubelet.state import AdmittedPod, NodeState
 
 log = logging.getLogger("numalign.state")
@@ -93,7 +95,8 @@ class StateDirectory:
         mcp = self.files.load_memory(policy_name=memory_policy)
         dcp = self.files.load_devices()
         state = NodeState(self._pods(record), cpu, None if mcp is None else mcp.state(),
-                          None if dcp is None else dcp.state(), recorded=record is not None)
+                          None if dcp is None else dcp.state(), recorded=record is not None,
+                          claims=self._claims(record))
         self.record = record
         self._disk = {"cpu": state.cpu, "memory": state.memory, "devices": state.devices}
         return state
@@ -112,6 +115,14 @@ class StateDirectory:
             return decode_pod_record(data)
         except CheckpointError as e:
             raise CheckpointFileError(self._record_problem(str(e)), path=self.record_path, reason=e) from None
+
+    def _claims(self, record: PodRecord | None) -> tuple[HeldClaim, ...]:
+        """The record's claims; for a record written before claims joined it, the old claims file's."""
+        if record is None:
+            return ()
+        if record.claims is not None:
+            return record.claims
+        return tuple(read_claims(self.state_dir))  # one line naming the file when it cannot be read
 
     def _record_problem(self, what: str) -> str:
         return (f"{self.record_path}: cannot read numalign's pod record: {what}; expected the file numalign wrote; "
@@ -155,30 +166,39 @@ class StateDirectory:
         docs = {"devices": state.devices, "cpu": state.cpu, "memory": state.memory}
         stale = [k for k, doc in docs.items() if doc != self._disk[k]]
         old = self.record.pods if self.record is not None else None
-        if not stale and old == entries:
+        old_claims = self.record.claims if self.record is not None else None
+        if not stale and old == entries and old_claims == state.claims:
             return
         wrote_record = False
         if old is not None and {e.uid for e in old} - {e.uid for e in entries}:
             # A removal commits before its release: the record first, so a crash can only leave
             # allocations no pod claims (released on the next open), never a pod without its allocations.
+            # Its claims are the new state's reserved by the pods it keeps: a removed (or replaced) pod's
+            # claims go with it, a new pod's come with it in the last write.
             new = {e.uid for e in entries}
-            self._write_record(tuple(e for e in old if e.uid in new))
+            kept = tuple(e for e in old if e.uid in new)
+            self._write_record(kept, tuple(reconcile(state.claims, {e.uid for e in kept})))
             wrote_record = True
         for key in stale:
             self._write_file(key, docs[key])
-        if not wrote_record or self.record is None or self.record.pods != entries:
-            # An admission commits here, after the kubelet files hold its allocations.
-            self._write_record(entries)
+        if not wrote_record or self.record is None or self.record.pods != entries or \
+                self.record.claims != state.claims:
+            # An admission commits here, after the kubelet files hold its allocations: the pod and the
+            # claims it reserves in one atomic write.
+            self._write_record(entries, state.claims)
 
-    def _write_record(self, pods: tuple[PodEntry, ...]) -> None:
+    def _write_record(self, pods: tuple[PodEntry, ...], claims: tuple[HeldClaim, ...]) -> None:
         if self.before_write is not None:
             self.before_write("record")
         generation = (self.record.generation if self.record is not None else 0) + 1
-        record = PodRecord(generation, pods)
+        record = PodRecord(generation, pods, claims)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         write_atomic(self.record_path, encode_pod_record(record))
         self.record = record
         self._fingerprint = _stat(self.record_path)
+        # The record holds the claims now; the file earlier versions kept them in is no longer read.
+        with contextlib.suppress(OSError):  # left behind, it is never read again (the record has claims)
+            claims_path(self.state_dir).unlink()
 
     def _write_file(self, key: str, doc: Any) -> None:
         if doc is None:  # nothing to write (a state without that manager's model)

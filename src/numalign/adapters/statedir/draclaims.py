@@ -1,31 +1,28 @@
-"""numalign_dra_claims.json: the ResourceClaims `admit --state-dir` allocated on this node, so a later
-`admit`, `pods` or `remove` on the same directory knows which DRA devices are held and by whom.
+"""The DRA claims of a state directory, bytes <-> model: the "claims" of numalign's pod record
+(numalign_pods.json, version 3), and numalign_dra_claims.json, the separate file earlier versions wrote.
 
 On a cluster the API server keeps this in each claim's status: `allocation` (the devices) and
-`reservedFor` (the pods using the claim); the scheduler reads it before it allocates again, and the
-resource claim controller deallocates a claim once no pod reserves it. A state directory stands in for
-the API server here, in the same words:
+`reservedFor` (the pods using the claim); the kubelet keeps the same in its dra_manager_state. A state
+directory keeps it in the pod record, in the API's words:
 
-    {"version": 1,
-     "claims": [{"namespace", "name", "uid",
-                 "allocation": {"devices": {"results": [{"request", "driver", "pool", "device",
-                                                         "adminAccess"?, "shareID"?, "consumedCapacity"?}]}},
-                 "reservedFor": [{"resource": "pods", "name", "uid"}]}],
-     "checksum": "sha256:..."}
+    "claims": [{"namespace", "name", "uid",
+                "allocation": {"devices": {"results": [{"request", "driver", "pool", "device",
+                                                        "adminAccess"?, "shareID"?, "consumedCapacity"?}]}},
+                "reservedFor": [{"resource": "pods", "namespace", "name", "uid"}]}]
 
-Consistency with the pod record (numalign_pods.json, the commit point): an admission writes this file
-first and the pod record after it, a removal the pod record first; every write is atomic. So a kill can
-leave only a reservation by a pod the record does not list, and `reconcile` drops those on every read
-(a claim no listed pod reserves is deallocated, as the controller would). A pod is never left holding
-devices this file forgot.
+One file, one atomic write: a pod and its claims are committed together, so no kill leaves a pod
+recorded with another version's claims or a claim reserved by a pod the record does not list.
+
+The old claims file (`{"version": 1, "claims": [...], "checksum"}`) is read when the pod record has no
+claims of its own (a directory written before), reconciled with the record, and removed once the
+record holds the claims.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,30 +30,25 @@ from numalign.adapters.statedir.files import CheckpointFileError, read_checkpoin
 from numalign.adapters.statedir.layout import DRA_CLAIMS_FILE
 from numalign.k8s.dra.read import allocation_from_dict
 from numalign.k8s.dra.types import DeviceAllocationResult, DeviceRequestAllocationResult, ResourceClaim
+from numalign.kubelet.dramanager.state import HeldClaim, PodReference, reconcile, release
+
+__all__ = [
+    "ClaimsFileError",
+    "HeldClaim",
+    "PodReference",
+    "claims_from_list",
+    "claims_path",
+    "claims_to_list",
+    "decode_claims",
+    "encode_claims",
+    "read_claims",
+    "reconcile",
+    "release",
+    "write_claims",
+]
 
 VERSION = 1
 MAX_CLAIMS = 100_000  # far above any node's pods x claims; bounds what one file can make us build
-
-
-@dataclass(frozen=True)
-class PodReference:
-    """status.reservedFor[]: a ResourceClaimConsumerReference to a pod."""
-
-    namespace: str
-    name: str
-    uid: str
-
-
-@dataclass(frozen=True)
-class HeldClaim:
-    """A claim allocated on this node, with the pods that reserve it."""
-
-    claim: ResourceClaim  # namespace, name, uid and allocation (the spec is not kept)
-    reserved_for: tuple[PodReference, ...]
-
-    @property
-    def key(self) -> str:
-        return self.claim.key
 
 
 class ClaimsFileError(CheckpointFileError):
@@ -68,7 +60,8 @@ def claims_path(state_dir: str | Path) -> Path:
 
 
 def read_claims(state_dir: str | Path) -> list[HeldClaim]:
-    """The claims the directory holds ([] when it has no claims file); the caller holds its lock."""
+    """The claims of the old claims file ([] when there is none); the caller holds the lock. A file that
+    cannot be read (a symlink loop, a directory, damaged bytes) is one line naming it, never absent."""
     path = claims_path(state_dir)
     data = read_checkpoint(path)  # bounded, regular files only; errors name the file
     if data is None:
@@ -87,27 +80,6 @@ def write_claims(state_dir: str | Path, claims: Iterable[HeldClaim]) -> None:
     path = claims_path(state_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, encode_claims(list(claims)))
-
-
-def reconcile(claims: Iterable[HeldClaim], pods: Collection[str]) -> list[HeldClaim]:
-    """Only reservations by pods in `pods` (uids the pod record lists) stay; a claim none of them
-    reserves is deallocated, so it is dropped."""
-    out = []
-    for held in claims:
-        kept = tuple(r for r in held.reserved_for if r.uid in pods)
-        if kept:
-            out.append(held if kept == held.reserved_for else replace(held, reserved_for=kept))
-    return out
-
-
-def release(claims: Iterable[HeldClaim], uids: Collection[str]) -> list[HeldClaim]:
-    """The pods `uids` are gone: their reservations end; a claim nobody reserves any more is deallocated."""
-    out = []
-    for held in claims:
-        kept = tuple(r for r in held.reserved_for if r.uid not in uids)
-        if kept:
-            out.append(replace(held, reserved_for=kept))
-    return out
 
 
 # ---- bytes <-> model -------------------------------------------------------------------------------
@@ -130,6 +102,12 @@ def _result_dict(r: DeviceRequestAllocationResult) -> dict[str, Any]:
 
 
 def encode_claims(claims: list[HeldClaim]) -> bytes:
+    body = {"version": VERSION, "claims": claims_to_list(claims)}
+    return (json.dumps({**body, "checksum": _checksum(body)}, indent=1, sort_keys=True) + "\n").encode("utf-8")
+
+
+def claims_to_list(claims: Iterable[HeldClaim]) -> list[dict[str, Any]]:
+    """The claims as JSON values, by key."""
     items = []
     for held in sorted(claims, key=lambda h: h.key):
         c = held.claim
@@ -140,8 +118,7 @@ def encode_claims(claims: list[HeldClaim]) -> bytes:
             "reservedFor": [{"resource": "pods", "name": r.name, "namespace": r.namespace, "uid": r.uid}
                             for r in held.reserved_for],
         })
-    body = {"version": VERSION, "claims": items}
-    return (json.dumps({**body, "checksum": _checksum(body)}, indent=1, sort_keys=True) + "\n").encode("utf-8")
+    return items
 
 
 def decode_claims(data: bytes) -> list[HeldClaim]:
@@ -158,28 +135,32 @@ def decode_claims(data: bytes) -> list[HeldClaim]:
     if body.get("version") != VERSION:
         raise ValueError(f"version {str(body.get('version'))[:20]!r}; expected {VERSION} "
                          "(written by a newer numalign?)")
-    raw = body.get("claims")
+    return claims_from_list(body.get("claims"))
+
+
+def claims_from_list(raw: object, where: str = "claims") -> list[HeldClaim]:
+    """The claims of a JSON list; ValueError saying what is wrong and where."""
     if not isinstance(raw, list) or len(raw) > MAX_CLAIMS:
-        raise ValueError(f"\"claims\" is not a list of at most {MAX_CLAIMS} claims")
+        raise ValueError(f"\"{where}\" is not a list of at most {MAX_CLAIMS} claims")
     out: list[HeldClaim] = []
     seen: set[str] = set()
     for i, item in enumerate(raw):
-        where = f"claims[{i}]"
+        at = f"{where}[{i}]"
         if not isinstance(item, dict):
-            raise ValueError(f"{where} is not an object")
+            raise ValueError(f"{at} is not an object")
         namespace, name, uid = item.get("namespace"), item.get("name"), item.get("uid", "")
         if not isinstance(namespace, str) or not isinstance(name, str) or not name or not isinstance(uid, str):
-            raise ValueError(f"{where}: namespace, name and uid must be strings (name not empty)")
+            raise ValueError(f"{at}: namespace, name and uid must be strings (name not empty)")
         try:
             allocation = allocation_from_dict(item.get("allocation"))
         except ValueError as e:
-            raise ValueError(f"{where}.{e}") from None
+            raise ValueError(f"{at}.{e}") from None
         claim = ResourceClaim(name=name, namespace=namespace, uid=uid,
-                              allocation=allocation or DeviceAllocationResult(), source=DRA_CLAIMS_FILE)
+                              allocation=allocation or DeviceAllocationResult(), source="")
         if claim.key in seen:
-            raise ValueError(f"{where}: claim {claim.key} is listed twice")
+            raise ValueError(f"{at}: claim {claim.key} is listed twice")
         seen.add(claim.key)
-        out.append(HeldClaim(claim, _references(item.get("reservedFor"), f"{where}.reservedFor")))
+        out.append(HeldClaim(claim, _references(item.get("reservedFor"), f"{at}.reservedFor")))
     return out
 
 

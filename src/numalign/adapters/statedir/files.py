@@ -142,6 +142,9 @@ def path_kind_problem(target: Path) -> str | None:
 
 
 def _read_error(target: Path, e: OSError) -> str:
+    if e.errno == errno.ELOOP:
+        return (f"cannot read {target}: it is a loop of symbolic links (or too many levels of them); expected a "
+                f"regular file; fix: remove the link {target}, or point it at the file numalign wrote")
     if e.errno in (errno.EISDIR, errno.ENOTDIR):
         problem = path_kind_problem(target)
         if problem is not None:

@@ -9,6 +9,11 @@ everything but the checksum), so one flipped bit is refused instead of orphaning
   device ids), checked against those files on every open;
 * `process`: written by `numalign run` (pid, start time, command), carried through untouched.
 
+`claims` (version 3, adapters/statedir/draclaims.py) lists the DRA claims the pods reserve, with their
+devices: in the record, so one atomic write commits a pod and its claims together. A version 2 record
+(no claims; they were in numalign_dra_claims.json) is still read; the next write is version 3, which
+an earlier numalign refuses rather than forget the claims.
+
 `generation` grows by one with every write, so a process sharing the directory knows it must reload.
 A file of the first format (`{"pods": [{"uid", "manifest"}]}`, no checksum) is still read.
 """
@@ -21,9 +26,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from numalign.adapters.statedir.draclaims import claims_from_list, claims_to_list
 from numalign.errors import CheckpointError
+from numalign.kubelet.dramanager.state import HeldClaim
 
-POD_RECORD_VERSION = 2
+POD_RECORD_VERSION = 3
+POD_RECORD_VERSION_WITHOUT_CLAIMS = 2
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,7 @@ class PodEntry:
 class PodRecord:
     generation: int = 0
     pods: tuple[PodEntry, ...] = ()
+    claims: tuple[HeldClaim, ...] | None = None  # None: a record of version 2 or before (claims kept apart)
 
     def uids(self) -> list[str]:
         return [p.uid for p in self.pods]
@@ -58,7 +67,7 @@ def _checksum(body: Mapping[str, Any]) -> str:
 
 def encode_pod_record(record: PodRecord) -> bytes:
     body = {"generation": record.generation, "pods": [p.to_dict() for p in record.pods],
-            "version": POD_RECORD_VERSION}
+            "claims": claims_to_list(record.claims or ()), "version": POD_RECORD_VERSION}
     return (json.dumps({**body, "checksum": _checksum(body)}, indent=1, sort_keys=True) + "\n").encode("utf-8")
 
 
@@ -82,13 +91,20 @@ def decode_pod_record(data: bytes) -> PodRecord:
         raise PodRecordError(f"\"checksum\" is {_kind(got)}; expected the string numalign wrote")
     if _checksum(body) != got:
         raise PodRecordError("checksum mismatch: the file was changed or damaged after numalign wrote it")
-    if body.get("version") != POD_RECORD_VERSION:
-        raise PodRecordError(f"version {body.get('version')!r}; expected {POD_RECORD_VERSION} "
-                             "(written by a newer numalign?)")
+    version = body.get("version")
+    if version not in (POD_RECORD_VERSION, POD_RECORD_VERSION_WITHOUT_CLAIMS) or isinstance(version, bool):
+        raise PodRecordError(f"version {str(version)[:20]!r}; expected {POD_RECORD_VERSION} or "
+                             f"{POD_RECORD_VERSION_WITHOUT_CLAIMS} (written by a newer numalign?)")
     generation = body.get("generation")
     if not isinstance(generation, int) or isinstance(generation, bool) or generation < 0:
         raise PodRecordError(f"\"generation\" is {_kind(generation)}; expected a non-negative integer")
-    return PodRecord(generation, _entries(body.get("pods"), legacy=False))
+    claims: tuple[HeldClaim, ...] | None = None
+    if version == POD_RECORD_VERSION:
+        try:
+            claims = tuple(claims_from_list(body.get("claims")))
+        except ValueError as e:
+            raise PodRecordError(str(e)) from None
+    return PodRecord(generation, _entries(body.get("pods"), legacy=False), claims)
 
 
 def _entries(pods: Any, *, legacy: bool) -> tuple[PodEntry, ...]:

@@ -253,9 +253,7 @@ def _admit_all(
                 held = [p for p in node.pods.values() if p.key == pod.key or p.uid == pod.uid]
                 if held and args.replace and not any(r.pod_uid in {h.uid for h in held} for r in records):
                     for old in held:
-                        node.remove(old.uid)
-                        if dra is not None:
-                            dra.release(old)
+                        node.remove(old.uid)  # its claims' reservations end with it (kubelet/dramanager)
                     notes.append(f"replaced: pod {pod.key} removed from the state before admitting the new one")
                 elif held:
                     snap = getattr(args, "node_snapshot", None)  # its state by the snapshot's name
@@ -272,8 +270,6 @@ def _admit_all(
                 if dra is not None:
                     dra.after(node, pod, records[-1])
                 progress.step(pod.key)
-            if dra is not None and not args.dry_run:
-                dra.persist(node)  # before the node's files: the pod record stays the commit point
         outcome = tx.outcome(records, node.pods)
     finally:
         progress.close()

@@ -91,7 +91,7 @@ class DRAAdmit:
     ) -> None:
         from numalign.machine.dra import machine_slices
         from numalign.scheduler.dra.features import dra_enabled
-        from numalign.scheduler.dra.scheduling import NodeDRA
+        from numalign.scheduler.dra.scheduling import NodeDRA, PodClaims
 
         self.machine = machine
         # Gate off (1.33's default): the API server drops spec.resourceClaims, so pods are scheduled and
@@ -100,11 +100,15 @@ class DRAAdmit:
         name = self._node_name(args, machine, objects)
         extra = machine_slices(machine, name) + _driver_slices(args, machine, name, node)
         self.node = node
-        self.dra = NodeDRA(objects, name, version=node.kubelet_version, extra_slices=extra)
+        from numalign.kubelet.dramanager.lifecycle import ClaimLifecycle
+
+        # The kubelet's side (the node's DRA manager: what its pods' claims hold, kept in the state
+        # directory with the pod record) around the scheduler's view of this node over the same objects.
+        self.life: ClaimLifecycle[PodClaims] = ClaimLifecycle(
+            node.dra, objects, lambda view: NodeDRA(view, name, version=node.kubelet_version, extra_slices=extra))
         self.outcomes: dict[str, Any] = {}  # pod uid -> PodClaims
         self.alignments: dict[str, Any] = {}  # pod uid -> PodDRAAlignment
         self.state_dir: Path | None = getattr(args, "state_dir", None)
-        self.refs: dict[str, Any] = {}  # pod uid -> its PodReference in the claims file
         devices = sum(len(s.devices) for s in self.dra.slices if s.node_name in (None, name))
         if not self.enabled:
             notes.append(f"DRA: the DynamicResourceAllocation feature gate is off by default in "
@@ -122,73 +126,18 @@ class DRAAdmit:
             node.tm.add_hint_provider(self.hints)
             notes.append(f"preview: {DRA_TOPOLOGY_HINTS}=true: DRA devices with a NUMA node are Topology Manager "
                          "hints (the design of the closed k/k PR #139982; no kubelet release does this)")
-        held = self._restore(node, objects)
+        held = len(node.dra.held())
         if held:
             notes.append(f"DRA: {held} claim(s) allocated by earlier runs on {self.state_dir} keep their devices "
-                         "(numalign_dra_claims.json)")
+                         "(numalign_pods.json)")
         notes.append(f"DRA: claims are allocated on node {name} as the scheduler's DynamicResources plugin does "
                      f"({devices} device(s) in {len(self.dra.slices)} ResourceSlice(s), {len(objects.classes)} "
                      "DeviceClass(es)); the Topology Manager ignores DRA devices, as every kubelet release does")
 
-    # ---- the claims file of --state-dir (adapters/statedir/draclaims.py) ----------------------------
-    def _restore(self, node: Any, objects: DRAObjects) -> int:
-        """The claims earlier runs allocated in the state directory hold their devices again, reserved
-        by the pods the pod record still lists. A claim given again without status.allocation takes the
-        recorded one; one given with status.allocation keeps it (what the API server says stands)."""
-        if self.state_dir is None or not self.state_dir.is_dir():
-            return 0
-        import dataclasses
-
-        from numalign.adapters.statedir.draclaims import read_claims, reconcile
-
-        held = reconcile(read_claims(self.state_dir), set(node.pods))
-        for h in held:
-            given = objects.claims.get(h.key)
-            if given is None:
-                objects.claims[h.key] = h.claim
-            elif given.allocation is None:
-                objects.claims[h.key] = dataclasses.replace(given, allocation=h.claim.allocation,
-                                                            uid=given.uid or h.claim.uid)
-            self.dra.holders[h.key] = {r.uid for r in h.reserved_for}
-            self.refs.update((r.uid, r) for r in h.reserved_for)
-        return len(held)
-
-    def release(self, pod: Pod) -> None:
-        """`--replace` removed `pod`: its reservations end (a claim nobody reserves is deallocated)."""
-        self.dra.release(pod)
-
-    def persist(self, node: Any) -> None:
-        """Write the claims the node's pods reserve, before the node's own files (the pod record is the
-        commit point: a kill in between leaves reservations by pods it does not list, dropped on read)."""
-        import dataclasses
-
-        from numalign.adapters.statedir.draclaims import (
-            HeldClaim,
-            PodReference,
-            claims_path,
-            reconcile,
-            write_claims,
-        )
-        from numalign.k8s.dra.types import ResourceClaimSpec
-
-        if self.state_dir is None or not self.enabled:
-            return
-        claims = []
-        order = {uid: i for i, uid in enumerate(node.pods)}  # reservedFor in the order pods were admitted
-        for key, uids in sorted(self.dra.holders.items()):
-            claim = self.dra.objects.claims.get(key)
-            if claim is None or claim.allocation is None:
-                continue
-            refs = []
-            for uid in sorted(uids, key=lambda u: (order.get(u, len(order)), u)):
-                pod = node.pods.get(uid)
-                refs.append(PodReference(pod.namespace, pod.name, uid) if pod is not None
-                            else self.refs.get(uid, PodReference("", "", uid)))
-            # The spec is the user's object, given again with the pods that use it; only status is kept.
-            claims.append(HeldClaim(dataclasses.replace(claim, spec=ResourceClaimSpec()), tuple(refs)))
-        claims = reconcile(claims, set(node.pods))
-        if claims or claims_path(self.state_dir).exists():
-            write_claims(self.state_dir, claims)
+    @property
+    def dra(self) -> Any:
+        """The scheduler's view of this node (scheduler.dra.scheduling.NodeDRA) as the node holds its claims now."""
+        return self.life.ledger
 
     @staticmethod
     def _node_name(args: argparse.Namespace, machine: Any, objects: DRAObjects) -> str:
@@ -212,7 +161,7 @@ class DRAAdmit:
 
     def before(self, node: Any, pod: Pod) -> DecisionRecord | None:
         """Allocate the pod's claims; a record when the pod is unschedulable here (the kubelet never sees it)."""
-        outcome = self.dra.allocate(pod) if self.enabled else None
+        outcome = self.life.allocate(pod) if self.enabled else None
         if outcome is None:
             return None
         self.outcomes[pod.uid] = outcome
@@ -234,7 +183,7 @@ class DRAAdmit:
         outcome = self.outcomes.get(pod.uid)
         if outcome is None or outcome.failure is not None or not rec.result.admit:
             return
-        self.dra.commit(outcome)
+        self.life.commit(outcome)  # reserved in the node's DRA manager: written with the pod record
         previews = ("dra-topology-hints=true",) if self.hints is not None else ()
         alignment = pod_alignment(node.machine, outcome, rec.allocations, previews)
         if alignment.misaligned:  # what would align it, each option run on this node (answer/dra_whatif.py)

@@ -153,7 +153,7 @@ def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, 
     snap = args.node_snapshot
     listed = snap.pod_resources_list() if snap is not None else None  # bounded, one line when damaged
     doc: dict[str, Any] = {"pods": state_pods(node, listed), **version_fields(version, previews)}
-    _add_claims(doc["pods"], args.state_dir, set(node.pods))
+    _add_claims(doc["pods"], node)
     from numalign.k8s.cpuset import format_cpuset
 
     # The reserved CPUs, as the agent's status file gives them, so the picture marks them here too.
@@ -163,22 +163,13 @@ def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, 
     return doc, view
 
 
-def _add_claims(pods: dict[str, dict[str, Any]], state_dir: Path, admitted: set[str]) -> None:
-    """Each pod's DRA claims as `admit --state-dir` allocated them (numalign_dra_claims.json): claim
-    namespace/name -> its devices as driver/pool/device."""
-    from numalign.adapters.statedir.draclaims import claims_path, read_claims, reconcile
-    from numalign.adapters.statedir.locks import transaction
-
-    if not claims_path(state_dir).exists():
-        return
-    with transaction(state_dir, shared=True):
-        held = reconcile(read_claims(state_dir), admitted)
-    for h in held:
-        results = h.claim.allocation.results if h.claim.allocation is not None else ()
-        devices = [f"{r.driver}/{r.pool}/{r.device}" for r in results]
+def _add_claims(pods: dict[str, dict[str, Any]], node: Any) -> None:
+    """Each pod's DRA claims as the pod record keeps them (the node's DRA manager): claim namespace/name
+    -> its devices as driver/pool/device."""
+    for h in node.dra.held():
         for ref in h.reserved_for:
             if ref.uid in pods:
-                pods[ref.uid].setdefault("claims", {})[h.key] = devices
+                pods[ref.uid].setdefault("claims", {})[h.key] = list(h.devices)
 
 
 def _view(args: argparse.Namespace, doc: dict[str, Any]) -> NodeView | None:

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from numalign.cli.commands.summaries import SUMMARIES
-
-if TYPE_CHECKING:
-    from numalign.adapters.statedir.draclaims import HeldClaim
 
 
 def register(sub: Any) -> None:
@@ -37,6 +34,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
+
     from numalign.adapters.statedir.directory import check_state_dir, state_directory
     from numalign.adapters.statedir.layout import POD_RECORD_FILE
     from numalign.adapters.statedir.locks import acquire_owner
@@ -45,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
     from numalign.kubelet.node import Node
     from numalign.machine.examples import DEFAULT_MACHINE
 
-    if not (args.state_dir / POD_RECORD_FILE).is_file():
+    # lexists: a record that is there but cannot be read (a symlink loop) is said by its reader, not "no such file"
+    if not os.path.lexists(args.state_dir / POD_RECORD_FILE):
         raise InvalidInputError(
             f"{args.state_dir / POD_RECORD_FILE}: no such file; expected a state directory written by `numalign admit "
             "--state-dir` (pods the kubelet itself admitted are removed by deleting them from the cluster)"
@@ -66,12 +66,9 @@ def run(args: argparse.Namespace) -> int:
 
         node = Node(machine, config, store=state_directory(args.state_dir), process_alive=process_alive_reclaiming,
                     kubelet_version=version)
-        # The claims file is read first: a damaged one stops the removal before anything is written.
-        from numalign.adapters.statedir.draclaims import claims_path, read_claims
-
-        claims = read_claims(args.state_dir) if claims_path(args.state_dir).exists() else None
         # One transaction: every pod named is removed, or (a write failed) none.
         node_place = getattr(node.store, "state_dir", "the node")
+        held = {h.key for h in node.dra.held()}
         with node.transaction() as tx:
             pods = {pod.uid: pod for pod in (find_pod(node, ref, "remove", node_place) for ref in args.pods)}
             for pod in pods.values():
@@ -80,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
         if tx.failure is not None:
             raise tx.failure
         left = len(node.pods)
-        released = _release_claims(args.state_dir, claims, {r["uid"] for r in removed}, set(node.pods))
+        # The removed pods' reservations ended with them (in the same write as the pod record); a claim
+        # no pod reserves any more is deallocated, as the resource claim controller does.
+        released = sorted(held - {h.key for h in node.dra.held()})
     doc = {"state_dir": str(args.state_dir), "removed": removed, "pods_left": left, "claims_released": released}
     if args.output != "text":
         from numalign.cli.output import emit
@@ -93,18 +92,3 @@ def run(args: argparse.Namespace) -> int:
             print(f"deallocated DRA claim {key} (no pod reserves it any more; its devices are free)")
         print(f"{left} pod(s) left in {args.state_dir}")
     return 0
-
-
-def _release_claims(state_dir: Path, before: list[HeldClaim] | None, removed: set[str], pods: set[str]) -> list[str]:
-    """The removed pods' ResourceClaim reservations end; a claim no pod reserves any more is deallocated
-    (as the resource claim controller does). Written after the pod record, which is the commit point:
-    a kill in between leaves reservations by pods it no longer lists, dropped on the next read."""
-    from numalign.adapters.statedir.draclaims import reconcile, release, write_claims
-
-    if before is None:
-        return []
-    after = reconcile(release(before, removed), pods)
-    kept = {h.key for h in after}
-    if after != before:
-        write_claims(state_dir, after)
-    return [h.key for h in before if h.key not in kept]

@@ -39,6 +39,11 @@ class PodClaims:
     def devices(self) -> tuple[AllocatedDevice, ...]:
         return () if isinstance(self.result, AllocationFailure) else self.result.devices
 
+    def allocated_claims(self) -> tuple[ResourceClaim, ...]:
+        """The pod's claims with their allocation, as the scheduler writes them to status (none on failure)."""
+        return () if isinstance(self.result, AllocationFailure) else tuple(c.allocated_claim()
+                                                                            for c in self.result.claims)
+
     def pod_claim_names(self) -> dict[str, str]:
         """pod claim name (spec.resourceClaims[].name) -> the ResourceClaim's namespace/name."""
         return {pc.name: c.key for pc, c in zip(self.pod.resource_claims, self.claims, strict=True)}

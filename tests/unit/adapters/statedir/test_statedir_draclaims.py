@@ -1,4 +1,5 @@
-"""numalign_dra_claims.json: bytes <-> model, reconciliation against the pod record, and its errors."""
+"""The claims of a state directory (the pod record's, and the old numalign_dra_claims.json): bytes <->
+model, reconciliation against the pod record, and its errors."""
 
 from __future__ import annotations
 
@@ -27,8 +28,7 @@ from numalign.k8s.quantity import Quantity
 def held(name: str, device: str, *uids: str) -> HeldClaim:
     result = DeviceRequestAllocationResult("gpu", "gpu.example.com", "node", device, admin_access=True,
                                            share_id="s-1", consumed_capacity={"memory": Quantity.parse("10Gi")})
-    claim = ResourceClaim(name, "ml", f"uid-{name}", allocation=DeviceAllocationResult((result,)),
-                          source=DRA_CLAIMS_FILE)
+    claim = ResourceClaim(name, "ml", f"uid-{name}", allocation=DeviceAllocationResult((result,)))
     return HeldClaim(claim, tuple(PodReference("ml", f"pod-{u}", u) for u in uids))
 
 
