@@ -143,7 +143,7 @@ class Agent:
 
         with core.lock:
             core.node = node
-            core.dra = AgentDRA(opts.machine, opts.node_name, node.kubelet_version)
+            core.dra = AgentDRA(opts.machine, node, opts.node_name)
             core.book = PodBook(NodeReader(node), node.pods, previous, wait_for_plugins=opts.wait_for_device_plugins,
                                 node_name=opts.node_name, mirror_names=opts.mirror_pod_names,
                                 reserve=opts.parallel_allocate, start_backoff=opts.start_backoff,

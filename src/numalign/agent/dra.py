@@ -16,25 +16,31 @@ from collections.abc import Callable
 from typing import Any
 
 from numalign.adapters.grpc.podresources import ClaimDevice, DynamicResource
+from numalign.errors import CheckpointError
 from numalign.k8s.dra.types import DRAObjects
 from numalign.k8s.pod import Container, Pod
-from numalign.scheduler.dra.api import AllocationResult
+from numalign.kubelet.dramanager.lifecycle import ClaimLifecycle
 from numalign.scheduler.dra.scheduling import NodeDRA, PodClaims
 
 log = logging.getLogger("numalign.agent.dra")
 
 
 class AgentDRA:
-    def __init__(self, machine: Any, node_name: str, version: Any) -> None:
+    """The manifests' DRA objects and the node's claim life cycle (kubelet/dramanager): the claims the
+    pods reserve live in the node's DRA manager, so they are written with the pod record and a restarted
+    agent (graceful or kill -9) reports and keeps them."""
+
+    def __init__(self, machine: Any, node: Any, node_name: str) -> None:
         from numalign.machine.dra import machine_slices
 
         self.by_file: dict[str, DRAObjects] = {}
+        self.node = node
         self.node_name = node_name
-        self.version = version
-        self.own_slices = machine_slices(machine, node_name)
-        self.claims: dict[str, PodClaims] = {}  # pod uid -> its allocated claims
+        own = machine_slices(machine, node_name)
+        self.life: ClaimLifecycle[PodClaims] = ClaimLifecycle(
+            node.dra, DRAObjects(),
+            lambda view: NodeDRA(view, node_name, version=node.kubelet_version, extra_slices=own))
         self.failed: dict[str, str] = {}  # pod uid -> why its claims could not be allocated
-        self._dra: NodeDRA | None = None
 
     def load(self, path: str) -> list[Pod]:
         """The pods of a manifest file, keeping the DRA objects beside them."""
@@ -44,39 +50,31 @@ class AgentDRA:
         docs = load_documents(path, "the manifest", EXPECTED_WITH_DRA)
         pods, objects = pods_and_dra_from_documents(docs, source_name(path))
         self.by_file[path] = objects
-        self._dra = None
+        self._given_changed()
         return pods
 
     def forget(self, path: str) -> None:
         if self.by_file.pop(path, None) is not None:
-            self._dra = None
+            self._given_changed()
 
-    def _ledger(self) -> NodeDRA:
-        if self._dra is None:
-            objects = DRAObjects()
-            for f in sorted(self.by_file):
-                objects.merge(self.by_file[f])
-            for held in self.claims.values():  # what earlier pods hold stays theirs
-                if isinstance(held.result, AllocationResult):
-                    for c in held.result.claims:
-                        objects.claims[c.claim.key] = c.allocated_claim()
-            self._dra = NodeDRA(objects, self.node_name, version=self.version, extra_slices=self.own_slices)
-        return self._dra
+    def _given_changed(self) -> None:
+        objects = DRAObjects()
+        for f in sorted(self.by_file):
+            objects.merge(self.by_file[f])
+        self.life.set_given(objects)
 
     def refresh(self, pods: list[Pod], fault: Callable[[str, str], None]) -> None:
-        """Allocate the claims of pods that hold none yet (in admission order); forget pods gone."""
+        """Allocate the claims of admitted pods that reserve none yet (in admission order), and write
+        them to the state directory. A removed pod's claims went with it (Node.remove)."""
         uids = {p.uid for p in pods}
-        for uid in [u for u in self.claims if u not in uids]:
-            del self.claims[uid]
-            self._dra = None
         for uid in [u for u in self.failed if u not in uids]:
             del self.failed[uid]
+        allocated = False
         for pod in pods:
-            if not pod.resource_claims or pod.uid in self.claims or pod.uid in self.failed:
+            if not pod.resource_claims or pod.uid in self.failed or self.life.holds(pod):
                 continue
-            ledger = self._ledger()
             try:
-                outcome = ledger.allocate(pod)
+                outcome = self.life.allocate(pod)
             except Exception as e:  # a claim or template missing from the manifests
                 self.failed[pod.uid] = str(e)
                 fault("dra_unallocatable", f"pod {pod.key}: {e}")
@@ -89,18 +87,18 @@ class AgentDRA:
                 fault("dra_unallocatable", f"pod {pod.key}: its claims cannot be allocated on node "
                       f"{self.node_name}: {failure.line()}; it runs without them")
                 continue
-            ledger.commit(outcome)
-            self.claims[pod.uid] = outcome
+            self.life.commit(outcome)
+            allocated = True
+        if allocated:
+            try:
+                self.node.save()  # the claims join the pod record (a failed write is retried at the next change)
+            except CheckpointError as e:
+                fault("state_write_error", f"the pods' DRA claims: {e} (retried at the next change or tick)")
 
     def dynamic_resources(self, pod: Pod, container: Container) -> tuple[DynamicResource, ...]:
-        outcome = self.claims.get(pod.uid)
-        if outcome is None:
-            return ()
-        devices = outcome.container_devices(container.name)
-        out: list[DynamicResource] = []
-        for claim in outcome.claims:
-            mine = [d for d in devices if d.claim == claim.key]
-            if mine:
-                out.append(DynamicResource(claim.name, claim.namespace, tuple(
-                    ClaimDevice(d.driver, d.pool, d.device) for d in mine)))
-        return tuple(out)
+        """PodResources' dynamic_resources of a container: its claims' devices, per claim."""
+        by_claim: dict[str, tuple[Any, list[ClaimDevice]]] = {}
+        for held, r in self.node.dra.container_devices(pod, container.name):
+            by_claim.setdefault(held.key, (held, []))[1].append(ClaimDevice(r.driver, r.pool, r.device))
+        return tuple(DynamicResource(held.claim.name, held.claim.namespace, tuple(devices))
+                     for held, devices in by_claim.values())

@@ -75,10 +75,13 @@ def pod_to_manifest(pod: Pod) -> dict[str, Any]:
     """A minimal Pod manifest that reads back into the same Pod (for numalign's pod list)."""
 
     def res(c: Any) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "requests": {k: str(v) for k, v in c.requests.items()},
             "limits": {k: str(v) for k, v in c.limits.items()},
         }
+        if c.claims:  # DRA: the claims the container uses, so a restored pod still finds its devices
+            out["claims"] = [{"name": r.name, **({"request": r.request} if r.request else {})} for r in c.claims]
+        return out
 
     def ctr(c: Any) -> dict[str, Any]:
         out: dict[str, Any] = {"name": c.name, "resources": res(c)}
@@ -91,6 +94,11 @@ def pod_to_manifest(pod: Pod) -> dict[str, Any]:
     }
     if pod.init_containers:
         spec["initContainers"] = [ctr(c) for c in pod.init_containers]
+    if pod.resource_claims:
+        spec["resourceClaims"] = [
+            {"name": r.name, **({"resourceClaimName": r.resource_claim_name} if r.resource_claim_name else
+                                {"resourceClaimTemplateName": r.resource_claim_template_name})}
+            for r in pod.resource_claims]
     if pod.overhead:
         spec["overhead"] = {k: str(v) for k, v in pod.overhead.items()}
     if pod.has_pod_spec_resources:

@@ -52,3 +52,99 @@ def test_a_claim_that_cannot_be_allocated_is_a_fault(node_a: Agent, layout: Layo
     (main,) = _list(layout)["trainer"].containers
     assert list(main.dynamic_resources) == []
     assert any("cannot allocate all claims" in line for line in node_a.fault_log)
+
+
+# ---- a restart keeps the static pods' claims -------------------------------------------------------
+
+# A pod asking for one more h100 on NUMA node 1: trainer's claim holds both there, so it cannot have one.
+NEXT = """apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: numa1-gpu}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: h100
+          selectors:
+          - cel: {expression: 'device.attributes["resource.kubernetes.io"].numaNode == 1'}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: next}
+spec:
+  resourceClaims:
+  - {name: gpu, resourceClaimTemplateName: numa1-gpu}
+  containers:
+  - name: main
+    image: trainer
+    resources:
+      limits: {cpu: "1", memory: 1Gi}
+      claims: [{name: gpu}]
+"""
+TRAINER_DEVICES = [("gpu.example.com", "node-a", "gpu-1"), ("gpu.example.com", "node-a", "gpu-2")]
+
+
+def _claims(layout: Layout, pod: str) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    (main,) = _list(layout)[pod].containers
+    return [(c.claim_name, [(r.driver_name, r.pool_name, r.device_name) for r in c.claim_resources])
+            for c in main.dynamic_resources]
+
+
+def _next_pod_gets_nothing(layout: Layout, pod: str) -> None:
+    layout.write_manifest("next.yaml", NEXT)
+    wait_pod(layout, pod, "admitted")
+    wait_for(lambda: "dra_unallocatable" in layout.status().get("faults", {}), "the next pod's DRA fault")
+    assert _claims(layout, pod) == []
+
+
+def test_a_graceful_restart_keeps_the_static_pods_claims(layout: Layout) -> None:
+    first = Agent(layout.options(node_name="node-a"))
+    first.start()
+    try:
+        layout.write_manifest("trainer.yaml", EXAMPLE.read_text())
+        wait_pod(layout, "trainer", "admitted")
+        assert _claims(layout, "trainer") == [("two-gpus", TRAINER_DEVICES)]
+    finally:
+        first.stop()
+    again = Agent(layout.options(node_name="node-a"))
+    again.start()
+    try:
+        assert _claims(layout, "trainer") == [("two-gpus", TRAINER_DEVICES)]  # PodResources, after the restart
+        _next_pod_gets_nothing(layout, "next")  # and the devices stay trainer's
+    finally:
+        again.stop()
+
+
+def test_a_kill_9_of_serve_keeps_the_static_pods_claims(layout: Layout) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from integration.agent.conftest import DATA
+
+    cmd = [sys.executable, "-m", "numalign.cli.main", "serve", "--machine", "dual-socket",
+           "--config", str(DATA / "example-kubelet-config.yaml"), "--device-plugin-dir", str(layout.plugins),
+           "--pod-resources-socket", str(layout.pr_socket), "--manifests", str(layout.manifests),
+           "--state-dir", str(layout.state), "--hostname-override", "node-a"]
+    layout.write_manifest("trainer.yaml", EXAMPLE.read_text())
+    for run in ("first", "after kill -9"):
+        with (layout.root / f"serve-{run}.log").open("wb") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            # Static pods are named <name>-<node name>, as the kubelet names them.
+            wait_pod(layout, "trainer-node-a", "admitted", timeout=20)
+            wait_for(lambda: layout.pr_socket.is_socket(), "the PodResources socket", timeout=10)
+            assert _claims(layout, "trainer-node-a") == [("two-gpus", TRAINER_DEVICES)], run
+            if run == "first":
+                proc.send_signal(signal.SIGKILL)
+                assert proc.wait(timeout=10) == -signal.SIGKILL
+                # A status file from before the kill must not pass for the restarted agent's.
+                (layout.state / "numalign_status.json").unlink()
+            else:
+                _next_pod_gets_nothing(layout, "next-node-a")
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(10)
