@@ -81,6 +81,7 @@ class ContainerManager:
             shared_cpus=machine.online_cpus(),
             implicit_from_nodes=implicit_from_nodes,
             option_maturity=startup.behaviours.cpu_option_maturity,
+            behaviours=startup.behaviours,
         )
         self.memory = new_memory_manager(
             config.memory_manager_policy,

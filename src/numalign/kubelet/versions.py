@@ -277,6 +277,7 @@ class Change:
 
 
 DEVICE_HINTS_OVER_DEVICE_NUMA_NODES: Final = "device-hints-over-device-numa-nodes"
+DISTRIBUTE_ACROSS_NUMA_BY_SOCKET: Final = "distribute-across-numa-by-socket"
 
 CHANGES: Final[tuple[Change, ...]] = (
     Change(
@@ -286,6 +287,16 @@ CHANGES: Final[tuple[Change, ...]] = (
         "The device manager enumerates hint masks only over the NUMA nodes that host a registered device "
         "of the resource (any state) and adds no other hint (the real 1.36.3 and 1.37.2 code). Not "
         "cherry-picked into 1.33-1.35 patches.",
+    ),
+    Change(
+        DISTRIBUTE_ACROSS_NUMA_BY_SOCKET,
+        139778,
+        (v("1.37.0"),),
+        "With `distribute-cpus-across-numa` and `align-by-socket`, the distributed allocation prefers a "
+        "combination of NUMA nodes within one socket over any cross-socket one (balance decides within "
+        "each kind) and asks no NUMA node for more whole groups than it has free, the rest going to the "
+        "remainder (the real 1.37.2 takeByTopologyNUMADistributed; 1.36.3 spreads by balance only). Not "
+        "cherry-picked into 1.33-1.36 patches.",
     ),
 )
 _CHANGES_BY_NAME: Final = {c.name: c for c in CHANGES}
@@ -302,6 +313,8 @@ class Behaviours:
     version: KubeletVersion
     # k/k #138244: device hints over the device-hosting NUMA nodes only.
     device_hints_over_device_numa_nodes: bool
+    # k/k #139778: distribute-cpus-across-numa honours align-by-socket when it picks NUMA nodes.
+    distribute_across_numa_by_socket: bool
     # Option name -> maturity, per manager ("topology", "cpu"), at this version.
     topology_option_maturity: Mapping[str, Maturity]
     cpu_option_maturity: Mapping[str, Maturity]
@@ -311,6 +324,7 @@ def behaviours(version: KubeletVersion) -> Behaviours:
     return Behaviours(
         version=version,
         device_hints_over_device_numa_nodes=has_change(DEVICE_HINTS_OVER_DEVICE_NUMA_NODES, version),
+        distribute_across_numa_by_socket=has_change(DISTRIBUTE_ACROSS_NUMA_BY_SOCKET, version),
         topology_option_maturity=option_maturity("topology", version),
         cpu_option_maturity=option_maturity("cpu", version),
     )

@@ -18,7 +18,7 @@ from numalign.k8s.quantity import Quantity
 from numalign.kubelet.cpumanager.manager import new_cpu_manager_policy
 from numalign.kubelet.cpumanager.policy_static import StaticPolicy
 from numalign.kubelet.cpumanager.topology import CPUInfo, CPUTopology
-from numalign.kubelet.versions import effective_gates, option_maturity
+from numalign.kubelet.versions import behaviours, effective_gates, option_maturity
 
 NAME = "cpu"
 MINORS = ("1.33", "1.34", "1.35", "1.36", "1.37")
@@ -137,6 +137,7 @@ def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
             affinity=store,
             topology_manager_policy=case["topology_manager_policy"],
             option_maturity=option_maturity("cpu", kv),
+            behaviours=behaviours(kv),
         )
         policy.start()
     except (ConfigError, NumalignError) as e:

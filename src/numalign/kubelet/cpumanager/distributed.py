@@ -93,8 +93,14 @@ def take_by_topology_numa_distributed(
     n: int,
     group_size: int,
     strategy: str = PACKED,
+    align_by_socket: bool = False,
 ) -> frozenset[int]:
-    """Upstream takeByTopologyNUMADistributed (spec §1.6.3, KEP-2902)."""
+    """Upstream takeByTopologyNUMADistributed (spec §1.6.3, KEP-2902).
+
+    `align_by_socket` is the 1.37+ reading of the align-by-socket option here (k/k #139778): a
+    combination within one socket beats any cross-socket one, and each node's share is capped at the
+    whole groups it has free. Before 1.37 the option does not reach this function (pass False).
+    """
     avail = frozenset(available)
     g = group_size
     if n % g != 0:
@@ -113,8 +119,10 @@ def take_by_topology_numa_distributed(
         best_balance = math.inf
         best_remainder: _SliceRef | None = None
         best_combo: _SliceRef | None = None
+        best_in_one_socket = False
         for combo in go_combinations(numas, k, alias):
-            if best_balance == 0:
+            # A perfect balance ends the search, unless a one-socket combination may still come.
+            if best_balance == 0 and (not align_by_socket or best_in_one_socket):
                 break
             combo_vals = combo.values()
             # A set union, as upstream's CPUsInNUMANodes(combo...): a repeated node counts once.
@@ -123,6 +131,8 @@ def take_by_topology_numa_distributed(
             if sum(free_count[x] // g for x in combo_vals) * g < n:
                 continue
             distribution = n // k // g * g
+            if align_by_socket:
+                distribution = min([distribution, *(free_count[x] // g * g for x in combo_vals)])
             if any(free_count[x] < distribution for x in combo_vals):
                 continue
             after = dict(free_count)
@@ -142,16 +152,25 @@ def take_by_topology_numa_distributed(
                         local_best = balance
                         local_rem = subset
                 s -= 1
-            if local_best < best_balance:
+            better = local_best < best_balance
+            in_one_socket = align_by_socket and topo.details.are_numa_nodes_in_same_socket(combo_vals)
+            if align_by_socket and in_one_socket != best_in_one_socket:
+                # The socket kind decides before the balance, even against an unbalanceable combo.
+                better = in_one_socket
+            if better:
                 best_balance = local_best
                 best_remainder = local_rem
                 best_combo = combo
+                best_in_one_socket = in_one_socket
         if best_combo is None:
             continue
 
         chosen = best_combo.values()
         remainder_nodes = [] if best_remainder is None else best_remainder.values()
         distribution = n // len(chosen) // g * g
+        if align_by_socket:
+            # Past the choice of nodes: no node is asked for more whole groups than it has free.
+            distribution = min([distribution, *(len(acc.free.cpus_in_numa_nodes(x)) // g * g for x in chosen)])
         for numa in chosen:
             acc.take(_packed_or_empty(topo, acc.free.cpus_in_numa_nodes(numa), distribution, strategy))
         remainder = n - distribution * len(chosen)

@@ -15,6 +15,7 @@ from numalign.kubelet.cpumanager.policy_static import StaticPolicy, num_reserved
 from numalign.kubelet.cpumanager.state import CPUManagerState
 from numalign.kubelet.cpumanager.topology import CPUTopology
 from numalign.kubelet.topologymanager.provider import DEFAULT_IMPLICIT_FROM_NODES, AffinityStore
+from numalign.kubelet.versions import DEFAULT_BEHAVIOURS, Behaviours
 
 
 class NonePolicy:
@@ -97,6 +98,7 @@ def new_cpu_manager_policy(
     shared_cpus: frozenset[int] | None = None,
     implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
     option_maturity: Mapping[str, Maturity] | None = None,
+    behaviours: Behaviours = DEFAULT_BEHAVIOURS,
 ) -> CPUPolicy:
     """NewManager's policy choice.
 
@@ -131,6 +133,7 @@ def new_cpu_manager_policy(
             topology_manager_policy=topology_manager_policy,
             implicit_from_nodes=implicit_from_nodes,
             option_maturity=option_maturity,
+            behaviours=behaviours,
         )
     except ConfigError as e:
         raise ConfigError(f"new static policy error: {e}") from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import TypeVar
 
 from numalign.core.hint import TopologyHint
@@ -36,6 +37,7 @@ from numalign.kubelet.topologymanager.provider import (
     ImplicitHintProvider,
     ListOrImplicit,
 )
+from numalign.kubelet.versions import DEFAULT_BEHAVIOURS, Behaviours
 
 POLICY_NAME = "static"
 RESOURCE_CPU = "cpu"
@@ -113,6 +115,7 @@ class StaticPolicy:
         topology_manager_policy: str = "none",
         implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
         option_maturity: Mapping[str, Maturity] | None = None,
+        behaviours: Behaviours = DEFAULT_BEHAVIOURS,
     ) -> None:
         # hints are implicit on machines with at least this many NUMA nodes (providers/implicit)
         self.implicit_from_nodes = implicit_from_nodes
@@ -126,7 +129,8 @@ class StaticPolicy:
         self.topology = topology
         self.options = opts
         self.affinity = affinity
-        self._take = opts.take_options()
+        self._take = replace(opts.take_options(),
+                             distributed_by_socket=behaviours.distribute_across_numa_by_socket)
         all_cpus = topology.details.cpus()
         explicit = frozenset(reserved_cpus)
         if explicit:

@@ -46,6 +46,8 @@ class TakeOptions:
     distribute_cpus_across_cores: bool = False
     prefer_align_cpus_by_uncorecache: bool = False
     align_by_socket: bool = False
+    # k/k #139778 (kubelet 1.37+): the distributed allocation reads align_by_socket too.
+    distributed_by_socket: bool = False
 
 
 def take_by_topology(
@@ -55,7 +57,8 @@ def take_by_topology(
     strategy = SPREAD if options.distribute_cpus_across_cores else PACKED
     if options.distribute_cpus_across_numa:
         group = topo.cpus_per_core() if options.full_pcpus_only else 1
-        return take_by_topology_numa_distributed(topo, available, n, group, strategy)
+        by_socket = options.align_by_socket and options.distributed_by_socket
+        return take_by_topology_numa_distributed(topo, available, n, group, strategy, by_socket)
     return take_by_topology_numa_packed(
         topo, available, n, strategy, options.prefer_align_cpus_by_uncorecache
     )
