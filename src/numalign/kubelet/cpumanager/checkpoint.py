@@ -10,6 +10,12 @@ on any failure (a type error because entries are flat, or a checksum mismatch) i
 checksum is computed with the type name rewritten to CPUManagerCheckpoint, then migrates the
 entries through the container map (containerID -> podUID, containerName).
 
+Kubelet 1.37 (v4) writes the v2 fields plus `data`, the content as a JSON string
+({"policyName","defaultCpuSet","entries","podEntries","baselines"}, each omitempty but the first two),
+and `dataChecksum` (checkpointmanager/envelope.py); it reads `data` when set and falls back to the v2
+loader (there is no v1 any more) when not. 1.36 tries v2 then v1 and reports the v1 attempt's error.
+`version` (major, minor) picks the kubelet's layout; None is the 1.33-1.35 one.
+
 CPU sets stay strings here; the CPU provider parses them (and reports unparsable ones).
 """
 
@@ -23,6 +29,7 @@ from typing import Any
 from numalign.errors import CheckpointError
 from numalign.kubelet.checkpointmanager import gojson
 from numalign.kubelet.checkpointmanager.checksum import go_checksum
+from numalign.kubelet.checkpointmanager.envelope import open_envelope, seal, with_envelope
 from numalign.kubelet.checkpointmanager.errors import (
     CheckpointDecodeError,
     CorruptCheckpointError,
@@ -48,6 +55,13 @@ _CONTAINER_CPUS = Struct("state.ContainerCPUs", (Field("Baseline", STRING, "base
 _BASELINES = Map(STRING, Map(STRING, _CONTAINER_CPUS))
 _V2_WITH_BASELINES = Struct(_V2.name, (*_V2.fields[:3], Field("Baselines", _BASELINES, "baselines", omitempty=True),
                                        _V2.fields[3]))
+_V4_DATA = Struct(
+    "state.CPUManagerCheckpointData",
+    (*_V2.fields[:3], Field("Baselines", _BASELINES, "baselines", omitempty=True)),
+)
+_V4 = with_envelope(_V2)
+_ENVELOPE_FROM = (1, 37)
+_V1_ERROR_WINS = (1, 36)
 _BASELINES_ONLY = Struct("state.CPUManagerCheckpoint", (Field("Baselines", _BASELINES, "baselines"),))
 # The v1 verifier hashes `CPUManagerCheckpointV1` renamed to `CPUManagerCheckpoint`; only the
 # Entries type differs from v2 in the hashed text.
@@ -70,7 +84,7 @@ class CPUManagerCheckpoint:
     default_cpu_set: str
     entries: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     checksum: int = 0
-    version: int = field(default=2, compare=False)  # format the bytes were in: 1 or 2
+    version: int = field(default=2, compare=False)  # format the bytes were in: 1, 2 or 4 (1.37)
     # podUID -> container -> baseline cpuset (KEP-5554 preview); empty: the field is not written
     baselines: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
@@ -90,14 +104,22 @@ def cpu_checkpoint_checksum(cp: CPUManagerCheckpoint) -> int:
     return go_checksum(Ptr(_V2), _go_value(cp))
 
 
-def encode_cpu_checkpoint(cp: CPUManagerCheckpoint) -> bytes:
-    """The exact bytes the kubelet writes (v2, checksum computed, no trailing newline)."""
+def _baselines_value(cp: CPUManagerCheckpoint) -> dict[str, dict[str, dict[str, str]]]:
+    return {pod: {name: {"Baseline": cpus} for name, cpus in ctrs.items()} for pod, ctrs in cp.baselines.items()}
+
+
+def encode_cpu_checkpoint(cp: CPUManagerCheckpoint, *, version: tuple[int, int] | None = None) -> bytes:
+    """The exact bytes the kubelet of `version` writes (checksum computed, no trailing newline):
+    v4 from 1.37, v2 before."""
     value = _go_value(cp)
     value["Checksum"] = go_checksum(Ptr(_V2), value)
+    if version is not None and version >= _ENVELOPE_FROM:
+        data = {"PolicyName": cp.policy_name, "DefaultCPUSet": cp.default_cpu_set, "Entries": value["Entries"],
+                "Baselines": _baselines_value(cp)}
+        return gojson.encode(_V4, {**value, **seal(_V4_DATA, data)}).encode("utf-8")
     if not cp.baselines:
         return gojson.encode(_V2, value).encode("utf-8")
-    value["Baselines"] = {pod: {name: {"Baseline": cpus} for name, cpus in ctrs.items()}
-                          for pod, ctrs in cp.baselines.items()}
+    value["Baselines"] = _baselines_value(cp)
     return gojson.encode(_V2_WITH_BASELINES, value).encode("utf-8")
 
 
@@ -159,13 +181,22 @@ def decode_cpu_checkpoint(
     *,
     policy_name: str | None = None,
     initial_containers: Mapping[str, tuple[str, str]] | None = None,
+    version: tuple[int, int] | None = None,
 ) -> CPUManagerCheckpoint:
-    """Read, verify and (for v1) migrate, as loadAndMigrateCheckpointV2 + the policy check.
+    """Read, verify and (for v1) migrate, as the kubelet of `version` restores its state, then the
+    policy check (None: as 1.33-1.35).
 
     `policy_name` given: a different stored policy raises PolicyMismatchError with the kubelet's
     message. `initial_containers` maps runtime containerID -> (podUID, containerName) for v1.
     """
     j = gojson.parse_json(data)
+    if version is not None and version >= _ENVELOPE_FROM:
+        cp = _decode_v4(j)
+        if policy_name is not None and policy_name != cp.policy_name:
+            raise PolicyMismatchError(
+                f"configured policy {_goq(policy_name)} differs from state checkpoint policy {_goq(cp.policy_name)}"
+            )
+        return cp
     try:
         v2 = _load_v2(j)
         # A null pod entry is a nil inner map in Go: it hashed as <nil>, it restores as no containers.
@@ -176,6 +207,8 @@ def decode_cpu_checkpoint(
         try:
             v1 = _load_v1(j)
         except CheckpointError as v1_error:
+            if version is not None and version >= _V1_ERROR_WINS:
+                raise v1_error from v2_error  # 1.36 returns the last attempt's error
             raise _pick_error(v2_error, v1_error) from v1_error
         entries = _migrate(v1, initial_containers or {})
         cp = CPUManagerCheckpoint(v1["PolicyName"], v1["DefaultCPUSet"], entries, 0, version=1)
@@ -184,6 +217,23 @@ def decode_cpu_checkpoint(
             f"configured policy {_goq(policy_name)} differs from state checkpoint policy {_goq(cp.policy_name)}"
         )
     return cp
+
+
+def _decode_v4(j: Any) -> CPUManagerCheckpoint:
+    """1.37: the envelope's data when set; otherwise the v2 loader (a v1 file is refused)."""
+    initial = {**_initial(), "Baselines": {}}
+    value = open_envelope(j, _V2, _initial(), _V4_DATA, initial, "CPUManagerCheckpoint")
+    if value is None:
+        value = _load_v2(j)
+        value["Baselines"] = {}
+        checksum = int(value["Checksum"])
+    else:
+        checksum = 0
+    entries = {pod: dict(ctrs or {}) for pod, ctrs in (value["Entries"] or {}).items()}
+    baselines = {pod: {name: str(c["Baseline"]) for name, c in (ctrs or {}).items()}
+                 for pod, ctrs in (value["Baselines"] or {}).items()}
+    return CPUManagerCheckpoint(value["PolicyName"], value["DefaultCPUSet"], entries, checksum, version=4,
+                                baselines=baselines)
 
 
 def _pick_error(v2_error: CheckpointError, v1_error: CheckpointError) -> CheckpointError:

@@ -15,6 +15,11 @@ Unlike the CPU manager, the released (1.22-1.35) memory verifier has no "0 means
 escape: a 0 is compared like any other value. Only 1.36+, when it reads this layout as its legacy
 "v1", accepts 0 (`accept_zero_checksum=True`). 1.36+ also adds podEntries and a data/dataChecksum
 wrapper [gated/new], which this codec does not write.
+
+Kubelet 1.37 writes that layout plus `data` ({"policyName","machineState","entries","podEntries"} as a
+JSON string, the last two omitempty) and `dataChecksum` (checkpointmanager/envelope.py); it reads `data`
+when set and the older layout (0 checksum accepted) when not. `version` (major, minor) picks the
+kubelet; None is 1.33-1.35.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 
 from numalign.kubelet.checkpointmanager import gojson
 from numalign.kubelet.checkpointmanager.checksum import go_checksum
+from numalign.kubelet.checkpointmanager.envelope import open_envelope, seal, with_envelope
 from numalign.kubelet.checkpointmanager.errors import CheckpointDecodeError, CorruptCheckpointError, PolicyMismatchError
 from numalign.kubelet.checkpointmanager.gospew import (
     CHECKSUM,
@@ -82,6 +88,10 @@ _CHECKPOINT = Struct(
         Field("Checksum", CHECKSUM, "checksum"),
     ),
 )
+_DATA = Struct("state.MemoryManagerCheckpointData", _CHECKPOINT.fields[:3])
+_ENVELOPED = with_envelope(_CHECKPOINT)
+_ENVELOPE_FROM = (1, 37)
+_ZERO_CHECKSUM_FROM = (1, 36)  # the older layout is the legacy v1 there, whose verifier accepts 0
 
 
 @dataclass(frozen=True)
@@ -134,10 +144,13 @@ def memory_checkpoint_checksum(cp: MemoryManagerState) -> int:
     return go_checksum(Ptr(_CHECKPOINT), _go_value(cp))
 
 
-def encode_memory_checkpoint(cp: MemoryManagerState) -> bytes:
-    """The exact bytes the kubelet writes (checksum computed, no trailing newline)."""
+def encode_memory_checkpoint(cp: MemoryManagerState, *, version: tuple[int, int] | None = None) -> bytes:
+    """The exact bytes the kubelet of `version` writes (checksum computed, no trailing newline)."""
     value = _go_value(cp)
     value["Checksum"] = go_checksum(Ptr(_CHECKPOINT), value)
+    if version is not None and version >= _ENVELOPE_FROM:
+        data = {k: value[k] for k in ("PolicyName", "MachineState", "Entries")}
+        return gojson.encode(_ENVELOPED, {**value, **seal(_DATA, data)}).encode("utf-8")
     return gojson.encode(_CHECKPOINT, value).encode("utf-8")
 
 
@@ -167,15 +180,27 @@ def _from_go(value: Mapping[str, Any]) -> MemoryManagerCheckpoint:
 
 
 def decode_memory_checkpoint(
-    data: bytes, *, policy_name: str | None = None, accept_zero_checksum: bool = False
+    data: bytes,
+    *,
+    policy_name: str | None = None,
+    accept_zero_checksum: bool = False,
+    version: tuple[int, int] | None = None,
 ) -> MemoryManagerCheckpoint:
-    """Read and verify, as GetCheckpoint + restoreState's policy check (kubelet <= 1.35)."""
+    """Read and verify, as GetCheckpoint + restoreState's policy check (`version` None: kubelet <= 1.35)."""
     j = _cells_from_nodes(gojson.parse_json(data))
     # NewMemoryManagerCheckpoint pre-makes Entries and MachineState (absent key: map[], not <nil>).
     initial = {"PolicyName": "", "MachineState": {}, "Entries": {}, "Checksum": 0}
-    value: dict[str, Any] = gojson.decode(_CHECKPOINT, j, initial, "MemoryManagerCheckpoint")
-    stored = int(value["Checksum"])
-    if stored != 0 or not accept_zero_checksum:
+    value: dict[str, Any] | None = None
+    if version is not None and version >= _ENVELOPE_FROM:
+        data_initial = {k: initial[k] for k in ("PolicyName", "MachineState", "Entries")}
+        value = open_envelope(j, _CHECKPOINT, initial, _DATA, data_initial, "MemoryManagerCheckpoint")
+    if version is not None and version >= _ZERO_CHECKSUM_FROM:
+        accept_zero_checksum = True
+    enveloped = value is not None  # verified by its dataChecksum already
+    if value is None:
+        value = gojson.decode(_CHECKPOINT, j, initial, "MemoryManagerCheckpoint")
+    stored = int(value.setdefault("Checksum", 0))
+    if not enveloped and (stored != 0 or not accept_zero_checksum):
         actual = go_checksum(Ptr(_CHECKPOINT), {**value, "Checksum": 0})
         if actual != stored:
             raise CorruptCheckpointError(
