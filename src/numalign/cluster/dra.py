@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -26,21 +26,23 @@ from numalign.cluster.state import BoolArray, ClusterState
 from numalign.k8s.dra.podclaims import claims_for_pod
 from numalign.k8s.dra.types import DRAObjects, ResourceClaim, ResourceSlice
 from numalign.k8s.pod import Pod
+from numalign.kubelet.dramanager.manager import DRAManager
 from numalign.machine.dra import machine_slices
 from numalign.scheduler.dra.api import AllocatedDevice, AllocationFailure, AllocationResult, allocate_claims
 
 STAND_IN = "numalign-pool-node"  # the node name a pool's slices are published for when allocating
 
 
-@dataclass
 class _NodeClaims:
-    """What the DRA side of one node holds: per pod, its allocated claims."""
+    """What the DRA side of one node holds: its kubelet's DRA manager (kubelet/dramanager, the claims its
+    pods reserve), and those allocations as text (the cache's name for the node's state)."""
 
-    pods: dict[str, tuple[ResourceClaim, ...]] = field(default_factory=dict)
-    key: tuple[str, ...] = ()  # the allocations held, as text (the cache's name for the node's state)
+    def __init__(self) -> None:
+        self.manager = DRAManager()
+        self.key: tuple[str, ...] = ()
 
     def allocated(self) -> list[ResourceClaim]:
-        return [c for claims in self.pods.values() for c in claims]
+        return [h.claim for h in self.manager.held()]
 
     def refresh(self) -> None:
         self.key = tuple(sorted(repr(c.allocation) for c in self.allocated()))
@@ -67,8 +69,8 @@ class ClusterDRA:
         self._cache: dict[tuple[str, tuple[str, ...], str], AllocationResult | AllocationFailure] = {}
         self.placed: dict[str, tuple[int, AllocationResult]] = {}  # pod uid -> (node, allocation)
         # Claims a pod names (resourceClaimName) are shared: allocated once, on one node, for every pod
-        # using them; claim key -> (node, the allocated claim, pod uids holding it).
-        self.shared: dict[str, tuple[int, ResourceClaim, set[str]]] = {}
+        # using them; claim key -> the node whose DRA manager holds it.
+        self.shared: dict[str, int] = {}
         self.allocations = 0  # allocator runs (the cache's misses)
 
     @classmethod
@@ -85,10 +87,12 @@ class ClusterDRA:
         out = []
         tied: int | None = None
         for c in claims_for_pod(pod, self.objects):
-            held = self.shared.get(c.key)
-            if held is not None:
-                tied = held[0]
-                c = held[1]
+            node = self.shared.get(c.key)
+            held = next((h for h in self.nodes[node].manager.held() if h.key == c.key), None) \
+                if node is not None else None
+            if node is not None and held is not None:
+                tied = node
+                c = replace(c, allocation=held.claim.allocation)
             out.append(c)
         return out, repr([(c.spec, c.allocation) for c in out]), tied
 
@@ -156,35 +160,18 @@ class ClusterDRA:
         if isinstance(answer, AllocationFailure):
             return
         named = {f"{pod.namespace}/{pc.resource_claim_name}" for pc in pod.resource_claims if pc.resource_claim_name}
-        own = []
-        for c, mine in zip(answer.claims, claims, strict=True):
-            key = mine.key
-            if key in named:
-                held = self.shared.get(key)
-                if held is None:
-                    held = self.shared[key] = (i, replace(c.allocated_claim(), name=key.split("/", 1)[1]), set())
-                    own.append(held[1])  # its devices are in use on the node until the last holder goes
-                held[2].add(pod.uid)
-            else:
-                own.append(c.allocated_claim())
-        self.nodes[i].pods[pod.uid] = tuple(own)
+        # The answer may be shared with an earlier pod of the same claims (the cache): its claims name the
+        # devices, position by position the pod's own, which keep their names.
+        mine = [replace(own, allocation=c.allocation) for c, own in zip(answer.claims, claims, strict=True)]
+        self.nodes[i].manager.reserve(pod, mine)
+        self.shared.update((c.key, i) for c in mine if c.key in named)
         self.nodes[i].refresh()
         self.placed[pod.uid] = (i, answer)
 
     def release(self, i: int, uid: str) -> None:
-        held = self.nodes[i].pods.pop(uid, None)
-        for key, (node, claim, holders) in list(self.shared.items()):
-            holders.discard(uid)
-            if not holders:
-                del self.shared[key]
-                if held is not None and claim not in held:
-                    # Another pod of the node carried the shared claim's devices: they are free now.
-                    for other, claims in self.nodes[node].pods.items():
-                        self.nodes[node].pods[other] = tuple(c for c in claims if c is not claim)
-            elif held is not None and claim in held:
-                # Still held by other pods: the claim's devices stay in use on the node.
-                first = next(iter(holders))
-                self.nodes[node].pods[first] = (*self.nodes[node].pods.get(first, ()), claim)
+        """The pod is deleted: its reservations end; a claim no pod reserves any more is deallocated."""
+        for key in self.nodes[i].manager.release(uid):
+            self.shared.pop(key, None)
         self.nodes[i].refresh()
         self.placed.pop(uid, None)
 
