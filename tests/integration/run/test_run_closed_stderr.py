@@ -47,3 +47,30 @@ def test_a_run_in_the_shared_pool_says_why(tmp_path: Path) -> None:
     doc = json.loads(done.stderr[done.stderr.index("{"):])
     assert doc["decision"]["allocations"]["main"]["exclusive_cpus"] is False
     assert any("Guaranteed" in n and "--memory" in n for n in doc["notes"])  # no --memory: Burstable
+
+
+def _said(tmp_path: Path, verbosity: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "numalign.cli.main", "-v", verbosity, "run", "--state-dir", str(tmp_path / "state"),
+         *args, "--", "true"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300, check=False)
+
+
+def test_run_says_the_decision_and_nothing_internal(tmp_path: Path) -> None:
+    """numactl prints nothing; run says its decision line, and numalign's own bookkeeping (the
+    NUMALIGN_RUN marker, the cgroup it made, how the version was chosen) only with -v 1."""
+    requests = ("--cpus", "1", "--memory", "32Mi")
+    quiet = _said(tmp_path, "0", "-q", *requests)
+    assert quiet.returncode == 0, quiet.stderr
+    (line,) = quiet.stderr.splitlines()
+    assert line.startswith("numalign run: default/true-") and "admitted" in line and "cpus 1 (exclusive)" in line
+    default = _said(tmp_path, "0", *requests)
+    assert default.returncode == 0, default.stderr
+    assert "NUMALIGN_RUN" not in default.stderr and "kubelet version:" not in default.stderr
+    assert not [n for n in default.stderr.splitlines() if n.startswith("numalign run:   cgroup /")]
+    detail = _said(tmp_path, "1", *requests)
+    assert "env NUMALIGN_RUN=" in detail.stderr
+    rejected = _said(tmp_path, "0", "-q", "--cpus", "1", "--memory", "1Pi")
+    assert rejected.returncode == 1
+    (line,) = rejected.stderr.splitlines()
+    assert "rejected" in line and "COMMAND was not run" in line
