@@ -65,10 +65,12 @@ spec:
     assert sim["nodes"] == 5 and run["pods"] == 5
     # Only the 3 tainted, labelled EPYC nodes take them: 2 GPUs each, so 5 fit.
     assert run["placed"] == 5 and run["resources"]["nvidia.com/gpu"]["requested"] == 5
-    assert run["config"]["topology_manager_scope"] == "pod"
+    # the pools differ in scope: the run names both, in pool order (not the first pool's alone)
+    assert run["config"]["topology_manager_scope"] == "pod|container"
     assert main([*args, "-o", "csv"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("scheduler,scoring,") and lines[1].startswith("exact,LeastAllocated,restricted,pod")
+    assert lines[0].startswith("scheduler,scoring,")
+    assert lines[1].startswith("exact,LeastAllocated,restricted,pod|container")
 
 
 @pytest.mark.parametrize(

@@ -210,14 +210,16 @@ class DRAFigures:
     allocations: int = 0         # allocator runs
 
     @property
-    def aligned_share(self) -> float:
-        """Of the placed DRA pods, those whose devices share a NUMA node with their CPUs and memory."""
-        return self.aligned / self.placed if self.placed else 1.0
+    def aligned_share(self) -> float | None:
+        """Of the placed DRA pods, those whose devices share a NUMA node with their CPUs and memory
+        (None when none was placed)."""
+        return self.aligned / self.placed if self.placed else None
 
     def to_dict(self) -> dict[str, Any]:
         return {"pods": self.pods, "placed": self.placed, "unschedulable": dict(self.unschedulable),
                 "aligned": self.aligned, "apart": self.apart, "unpinned": self.unpinned, "unknown": self.unknown,
-                "aligned_share": round(self.aligned_share, 6), "allocations": self.allocations}
+                "aligned_share": None if self.aligned_share is None else round(self.aligned_share, 6),
+                "allocations": self.allocations}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DRAFigures:

@@ -31,11 +31,11 @@ RunResult
 NUMAAlignment
   guaranteed      placed Guaranteed pods
   single_numa     of those, pods whose CPUs, memory and devices all sit on one NUMA node
-  share           single_numa / guaranteed (1.0 when there are none)
+  share           single_numa / guaranteed (null when there are none: a share of nothing)
   numa_nodes      {NUMA nodes spanned: pods}
   fewest          pods whose exclusive CPUs, memory, hugepages and devices span no more NUMA nodes than
                   the fewest that could hold them on an empty node of their pool (cluster/fewest.py)
-  fewest_share    fewest / guaranteed (1.0 when there are none)
+  fewest_share    fewest / guaranteed (null when there are none)
 
 ResourceFigures
   allocatable, requested, free (= allocatable - requested), stranded (free on nodes whose kubelet
@@ -49,6 +49,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 SCHEMA_VERSION: Final = 1
+
+
+def _round(share: float | None) -> float | None:
+    return None if share is None else round(share, 6)
 
 
 @dataclass(frozen=True)
@@ -98,13 +102,14 @@ class NUMAAlignment:
     numa_nodes: dict[int, int]
     fewest: int = 0
 
+    # None when no Guaranteed pod was placed: 0 of 0 is not "100% aligned" (tables show "–").
     @property
-    def share(self) -> float:
-        return self.single_numa / self.guaranteed if self.guaranteed else 1.0
+    def share(self) -> float | None:
+        return self.single_numa / self.guaranteed if self.guaranteed else None
 
     @property
-    def fewest_share(self) -> float:
-        return self.fewest / self.guaranteed if self.guaranteed else 1.0
+    def fewest_share(self) -> float | None:
+        return self.fewest / self.guaranteed if self.guaranteed else None
 
 
 @dataclass(frozen=True)
@@ -118,8 +123,9 @@ class ResourceFigures:
         return self.allocatable - self.requested
 
     @property
-    def utilisation(self) -> float:
-        return self.requested / self.allocatable if self.allocatable else 0.0
+    def utilisation(self) -> float | None:
+        """None when nothing is allocatable (a share of nothing)."""
+        return self.requested / self.allocatable if self.allocatable else None
 
 
 @dataclass(frozen=True)
@@ -150,14 +156,14 @@ class RunResult:
         out["config"]["label"] = self.config.label
         out["config"]["kubeletVersion"] = self.config.kubelet_version
         out["rejections"] = self.rejections
-        out["alignment"]["share"] = round(self.alignment.share, 6)
-        out["alignment"]["fewest_share"] = round(self.alignment.fewest_share, 6)
+        out["alignment"]["share"] = _round(self.alignment.share)
+        out["alignment"]["fewest_share"] = _round(self.alignment.fewest_share)
         out["alignment"]["numa_nodes"] = {str(k): v for k, v in sorted(self.alignment.numa_nodes.items())}
         out["numa_occupancy"] = {pool: {str(k): v for k, v in sorted(per.items())}
                                  for pool, per in self.numa_occupancy.items()}
         for name, fig in self.resources.items():
             out["resources"][name]["free"] = fig.free
-            out["resources"][name]["utilisation"] = round(fig.utilisation, 6)
+            out["resources"][name]["utilisation"] = _round(fig.utilisation)
         if self.dra is None:
             del out["dra"]
         else:

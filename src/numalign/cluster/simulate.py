@@ -251,14 +251,28 @@ def _origin_name(item: _Pending) -> str:
     return item.pod.name.rsplit("-r", 1)[0] if item.attempt else item.pod.name
 
 
+def per_pool(values: list[str]) -> str:
+    """One setting over the pools: its value when they share it, else each distinct value in pool order
+    joined by "|" (a mixed cluster's run is not labelled with its first pool's settings)."""
+    return "|".join(dict.fromkeys(values))
+
+
+def _options(values: list[dict[str, str]]) -> dict[str, str]:
+    keys = dict.fromkeys(k for v in values for k in sorted(v))
+    return {k: per_pool([v.get(k, "-") for v in values]) for k in keys}
+
+
 def _run_config(spec: RunSpec, cluster: Cluster) -> RunConfig:
-    c = cluster.pools[0].config
+    configs = [p.config for p in cluster.pools]
     previews: dict[str, str] = {}
     for p in cluster.pools:
         previews.update(p.previews.to_dict())
-    return RunConfig(spec.scheduler, spec.scoring, c.topology_manager_policy, c.topology_manager_scope,
-                     dict(c.topology_manager_policy_options), c.cpu_manager_policy,
-                     dict(c.cpu_manager_policy_options), c.memory_manager_policy,
+    return RunConfig(spec.scheduler, spec.scoring, per_pool([c.topology_manager_policy for c in configs]),
+                     per_pool([c.topology_manager_scope for c in configs]),
+                     _options([dict(c.topology_manager_policy_options) for c in configs]),
+                     per_pool([c.cpu_manager_policy for c in configs]),
+                     _options([dict(c.cpu_manager_policy_options) for c in configs]),
+                     per_pool([c.memory_manager_policy for c in configs]),
                      cluster.versions(), previews, spec.kubelet_version is not None)
 
 

@@ -58,3 +58,8 @@ def bar_chart(rows: Sequence[Row], scale: float, *, ident: str, caption: str,
         y += 16
     width = label_w + BAR_W + note_w + 10
     return svg([title(caption), group(parts)], width, y + 4, id=ident, class_=f"picture {css_class}")
+
+
+def percent(share: float | None) -> str:
+    """A share as a percentage, "–" for a share of nothing (0 of 0 pods is not 100% aligned)."""
+    return "–" if share is None else f"{share:.1%}"

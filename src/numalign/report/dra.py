@@ -14,7 +14,7 @@ from html import escape
 from typing import Any
 
 from numalign.machine.topology import Device
-from numalign.report.charts import Row, Segment, bar_chart
+from numalign.report.charts import Row, Segment, bar_chart, percent
 from numalign.report.view import NodeView
 
 ALIGNED, APART, UNPINNED, UNKNOWN = "#59a14f", "#e15759", "#bab0ac", "#9c755f"
@@ -38,7 +38,7 @@ def dra_sections(runs: Sequence[Mapping[str, Any]]) -> list[str]:
                                Segment("apart", r["dra"]["apart"], APART),
                                Segment("nothing pinned", r["dra"]["unpinned"], UNPINNED),
                                Segment("NUMA node unknown", r["dra"]["unknown"], UNKNOWN)),
-                   f"{r['dra']['aligned_share']:.1%} aligned") for r in with_dra]
+                   f"{percent(r['dra']['aligned_share'])} aligned") for r in with_dra]
     reasons = "".join(
         f"<li>{escape(_label(r))}: {n} pod(s): {escape(reason)}</li>"
         for r in with_dra for reason, n in r["dra"]["unschedulable"].items())

@@ -12,7 +12,7 @@ from html import escape
 from typing import Any
 
 from numalign.report import colors
-from numalign.report.charts import Row, Segment, bar_chart
+from numalign.report.charts import Row, Segment, bar_chart, percent
 from numalign.report.dra import dra_sections
 from numalign.report.heatmap import heatmap
 from numalign.report.page import html_page
@@ -59,9 +59,9 @@ def _rejections(runs: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _alignment(runs: Sequence[Mapping[str, Any]]) -> str:
-    rows = [Row(_label(r), (Segment("on one NUMA node", r["alignment"]["share"], colors.owner_colour(0)),),
-                f"{r['alignment']['share']:.1%} of {r['alignment']['guaranteed']} Guaranteed pods; fewest possible "
-                f"{r['alignment']['fewest_share']:.1%}") for r in runs]
+    rows = [Row(_label(r), (Segment("on one NUMA node", r["alignment"]["share"] or 0.0, colors.owner_colour(0)),),
+                f"{percent(r['alignment']['share'])} of {r['alignment']['guaranteed']} Guaranteed pods; fewest "
+                f"possible {percent(r['alignment']['fewest_share'])}") for r in runs]
     return bar_chart(rows, 1.0, ident="runs-alignment", caption="Guaranteed pods on one NUMA node")
 
 
@@ -113,9 +113,10 @@ def _axes(runs: Sequence[Mapping[str, Any]]) -> list[str]:
             n = len(group_runs)
             placed = sum(r["placed"] for r in group_runs) / n
             rejected = sum(sum(r["kubelet_rejections"].values()) for r in group_runs) / n
-            aligned = sum(r["alignment"]["share"] for r in group_runs) / n
+            shares = [r["alignment"]["share"] for r in group_runs if r["alignment"]["share"] is not None]
+            aligned_text = percent(sum(shares) / len(shares) if shares else None)
             rows.append(Row(v, (Segment("placed (mean)", placed, PLACED),),
-                            f"placed {placed:.1f}, rejections {rejected:.1f}, one NUMA node {aligned:.1%} "
+                            f"placed {placed:.1f}, rejections {rejected:.1f}, one NUMA node {aligned_text} "
                             f"({n} run{'s' * (n != 1)})"))
         out.append(bar_chart(rows, top, ident=f"axis-{key.replace('_', '-')}", css_class="chart axis",
                              caption=f"Along {name}: mean over the runs with each value"))
@@ -127,8 +128,8 @@ def _figure(r: Mapping[str, Any], name: str) -> str:
     values = {"pods": r["pods"], "placed": r["placed"], "unschedulable": r["unschedulable"],
               "kubelet rejections": sum(r["kubelet_rejections"].values()), "pods rejected": r["rejected_pods"],
               "retries": r["retries"], "failed after retries": r["failed"],
-              "Guaranteed on 1 NUMA node": f"{al['share']:.1%}",
-              "Guaranteed on fewest possible": f"{al['fewest_share']:.1%}"}
+              "Guaranteed on 1 NUMA node": percent(al["share"]),
+              "Guaranteed on fewest possible": percent(al["fewest_share"])}
     return str(values[name])
 
 

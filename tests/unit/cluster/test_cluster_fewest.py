@@ -56,5 +56,5 @@ def test_single_numa_node_places_everything_on_the_fewest_and_none_does_not() ->
     loose = run_one(cluster, workload, RunSpec("default", "LeastAllocated",
                                                (("--topology-manager-policy", "none"),)), 3).alignment
     assert aligned.fewest_share == 1.0 and aligned.guaranteed > 0
-    assert loose.fewest_share < 1.0 and loose.fewest < loose.guaranteed
+    assert loose.fewest_share is not None and loose.fewest_share < 1.0 and loose.fewest < loose.guaranteed
     assert aligned.single_numa <= aligned.fewest

@@ -49,9 +49,11 @@ def test_builtin_example_default_rejects_exact_never() -> None:
         assert r.placed + r.unschedulable + r.failed == r.pods
         # single-numa-node aligns every exclusive allocation; the "cache" pods (fractional CPU) run on the
         # shared pool, which spans NUMA nodes, so they are the Guaranteed pods not on one NUMA node.
-        assert 0.5 < r.alignment.share < 1.0
+        share = r.alignment.share
+        assert share is not None and 0.5 < share < 1.0
         assert sum(r.alignment.numa_nodes.values()) == r.alignment.guaranteed
-        assert 0 < r.resources["cpu"].utilisation <= 1
+        used = r.resources["cpu"].utilisation
+        assert used is not None and 0 < used <= 1
     # Same seed, same result; the result model round-trips.
     again = run_one(cluster, workload, RunSpec("default"), 1)
     assert again == default

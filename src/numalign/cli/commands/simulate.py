@@ -162,6 +162,8 @@ def _default_schedulers() -> list[str]:
 
 
 def _rows(sim: SimulationResult) -> list[tuple[str, list[str]]]:
+    from numalign.report.charts import percent
+
     runs = sim.runs
     deleted = any(r.deleted for r in runs)
     rows: list[tuple[str, list[str]]] = [
@@ -180,14 +182,14 @@ def _rows(sim: SimulationResult) -> list[tuple[str, list[str]]]:
     rows += [
         ("pods rejected", [str(r.rejected_pods) for r in runs]),
         ("retries", [str(r.retries) for r in runs]),
-        ("Guaranteed on 1 NUMA node", [f"{r.alignment.share:.1%}" for r in runs]),
-        ("Guaranteed on fewest possible", [f"{r.alignment.fewest_share:.1%}" for r in runs]),
+        ("Guaranteed on 1 NUMA node", [percent(r.alignment.share) for r in runs]),
+        ("Guaranteed on fewest possible", [percent(r.alignment.fewest_share) for r in runs]),
     ]
     if any(r.dra is not None for r in runs):  # pods with ResourceClaims (cluster/dra.py)
         rows += [
             ("DRA pods placed", [f"{r.dra.placed}/{r.dra.pods}" if r.dra else "-" for r in runs]),
             ("DRA pods unschedulable", [str(sum(r.dra.unschedulable.values())) if r.dra else "-" for r in runs]),
-            ("DRA devices with CPUs+memory", [f"{r.dra.aligned_share:.1%}" if r.dra else "-" for r in runs]),
+            ("DRA devices with CPUs+memory", [percent(r.dra.aligned_share) if r.dra else "-" for r in runs]),
         ]
     # cpu, memory and whatever the workload asked for (resources nobody requests stay out of the table).
     names = sorted({k for r in runs for k, f in r.resources.items() if f.requested or k in ("cpu", "memory")},
@@ -204,8 +206,14 @@ def _resource_order(name: str) -> tuple[int, str]:
 
 
 def _pct(r: RunResult, k: str) -> str:
+    from numalign.report.charts import percent
+
     f = r.resources.get(k)
-    return "-" if f is None else f"{f.utilisation:.1%}"
+    return "-" if f is None else percent(f.utilisation)
+
+
+def _csv_share(share: float | None) -> str:
+    return "" if share is None else f"{share:.6f}"  # an empty cell: a share of nothing
 
 
 def _stranded(r: RunResult, k: str) -> str:
@@ -301,6 +309,6 @@ def _csv(sim: SimulationResult) -> None:
                     c.cpu_manager_policy, ",".join(f"{k}={v}" for k, v in sorted(c.cpu_manager_policy_options.items())),
                     c.memory_manager_policy, r.pods, r.placed, r.unschedulable, r.rejections,
                     *[r.kubelet_rejections.get(k, 0) for k in reasons], r.rejected_pods, r.retries, r.failed,
-                    f"{r.alignment.share:.6f}", f"{r.alignment.fewest_share:.6f}",
-                    *[f"{r.resources[k].utilisation:.6f}" if k in r.resources else "" for k in names],
+                    _csv_share(r.alignment.share), _csv_share(r.alignment.fewest_share),
+                    *[_csv_share(r.resources[k].utilisation) if k in r.resources else "" for k in names],
                     *[r.resources[k].stranded if k in r.resources else "" for k in names], c.kubelet_version, previews])
