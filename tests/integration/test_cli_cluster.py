@@ -70,7 +70,7 @@ spec:
     assert main([*args, "-o", "csv"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("scheduler,scoring,")
-    assert lines[1].startswith("exact,LeastAllocated,restricted,pod|container")
+    assert lines[1].startswith("exact,LeastAllocated,restricted|single-numa-node,pod|container,")
 
 
 @pytest.mark.parametrize(
