@@ -205,3 +205,19 @@ def test_semver_normalizes_only_when_asked() -> None:
     with pytest.raises(SemverError):
         parse_semver("v1.2")
     assert str(parse_semver("v1.2", True)) == "1.2.0"
+
+
+def test_a_library_call_with_a_value_of_the_wrong_type_names_it_as_cel_go_does() -> None:
+    device = device_variables("gpu.example.com", {"v": DeviceAttribute("version", ("1.2.3", "2.0.0"), True)}, {},
+                              None, ALL)
+    with pytest.raises(CELRuntimeError, match=r"^no such overload: major\(list\)$"):
+        device_matches(compile_selector('device.attributes["gpu.example.com"].v.major() >= 1', ALL), device)
+    with pytest.raises(CELRuntimeError, match=r"^got 'types.Int', expected iterable type$"):
+        device_matches(compile_selector("cel.bind(x, dyn(1), x.exists(y, y == 1))", ALL), device)
+
+
+def test_selectors_nested_past_cel_cpps_parser_limit_are_refused_in_one_line() -> None:
+    # cel-go allows 250 levels, cel-cpp's parser 32: the one known difference (docs/fidelity.md)
+    compiled = compile_selector(" + ".join(["1"] * 40) + " > 0", ALL)
+    assert compiled.error_line is not None and "recursion" in compiled.error_line
+    assert compile_selector(" + ".join(["1"] * 20) + " > 0", ALL).error is None

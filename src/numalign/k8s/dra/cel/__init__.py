@@ -26,7 +26,7 @@ from numalign.k8s.dra.cel import types as _t
 from numalign.k8s.dra.cel.ast import Expr, read_parsed
 from numalign.k8s.dra.cel.checker import Checked, check
 from numalign.k8s.dra.cel.cost import estimate
-from numalign.k8s.dra.cel.decls import environment
+from numalign.k8s.dra.cel.decls import STANDARD_FUNCTIONS, Environment, environment
 from numalign.k8s.dra.cel.interp import Interpreter
 from numalign.k8s.dra.cel.values import CelError, CostLimitExceededError, DomainMap, to_bool_error
 from numalign.k8s.dra.semver import SemverError, parse_semver
@@ -55,6 +55,9 @@ class CompiledSelector:
     output_type: str | None = None
     root: Expr | None = None
     functions: Mapping[int, str] | None = None
+    minor: int = DEFAULT_MINOR
+    # library calls (not the standard functions): call id -> the parameter types of the matched overloads
+    guarded: Mapping[int, tuple[tuple[_t.Type, ...], ...]] | None = None
 
     @property
     def error_line(self) -> str | None:
@@ -94,10 +97,23 @@ def compile_selector(expression: str, features: CELFeatures = CELFeatures(), *,
     if errors:
         return CompiledSelector(expression, "compilation failed: " + _issues(expression, parsed.positions, errors), 0)
     out = checked.types[parsed.expr.id]
-    if out.kind not in ("bool", "any") and not (features.list_type_attributes and out.kind == "dyn"):
+    if out.kind not in env.outputs:
         return CompiledSelector(expression, f"must evaluate to bool or the unknown type, not {out.type_name()}", 0)
-    return CompiledSelector(expression, None, estimate(parsed.expr, checked), out.type_name(), parsed.expr,
-                            dict(checked.functions))
+    return CompiledSelector(expression, None, estimate(parsed.expr, checked, features.minor), out.type_name(),
+                            parsed.expr, dict(checked.functions), features.minor, _guards(env, checked))
+
+
+def _guards(env: Environment, checked: Checked) -> dict[int, tuple[tuple[_t.Type, ...], ...]]:
+    """cel-go guards each library function's overloads by the runtime types of the arguments: a call
+    none matches is "no such overload: name(types)" (the standard functions answer plainly)."""
+    out = {}
+    for call_id, ids in checked.overloads.items():
+        name = checked.functions.get(call_id, "")
+        if name in STANDARD_FUNCTIONS or name.startswith(("_", "@")):
+            continue
+        chosen = [ov for ov in env.functions.get(name, []) if ov.id in ids]
+        out[call_id] = tuple(ov.args for ov in chosen)
+    return out
 
 
 def cost_error(compiled: CompiledSelector) -> str | None:
@@ -108,10 +124,18 @@ def cost_error(compiled: CompiledSelector) -> str | None:
 
 
 def _cpp_error(text: str) -> str:
-    text = text.removeprefix("INVALID_ARGUMENT: ")
-    for suffix in (" [INVALID_ARGUMENT]",):
-        text = text.removesuffix(suffix)
-    return text
+    """cel-cpp's parse issues in cel-go's words: without the status code, a position-less error at line
+    -1 (cel-cpp prints the unsigned 4294967295), and without the "<<nil>> parsetree" note cel-cpp adds
+    after other syntax errors (cel-go reports the syntax errors alone)."""
+    text = text.removeprefix("INVALID_ARGUMENT: ").removesuffix(" [INVALID_ARGUMENT]")
+    blocks: list[list[str]] = []
+    for line in text.split("\n"):
+        if line.startswith("ERROR: ") or not blocks:
+            blocks.append([line])
+        else:
+            blocks[-1].append(line)
+    kept = [b for b in blocks if not (b[0].endswith(": <<nil>> parsetree") and len(blocks) > 1)]
+    return "\n".join("\n".join(b) for b in kept).replace("<input>:4294967295:", "<input>:-1:")
 
 
 def _validate(root: Expr, checked: Checked) -> list[tuple[int, str]]:
@@ -140,6 +164,43 @@ def _validate(root: Expr, checked: Checked) -> list[tuple[int, str]]:
             walk(key)
             walk(value)
     walk(root)
+    errors.extend(_homogeneous(root, checked))
+    return errors
+
+
+def _homogeneous(root: Expr, checked: Checked) -> list[tuple[int, str]]:
+    """cel-go's ValidateHomogeneousAggregateLiterals: the elements of a list literal, the keys and the
+    values of a map literal, each of one type (the list argument of `format` is exempt)."""
+    errors: list[tuple[int, str]] = []
+
+    def same(items: list[tuple[Expr, bool]]) -> None:
+        first: _t.Type | None = None
+        for x, optional in items:
+            ty = checked.types.get(x.id, _t.DYN)
+            if optional and ty.kind == "opaque" and ty.name == "optional_type":
+                ty = ty.params[0]
+            if first is None:
+                first = ty
+            elif not _t.exact(first, ty):
+                errors.append((x.id, f"expected type '{first.fmt()}' but found '{ty.fmt()}'"))
+                return
+
+    def walk(e: Expr, exempt: bool) -> None:
+        if e.kind == "list" and not exempt:
+            same([(x, i in e.optional_indices) for i, x in enumerate(e.args)])
+        elif e.kind == "map":
+            same([(k, False) for k, _, _ in e.entries])
+            same([(v, o) for _, v, o in e.entries])
+        is_format = e.kind == "call" and checked.functions.get(e.id) == "format"
+        for child in (e.operand, e.iter_range, e.accu_init, e.loop_cond, e.loop_step, e.result):
+            if child is not None:
+                walk(child, False)
+        for arg in e.args:
+            walk(arg, is_format)
+        for key, value, _ in e.entries:
+            walk(key, False)
+            walk(value, False)
+    walk(root, False)
     return errors
 
 
@@ -202,9 +263,10 @@ def device_variables(
     for name, cap in capacity.items():
         domain, _, ident = name.rpartition("/")
         caps.setdefault(domain or driver, {})[ident] = cap.value
-    device: dict[str, Any] = {"driver": driver, "attributes": attrs, "capacity": caps}
-    if features.consumable_capacity:
-        device["allowMultipleAllocations"] = bool(allow_multiple_allocations)
+    # DeviceMatches always passes allowMultipleAllocations (false when unset); whether a selector may
+    # name it is the checker's business.
+    device: dict[str, Any] = {"driver": driver, "attributes": attrs, "capacity": caps,
+                              "allowMultipleAllocations": bool(allow_multiple_allocations)}
     return device
 
 
@@ -213,7 +275,7 @@ def evaluate(compiled: CompiledSelector, device: dict[str, Any],
     """The expression's value for `device` and the evaluated cost; CELRuntimeError with upstream's text."""
     if compiled.root is None:
         raise CELRuntimeError(compiled.error or "not compiled")
-    interp = Interpreter(dict(compiled.functions or {}), limit)
+    interp = Interpreter(dict(compiled.functions or {}), limit, compiled.minor, dict(compiled.guarded or {}))
     try:
         value = interp.eval(compiled.root, {"device": device})
     except (CelError, CostLimitExceededError) as exc:

@@ -167,8 +167,8 @@ class _Checker:
             return current
         if t.is_assignable(self.m, previous, current):
             return t.most_general(previous, current)
-        self.error(e, f"expected type '{previous.fmt()}' but found '{current.fmt()}'")
-        return t.ERROR
+        # a mixed literal is dyn to the checker; the homogeneity validator reports it afterwards
+        return t.DYN
 
     def _list(self, e: Expr) -> None:
         elem: t.Type | None = None

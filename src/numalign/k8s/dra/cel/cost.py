@@ -81,8 +81,9 @@ class Local:
 
 
 class Coster:
-    def __init__(self, checked: Checked) -> None:
+    def __init__(self, checked: Checked, minor: int) -> None:
         self.c = checked
+        self.minor = minor
         self.sizes: dict[int, Est] = {}
         self.entries: dict[int, Entry] = {}
         self.paths: dict[int, list[str]] = {}
@@ -355,10 +356,13 @@ class Coster:
 
     def _kubernetes(self, name: str, oid: str, target: Expr | None, args: list[Expr]) -> tuple[Est, Est | None] | None:
         """The DRA estimator's `includes`, then library.CostEstimator.EstimateCallCost."""
-        if name == "includes" and target is not None:
+        if name == "includes" and target is not None and self.minor == 36:
             return _mul((0, MAX_LIST_VALUES), ONE), None
-        if name in ("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf") and target is not None:
+        traversals = ("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf", "includes")
+        if name in traversals and target is not None:
             el = self.element_size(target)
+            if el is None and name == "includes":
+                return _mul(self.node_size(target), ONE), None
             if el is not None:
                 cost = ONE
                 if self.type(target).params[0].kind in ("string", "bytes"):
@@ -489,5 +493,5 @@ _ORDERED_BY_SIZE: Final = frozenset({
 _UNIT_EQUALITY: Final = frozenset({"kubernetes.Quantity", "kubernetes.Semver", "net.IP", "net.CIDR"})
 
 
-def estimate(root: Expr, checked: Checked) -> int:
-    return Coster(checked).cost(root)[1]
+def estimate(root: Expr, checked: Checked, minor: int) -> int:
+    return Coster(checked, minor).cost(root)[1]

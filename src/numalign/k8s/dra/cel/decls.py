@@ -142,6 +142,9 @@ def _standard() -> dict[str, list[Overload]]:
 
 
 def _kubernetes(minor: int, stored: bool, list_type_attributes: bool) -> dict[str, list[Overload]]:
+    """The libraries. A new object sees a base-environment library from the release after the one that
+    introduced it (the API server's compatibility version is the previous minor)."""
+    level = minor if stored else minor - 1
     ls = t.list_of(_S)
     out: dict[str, list[Overload]] = {
         # cel-go ext.Strings (version 2 in the base environment)
@@ -161,8 +164,6 @@ def _kubernetes(minor: int, stored: bool, list_type_attributes: bool) -> dict[st
         "join": [_m("list_join", (ls,), _S), _m("list_join_string", (ls, _S), _S)],
         "format": [_m("string_format", (_S, t.list_of(t.DYN)), _S)],
         "strings.quote": [_g("strings_quote", (_S,), _S)],
-        # cel-go ext.Lists: `reverse` is declared for lists only
-        "reverse": [_m("list_reverse", (t.list_of(A),), t.list_of(A))],
         # k8s lists library
         "isSorted": [_m(f"list_{n}_is_sorted_bool", (t.list_of(x),), _B) for n, x in
                      (("int", _I), ("uint", _U), ("double", _D), ("bool", _B), ("string", _S), ("bytes", _Y),
@@ -233,11 +234,13 @@ def _kubernetes(minor: int, stored: bool, list_type_attributes: bool) -> dict[st
     }
     out["_[_]"] = [_g("optional_list_index_int", (t.optional_of(t.list_of(A)), _I), t.optional_of(A)),
                    _g("optional_map_index_value", (t.optional_of(t.map_of(K, V)), K), t.optional_of(V))]
+    if level >= 34:  # cel-go ext.Lists v3: `reverse` is declared for lists only
+        out["reverse"] = [_m("list_reverse", (t.list_of(A),), t.list_of(A))]
     # DRA 1.36: `includes`, for list-type attributes (and a scalar, which is its one value). It is
     # feature-gated: the API server offers it to new objects only with DRAListTypeAttributes on, while a
-    # stored object (and the scheduler) always has it.
+    # stored object (and the scheduler) always has it. From 1.37 it is the Kubernetes list library's.
     if minor >= 36 and (stored or list_type_attributes):
-        out["includes"] = [_m("dra_includes_dyn_dyn", (t.DYN, t.DYN), _B)]
+        out["includes"] = [_m("dra_includes_dyn_dyn" if minor == 36 else "list_includes_dyn_dyn", (t.DYN, t.DYN), _B)]
     return out
 
 
@@ -261,10 +264,28 @@ TYPE_IDENTS: Final = {
 }
 
 
+STANDARD_FUNCTIONS: Final = frozenset(_standard())
+
+
+def runtime_match(declared: t.Type, value: object) -> bool:
+    """matchRuntimeArgType: does a value's runtime type satisfy a declared parameter (kinds only for
+    lists and maps; dyn, any and type parameters take anything)."""
+    from numalign.k8s.dra.cel.values import type_name
+    if declared.kind in ("dyn", "any", "param", "error"):
+        return True
+    name = type_name(value)
+    if declared.kind in ("list", "map", "bool", "int", "uint", "double", "string", "bytes"):
+        return name == declared.kind
+    if declared.kind == "null":
+        return name == "null_type"
+    return name == declared.name
+
+
 @dataclass(frozen=True)
 class Environment:
     functions: dict[str, list[Overload]]
     variables: dict[str, t.Type]
+    outputs: frozenset[str]  # the output types a selector may have: bool and "the unknown type"
 
 
 _CACHE: dict[tuple[int, bool, bool, bool], Environment] = {}
@@ -280,7 +301,16 @@ def environment(minor: int, consumable_capacity: bool, list_type_attributes: boo
         for name, ovs in _kubernetes(minor, stored, list_type_attributes).items():
             functions.setdefault(name, []).extend(ovs)
         multi = minor >= 34 and (stored or consumable_capacity)
-        variables: dict[str, t.Type] = {"device": device_type(multi, list_type_attributes)}
+        # The attribute value type: any, or dyn with DRAListTypeAttributes (1.36). From 1.37 a stored
+        # object gets the newest declaration of `device`, the one with list-type attributes.
+        dyn_values = (minor == 36 and list_type_attributes) or (minor >= 37 and (stored or list_type_attributes))
+        variables: dict[str, t.Type] = {"device": device_type(multi, dyn_values)}
+        if minor >= 37:
+            outputs = frozenset({"bool", "dyn" if dyn_values else "any"})
+        elif minor == 36 and list_type_attributes:
+            outputs = frozenset({"bool", "any", "dyn"})
+        else:
+            outputs = frozenset({"bool", "any"})
         variables.update({n: t.type_of(x) for n, x in TYPE_IDENTS.items()})
-        env = _CACHE[key] = Environment(functions, variables)
+        env = _CACHE[key] = Environment(functions, variables, outputs)
     return env

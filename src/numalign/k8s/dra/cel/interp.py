@@ -10,6 +10,8 @@ from typing import Any, Final
 
 from numalign.k8s.dra.cel import library as lib
 from numalign.k8s.dra.cel.ast import Expr
+from numalign.k8s.dra.cel.decls import runtime_match
+from numalign.k8s.dra.cel.types import Type
 from numalign.k8s.dra.cel.values import (
     MISSING,
     NO_SUCH_OVERLOAD,
@@ -20,6 +22,7 @@ from numalign.k8s.dra.cel.values import (
     TypeValue,
     equal,
     map_get,
+    type_name,
 )
 from numalign.k8s.dra.semver import Semver
 from numalign.k8s.quantity import Quantity
@@ -51,9 +54,12 @@ def _traversal(v: Any) -> int:
 
 
 class Interpreter:
-    def __init__(self, functions: dict[int, str], limit: int) -> None:
+    def __init__(self, functions: dict[int, str], limit: int, minor: int,
+                 guarded: dict[int, tuple[tuple[Type, ...], ...]]) -> None:
         self.functions = functions
+        self.guarded = guarded
         self.limit = limit
+        self.minor = minor
         self.cost = 0
 
     def charge(self, n: int) -> None:
@@ -156,6 +162,10 @@ class Interpreter:
             result = self._apply(name, values)
             self.charge(self._call_cost(name, values, result))
             return result
+        guards = self.guarded.get(e.id)
+        if guards and not any(len(g) == len(values) and all(runtime_match(d, v) for d, v in zip(g, values, strict=True))
+                              for g in guards):
+            raise CelError(f"no such overload: {name}({', '.join(type_name(v) for v in values)})")
         # The cost of every other call depends on its arguments only: charge it before the call, so
         # that a call over the limit never runs (cel-go charges right after; the answer is the same).
         self.charge(self._call_cost(name, values, None))
@@ -206,7 +216,8 @@ class Interpreter:
             target, item = v
             if isinstance(target, list):
                 for i, x in enumerate(target):
-                    if i >= MAX_LIST_VALUES:
+                    # 1.36's own `includes` refuses long lists; 1.37's (the list library's) does not
+                    if i >= MAX_LIST_VALUES and self.minor == 36:
                         raise CelError(f"'includes' function cannot be applied to lists longer than "
                                        f"{MAX_LIST_VALUES} values")
                     if _quiet_equal(x, item):
@@ -224,7 +235,8 @@ class Interpreter:
             raise CelError(NO_SUCH_OVERLOAD) from None
 
     def _call_cost(self, name: str, v: list[Any], result: Any) -> int:
-        if name in ("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf"):
+        if name in ("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf") or (
+                name == "includes" and self.minor >= 37):
             return _traversal(v[0])
         if name in ("url", "lowerAscii", "upperAscii", "substring", "trim"):
             return _ceil(size_of(v[0]) * STRING_FACTOR)
@@ -262,7 +274,7 @@ class Interpreter:
         elif isinstance(rng, list):
             items = rng
         else:
-            raise CelError(NO_SUCH_OVERLOAD)
+            raise CelError(f"got '{_go_type(rng)}', expected iterable type")
         inner = dict(scope)
         inner[e.accu_var] = accu
         for i, item in enumerate(items):
@@ -280,6 +292,18 @@ class Interpreter:
         scope2 = dict(scope)
         scope2[e.accu_var] = inner[e.accu_var]
         return self.eval(e.result, scope2)
+
+
+_GO_TYPES: Final = {"bool": "types.Bool", "int": "types.Int", "uint": "types.Uint", "double": "types.Double",
+                    "string": "types.String", "bytes": "types.Bytes", "null_type": "types.Null",
+                    "kubernetes.Semver": "cel.Semver", "kubernetes.Quantity": "cel.Quantity",
+                    "google.protobuf.Timestamp": "types.Timestamp", "google.protobuf.Duration": "types.Duration",
+                    "optional_type": "*types.Optional", "type": "*types.Type"}
+
+
+def _go_type(v: Any) -> str:
+    """The Go type of a cel-go value, as fold errors name it."""
+    return _GO_TYPES.get(type_name(v), type_name(v))
 
 
 MAX_LIST_VALUES: Final = 48  # ResourceSliceMaxAttributeValuesPerDevice
@@ -349,7 +373,7 @@ def _index(target: Any, key: Any, optional: bool) -> Any:
         if key < 0 or key >= len(target):
             if optional:
                 return Optional()
-            raise CelError(f"index out of range: {key}")
+            raise CelError(f"index out of bounds: {key}")
         return Optional(target[key]) if optional else target[key]
     raise CelError(NO_SUCH_OVERLOAD)
 

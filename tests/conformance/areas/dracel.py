@@ -1,0 +1,165 @@
+"""The "dra-cel" area: DRA device selectors against k8s.io/dynamic-resource-allocation/cel
+(conformance/area_dracel.go), from 1.34 (1.33's package has another API).
+
+A case is an expression composed from atoms over the `device` variable and the libraries of the DRA
+environment (strings, lists, regex, semver, quantity, sets, optionals, cel.bind, macros), including
+expressions the type checker refuses, ones estimated over the cost limit, syntax errors and runtime
+errors, with a random device and the CEL features (DRAConsumableCapacity, DRAListTypeAttributes). The
+answer is what the API server says on create, the stored compile error, the output type, the estimated
+cost and DeviceMatches' bool or error.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from numalign.k8s.dra.cel import (
+    CELFeatures,
+    CELRuntimeError,
+    compile_selector,
+    cost_error,
+    device_matches,
+    device_variables,
+)
+from numalign.k8s.dra.types import DeviceAttribute, DeviceCapacity
+from numalign.k8s.quantity import Quantity
+
+NAME = "dra-cel"
+MINORS = ("1.34", "1.35", "1.36", "1.37")
+
+_G = 'device.attributes["gpu.example.com"]'
+_R = 'device.attributes["resource.kubernetes.io"]'
+_C = 'device.capacity["gpu.example.com"]'
+_ATOMS = (
+    "true", "false", 'device.driver == "gpu.example.com"', 'device.driver.startsWith("gpu")',
+    f'{_G}.model == "h100"', f'{_G}.model in ["h100", "h200"]', f"has({_G}.model)", f"has({_G}.index)",
+    f"{_G}.index < 4", f"{_G}.index % 2 == 0", f"{_G}.healthy", f"!has({_G}.healthy) || {_G}.healthy",
+    f'{_G}.driverVersion.isGreaterThan(semver("1.0.0"))', f"{_G}.driverVersion.major() >= 1",
+    f'{_G}.driverVersion == semver("1.2.3")', f'{_G}.driverVersion.compareTo(semver("2.0.0-rc.1")) < 0',
+    f"{_R}.numaNode == 0", f'{_R}.pcieRoot.endsWith("1")', '"resource.kubernetes.io" in device.attributes',
+    f'{_C}.memory.isGreaterThan(quantity("40Gi"))', f'{_C}.memory.compareTo(quantity("80Gi")) >= 0',
+    f"has({_C}.memory)", f'{_G}.model.matches("^[a-z][0-9]+$")', f'{_G}.model.find("[0-9]+") == "100"',
+    f'{_G}.model.lowerAscii() == "h100"', f'{_G}.model.charAt(0) == "h"', f'{_G}.model.substring(1) == "100"',
+    'device.driver.split(".").size() == 3', 'device.driver.indexOf(".") > 0', 'device.driver.replace("gpu", "x") != ""',
+    "size(device.attributes) >= 1", f"size({_G}) >= 2",
+    'device.attributes.exists(k, k == "gpu.example.com")',
+    'device.attributes.all(d, d.endsWith(".com") || d.endsWith(".io"))',
+    'device.attributes.all(k, device.attributes[k].all(n, n != ""))',
+    f'cel.bind(g, {_G}, has(g.model) && g.model != "l4")', f'{_G}.?model.orValue("") == "h100"',
+    f'{_G}.?nosuch.hasValue()', f'{_G}.model.size() > 2', 'size("héllo") == 5',
+    'semver("1.0.0") == semver("1.0.0+b")', 'isSemver("v1.2", true)', 'semver("v1") == semver("1.0.0")',
+    'semver("01.2.3").major() == 1', 'quantity("1Gi") == quantity("1024Mi")', 'isQuantity("1.5Gi")',
+    'quantity("100m").asApproximateFloat() == 0.1', "[1, 2, 3].sum() == 6", "[3, 1, 2].isSorted()",
+    '["a", "b"].join("-") == "a-b"', "sets.contains([1, 2, 3], [1, 2])", "sets.intersects([1], [2])",
+    '[1, 2, 3].map(x, x * 2).exists(y, y == 4)', '[1, 2, 3].filter(x, x > 1).size() == 2',
+    '"a,b,,c".split(",").size() == 4', '"abc".indexOf("c", 1) == 2', 'string(1) == "1"', 'int("12") == 12',
+    "9223372036854775807 + 1 > 0", f"{_G}.index / 0 == 1", 'device.attributes["missing.example.com"].x == 1',
+    f"{_G}.nosuch == 1", f"{_G}.model > 3", "1 == 1.0", '[1, "a"].size() == 2', f'{_G}.model.matches("[")',
+    f'{_G}.tags.exists(t, t == "x")', f'{_G}.tags.includes("x")', f"{_R}.numaNode.includes(1)",
+    "device.allowMultipleAllocations", f"{_G}.model", f"{_G}.index", '"abc".reverse() == "cba"',
+    "math.greatest(1, 2) == 2", 'device.driver.split(".").exists(p, p.indexOf("x") > 0)',
+    "type(device.driver) == string", 'dyn(1) == 1.0', "device.driver ==", "device.driver.(", "noSuchVar",
+    'timestamp("2024-01-01T00:00:00Z") < timestamp("2025-01-01T00:00:00Z")', 'duration("1h") > duration("1m")',
+    'ip("10.0.0.1").family() == 4', 'url("https://x").getHost() == "x"', 'strings.quote("a") == "\\"a\\""',
+    f"{_R}.numaNode.exists(n, n == 1)", f"{_G}.driverVersion.includes(semver(\"1.2.3\"))",
+    f"size({_G}.tags) == 2", f"{_G}.tags.all(t, t.size() == 1)", "[1, 2].includes(2)",
+    '"%d-%s".format([1, "a"]) == "1-a"', '{"a": 1}.a == 1', '{"a": 1, "b": "x"}.size() == 2',
+    "[1, 2] + [3] == [1, 2, 3]", 'device.driver + "x" == "gpu.example.comx"', "uint(1) == 1u", "-(1) < 0",
+    '"abc".contains("b")', f"{_G}.index in [1, 2, 3]", "1.5 > 1", "[0, 1][2] == 1", '{"a": 1}["b"] == 1',
+)
+
+
+def _compose(rng: random.Random, depth: int) -> str:
+    if depth == 0 or rng.random() < 0.35:
+        return rng.choice(_ATOMS)
+    a, b = _compose(rng, depth - 1), _compose(rng, depth - 1)
+    shape = rng.randrange(6)
+    if shape == 0:
+        return f"({a}) && ({b})"
+    if shape == 1:
+        return f"({a}) || ({b})"
+    if shape == 2:
+        return f"!({a})"
+    if shape == 3:
+        return f"({a}) == ({b})"
+    if shape == 4:
+        return f"({a}) ? ({b}) : {rng.choice(('true', 'false'))}"
+    return f"device.attributes.exists(k, ({a}))"
+
+
+def _device(rng: random.Random, minor: int, list_type: bool) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    if rng.random() < 0.9:
+        attrs["model"] = {"string": rng.choice(("h100", "h200", "l4", "B200", "mi300x"))}
+    if rng.random() < 0.6:
+        attrs["index"] = {"int": rng.randrange(8)}
+    if rng.random() < 0.4:
+        attrs["healthy"] = {"bool": rng.random() < 0.5}
+    if rng.random() < 0.6:
+        attrs["driverVersion"] = {"version": rng.choice(("1.2.3", "0.9.9", "2.0.0-rc.1", "12.4.0", "1.2.3+b1"))}
+    if rng.random() < 0.7:
+        attrs["resource.kubernetes.io/numaNode"] = {"int": rng.randrange(2)}
+    if rng.random() < 0.5:
+        attrs["resource.kubernetes.io/pcieRoot"] = {"string": f"pci0000:0{rng.randrange(8)}"}
+    if list_type and rng.random() < 0.5:
+        attrs["tags"] = {"strings": rng.sample(["x", "y", "z"], rng.randint(1, 3))}
+    if list_type and rng.random() < 0.3:
+        attrs["resource.kubernetes.io/numaNode"] = {"ints": rng.sample([0, 1, 2, 3], rng.randint(1, 4))}
+    if list_type and rng.random() < 0.2:
+        attrs["driverVersion"] = {"versions": rng.sample(["1.2.3", "2.0.0-rc.1", "0.9.9"], rng.randint(1, 3))}
+    caps: dict[str, str] = {}
+    if rng.random() < 0.7:
+        caps["memory"] = rng.choice(("24Gi", "40Gi", "80Gi", "141Gi"))
+    if rng.random() < 0.3:
+        caps["cores"] = str(rng.choice((16, 132)))
+    allow = rng.choice((None, True, False)) if minor >= 34 else None
+    return {"driver": rng.choice(("gpu.example.com", "gpu.example.com", "other.example.org")),
+            "allow_multiple_allocations": allow, "attributes": attrs, "capacity": caps}
+
+
+def generate(rng: random.Random, version: str) -> dict[str, Any]:
+    minor = int(version.split(".")[1])
+    list_type = minor >= 36 and rng.random() < 0.3
+    consumable = rng.random() < (0.8 if minor >= 36 else 0.3)
+    return {
+        "expr": _compose(rng, rng.randint(0, 3)),
+        "features": {"consumable_capacity": consumable, "list_type_attributes": list_type},
+        "device": _device(rng, minor, list_type),
+    }
+
+
+def _attribute(raw: dict[str, Any]) -> DeviceAttribute:
+    ((kind, value),) = raw.items()
+    if kind.endswith("s") and isinstance(value, list):
+        return DeviceAttribute(kind[:-1], tuple(value), True)  # type: ignore[arg-type]
+    return DeviceAttribute(kind, (value,))  # type: ignore[arg-type]
+
+
+def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
+    f = case["features"]
+    features = CELFeatures(consumable_capacity=f["consumable_capacity"],
+                           list_type_attributes=f["list_type_attributes"], minor=int(version.split(".")[1]))
+    expr = case["expr"]
+    answer: dict[str, Any] = {}
+    created = compile_selector(expr, features, new_object=True)
+    answer["create"] = created.error if created.error is not None else cost_error(created)
+    stored = compile_selector(expr, features)
+    answer["stored"] = stored.error
+    if stored.error is not None:
+        return answer
+    answer["output_type"] = stored.output_type
+    answer["max_cost"] = str(stored.max_cost)
+    d = case["device"]
+    attrs = {name: _attribute(raw) for name, raw in d["attributes"].items()}
+    caps = {name: DeviceCapacity(Quantity.parse(v)) for name, v in d["capacity"].items()}
+    device = device_variables(d["driver"], attrs, caps, d["allow_multiple_allocations"], features)
+    try:
+        answer["value"] = {"result": device_matches(stored, device)}
+    except CELRuntimeError as exc:
+        answer["value"] = {"runtime_error": str(exc)}
+    return answer
+
+
+def size(case: dict[str, Any]) -> int:
+    return len(case["expr"]) + len(case["device"]["attributes"]) * 5
