@@ -4,12 +4,13 @@ objects read beside it (`claims_for_pod`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from numalign.errors import InvalidInputError
+from numalign.k8s.dra.names import dns_label_problem, dns_subdomain_problem
 from numalign.k8s.dra.types import ContainerClaim, DRAObjects, PodResourceClaim, ResourceClaim
-from numalign.limits import quote
+from numalign.limits import go_quote, quote
 
 if TYPE_CHECKING:
     from numalign.k8s.pod import Container, Pod
@@ -45,11 +46,15 @@ def pod_resource_claims(obj: object, path: str, where: str) -> tuple[PodResource
         name = _optional_str(item.get("name"), where, f"{path}[{i}].name")
         if not name:
             raise InvalidInputError(f"{where}: {path}[{i}].name: Required value (every pod claim needs a name)")
+        _check_name(name, where, f"{path}[{i}].name", dns_label_problem)
         if any(c.name == name for c in claims):
             raise InvalidInputError(f"{where}: {path}[{i}].name: Duplicate value: {name!r}")
         claim = _optional_str(item.get("resourceClaimName"), where, f"{path}[{i}].resourceClaimName")
         template = _optional_str(item.get("resourceClaimTemplateName"), where,
                                  f"{path}[{i}].resourceClaimTemplateName")
+        for value, field in ((claim, "resourceClaimName"), (template, "resourceClaimTemplateName")):
+            if value:
+                _check_name(value, where, f"{path}[{i}].{field}", dns_subdomain_problem)
         if bool(claim) == bool(template):
             raise InvalidInputError(
                 f"{where}: {path}[{i}]: Invalid value: must specify one of: `resourceClaimName`, "
@@ -57,6 +62,13 @@ def pod_resource_claims(obj: object, path: str, where: str) -> tuple[PodResource
             )
         claims.append(PodResourceClaim(name=name, resource_claim_name=claim, resource_claim_template_name=template))
     return tuple(claims)
+
+
+def _check_name(value: str, where: str, path: str, problem: Callable[[str], str | None]) -> None:
+    """The pod's validation of a claim name, in the API server's words."""
+    found = problem(value)
+    if found is not None:
+        raise InvalidInputError(f"{where}: {path}: Invalid value: {go_quote(value)}: {found}")
 
 
 def check_container_claims(

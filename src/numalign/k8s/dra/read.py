@@ -10,10 +10,11 @@ resource.k8s.io/v1beta2 objects have the same shape and are read too; v1beta1 an
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from numalign.errors import InvalidInputError
+from numalign.k8s.dra import names as n
 from numalign.k8s.dra import types as t
 from numalign.k8s.quantity import Quantity
 from numalign.limits import go_quote, quote
@@ -49,6 +50,9 @@ def dra_object_from_dict(obj: Mapping[str, Any], where: str) -> DRAObject:
             raise _FieldError("metadata.name", "Required value: name or generateName is required")
         if not isinstance(namespace, str):
             raise _FieldError("metadata.namespace", f"Invalid value: {quote(namespace)}: must be a string")
+        _name(name, "metadata.name", n.dns_subdomain_problem)
+        if kind not in ("DeviceClass", "ResourceSlice"):
+            _name(namespace, "metadata.namespace", n.dns_label_problem)
         spec = _mapping(obj.get("spec"), "spec")
         source = f"{where}: {kind} {name}" if kind in ("DeviceClass", "ResourceSlice") else (
             f"{where}: {kind} {namespace}/{name}")
@@ -76,14 +80,16 @@ def dra_object_from_dict(obj: Mapping[str, Any], where: str) -> DRAObject:
 
 
 def _slice(name: str, spec: Mapping[str, Any], source: str) -> t.ResourceSlice:
-    driver = _req_str(spec.get("driver"), "spec.driver")
+    driver = _name(_req_str(spec.get("driver"), "spec.driver"), "spec.driver", n.driver_problem)
     pool_obj = _mapping(spec.get("pool"), "spec.pool")
     pool = t.ResourcePool(
-        name=_req_str(pool_obj.get("name"), "spec.pool.name"),
+        name=_name(_req_str(pool_obj.get("name"), "spec.pool.name"), "spec.pool.name", n.pool_problem),
         generation=_int(pool_obj.get("generation", 0), "spec.pool.generation", minimum=0),
         resource_slice_count=_int(pool_obj.get("resourceSliceCount"), "spec.pool.resourceSliceCount", minimum=1),
     )
     node_name = _opt_str(spec.get("nodeName"), "spec.nodeName")
+    if node_name:
+        _name(node_name, "spec.nodeName", n.dns_subdomain_problem)
     node_selector = _node_selector(spec.get("nodeSelector"), "spec.nodeSelector")
     all_nodes = _bool(spec.get("allNodes"), "spec.allNodes")
     per_device = _bool(spec.get("perDeviceNodeSelection"), "spec.perDeviceNodeSelection")
@@ -148,7 +154,8 @@ def _device(raw: object, path: str, per_device: bool) -> t.Device:
                              "when `perDeviceNodeSelection` is set")
     multiple = obj.get("allowMultipleAllocations")
     return t.Device(
-        name=_req_str(obj.get("name"), f"{path}.name"), attributes=attributes, capacity=capacity,
+        name=_name(_req_str(obj.get("name"), f"{path}.name"), f"{path}.name", n.dns_label_problem),
+        attributes=attributes, capacity=capacity,
         consumes_counters=tuple(consumes), node_name=node_name, node_selector=node_selector, all_nodes=all_nodes,
         allow_multiple_allocations=None if multiple is None else _bool(multiple, f"{path}.allowMultipleAllocations"),
         taints=tuple(taints), binds_to_node=_bool(obj.get("bindsToNode"), f"{path}.bindsToNode"),
@@ -308,7 +315,7 @@ def _claim_spec(spec: Mapping[str, Any], base: str = "spec") -> t.ResourceClaimS
 
 def _request(raw: object, path: str) -> t.DeviceRequest:
     obj = _mapping(raw, path)
-    name = _req_str(obj.get("name"), f"{path}.name")
+    name = _name(_req_str(obj.get("name"), f"{path}.name"), f"{path}.name", n.dns_label_problem)
     exactly, first = obj.get("exactly"), obj.get("firstAvailable")
     if "deviceClassName" in obj:
         raise _FieldError(f"{path}.deviceClassName", "Forbidden: the v1beta1 request fields are not read; "
@@ -323,7 +330,8 @@ def _request(raw: object, path: str) -> t.DeviceRequest:
     subs: list[t.DeviceSubRequest] = []
     for i, item in enumerate(items):
         sub_path = f"{path}.firstAvailable[{i}]"
-        sub_name = _req_str(_mapping(item, sub_path).get("name"), f"{sub_path}.name")
+        sub_name = _name(_req_str(_mapping(item, sub_path).get("name"), f"{sub_path}.name"), f"{sub_path}.name",
+                         n.dns_label_problem)
         if any(s.name == sub_name for s in subs):
             raise _FieldError(f"{path}.firstAvailable[{i}].name", f"Duplicate value: {go_quote(sub_name)}")
         subs.append(_subrequest(item, f"{path}.firstAvailable[{i}]", sub_name, exact=False))
@@ -369,7 +377,8 @@ def _subrequest(raw: object, path: str, name: str, *, exact: bool) -> t.DeviceSu
             str(k): _quantity(v, f"{path}.capacity.requests[{k}]")
             for k, v in _mapping(cap.get("requests"), f"{path}.capacity.requests").items()})
     return t.DeviceSubRequest(
-        name=name, device_class_name=_req_str(obj.get("deviceClassName"), f"{path}.deviceClassName"),
+        name=name, device_class_name=_name(_req_str(obj.get("deviceClassName"), f"{path}.deviceClassName"),
+                                           f"{path}.deviceClassName", n.dns_subdomain_problem),
         selectors=_selectors(obj.get("selectors"), f"{path}.selectors"), allocation_mode=mode, count=count,
         admin_access=None if admin is None else _bool(admin, f"{path}.adminAccess"),
         tolerations=tuple(tolerations), capacity=capacity)
@@ -434,6 +443,14 @@ def _req_str(obj: object, path: str) -> str:
     if not isinstance(obj, str):
         raise _FieldError(path, f"Invalid value: {quote(obj)}: expected a string")
     return obj
+
+
+def _name(value: str, path: str, problem: Callable[[str], str | None]) -> str:
+    """`value` when the API server accepts it as this kind of name; its error otherwise."""
+    found = problem(value)
+    if found is not None:
+        raise _FieldError(path, f"Invalid value: {go_quote(value)}: {found}")
+    return value
 
 
 def _opt_str(obj: object, path: str) -> str | None:
