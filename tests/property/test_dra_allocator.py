@@ -78,7 +78,8 @@ def _valid_claim(p: DRAInstance, i: int, devices: tuple[int, ...]) -> bool:
 @given(dra_instances())
 def test_the_allocator_finds_a_valid_allocation_exactly_when_one_exists(p: DRAInstance) -> None:
     claims, slices, classes = _problem(p)
-    state = AllocatedState(devices={("dra.example.com", "p", f"d{i}") for i in p.in_use})
+    state = AllocatedState()
+    state.devices.update({("dra.example.com", "p", f"d{i}"): 1 for i in p.in_use})
     result = Allocator(features_for("1.37"), state, classes, slices, NodeInfo("n")).allocate(claims)
     if result is None:
         assert not _exists(p)

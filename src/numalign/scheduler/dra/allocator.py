@@ -15,10 +15,11 @@ scheduler aborts the pod's scheduling with it. A node that cannot satisfy the cl
 
 from __future__ import annotations
 
+import bisect
 import logging
 import sys
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -26,7 +27,9 @@ from numalign.k8s.dra import cel
 from numalign.k8s.dra.types import (
     ALLOCATION_RESULTS_MAX_SIZE,
     Device,
+    DeviceAttribute,
     DeviceClass,
+    DeviceRequestAllocationResult,
     DeviceSubRequest,
     ResourceClaim,
     ResourceSlice,
@@ -40,7 +43,12 @@ from numalign.scheduler.dra.capacity import (
     request_fits,
     subtract_from,
 )
-from numalign.scheduler.dra.constraints import Constraint, DistinctAttributeConstraint, MatchAttributeConstraint
+from numalign.scheduler.dra.constraints import (
+    Constraint,
+    DistinctAttributeConstraint,
+    MatchAttributeConstraint,
+    matches_request,
+)
 from numalign.scheduler.dra.features import Features
 from numalign.scheduler.dra.pools import NodeInfo, Pool, gather_pools, node_matches
 
@@ -53,6 +61,9 @@ DeviceID = tuple[str, str, str]  # driver, pool, device
 # scheduler's 10 s filter timeout: counted, so the same input always gets the same answer on any machine.
 DEFAULT_SEARCH_BUDGET: Final = 1_000_000
 _SHARE_NAMESPACE: Final = uuid.UUID("2f0c51d6-0f3b-5d55-9a8e-6472612d6964")
+
+
+_ALWAYS: Final = object()  # the group of positions every value shares (_group_positions)
 
 
 class AllocatorError(Exception):
@@ -71,31 +82,59 @@ def device_id_text(device_id: DeviceID) -> str:
     return "/".join(device_id)
 
 
-@dataclass
 class AllocatedState:
-    """What other claims already hold (schedulerapi.AllocatedState)."""
+    """What other claims already hold (schedulerapi.AllocatedState), kept per claim so a node's ledger
+    adds and removes one claim at a time: the n-th claim costs its own devices, not the n-1 before it."""
 
-    devices: set[DeviceID] = field(default_factory=set)
-    shared: set[tuple[DeviceID, str]] = field(default_factory=set)
-    capacity: dict[DeviceID, ConsumedCapacity] = field(default_factory=dict)
+    def __init__(self, claims: Iterable[ResourceClaim] = ()) -> None:
+        self.devices: dict[DeviceID, int] = {}  # device -> how many claims hold it whole
+        self.shares: dict[DeviceID, int] = {}  # device -> how many shares of it are held
+        self.capacity: dict[DeviceID, ConsumedCapacity] = {}  # consumed by the shares
+        self._claims: dict[str, tuple[DeviceRequestAllocationResult, ...]] = {}
+        for claim in claims:
+            self.add_claim(claim)
 
     def holds(self, device_id: DeviceID) -> bool:
         """IsDeviceAllocated."""
-        return (device_id in self.devices or device_id in self.capacity
-                or any(d == device_id for d, _ in self.shared))
+        return device_id in self.devices or device_id in self.capacity or device_id in self.shares
+
+    def has_claim(self, key: str) -> bool:
+        return key in self._claims
 
     def add_claim(self, claim: ResourceClaim) -> None:
-        """A claim's status.allocation: admin-access devices are not held, shared ones by capacity."""
-        if claim.allocation is None:
+        """A claim's status.allocation: admin-access devices are not held, shared ones by capacity. A claim
+        already counted (by namespace/name) is counted once."""
+        if claim.allocation is None or claim.key in self._claims:
             return
-        for r in claim.allocation.results:
-            if r.admin_access:
-                continue
+        results = tuple(r for r in claim.allocation.results if not r.admin_access)
+        self._claims[claim.key] = results
+        for r in results:
             if r.share_id:
-                self.shared.add((r.device_id, r.share_id))
+                self.shares[r.device_id] = self.shares.get(r.device_id, 0) + 1
                 add_into(self.capacity.setdefault(r.device_id, {}), r.consumed_capacity or {})
             else:
-                self.devices.add(r.device_id)
+                self.devices[r.device_id] = self.devices.get(r.device_id, 0) + 1
+
+    def remove_claim(self, key: str) -> None:
+        """The claim is deallocated: its devices and capacity are free again."""
+        for r in self._claims.pop(key, ()):
+            if r.share_id:
+                _decrement(self.shares, r.device_id)
+                total = self.capacity.get(r.device_id)
+                if total is not None:
+                    subtract_from(total, r.consumed_capacity or {})
+                    if r.device_id not in self.shares:
+                        del self.capacity[r.device_id]
+            else:
+                _decrement(self.devices, r.device_id)
+
+
+def _decrement(counts: dict[DeviceID, int], device_id: DeviceID) -> None:
+    left = counts.get(device_id, 0) - 1
+    if left > 0:
+        counts[device_id] = left
+    else:
+        counts.pop(device_id, None)
 
 
 @dataclass(frozen=True)
@@ -173,6 +212,8 @@ class Allocator:
         self._available_counters: dict[str, dict[str, dict[str, Quantity]]] = {}
         self._consumed_counters: dict[str, dict[str, dict[str, Quantity]]] = {}
         self._allocating: dict[DeviceID, set[int]] = {}
+        self._position_index: dict[tuple[int, str], dict[object, list[tuple[int, int]]]] = {}
+        self._failing: dict[tuple[Key, int], list[tuple[int, int]]] = {}
         self._allocating_capacity: dict[DeviceID, ConsumedCapacity] = {}
 
     # ---- Allocate ------------------------------------------------------------------------------------
@@ -323,38 +364,118 @@ class Allocator:
             return self._descend(undo, ci, ri, si, di + 1, in_sub, (0, 0, 0))
         admin = bool(request.admin_access)
         key = (ci, ri, si)
+        restriction = self._restriction(ci, data)
         for pi in range(start[0], len(self.pools)):
             pool = self.pools[pi]
             if pool.is_invalid and self.generation.invalid_pool_aborts:
                 raise AllocatorError(f"pool {pool.pool} is invalid: {pool.invalid_reason}")
             if pool.is_incomplete or pool.is_invalid:
                 continue
-            for sli in range(start[1] if pi == start[0] else 0, len(pool.slices)):
+            where = start if pi == start[0] else (pi, 0, 0)
+            for sli, dvi in self._positions(pi, pool, where, restriction, key, data):
                 s = pool.slices[sli]
-                first = start[2] if pi == start[0] and sli == start[1] else 0
-                for dvi in range(first, len(s.devices)):
-                    self.checks += 1
-                    if self.checks > self.budget:
-                        raise SearchTimeoutError(self.features.release.timeout_message(self.node.name))
-                    device = s.devices[dvi]
-                    device_id = (pool.driver, pool.pool, device.name)
-                    if admin and ci in self._allocating.get(device_id, ()):
-                        continue
-                    if not admin and self._in_use(device_id):
-                        continue
-                    candidate = Candidate(device_id, device, s, pool)
-                    if not self._selectable(key, data, candidate):
-                        continue
-                    if self.features.consumable_capacity and not self._capacity_fits(request, candidate):
-                        continue
-                    ok, undo = self._allocate_device(ci, ri, si, candidate, must=False)
-                    if not ok:
-                        continue
-                    assert undo is not None
-                    after = (pi, sli, dvi + 1) if self.generation.searches_combinations else (0, 0, 0)
-                    if self._descend(undo, ci, ri, si, di + 1, in_sub, after):
-                        return True
+                self.checks += 1
+                if self.checks > self.budget:
+                    raise SearchTimeoutError(self.features.release.timeout_message(self.node.name))
+                device = s.devices[dvi]
+                device_id = (pool.driver, pool.pool, device.name)
+                if admin and ci in self._allocating.get(device_id, ()):
+                    continue
+                if not admin and self._in_use(device_id):
+                    continue
+                candidate = Candidate(device_id, device, s, pool)
+                if not self._selectable(key, data, candidate):
+                    continue
+                if self.features.consumable_capacity and not self._capacity_fits(request, candidate):
+                    continue
+                ok, undo = self._allocate_device(ci, ri, si, candidate, must=False)
+                if not ok:
+                    continue
+                assert undo is not None
+                after = (pi, sli, dvi + 1) if self.generation.searches_combinations else (0, 0, 0)
+                if self._descend(undo, ci, ri, si, di + 1, in_sub, after):
+                    return True
         return False
+
+    def _restriction(self, ci: int, data: _RequestData) -> tuple[str, DeviceAttribute] | None:
+        """A matchAttribute constraint of the claim that already holds a value for this request's devices:
+        only devices with that value can be added, so the search visits only those (the same devices in
+        the same order as upstream's scan; the others would fail the constraint with no other effect)."""
+        base, sub = (data.parent, data.request.name) if data.parent else (data.request.name, "")
+        for c in self.constraints[ci]:
+            if (isinstance(c, MatchAttributeConstraint) and not c.list_types and c.count > 0 and c.first is not None
+                    and matches_request(c.requests, base, sub)):
+                return c.attribute, c.first
+        return None
+
+    def _positions(
+        self,
+        pi: int,
+        pool: Pool,
+        start: tuple[int, int, int],
+        restriction: tuple[str, DeviceAttribute] | None,
+        key: Key,
+        data: _RequestData,
+    ) -> Iterator[tuple[int, int]]:
+        """The (slice, device) positions of a pool from `start` on, in search order: all of them, or with a
+        restriction those whose attribute has its value (and, where a rejected device keeps the counters it
+        took, every device that consumes counters, since trying it has that effect)."""
+        if restriction is None:
+            for sli in range(start[1], len(pool.slices)):
+                for dvi in range(start[2] if sli == start[1] else 0, len(pool.slices[sli].devices)):
+                    yield sli, dvi
+            return
+        name, value = restriction
+        groups = self._position_index.get((pi, name))
+        if groups is None:
+            groups = self._group_positions(pool, name)
+            self._position_index[(pi, name)] = groups
+        wanted = None if value.is_list else (value.kind, value.values)
+        positions = groups.get(wanted)
+        if positions is None:
+            positions = groups[_ALWAYS]
+        failing = self._failing_positions(key, pi, pool, data)
+        if failing:
+            # A selector that fails on a device fails the allocation when the scan reaches that device,
+            # whatever its attribute: those devices stay on the way.
+            positions = sorted(set(positions) | set(failing))
+        yield from positions[bisect.bisect_left(positions, (start[1], start[2])):]
+
+    def _failing_positions(self, key: Key, pi: int, pool: Pool, data: _RequestData) -> list[tuple[int, int]]:
+        """The devices of a pool on which the request's or its class's selectors fail (a CEL runtime error),
+        once per request and pool; every other device's selection is cached by the same pass."""
+        found = self._failing.get((key, pi))
+        if found is None:
+            found = []
+            for sli, s in enumerate(pool.slices):
+                for dvi, d in enumerate(s.devices):
+                    try:
+                        self._selectable(key, data, Candidate((pool.driver, pool.pool, d.name), d, s, pool))
+                    except AllocatorError:
+                        found.append((sli, dvi))
+            self._failing[(key, pi)] = found
+        return found
+
+    def _group_positions(self, pool: Pool, name: str) -> dict[object, list[tuple[int, int]]]:
+        """A pool's device positions grouped by the value of one attribute, once per Allocate. Where a
+        rejected device keeps the counters it took, every device that consumes counters is in every group
+        (trying it has that effect), and in the group _ALWAYS that a value no device has gets."""
+        leaks = not self.generation.rolls_back_rejected_devices
+        groups: dict[object, list[tuple[int, int]]] = {_ALWAYS: []}
+        for sli, s in enumerate(pool.slices):
+            for dvi, d in enumerate(s.devices):
+                if leaks and d.consumes_counters:
+                    for positions in groups.values():
+                        positions.append((sli, dvi))
+                    continue
+                attr = d.attribute(s.driver, name)
+                if attr is None or attr.is_list:
+                    continue
+                key = (attr.kind, attr.values)
+                if key not in groups:
+                    groups[key] = list(groups[_ALWAYS])
+                groups[key].append((sli, dvi))
+        return groups
 
     def _descend(
         self, undo: Callable[[], None], ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int, int]

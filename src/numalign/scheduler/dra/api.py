@@ -14,7 +14,7 @@ A claim that is already allocated (status.allocation) keeps its devices; its dev
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -44,7 +44,7 @@ from numalign.scheduler.dra.allocator import (
     NodeFailureError,
     SearchTimeoutError,
 )
-from numalign.scheduler.dra.features import DEFAULT_VERSION, dra_enabled, features_for
+from numalign.scheduler.dra.features import DEFAULT_VERSION, Features, dra_enabled, features_for
 from numalign.scheduler.dra.pools import NodeInfo
 
 CANNOT_ALLOCATE = "cannot allocate all claims"
@@ -158,12 +158,13 @@ def allocate_claims(
     *,
     node: str | None = None,
     node_labels: Mapping[str, str] | None = None,
-    allocated: Iterable[ResourceClaim] = (),
+    allocated: Iterable[ResourceClaim] | AllocatedState = (),
     version: str | KubeletVersion = DEFAULT_VERSION,
     gates: Mapping[str, bool] | None = None,
     budget: int = DEFAULT_SEARCH_BUDGET,
 ) -> AllocationResult | AllocationFailure:
-    """Allocate `claims` (a pod's, in spec.resourceClaims order) on one node."""
+    """Allocate `claims` (a pod's, in spec.resourceClaims order) on one node. `allocated`: the claims other
+    pods hold, or a ledger's AllocatedState kept up to date claim by claim (NodeDRA keeps one)."""
     features = features_for(version, gates)
     class_map = dict(classes) if isinstance(classes, Mapping) else {c.name: c for c in classes}
     node_name = node if node is not None else _only_node(slices)
@@ -178,9 +179,29 @@ def allocate_claims(
     if not dra_enabled(version, gates):
         return fail(f"the DynamicResourceAllocation feature gate is off (its default in {version}); the API "
                     "server drops a pod's resourceClaims and the scheduler allocates no devices", "error")
-    state = AllocatedState()
-    for other in allocated:
-        state.add_claim(other)
+    # A ledger's state is used as it is (the claims it holds are not re-read); the pod's own allocated
+    # claims join it for this call only.
+    state = allocated if isinstance(allocated, AllocatedState) else AllocatedState(allocated)
+    joined = [c.key for c in claims if c.allocation is not None and not state.has_claim(c.key)]
+    try:
+        return _allocate(claims, slices, class_map, info, state, features, budget, fail, version)
+    finally:
+        if state is allocated:
+            for key in joined:
+                state.remove_claim(key)
+
+
+def _allocate(
+    claims: Sequence[ResourceClaim],
+    slices: Sequence[ResourceSlice],
+    class_map: Mapping[str, DeviceClass],
+    info: NodeInfo,
+    state: AllocatedState,
+    features: Features,
+    budget: int,
+    fail: Callable[..., AllocationFailure],
+    version: str,
+) -> AllocationResult | AllocationFailure:
     pending: list[ResourceClaim] = []
     for claim in claims:
         if claim.allocation is not None:
@@ -210,7 +231,7 @@ def allocate_claims(
             out.append(_kept(claim, slices))
         else:
             out.append(_allocated(claim, by_claim[claim.key]))
-    return AllocationResult(node_name, version, features.implementation, tuple(out))
+    return AllocationResult(info.name, version, features.implementation, tuple(out))
 
 
 def allocate_pod_claims(

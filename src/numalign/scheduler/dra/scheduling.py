@@ -19,6 +19,7 @@ from numalign.k8s.dra.podclaims import claims_for_pod
 from numalign.k8s.dra.types import DeviceClass, DRAObjects, ResourceClaim, ResourceSlice
 from numalign.k8s.pod import Pod
 from numalign.k8s.version import KubeletVersion
+from numalign.scheduler.dra.allocator import AllocatedState
 from numalign.scheduler.dra.api import AllocatedDevice, AllocationFailure, AllocationResult, allocate_claims
 from numalign.scheduler.dra.features import DEFAULT_VERSION
 
@@ -76,6 +77,9 @@ class NodeDRA:
     gates: Mapping[str, bool] | None = None
     extra_slices: Sequence[ResourceSlice] = ()  # published by the machine (its DRA devices, driver models)
     holders: dict[str, set[str]] = field(default_factory=dict)  # claim key -> pod uids using it
+    # What the allocated claims hold, built on the first allocation and kept up to date by commit and
+    # release, so the n-th pod's allocation costs its own claims, not every claim before it.
+    _state: AllocatedState | None = field(default=None, init=False, repr=False)
 
     @property
     def slices(self) -> list[ResourceSlice]:
@@ -94,20 +98,35 @@ class NodeDRA:
         if not pod.resource_claims:
             return None
         mine = list(claims) if claims is not None else self.claims_of(pod)
-        keys = {c.key for c in mine}
-        others = [c for c in self.objects.claims.values() if c.allocation is not None and c.key not in keys]
-        result = allocate_claims(mine, self.slices, self.objects.classes, node=self.node,
-                                 node_labels=self.node_labels, allocated=others, version=self.version,
-                                 gates=self.gates)
+        state = self._ledger()
+        # The pod's own claims count as the pod gives them (a what-if may give one without its allocation).
+        lifted = [c.key for c in mine if state.has_claim(c.key)]
+        for key in lifted:
+            state.remove_claim(key)
+        try:
+            result = allocate_claims(mine, self.slices, self.objects.classes, node=self.node,
+                                     node_labels=self.node_labels, allocated=state, version=self.version,
+                                     gates=self.gates)
+        finally:
+            for key in lifted:
+                state.add_claim(self.objects.claims[key])
         return PodClaims(pod, tuple(mine), result)
+
+    def _ledger(self) -> AllocatedState:
+        if self._state is None:
+            self._state = AllocatedState(c for c in self.objects.claims.values() if c.allocation is not None)
+        return self._state
 
     def commit(self, outcome: PodClaims) -> None:
         """Reserve: the pod's claims are allocated from now on (and the pod is among their holders)."""
         if isinstance(outcome.result, AllocationFailure):
             return
         for c in outcome.result.claims:
-            self.objects.claims[c.claim.key] = c.allocated_claim()
+            claim = c.allocated_claim()
+            self.objects.claims[c.claim.key] = claim
             self.holders.setdefault(c.claim.key, set()).add(outcome.pod.uid)
+            if self._state is not None:
+                self._state.add_claim(claim)
 
     def release(self, pod: Pod) -> None:
         """The pod is gone: a claim no pod holds any more is deallocated (the controller clears
@@ -119,3 +138,5 @@ class NodeDRA:
                 claim = self.objects.claims.get(key)
                 if claim is not None:
                     self.objects.claims[key] = replace(claim, allocation=None)
+                if self._state is not None:
+                    self._state.remove_claim(key)

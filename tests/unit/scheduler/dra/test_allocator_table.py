@@ -24,9 +24,10 @@ CASES: list[dict[str, Any]] = yaml.safe_load(
 def _state(case: dict[str, Any]) -> AllocatedState:
     state = AllocatedState()
     for text in case.get("allocated", ()):
-        state.devices.add(tuple(text.split("/")))
-    for text, share in case.get("allocatedShared", ()):
-        state.shared.add((tuple(text.split("/")), share))
+        state.devices[tuple(text.split("/"))] = 1
+    for text, _share in case.get("allocatedShared", ()):
+        device_id = tuple(text.split("/"))
+        state.shares[device_id] = state.shares.get(device_id, 0) + 1
     for text, amounts in (case.get("allocatedCapacity") or {}).items():
         state.capacity[tuple(text.split("/"))] = {k: Quantity.parse(v) for k, v in amounts.items()}
     return state
