@@ -69,26 +69,12 @@ class AgentDRA:
         uids = {p.uid for p in pods}
         for uid in [u for u in self.failed if u not in uids]:
             del self.failed[uid]
-        allocated = False
-        for pod in pods:
-            if not pod.resource_claims or pod.uid in self.failed or self.life.holds(pod):
-                continue
-            try:
-                outcome = self.life.allocate(pod)
-            except Exception as e:  # a claim or template missing from the manifests
-                self.failed[pod.uid] = str(e)
-                fault("dra_unallocatable", f"pod {pod.key}: {e}")
-                continue
-            if outcome is None:
-                continue
-            failure = outcome.failure
-            if failure is not None:
-                self.failed[pod.uid] = failure.line()
-                fault("dra_unallocatable", f"pod {pod.key}: its claims cannot be allocated on node "
-                      f"{self.node_name}: {failure.line()}; it runs without them")
-                continue
-            self.life.commit(outcome)
-            allocated = True
+        before = self.node.dra.generation
+        for pod, why in self.life.allocate_missing(pods, skip=self.failed):
+            self.failed[pod.uid] = why
+            fault("dra_unallocatable", f"pod {pod.key}: its claims cannot be allocated on node {self.node_name}: "
+                  f"{why}; it runs without them")
+        allocated = self.node.dra.generation != before
         if allocated:
             try:
                 self.node.save()  # the claims join the pod record (a failed write is retried at the next change)

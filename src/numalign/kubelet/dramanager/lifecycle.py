@@ -12,12 +12,19 @@ written with the pod record), release when the pod is removed or replaced (Node.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Generic, Protocol, TypeVar
 
+from numalign.errors import NumalignError
 from numalign.k8s.dra.types import DRAObjects, ResourceClaim
 from numalign.k8s.pod import Pod
 from numalign.kubelet.dramanager.manager import DRAManager
+
+
+class Failure(Protocol):
+    """Why the allocator could not allocate a pod's claims (scheduler.dra.api.AllocationFailure)."""
+
+    def line(self) -> str: ...
 
 
 class Outcome(Protocol):
@@ -27,7 +34,7 @@ class Outcome(Protocol):
     def pod(self) -> Pod: ...
 
     @property
-    def failure(self) -> object | None: ...
+    def failure(self) -> Failure | None: ...
 
     def allocated_claims(self) -> tuple[ResourceClaim, ...]: ...
 
@@ -82,6 +89,31 @@ class ClaimLifecycle(Generic[OutcomeT]):
         if outcome.failure is None:
             self.manager.reserve(outcome.pod, outcome.allocated_claims())
 
+    def allocate_missing(self, pods: Sequence[Pod], skip: Collection[str] = ()) -> list[tuple[Pod, str]]:
+        """For pods admitted without the scheduler (static pods): allocate and reserve, in admission order,
+        the claims of each pod that reserves none yet (and is not in `skip`). The pods whose claims could
+        not be allocated, with why (the allocator's line, or a claim or template missing from the input)."""
+        failed: list[tuple[Pod, str]] = []
+        for pod in pods:
+            if not pod.resource_claims or pod.uid in skip or self.holds(pod):
+                continue
+            try:
+                outcome = self.allocate(pod)
+            except NumalignError as e:  # a claim or template missing from the input
+                failed.append((pod, str(e)))
+                continue
+            if outcome is None:
+                continue
+            if outcome.failure is not None:
+                failed.append((pod, _line(outcome.failure)))
+                continue
+            self.commit(outcome)
+        return failed
+
     def release(self, pod_uid: str) -> list[str]:
         """The pod is gone: the claims deallocated because of it."""
         return self.manager.release(pod_uid)
+
+
+def _line(failure: Failure) -> str:
+    return failure.line()
