@@ -27,7 +27,7 @@ from numalign.k8s.dra.cel.ast import Expr, read_parsed
 from numalign.k8s.dra.cel.checker import Checked, check
 from numalign.k8s.dra.cel.cost import estimate
 from numalign.k8s.dra.cel.decls import STANDARD_FUNCTIONS, Environment, environment
-from numalign.k8s.dra.cel.interp import Interpreter
+from numalign.k8s.dra.cel.program import Meter, Node, compile_program
 from numalign.k8s.dra.cel.values import CelError, CostLimitExceededError, DomainMap, to_bool_error
 from numalign.k8s.dra.semver import SemverError, parse_semver
 from numalign.k8s.dra.types import CEL_SELECTOR_EXPRESSION_MAX_COST, DeviceAttribute, DeviceCapacity
@@ -58,6 +58,7 @@ class CompiledSelector:
     minor: int = DEFAULT_MINOR
     # library calls (not the standard functions): call id -> the parameter types of the matched overloads
     guarded: Mapping[int, tuple[tuple[_t.Type, ...], ...]] | None = None
+    program: Node | None = None
 
     @property
     def error_line(self) -> str | None:
@@ -99,8 +100,10 @@ def compile_selector(expression: str, features: CELFeatures = CELFeatures(), *,
     out = checked.types[parsed.expr.id]
     if out.kind not in env.outputs:
         return CompiledSelector(expression, f"must evaluate to bool or the unknown type, not {out.type_name()}", 0)
+    guards = _guards(env, checked)
+    program = compile_program(parsed.expr, dict(checked.functions), guards, features.minor)
     return CompiledSelector(expression, None, estimate(parsed.expr, checked, features.minor), out.type_name(),
-                            parsed.expr, dict(checked.functions), features.minor, _guards(env, checked))
+                            parsed.expr, dict(checked.functions), features.minor, guards, program)
 
 
 def _guards(env: Environment, checked: Checked) -> dict[int, tuple[tuple[_t.Type, ...], ...]]:
@@ -273,16 +276,16 @@ def device_variables(
 def evaluate(compiled: CompiledSelector, device: dict[str, Any],
              limit: int = RUNTIME_COST_LIMIT) -> tuple[Any, int]:
     """The expression's value for `device` and the evaluated cost; CELRuntimeError with upstream's text."""
-    if compiled.root is None:
+    if compiled.program is None:
         raise CELRuntimeError(compiled.error or "not compiled")
-    interp = Interpreter(dict(compiled.functions or {}), limit, compiled.minor, dict(compiled.guarded or {}))
+    meter = Meter(limit)
     try:
-        value = interp.eval(compiled.root, {"device": device})
+        value = compiled.program({"device": device}, meter)
     except (CelError, CostLimitExceededError) as exc:
-        raise CELRuntimeError(str(exc), interp.cost) from None
-    except RecursionError:
-        raise CELRuntimeError("max recursion depth exceeded") from None
-    return value, interp.cost
+        raise CELRuntimeError(str(exc), meter.cost) from None
+    except RecursionError:  # not reachable within the parser's 32 levels; a line, never a traceback
+        raise CELRuntimeError("max recursion depth exceeded", meter.cost) from None
+    return value, meter.cost
 
 
 def device_matches(compiled: CompiledSelector, device: dict[str, Any]) -> bool:

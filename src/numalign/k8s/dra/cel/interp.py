@@ -1,25 +1,23 @@
-"""The evaluator: cel-go's semantics (errors as values that `&&`, `||`, the ternary and the macros'
-accumulators may absorb, the left operand's error reported first) and its runtime cost tracking
-(interpreter/runtimecost.go plus the Kubernetes library's CallCost), stopped by the cost limit the way
-cel-go stops a program: "operation cancelled: actual cost limit exceeded"."""
+"""Evaluation's building blocks, with cel-go's semantics: the functions at run time (Interpreter.apply:
+errors as values, Go's integer rules, the library functions), the selection, index and membership
+rules, and each call's runtime cost (interpreter/runtimecost.go plus the Kubernetes library's
+CallCost). program.py compiles an expression around them."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, Final
 
 from numalign.k8s.dra.cel import library as lib
 from numalign.k8s.dra.cel.ast import Expr
-from numalign.k8s.dra.cel.decls import runtime_match
 from numalign.k8s.dra.cel.types import Type
 from numalign.k8s.dra.cel.values import (
     MISSING,
     NO_SUCH_OVERLOAD,
     CelError,
-    CostLimitExceededError,
     DomainMap,
     Optional,
-    TypeValue,
     equal,
     map_get,
     type_name,
@@ -54,140 +52,14 @@ def _traversal(v: Any) -> int:
 
 
 class Interpreter:
+    """The functions' behaviour at run time (program.py compiles the expression around it)."""
+
     def __init__(self, functions: dict[int, str], limit: int, minor: int,
                  guarded: dict[int, tuple[tuple[Type, ...], ...]]) -> None:
         self.functions = functions
         self.guarded = guarded
         self.limit = limit
         self.minor = minor
-        self.cost = 0
-
-    def charge(self, n: int) -> None:
-        self.cost += n
-        if self.cost > self.limit:
-            raise CostLimitExceededError("operation cancelled: actual cost limit exceeded")
-
-    def eval(self, e: Expr, scope: dict[str, Any]) -> Any:
-        kind = e.kind
-        if kind == "lit":
-            return e.value
-        if kind == "ident":
-            self.charge(1)
-            if e.name in scope:
-                return scope[e.name]
-            if e.name in _TYPE_IDENTS:
-                return TypeValue(e.name)
-            raise CelError(f"no such attribute: {e.name}")
-        if kind == "select":
-            return self._select(e, scope)
-        if kind == "call":
-            return self._call(e, scope)
-        if kind == "list":
-            items = []
-            for i, x in enumerate(e.args):
-                v = self.eval(x, scope)
-                if i in e.optional_indices:
-                    if isinstance(v, Optional) and v.present:
-                        items.append(v.value)
-                    continue
-                items.append(v)
-            if not all(x.kind == "lit" for x in e.args):
-                self.charge(10)
-            return items
-        if kind == "map":
-            out: dict[Any, Any] = {}
-            for k, x, optional in e.entries:
-                key = self.eval(k, scope)
-                value = self.eval(x, scope)
-                if map_get(out, key) is not MISSING:
-                    raise CelError(f"insert failed: key {lib.to_string(key) if not isinstance(key, str) else key} "
-                                   "already exists")
-                if optional:
-                    if isinstance(value, Optional) and value.present:
-                        out[key] = value.value
-                    continue
-                out[key] = value
-            self.charge(30)
-            return out
-        if kind == "comp":
-            return self._comprehension(e, scope)
-        raise CelError(f"unsupported expression kind {kind}")
-
-    # ---- selection ------------------------------------------------------------------------------
-
-    def _select(self, e: Expr, scope: dict[str, Any]) -> Any:
-        assert e.operand is not None
-        if e.test_only:
-            # cel-go's test-only attribute: its qualifiers cost, the presence test itself does not
-            # (PresenceTestHasCost(false)); the field tested is one more qualifier.
-            target = self.eval(e.operand, scope)
-            return _has_field(target, e.name)
-        target = self.eval(e.operand, scope)
-        self.charge(1)
-        return _field(target, e.name)
-
-    # ---- calls ----------------------------------------------------------------------------------
-
-    def _call(self, e: Expr, scope: dict[str, Any]) -> Any:
-        name = self.functions.get(e.id, e.name)
-        args = e.args
-        if name == "_&&_" or name == "_||_":
-            return self._logical(name == "_&&_", args, scope)
-        if name == "_?_:_":
-            cond = self.eval(args[0], scope)
-            if not isinstance(cond, bool):
-                raise CelError(NO_SUCH_OVERLOAD)
-            return self.eval(args[1] if cond else args[2], scope)
-        if name == "@not_strictly_false":
-            try:
-                v = self.eval(args[0], scope)
-            except CelError:
-                v = True
-            self.charge(1)
-            return v if isinstance(v, bool) else True
-        if name == "_?._":
-            target = self.eval(args[0], scope)
-            self.charge(1)
-            return _optional_field(target, args[1].value)
-        if name == "_[_]" or name == "_[?_]":
-            target = self.eval(args[0], scope)
-            key = self.eval(args[1], scope)
-            self.charge(1)
-            return _index(target, key, name == "_[?_]")
-        values = []
-        if e.operand is not None and not _qualified(name, e):
-            values.append(self.eval(e.operand, scope))
-        values.extend(self.eval(a, scope) for a in args)
-        if name == "join":
-            result = self._apply(name, values)
-            self.charge(self._call_cost(name, values, result))
-            return result
-        guards = self.guarded.get(e.id)
-        if guards and not any(len(g) == len(values) and all(runtime_match(d, v) for d, v in zip(g, values, strict=True))
-                              for g in guards):
-            raise CelError(f"no such overload: {name}({', '.join(type_name(v) for v in values)})")
-        # The cost of every other call depends on its arguments only: charge it before the call, so
-        # that a call over the limit never runs (cel-go charges right after; the answer is the same).
-        self.charge(self._call_cost(name, values, None))
-        return self._apply(name, values)
-
-    def _logical(self, is_and: bool, args: list[Expr], scope: dict[str, Any]) -> Any:
-        err: CelError | None = None
-        for a in args:
-            try:
-                v = self.eval(a, scope)
-            except CelError as exc:
-                if err is None:
-                    err = exc
-                continue
-            if isinstance(v, bool):
-                if v is not is_and:
-                    return v
-            elif err is None:
-                err = CelError(NO_SUCH_OVERLOAD)
-        if err is not None:
-            raise err
-        return is_and
 
     def _apply(self, name: str, v: list[Any]) -> Any:
         if name == "_==_":
@@ -234,64 +106,39 @@ class Interpreter:
         except (TypeError, AttributeError):
             raise CelError(NO_SUCH_OVERLOAD) from None
 
-    def _call_cost(self, name: str, v: list[Any], result: Any) -> int:
-        if name in ("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf") or (
-                name == "includes" and self.minor >= 37):
-            return _traversal(v[0])
-        if name in ("url", "lowerAscii", "upperAscii", "substring", "trim"):
-            return _ceil(size_of(v[0]) * STRING_FACTOR)
-        if name in ("replace", "split"):
-            return _ceil(size_of(v[0]) * 2 * STRING_FACTOR)
-        if name == "join":
-            return _ceil(size_of(result) * STRING_FACTOR)
-        if name in ("find", "findAll", "matches"):
-            return _ceil((1 + size_of(v[0])) * STRING_FACTOR) * _ceil(size_of(v[1]) * REGEX_FACTOR)
-        if name in ("quantity", "isQuantity", "semver", "isSemver"):
-            return _ceil(size_of(v[0]) * STRING_FACTOR)
-        if name in ("sets.contains", "sets.equivalent", "sets.intersects"):
-            return size_of(v[0]) * size_of(v[1]) * (2 if name == "sets.equivalent" else 1) + 1
-        if name in ("startsWith", "endsWith", "strings.quote") or (name in ("bytes", "string") and
-                                                                    isinstance(v[0], (str, bytes))):
-            return _ceil(size_of(v[0]) * STRING_FACTOR)
-        if name == "@in":
-            return size_of(v[1]) if isinstance(v[1], list) else 1
-        if name in ("_==_", "_!=_") or (name in _RELATIONS and isinstance(v[0], (str, bytes))):
-            return _ceil(min(size_of(v[0]), size_of(v[1])) * STRING_FACTOR)
-        if name == "_+_" and isinstance(v[0], (str, bytes)):
-            return _ceil((size_of(v[0]) + size_of(v[1])) * STRING_FACTOR)
-        if name == "contains":
-            return _ceil(size_of(v[0]) * STRING_FACTOR) * _ceil(size_of(v[1]) * STRING_FACTOR)
-        return 1
 
-    # ---- comprehensions -------------------------------------------------------------------------
-
-    def _comprehension(self, e: Expr, scope: dict[str, Any]) -> Any:
-        assert e.iter_range and e.accu_init and e.loop_cond and e.loop_step and e.result
-        rng = self.eval(e.iter_range, scope)
-        accu = self.eval(e.accu_init, scope)
-        if isinstance(rng, dict):
-            items: list[Any] = list(rng.keys())
-        elif isinstance(rng, list):
-            items = rng
-        else:
-            raise CelError(f"got '{_go_type(rng)}', expected iterable type")
-        inner = dict(scope)
-        inner[e.accu_var] = accu
-        for i, item in enumerate(items):
-            if e.iter_var2:
-                inner[e.iter_var] = i if isinstance(rng, list) else item
-                inner[e.iter_var2] = item if isinstance(rng, list) else rng[item]
-            else:
-                inner[e.iter_var] = item
-            cond = self.eval(e.loop_cond, inner)
-            if cond is False:
-                break
-            if not isinstance(cond, bool):
-                raise CelError(NO_SUCH_OVERLOAD)
-            inner[e.accu_var] = self.eval(e.loop_step, inner)
-        scope2 = dict(scope)
-        scope2[e.accu_var] = inner[e.accu_var]
-        return self.eval(e.result, scope2)
+def cost_function(name: str, minor: int) -> Callable[[list[Any], Any], int]:
+    """The call cost of `name` (the Kubernetes library's CallCost, else cel-go's), chosen once per call
+    site: the branches of Interpreter._call_cost, without re-testing the name on each evaluation."""
+    if name in ("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf") or (name == "includes" and minor >= 37):
+        return lambda v, r: _traversal(v[0])
+    if name in ("url", "lowerAscii", "upperAscii", "substring", "trim", "quantity", "isQuantity", "semver",
+                "isSemver", "startsWith", "endsWith", "strings.quote"):
+        return lambda v, r: _ceil(size_of(v[0]) * STRING_FACTOR)
+    if name in ("replace", "split"):
+        return lambda v, r: _ceil(size_of(v[0]) * 2 * STRING_FACTOR)
+    if name == "join":
+        return lambda v, r: _ceil(size_of(r) * STRING_FACTOR)
+    if name in ("find", "findAll", "matches"):
+        return lambda v, r: _ceil((1 + size_of(v[0])) * STRING_FACTOR) * _ceil(size_of(v[1]) * REGEX_FACTOR)
+    if name in ("sets.contains", "sets.equivalent", "sets.intersects"):
+        factor = 2 if name == "sets.equivalent" else 1
+        return lambda v, r: size_of(v[0]) * size_of(v[1]) * factor + 1
+    if name in ("bytes", "string"):
+        return lambda v, r: _ceil(size_of(v[0]) * STRING_FACTOR) if isinstance(v[0], (str, bytes)) else 1
+    if name == "@in":
+        return lambda v, r: size_of(v[1]) if isinstance(v[1], list) else 1
+    if name in ("_==_", "_!=_"):
+        return lambda v, r: _ceil(min(size_of(v[0]), size_of(v[1])) * STRING_FACTOR)
+    if name in _RELATIONS:
+        return lambda v, r: (_ceil(min(size_of(v[0]), size_of(v[1])) * STRING_FACTOR)
+                             if isinstance(v[0], (str, bytes)) else 1)
+    if name == "_+_":
+        return lambda v, r: (_ceil((size_of(v[0]) + size_of(v[1])) * STRING_FACTOR)
+                             if isinstance(v[0], (str, bytes)) else 1)
+    if name == "contains":
+        return lambda v, r: _ceil(size_of(v[0]) * STRING_FACTOR) * _ceil(size_of(v[1]) * STRING_FACTOR)
+    return lambda v, r: 1
 
 
 _GO_TYPES: Final = {"bool": "types.Bool", "int": "types.Int", "uint": "types.Uint", "double": "types.Double",

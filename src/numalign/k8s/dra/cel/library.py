@@ -4,6 +4,7 @@ error texts: strings in code points, Go's integer overflow and division rules, R
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import itertools
 import math
@@ -532,6 +533,7 @@ def sets_intersects(a: list[Any], b: list[Any]) -> bool:
 QUANTITY_SYNTAX: Final = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 
 
+@functools.lru_cache(maxsize=4096)
 def quantity(text: str) -> Quantity:
     try:
         return Quantity.parse(text)

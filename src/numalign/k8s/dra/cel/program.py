@@ -1,0 +1,332 @@
+"""A checked expression compiled once into Python closures, so that evaluating a selector on each device
+walks no tree and dispatches on no strings: the same semantics and cost accounting as the Interpreter
+(which keeps the functions' behaviour and costs), several times faster. The cost is kept in a Meter per
+evaluation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from numalign.k8s.dra.cel import library as lib
+from numalign.k8s.dra.cel.ast import Expr
+from numalign.k8s.dra.cel.interp import (
+    _RELATIONS,
+    _TYPE_IDENTS,
+    Interpreter,
+    _contains,
+    _field,
+    _go_type,
+    _has_field,
+    _index,
+    _optional_field,
+    _qualified,
+    cost_function,
+)
+from numalign.k8s.dra.cel.types import Type
+from numalign.k8s.dra.cel.values import (
+    MISSING,
+    NO_SUCH_OVERLOAD,
+    CelError,
+    CostLimitExceededError,
+    DomainMap,
+    Duration,
+    Opaque,
+    Optional,
+    Timestamp,
+    TypeValue,
+    UInt,
+    equal,
+    map_get,
+    type_name,
+)
+from numalign.k8s.dra.semver import Semver
+from numalign.k8s.quantity import Quantity
+
+LIMIT_TEXT: Final = "operation cancelled: actual cost limit exceeded"
+_PYTHON_CLASSES: Final[dict[str, tuple[type, ...]]] = {
+    "bool": (bool,), "int": (int,), "uint": (UInt,), "double": (float,), "string": (str,), "bytes": (bytes,),
+    "null": (type(None),), "list": (list,), "map": (dict, DomainMap), "kubernetes.Semver": (Semver,),
+    "kubernetes.Quantity": (Quantity,), "kubernetes.URL": (Opaque,), "net.IP": (Opaque,), "net.CIDR": (Opaque,),
+    "optional_type": (Optional,), "google.protobuf.Timestamp": (Timestamp,),
+    "google.protobuf.Duration": (Duration,), "type": (TypeValue,),
+}
+
+
+class Meter:
+    __slots__ = ("cost", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.cost = 0
+        self.limit = limit
+
+
+Scope = dict[str, Any]
+Node = Callable[[Scope, Meter], Any]
+
+
+def _charge(m: Meter, n: int) -> None:
+    m.cost += n
+    if m.cost > m.limit:
+        raise CostLimitExceededError(LIMIT_TEXT)
+
+
+class _Compiler:
+    def __init__(self, functions: dict[int, str], guarded: dict[int, tuple[tuple[Type, ...], ...]],
+                 minor: int) -> None:
+        self.functions = functions
+        self.guarded = guarded
+        self.ops = Interpreter(functions, 0, minor, guarded)
+
+    def node(self, e: Expr) -> Node:
+        return getattr(self, "_" + e.kind)(e)  # type: ignore[no-any-return]
+
+    def _lit(self, e: Expr) -> Node:
+        value = e.value
+        return lambda s, m: value
+
+    def _ident(self, e: Expr) -> Node:
+        name = e.name
+        fallback = TypeValue(name) if name in _TYPE_IDENTS else None
+
+        def ident(s: Scope, m: Meter) -> Any:
+            m.cost += 1
+            if m.cost > m.limit:
+                raise CostLimitExceededError(LIMIT_TEXT)
+            v = s.get(name, MISSING)
+            if v is MISSING:
+                if fallback is None:
+                    raise CelError(f"no such attribute: {name}")
+                return fallback
+            return v
+        return ident
+
+    def _select(self, e: Expr) -> Node:
+        assert e.operand is not None
+        operand = self.node(e.operand)
+        field = e.name
+        if e.test_only:
+            return lambda s, m: _has_field(operand(s, m), field)
+
+        def select(s: Scope, m: Meter) -> Any:
+            target = operand(s, m)
+            m.cost += 1
+            if m.cost > m.limit:
+                raise CostLimitExceededError(LIMIT_TEXT)
+            if type(target) is dict:
+                v = target.get(field, MISSING)
+                if v is not MISSING:
+                    return v
+            return _field(target, field)
+        return select
+
+    def _list(self, e: Expr) -> Node:
+        items = [self.node(x) for x in e.args]
+        optional = e.optional_indices
+        constant = all(x.kind == "lit" for x in e.args)
+
+        def create(s: Scope, m: Meter) -> Any:
+            out = []
+            for i, f in enumerate(items):
+                v = f(s, m)
+                if i in optional:
+                    if isinstance(v, Optional) and v.present:
+                        out.append(v.value)
+                    continue
+                out.append(v)
+            if not constant:
+                _charge(m, 10)
+            return out
+        return create
+
+    def _map(self, e: Expr) -> Node:
+        entries = [(self.node(k), self.node(v), o) for k, v, o in e.entries]
+
+        def create(s: Scope, m: Meter) -> Any:
+            out: dict[Any, Any] = {}
+            for kf, vf, optional in entries:
+                key, value = kf(s, m), vf(s, m)
+                if map_get(out, key) is not MISSING:
+                    raise CelError(f"insert failed: key {key if isinstance(key, str) else lib.to_string(key)} "
+                                   "already exists")
+                if optional:
+                    if isinstance(value, Optional) and value.present:
+                        out[key] = value.value
+                    continue
+                out[key] = value
+            _charge(m, 30)
+            return out
+        return create
+
+    def _struct(self, e: Expr) -> Node:
+        def fail(s: Scope, m: Meter) -> Any:
+            raise CelError(f"unknown type: {e.name}")
+        return fail
+
+    def _comp(self, e: Expr) -> Node:
+        assert e.iter_range and e.accu_init and e.loop_cond and e.loop_step and e.result
+        rng_f, init_f = self.node(e.iter_range), self.node(e.accu_init)
+        cond_f, step_f, result_f = self.node(e.loop_cond), self.node(e.loop_step), self.node(e.result)
+        var, var2, accu = e.iter_var, e.iter_var2, e.accu_var
+
+        def fold(s: Scope, m: Meter) -> Any:
+            rng = rng_f(s, m)
+            value = init_f(s, m)
+            if isinstance(rng, dict):
+                items: list[Any] = list(rng)
+            elif isinstance(rng, list):
+                items = rng
+            else:
+                raise CelError(f"got '{_go_type(rng)}', expected iterable type")
+            inner = dict(s)
+            inner[accu] = value
+            for i, item in enumerate(items):
+                if var2:
+                    inner[var] = i if isinstance(rng, list) else item
+                    inner[var2] = item if isinstance(rng, list) else rng[item]
+                else:
+                    inner[var] = item
+                cond = cond_f(inner, m)
+                if cond is False:
+                    break
+                if cond is not True:
+                    raise CelError(NO_SUCH_OVERLOAD)
+                inner[accu] = step_f(inner, m)
+            outer = dict(s)
+            outer[accu] = inner[accu]
+            return result_f(outer, m)
+        return fold
+
+    def _call(self, e: Expr) -> Node:
+        name = self.functions.get(e.id, e.name)
+        args = [self.node(a) for a in e.args]
+        if name in ("_&&_", "_||_"):
+            return self._logical(name == "_&&_", args)
+        if name == "_?_:_":
+            c, t, f = args
+
+            def cond(s: Scope, m: Meter) -> Any:
+                v = c(s, m)
+                if v is True:
+                    return t(s, m)
+                if v is False:
+                    return f(s, m)
+                raise CelError(NO_SUCH_OVERLOAD)
+            return cond
+        if name == "@not_strictly_false":
+            (a,) = args
+
+            def not_strictly_false(s: Scope, m: Meter) -> Any:
+                try:
+                    v = a(s, m)
+                except CelError:
+                    v = True
+                _charge(m, 1)
+                return v if isinstance(v, bool) else True
+            return not_strictly_false
+        if name == "_?._":
+            target_f, field = args[0], e.args[1].value
+
+            def opt_select(s: Scope, m: Meter) -> Any:
+                target = target_f(s, m)
+                _charge(m, 1)
+                return _optional_field(target, field)
+            return opt_select
+        if name in ("_[_]", "_[?_]"):
+            target_f, key_f = args
+            optional = name == "_[?_]"
+
+            def index(s: Scope, m: Meter) -> Any:
+                target, key = target_f(s, m), key_f(s, m)
+                _charge(m, 1)
+                return _index(target, key, optional)
+            return index
+        if e.operand is not None and not _qualified(name, e):
+            args.insert(0, self.node(e.operand))
+        return self._function(e, name, args)
+
+    def _logical(self, is_and: bool, args: list[Node]) -> Node:
+        stop = not is_and
+
+        def logical(s: Scope, m: Meter) -> Any:
+            err: CelError | None = None
+            for a in args:
+                try:
+                    v = a(s, m)
+                except CelError as exc:
+                    if err is None:
+                        err = exc
+                    continue
+                if v is stop:
+                    return v
+                if v is not is_and and err is None:
+                    err = CelError(NO_SUCH_OVERLOAD)
+            if err is not None:
+                raise err
+            return is_and
+        return logical
+
+    def _function(self, e: Expr, name: str, args: list[Node]) -> Node:
+        ops = self.ops
+        guards = self.guarded.get(e.id)
+        cost = cost_function(name, self.ops.minor)
+        checks = _guard_checks(guards) if guards else None
+        if name in ("_==_", "_!=_"):
+            lhs, rhs = args
+            negate = name == "_!=_"
+
+            def equality(s: Scope, m: Meter) -> Any:
+                a, b = lhs(s, m), rhs(s, m)
+                _charge(m, cost([a, b], None))
+                return equal(a, b) is not negate
+            return equality
+        if name in _RELATIONS and len(args) == 2:
+            relation: Callable[[int], bool] = _RELATIONS[name]
+            lhs, rhs = args
+
+            def compare(s: Scope, m: Meter) -> Any:
+                a, b = lhs(s, m), rhs(s, m)
+                _charge(m, cost([a, b], None))
+                return relation(lib.compare(a, b))
+            return compare
+
+        def call(s: Scope, m: Meter) -> Any:
+            values = [a(s, m) for a in args]
+            if name == "join":
+                result = ops._apply(name, values)
+                _charge(m, cost(values, result))
+                return result
+            if checks is not None and not _passes(checks, values):
+                raise CelError(f"no such overload: {name}({', '.join(type_name(v) for v in values)})")
+            _charge(m, cost(values, None))
+            return ops._apply(name, values)
+        return call
+
+
+_Check = tuple[type, ...] | None
+
+
+def _guard_checks(guards: tuple[tuple[Type, ...], ...]) -> list[tuple[_Check, ...]]:
+    """Each overload's parameters as the Python classes a runtime value may have (None: anything)."""
+    return [tuple(_classes(t) for t in g) for g in guards]
+
+
+def _classes(t: Type) -> _Check:
+    if t.kind in ("dyn", "any", "param", "error"):
+        return None
+    return _PYTHON_CLASSES.get(t.kind) or _PYTHON_CLASSES.get(t.name)
+
+
+def _passes(checks: list[tuple[_Check, ...]], values: list[Any]) -> bool:
+    for check in checks:
+        if len(check) == len(values) and all(c is None or type(v) in c for c, v in zip(check, values, strict=True)):
+            return True
+    return False
+
+
+def compile_program(root: Expr, functions: dict[int, str], guarded: dict[int, tuple[tuple[Type, ...], ...]],
+                    minor: int) -> Node:
+    return _Compiler(functions, guarded, minor).node(root)
+
+
+__all__ = ["Meter", "Node", "_contains", "compile_program"]
