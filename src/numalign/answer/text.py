@@ -75,6 +75,8 @@ def text_lines(
     if isinstance(extra, PodAlignment):
         return [f"  alignment: {extra.summary()}"]
     lines = [] if reason_has_why else [f"  why: {w}" for w in extra.why]
+    if extra.short_of:
+        lines.append("  short of: " + "; ".join(extra.short_of))
     free = _free_text(extra.free) if details else _free_summary(extra.free, requested)
     if free:
         lines.append("  free now:")
@@ -84,9 +86,17 @@ def text_lines(
                      f"{extra.tried} tried):")
         lines.extend(f"    - {s.change}: {s.outcome}" for s in extra.would_fit_if)
     else:
-        lines.append(f"  would fit if: no change numalign tries admits it ({extra.tried} tried: other Topology "
-                     "Manager policy or scope, smaller requests, evicting the pods that hold what is missing)")
+        lines.append(f"  would fit if: {_nothing_fits(extra)}")
     return lines
+
+
+def _nothing_fits(extra: Answer) -> str:
+    """What was tried, and only that: "0 tried" beside a list of kinds read as if those were tried."""
+    if not extra.tried:
+        return ("numalign found no change to try for this rejection (it tries another Topology Manager "
+                "policy or scope, smaller requests and evictions where they apply: none did here)")
+    changes = "; ".join(extra.tried_changes) or f"{extra.tried} change(s)"
+    return f"none of the {extra.tried} change(s) tried admits it: {changes}"
 
 
 def _ids(ids: Any) -> str:
@@ -108,6 +118,8 @@ def _free_line(f: FreeCapacity, where: str, each: str = "") -> str:
     if more > 0:
         held += f", {more} more pod{'s' if more > 1 else ''}"
     kind = " exclusive" if f.numa_node is not None and f.resource == RESOURCE_CPU else ""
+    if f.numa_node is None and f.allocatable == 0 and not f.held_by:
+        return f"{where} {f.resource}: 0 free of 0 (this node has 0 {f.resource})"
     return (f"{where} {f.resource}{kind}: {_amount(f, f.free)} free of {_amount(f, f.allocatable)}{each}"
             + (f" (held by {held})" if held else ""))
 
@@ -122,7 +134,7 @@ def _free_summary(
 ) -> list[str]:
     """The resources the pod asks for, on the NUMA nodes that have any; NUMA nodes in the same state
     (same free and allocatable, nothing held) share a line; at most MAX_FREE_LINES lines."""
-    rows = [f for f in free if (f.allocatable > 0 or f.held_by)
+    rows = [f for f in free if (f.allocatable > 0 or f.held_by or f.numa_node is None)
             and (requested is None or f.numa_node is None or f.resource in requested)]
     groups: dict[tuple[str, int, int], list[int]] = {}
     out: list[tuple[int, str]] = []  # (order, line); a group's line takes its first member's place
@@ -189,6 +201,8 @@ def compact_lines(rec: DecisionRecord, extra: PodAlignment | Answer, pod: Pod) -
     if isinstance(extra, Answer):
         why = why or list(extra.why)
         lines += [clip(f"  why: {w}") for w in why[:1]]
+        if extra.short_of:
+            lines.append(clip("  short of: " + "; ".join(extra.short_of)))
         free = _free_summary(extra.free, requested_resources(pod), limit=None)
         if free:
             rest = len(free) - COMPACT_FREE_LINES

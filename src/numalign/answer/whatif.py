@@ -31,6 +31,7 @@ from typing import Any
 
 from numalign.answer.alignment import AlignmentJudge, PodAlignment, empty_node_capacity
 from numalign.answer.free import FreeCapacity, node_capacity, numa_capacity
+from numalign.answer.shortfall import shortfalls
 from numalign.answer.why import current_failures, explain_rejection, limiting_resources, rejected_container
 from numalign.core.decision import DecisionRecord
 from numalign.errors import NumalignError
@@ -69,11 +70,15 @@ class Answer:
     free: tuple[FreeCapacity, ...]
     would_fit_if: tuple[Suggestion, ...]
     tried: int
+    tried_changes: tuple[str, ...] = ()  # every change re-admitted, in order (those that admitted too)
+    # Every resource the pod falls short of, need and free per NUMA node and on the node
+    # (answer/shortfall.py): the kubelet's message names only the first it stopped at.
+    short_of: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"pod": self.pod, "reason": self.reason, "why": list(self.why),
                 "free": [f.to_dict() for f in self.free], "would_fit_if": [s.to_dict() for s in self.would_fit_if],
-                "readmissions": self.tried}
+                "readmissions": self.tried, "tried": list(self.tried_changes), "short_of": list(self.short_of)}
 
 
 class _Trial:
@@ -82,6 +87,7 @@ class _Trial:
     def __init__(self, node: Node, judge: AlignmentJudge) -> None:
         self.node, self.judge = node, judge
         self.tried = 0
+        self.tried_changes: list[str] = []
         self.found: list[Suggestion] = []
         self.seen: set[str] = set()
 
@@ -96,6 +102,7 @@ class _Trial:
         if twin is None:
             return False
         self.tried += 1
+        self.tried_changes.append(change)
         rec = twin.probe(pod)
         if not rec.result.admit:
             return False
@@ -120,8 +127,27 @@ def would_fit_if(node: Node, pod: Pod, rec: DecisionRecord, judge: AlignmentJudg
         _fit_node(trial, node, pod, rec, shown)
     elif resources and target is not None:
         _fit_numa(trial, node, pod, target, resources, free_numa)
+    # Every resource the pod falls short of, not only the one the kubelet stopped at; free now shows
+    # each (a node-wide row where no NUMA node has it: "0 free of 0", this node has none).
+    short = [s for s in shortfalls(node, pod, rec)
+             if not (reason.startswith(INSUFFICIENT_RESOURCE_PREFIX) and s.resource in _failing(node, pod))]
+    short_of = tuple(s.text() for s in short)
+    listed = {f.resource for f in shown}
+    by_numa = {f.resource for f in free_numa}
+    node_rows = {f.resource: f for f in node_capacity(node, {s.resource for s in short})}
+    for s in short:
+        if s.resource in listed:
+            continue
+        if s.per_numa and s.resource in by_numa:
+            shown += [f for f in free_numa if f.resource == s.resource]
+        elif s.resource in node_rows:
+            shown.append(node_rows[s.resource])
     return Answer(pod.key, reason, explain_rejection(node, pod, rec), tuple(shown), tuple(trial.found),
-                  trial.tried)
+                  trial.tried, tuple(trial.tried_changes), short_of)
+
+
+def _failing(node: Node, pod: Pod) -> set[str]:
+    return {f.resource for f in current_failures(node, pod)}
 
 
 # ---- 1. configuration ----------------------------------------------------------------------------

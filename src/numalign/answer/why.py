@@ -24,7 +24,7 @@ from numalign.kubelet.admission.predicate import (
     requested_by,
 )
 from numalign.kubelet.node import Node
-from numalign.machine.render import binary_quantity
+from numalign.machine.render import binary_quantity, readable_bytes
 
 
 def current_failures(node: Node, pod: Pod) -> list[InsufficientResource]:
@@ -39,7 +39,7 @@ def show(resource: str, value: int) -> str:
     if resource == RESOURCE_CPU:
         return f"{value // 1000}" if value % 1000 == 0 else f"{value}m"
     if resource == RESOURCE_MEMORY or is_hugepage_resource_name(resource):
-        return binary_quantity(value)
+        return readable_bytes(value)
     return str(value)
 
 
@@ -176,7 +176,7 @@ def _memory(node: Node, pod: Pod, container: Container | None, d: ContainerDecis
                 asked.append(f"{r} {binary_quantity(q.value())}")
     free = []
     for numa, st in sorted(node.memory.machine_state.items()):  # the None policy's is empty
-        parts = [f"{r} {binary_quantity(t.free)}" for r, t in sorted(st.memory_map.items()) if t.allocatable]
+        parts = [f"{r} {readable_bytes(t.free)}" for r, t in sorted(st.memory_map.items()) if t.allocatable]
         free.append(f"NUMA {numa}: {', '.join(parts)}")
     merged = "none" if d is None or d.merged is None else str(d.merged)
     what = ", ".join(asked) or "memory"

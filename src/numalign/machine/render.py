@@ -31,6 +31,20 @@ def binary_quantity(size: int) -> str:
     return str(size)
 
 
+def readable_bytes(size: int) -> str:
+    """Bytes for a person comparing figures (free now, why, short of): binary units as kubectl writes
+    them, in the largest unit that leaves at least 1 (exactly when exact, else to one decimal, "~"
+    marking the rounding), so 96168556Ki is read beside 232Gi as ~91.7Gi. Exact amounts a manager
+    allocated are binary_quantity's."""
+    for suffix, shift in (("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)):
+        unit = 1 << shift
+        if size >= unit:
+            if size % unit == 0:
+                return f"{size >> shift}{suffix}"
+            return f"~{size / unit:.1f}{suffix}"
+    return str(size)
+
+
 def page_size_name(size: int) -> str:
     """2097152 -> "2Mi", as in the kubelet's hugepages-2Mi resource name."""
     return binary_quantity(size)

@@ -1,0 +1,85 @@
+"""Explanations name the cause (issue 31 item 3): every resource a rejected pod falls short of, with
+need and free per NUMA node and on the node; hugepages the node has none of in `free now`; "would fit
+if" saying what was tried and nothing else; memory in one unit style."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from numalign.cli.main import main
+from numalign.machine.render import readable_bytes
+
+DATA = Path(__file__).parent.parent / "data" / "real-inputs"
+TESTPMD = DATA / "ocpdocs-openstack-testpmd.yaml"  # 2 CPUs, 1000Mi, one 1Gi hugepage
+
+
+@pytest.fixture
+def no_hugepages(tmp_path: Path) -> Path:
+    """2 NUMA nodes x 8 CPUs (4 cores x 2 threads), 32Gi each, no hugepages."""
+    cpus = [{"id": i, "socket": i // 8, "core": i // 2, "numa_node": i // 8} for i in range(16)]
+    nodes = [{"id": n, "cpus": list(range(8 * n, 8 * n + 8)), "memory_bytes": 32 << 30,
+              "distances": [10, 20] if n == 0 else [20, 10]} for n in range(2)]
+    path = tmp_path / "no-hugepages.json"
+    path.write_text(json.dumps({"name": "no-hugepages", "numa_nodes": nodes, "cpus": cpus}), encoding="utf-8")
+    return path
+
+
+def _answer(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[str, dict[str, object]]:
+    assert main(["admit", *args]) in (0, 1)
+    text = capsys.readouterr().out
+    assert main(["admit", *args, "-o", "json"]) in (0, 1)
+    (pod,) = json.loads(capsys.readouterr().out)["pods"]
+    return text, pod
+
+
+def test_testpmd_on_a_node_without_1gi_pages_is_told_so(
+    no_hugepages: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text, _ = _answer(capsys, "--machine", str(no_hugepages), str(TESTPMD))
+    assert "REJECTED" in text
+    assert ("short of: hugepages-1Gi needs 1Gi (free: NUMA 0 0, NUMA 1 0; this node has 0 hugepages-1Gi)"
+            in text)
+    assert "    node hugepages-1Gi: 0 free of 0 (this node has 0 hugepages-1Gi)" in text.splitlines()
+
+
+def test_a_pod_short_of_cpus_and_hugepages_is_told_both(
+    no_hugepages: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pod = tmp_path / "big.yaml"
+    pod.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: big}\nspec:\n  containers:\n  - name: c\n"
+                   "    resources: {limits: {cpu: '40', memory: 2Gi, hugepages-1Gi: 4Gi}}\n", encoding="utf-8")
+    text, doc = _answer(capsys, "--machine", str(no_hugepages), str(pod))
+    (line,) = [x for x in text.splitlines() if x.startswith("  short of: ")]
+    # the built-in example reserves the first core (CPUs 0-1): 6 exclusive CPUs free on NUMA 0
+    assert "cpu needs 40 exclusive CPUs (free: NUMA 0 6, NUMA 1 8; the node 14 of 14 allocatable)" in line
+    assert "hugepages-1Gi needs 4Gi (free: NUMA 0 0, NUMA 1 0; this node has 0 hugepages-1Gi)" in line
+    assert len(json.dumps(doc).split("this node has 0 hugepages-1Gi")) > 1
+
+
+def test_would_fit_if_says_what_it_tried(no_hugepages: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    text, _ = _answer(capsys, "--machine", str(no_hugepages), str(TESTPMD))
+    (line,) = [x for x in text.splitlines() if x.startswith("  would fit if")]
+    assert "0 tried" not in line and "numalign found no change to try for this rejection" in line
+    pod = tmp_path / "big.yaml"  # 40 CPUs and 1Gi pages on a node without: nothing tried admits it
+    pod.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: big}\nspec:\n  containers:\n  - name: c\n"
+                   "    resources: {limits: {cpu: '40', memory: 2Gi, hugepages-1Gi: 4Gi}}\n", encoding="utf-8")
+    text, doc = _answer(capsys, "--machine", str(no_hugepages), str(pod), "--details")
+    (line,) = [x for x in text.splitlines() if x.startswith("  would fit if")]
+    tried = ["topologyManagerScope pod (--topology-manager-scope pod)",
+             "topologyManagerPolicy restricted (--topology-manager-policy restricted)",
+             "topologyManagerPolicy best-effort (--topology-manager-policy best-effort)"]
+    assert line == f"  would fit if: none of the 3 change(s) tried admits it: {'; '.join(tried)}"
+    answer = doc["answer"]
+    assert isinstance(answer, dict) and answer["tried"] == tried and answer["readmissions"] == 3
+
+
+@pytest.mark.parametrize(("size", "text"), [
+    (232 << 30, "232Gi"), (96168556 << 10, "~91.7Gi"), (1000 << 20, "1000Mi"), (1536 << 20, "1.5Gi"),
+    (512, "512"),
+])
+def test_one_unit_style(size: int, text: str) -> None:
+    assert readable_bytes(size) == text.replace("1.5Gi", "~1.5Gi")
