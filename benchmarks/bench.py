@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from support.configs import static_node_config  # noqa: E402
 from support.reference_merge import ref_policy_merge  # noqa: E402
 
-from numalign.answer.presentation import record_text  # noqa: E402
+from numalign.answer.present.admit import record_text  # noqa: E402
 from numalign.core.bitmask import iterate_bitmasks  # noqa: E402
 from numalign.core.hint import ProviderHints, TopologyHint  # noqa: E402
 from numalign.core.numa import NUMAInfo  # noqa: E402

@@ -28,7 +28,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("validation", "k8s"),
     ("machine",),
     ("kubelet", "scheduler"),
-    ("adapters", "report", "answer", "replay"),
+    ("adapters", "report", "replay"),
+    ("answer",),
     ("deviceplugin", "run"),
     ("cluster",),
     ("agent",),
@@ -85,6 +86,14 @@ _EXPORTS = {
     "load_machine": "numalign.adapters.sysfs",
     # one node's kubelet side, and the Topology Manager alone
     "Node": "numalign.kubelet.node",
+    "NodeState": "numalign.kubelet.state",
+    "Plan": "numalign.kubelet.plan",
+    "state_directory": "numalign.adapters.statedir.directory",
+    "StateDirectory": "numalign.adapters.statedir.directory",
+    # admitting pods in order with the answers beside each decision (`numalign admit` as a call)
+    "admit_pods": "numalign.answer.admit",
+    "AdmitDocument": "numalign.answer.present.admit",
+    "PodAnswer": "numalign.answer.present.admit",
     "TopologyManager": "numalign.kubelet.topologymanager.manager",
     "HintProvider": "numalign.kubelet.topologymanager.provider",
     # errors: every one is a NumalignError; bad input is also a ValueError
@@ -99,6 +108,7 @@ _EXPORTS = {
 
 # the same names as _EXPORTS (tests/unit/test_public_api.py keeps the two equal)
 __all__ = [
+    "AdmitDocument",
     "AdmitResult",
     "AllocationError",
     "BitMask",
@@ -115,17 +125,22 @@ __all__ = [
     "MergeResult",
     "NUMAInfo",
     "Node",
+    "NodeState",
     "NumalignError",
+    "Plan",
     "PluginError",
     "Pod",
+    "PodAnswer",
     "Policy",
     "PolicyName",
     "PolicyOptions",
     "ProviderAnswer",
     "ProviderHints",
     "Quantity",
+    "StateDirectory",
     "TopologyHint",
     "TopologyManager",
+    "admit_pods",
     "allocate_claims",
     "allocate_pod_claims",
     "config_from_yaml",
@@ -138,6 +153,7 @@ __all__ = [
     "pod_from_dict",
     "pods_and_dra_from_yaml",
     "pods_from_yaml",
+    "state_directory",
 ]
 
 
@@ -155,7 +171,10 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # the same names for type checkers and editors
+    from numalign.adapters.statedir.directory import StateDirectory, state_directory
     from numalign.adapters.sysfs import load_machine
+    from numalign.answer.admit import admit_pods
+    from numalign.answer.present.admit import AdmitDocument, PodAnswer
     from numalign.core.bitmask import BitMask
     from numalign.core.decision import AdmitResult, DecisionRecord
     from numalign.core.hint import ProviderHints, TopologyHint
@@ -179,6 +198,8 @@ if TYPE_CHECKING:  # the same names for type checkers and editors
     from numalign.k8s.pod import Container, Pod
     from numalign.k8s.quantity import Quantity
     from numalign.kubelet.node import Node
+    from numalign.kubelet.plan import Plan
+    from numalign.kubelet.state import NodeState
     from numalign.kubelet.topologymanager.manager import TopologyManager
     from numalign.kubelet.topologymanager.provider import HintProvider
     from numalign.machine.examples import example

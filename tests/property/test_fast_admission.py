@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from support.configs import static_node_config
 from support.strategies import admission_pods, small_machines, static_container
 
-from numalign.answer.presentation import record_text
+from numalign.answer.present.admit import record_text
 from numalign.core.decision import DecisionRecord
 from numalign.k8s.pod import Pod
 from numalign.k8s.quantity import Quantity

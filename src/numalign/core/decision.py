@@ -50,7 +50,7 @@ class AdmitResult:
 
 
 def hint_text(h: TopologyHint) -> str:
-    """A hint as explanations and the record's text (answer/presentation.py) write it."""
+    """A hint as explanations and the record's text (answer/present/admit.py) write it."""
     # Past 8 nodes (the kubelet's default limit) the mask is written as ranges: {0-63}P, not 64 numbers.
     if h.mask is not None and h.mask.bit_count() > 8:
         return _nodes_text(h.mask) + ("P" if h.preferred else "")

@@ -40,7 +40,7 @@ class PodView:
     message: str = ""
     containers: tuple[ContainerView, ...] = ()
     record: Mapping[str, Any] | None = None  # DecisionRecord.to_dict(), kept for rejected pods
-    # admit's answers (numalign.answer.text.to_json): a rejected pod's why, free capacity and verified
+    # admit's answers (numalign.answer.present.admit): a rejected pod's why, free capacity and verified
     # "would fit if"; an admitted pod's alignment. None where the source has none (serve's status file).
     answer: Mapping[str, Any] | None = None
     alignment: Mapping[str, Any] | None = None

@@ -11,7 +11,8 @@ from pathlib import Path
 from support.configs import static_node_config
 from support.machines import gpu_node, gpu_node_dict
 
-from numalign.answer.text import NodeAnswers, allocation_line
+from numalign.answer.admit import NodeAnswers
+from numalign.answer.present.text import allocation_line
 from numalign.k8s.manifest import pod_from_dict
 from numalign.kubelet.node import Node
 

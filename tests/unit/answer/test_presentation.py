@@ -6,9 +6,10 @@ from __future__ import annotations
 from support.configs import static_node_config
 from support.machines import gpu_node
 
+from numalign.answer.admit import NodeAnswers, unprovided_extended_resources
 from numalign.answer.alignment import PodAlignment
-from numalign.answer.presentation import AdmitDocument, PodAnswer, unprovided_extended_resources
-from numalign.answer.text import FULL_RECORDS_UP_TO, NodeAnswers
+from numalign.answer.present.admit import AdmitDocument, PodAnswer
+from numalign.answer.present.text import FULL_RECORDS_UP_TO
 from numalign.answer.whatif import Answer
 from numalign.k8s.manifest import pod_from_dict
 from numalign.k8s.pod import Pod

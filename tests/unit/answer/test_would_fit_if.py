@@ -11,7 +11,8 @@ import pytest
 from support.configs import static_node_config
 from support.machines import gpu_node
 
-from numalign.answer.text import NodeAnswers, text_lines
+from numalign.answer.admit import NodeAnswers
+from numalign.answer.present.text import text_lines
 from numalign.answer.whatif import Answer, would_fit_if
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.kubeletconfig_flags import apply_flags

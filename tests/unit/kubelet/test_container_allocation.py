@@ -6,7 +6,7 @@ from __future__ import annotations
 from support.configs import static_node_config
 from support.machines import gpu_node
 
-from numalign.answer.presentation import record_text
+from numalign.answer.present.admit import record_text
 from numalign.core.decision import ContainerAllocation, MemoryBlock
 from numalign.k8s.manifest import pod_from_dict
 from numalign.kubelet.node import Node

@@ -14,7 +14,7 @@ from support.configs import static_node_config
 from support.shared import hwloc_linux_dir
 
 from numalign.adapters.sysfs import discover_sysfs_hwloc, find_sysfs_root
-from numalign.answer.presentation import record_text
+from numalign.answer.present.admit import record_text
 from numalign.core.bitmask import bits_of
 from numalign.errors import ConfigError
 from numalign.k8s.kubeletconfig import KubeletConfig

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from support.configs import static_node_config, static_node_yaml
 
-from numalign.answer.presentation import record_text
+from numalign.answer.present.admit import record_text
 from numalign.errors import InvalidInputError
 from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.k8s.manifest import pod_from_dict

@@ -19,11 +19,14 @@ from numalign.cli.options.nodeargs import data_file as _data
 from numalign.errors import ConfigError
 
 if TYPE_CHECKING:
-    from numalign.answer.presentation import AdmitDocument
+    from collections.abc import Callable
+
+    from numalign.answer.present.admit import AdmitDocument
     from numalign.k8s.kubeletconfig import KubeletConfig
     from numalign.k8s.pod import Pod
     from numalign.kubelet.node import Node
     from numalign.machine.topology import Machine
+    from numalign.report import NodeView
 
 
 def register(sub: Any) -> None:
@@ -168,25 +171,20 @@ def run(args: argparse.Namespace) -> int:
         write_record(args.state_dir, machine, _machine_spec(args, DEFAULT_MACHINE), args.kubelet_config, flags,
                      args.chosen_version)
     with owner if owner is not None else contextlib.nullcontext():
-        node, records, extras, dra = _admit_all(args, machine, config, base, pods, notes, dra_objects)
-    from numalign.answer.presentation import AdmitDocument, PodAnswer, unprovided_extended_resources
-    from numalign.cli.options.versionargs import version_fields, version_text
+        node, doc = _admit_all(args, machine, config, base, pods, notes, dra_objects)
     from numalign.cli.output import EXIT_CHECK_FAILED, EXIT_OK, emit
 
-    doc = AdmitDocument(
-        machine.name, f"{machine.name}; {version_text(args.chosen_version, args.chosen_previews)}", config, notes,
-        version_fields(args.chosen_version, args.chosen_previews),
-        tuple(PodAnswer(pod, rec, extra, unprovided_extended_resources(pod, node))
-              for pod, rec, extra in zip(pods, records, extras, strict=True)),
-        dra)
     if args.report is not None:
-        _report(args.report, node, doc, config, args.chosen_version, dra)
+        from numalign.answer.present.html import admit_html
+        from numalign.cli.options.reportargs import write_report
+
+        write_report(args.report, admit_html(node, doc, _dra_picture(doc, [p.pod for p in doc.pods])))
     if args.output == "text":
         for line in doc.text_lines(args.details):
             print(line)
     else:
         emit(doc.to_dict(), args.output, sort_keys=True)
-    rejected = any(not r.result.admit for r in records)
+    rejected = any(not p.record.result.admit for p in doc.pods)
     return EXIT_CHECK_FAILED if args.exit_code and rejected else EXIT_OK
 
 
@@ -205,11 +203,10 @@ def _machine_spec(args: argparse.Namespace, default: str) -> str | None:
 def _admit_all(
     args: argparse.Namespace, machine: Any, config: Any, base: Any, pods: list[Any], notes: list[str],
     dra_objects: Any,
-) -> tuple[Any, list[Any], list[Any], Any]:
-    """Admit `pods` in one transaction of the state directory (if any): all kept, or none. Beside each
-    record: its alignment, or why it was rejected and what would make it fit."""
+) -> tuple[Node, AdmitDocument]:
+    """The node the options describe, and the pods admitted on it (answer/admit.py) in one transaction of
+    the state directory (if any): all kept, or none."""
     from numalign.adapters.statedir.directory import state_directory
-    from numalign.errors import InvalidInputError
     from numalign.kubelet.admission.eviction import NodeCondition
     from numalign.kubelet.node import Node
 
@@ -235,68 +232,30 @@ def _admit_all(
             "--config was given; pass --config FILE, or override its fields with kubelet flags, e.g. "
             "--policy-option KEY=VALUE, --reserved-cpus, --reserved-memory, --kube-reserved)"
         ) from None
-    from numalign.answer.text import NodeAnswers
+    from numalign.answer.admit import admit_pods
+    from numalign.cli.commands.admit_dra import DRAAdmit
     from numalign.cli.options.clusterargs import Progress
 
-    answers = NodeAnswers(node)
-    from numalign.cli.commands.admit_dra import DRAAdmit
-
     dra = DRAAdmit(args, machine, dra_objects, node, notes) if DRAAdmit.wanted(pods, dra_objects, machine) else None
-    records: list[Any] = []
-    extras: list[Any] = []
+    snap = getattr(args, "node_snapshot", None)  # its state by the snapshot's name
+    where = args.state_dir if snap is None else f"{snap.path}:state"
     progress = Progress(f"admit: {len(pods)} pod(s) on {machine.name}")  # drawn only when stderr is a terminal
     try:
-        # One transaction: the pods are written together at the end, or (killed, or a write failed)
-        # not at all, so an interrupted admit can be run again.
-        with node.transaction() as tx:
-            for pod in pods:
-                held = [p for p in node.pods.values() if p.key == pod.key or p.uid == pod.uid]
-                if held and args.replace and not any(r.pod_uid in {h.uid for h in held} for r in records):
-                    for old in held:
-                        node.remove(old.uid)  # its claims' reservations end with it (kubelet/dramanager)
-                    notes.append(f"replaced: pod {pod.key} removed from the state before admitting the new one")
-                elif held:
-                    snap = getattr(args, "node_snapshot", None)  # its state by the snapshot's name
-                    where = args.state_dir if snap is None else f"{snap.path}:state"
-                    raise InvalidInputError(_already_admitted(pod, where, args.dry_run))
-                unschedulable = dra.before(node, pod) if dra is not None else None
-                if unschedulable is not None:  # the scheduler's verdict: the kubelet never sees the pod
-                    records.append(unschedulable)
-                    extras.append(None)
-                    progress.step(pod.key)
-                    continue
-                records.append(node.admit(pod))
-                extras.append(answers.after(pod, records[-1]))
-                if dra is not None:
-                    dra.after(node, pod, records[-1])
-                progress.step(pod.key)
-        outcome = tx.outcome(records, node.pods)
+        doc = admit_pods(node, pods, notes=notes, replace=args.replace, dra=dra,
+                         refuse_again=lambda pod: _already_admitted(pod, where, args.dry_run), step=progress.step)
     finally:
         progress.close()
-    # A write that failed turns the admissions into rejections: explain those as they now stand.
-    extras = [x if new is old else answers.after(pod, new)
-              for pod, old, new, x in zip(pods, records, outcome, extras, strict=True)]
-    return node, outcome, extras, dra
+    return node, doc
 
 
-def _report(path: Path, node: Node, doc: AdmitDocument, config: KubeletConfig, version: Any, dra: Any = None) -> None:
-    from numalign.cli.options.reportargs import write_report
-    from numalign.report import node_report, node_view_from_records
+def _dra_picture(doc: AdmitDocument, pods: list[Pod]) -> Callable[[NodeView], NodeView] | None:
+    """The report's DRA part (the devices on their NUMA nodes, with their claims' holders), if any."""
+    from numalign.cli.commands.admit_dra import DRAAdmit, report_view
 
-    reserved: frozenset[int] = node.cpu.reserved_cpus
-    pods = [p.pod for p in doc.pods]
-    order = {p.key: [c.name for c in p.all_containers()] for p in pods}
-    config_line = (f"kubelet {version}, topologyManagerPolicy {config.topology_manager_policy}, "
-                   f"scope {config.topology_manager_scope}, "
-                   f"cpuManagerPolicy {config.cpu_manager_policy}, memoryManagerPolicy {config.memory_manager_policy}")
-    view = node_view_from_records(node.machine, [p.to_dict() for p in doc.pods], reserved_cpus=reserved,
-                                  title=f"numalign admit: {node.machine.name}", notes=[config_line, *doc.notes],
-                                  container_order=order)
-    if dra is not None:  # DRA devices on their NUMA nodes, with the claims' holders (report/dra.py)
-        from numalign.cli.commands.admit_dra import report_view
-
-        view = report_view(dra, view, pods)
-    write_report(path, node_report(view))
+    dra = doc.dra
+    if not isinstance(dra, DRAAdmit):
+        return None
+    return lambda view: report_view(dra, view, pods)
 
 
 def _with_numa_nodes(exc: ConfigError, config: KubeletConfig, machine: Machine) -> ConfigError:

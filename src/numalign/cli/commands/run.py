@@ -366,7 +366,7 @@ def _print_decision(
     for key in adm.reclaimed:
         print(f"numalign run: released {key}: its process had ended without releasing it", file=sys.stderr)
     if not rec.result.admit:
-        from numalign.answer.presentation import record_text
+        from numalign.answer.present.admit import record_text
 
         if not args.quiet:
             print(record_text(rec), file=sys.stderr)

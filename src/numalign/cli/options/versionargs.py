@@ -65,16 +65,17 @@ def node_previews(args: argparse.Namespace, notes: list[str]) -> Previews:
 
 
 def version_fields(version: KubeletVersion, previews: Previews) -> dict[str, Any]:
-    """What JSON/YAML output carries about them: kubeletVersion, and previews when any is on."""
-    out: dict[str, Any] = {"kubeletVersion": str(version)}
-    if previews:
-        out["previews"] = previews.to_dict()
-    return out
+    """What JSON/YAML output carries about them (answer/present/versions.py)."""
+    from numalign.answer.present.versions import version_fields as fields
+
+    return fields(version, previews)
 
 
 def version_text(version: KubeletVersion, previews: Previews) -> str:
     """The text header's words: "kubelet 1.37.1" (and "; preview: ..." for each preview on)."""
-    return "; ".join([f"kubelet {version}", *previews.labels()])
+    from numalign.answer.present.versions import version_text as text
+
+    return text(version, previews)
 
 
 def preview_sets(args: argparse.Namespace) -> list[str]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from numalign import metrics as m
-from numalign.answer.presentation import record_text
+from numalign.answer.present.admit import record_text
 from numalign.core.hint import ProviderHints, TopologyHint
 from numalign.core.numa import NUMAInfo
 from numalign.errors import AllocationError, ConfigError

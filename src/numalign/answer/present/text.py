@@ -1,5 +1,5 @@
-"""The answers `numalign admit` adds to each decision: an admitted pod's alignment, a rejected pod's
-why, free capacity and verified "would fit if" list; as JSON fields and as text lines.
+"""The answers `numalign admit` adds to each decision (an admitted pod's alignment, a rejected pod's
+why, free capacity and verified "would fit if" list; answer/admit.py computes them) as text lines.
 
 Text stays readable at 64 NUMA nodes and thousands of pods: free capacity is shown only for the
 resources the pod asks for and the NUMA nodes that have any, NUMA nodes in the same state share one
@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from numalign.answer.alignment import AlignmentJudge, ContainerAlignment, PodAlignment, empty_node_capacity
-from numalign.answer.free import FreeCapacity, numa_capacity
-from numalign.answer.whatif import Answer, AnswerCache
+from numalign.answer.alignment import ContainerAlignment, PodAlignment
+from numalign.answer.free import FreeCapacity
+from numalign.answer.whatif import Answer
 from numalign.answer.why import show
 from numalign.core.decision import ContainerAllocation, DecisionRecord
 from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.pod import Pod
 from numalign.k8s.resources import RESOURCE_CPU
-from numalign.kubelet.node import Node
 from numalign.machine.render import binary_quantity
 
 MAX_HOLDERS = 3
@@ -37,19 +36,6 @@ def clip(line: str, width: int = MAX_LINE) -> str:
         return line
     keep = width - len(f" ... (+{len(line)} chars; --details)")
     return line[:keep] + f" ... (+{len(line) - keep} chars; --details)"
-
-
-class NodeAnswers:
-    def __init__(self, node: Node) -> None:
-        self.node = node
-        self.judge = AlignmentJudge(node.machine, empty_node_capacity(numa_capacity(node)))
-        self.cache = AnswerCache()
-
-    def after(self, pod: Pod, rec: DecisionRecord) -> PodAlignment | Answer:
-        """Call right after node.admit(pod) returned rec, before the node changes again."""
-        if rec.result.admit:
-            return self.judge.pod(rec.allocations)
-        return self.cache.answer(self.node, pod, rec)
 
 
 def allocation_line(name: str, alloc: ContainerAllocation, alignment: ContainerAlignment | None) -> str:

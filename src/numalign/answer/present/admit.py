@@ -1,11 +1,12 @@
-"""What `numalign admit` answers, as one typed document rendered two ways: `to_dict()` is the
-`-o json|yaml` document and `text_lines()` the text, both from the same `AdmitDocument`.
+"""What `numalign admit` answers, as one typed document rendered three ways: `to_dict()` is the
+`-o json|yaml` document, `text_lines()` the text, and present/html.py the --report page, all from the
+same `AdmitDocument` (answer/admit.py makes it).
 
 Each pod's answer (`PodAnswer`) is its decision record, its alignment (admitted) or why and would-fit-if
 (rejected), the extended resources no device plugin provides, and DRA's part when the pods use claims.
 Text stays readable at thousands of pods: past FULL_RECORDS_UP_TO pods each gets a few lines, rejected
-pods of one shape share a line, and the summary comes last (answer/text.py renders the parts); JSON and
-YAML keep everything. HTML is report/'s.
+pods of one shape share a line, and the summary comes last (present/text.py renders the parts); JSON and
+YAML keep everything.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from numalign.answer.alignment import PodAlignment
-from numalign.answer.text import (
+from numalign.answer.present.text import (
     FULL_RECORDS_UP_TO,
     allocation_line,
     clip,
@@ -31,8 +32,6 @@ from numalign.core.decision import DecisionRecord, hint_text, hints_text, implic
 from numalign.core.implicit.hints import ImplicitHints
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
-from numalign.k8s.resources import is_extended_resource_name
-from numalign.kubelet.node import Node
 
 
 def record_text(rec: DecisionRecord) -> str:
@@ -66,7 +65,7 @@ def record_text(rec: DecisionRecord) -> str:
 
 
 class DRAAnswers(Protocol):
-    """DRA's part of the answers (cli/commands/admit_dra.DRAAdmit): read when rendered, not before."""
+    """DRA's part of the answers (the command line's DRAAdmit): read when rendered, not before."""
 
     def unschedulable(self, pod: Pod) -> bool: ...
     def verdict_line(self, pod: Pod) -> str: ...
@@ -79,20 +78,6 @@ def extra_dict(extra: PodAlignment | Answer) -> dict[str, Any]:
     if isinstance(extra, PodAlignment):
         return {"alignment": extra.to_dict()}
     return {"answer": extra.to_dict()}
-
-
-def unprovided_extended_resources(pod: Pod, node: Node) -> tuple[str, ...]:
-    """Extended resources the pod asks for that no device plugin (nor the machine file) provides. The
-    kubelet drops them before its fit check (removeMissingExtendedResources: a scheduler extender may
-    own them) and the device manager gives no hint, so the pod is admitted without them; the text says
-    so, since "devices: no preference" alone reads as if the devices were found."""
-    names = {
-        name
-        for c in (*pod.init_containers, *pod.containers)
-        for name in (*c.requests, *c.limits)
-        if is_extended_resource_name(name)
-    }
-    return tuple(sorted(n for n in names if not node.devices.is_device_plugin_resource(n)))
 
 
 def config_dict(config: KubeletConfig) -> dict[str, Any]:
