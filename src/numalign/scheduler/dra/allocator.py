@@ -244,12 +244,16 @@ class Allocator:
                         data = self._validate(claim, (ci, ri, si), sub, request.name)
                         self.requests[(ci, ri, si)] = data
                         fewest = min(fewest, data.num_devices)
-                    min_devices += fewest
                 else:
                     assert request.exactly is not None
                     data = self._validate(claim, (ci, ri, 0), request.exactly, None)
                     self.requests[(ci, ri, 0)] = data
-                    min_devices += data.num_devices
+                    fewest = data.num_devices
+                if self.generation.claim_limit_per_request and fewest > ALLOCATION_RESULTS_MAX_SIZE - min_devices:
+                    raise AllocatorError(f"claim {claim.key}, request {request.name}: adding {fewest} devices exceeds "
+                                         f"the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}, with {min_devices} "
+                                         "already accounted for")
+                min_devices += fewest
             if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
                 raise AllocatorError(f"claim {claim.key}: number of requested devices {min_devices} exceeds the "
                                      f"claim limit of {ALLOCATION_RESULTS_MAX_SIZE}")
@@ -574,10 +578,17 @@ class Allocator:
             return False, None
         in_use_by_share = c.device_id in self.allocated.capacity or c.device_id in self._allocating_capacity
         skip_counters = multiple and in_use_by_share
-        if not skip_counters and c.device.consumes_counters and not self._take_counters(c):
+        took_counters = not skip_counters and bool(c.device.consumes_counters)
+        if took_counters and not self._take_counters(c):
             return False, None
+        # Where the generation rolls back a rejected device (1.36.3, 1.37), each rejection below gives back
+        # what this call took; before, the counters (and on a capacity misfit the constraints and the
+        # device's mark) stayed taken for the rest of the search.
+        rollback = self.generation.rolls_back_rejected_devices
         base, sub = (data.parent, request.name) if data.parent else (request.name, "")
         if f.device_taints and _taint_prevents(c.device, request):
+            if rollback and took_counters:
+                self._give_back_counters(c)
             return False, None
         constraints = self.constraints[ci]
         for i, constraint in enumerate(constraints):
@@ -588,14 +599,23 @@ class Allocator:
                                          "satisfied")
                 for earlier in constraints[:i]:
                     earlier.remove(base, sub)
+                if rollback and took_counters:
+                    self._give_back_counters(c)
                 return False, None
         holders = self._allocating.setdefault(c.device_id, set())
         if not multiple:
             holders.add(ci)
         consumed: ConsumedCapacity | None = None
         share_id: str | None = None
+        shared_before = c.device_id in self._allocating_capacity
         if f.consumable_capacity:
             if not self._capacity_fits(request, c):
+                if rollback:
+                    holders.discard(ci)
+                    for constraint in constraints:
+                        constraint.remove(base, sub)
+                    if took_counters:
+                        self._give_back_counters(c)
                 return False, None
             if multiple:
                 consumed = consumed_from_request(request.capacity.requests if request.capacity else None,
@@ -620,6 +640,11 @@ class Allocator:
                         subtract_from(total, consumed)
                         if all(q.is_zero() for q in total.values()):
                             del self._allocating_capacity[c.device_id]
+                            if rollback and shared_before:
+                                # An earlier share of the device still holds it.
+                                self._allocating_capacity[c.device_id] = {}
+                if rollback and took_counters:
+                    self._give_back_counters(c)
             elif f.partitionable_devices and c.device.consumes_counters:
                 self._give_back_counters(c)
             del self.results[ci][before:]
@@ -634,7 +659,10 @@ class Allocator:
             available = {name: dict(cs.counters) for name, cs in pool.counter_sets.items()}
             for s in [*pool.slices, *pool.slices_not_targeting_node]:
                 for d in s.devices:
-                    if not self.allocated.holds((s.driver, s.pool.name, d.name)):
+                    device_id = (s.driver, s.pool.name, d.name)
+                    held = (self.allocated.holds(device_id) if self.generation.counters_see_shared_allocations
+                            else device_id in self.allocated.devices)
+                    if not held:
                         continue
                     for consumption in d.consumes_counters:
                         counters = available.get(consumption.counter_set, {})

@@ -37,9 +37,16 @@ class Generation:
     invalid_pool_aborts: bool = False
     # 1.35+: invalid pools are skipped; when nothing fits, "invalid resource pools were encountered".
     reports_invalid_pools: bool = False
-    # 1.37: a device rejected after its counters were reserved (taint, constraint, capacity) gives them
-    # back; until then the reservation leaks for the rest of the search.
+    # 1.36.3+, 1.37: a device rejected after its counters were reserved (taint, constraint, capacity) gives
+    # them back, and a rejected or undone share keeps an earlier share's mark; until then the reservation
+    # leaks for the rest of the search.
     rolls_back_rejected_devices: bool = False
+    # 1.36.2+: the counters that allocated devices consume include shared (consumable-capacity) allocations
+    # (IsDeviceAllocated); 1.36.0 and 1.36.1 counted only devices allocated whole.
+    counters_see_shared_allocations: bool = True
+    # 1.37.1+: a claim over 32 devices is refused at the request that crosses the limit ("claim C, request R:
+    # adding N devices exceeds the claim limit of 32, with M already accounted for").
+    claim_limit_per_request: bool = False
     # 1.37: a CEL runtime error names the device ("selector #0 on device D/P/N: ...") and, for a missing
     # key, suggests optional chaining.
     cel_error_names_device: bool = False
@@ -106,5 +113,22 @@ RELEASES: Final[Mapping[int, Release]] = {
 }
 
 
-def release(minor: int) -> Release:
-    return RELEASES[min(max(minor, 33), 37)]
+# Patch releases that changed the allocator: (minor, first patch) -> what every generation does from then.
+_PATCHES: Final[Mapping[tuple[int, int], Mapping[str, bool]]] = {
+    (36, 0): {"counters_see_shared_allocations": False},
+    (36, 2): {"counters_see_shared_allocations": True},
+    (36, 3): {"rolls_back_rejected_devices": True},
+    (37, 1): {"claim_limit_per_request": True},
+}
+
+
+def release(minor: int, patch: int | None = None) -> Release:
+    """The release's record; `patch` None is its newest modelled patch."""
+    base = RELEASES[min(max(minor, 33), 37)]
+    changes: dict[str, bool] = {}
+    for (m, p), change in sorted(_PATCHES.items()):
+        if m == base.minor and (patch is None or patch >= p):
+            changes.update(change)
+    if not changes:
+        return base
+    return replace(base, generations=tuple(replace(g, **changes) for g in base.generations))  # type: ignore[arg-type]

@@ -69,6 +69,7 @@ class Features:
     list_type_attributes: bool = False
     # Which release's allocator and scheduler (behaviours.py names what changed between releases).
     minor: int = 37
+    patch: int | None = None  # None: the newest modelled patch of `minor`
     # DRAResourceClaimDeviceStatus was an allocator feature of its own in 1.34 only.
     device_status_34: bool = False
     # Only these generations may be picked (upstream's EnableAllocators); empty: all of them.
@@ -83,7 +84,7 @@ class Features:
 
     @property
     def release(self) -> Release:
-        return release(self.minor)
+        return release(self.minor, self.patch)
 
     @property
     def generation(self) -> Generation:
@@ -121,7 +122,8 @@ def features_for(version: str | KubeletVersion = DEFAULT_VERSION, gates: Mapping
                 f"feature gate {name!r} is not a DRA gate numalign follows; expected one of {', '.join(DRA_GATES)}"
             )
         values[name] = value
-    minor = minor_of(version)
+    parsed = version if isinstance(version, KubeletVersion) else KubeletVersion.parse(version, "version")
+    minor = parsed.minor
     return Features(
         admin_access=values["DRAAdminAccess"],
         prioritized_list=values["DRAPrioritizedList"],
@@ -131,6 +133,7 @@ def features_for(version: str | KubeletVersion = DEFAULT_VERSION, gates: Mapping
         consumable_capacity=values["DRAConsumableCapacity"],
         list_type_attributes=values["DRAListTypeAttributes"],
         minor=minor,
+        patch=parsed.patch,
         device_status_34=release(minor).device_status_is_feature and values["DRAResourceClaimDeviceStatus"],
     )
 
