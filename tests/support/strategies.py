@@ -18,6 +18,7 @@ from numalign.core.bitmask import iterate_bitmasks, mask_of, mask_string
 from numalign.core.hint import ProviderHints, TopologyHint
 from numalign.core.implicit.hints import ImplicitHints, ProviderAnswer
 from numalign.core.numa import NUMAInfo
+from numalign.k8s.deviceplugin import ContainerAllocateResponse, Device, DeviceSpec, Mount
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import NANO, Quantity, QuantityFormat
 from numalign.kubelet.cpumanager.checkpoint import CPUManagerCheckpoint
@@ -25,7 +26,6 @@ from numalign.kubelet.cpumanager.hints import generate_cpu_topology_hints
 from numalign.kubelet.cpumanager.implicit_hints import cpu_topology_hints
 from numalign.kubelet.cpumanager.topology import CPUInfo, CPUTopology
 from numalign.kubelet.devicemanager.checkpoint import DeviceCheckpoint
-from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, Device, DeviceSpec, Mount
 from numalign.kubelet.devicemanager.hints import generate_device_topology_hints
 from numalign.kubelet.devicemanager.implicit_hints import device_topology_hints
 from numalign.kubelet.devicemanager.state import PodDevicesEntry

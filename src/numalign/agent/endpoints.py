@@ -13,13 +13,8 @@ import time
 from collections.abc import Callable, Collection, Sequence
 
 from numalign import metrics as m
-from numalign.kubelet.devicemanager.endpoint import (
-    UNHEALTHY,
-    ContainerAllocateResponse,
-    Device,
-    DevicePluginOptions,
-    Endpoint,
-)
+from numalign.k8s.deviceplugin import UNHEALTHY, ContainerAllocateResponse, Device, DevicePluginOptions
+from numalign.kubelet.devicemanager.endpoint import Endpoint
 
 
 class TimedEndpoint:

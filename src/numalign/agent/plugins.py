@@ -10,7 +10,8 @@ from numalign.agent.core import AgentCore
 from numalign.agent.endpoints import TimedEndpoint, check_topology
 from numalign.agent.events import DevicesReported, PluginRegistered
 from numalign.agent.executor import Executor
-from numalign.kubelet.devicemanager.endpoint import Device, Endpoint
+from numalign.k8s.deviceplugin import Device
+from numalign.kubelet.devicemanager.endpoint import Endpoint
 from numalign.limits import quote
 
 log = logging.getLogger("numalign.agent")

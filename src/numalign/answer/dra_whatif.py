@@ -25,6 +25,7 @@ from numalign.answer.dra_alignment import AlignmentOption, PodDRAAlignment, cont
 from numalign.answer.dra_drivers import restarted_without
 from numalign.core.decision import ContainerAllocation
 from numalign.errors import NumalignError
+from numalign.k8s.deviceplugin import Device
 from numalign.k8s.dra.types import (
     ATTRIBUTE_NUMA_NODE,
     CapacityRequirements,
@@ -36,7 +37,6 @@ from numalign.k8s.dra.types import (
 )
 from numalign.k8s.pod import Pod
 from numalign.k8s.quantity import Quantity
-from numalign.kubelet.devicemanager.endpoint import Device
 from numalign.kubelet.node import Node
 from numalign.machine.dradrivers import CPU_DRIVER, MEMORY_DRIVER, driver_slices
 from numalign.machine.render import binary_quantity

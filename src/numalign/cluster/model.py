@@ -37,11 +37,11 @@ from typing import Any, Final
 from numalign.cluster.nrt import NodeResourceTopology
 from numalign.errors import ConfigError, InvalidInputError
 from numalign.k8s.cpuset import format_cpuset
+from numalign.k8s.deviceplugin import Device as EndpointDevice
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.kubeletconfig_flags import apply_flags
 from numalign.k8s.kubeletconfig_read import config_from_dict, config_from_yaml
 from numalign.k8s.previews import NO_PREVIEWS, Previews
-from numalign.kubelet.devicemanager.endpoint import Device as EndpointDevice
 from numalign.kubelet.node import Node
 from numalign.limits import MAX_CLUSTER_NODES, check_count, quote
 from numalign.machine.examples import first_core

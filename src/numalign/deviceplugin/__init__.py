@@ -14,7 +14,7 @@ The plugin works against a real kubelet and against `numalign serve` alike.
 from __future__ import annotations
 
 from numalign.deviceplugin.plugin import DevicePlugin
-from numalign.kubelet.devicemanager.endpoint import (
+from numalign.k8s.deviceplugin import (
     HEALTHY,
     UNHEALTHY,
     ContainerAllocateResponse,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from numalign.errors import DiscoveryError, InvalidInputError
-from numalign.kubelet.devicemanager.endpoint import HEALTHY, UNHEALTHY, Device
+from numalign.k8s.deviceplugin import HEALTHY, UNHEALTHY, Device
 
 log = logging.getLogger("numalign.deviceplugin.inventory")
 

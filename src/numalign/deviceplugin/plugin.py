@@ -23,8 +23,8 @@ from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2_grpc as pb_g
 from numalign.adapters.grpc.registration import DEFAULT_DEVICE_PLUGIN_DIR, KUBELET_SOCKET, VERSION
 from numalign.adapters.grpc.sockets import dial, start_unix_server
 from numalign.errors import InvalidInputError, PluginError
+from numalign.k8s.deviceplugin import ContainerAllocateResponse, Device, DevicePluginOptions
 from numalign.k8s.resources import is_extended_resource_name
-from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, Device, DevicePluginOptions
 
 log = logging.getLogger("numalign.deviceplugin")
 

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from numalign.adapters.grpc.plugin_client import PluginEndpointClient
 from numalign.adapters.grpc.registration import RegistrationServer
-from numalign.kubelet.devicemanager.endpoint import Device, Endpoint
+from numalign.k8s.deviceplugin import Device
+from numalign.kubelet.devicemanager.endpoint import Endpoint
 
 DEFAULT_WAIT_S = 5.0
 

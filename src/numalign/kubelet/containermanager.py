@@ -15,6 +15,7 @@ from numalign.core.decision import ContainerAllocation, MemoryBlock
 from numalign.core.numa import NUMAInfo
 from numalign.core.policies.startup import refuse_node_minus_one
 from numalign.k8s.cpuset import format_cpuset
+from numalign.k8s.deviceplugin import Device
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
 from numalign.k8s.previews import NUMA_ALLOCATION_STRATEGY, Previews
@@ -22,7 +23,6 @@ from numalign.k8s.quantity import Quantity, QuantityFormat
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
 from numalign.kubelet.cpumanager.manager import new_cpu_manager_policy
 from numalign.kubelet.cpumanager.topology import CPUTopology
-from numalign.kubelet.devicemanager.endpoint import Device
 from numalign.kubelet.devicemanager.manager import DeviceManager
 from numalign.kubelet.dramanager.manager import DRAManager
 from numalign.kubelet.memorymanager.manager import new_memory_manager

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from numalign.errors import InvalidInputError
+from numalign.k8s.deviceplugin import Device
 from numalign.k8s.version import KubeletVersion
-from numalign.kubelet.devicemanager.endpoint import Device
 from numalign.kubelet.devicemanager.hints import resource_topology_hints
 from numalign.kubelet.versions import REPLAY_DEFAULT, behaviours
 from numalign.validation import expect_int, expect_str_list

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse
+from numalign.k8s.deviceplugin import ContainerAllocateResponse
 
 NVIDIA_GPU = "nvidia.com/gpu"
 _PCI_ADDRESS = re.compile(r"^[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from numalign.adapters.grpc.plugin_client import PluginEndpointClient
 from numalign.errors import PluginError
-from numalign.kubelet.devicemanager.endpoint import Device
+from numalign.k8s.deviceplugin import Device
 
 # ListAndWatch answers at once with the current list; a plugin that does not is not usable by a run.
 FIRST_LIST_TIMEOUT_S = 10.0

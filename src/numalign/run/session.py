@@ -17,12 +17,12 @@ from typing import Any
 from numalign.adapters.statedir.directory import StateDirectory
 from numalign.core.decision import ContainerAllocation, DecisionRecord
 from numalign.k8s.cpuset import format_cpuset
+from numalign.k8s.deviceplugin import Device
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
 from numalign.k8s.previews import NO_PREVIEWS, Previews
 from numalign.k8s.version import DEFAULT as DEFAULT_KUBELET_VERSION
 from numalign.k8s.version import KubeletVersion
-from numalign.kubelet.devicemanager.endpoint import Device
 from numalign.kubelet.node import Node
 from numalign.machine.topology import Machine
 from numalign.run.affinity import PlacementError, allowed_cpus, allowed_mems

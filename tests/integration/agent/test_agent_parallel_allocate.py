@@ -18,7 +18,7 @@ from integration.agent.conftest import DATA, GPU, Layout, gpu_pod, pod_status, w
 from numalign.agent import Agent
 from numalign.cli.main import main
 from numalign.deviceplugin import Device, DevicePlugin
-from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse
+from numalign.k8s.deviceplugin import ContainerAllocateResponse
 
 NIC = "example.com/nic"
 GPUS = [Device(f"gpu{i}", topology=(i % 2,)) for i in range(4)]

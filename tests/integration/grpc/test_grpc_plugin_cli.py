@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from numalign.deviceplugin.testing import FakeKubelet
-from numalign.kubelet.devicemanager.endpoint import Device
+from numalign.k8s.deviceplugin import Device
 
 GPU = "example.com/gpu"
 YAML = """\

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from numalign.deviceplugin.inventory import PluginDevice, load_yaml_devices, scan_pci_devices
 from numalign.deviceplugin.preferred import preferred_allocation
 from numalign.errors import DiscoveryError, InvalidInputError
-from numalign.kubelet.devicemanager.endpoint import Device
+from numalign.k8s.deviceplugin import Device
 
 
 def _dev(i: str, numa: tuple[int, ...] | None, path: tuple[str, ...] = ()) -> PluginDevice:

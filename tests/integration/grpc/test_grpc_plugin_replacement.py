@@ -10,7 +10,7 @@ from integration.grpc.test_grpc_raw_plugin import END, NIC, _register, _serve_ra
 
 from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
 from numalign.deviceplugin.testing import FakeKubelet
-from numalign.kubelet.devicemanager.endpoint import Device
+from numalign.k8s.deviceplugin import Device
 
 
 def _devices(*ids: str) -> pb.ListAndWatchResponse:

@@ -26,7 +26,7 @@ from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2_grpc as pb_g
 from numalign.agent import Agent
 from numalign.deviceplugin.testing import FakeKubelet
 from numalign.errors import PluginError
-from numalign.kubelet.devicemanager.endpoint import Device, DeviceSpec
+from numalign.k8s.deviceplugin import Device, DeviceSpec
 
 NIC = "example.net/sriov"
 END = pb.ListAndWatchResponse(devices=[pb.Device(ID="__end__")])

@@ -17,7 +17,8 @@ from numalign.adapters.grpc.registration import RegistrationServer, cleanup_plug
 from numalign.deviceplugin import HEALTHY, UNHEALTHY, ContainerAllocateResponse, Device, DevicePlugin, Mount
 from numalign.deviceplugin.testing import FakeKubelet, KubeletRecorder
 from numalign.errors import InvalidInputError, PluginError
-from numalign.kubelet.devicemanager.endpoint import DevicePluginOptions, Endpoint
+from numalign.k8s.deviceplugin import DevicePluginOptions
+from numalign.kubelet.devicemanager.endpoint import Endpoint
 
 GPU = "example.com/gpu"
 

@@ -14,10 +14,10 @@ import pytest
 from numalign.adapters.statedir.directory import StateDirectory
 from numalign.adapters.statedir.layout import TRANSACTION_LOCK_FILE
 from numalign.deviceplugin.plugin import DevicePlugin
+from numalign.k8s.deviceplugin import ContainerAllocateResponse, Device
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.manifest import pod_from_dict
 from numalign.k8s.pod import Pod
-from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, Device
 from numalign.kubelet.node import Node
 from numalign.machine.examples import example
 from numalign.run.plugins import close_plugins, connect_plugins

@@ -143,7 +143,7 @@ def test_device_env_and_what_a_host_process_cannot_be_given_for_a_serve_register
     """--device-env names a variable for a serve-registered plugin's devices too, and the DeviceSpecs,
     mounts and annotations its Allocate answered are said (not dropped): a host process has no container."""
     from numalign.deviceplugin import ContainerAllocateResponse, Device, DevicePlugin
-    from numalign.kubelet.devicemanager.endpoint import DeviceSpec, Mount
+    from numalign.k8s.deviceplugin import DeviceSpec, Mount
 
     state, sock, plugins = tmp_path / "state", tmp_path / "pr.sock", tmp_path / "dp"
 

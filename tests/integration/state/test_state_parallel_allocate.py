@@ -13,10 +13,11 @@ from support.nodecheck import check_node, open_read_only
 
 from numalign.adapters.statedir.directory import StateDirectory
 from numalign.errors import PluginError
+from numalign.k8s.deviceplugin import ContainerAllocateResponse, Device
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.kubelet.cpumanager.policy_static import StaticPolicy
-from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, Device, StaticEndpoint
+from numalign.kubelet.devicemanager.endpoint import StaticEndpoint
 from numalign.kubelet.node import Node
 from numalign.machine.examples import example
 

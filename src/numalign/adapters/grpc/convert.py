@@ -13,13 +13,7 @@ from collections.abc import Iterable, Sequence
 
 from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
 from numalign.errors import PluginError
-from numalign.kubelet.devicemanager.endpoint import (
-    ContainerAllocateResponse,
-    Device,
-    DevicePluginOptions,
-    DeviceSpec,
-    Mount,
-)
+from numalign.k8s.deviceplugin import ContainerAllocateResponse, Device, DevicePluginOptions, DeviceSpec, Mount
 from numalign.limits import quote
 
 log = logging.getLogger("numalign.grpc.convert")

@@ -20,7 +20,7 @@ from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
 from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
 from numalign.adapters.grpc.sockets import dial
 from numalign.errors import PluginError
-from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, Device, DevicePluginOptions
+from numalign.k8s.deviceplugin import ContainerAllocateResponse, Device, DevicePluginOptions
 from numalign.limits import quote
 
 log = logging.getLogger("numalign.grpc.plugin_client")

@@ -45,8 +45,9 @@ from numalign.adapters.grpc.plugin_client import CALL_TIMEOUT_S, DIAL_TIMEOUT_S,
 from numalign.adapters.grpc.sockets import MAX_UNIX_PATH, refuse_live_socket, resolve_group, start_unix_server
 from numalign.adapters.statedir.layout import DEVICE_MANAGER_CHECKPOINT_FILE
 from numalign.errors import PluginError
+from numalign.k8s.deviceplugin import Device
 from numalign.k8s.resources import is_extended_resource_name
-from numalign.kubelet.devicemanager.endpoint import Device, Endpoint
+from numalign.kubelet.devicemanager.endpoint import Endpoint
 from numalign.limits import clip, go_quote
 from numalign.paths import DEFAULT_DEVICE_PLUGIN_DIR as DEFAULT_DEVICE_PLUGIN_DIR  # re-export
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from numalign.core.hint import TopologyHint
-from numalign.kubelet.devicemanager.endpoint import Device
+from numalign.k8s.deviceplugin import Device
 from numalign.kubelet.devicemanager.hints import device_has_topology_alignment
 from numalign.kubelet.devicemanager.pod_devices import NODE_WITHOUT_TOPOLOGY, sorted_ids
 

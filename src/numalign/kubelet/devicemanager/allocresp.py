@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from numalign.errors import CheckpointError
-from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, DeviceSpec, Mount
+from numalign.k8s.deviceplugin import ContainerAllocateResponse, DeviceSpec, Mount
 
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
 

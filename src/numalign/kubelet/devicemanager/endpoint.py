@@ -1,79 +1,19 @@
 """The device manager's view of one device plugin (upstream devicemanager endpoint.go).
 
-These are plain frozen dataclasses mirroring the device-plugin v1beta1 messages the manager uses, so
-that the pure device manager never imports gRPC. The gRPC adapter (numalign.adapters.grpc) implements
+The device-plugin v1beta1 messages are numalign.k8s.deviceplugin's plain dataclasses, so that the pure
+device manager never imports gRPC. The gRPC adapter (numalign.adapters.grpc) implements
 `Endpoint` over a unix socket; `StaticEndpoint` is an in-process plugin for tests, the simulator and
 the CLI. Every Endpoint method signals failure by raising numalign.errors.PluginError.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from numalign.errors import PluginError
-
-HEALTHY = "Healthy"
-UNHEALTHY = "Unhealthy"
-
-_EMPTY: Mapping[str, str] = MappingProxyType({})
-
-
-@dataclass(frozen=True, slots=True)
-class DevicePluginOptions:
-    """v1beta1.DevicePluginOptions."""
-
-    pre_start_required: bool = False
-    get_preferred_allocation_available: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Device:
-    """v1beta1.Device.
-
-    `topology` None means the plugin sent no TopologyInfo; () means a TopologyInfo with no NUMA
-    nodes. Upstream treats the two differently (a nil TopologyInfo makes the device "no topology"
-    when hints are generated; an empty node list does not), so they are kept apart here.
-    """
-
-    id: str
-    health: str = HEALTHY
-    topology: tuple[int, ...] | None = None
-
-    @property
-    def healthy(self) -> bool:
-        return self.health == HEALTHY
-
-
-@dataclass(frozen=True, slots=True)
-class Mount:
-    """v1beta1.Mount."""
-
-    container_path: str
-    host_path: str
-    read_only: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceSpec:
-    """v1beta1.DeviceSpec."""
-
-    container_path: str
-    host_path: str
-    permissions: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ContainerAllocateResponse:
-    """v1beta1.ContainerAllocateResponse (what Allocate returns for one container)."""
-
-    envs: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
-    mounts: tuple[Mount, ...] = ()
-    devices: tuple[DeviceSpec, ...] = ()
-    annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
-    cdi_devices: tuple[str, ...] = ()
+from numalign.k8s.deviceplugin import ContainerAllocateResponse, Device, DevicePluginOptions
 
 
 @runtime_checkable

@@ -28,7 +28,7 @@ from typing import TypeVar
 
 from numalign.core.bitmask import iterate_bitmasks
 from numalign.core.hint import TopologyHint
-from numalign.kubelet.devicemanager.endpoint import Device
+from numalign.k8s.deviceplugin import Device
 
 
 def device_numa_mask(device: Device | None) -> int:

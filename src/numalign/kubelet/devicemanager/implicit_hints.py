@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from numalign.core.bitmask import mask_of
 from numalign.core.implicit.hints import ImplicitHints, NodeSums, min_member_count
-from numalign.kubelet.devicemanager.endpoint import Device
+from numalign.k8s.deviceplugin import Device
 from numalign.kubelet.devicemanager.hints import (
     device_numa_mask,
     generate_device_topology_hints,

@@ -28,19 +28,13 @@ from typing import Any, Protocol, TypeVar
 
 from numalign.core.hint import TopologyHint
 from numalign.errors import AllocationError, PluginError
+from numalign.k8s.deviceplugin import HEALTHY, ContainerAllocateResponse, Device
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.k8s.requests import pod_limits
 from numalign.kubelet.devicemanager.allocation import AllocationRequest, devices_to_allocate
 from numalign.kubelet.devicemanager.allocresp import AllocRespError, decode_allocate_response, encode_allocate_response
-from numalign.kubelet.devicemanager.endpoint import (
-    HEALTHY,
-    ContainerAllocateResponse,
-    Device,
-    Endpoint,
-    EndpointInfo,
-    StaticEndpoint,
-)
+from numalign.kubelet.devicemanager.endpoint import Endpoint, EndpointInfo, StaticEndpoint
 from numalign.kubelet.devicemanager.hints import resource_topology_hints
 from numalign.kubelet.devicemanager.implicit_hints import resource_topology_hints_implicit
 from numalign.kubelet.devicemanager.pod_devices import (

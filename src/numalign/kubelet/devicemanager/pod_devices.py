@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, Device, DeviceSpec, Mount
+from numalign.k8s.deviceplugin import ContainerAllocateResponse, Device, DeviceSpec, Mount
 
 NODE_WITHOUT_TOPOLOGY = -1
 

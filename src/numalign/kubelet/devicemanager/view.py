@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, MutableMapping
 from typing import Protocol
 
-from numalign.kubelet.devicemanager.endpoint import Device, EndpointInfo
+from numalign.k8s.deviceplugin import Device
+from numalign.kubelet.devicemanager.endpoint import EndpointInfo
 from numalign.kubelet.devicemanager.pod_devices import PodDevices
 from numalign.kubelet.topologymanager.provider import AffinityStore
 

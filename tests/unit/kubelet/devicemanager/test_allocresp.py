@@ -10,8 +10,8 @@ from support.strategies import allocate_responses
 
 from numalign.adapters.grpc.convert import allocate_response_from_pb, allocate_response_to_pb
 from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
+from numalign.k8s.deviceplugin import ContainerAllocateResponse, DeviceSpec, Mount
 from numalign.kubelet.devicemanager.allocresp import AllocRespError, decode_allocate_response, encode_allocate_response
-from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, DeviceSpec, Mount
 
 
 @given(allocate_responses())

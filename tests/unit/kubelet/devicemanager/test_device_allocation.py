@@ -10,15 +10,11 @@ import pytest
 
 from numalign.core.hint import TopologyHint
 from numalign.errors import AllocationError, PluginError
+from numalign.k8s.deviceplugin import ContainerAllocateResponse, Device, DevicePluginOptions
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.kubelet.devicemanager.allocation import AllocationRequest, devices_to_allocate
-from numalign.kubelet.devicemanager.endpoint import (
-    ContainerAllocateResponse,
-    Device,
-    DevicePluginOptions,
-    StaticEndpoint,
-)
+from numalign.kubelet.devicemanager.endpoint import StaticEndpoint
 from numalign.kubelet.devicemanager.manager import DeviceManager
 
 R = "example.com/dev"

@@ -7,13 +7,8 @@ from collections.abc import Sequence
 import pytest
 
 from numalign.errors import PluginError
-from numalign.kubelet.devicemanager.endpoint import (
-    ContainerAllocateResponse,
-    Device,
-    DevicePluginOptions,
-    Endpoint,
-    StaticEndpoint,
-)
+from numalign.k8s.deviceplugin import ContainerAllocateResponse, Device, DevicePluginOptions
+from numalign.kubelet.devicemanager.endpoint import Endpoint, StaticEndpoint
 
 
 def test_device_keeps_no_topology_apart_from_empty_topology() -> None:

@@ -12,18 +12,12 @@ import pytest
 
 from numalign.core.hint import TopologyHint
 from numalign.errors import AllocationError, PluginError
+from numalign.k8s.deviceplugin import ContainerAllocateResponse, Device, DevicePluginOptions, DeviceSpec, Mount
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.kubelet.checkpointmanager.checksum import fnv1a_32
 from numalign.kubelet.devicemanager.checkpoint import decode_device_checkpoint, encode_device_checkpoint
-from numalign.kubelet.devicemanager.endpoint import (
-    ContainerAllocateResponse,
-    Device,
-    DevicePluginOptions,
-    DeviceSpec,
-    Mount,
-    StaticEndpoint,
-)
+from numalign.kubelet.devicemanager.endpoint import StaticEndpoint
 from numalign.kubelet.devicemanager.manager import DeviceManager
 from numalign.kubelet.devicemanager.state import DeviceManagerState, PodDevicesEntry
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 import pytest
 
 from numalign.core.hint import TopologyHint
+from numalign.k8s.deviceplugin import ContainerAllocateResponse, Device
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.k8s.version import KubeletVersion
-from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, Device
 from numalign.kubelet.devicemanager.manager import DeviceManager
 from numalign.kubelet.topologymanager.provider import HintProvider
 from numalign.kubelet.versions import behaviours

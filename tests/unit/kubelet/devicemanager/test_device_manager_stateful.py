@@ -8,9 +8,10 @@ from support.strategies import device_ops, device_topology_lists
 
 from numalign.core.hint import TopologyHint
 from numalign.errors import AllocationError
+from numalign.k8s.deviceplugin import ContainerAllocateResponse, Device
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
-from numalign.kubelet.devicemanager.endpoint import ContainerAllocateResponse, Device, StaticEndpoint
+from numalign.kubelet.devicemanager.endpoint import StaticEndpoint
 from numalign.kubelet.devicemanager.manager import DeviceManager
 
 R = "vendor.com/gpu"

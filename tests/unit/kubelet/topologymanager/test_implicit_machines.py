@@ -12,10 +12,10 @@ from numalign.core.hint import TopologyHint
 from numalign.core.implicit.hints import ProviderAnswer
 from numalign.core.numa import NUMAInfo
 from numalign.core.policies import PolicyOptions, make_policy
+from numalign.k8s.deviceplugin import Device
 from numalign.kubelet.cpumanager.hints import generate_cpu_topology_hints
 from numalign.kubelet.cpumanager.implicit_hints import cpu_topology_hints
 from numalign.kubelet.cpumanager.topology import CPUTopology
-from numalign.kubelet.devicemanager.endpoint import Device
 from numalign.kubelet.devicemanager.hints import generate_device_topology_hints
 from numalign.kubelet.devicemanager.implicit_hints import device_topology_hints
 from numalign.kubelet.memorymanager.hints import calculate_hints

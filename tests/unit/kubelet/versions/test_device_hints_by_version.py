@@ -10,11 +10,11 @@ import dataclasses
 import pytest
 
 from numalign.core.hint import TopologyHint
+from numalign.k8s.deviceplugin import Device
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
 from numalign.k8s.version import KubeletVersion
-from numalign.kubelet.devicemanager.endpoint import Device
 from numalign.kubelet.devicemanager.hints import resource_topology_hints
 from numalign.kubelet.devicemanager.implicit_hints import resource_topology_hints_implicit
 from numalign.kubelet.node import Node
