@@ -44,10 +44,16 @@ def _ceil(x: float) -> int:
 
 
 def _traversal(v: Any) -> int:
+    """traversalCost of the Kubernetes library: a tenth of a string's bytes, rounded down; the sum over
+    a list's or a map's entries; 1 for anything else."""
     if isinstance(v, str):
-        return _ceil(len(v.encode("utf-8", "surrogatepass")) * STRING_FACTOR)
+        return int(len(v.encode("utf-8", "surrogatepass")) * STRING_FACTOR)
+    if isinstance(v, bytes):
+        return int(len(v) * STRING_FACTOR)
     if isinstance(v, list):
         return sum(_traversal(x) for x in v)
+    if isinstance(v, dict):
+        return sum(_traversal(k) + _traversal(x) for k, x in v.items())
     return 1
 
 
@@ -118,7 +124,7 @@ def cost_function(name: str, minor: int) -> Callable[[list[Any], Any], int]:
     if name in ("replace", "split"):
         return lambda v, r: _ceil(size_of(v[0]) * 2 * STRING_FACTOR)
     if name == "join":
-        return lambda v, r: _ceil(size_of(r) * STRING_FACTOR)
+        return lambda v, r: _ceil(size_of(r) * 2 * STRING_FACTOR)
     if name in ("find", "findAll", "matches"):
         return lambda v, r: _ceil((1 + size_of(v[0])) * STRING_FACTOR) * _ceil(size_of(v[1]) * REGEX_FACTOR)
     if name in ("sets.contains", "sets.equivalent", "sets.intersects"):
@@ -138,6 +144,8 @@ def cost_function(name: str, minor: int) -> Callable[[list[Any], Any], int]:
                              if isinstance(v[0], (str, bytes)) else 1)
     if name == "contains":
         return lambda v, r: _ceil(size_of(v[0]) * STRING_FACTOR) * _ceil(size_of(v[1]) * STRING_FACTOR)
+    if name in ("orValue", "or"):
+        return lambda v, r: 0  # cel-go evaluates these optional forms itself, not as calls
     return lambda v, r: 1
 
 

@@ -78,39 +78,58 @@ class _Compiler:
         self.guarded = guarded
         self.ops = Interpreter(functions, 0, minor, guarded)
 
-    def node(self, e: Expr) -> Node:
+    def node(self, e: Expr, observed: bool = True) -> Node:
+        """`observed=False` compiles an attribute whose own evaluation cel-go does not count (a branch of
+        the ternary, a variable index): its qualifiers cost, its root does not."""
+        if not observed:
+            if e.kind == "ident":
+                return self._ident(e, observed=False)
+            if e.kind == "select" and not e.test_only:
+                return self._select(e, observed=False)
+            if e.kind == "call" and e.name in ("_[_]", "_?._", "_[?_]") and _is_attribute(e):
+                return self._call(e, observed=False)
         return getattr(self, "_" + e.kind)(e)  # type: ignore[no-any-return]
 
     def _lit(self, e: Expr) -> Node:
         value = e.value
         return lambda s, m: value
 
-    def _ident(self, e: Expr) -> Node:
+    def _ident(self, e: Expr, observed: bool = True) -> Node:
         name = e.name
         fallback = TypeValue(name) if name in _TYPE_IDENTS else None
+        if not observed:
+            def unobserved(s: Scope, m: Meter) -> Any:
+                v = s.get(name, MISSING)
+                if v is MISSING:
+                    if fallback is None:
+                        raise CelError(f"no such attribute: {name}")
+                    return fallback
+                return v
+            return unobserved
 
         def ident(s: Scope, m: Meter) -> Any:
-            m.cost += 1
-            if m.cost > m.limit:
-                raise CostLimitExceededError(LIMIT_TEXT)
             v = s.get(name, MISSING)
             if v is MISSING:
                 if fallback is None:
                     raise CelError(f"no such attribute: {name}")
-                return fallback
+                return fallback  # a type name is a constant to cel-go: no cost
+            m.cost += 1
+            if m.cost > m.limit:
+                raise CostLimitExceededError(LIMIT_TEXT)
             return v
         return ident
 
-    def _select(self, e: Expr) -> Node:
+    def _select(self, e: Expr, observed: bool = True) -> Node:
         assert e.operand is not None
-        operand = self.node(e.operand)
+        operand = self.node(e.operand, observed)
         field = e.name
         if e.test_only:
             return lambda s, m: _has_field(operand(s, m), field)
+        step = 1 + (_relative(e.operand) if observed else 0)
 
         def select(s: Scope, m: Meter) -> Any:
             target = operand(s, m)
-            m.cost += 1
+            m.cost += step
             if m.cost > m.limit:
                 raise CostLimitExceededError(LIMIT_TEXT)
             if type(target) is dict:
@@ -128,7 +147,12 @@ class _Compiler:
         def create(s: Scope, m: Meter) -> Any:
             out = []
             for i, f in enumerate(items):
-                v = f(s, m)
+                try:
+                    v = f(s, m)
+                except CelError:
+                    if not constant:
+                        _charge(m, 10)  # cel-go observes the constructor with the error it returns
+                    raise
                 if i in optional:
                     if isinstance(v, Optional) and v.present:
                         out.append(v.value)
@@ -141,11 +165,16 @@ class _Compiler:
 
     def _map(self, e: Expr) -> Node:
         entries = [(self.node(k), self.node(v), o) for k, v, o in e.entries]
+        base = 0 if all(k.kind == "lit" and v.kind == "lit" for k, v, _ in e.entries) else 30
 
         def create(s: Scope, m: Meter) -> Any:
             out: dict[Any, Any] = {}
             for kf, vf, optional in entries:
-                key, value = kf(s, m), vf(s, m)
+                try:
+                    key, value = kf(s, m), vf(s, m)
+                except CelError:
+                    _charge(m, base)
+                    raise
                 if map_get(out, key) is not MISSING:
                     raise CelError(f"insert failed: key {key if isinstance(key, str) else lib.to_string(key)} "
                                    "already exists")
@@ -154,7 +183,7 @@ class _Compiler:
                         out[key] = value.value
                     continue
                 out[key] = value
-            _charge(m, 30)
+            _charge(m, base)  # a literal of constants is built once by cel-go's optimizer
             return out
         return create
 
@@ -197,9 +226,16 @@ class _Compiler:
             return result_f(outer, m)
         return fold
 
-    def _call(self, e: Expr) -> Node:
+    def _call(self, e: Expr, observed: bool = True) -> Node:
         name = self.functions.get(e.id, e.name)
-        args = [self.node(a) for a in e.args]
+        if name in ("_[_]", "_[?_]", "_?._"):
+            # the target is part of the attribute; a key that is itself an attribute is resolved by the
+            # qualifier without being counted
+            args = [self.node(e.args[0], observed)] + [self.node(a, not _is_attribute(a)) for a in e.args[1:]]
+        elif name == "_?_:_":
+            args = [self.node(e.args[0])] + [self.node(a, not _is_attribute(a)) for a in e.args[1:]]
+        else:
+            args = [self.node(a) for a in e.args]
         if name in ("_&&_", "_||_"):
             return self._logical(name == "_&&_", args)
         if name == "_?_:_":
@@ -226,23 +262,43 @@ class _Compiler:
             return not_strictly_false
         if name == "_?._":
             target_f, field = args[0], e.args[1].value
+            opt_step = 1 + (_relative(e.args[0]) if observed else 0)
 
             def opt_select(s: Scope, m: Meter) -> Any:
                 target = target_f(s, m)
-                _charge(m, 1)
+                _charge(m, opt_step)
                 return _optional_field(target, field)
             return opt_select
         if name in ("_[_]", "_[?_]"):
             target_f, key_f = args
             optional = name == "_[?_]"
+            index_step = 1 + (_relative(e.args[0]) if observed else 0)
 
             def index(s: Scope, m: Meter) -> Any:
                 target, key = target_f(s, m), key_f(s, m)
-                _charge(m, 1)
+                _charge(m, index_step)
                 return _index(target, key, optional)
             return index
+        if name == "@in" and e.args[1].kind == "list" and all(x.kind == "lit" for x in e.args[1].args):
+            # cel-go's optimizer turns `x in [constants]` into a set lookup, which costs nothing of its own
+            item_f, list_f = args
+
+            def membership(s: Scope, m: Meter) -> Any:
+                return _contains(list_f(s, m), item_f(s, m))
+            return membership
         if e.operand is not None and not _qualified(name, e):
             args.insert(0, self.node(e.operand))
+        if name in _CONVERSIONS and e.operand is None and all(a.kind == "lit" for a in e.args):
+            # cel-go's optimizer converts a constant once, when the program is built: no cost
+            converted = self._function(e, name, args)
+
+            def constant(s: Scope, m: Meter) -> Any:
+                saved = m.cost
+                try:
+                    return converted(s, m)
+                finally:
+                    m.cost = saved
+            return constant
         return self._function(e, name, args)
 
     def _logical(self, is_and: bool, args: list[Node]) -> Node:
@@ -272,35 +328,85 @@ class _Compiler:
         cost = cost_function(name, self.ops.minor)
         checks = _guard_checks(guards) if guards else None
         if name in ("_==_", "_!=_"):
-            lhs, rhs = args
+            _lhs, _rhs = args
             negate = name == "_!=_"
 
             def equality(s: Scope, m: Meter) -> Any:
-                a, b = lhs(s, m), rhs(s, m)
+                (a, b), err = _evaluate(args, s, m)
                 _charge(m, cost([a, b], None))
+                if err is not None:
+                    raise err
                 return equal(a, b) is not negate
             return equality
         if name in _RELATIONS and len(args) == 2:
             relation: Callable[[int], bool] = _RELATIONS[name]
-            lhs, rhs = args
-
             def compare(s: Scope, m: Meter) -> Any:
-                a, b = lhs(s, m), rhs(s, m)
+                (a, b), err = _evaluate(args, s, m)
                 _charge(m, cost([a, b], None))
+                if err is not None:
+                    raise err
                 return relation(lib.compare(a, b))
             return compare
 
         def call(s: Scope, m: Meter) -> Any:
-            values = [a(s, m) for a in args]
+            values, err = _evaluate(args, s, m)
+            if err is not None:
+                # cel-go evaluates every argument, observes the call with the error it returns, and
+                # reports the first argument's error
+                _charge(m, cost(values, err))
+                raise err
             if name == "join":
-                result = ops._apply(name, values)
+                try:
+                    result = ops._apply(name, values)
+                except CelError as exc:
+                    _charge(m, cost(values, exc))
+                    raise
                 _charge(m, cost(values, result))
                 return result
+            _charge(m, cost(values, None))
             if checks is not None and not _passes(checks, values):
                 raise CelError(f"no such overload: {name}({', '.join(type_name(v) for v in values)})")
-            _charge(m, cost(values, None))
             return ops._apply(name, values)
         return call
+
+
+_CONVERSIONS: Final = frozenset({"int", "uint", "double", "string", "bytes", "bool", "duration", "timestamp", "dyn",
+                                 "type"})
+
+
+def _is_attribute(e: Expr) -> bool:
+    """An expression cel-go plans as an attribute: a variable, or selections and indexes from one."""
+    if e.kind == "ident":
+        return True
+    if e.kind == "select" and not e.test_only and e.operand is not None:
+        return _is_attribute(e.operand)
+    if e.kind == "call" and e.name in ("_[_]", "_?._", "_[?_]") and e.args:
+        return _is_attribute(e.args[0])
+    return False
+
+
+def _relative(operand: Expr) -> int:
+    """1 when a selection's operand is computed rather than a variable or a selection from one: cel-go
+    counts such a relative attribute once more than its qualifiers."""
+    if operand.kind in ("ident", "select"):
+        return 0
+    if operand.kind == "call" and operand.name in ("_[_]", "_?._", "_[?_]"):
+        return 0
+    return 1
+
+
+def _evaluate(args: list[Node], s: Scope, m: Meter) -> tuple[list[Any], CelError | None]:
+    """Every argument's value (an error stands in for a failed one) and the first error."""
+    values: list[Any] = []
+    err: CelError | None = None
+    for a in args:
+        try:
+            values.append(a(s, m))
+        except CelError as exc:
+            values.append(exc)
+            if err is None:
+                err = exc
+    return values, err
 
 
 _Check = tuple[type, ...] | None
