@@ -108,7 +108,6 @@ class DRAAdmit:
             node.dra, objects, lambda view: NodeDRA(view, name, version=node.kubelet_version, extra_slices=extra))
         self.outcomes: dict[str, Any] = {}  # pod uid -> PodClaims
         self.alignments: dict[str, Any] = {}  # pod uid -> PodDRAAlignment
-        self.state_dir: Path | None = getattr(args, "state_dir", None)
         devices = sum(len(s.devices) for s in self.dra.slices if s.node_name in (None, name))
         if not self.enabled:
             notes.append(f"DRA: the DynamicResourceAllocation feature gate is off by default in "
@@ -127,8 +126,9 @@ class DRAAdmit:
             notes.append(f"preview: {DRA_TOPOLOGY_HINTS}=true: DRA devices with a NUMA node are Topology Manager "
                          "hints (the design of the closed k/k PR #139982; no kubelet release does this)")
         held = len(node.dra.held())
-        if held:
-            notes.append(f"DRA: {held} claim(s) allocated by earlier runs on {self.state_dir} keep their devices "
+        if held:  # the state directory's, or a snapshot's
+            where = node.store.name if node.store is not None else "the node"
+            notes.append(f"DRA: {held} claim(s) allocated by earlier runs on {where} keep their devices "
                          "(numalign_pods.json)")
         notes.append(f"DRA: claims are allocated on node {name} as the scheduler's DynamicResources plugin does "
                      f"({devices} device(s) in {len(self.dra.slices)} ResourceSlice(s), {len(objects.classes)} "
