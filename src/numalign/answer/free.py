@@ -107,7 +107,7 @@ def _devices(node: Node, numa: int, keys: dict[str, str], containers: list[tuple
 def node_capacity(node: Node, also: set[str] | frozenset[str] = frozenset()) -> list[FreeCapacity]:
     """The predicate's view: allocatable, free and per-pod requests of every resource pods request
     (and of `also`: a rejected pod's resources, 0 of 0 where the node has none)."""
-    allocatable = node.handlers.allocatable(node, False)
+    allocatable = node.handlers.allocatable(node.devices.healthy)
     requests = dict(zip(node.pods, node.handlers.requests_of(node.pods.values()), strict=True))
     names = sorted({n for r in requests.values() for n in r} | {RESOURCE_CPU, RESOURCE_PODS} | set(also))
     out = []

@@ -68,7 +68,7 @@ def shortfalls(node: Node, pod: Pod, rec: DecisionRecord) -> list[Shortfall]:
                                                         for n, q in container_requests(container).items()}
         numa_need = {n: (v // 1000 if n == RESOURCE_CPU else v) for n, v in requests.items() if n in bound}
     others = [p for uid, p in node.pods.items() if uid != pod.uid]
-    allocatable = node.handlers.allocatable(node, False)
+    allocatable = node.handlers.allocatable(node.devices.healthy)
     used = requested_by(node.handlers.requests_of(others))
     single = node.tm.policy_name == "single-numa-node"
     out = []

@@ -30,7 +30,7 @@ from numalign.machine.render import binary_quantity, readable_bytes
 def current_failures(node: Node, pod: Pod) -> list[InsufficientResource]:
     """The predicate's failures for `pod` on the node as it is now (the pod not admitted)."""
     others = [p for uid, p in node.pods.items() if uid != pod.uid]
-    return insufficient_resources(fit_requests(pod), node.handlers.allocatable(node, False),
+    return insufficient_resources(fit_requests(pod), node.handlers.allocatable(node.devices.healthy),
                                   requested_by(node.handlers.requests_of(others)), len(others))
 
 

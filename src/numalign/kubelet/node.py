@@ -93,7 +93,7 @@ class Node(PodAdmission):
         self.pods: dict[str, Pod] = {}
         self.records: dict[str, DecisionRecord] = {}
         # The kubelet's other admit handlers, run before and after the Topology Manager's.
-        self.handlers = AdmitHandlers(self, node_conditions)
+        self.handlers = AdmitHandlers(self.machine, config, node_conditions)
         # Per pod, what numalign's pod record keeps beside the manifest: the allocation the kubelet
         # files must hold (None when not recorded) and `numalign run`'s process, carried untouched.
         self.allocations: dict[str, Mapping[str, Any] | None] = {}

@@ -168,16 +168,25 @@ class PodAdmission:
             # kubelet may run the Topology Manager's handler before it, with the same final verdict).
             return (), AdmitResult(False, "PodLevelResourcesNotSupported", "PodLevelResources feature gate is disabled")
         refuse_unmodelled(pod, self.gates, self.kubelet_version)  # KEP-5526: say so rather than guess
-        early = self.handlers.before_topology(self, pod)
+        early = self.handlers.before_topology(pod)
         if not early.admit:
             return (), early
         outcome = self.cm.tm.decide(pod)
         result = outcome.result
         if result.admit:
-            result = self.handlers.after_topology(self, pod)
+            result = self._fit(pod)
         if not result.admit:
             self.cm.tm.remove_pod(pod)
         return tuple(outcome.decisions), result
+
+    def _fit(self, pod: Pod) -> AdmitResult:
+        """The predicate handler, given what it reads of this node: the allocatable (the devices allocated
+        count once the pod holds some), the pods held and those waiting on a plugin's Allocate."""
+        devices = self.cm.devices
+        holds = devices.pod_devices.has_pod(pod.uid) and any(
+            devices.get_container_devices(pod.uid, c.name) for c in pod.all_containers())
+        allocatable = self.handlers.allocatable(devices.healthy, devices.allocated if holds else {})
+        return self.handlers.after_topology(pod, allocatable, self.pods, self.reserved_pods)
 
     def _record(self, pod: Pod, decisions: tuple[ContainerDecision, ...], result: AdmitResult,
                 allocations: Mapping[str, ContainerAllocation]) -> DecisionRecord:

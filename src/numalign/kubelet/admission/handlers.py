@@ -16,10 +16,9 @@ not fit is a TopologyAffinityError, and a pod the Topology Manager admitted can 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from types import MappingProxyType
 
-from numalign import metrics as m
 from numalign.core.decision import AdmitResult
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
@@ -30,37 +29,22 @@ from numalign.kubelet.admission.predicate import (
     held_requests,
     predicate_admit,
 )
-from numalign.kubelet.devicemanager.manager import DeviceManager
 from numalign.machine.topology import Machine
 
-
-class Node(Protocol):
-    """What the handlers read of numalign.kubelet.node.Node (which builds them: a Protocol, not an import)."""
-
-    @property
-    def machine(self) -> Machine: ...
-    @property
-    def config(self) -> KubeletConfig: ...
-    @property
-    def metrics(self) -> m.Metrics: ...
-    @property
-    def devices(self) -> DeviceManager: ...
-    @property
-    def pods(self) -> Mapping[str, Pod]: ...
-    @property
-    def reserved_pods(self) -> Sequence[Pod]: ...
+_NONE: Mapping[str, Collection[str]] = MappingProxyType({})
 
 
 class AdmitHandlers:
-    """The eviction and predicate handlers of one node; pure but for the running sum of held pods' requests."""
+    """The eviction and predicate handlers of one node; pure but for the running sum of held pods' requests.
+    They take values (the pod, the pods held, the devices' counts), never the node that builds them."""
 
-    def __init__(self, node: Node, conditions: Sequence[NodeCondition] = ()) -> None:
+    def __init__(self, machine: Machine, config: KubeletConfig, conditions: Sequence[NodeCondition] = ()) -> None:
         self.conditions: tuple[NodeCondition, ...] = tuple(dict.fromkeys(conditions))
-        base = node_allocatable(node.machine, node.config)
+        base = node_allocatable(machine, config)
         # Extended resources come from the device manager (plugins come and go), not the machine file.
-        devices = node.machine.devices_by_resource()
+        devices = machine.devices_by_resource()
         self._static = {k: v for k, v in base.items() if k not in devices}
-        self._static[RESOURCE_PODS] = allowed_pod_number(node.machine, node.config)
+        self._static[RESOURCE_PODS] = allowed_pod_number(machine, config)
         # The pods whose requests `_requested` sums (see requested).
         self._counted: dict[str, Pod] = {}
         self._requested: dict[str, int] = {}
@@ -70,19 +54,20 @@ class AdmitHandlers:
         """The pods whose requests the running sum holds now (those held at the last admission)."""
         return self._counted
 
-    def before_topology(self, node: Node, pod: Pod) -> AdmitResult:
+    def before_topology(self, pod: Pod) -> AdmitResult:
         return eviction_admit(pod, self.conditions)
 
-    def allocatable(self, node: Node, pod_holds_devices: bool) -> dict[str, int]:
-        """The node status allocatable the predicate sees: healthy devices per plugin resource and, once
-        the pod holds devices, at least the devices allocated (sanitizeNodeAllocatable)."""
+    def allocatable(self, healthy: Mapping[str, Collection[str]],
+                    allocated: Mapping[str, Collection[str]] = _NONE) -> dict[str, int]:
+        """The node status allocatable the predicate sees: the healthy devices per plugin resource and, once
+        the pod holds devices (the caller passes the device manager's `allocated` then), at least the
+        devices allocated (sanitizeNodeAllocatable)."""
         out = dict(self._static)
-        for resource, ids in node.devices.healthy.items():
+        for resource, ids in healthy.items():
             out[resource] = len(ids)
-        if pod_holds_devices:
-            for resource, ids in node.devices.allocated.items():
-                if out.get(resource, -1) < len(ids):
-                    out[resource] = len(ids)
+        for resource, ids in allocated.items():
+            if out.get(resource, -1) < len(ids):
+                out[resource] = len(ids)
         return out
 
     def requests_of(self, pods: Iterable[Pod]) -> list[dict[str, int]]:
@@ -111,16 +96,15 @@ class AdmitHandlers:
             else:
                 del total[name]  # as requested_by: a resource no pod requests is absent
 
-    def after_topology(self, node: Node, pod: Pod) -> AdmitResult:
-        # Pods whose admission waits on a plugin's Allocate count as admitted: they hold their resources.
-        reserved = node.reserved_pods
-        others: Mapping[str, Pod] = node.pods  # read only; copied only when it must change
+    def after_topology(self, pod: Pod, allocatable: Mapping[str, int], pods: Mapping[str, Pod],
+                       reserved: Sequence[Pod]) -> AdmitResult:
+        """The predicate handler: `pods` are the admitted ones, `reserved` those whose admission waits on a
+        plugin's Allocate (they count as admitted: they hold their resources)."""
+        others: Mapping[str, Pod] = pods  # read only; copied only when it must change
         count = len(others) + len(reserved)
         if pod.uid in others or reserved:
-            others = {uid: p for uid, p in node.pods.items() if uid != pod.uid}
+            others = {uid: p for uid, p in pods.items() if uid != pod.uid}
             count = len(others) + len(reserved)
             for p in reserved:
                 others[p.uid] = p
-        holds = node.devices.pod_devices.has_pod(pod.uid) and any(
-            node.devices.get_container_devices(pod.uid, c.name) for c in pod.all_containers())
-        return predicate_admit(pod, self.allocatable(node, holds), self.requested(others), count)
+        return predicate_admit(pod, allocatable, self.requested(others), count)

@@ -64,7 +64,7 @@ def test_pods_per_core_caps_max_pods() -> None:
     config = config_from_yaml(
         "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\npodsPerCore: 1\nmaxPods: 500")
     node = Node(gpu_node(), config)
-    assert node.handlers.allocatable(node, False)["pods"] == 224
+    assert node.handlers.allocatable(node.devices.healthy)["pods"] == 224
 
 
 def test_extended_resource_and_hugepages_out_of() -> None:
