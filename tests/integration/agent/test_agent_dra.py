@@ -148,3 +148,18 @@ def test_a_kill_9_of_serve_keeps_the_static_pods_claims(layout: Layout) -> None:
             if proc.poll() is None:
                 proc.terminate()
                 proc.wait(10)
+
+
+def test_a_manifest_changed_to_a_version_without_claims_frees_its_devices(node_a: Agent, layout: Layout) -> None:
+    layout.write_manifest("trainer.yaml", EXAMPLE.read_text())
+    wait_pod(layout, "trainer", "admitted")
+    assert _claims(layout, "trainer") == [("two-gpus", TRAINER_DEVICES)]
+    plain = EXAMPLE.read_text().replace("  resourceClaims:\n  - name: gpus\n    resourceClaimName: two-gpus\n", "")
+    plain = plain.replace("      claims:\n      - name: gpus\n", "")
+    layout.write_manifest("trainer.yaml", plain)
+    wait_for(lambda: _list(layout).get("trainer") is not None and not _claims(layout, "trainer"),
+             "trainer without claims")
+    layout.write_manifest("next.yaml", NEXT)  # the GPU on NUMA node 1 it asks for is free again
+    wait_pod(layout, "next", "admitted")
+    wait_for(lambda: _claims(layout, "next"), "next's claim")
+    assert _claims(layout, "next") == [("next-gpu", [TRAINER_DEVICES[0]])]
