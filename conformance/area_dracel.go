@@ -39,6 +39,9 @@ type draCelCase struct {
 	Expr     string         `json:"expr"`
 	Features draCelFeatures `json:"features"`
 	Device   draCelDevice   `json:"device"`
+	// WithCost asks for the evaluated cost too (the Python side asks only where it does not depend on
+	// the order Go walks a map in)
+	WithCost bool `json:"with_cost"`
 }
 
 func init() { register("dra-cel", draCel) }
@@ -70,7 +73,12 @@ func draCel(raw json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	matched, _, err := stored.DeviceMatches(context.Background(), device)
+	matched, details, err := stored.DeviceMatches(context.Background(), device)
+	// The cost of an evaluation that failed is not compared: which calls cel-go still charges after an
+	// argument failed is not modelled exactly (docs/dra.md).
+	if c.WithCost && err == nil && details != nil && details.ActualCost() != nil {
+		answer["actual_cost"] = *details.ActualCost()
+	}
 	if err != nil {
 		answer["value"] = map[string]any{"runtime_error": err.Error()}
 	} else {

@@ -12,6 +12,7 @@ from numalign.k8s.dra.cel import (
     cost_error,
     device_matches,
     device_variables,
+    evaluate,
 )
 from numalign.k8s.dra.semver import SemverError, parse_semver
 from numalign.k8s.dra.types import DeviceAttribute, DeviceCapacity
@@ -221,3 +222,21 @@ def test_selectors_nested_past_cel_cpps_parser_limit_are_refused_in_one_line() -
     compiled = compile_selector(" + ".join(["1"] * 40) + " > 0", ALL)
     assert compiled.error_line is not None and "recursion" in compiled.error_line
     assert compile_selector(" + ".join(["1"] * 20) + " > 0", ALL).error is None
+
+
+@pytest.mark.parametrize(
+    ("expression", "cost"),
+    [
+        # measured with the real 1.36 library (conformance/, cel-go's cost tracker and planner)
+        ('"abc".indexOf("c", 1) == 2', 1),  # a tenth of 3 bytes, rounded down, and the comparison
+        ('device.attributes["gpu.example.com"].model in ["h100", "h200"]', 4),  # a set lookup: free
+        ('device.attributes["gpu.example.com"].model == "h100"', 5),
+        ('has(device.attributes["gpu.example.com"].model)', 3),
+        ('int("12") + 1 == 13', 2),  # a constant conversion is done once
+        ('{"a": 1}.a == 1', 3),
+        ('device.attributes["gpu.example.com"].?model.orValue("") == "h100"', 5),
+    ],
+)
+def test_the_evaluated_cost_is_cel_gos(expression: str, cost: int) -> None:
+    device = device_variables("gpu.example.com", {"model": DeviceAttribute("string", ("h100",))}, {}, None, ALL)
+    assert evaluate(compile_selector(expression, ALL), device)[1] == cost

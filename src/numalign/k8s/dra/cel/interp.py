@@ -113,11 +113,15 @@ class Interpreter:
             raise CelError(NO_SUCH_OVERLOAD) from None
 
 
-def cost_function(name: str, minor: int) -> Callable[[list[Any], Any], int]:
+def cost_function(name: str, minor: int, member: bool = True) -> Callable[[list[Any], Any], int]:
     """The call cost of `name` (the Kubernetes library's CallCost, else cel-go's), chosen once per call
     site: the branches of Interpreter._call_cost, without re-testing the name on each evaluation."""
     if name in ("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf") or (name == "includes" and minor >= 37):
         return lambda v, r: _traversal(v[0])
+    if name in ("startsWith", "endsWith") and minor >= 37:  # cel-go 0.29: the prefix's size, not the string's
+        return lambda v, r: _ceil(size_of(v[1]) * STRING_FACTOR)
+    if name == "matches" and not member and minor < 37:  # cel-go 0.26 costs the global form as O(1)
+        return lambda v, r: 1
     if name in ("url", "lowerAscii", "upperAscii", "substring", "trim", "quantity", "isQuantity", "semver",
                 "isSemver", "startsWith", "endsWith", "strings.quote"):
         return lambda v, r: _ceil(size_of(v[0]) * STRING_FACTOR)

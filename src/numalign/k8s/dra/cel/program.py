@@ -266,8 +266,10 @@ class _Compiler:
 
             def opt_select(s: Scope, m: Meter) -> Any:
                 target = target_f(s, m)
-                _charge(m, opt_step)
-                return _optional_field(target, field)
+                found = _optional_field(target, field)
+                # an optional qualifier that finds nothing is not counted
+                _charge(m, opt_step if found.present else opt_step - 1)
+                return found
             return opt_select
         if name in ("_[_]", "_[?_]"):
             target_f, key_f = args
@@ -325,8 +327,10 @@ class _Compiler:
     def _function(self, e: Expr, name: str, args: list[Node]) -> Node:
         ops = self.ops
         guards = self.guarded.get(e.id)
-        cost = cost_function(name, self.ops.minor)
+        cost = cost_function(name, self.ops.minor, e.operand is not None and not _qualified(name, e))
         checks = _guard_checks(guards) if guards else None
+        pattern = (e.args[-1] if name == "matches" else e.args[0]) if e.args else None
+        precompiled = name in ("matches", "find", "findAll") and pattern is not None and pattern.kind == "lit"
         if name in ("_==_", "_!=_"):
             _lhs, _rhs = args
             negate = name == "_!=_"
@@ -352,8 +356,10 @@ class _Compiler:
             values, err = _evaluate(args, s, m)
             if err is not None:
                 # cel-go evaluates every argument, observes the call with the error it returns, and
-                # reports the first argument's error
-                _charge(m, cost(values, err))
+                # reports the first argument's error; a regex call with a constant pattern is
+                # precompiled by its optimizer and costs nothing then
+                if not precompiled:
+                    _charge(m, cost(values, err))
                 raise err
             if name == "join":
                 try:
