@@ -21,6 +21,7 @@ import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Final
 
 from numalign.adapters.archive import extract_archive
 from numalign.adapters.cadvisor_sysfs import read_attribute, read_machine_info
@@ -421,6 +422,31 @@ def dump_name(path: Path) -> str:
 
 _extracted: dict[Path, tempfile.TemporaryDirectory[str]] = {}  # removed when the process ends
 
+# The files discovery reads (this module and cadvisor_sysfs), below a dump's sys/ or proc/: a
+# must-gather sysinfo.tgz holds ~10,000 files of which a few hundred are these, and extracting the rest
+# cost seconds. PCI devices are links in sys/bus/pci/devices to directories under sys/devices/pci*,
+# whose class, vendor and numa_node files are kept; a NUMA node's CPUs are its cpuN links (cadvisor).
+_READ: Final = re.compile(
+    r"(?:proc/(?:meminfo|cpuinfo)"
+    r"|sys/devices/system/cpu(?:/(?:online|possible|present|cpu[0-9]+(?:/online"
+    r"|/topology(?:/(?:core_id|physical_package_id|die_id|thread_siblings|core_cpus))?"
+    r"|/cache(?:/index[0-9]+(?:/(?:level|type|id|size|shared_cpu_map))?)?)?))?"
+    r"|sys/devices/system/node(?:/(?:online|possible|node[0-9]+(?:/(?:cpumap|cpulist|meminfo|distance"
+    r"|cpu[0-9]+|hugepages(?:/.*)?))?))?"
+    r"|sys/bus/pci/devices(?:/[^/]+(?:/(?:class|vendor|numa_node))?)?"  # links, or copies (tar -h)
+    r"|sys/devices/pci[^/]*(?:/.*)?/(?:class|vendor|numa_node)"
+    r"|sys/kernel/mm/hugepages(?:/.*)?)/?")
+_ROOTS: Final = re.compile(r"(?:^|/)((?:sys|proc)(?:/.*)?)$")
+
+
+def read_by_discovery(name: str) -> bool:
+    """Is this archive entry one that machine discovery reads (or a directory on the way to one)?"""
+    m = _ROOTS.search(name)
+    if m is None:
+        return False
+    rel = m.group(1)
+    return rel in ("sys", "proc") or _READ.fullmatch(rel) is not None
+
 
 def extracted_dump(path: Path) -> Path:
     """The sysfs root of a dump tarball, extracted (bounded: adapters/archive.py) once per process into a
@@ -431,7 +457,7 @@ def extracted_dump(path: Path) -> Path:
         expected = "a sysfs dump tarball holding sys/ (and proc/)"
         try:
             extract_archive(path, Path(tmp.name), f"--machine {path}", expected,
-                            keep=lambda name: "/sys/" in f"/{name}" or "/proc/" in f"/{name}",
+                            keep=read_by_discovery,
                             not_archive_fix="check the file, or give a machine file a .json/.yaml name")
         except BaseException:
             tmp.cleanup()

@@ -206,3 +206,29 @@ def test_load_machine_errors(tmp_path: Path) -> None:
     (tmp_path / "bad.tar").write_bytes(b"not a tarball")
     with pytest.raises(InvalidInputError, match=r"bad\.tar: not a tar archive"):
         load_machine(str(tmp_path / "bad.tar"))
+
+
+def test_a_dump_tarball_is_extracted_only_where_discovery_reads(tmp_path: Path) -> None:
+    """A must-gather sysinfo.tgz holds ~11,000 files and discovery reads a few thousand: only those are
+    written (the rest cost seconds), and the machine is the same as from the whole tree."""
+    from support.sysfs_tree import write_sysfs
+
+    from numalign.adapters.sysfs import extracted_dump
+
+    root = write_sysfs(tmp_path / "tree", gpus={"0000:3b:00.0": 1})
+    unread = ["sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "sys/class/net/eth0/mtu",
+              "proc/interrupts", "sys/devices/system/cpu/cpu0/cache/index0/ways_of_associativity",
+              "sys/devices/system/node/node0/vmstat", "sys/devices/system/cpu/cpu0/topology/cluster_id"]
+    for rel in unread:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("1\n")
+    archive = tmp_path / "sysinfo.tgz"
+    with tarfile.open(archive, "w:gz") as tf:
+        tf.add(root / "sys", arcname="sys")
+        tf.add(root / "proc", arcname="proc")
+    top = extracted_dump(archive)
+    assert not [rel for rel in unread if (top / rel).exists()]
+    assert (top / "sys/devices/system/cpu/cpu0/topology/core_id").is_file()
+    whole = load_machine(str(root))
+    assert load_machine(str(archive)).numa_nodes == whole.numa_nodes
+    assert load_machine(str(archive)).devices == whole.devices
