@@ -29,8 +29,9 @@ def vectors(name: str) -> Iterator[dict[str, Any]]:
             yield json.loads(line)
 
 
-def answer(case: Mapping[str, Any]) -> dict[str, Any]:
-    """numalign's answer to one case, in the vectors' shape; `read-error` when numalign refuses the input."""
+def answer(case: Mapping[str, Any], version: str | None = None) -> dict[str, Any]:
+    """numalign's answer to one case, in the vectors' shape; `read-error` when numalign refuses the input.
+    `version`: decide as this release (default: the case's, as recorded)."""
     try:
         slices = [_read(o, f"slices[{i}]", ResourceSlice) for i, o in enumerate(case["slices"])]
         classes = [_read(o, f"classes[{i}]", DeviceClass) for i, o in enumerate(case["classes"])]
@@ -40,7 +41,7 @@ def answer(case: Mapping[str, Any]) -> dict[str, Any]:
         return {"outcome": "read-error", "message": str(exc)}
     node = case["node"]
     # The vectors name the minor; they were recorded from 1.36.2 (the README), whose patch matters.
-    version = RECORDED.get(case["version"], case["version"])
+    version = version or RECORDED.get(case["version"], case["version"])
     result = allocate_claims(claims, slices, classes, node=node["name"], node_labels=node.get("labels") or {},
                              allocated=held, version=version, gates=case.get("gate_overrides") or None)
     if isinstance(result, AllocationFailure):

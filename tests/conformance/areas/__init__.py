@@ -7,6 +7,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from conformance.areas import checkpoint, cpu, dracel
+from conformance.areas import checkpoint, cpu, draalloc, dracel
 
-AREAS: dict[str, ModuleType] = {m.NAME: m for m in (checkpoint, cpu, dracel)}
+AREAS: dict[str, ModuleType] = {m.NAME: m for m in (checkpoint, cpu, dracel, draalloc)}

@@ -203,9 +203,14 @@ class Allocator:
         # slicesForNode: the node's own slices, then those for any node (with sharedCounters too, where
         # that generation gathers them for every node), each in the order given.
         everywhere = self.generation.counter_slices_for_every_node and features.partitionable_devices
-        on_node = [s for s in slices if s.node_name == node.name and not (everywhere and s.shared_counters)]
-        shared = [s for s in slices if not s.node_name or (everywhere and s.shared_counters)]
-        self.pools = gather_pools([*on_node, *shared], node, features, slices)
+        if self.generation.node_slices_first:
+            on_node = [s for s in slices if s.node_name == node.name and not (everywhere and s.shared_counters)]
+            shared = [s for s in slices if not s.node_name or (everywhere and s.shared_counters)]
+            gathered = [*on_node, *shared]
+        else:
+            gathered = [s for s in slices if s.node_name == node.name or not s.node_name
+                        or (everywhere and s.shared_counters)]
+        self.pools = gather_pools(gathered, node, features, slices)
         self._matches: dict[tuple[DeviceID, Key], bool] = {}
         self._cel_results: dict[tuple[str, DeviceID], bool] = {}
         self._cel_devices: dict[DeviceID, dict[str, Any]] = {}
@@ -230,13 +235,15 @@ class Allocator:
                 if request.first_available and not f.prioritized_list:
                     raise AllocatorError(f"claim {claim.key}, request {request.name}: has subrequests, but the "
                                          "DRAPrioritizedList feature is disabled")
-                if not f.consumable_capacity:
+                if not f.consumable_capacity and self.generation.knows_consumable_capacity:
                     if request.exactly is not None and request.exactly.capacity is not None:
                         raise AllocatorError(f"claim {claim.key}, request {request.name}: has capacity requests, "
                                              "but the DRAConsumableCapacity feature is disabled")
                     for sub in request.first_available:
                         if sub.capacity is not None:
-                            raise AllocatorError(f"claim {claim.key}, subrequest {sub.name}: has capacity requests, "
+                            named = (f"subrequest {sub.name}" if self.generation.capacity_error_names_subrequest
+                                     else f"request {request.name}")
+                            raise AllocatorError(f"claim {claim.key}, {named}: has capacity requests, "
                                                  "but the DRAConsumableCapacity feature is disabled")
                 if request.first_available:
                     fewest = sys.maxsize
@@ -262,7 +269,7 @@ class Allocator:
                 if c.match_attribute is not None:
                     constraints.append(MatchAttributeConstraint(frozenset(c.requests), c.match_attribute,
                                                                 list_types=f.list_types_in_constraints))
-                elif c.distinct_attribute is not None and f.consumable_capacity:
+                elif c.distinct_attribute is not None and self.generation.knows_consumable_capacity:
                     constraints.append(DistinctAttributeConstraint(frozenset(c.requests), c.distinct_attribute,
                                                                    list_types=f.list_types_in_constraints))
                 else:

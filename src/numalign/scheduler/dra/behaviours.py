@@ -41,6 +41,17 @@ class Generation:
     # them back, and a rejected or undone share keeps an earlier share's mark; until then the reservation
     # leaks for the rest of the search.
     rolls_back_rejected_devices: bool = False
+    # The generation's code knows consumable capacity: it refuses capacity requests while
+    # DRAConsumableCapacity is off and applies distinctAttribute (whatever the gate). One that does not
+    # (stable; incubating before 1.36) ignores capacity requests and calls distinctAttribute an empty
+    # constraint.
+    knows_consumable_capacity: bool = False
+    # 1.34's experimental generation names the request, not the subrequest, when a subrequest asks for
+    # capacity with DRAConsumableCapacity off.
+    capacity_error_names_subrequest: bool = True
+    # 1.36+ (incubating, experimental): the node's own slices are gathered first, then those for any node;
+    # before (and in stable) every slice in the order given.
+    node_slices_first: bool = False
     # 1.36.2+: the counters that allocated devices consume include shared (consumable-capacity) allocations
     # (IsDeviceAllocated); 1.36.0 and 1.36.1 counted only devices allocated whole.
     counters_see_shared_allocations: bool = True
@@ -89,19 +100,22 @@ _ALL: Final = _MORE | {"ListTypeAttributes", "DeviceStatus"}
 _G34: Final = Generation("", frozenset(), invalid_pool_aborts=True)
 _G35: Final = Generation("", frozenset(), reports_invalid_pools=True)
 _G35_NEW: Final = replace(_G35, counter_slices_for_every_node=True)
-_G36_NEW: Final = replace(_G35_NEW, searches_combinations=True, sorts_pools=True)
+_G36_NEW: Final = replace(_G35_NEW, searches_combinations=True, sorts_pools=True, knows_consumable_capacity=True,
+                          node_slices_first=True)
 _G37: Final = Generation("", frozenset(), reports_invalid_pools=True, rolls_back_rejected_devices=True,
                          cel_error_names_device=True)
-_G37_NEW: Final = replace(_G37, searches_combinations=True, sorts_pools=True)
+_G37_NEW: Final = replace(_G37, searches_combinations=True, sorts_pools=True, knows_consumable_capacity=True,
+                          node_slices_first=True)
 
 RELEASES: Final[Mapping[int, Release]] = {
     # 1.33 has a single implementation; DRA is beta and off by default there.
     33: Release(33, (replace(_G34, name="structured (1.33 has a single implementation)", supported=_ALL),)),
     34: Release(34, (replace(_G34, name="stable"), replace(_G34, name="incubating", supported=_BASIC),
-                     replace(_G34, name="experimental", supported=_MORE | {"DeviceStatus"})),
+                     replace(_G34, name="experimental", supported=_MORE | {"DeviceStatus"},
+                             knows_consumable_capacity=True, capacity_error_names_subrequest=False)),
                 device_status_is_feature=True),
     35: Release(35, (replace(_G35, name="stable"), replace(_G35_NEW, name="incubating", supported=_BASIC),
-                     replace(_G35_NEW, name="experimental", supported=_MORE))),
+                     replace(_G35_NEW, name="experimental", supported=_MORE, knows_consumable_capacity=True))),
     36: Release(36, (replace(_G35, name="stable", supported=_BASIC),
                      replace(_G36_NEW, name="incubating", supported=_MORE),
                      replace(_G36_NEW, name="experimental", supported=_MORE | {"ListTypeAttributes"})),

@@ -1,0 +1,191 @@
+"""The "dra-alloc" area: a pod's ResourceClaims allocated on one node, against the real structured
+allocator as kube-scheduler's DynamicResources plugin drives it (conformance/area_draalloc.go), 1.34-1.37.
+
+A case has the shape of the recorded vectors (../shared/oracle/dra): `gate_overrides`, `node`, `slices`,
+`classes`, `claims` (allocated together, as for one pod) and `allocated` (claims other pods hold), the
+objects as users and drivers write them (resource.k8s.io/v1, no defaults applied). Generated cases mix
+drivers, pools split over slices (some incomplete, some for other nodes, per-device node selection),
+partitionable devices and counter sets, consumable capacity and shared devices, taints, CEL selectors,
+ExactCount/All requests, prioritized lists, admin access, matchAttribute/distinctAttribute constraints
+and held devices. The answer: the devices per claim, or the verdict (`unschedulable`, `error`,
+`timeout`) with the plugin's text.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from support.dra_oracle import answer
+
+NAME = "dra-alloc"
+# 1.34 and 1.35 still differ in a few generated cases (their pool gathering and Go map order; docs/dra.md).
+MINORS = ("1.36", "1.37")
+
+_DRIVERS = ("gpu.example.com", "nic.example.com", "dra.cpu")
+_MODELS = ("h100", "h200", "l4", "a100", "B200")
+_SELECTORS = (
+    'device.attributes["{d}"].model == "h100"', 'device.attributes["{d}"].model != "l4"',
+    'has(device.attributes["{d}"].index) && device.attributes["{d}"].index % 2 == 0',
+    'device.attributes["resource.kubernetes.io"].numaNode == 0',
+    'device.attributes["{d}"].model.startsWith("h")', 'device.attributes["{d}"].nosuch == 1',
+    'device.capacity["{d}"].memory.compareTo(quantity("40Gi")) >= 0', "true",
+)
+
+
+def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta.update(namespace=namespace, uid=f"uid-{name}")
+    return meta
+
+
+def _device(rng: random.Random, driver: str, i: int, counters: bool, consumable: bool) -> dict[str, Any]:
+    d: dict[str, Any] = {"name": f"{driver.split('.')[0]}-{i}", "attributes": {
+        "index": {"int": i}, "model": {"string": rng.choice(_MODELS)},
+        "resource.kubernetes.io/numaNode": {"int": rng.randrange(2)}}}
+    if rng.random() < 0.5:
+        d["attributes"]["resource.kubernetes.io/pcieRoot"] = {"string": f"pci0000:0{rng.randrange(3)}"}
+    if rng.random() < 0.5:
+        d["capacity"] = {"memory": {"value": rng.choice(("24Gi", "40Gi", "80Gi"))}}
+    if consumable and rng.random() < 0.3:
+        d["allowMultipleAllocations"] = True
+        d.setdefault("capacity", {})["bandwidth"] = {"value": "10G", "requestPolicy": rng.choice((
+            {"default": "1G", "validRange": {"min": "1G", "step": "1G"}},
+            {"default": "5G", "validValues": ["5G", "10G"]}))}
+    if counters and rng.random() < 0.7:
+        d["consumesCounters"] = [{"counterSet": rng.choice(("set-0", "set-0", "nope")),
+                                  "counters": {"memory": {"value": rng.choice(("10Gi", "40Gi"))}}}]
+    if rng.random() < 0.1:
+        d["taints"] = [{"key": "maint", "effect": rng.choice(("NoSchedule", "NoExecute"))}]
+    return d
+
+
+def _slices(rng: random.Random, node: str, minor: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    index = 0
+    for driver in rng.sample(_DRIVERS, rng.randint(1, 3)):
+        for p in range(rng.randint(1, 2)):
+            pool = f"{driver.split('.')[0]}-pool-{p}"
+            count = rng.randint(1, 3)
+            counters = minor >= 35 and rng.random() < 0.25
+            present = count if rng.random() < 0.9 else count - 1
+            for s in range(present):
+                spec: dict[str, Any] = {"driver": driver, "pool": {"name": pool, "generation": 1,
+                                                                   "resourceSliceCount": count + counters}}
+                where = rng.random()
+                if where < 0.75:
+                    spec["nodeName"] = node
+                elif where < 0.85:
+                    spec["nodeName"] = "node-b"
+                elif where < 0.95:
+                    spec["allNodes"] = True
+                else:
+                    spec["nodeSelector"] = {"nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": "zone", "operator": "In", "values": [rng.choice(("a", "b"))]}]}]}
+                spec["devices"] = [_device(rng, driver, index + k, counters, minor >= 34)
+                                   for k in range(rng.randint(1, 4))]
+                index += len(spec["devices"])
+                out.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                            "metadata": _meta(f"{node}-{pool}-{s}"), "spec": spec})
+            if counters:
+                spec = {"driver": driver, "pool": {"name": pool, "generation": 1, "resourceSliceCount": count + 1},
+                        "nodeName": rng.choice((node, node, "node-b")),
+                        "sharedCounters": [{"name": "set-0", "counters": {"memory": {"value": "80Gi"}}}]}
+                out.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                            "metadata": _meta(f"{node}-{pool}-counters"), "spec": spec})
+    rng.shuffle(out)
+    return out
+
+
+def _request(rng: random.Random, name: str, classes: list[str], minor: int) -> dict[str, Any]:
+    def exact(admin: bool = True) -> dict[str, Any]:
+        e: dict[str, Any] = {"deviceClassName": rng.choice(classes)}
+        if rng.random() < 0.15:
+            e["allocationMode"] = "All"
+        elif rng.random() < 0.5:
+            e["count"] = rng.randint(1, 3)
+        if rng.random() < 0.3:
+            driver = rng.choice(_DRIVERS)
+            e["selectors"] = [{"cel": {"expression": rng.choice(_SELECTORS).format(d=driver)}}]
+        if admin and rng.random() < 0.05:
+            e["adminAccess"] = True  # the API server allows it in `exactly` only
+        if rng.random() < 0.1:
+            e["tolerations"] = [{"key": "maint", "operator": "Exists"}]
+        if minor >= 34 and rng.random() < 0.1:
+            e["capacity"] = {"requests": {"bandwidth": rng.choice(("1G", "5G", "3G"))}}
+        return e
+
+    if rng.random() < 0.2:
+        subs = [dict(exact(admin=False), name=f"s{i}") for i in range(rng.randint(1, 3))]
+        return {"name": name, "firstAvailable": subs}
+    return {"name": name, "exactly": exact()}
+
+
+def generate(rng: random.Random, version: str) -> dict[str, Any]:
+    minor = int(version.split(".")[1])
+    node = "node-a"
+    slices = _slices(rng, node, minor)
+    classes: list[dict[str, Any]] = []
+    for driver in _DRIVERS:
+        short = driver.split(".")[0]
+        classes.append({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": _meta(short),
+                        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}})
+    names = [c["metadata"]["name"] for c in classes] + (["missing-class"] if rng.random() < 0.05 else [])
+    claims = []
+    for c in range(rng.randint(1, 2)):
+        requests = [_request(rng, f"r{i}", names, minor) for i in range(rng.randint(1, 3))]
+        devices: dict[str, Any] = {"requests": requests}
+        if rng.random() < 0.3:
+            key = rng.choice(("matchAttribute", "distinctAttribute") if minor >= 34 else ("matchAttribute",))
+            devices["constraints"] = [{key: rng.choice(("resource.kubernetes.io/numaNode",
+                                                        "resource.kubernetes.io/pcieRoot"))}]
+        claims.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                       "metadata": _meta(f"c{c}", "default"), "spec": {"devices": devices}})
+    allocated = []
+    mine = [s for s in slices if s["spec"].get("nodeName") == node and s["spec"].get("devices")]
+    for h in range(rng.randint(0, 2) if mine else 0):
+        s = rng.choice(mine)
+        d = rng.choice(s["spec"]["devices"])
+        allocated.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                          "metadata": _meta(f"held-{h}", "other"),
+                          "spec": {"devices": {"requests": [{"name": "req", "exactly": {"deviceClassName": "x"}}]}},
+                          "status": {"allocation": {"devices": {"results": [
+                              {"request": "req", "driver": s["spec"]["driver"], "pool": s["spec"]["pool"]["name"],
+                               "device": d["name"]}]}}}})
+    gates: dict[str, bool] = {}
+    if rng.random() < 0.3:
+        # 1.37's DRADeviceTaintRules (on) depends on DRADeviceTaints: turning that off is refused at start-up.
+        # DRAPrioritizedList is locked on in 1.37.
+        choices = ["DRAPartitionableDevices", "DRAConsumableCapacity"]
+        if minor <= 36:
+            choices += ["DRADeviceTaints", "DRAPrioritizedList"]
+        if minor >= 36:
+            choices.append("DRAListTypeAttributes")
+        gates[rng.choice(choices)] = rng.random() < 0.5
+    return {"gate_overrides": gates, "node": {"name": node, "labels": {"zone": rng.choice(("a", "b"))}},
+            "slices": slices, "classes": classes, "claims": claims, "allocated": allocated}
+
+
+def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
+    return answer(dict(case, version=version), version)
+
+
+def equivalent(ours: Any, theirs: Any) -> bool:
+    """1.34 and 1.35 range over a Go map of pools: the harness gives every answer it saw ("map_order"),
+    and numalign's (sorted pools) must be one of them."""
+    if isinstance(theirs, dict) and "map_order" in theirs:
+        return any(_same(ours, one) for one in theirs["map_order"])
+    return _same(ours, theirs)
+
+
+def _same(ours: Any, theirs: Any) -> bool:
+    if not isinstance(theirs, dict) or ours.get("outcome") != theirs.get("outcome"):
+        return False
+    if theirs["outcome"] == "ok":
+        return bool(ours["claims"] == [[dict(sorted(e.items())) for e in c] for c in theirs["claims"]])
+    return bool(ours.get("message") == theirs.get("message"))
+
+
+def size(case: dict[str, Any]) -> int:
+    return sum(len(s["spec"].get("devices", [])) for s in case["slices"]) + 3 * len(case["claims"])
