@@ -94,7 +94,7 @@ def test_kubelet_flags_and_aliases(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     rec = json.loads(p.stdout)["pods"][0]
     assert rec["policy"] == "restricted" and rec["result"]["admit"] is True
-    assert rec["allocations"]["c"]["exclusive_cpus"] is True
+    assert rec["allocations"]["c"]["exclusiveCPUs"] is True
 
 
 @pytest.mark.parametrize(

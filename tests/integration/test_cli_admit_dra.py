@@ -34,7 +34,7 @@ def test_issue_example_two_gpus_on_one_numa_node_and_where_the_cpus_are() -> Non
     assert pod["dra"]["claims"] == {"default/two-gpus": ["gpu.example.com/node-a/gpu-1",
                                                          "gpu.example.com/node-a/gpu-2"]}
     main = pod["dra"]["alignment"]["containers"][0]
-    assert (main["verdict"], main["devices_numa_nodes"], main["cpus_numa_nodes"], main["memory_numa_nodes"]) == (
+    assert (main["verdict"], main["devicesNumaNodes"], main["cpusNumaNodes"], main["memoryNumaNodes"]) == (
         "apart", [1], [0], [0])
 
 
@@ -63,7 +63,7 @@ def test_machine_shorthand_declares_dra_devices_and_a_template_claim_is_stamped_
     assert pod["dra"]["node"] == "node"
     assert pod["dra"]["claims"] == {"default/trainer-gpus": ["gpu.example.com/node/gpu-0",
                                                             "gpu.example.com/node/gpu-1"]}
-    assert pod["dra"]["alignment"]["containers"][0]["devices_numa_nodes"] == [0]
+    assert pod["dra"]["alignment"]["containers"][0]["devicesNumaNodes"] == [0]
     assert pod["dra"]["alignment"]["aligned"] is True
 
 
@@ -108,7 +108,7 @@ def test_pods_sharing_the_node_take_the_devices_left() -> None:
 
 def test_would_be_aligned_if_lists_the_three_ways_each_checked() -> None:
     p = run("admit", str(EXAMPLE), "-o", "json")
-    options = json.loads(p.stdout)["pods"][0]["dra"]["alignment"]["would_be_aligned_if"]
+    options = json.loads(p.stdout)["pods"][0]["dra"]["alignment"]["wouldBeAlignedIf"]
     assert [o["kind"] for o in options] == ["match-attribute", "device-plugin", "preview"]
     assert all(o["verified"] for o in options)
     assert options[2]["preview"] is True and "dra-topology-hints" in options[2]["change"]
@@ -179,5 +179,5 @@ def test_a_snapshot_keeps_the_dra_objects_and_its_pci_devices_give_the_numa_node
     doc = json.loads(p.stdout)
     assert any(n.startswith("DRA objects from the snapshot: 3") for n in doc["notes"])
     places = doc["pods"][0]["dra"]["alignment"]["devices"]
-    assert [(d["device"], d["numa_node"], d["numa_from"]) for d in places] == [
+    assert [(d["device"], d["numaNode"], d["numaFrom"]) for d in places] == [
         ("gpu.example.com/worker-1/gpu-0", 0, "pciBusID"), ("gpu.example.com/worker-1/gpu-1", 1, "pciBusID")]

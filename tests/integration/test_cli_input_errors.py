@@ -268,7 +268,7 @@ def test_flags_override_the_builtin_example_with_pods(capsys: pytest.CaptureFixt
                                                       files: dict[str, Path]) -> None:
     assert main(["admit", str(files["pod"]), "--policy", "restricted", "--output", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["kubelet_config"] == {
+    assert doc["kubeletConfig"] == {
         "topologyManagerPolicy": "restricted", "topologyManagerScope": "container",
         "topologyManagerPolicyOptions": {}, "cpuManagerPolicy": "static", "cpuManagerPolicyOptions": {},
         "memoryManagerPolicy": "Static",
@@ -296,8 +296,8 @@ def test_config_file_replaces_the_builtin_example(capsys: pytest.CaptureFixture[
                                                   files: dict[str, Path]) -> None:
     assert main(["admit", str(files["pod"]), "--config", str(files["config"]), "--output", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["kubelet_config"]["topologyManagerPolicy"] == "best-effort"
-    assert doc["kubelet_config"]["memoryManagerPolicy"] == "None"  # the kubelet default, not the example's
+    assert doc["kubeletConfig"]["topologyManagerPolicy"] == "best-effort"
+    assert doc["kubeletConfig"]["memoryManagerPolicy"] == "None"  # the kubelet default, not the example's
     assert f"kubelet config: {files['config']}" in doc["notes"]
 
 

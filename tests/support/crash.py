@@ -126,7 +126,7 @@ def admit_campaign(work: Path, kills: int, seed: int) -> Figures:
             for rec in json.loads(result.stdout)["pods"]:
                 if rec["result"]["admit"]:
                     figures.pods_admitted += 1
-                    if rec["pod_uid"] not in committed:
+                    if rec["podUID"] not in committed:
                         figures.failures.append(f"pod {rec['pod']} reported admitted but not on disk")
         elif result.returncode != -signal.SIGKILL:
             figures.failures.append(f"admit p{i} exited {result.returncode}: {result.stderr.strip()[:300]}")

@@ -60,7 +60,7 @@ def test_cli_json_and_text_carry_answers(tmp_path: Path) -> None:
     assert len(rejected) == 156
     assert rejected[0]["result"] == {"admit": False, "reason": "OutOfcpu", "message": (
         "Node didn't have enough resource: cpu, requested: 500, used: 222000, capacity: 222000")}
-    assert rejected[0]["answer"]["would_fit_if"][0]["verified"] is True
+    assert rejected[0]["answer"]["wouldFitIf"][0]["verified"] is True
     assert "alignment" in pods[0]
     text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     # 600 pods: a few lines per pod, the 155 rejections of the same shape named once each, a summary last.

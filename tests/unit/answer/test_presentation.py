@@ -37,7 +37,7 @@ def test_text_and_json_come_from_the_same_answers() -> None:
                      _pod("huge", {"cpu": "500", "memory": "1Gi"})])
     as_dict = doc.to_dict()
     assert (as_dict["machine"], as_dict["notes"], as_dict["kubeletVersion"]) == ("gpu", ["a note"], "1.37.0")
-    assert as_dict["kubelet_config"]["cpuManagerPolicy"] == "static"
+    assert as_dict["kubeletConfig"]["cpuManagerPolicy"] == "static"
     small, huge = as_dict["pods"]
     assert small["result"]["admit"] and "alignment" in small and "answer" not in small
     assert not huge["result"]["admit"] and "answer" in huge and "alignment" not in huge

@@ -92,6 +92,52 @@ def config_dict(config: KubeletConfig) -> dict[str, Any]:
     }
 
 
+SCHEMA_VERSION = 1  # of admit's JSON/YAML document; docs/changelog.md lists what each version changed
+
+# The document's own field names in Kubernetes API style (camelCase, acronyms upper case: podUID, CPUs,
+# DRA). Only these are renamed: keys that are data (resource, container, device and claim names) stay
+# as they are, and may hold underscores.
+CAMEL_KEYS: Mapping[str, str] = {
+    "allocation_error": "allocationError",
+    "cpus_and_memory_through_dra": "cpusAndMemoryThroughDRA",
+    "cpus_numa_nodes": "cpusNumaNodes",
+    "devices_numa_nodes": "devicesNumaNodes",
+    "exclusive_cpus": "exclusiveCPUs",
+    "fewest_numa_nodes": "fewestNumaNodes",
+    "held_by": "heldBy",
+    "kubelet_config": "kubeletConfig",
+    "memory_numa_nodes": "memoryNumaNodes",
+    "narrowest_count": "narrowestCount",
+    "numa_from": "numaFrom",
+    "numa_node": "numaNode",
+    "numa_nodes": "numaNodes",
+    "pod_uid": "podUID",
+    "preferred_counts": "preferredCounts",
+    "short_of": "shortOf",
+    "would_be_aligned_if": "wouldBeAlignedIf",
+    "would_fit_if": "wouldFitIf",
+}
+
+
+def camel_keys(value: Any) -> Any:
+    """`value` with the document's field names of CAMEL_KEYS renamed at every level."""
+    if isinstance(value, dict):
+        return {CAMEL_KEYS.get(k, k): camel_keys(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [camel_keys(v) for v in value]
+    return value
+
+
+def sorted_keys(value: Any) -> Any:
+    """`value` with every mapping's keys in sorted order (json's sort_keys, applied before the top level
+    is laid out by hand)."""
+    if isinstance(value, dict):
+        return {k: sorted_keys(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [sorted_keys(v) for v in value]
+    return value
+
+
 @dataclass(frozen=True)
 class PodAnswer:
     """One pod's answer. `extra`: the alignment of an admitted pod, why and would-fit-if of a rejected
@@ -139,11 +185,43 @@ class AdmitDocument:
     pods: tuple[PodAnswer, ...]
     dra: DRAAnswers | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, details: bool = False) -> dict[str, Any]:
+        """The `-o json|yaml` document (docs/schemas/admit.schema.json): the summary first, then the node and
+        the pods, keys in one style (Kubernetes API camelCase). A rejection identical to an earlier one (the
+        same reason, message and pod shape, as the text folds it) is the pod, its result and `sameAs` the
+        first such pod, which counts them in `identicalRejections`; `details` keeps every pod whole."""
         dra = self.dra
-        return {"machine": self.machine, "kubelet_config": config_dict(self.config), "notes": list(self.notes),
-                **self.version,
-                "pods": [p.to_dict() | (dra.to_json(p.pod) if dra is not None else {}) for p in self.pods]}
+        pods: list[dict[str, Any]] = []
+        first: dict[tuple[object, ...], dict[str, Any]] = {}
+        for answer in self.pods:
+            rec, pod = answer.record, answer.pod
+            unschedulable = dra is not None and dra.unschedulable(pod)
+            if not rec.result.admit and not details and not unschedulable:
+                same = (rec.result.reason, rec.result.message, pod_shape(pod))
+                earlier = first.get(same)
+                if earlier is not None:
+                    earlier["identicalRejections"] = earlier.get("identicalRejections", 0) + 1
+                    pods.append({"pod": rec.pod, "podUID": rec.pod_uid, "result": rec.result.to_dict(),
+                                 "sameAs": earlier["pod"]})
+                    continue
+            entry = camel_keys(answer.to_dict() | (dra.to_json(pod) if dra is not None else {}))
+            if not rec.result.admit and not details and not unschedulable:
+                first[(rec.result.reason, rec.result.message, pod_shape(pod))] = entry
+            pods.append(entry)
+        body = {"machine": self.machine, "kubeletConfig": config_dict(self.config), "notes": list(self.notes),
+                **self.version, "pods": pods}
+        # Keys sorted as before at every level below the top, whose order reads summary first.
+        return {"schemaVersion": SCHEMA_VERSION, "summary": self.summary(), **sorted_keys(body)}
+
+    def summary(self) -> dict[str, Any]:
+        """How many pods were admitted, and the rejections by reason (most first) with their counts."""
+        reasons: dict[str, int] = {}
+        for p in self.pods:
+            if not p.record.result.admit:
+                reasons[p.record.result.reason] = reasons.get(p.record.result.reason, 0) + 1
+        admitted = sum(1 for p in self.pods if p.record.result.admit)
+        return {"pods": len(self.pods), "admitted": admitted, "rejected": len(self.pods) - admitted,
+                "rejectedBy": [{"reason": r, "pods": n} for r, n in sorted(reasons.items(), key=lambda kv: -kv[1])]}
 
     def text_lines(self, details: bool) -> list[str]:
         """The text, one element per printed line (a wrapped note is one element). Past

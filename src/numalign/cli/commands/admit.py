@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         for line in doc.text_lines(args.details):
             print(line)
     else:
-        emit(doc.to_dict(), args.output, sort_keys=True)
+        emit(doc.to_dict(args.details), args.output)
     rejected = any(not p.record.result.admit for p in doc.pods)
     return EXIT_CHECK_FAILED if args.exit_code and rejected else EXIT_OK
 
