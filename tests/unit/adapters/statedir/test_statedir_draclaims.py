@@ -69,3 +69,29 @@ def test_no_file_is_no_claim_and_a_fifo_is_refused_unread(tmp_path: Path) -> Non
     with pytest.raises(CheckpointFileError) as e:
         read_claims(tmp_path)
     assert f"{tmp_path / DRA_CLAIMS_FILE}: " in str(e.value) and "FIFO" in str(e.value)
+
+
+def test_the_pod_record_keeps_the_claims_and_reads_a_record_from_before_them() -> None:
+    import hashlib
+    import json
+
+    from numalign.adapters.statedir.podrecord import PodEntry, PodRecord, decode_pod_record, encode_pod_record
+    from numalign.errors import CheckpointError
+
+    record = PodRecord(4, (PodEntry("p1", {"metadata": {"name": "pod-p1"}}),), (held("a", "gpu-0", "p1"),))
+    data = encode_pod_record(record)
+    assert json.loads(data)["version"] == 3
+    assert decode_pod_record(data) == record
+    # version 2, written before claims joined the record: no claims of its own (None, not "none held")
+    body = {"generation": 1, "pods": [], "version": 2}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    old = json.dumps({**body, "checksum": "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()})
+    assert decode_pod_record(old.encode()).claims is None
+    # a claim without its reservations is refused in one line naming it
+    doc = json.loads(data)
+    del doc["claims"][0]["reservedFor"]
+    body = {k: v for k, v in doc.items() if k != "checksum"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    doc["checksum"] = "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+    with pytest.raises(CheckpointError, match=r"claims\[0\]\.reservedFor is not a list"):
+        decode_pod_record(json.dumps(doc).encode())
