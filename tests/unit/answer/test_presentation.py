@@ -52,7 +52,10 @@ def test_text_and_json_come_from_the_same_answers() -> None:
     # the allocation line reads the same typed allocation the JSON carries
     cpus = small["allocations"]["c"]["cpus"]
     assert any(line.startswith(f"    c: cpus {cpus} (exclusive") for line in text)
-    assert text[-2:] == ["1/2 pods admitted", f"  {huge['result']['reason']}: 1 pod (default/huge)"]
+    # the summary first, right under the header and the notes
+    at = text.index("1/2 pods admitted")
+    assert text[at + 1] == f"  {huge['result']['reason']}: 1 pod (default/huge)"
+    assert at < min(i for i, line in enumerate(text) if line.startswith("pod "))
 
 
 def test_past_the_full_record_count_each_pod_gets_a_few_lines_and_one_shape_one_line() -> None:

@@ -5,7 +5,7 @@ same `AdmitDocument` (answer/admit.py makes it).
 Each pod's answer (`PodAnswer`) is its decision record, its alignment (admitted) or why and would-fit-if
 (rejected), the extended resources no device plugin provides, and DRA's part when the pods use claims.
 Text stays readable at thousands of pods: past FULL_RECORDS_UP_TO pods each gets a few lines, rejected
-pods of one shape share a line, and the summary comes last (present/text.py renders the parts); JSON and
+pods of one shape share a line, and the summary comes first (present/text.py renders the parts); JSON and
 YAML keep everything.
 """
 
@@ -233,7 +233,11 @@ class AdmitDocument:
         # Notes are wrapped, never cut: each says what numalign assumed.
         out += ["\n".join(textwrap.wrap(f"# {n}", 200, subsequent_indent="#   ", break_on_hyphens=False))
                 for n in self.notes]
+        # The summary first, so that the answer to "how many fit?" is on the first screen at any size.
+        out += summary_lines([p.record for p in self.pods], [p.pod for p in self.pods])
         compact = not details and len(self.pods) > FULL_RECORDS_UP_TO
+        if compact:
+            out.append("")
         first_rejected: dict[tuple[object, ...], str] = {}  # (reason, message, shape) -> the first such pod
         for answer in self.pods:
             rec, pod = answer.record, answer.pod
@@ -254,6 +258,4 @@ class AdmitDocument:
                 continue
             out.append("")
             out += [line if details else clip(line) for line in [*answer.full_lines(details), *dra_lines]]
-        out.append("")
-        out += summary_lines([p.record for p in self.pods], [p.pod for p in self.pods])
         return out
