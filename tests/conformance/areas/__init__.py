@@ -7,6 +7,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from conformance.areas import checkpoint, cpu, draalloc, dracel
+from conformance.areas import checkpoint, cpu, draalloc, dracel, topology
 
-AREAS: dict[str, ModuleType] = {m.NAME: m for m in (checkpoint, cpu, dracel, draalloc)}
+AREAS: dict[str, ModuleType] = {m.NAME: m for m in (checkpoint, cpu, dracel, draalloc, topology)}
