@@ -217,3 +217,28 @@ def test_the_versions_nodes_report_today_are_decided(tmp_path: Path) -> None:
     assert sim.returncode == 0, sim.stderr
     assert [r["config"]["kubeletVersion"] for r in json.loads(sim.stdout)["runs"]] == ["1.33.13"]
     assert any("v1.31.4" in ln and "--kubelet-version" in ln for ln in sim.stderr.splitlines()), sim.stderr
+
+
+HANG_FLAGS = ["--machine", "dual-socket", "--cpu-manager-policy", "static", "--topology-manager-policy", "none",
+              "--memory-manager-policy", "None", "--reserved-cpus",
+              "3-15,19-31,35-47,51-63,66-79,82-95,98-111,114-127",
+              "--cpu-manager-policy-options", "full-pcpus-only=true",
+              "--cpu-manager-policy-options", "distribute-cpus-across-numa=true"]
+
+
+def test_where_the_kubelet_hangs_numalign_says_so(tmp_path: Path) -> None:
+    """k/k #140730 (research upstream-2026-11 §7): 5 free CPUs per NUMA node, 14 CPUs in whole cores. Kubelet
+    <= 1.37 never returns from Allocate; numalign says so instead of an allocation, and 1.38 answers."""
+    pod = tmp_path / "pod14.yaml"
+    pod.write_text(POD.replace('cpu: "2"', 'cpu: "14"'))
+    text = run("admit", str(pod), "--kubelet-version", "1.37.2", *HANG_FLAGS)
+    assert text.returncode == 0, text.stderr
+    verdict = next(ln for ln in text.stdout.splitlines() if ln.startswith("pod default/p:"))
+    assert verdict.startswith("pod default/p: HANGS: the kubelet 1.37.2 hangs here (k/k #140730")
+    doc = json.loads(run("admit", str(pod), "--kubelet-version", "1.37.2", *HANG_FLAGS, "-o", "json").stdout)
+    (rec,) = doc["pods"]
+    assert rec["result"]["hangs"] is True and rec["result"]["admit"] is False
+    assert rec["result"]["reason"] == "KubeletHangs" and rec["allocations"] == {}
+    fixed = json.loads(run("admit", str(pod), "--kubelet-version", "1.38.0-beta.0", *HANG_FLAGS, "-o", "json").stdout)
+    (rec,) = fixed["pods"]
+    assert rec["result"]["admit"] is True and "hangs" not in rec["result"]

@@ -20,6 +20,9 @@ from numalign.core.merge import FilteredList
 TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
 TOPOLOGY_AFFINITY_MESSAGE = "Resources cannot be allocated with Topology locality"
 UNEXPECTED_ADMISSION_ERROR = "UnexpectedAdmissionError"
+# Not a kubelet reason: the kubelet never answers (its Allocate does not return, k/k #140730). numalign
+# reports such a pod as not admitted with this reason and says so instead of a verdict ("HANGS").
+KUBELET_HANGS = "KubeletHangs"
 
 
 @dataclass(frozen=True)
@@ -45,8 +48,22 @@ class AdmitResult:
             return cls(False, reason, message)
         return cls(False, UNEXPECTED_ADMISSION_ERROR, f"Allocate failed due to {message}, which is unexpected")
 
+    @property
+    def hangs(self) -> bool:
+        """The kubelet gives no answer at all: it hangs deciding this pod."""
+        return self.reason == KUBELET_HANGS
+
+    def verdict(self) -> str:
+        """`admitted`, `REJECTED: reason: message`, or `HANGS: message` (no kubelet answer)."""
+        if self.admit:
+            return "admitted"
+        return f"HANGS: {self.message}" if self.hangs else f"REJECTED: {self.reason}: {self.message}"
+
     def to_dict(self) -> dict[str, Any]:
-        return {"admit": self.admit, "reason": self.reason, "message": self.message}
+        out: dict[str, Any] = {"admit": self.admit, "reason": self.reason, "message": self.message}
+        if self.hangs:
+            out["hangs"] = True
+        return out
 
 
 def hint_text(h: TopologyHint) -> str:

@@ -278,6 +278,8 @@ class Change:
 
 DEVICE_HINTS_OVER_DEVICE_NUMA_NODES: Final = "device-hints-over-device-numa-nodes"
 DISTRIBUTE_ACROSS_NUMA_BY_SOCKET: Final = "distribute-across-numa-by-socket"
+UNCORE_ODD_CPUS: Final = "uncore-cache-odd-cpus"
+DISTRIBUTED_WHOLE_GROUPS: Final = "distributed-remainder-whole-groups"
 
 CHANGES: Final[tuple[Change, ...]] = (
     Change(
@@ -298,6 +300,23 @@ CHANGES: Final[tuple[Change, ...]] = (
         "remainder (the real 1.37.2 takeByTopologyNUMADistributed; 1.36.3 spreads by balance only). Not "
         "cherry-picked into 1.33-1.36 patches.",
     ),
+    Change(
+        UNCORE_ODD_CPUS,
+        131850,
+        (v("1.34.0"),),
+        "prefer-align-cpus-by-uncorecache: takePartialUncore counts the cores needed rounding up and, for an "
+        "odd count on SMT machines, leaves out the last thread, so an odd request fits a partial uncore cache. "
+        "1.33 (the option alpha there) rounds down: 3 CPUs of free 0-5 on 2 sockets x 2 cores x 2 threads "
+        "are 0,4,5 in 1.33 and 0,1,2 from 1.34. Not in any 1.33 patch (1.33.13's code has the old rule).",
+    ),
+    Change(
+        DISTRIBUTED_WHOLE_GROUPS,
+        140730,
+        (v("1.38.0-alpha.1"),),
+        "distribute-cpus-across-numa with full-pcpus-only: a remainder subset must hold the remainder in "
+        "whole cores. Before it (every released kubelet to 1.37) the kubelet loops forever in Allocate "
+        "when a subset's free CPUs add up but not in whole cores; numalign says so instead of answering.",
+    ),
 )
 _CHANGES_BY_NAME: Final = {c.name: c for c in CHANGES}
 
@@ -315,6 +334,10 @@ class Behaviours:
     device_hints_over_device_numa_nodes: bool
     # k/k #139778: distribute-cpus-across-numa honours align-by-socket when it picks NUMA nodes.
     distribute_across_numa_by_socket: bool
+    # k/k #131850: an odd request fits a partial uncore cache on SMT machines (1.34+).
+    uncore_odd_cpus: bool
+    # k/k #140730: remainder subsets in whole groups (1.38); without it Allocate can hang.
+    distributed_whole_groups: bool
     # Option name -> maturity, per manager ("topology", "cpu"), at this version.
     topology_option_maturity: Mapping[str, Maturity]
     cpu_option_maturity: Mapping[str, Maturity]
@@ -325,6 +348,8 @@ def behaviours(version: KubeletVersion) -> Behaviours:
         version=version,
         device_hints_over_device_numa_nodes=has_change(DEVICE_HINTS_OVER_DEVICE_NUMA_NODES, version),
         distribute_across_numa_by_socket=has_change(DISTRIBUTE_ACROSS_NUMA_BY_SOCKET, version),
+        uncore_odd_cpus=has_change(UNCORE_ODD_CPUS, version),
+        distributed_whole_groups=has_change(DISTRIBUTED_WHOLE_GROUPS, version),
         topology_option_maturity=option_maturity("topology", version),
         cpu_option_maturity=option_maturity("cpu", version),
     )

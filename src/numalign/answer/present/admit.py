@@ -37,8 +37,7 @@ from numalign.k8s.pod import Pod
 def record_text(rec: DecisionRecord) -> str:
     """A decision record as text: the verdict, the policy and scope, then per container (or pod) the merged
     hint, each hint provider's hints per resource, the hints considered, why, and an allocation error."""
-    verdict = "admitted" if rec.result.admit else f"REJECTED: {rec.result.reason}: {rec.result.message}"
-    lines = [f"pod {rec.pod}: {verdict}", f"  policy {rec.policy}, scope {rec.scope}"]
+    lines = [f"pod {rec.pod}: {rec.result.verdict()}", f"  policy {rec.policy}, scope {rec.scope}"]
     for d in rec.decisions:
         who = f"container {d.container}" if d.container else "pod (all containers)"
         merged = "not merged" if d.merged is None else hint_text(d.merged)

@@ -182,7 +182,7 @@ def compact_lines(rec: DecisionRecord, extra: PodAlignment | Answer, pod: Pod) -
         if isinstance(extra, PodAlignment) and not extra.aligned:
             lines.append(clip(f"  alignment: {extra.summary()}"))
         return lines
-    lines = [clip(f"pod {rec.pod}: REJECTED: {rec.result.reason}: {rec.result.message}")]
+    lines = [clip(f"pod {rec.pod}: {rec.result.verdict()}")]
     why = [e for d in rec.decisions for e in d.explanation]
     if isinstance(extra, Answer):
         why = why or list(extra.why)

@@ -29,8 +29,13 @@ def not_enough_cpus(requested: int, available: int) -> AllocationError:
 class CPUAccumulator:
     """Upstream cpuAccumulator: the free CPUs, what is still needed, and what was taken."""
 
-    def __init__(self, topo: CPUTopology, available: Iterable[int], n: int, strategy: str) -> None:
+    def __init__(
+        self, topo: CPUTopology, available: Iterable[int], n: int, strategy: str, uncore_rounds_up: bool = True
+    ) -> None:
         self.topo = topo
+        # k/k #131850 (kubelet 1.34+): takePartialUncore rounds the cores needed up and drops the last
+        # thread for an odd remainder on SMT; 1.33 rounds down (an odd request never fits an uncore cache).
+        self.uncore_rounds_up = uncore_rounds_up
         self.free = topo.keep_only(available)
         self.needed = n
         self.result: set[int] = set()
@@ -173,11 +178,12 @@ class CPUAccumulator:
 
     def take_partial_uncore(self, uncore: int) -> None:
         per_core = self.topo.cpus_per_core()
-        cores_needed = (self.needed + per_core - 1) // per_core  # ceil (v1.32 had floor)
+        rounding = per_core - 1 if self.uncore_rounds_up else 0
+        cores_needed = (self.needed + rounding) // per_core
         cores = self.free.cores_needed_in_uncore_cache(cores_needed, uncore)
         cpus = self.free.cpus_in_cores(*cores)
-        # Newer rule: an odd remainder on SMT needs one thread of the last core, not both.
-        if self.needed % 2 != 0 and per_core > 1:
+        # An odd remainder on SMT needs one thread of the last core, not both (1.34+).
+        if self.uncore_rounds_up and self.needed % 2 != 0 and per_core > 1:
             ordered = sorted(cpus)
             if len(ordered) > self.needed:
                 ordered = ordered[:-1]
@@ -217,8 +223,9 @@ def take_by_topology_numa_packed(
     n: int,
     strategy: str = PACKED,
     prefer_align_by_uncore_cache: bool = False,
+    uncore_rounds_up: bool = True,
 ) -> frozenset[int]:
-    """Upstream takeByTopologyNUMAPacked (spec §1.6.2).
+    """Upstream takeByTopologyNUMAPacked (spec §1.6.2). `uncore_rounds_up`: see CPUAccumulator (False: 1.33).
 
     A pure function of the topology and its arguments, so its answers are kept per topology (shared by
     every node of a machine, see CPUTopology.from_machine): packed allocation leaves free sets in few
@@ -226,13 +233,14 @@ def take_by_topology_numa_packed(
     if n < 1:
         return frozenset()
     avail = frozenset(available)
-    memo: dict[tuple[frozenset[int], int, str, bool], frozenset[int]] | None = topo.derived.get(_TAKEN)
+    memo: dict[tuple[frozenset[int], int, str, bool, bool], frozenset[int]] | None = topo.derived.get(_TAKEN)
     if memo is None:
         memo = topo.derived[_TAKEN] = {}
-    key = (avail, n, strategy, prefer_align_by_uncore_cache)
+    rounds_up = uncore_rounds_up or not prefer_align_by_uncore_cache  # only the uncore step reads it
+    key = (avail, n, strategy, prefer_align_by_uncore_cache, rounds_up)
     got = memo.get(key)
     if got is None:
-        got = _take_by_topology_numa_packed(topo, avail, n, strategy, prefer_align_by_uncore_cache)
+        got = _take_by_topology_numa_packed(topo, avail, n, strategy, prefer_align_by_uncore_cache, rounds_up)
         if len(memo) >= TAKEN_KEPT:
             memo.clear()
         memo[key] = got
@@ -240,9 +248,10 @@ def take_by_topology_numa_packed(
 
 
 def _take_by_topology_numa_packed(
-    topo: CPUTopology, avail: frozenset[int], n: int, strategy: str, prefer_align_by_uncore_cache: bool
+    topo: CPUTopology, avail: frozenset[int], n: int, strategy: str, prefer_align_by_uncore_cache: bool,
+    uncore_rounds_up: bool,
 ) -> frozenset[int]:
-    acc = CPUAccumulator(topo, avail, n, strategy)
+    acc = CPUAccumulator(topo, avail, n, strategy, uncore_rounds_up)
     if acc.is_failed():
         raise not_enough_cpus(n, len(avail))
     acc.take_full_first_level()

@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import combinations
 
+from numalign.core.decision import KUBELET_HANGS as KUBELET_HANGS
 from numalign.errors import AllocationError
 from numalign.kubelet.cpumanager.accumulator import (
     PACKED,
@@ -87,20 +88,31 @@ def go_combinations(items: Sequence[int], k: int, alias: bool) -> Iterator[_Slic
 GO_SLICE_ALIASING = True
 
 
+# KUBELET_HANGS, the reason of the AllocationError: kubelet <= 1.37 loops forever handing out a remainder
+# no NUMA node can take in whole groups (#140730).
+
+
+def _hangs(what: str) -> AllocationError:
+    return AllocationError(f"takeByTopologyNUMADistributed never returns: {what}", reason=KUBELET_HANGS)
+
+
 def take_by_topology_numa_distributed(
     topo: CPUTopology,
     available: Iterable[int],
     n: int,
     group_size: int,
     strategy: str = PACKED,
+    *,
     align_by_socket: bool = False,
+    whole_groups_remainder: bool = False,
 ) -> frozenset[int]:
     """Upstream takeByTopologyNUMADistributed (spec §1.6.3, KEP-2902).
 
-    `align_by_socket` is the 1.37+ reading of the align-by-socket option here (k/k #139778): a
-    combination within one socket beats any cross-socket one, and each node's share is capped at the
-    whole groups it has free. Before 1.37 the option does not reach this function (pass False).
-    """
+    `align_by_socket`: the kubelet's align-by-socket option as 1.37+ passes it in (k/k #139778: combos
+    within one socket win, and each node's share is capped at what it holds in whole groups); before
+    1.37 the caller passes False. `whole_groups_remainder`: 1.38's check that a remainder subset holds
+    the remainder in whole groups (k/k #140730); without it (<= 1.37) a subset whose CPUs add up but
+    not in whole groups makes the kubelet loop forever, raised as KUBELET_HANGS."""
     avail = frozenset(available)
     g = group_size
     if n % g != 0:
@@ -147,7 +159,7 @@ def take_by_topology_numa_distributed(
             s = len(remainder_combo)
             while remainder > 0 and s >= 1:
                 for subset in go_combinations(remainder_combo, s, alias):
-                    balance = _remainder_balance(after, subset.values(), remainder, g)
+                    balance = _remainder_balance(after, subset.values(), remainder, g, whole_groups_remainder)
                     if balance is not None and balance < local_best:
                         local_best = balance
                         local_rem = subset
@@ -185,8 +197,10 @@ def take_by_topology_numa_distributed(
                 remainder -= g
                 progressed = True
             if not progressed:
-                # Upstream would spin forever here; report it as the accounting error it is.
-                break
+                if not whole_groups_remainder:
+                    raise _hangs(f"{remainder} CPUs left to hand out in groups of {g} and no NUMA node of "
+                                 f"{sorted(remainder_nodes)} holds a whole group")
+                break  # not reached once subsets hold whole groups; kept as upstream's accounting error
         if acc.needed > 0:
             raise AllocationError(
                 f"accounting error, not enough CPUs allocated, remaining: {acc.needed}"
@@ -206,9 +220,12 @@ def _packed_or_empty(topo: CPUTopology, cpus: frozenset[int], n: int, strategy: 
         return frozenset()
 
 
-def _remainder_balance(after: dict[int, int], subset: list[int], remainder: int, g: int) -> float | None:
+def _remainder_balance(
+    after: dict[int, int], subset: list[int], remainder: int, g: int, whole_groups: bool
+) -> float | None:
     """Balance score of handing `remainder` CPUs out round-robin over `subset`, g at a time."""
-    if sum(after[x] for x in subset) < remainder:
+    held = sum(after[x] // g * g for x in subset) if whole_groups else sum(after[x] for x in subset)
+    if held < remainder:
         return None
     left = dict(after)
     rem = remainder
@@ -223,9 +240,11 @@ def _remainder_balance(after: dict[int, int], subset: list[int], remainder: int,
             rem -= g
             progressed = True
         if not progressed:
-            # Upstream loops forever when the subset's total suffices but no node holds a whole
-            # group; we treat such a subset as unable to take the remainder.
-            return None
+            # The subset's CPUs add up but not in whole groups: upstream's `for remainder > 0` loop never
+            # ends (kubelet <= 1.37; 1.38's whole-groups check above keeps such subsets out).
+            numa_free = {x: after[x] for x in subset}
+            raise _hangs(f"the remainder of {remainder} CPUs in groups of {g} does not fit the free CPUs per NUMA "
+                         f"node {numa_free} (whole groups {sum(v // g for v in numa_free.values())})")
     return standard_deviation(list(left.values()))
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from numalign.core.policies.options import Maturity, go_parse_bool
 from numalign.errors import ConfigError
 from numalign.kubelet.cpumanager.take import TakeOptions
+from numalign.kubelet.versions import DEFAULT_BEHAVIOURS, Behaviours
 
 FULL_PCPUS_ONLY = "full-pcpus-only"
 DISTRIBUTE_CPUS_ACROSS_NUMA = "distribute-cpus-across-numa"
@@ -66,13 +67,17 @@ class StaticPolicyOptions:
     strict_cpu_reservation: bool = False
     prefer_align_cpus_by_uncorecache: bool = False
 
-    def take_options(self) -> TakeOptions:
+    def take_options(self, behaviours: Behaviours = DEFAULT_BEHAVIOURS) -> TakeOptions:
+        """The options as takeByTopology reads them, at the kubelet release `behaviours` is of."""
         return TakeOptions(
             full_pcpus_only=self.full_pcpus_only,
             distribute_cpus_across_numa=self.distribute_cpus_across_numa,
             distribute_cpus_across_cores=self.distribute_cpus_across_cores,
             prefer_align_cpus_by_uncorecache=self.prefer_align_cpus_by_uncorecache,
             align_by_socket=self.align_by_socket,
+            uncore_rounds_up=behaviours.uncore_odd_cpus,
+            distributed_by_socket=behaviours.distribute_across_numa_by_socket,
+            distributed_whole_groups=behaviours.distributed_whole_groups,
         )
 
     def to_map(self) -> dict[str, str]:

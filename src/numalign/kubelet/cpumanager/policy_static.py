@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 from typing import TypeVar
 
 from numalign.core.hint import TopologyHint
@@ -20,6 +19,7 @@ from numalign.k8s.pod import Container, Pod
 from numalign.k8s.qos import get_pod_qos
 from numalign.k8s.quantity import Quantity
 from numalign.k8s.requests import container_requests
+from numalign.kubelet.cpumanager.distributed import KUBELET_HANGS
 from numalign.kubelet.cpumanager.hints import generate_cpu_topology_hints
 from numalign.kubelet.cpumanager.implicit_hints import cpu_topology_hints
 from numalign.kubelet.cpumanager.options import (
@@ -129,8 +129,8 @@ class StaticPolicy:
         self.topology = topology
         self.options = opts
         self.affinity = affinity
-        self._take = replace(opts.take_options(),
-                             distributed_by_socket=behaviours.distribute_across_numa_by_socket)
+        self.behaviours = behaviours
+        self._take = opts.take_options(behaviours)
         all_cpus = topology.details.cpus()
         explicit = frozenset(reserved_cpus)
         if explicit:
@@ -138,7 +138,10 @@ class StaticPolicy:
         else:
             try:
                 reserved = take_by_topology(topology, all_cpus, num_reserved, self._take)
-            except AllocationError:
+            except AllocationError as e:
+                if e.reason == KUBELET_HANGS:
+                    raise ConfigError(f"{self._hang_text(e)}; the kubelet does not start (taking the reserved "
+                                      "CPUs); reserve them with reservedSystemCPUs instead") from None
                 reserved = frozenset()
         if len(reserved) != num_reserved:
             raise ConfigError(
@@ -300,7 +303,10 @@ class StaticPolicy:
         self.pinning_requests_total += 1
         try:
             self._allocate(pod, container, num_cpus)
-        except AllocationError:
+        except AllocationError as e:
+            if e.reason == KUBELET_HANGS:
+                # no pinning error either: the kubelet never returns from this Allocate
+                raise AllocationError(self._hang_text(e), reason=KUBELET_HANGS) from None
             self.pinning_errors_total += 1
             if self.options.full_pcpus_only:
                 self.aligned_physical_cpu_failures_total += 1
@@ -334,6 +340,11 @@ class StaticPolicy:
         self.shared_pool_size_millicores -= len(result) * 1000
         if self.topology.check_alignment_uncore(result):
             self.aligned_uncore_cache_total += 1
+
+    def _hang_text(self, e: AllocationError) -> str:
+        return (f"the kubelet {self.behaviours.version} hangs here (k/k #140730, fixed in 1.38): {e}; with "
+                "distribute-cpus-across-numa and full-pcpus-only its Allocate never returns and holds the CPU "
+                "manager's lock, so this node admits nothing more until the kubelet restarts")
 
     def _update_cpus_to_reuse(self, pod: Pod, container: Container, cset: frozenset[int]) -> None:
         # Only the pod being admitted is tracked.

@@ -39,15 +39,21 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class TakeOptions:
-    """The policy options that steer takeByTopology and allocateCPUs."""
+    """The policy options that steer takeByTopology and allocateCPUs, and what the kubelet release
+    decided as does differently there (numalign.kubelet.versions.Behaviours; defaults: the default
+    release's)."""
 
     full_pcpus_only: bool = False
     distribute_cpus_across_numa: bool = False
     distribute_cpus_across_cores: bool = False
     prefer_align_cpus_by_uncorecache: bool = False
     align_by_socket: bool = False
+    # k/k #131850 (1.34+): odd requests fit a partial uncore cache on SMT machines
+    uncore_rounds_up: bool = True
     # k/k #139778 (kubelet 1.37+): the distributed allocation reads align_by_socket too.
     distributed_by_socket: bool = False
+    # k/k #140730 (1.38): remainder subsets need whole groups; without it the kubelet hangs (KUBELET_HANGS)
+    distributed_whole_groups: bool = False
 
 
 def take_by_topology(
@@ -57,10 +63,13 @@ def take_by_topology(
     strategy = SPREAD if options.distribute_cpus_across_cores else PACKED
     if options.distribute_cpus_across_numa:
         group = topo.cpus_per_core() if options.full_pcpus_only else 1
-        by_socket = options.align_by_socket and options.distributed_by_socket
-        return take_by_topology_numa_distributed(topo, available, n, group, strategy, by_socket)
+        return take_by_topology_numa_distributed(
+            topo, available, n, group, strategy,
+            align_by_socket=options.align_by_socket and options.distributed_by_socket,
+            whole_groups_remainder=options.distributed_whole_groups,
+        )
     return take_by_topology_numa_packed(
-        topo, available, n, strategy, options.prefer_align_cpus_by_uncorecache
+        topo, available, n, strategy, options.prefer_align_cpus_by_uncorecache, options.uncore_rounds_up
     )
 
 
