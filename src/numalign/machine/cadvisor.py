@@ -260,9 +260,23 @@ def machine_to_cadvisor(m: Machine) -> dict[str, Any]:
         "num_physical_cores": len({(c.socket, c.core) for c in m.cpus if c.online and c.numa_node is not None}),
         "num_sockets": len(m.sockets()) if m.cadvisor is None else m.cadvisor.num_sockets,
         "memory_capacity": m.capacity_memory(),
+        "hugepages": machine_hugepages(m),
         "machine_id": m.name,
         "topology": topology,
     }
+
+
+def machine_hugepages(m: Machine) -> list[dict[str, int]]:
+    """MachineInfo.HugePages: cadvisor reads /sys/kernel/mm/hugepages/hugepages-<size>kB/nr_hugepages, the
+    machine's pools, which the kubelet's capacity (hugepages-<size>) comes from. The kernel's global count is
+    the sum of the NUMA nodes' pools, so it is derived from them; listed in cadvisor's order, the directory
+    names' (`hugepages-1048576kB` before `hugepages-2048kB`)."""
+    pages: dict[int, int] = {}
+    for node in m.numa_nodes:
+        for size, n in node.hugepages.items():
+            pages[size] = pages.get(size, 0) + n
+    kib = sorted((size // 1024 for size in pages), key=lambda k: f"hugepages-{k}kB")
+    return [{"page_size": k, "num_pages": pages[k * 1024]} for k in kib]
 
 
 def _row(m: Machine, node: NUMANode) -> list[int] | None:

@@ -223,3 +223,20 @@ def test_node_minus_one_is_kept_with_its_cpus() -> None:
     # cadvisor's raw row is kept by id, but no by-position row can place node -1
     assert m.numa_nodes[0].distances is None and m.cadvisor is not None and m.cadvisor.distances == {-1: (10,)}
     assert machine_from_cadvisor(machine_to_cadvisor(m), "again").cpu_infos() == m.cpu_infos()
+
+
+def test_machine_level_hugepages_are_exported_as_cadvisor_reads_them() -> None:
+    """Issue 33 (c): MachineInfo.hugepages (/sys/kernel/mm/hugepages), which the kubelet's hugepages-<size>
+    capacity comes from: each size's pages over every NUMA node, in cadvisor's directory-name order."""
+    m = example("dual-socket")
+    out = machine_to_cadvisor(m)
+    per_node: dict[int, int] = {}
+    for node in out["topology"]:
+        for hp in node["hugepages"]:
+            per_node[hp["page_size"]] = per_node.get(hp["page_size"], 0) + hp["num_pages"]
+    assert out["hugepages"] == [{"page_size": 1048576, "num_pages": per_node[1048576]},
+                                {"page_size": 2048, "num_pages": per_node[2048]}]
+    assert per_node[2048] > 0 and per_node[1048576] > 0
+    assert list(out)[:5] == ["num_cores", "num_physical_cores", "num_sockets", "memory_capacity", "hugepages"]
+    assert machine_to_cadvisor(Machine("bare", (NUMANode(0, frozenset({0}), 1 << 30),),
+                                       (CPU(0, 0, 0, 0),)))["hugepages"] == []
