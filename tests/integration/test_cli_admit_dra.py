@@ -116,6 +116,23 @@ def test_would_be_aligned_if_lists_the_three_ways_each_checked() -> None:
     assert "devices NUMA 1, CPUs 16-17,80-81 (NUMA 1), memory NUMA 1" in options[0]["outcome"]
 
 
+def test_the_device_plugin_alternative_is_named_by_the_classs_extended_resource(tmp_path: Path) -> None:
+    """A DeviceClass with extendedResourceName (DRAExtendedResource) names the resource a pod would ask
+    for from a device plugin; without one numalign falls back to DRIVER/device."""
+    text = EXAMPLE.read_text().replace("  name: h100\nspec:\n",
+                                       "  name: h100\nspec:\n  extendedResourceName: example.com/h100\n")
+    assert "extendedResourceName" in text
+    named = tmp_path / "named.yaml"
+    named.write_text(text)
+    options = json.loads(run("admit", str(named), "-o", "json").stdout)["pods"][0]["dra"]["alignment"][
+        "would_be_aligned_if"]
+    plugin = next(o for o in options if o["kind"] == "device-plugin")
+    assert "(example.com/h100: 2)" in plugin["change"]
+    options = json.loads(run("admit", str(EXAMPLE), "-o", "json").stdout)["pods"][0]["dra"]["alignment"][
+        "would_be_aligned_if"]
+    assert "(gpu.example.com/device: 2)" in next(o for o in options if o["kind"] == "device-plugin")["change"]
+
+
 def test_preview_dra_topology_hints_puts_the_cpus_with_the_gpus() -> None:
     p = run("admit", str(EXAMPLE), "--preview", "dra-topology-hints")
     assert p.returncode == 0, p.stderr

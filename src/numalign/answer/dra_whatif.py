@@ -150,7 +150,7 @@ def _device_plugin(node: Node, pod: Pod, outcome: PodClaims, dra: NodeDRA,
     counts: dict[str, dict[str, int]] = {}  # container -> resource -> count
     for c in pod.all_containers():
         for d in outcome.container_devices(c.name):
-            res = resources.setdefault(d.driver, f"{d.driver}/device")
+            res = resources.setdefault(d.driver, _extended_resource(outcome, d, dra) or f"{d.driver}/device")
             counts.setdefault(c.name, {})[res] = counts.get(c.name, {}).get(res, 0) + 1
     if not counts:
         return None, 0
@@ -193,6 +193,22 @@ def _device_plugin(node: Node, pod: Pod, outcome: PodClaims, dra: NodeDRA,
             return AlignmentOption("device-plugin", f"the devices from a device plugin ({names}) instead of the "
                                    f"claim{how}", "admitted, aligned by the Topology Manager"), tried
     return None, tried
+
+
+def _extended_resource(outcome: PodClaims, device: Any, dra: NodeDRA) -> str | None:
+    """The extended resource the device's class names (spec.extendedResourceName), as a pod asks for the
+    same devices by count; None when the class names none."""
+    claim = next((c for c in outcome.claims if c.key == device.claim), None)
+    if claim is None:
+        return None
+    base, _, sub = device.request.partition("/")
+    for request in claim.spec.requests:
+        if request.name != base:
+            continue
+        chosen = request.exactly if not sub else next((s for s in request.first_available if s.name == sub), None)
+        cls = dra.classes.get(chosen.device_class_name) if chosen is not None else None
+        return cls.extended_resource_name if cls is not None else None
+    return None
 
 
 def _with_extended(pod: Pod, counts: dict[str, dict[str, int]]) -> Pod:

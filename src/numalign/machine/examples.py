@@ -148,10 +148,13 @@ def gb200() -> Machine:
             node_id = 2 + gpu * 8 + part
             memory = 186 * GiB if part == 0 else 0
             nodes.append(NUMANode(node_id, frozenset(), memory, {}, tuple(dist(node_id, j) for j in range(n_nodes))))
+    # A GB200 tray's GPUs sit in PCI domains 0008, 0009, 0018 and 0019 (bus 01), so a real driver's slice
+    # (its pciBusID attributes) finds them here with their NUMA node.
     devices = [
         dataclasses.replace(_dev("nvidia.com/gpu", 0x01 + 0x08 * gpu, gpu // 2, NVIDIA, CLASS_3D),
+                            id=f"{domain}:01:00.0", pci_address=f"{domain}:01:00.0",
                             memory_numa_nodes=tuple(range(2 + gpu * 8, 10 + gpu * 8)))
-        for gpu in range(4)
+        for gpu, domain in enumerate(("0008", "0009", "0018", "0019"))
     ]
     devices += [
         _dev("mellanox.com/sriov_rdma", 0x03 + 0x08 * nic, nic // 2, MELLANOX, CLASS_ETHERNET) for nic in range(4)

@@ -111,3 +111,17 @@ def test_lookups_agree_with_the_cpu_list(name: str) -> None:
         m.cpu(len(m.cpus) + 1000)
     with pytest.raises(InvalidInputError, match="no NUMA node 999"):
         m.node(999)
+
+
+def test_gb200_gpus_sit_at_a_real_trays_pci_addresses_so_a_drivers_slice_finds_their_numa_node() -> None:
+    from numalign.k8s.dra.types import ATTRIBUTE_PCI_BUS_ID, DeviceAttribute
+    from numalign.machine.dra import numa_of_pci
+    from numalign.machine.examples import example
+
+    machine = example("gb200")
+    gpus = [d for d in machine.devices if d.resource == "nvidia.com/gpu"]
+    assert [(d.pci_address, d.numa_nodes) for d in gpus] == [
+        ("0008:01:00.0", (0,)), ("0009:01:00.0", (0,)), ("0018:01:00.0", (1,)), ("0019:01:00.0", (1,))]
+    # What the NVIDIA DRA driver publishes for the third GPU of a tray.
+    attrs = {ATTRIBUTE_PCI_BUS_ID: DeviceAttribute("string", ("0018:01:00.0",))}
+    assert numa_of_pci(machine, attrs)[0] == 1
