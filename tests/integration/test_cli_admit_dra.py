@@ -125,11 +125,11 @@ def test_the_device_plugin_alternative_is_named_by_the_classs_extended_resource(
     named = tmp_path / "named.yaml"
     named.write_text(text)
     options = json.loads(run("admit", str(named), "-o", "json").stdout)["pods"][0]["dra"]["alignment"][
-        "would_be_aligned_if"]
+        "wouldBeAlignedIf"]
     plugin = next(o for o in options if o["kind"] == "device-plugin")
     assert "(example.com/h100: 2)" in plugin["change"]
     options = json.loads(run("admit", str(EXAMPLE), "-o", "json").stdout)["pods"][0]["dra"]["alignment"][
-        "would_be_aligned_if"]
+        "wouldBeAlignedIf"]
     assert "(gpu.example.com/device: 2)" in next(o for o in options if o["kind"] == "device-plugin")["change"]
 
 
