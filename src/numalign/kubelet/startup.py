@@ -21,6 +21,7 @@ from numalign.kubelet.versions import (
     check_feature_gates,
     check_option_gates,
     effective_gates,
+    refuse_unmodelled_preview,
 )
 from numalign.machine.topology import Machine
 
@@ -54,4 +55,5 @@ def start(machine: Machine, config: KubeletConfig, kubelet_version: KubeletVersi
     check_feature_gates(config.feature_gates, kubelet_version, "featureGates (--feature-gates)")
     gates = effective_gates(config.feature_gates, kubelet_version)
     check_option_gates(config.topology_manager_policy_options, gates)
+    refuse_unmodelled_preview(config.cpu_manager_policy_options, kubelet_version)
     return Startup(machine, known, gates, numa_info_for(machine))

@@ -190,6 +190,29 @@ def refuse_unmodelled(pod: Pod, gates: Mapping[str, bool], version: KubeletVersi
         )
 
 
+# The 1.38.0-beta.0 changes numalign's preview does not model yet, by the CPU Manager option they act under.
+PREVIEW_UNMODELLED_CPU_OPTIONS: Final[Mapping[str, str]] = {
+    "distribute-cpus-across-cores": "k/k #140766 (spread over physical cores by topology) and #141238 (with "
+                                    "align-by-socket)",
+    "prefer-align-cpus-by-uncorecache": "1.38's uncore cache walk (full caches first, caches spanning NUMA nodes "
+                                        "listed once)",
+}
+
+
+def refuse_unmodelled_preview(cpu_options: Mapping[str, str], version: KubeletVersion) -> None:
+    """At a preview version, refuse a configuration whose CPU allocation depends on a change of that
+    pre-release numalign does not model, instead of answering as the release before it would."""
+    if not version.is_preview:
+        return
+    for name in sorted(cpu_options):
+        what = PREVIEW_UNMODELLED_CPU_OPTIONS.get(name)
+        if what is not None and str(cpu_options[name]).lower() in ("true", "1", "t"):
+            raise ConfigError(
+                f"cpuManagerPolicyOptions: {name} at kubelet {version} (a preview): numalign does not model "
+                f"{what} yet; drop the option or decide as a released kubelet (--kubelet-version 1.37)"
+            )
+
+
 def effective_gates(config_gates: Mapping[str, bool], version: KubeletVersion) -> dict[str, bool]:
     """The gates a kubelet at `version` runs with: its defaults, overridden by what was set."""
     return {**feature_gate_defaults(version), **config_gates}
@@ -280,6 +303,7 @@ DEVICE_HINTS_OVER_DEVICE_NUMA_NODES: Final = "device-hints-over-device-numa-node
 DISTRIBUTE_ACROSS_NUMA_BY_SOCKET: Final = "distribute-across-numa-by-socket"
 UNCORE_ODD_CPUS: Final = "uncore-cache-odd-cpus"
 DISTRIBUTED_WHOLE_GROUPS: Final = "distributed-remainder-whole-groups"
+DISTRIBUTED_KEEPS_HINT_NUMAS: Final = "distributed-keeps-hint-numa-count"
 
 CHANGES: Final[tuple[Change, ...]] = (
     Change(
@@ -317,6 +341,15 @@ CHANGES: Final[tuple[Change, ...]] = (
         "whole cores. Before it (every released kubelet to 1.37) the kubelet loops forever in Allocate "
         "when a subset's free CPUs add up but not in whole cores; numalign says so instead of answering.",
     ),
+    Change(
+        DISTRIBUTED_KEEPS_HINT_NUMAS,
+        139456,
+        (v("1.38.0-alpha.1"),),
+        "distribute-cpus-across-numa: the allocation from the Topology Manager's affinity spreads over at least "
+        "as many NUMA nodes as the affinity has (when that many can hold it), instead of shrinking a multi-NUMA "
+        "affinity (e.g. for GPUs on several nodes) to the fewest nodes; each combination is handed over as a "
+        "copy (no Go slice aliasing of kept combinations).",
+    ),
 )
 _CHANGES_BY_NAME: Final = {c.name: c for c in CHANGES}
 
@@ -338,6 +371,8 @@ class Behaviours:
     uncore_odd_cpus: bool
     # k/k #140730: remainder subsets in whole groups (1.38); without it Allocate can hang.
     distributed_whole_groups: bool
+    # k/k #139456: the aligned distributed take keeps the affinity's NUMA node count (1.38), no aliasing.
+    distributed_keeps_hint_numas: bool
     # Option name -> maturity, per manager ("topology", "cpu"), at this version.
     topology_option_maturity: Mapping[str, Maturity]
     cpu_option_maturity: Mapping[str, Maturity]
@@ -350,6 +385,7 @@ def behaviours(version: KubeletVersion) -> Behaviours:
         distribute_across_numa_by_socket=has_change(DISTRIBUTE_ACROSS_NUMA_BY_SOCKET, version),
         uncore_odd_cpus=has_change(UNCORE_ODD_CPUS, version),
         distributed_whole_groups=has_change(DISTRIBUTED_WHOLE_GROUPS, version),
+        distributed_keeps_hint_numas=has_change(DISTRIBUTED_KEEPS_HINT_NUMAS, version),
         topology_option_maturity=option_maturity("topology", version),
         cpu_option_maturity=option_maturity("cpu", version),
     )

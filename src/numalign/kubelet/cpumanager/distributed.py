@@ -105,6 +105,8 @@ def take_by_topology_numa_distributed(
     *,
     align_by_socket: bool = False,
     whole_groups_remainder: bool = False,
+    min_numas_from_hint: int = 0,
+    go_slice_aliasing: bool = GO_SLICE_ALIASING,
 ) -> frozenset[int]:
     """Upstream takeByTopologyNUMADistributed (spec §1.6.3, KEP-2902).
 
@@ -112,7 +114,10 @@ def take_by_topology_numa_distributed(
     within one socket win, and each node's share is capped at what it holds in whole groups); before
     1.37 the caller passes False. `whole_groups_remainder`: 1.38's check that a remainder subset holds
     the remainder in whole groups (k/k #140730); without it (<= 1.37) a subset whose CPUs add up but
-    not in whole groups makes the kubelet loop forever, raised as KUBELET_HANGS."""
+    not in whole groups makes the kubelet loop forever, raised as KUBELET_HANGS. 1.38 also
+    (`min_numas_from_hint`, k/k #139456) spreads over at least as many NUMA nodes as the Topology
+    Manager's affinity has, when that many can hold the request, and hands each combination over as
+    a copy (`go_slice_aliasing` False: no kept combination changes under later ones)."""
     avail = frozenset(available)
     g = group_size
     if n % g != 0:
@@ -126,7 +131,9 @@ def take_by_topology_numa_distributed(
     numas = acc.sort_numa_nodes()
     free_count = {numa: len(acc.free.cpus_in_numa_nodes(numa)) for numa in numas}
     min_numas, max_numas = _range_numa_nodes_needed(acc, g)
-    alias = GO_SLICE_ALIASING
+    if min_numas < min_numas_from_hint <= max_numas:
+        min_numas = min_numas_from_hint  # a hint wider than what can hold the request is ignored
+    alias = go_slice_aliasing
     for k in range(min_numas, max_numas + 1):
         best_balance = math.inf
         best_remainder: _SliceRef | None = None

@@ -78,6 +78,8 @@ class StaticPolicyOptions:
             uncore_rounds_up=behaviours.uncore_odd_cpus,
             distributed_by_socket=behaviours.distribute_across_numa_by_socket,
             distributed_whole_groups=behaviours.distributed_whole_groups,
+            distributed_min_numas_from_hint=behaviours.distributed_keeps_hint_numas,
+            go_slice_aliasing=not behaviours.distributed_keeps_hint_numas,
         )
 
     def to_map(self) -> dict[str, str]:

@@ -54,10 +54,14 @@ class TakeOptions:
     distributed_by_socket: bool = False
     # k/k #140730 (1.38): remainder subsets need whole groups; without it the kubelet hangs (KUBELET_HANGS)
     distributed_whole_groups: bool = False
+    # k/k #139456 (1.38): the aligned take spreads over at least the affinity's NUMA node count
+    distributed_min_numas_from_hint: bool = False
+    # <= 1.37: kept combinations alias later ones (Go append); 1.38 hands each over as a copy
+    go_slice_aliasing: bool = True
 
 
 def take_by_topology(
-    topo: CPUTopology, available: Iterable[int], n: int, options: TakeOptions
+    topo: CPUTopology, available: Iterable[int], n: int, options: TakeOptions, min_numas_from_hint: int = 0
 ) -> frozenset[int]:
     """Upstream staticPolicy.takeByTopology: the dispatcher of spec §1.6."""
     strategy = SPREAD if options.distribute_cpus_across_cores else PACKED
@@ -67,6 +71,8 @@ def take_by_topology(
             topo, available, n, group, strategy,
             align_by_socket=options.align_by_socket and options.distributed_by_socket,
             whole_groups_remainder=options.distributed_whole_groups,
+            min_numas_from_hint=min_numas_from_hint if options.distributed_min_numas_from_hint else 0,
+            go_slice_aliasing=options.go_slice_aliasing,
         )
     return take_by_topology_numa_packed(
         topo, available, n, strategy, options.prefer_align_cpus_by_uncorecache, options.uncore_rounds_up
@@ -120,6 +126,6 @@ def allocate_cpus(
     result: frozenset[int] = frozenset()
     if numa_affinity is not None:
         aligned = aligned_cpus(topo, numa_affinity, allocatable, options.align_by_socket)
-        result = take_by_topology(topo, aligned, min(num_cpus, len(aligned)), options)
+        result = take_by_topology(topo, aligned, min(num_cpus, len(aligned)), options, numa_affinity.bit_count())
     rest = take_by_topology(topo, allocatable - result, num_cpus - len(result), options)
     return result | rest
