@@ -397,6 +397,8 @@ class Coster:
             return _mul(str_cost, _by_factor(self.node_size(args[0]), REGEX_FACTOR)), (0, sz[1])
         if name in ("cidr", "isIP", "isCIDR", "quantity", "isQuantity", "semver", "isSemver") and args:
             return _by_factor(self.node_size(args[0]), STRING_FACTOR), None
+        if name == "ip.isCanonical" and args:
+            return _by_factor(self.node_size(args[0]), 2 * STRING_FACTOR), None
         if name == "ip" and args:
             return _by_factor(self.node_size(args[0]), STRING_FACTOR), None
         if name in ("family", "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast",

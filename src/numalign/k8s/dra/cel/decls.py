@@ -194,7 +194,7 @@ def _kubernetes(minor: int, stored: bool, list_type_attributes: bool) -> dict[st
         "family": [_m("ip_family", (t.IP,), _I)],
         "isLoopback": [_m("ip_is_loopback", (t.IP,), _B)],
         "isUnspecified": [_m("ip_is_unspecified", (t.IP,), _B)],
-        "isCanonical": [_m("ip_is_canonical", (t.IP,), _B)],
+        "ip.isCanonical": [_g("ip_is_canonical", (_S,), _B)],
         # k8s quantity library (`sign` is declared, but not as a method of a quantity)
         "quantity": [_g("string_to_quantity", (_S,), _Q)],
         "isQuantity": [_g("is_quantity_string", (_S,), _B)],

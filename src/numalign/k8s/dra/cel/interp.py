@@ -125,7 +125,7 @@ def cost_function(name: str, minor: int, member: bool = True) -> Callable[[list[
     if name in ("url", "lowerAscii", "upperAscii", "substring", "trim", "quantity", "isQuantity", "semver",
                 "isSemver", "startsWith", "endsWith", "strings.quote"):
         return lambda v, r: _ceil(size_of(v[0]) * STRING_FACTOR)
-    if name in ("replace", "split"):
+    if name in ("replace", "split", "ip.isCanonical"):  # a traversal and the construction of a result
         return lambda v, r: _ceil(size_of(v[0]) * 2 * STRING_FACTOR)
     if name == "join":
         return lambda v, r: _ceil(size_of(r) * 2 * STRING_FACTOR)

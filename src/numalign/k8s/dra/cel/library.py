@@ -677,7 +677,7 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "getEscapedPath": lambda u: url_part(u, "getEscapedPath"), "getQuery": lambda u: url_part(u, "getQuery"),
     "ip": _typed(ip, S), "isIP": _typed(is_ip, S), "family": lambda v: v.value.version,
     "isLoopback": lambda v: v.value.is_loopback, "isUnspecified": lambda v: v.value.is_unspecified,
-    "isCanonical": lambda v: True,
+    "ip.isCanonical": _typed(lambda s: str(ip(s).value) == s, S),
     "int": to_int, "uint": to_uint, "double": to_double, "string": to_string,
     "bytes": lambda v: v if isinstance(v, bytes) else _typed(lambda s: s.encode("utf-8", "surrogatepass"), S)(v),
     "bool": lambda v: v if isinstance(v, bool) else _typed(_to_bool, S)(v),
