@@ -62,9 +62,12 @@ class Owners:
 
 
 def short_device(d: Device) -> str:
-    """"nvidia.com/gpu" + "0000:17:00.0" -> "gpu 17:00.0": short enough to sit on a chip."""
+    """"nvidia.com/gpu" + "0000:17:00.0" -> "gpu 17:00.0": short enough to sit on a chip. A PCI domain
+    other than 0000 stays ("gpu 0008:01:00.0"): a GB200 tray's GPUs differ only in it."""
     kind = d.resource.rsplit("/", 1)[-1].split("_")[0][:8]
-    ident = d.id[5:] if len(d.id) == 12 and d.id[4] == ":" else d.id[-10:]
+    ident = d.id[-10:]
+    if len(d.id) == 12 and d.id[4] == ":":
+        ident = d.id[5:] if d.id.startswith("0000:") else d.id
     return f"{kind} {ident}"
 
 

@@ -120,8 +120,8 @@ def test_discover_report_of_a_machine_with_memory_only_nodes(browser: Browser, t
     # The 32 GPU memory nodes sit under their GPU, in the socket of the GPU's CPU node.
     assert _texts(browser, ".socket-label") == ["socket 0", "socket 1"]
     strips = _texts(browser, ".strip-label")
-    assert strips == ["gpu 01:00.0 memory (NUMA 2-9)", "gpu 09:00.0 memory (NUMA 10-17)",
-                      "gpu 11:00.0 memory (NUMA 18-25)", "gpu 19:00.0 memory (NUMA 26-33)"]
+    assert strips == ["gpu 0008:01:00.0 memory (NUMA 2-9)", "gpu 0009:01:00.0 memory (NUMA 10-17)",
+                      "gpu 0018:01:00.0 memory (NUMA 18-25)", "gpu 0019:01:00.0 memory (NUMA 26-33)"]
     assert len(_texts(browser, ".numa-label")) == 34
     assert browser.evaluate("document.querySelectorAll('g.cpu.owned').length") == 0
     assert "no pods" in browser.evaluate("document.querySelector('#decisions').innerText")

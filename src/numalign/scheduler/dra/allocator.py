@@ -508,7 +508,8 @@ class Allocator:
         consumed = self.allocated.capacity.get(c.device_id, {})
         try:
             return request_fits(consumed, request.capacity.requests if request.capacity else None,
-                                c.device.capacity, self._allocating_capacity.get(c.device_id))
+                                c.device.capacity, self._allocating_capacity.get(c.device_id),
+                                self.generation.rounds_in_step_format)
         except CapacityNotDefinedError:
             return False
 
@@ -626,7 +627,7 @@ class Allocator:
                 return False, None
             if multiple:
                 consumed = consumed_from_request(request.capacity.requests if request.capacity else None,
-                                                 c.device.capacity)
+                                                 c.device.capacity, self.generation.rounds_in_step_format)
                 share_id = str(uuid.uuid5(_SHARE_NAMESPACE, f"{claim.key}/{data.name}/{device_id_text(c.device_id)}"
                                                             f"/{len(self.results[ci])}"))
                 add_into(self._allocating_capacity.setdefault(c.device_id, {}), consumed)

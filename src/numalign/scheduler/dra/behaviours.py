@@ -58,6 +58,8 @@ class Generation:
     # 1.37.1+: a claim over 32 devices is refused at the request that crosses the limit ("claim C, request R:
     # adding N devices exceeds the claim limit of 32, with M already accounted for").
     claim_limit_per_request: bool = False
+    # 1.37: a request rounded up to a validRange step keeps the step's form ("3G"), not binary SI.
+    rounds_in_step_format: bool = False
     # 1.37: a CEL runtime error names the device ("selector #0 on device D/P/N: ...") and, for a missing
     # key, suggests optional chaining.
     cel_error_names_device: bool = False
@@ -103,7 +105,7 @@ _G35_NEW: Final = replace(_G35, counter_slices_for_every_node=True)
 _G36_NEW: Final = replace(_G35_NEW, searches_combinations=True, sorts_pools=True, knows_consumable_capacity=True,
                           node_slices_first=True)
 _G37: Final = Generation("", frozenset(), reports_invalid_pools=True, rolls_back_rejected_devices=True,
-                         cel_error_names_device=True)
+                         cel_error_names_device=True, rounds_in_step_format=True)
 _G37_NEW: Final = replace(_G37, searches_combinations=True, sorts_pools=True, knows_consumable_capacity=True,
                           node_slices_first=True)
 

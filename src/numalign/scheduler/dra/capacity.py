@@ -22,6 +22,7 @@ def request_fits(
     requests: Mapping[str, Quantity] | None,
     capacity: Mapping[str, DeviceCapacity],
     allocating: Mapping[str, Quantity] | None,
+    step_format: bool = False,
 ) -> bool:
     """CmpRequestOverCapacity: whether the request still fits beside what is consumed and being allocated.
     Raises CapacityNotDefinedError when the request names a capacity the device lacks."""
@@ -30,7 +31,7 @@ def request_fits(
     if requests and any(name not in capacity for name in requests):
         raise CapacityNotDefinedError("some requested capacity has not been defined")
     for name, cap in capacity.items():
-        wanted = calculate_consumed(None if requests is None else requests.get(name), cap)
+        wanted = calculate_consumed(None if requests is None else requests.get(name), cap, step_format)
         if violates_policy(wanted, cap.request_policy):
             return False
         total = consumed.get(name, Quantity(0)) + wanted
@@ -42,27 +43,29 @@ def request_fits(
 
 
 def consumed_from_request(
-    requests: Mapping[str, Quantity] | None, capacity: Mapping[str, DeviceCapacity]
+    requests: Mapping[str, Quantity] | None, capacity: Mapping[str, DeviceCapacity], step_format: bool = False
 ) -> ConsumedCapacity:
     """GetConsumedCapacityFromRequest: what one allocation consumes of each capacity."""
-    return {name: calculate_consumed(None if requests is None else requests.get(name), cap)
+    return {name: calculate_consumed(None if requests is None else requests.get(name), cap, step_format)
             for name, cap in capacity.items()}
 
 
-def calculate_consumed(requested: Quantity | None, cap: DeviceCapacity) -> Quantity:
+def calculate_consumed(requested: Quantity | None, cap: DeviceCapacity, step_format: bool = False) -> Quantity:
     policy = cap.request_policy
     if requested is None:
         return policy.default if policy is not None and policy.default is not None else cap.value
     if policy is None:
         return requested
     if policy.valid_range is not None and policy.valid_range.min is not None:
-        return _round_up_range(requested, policy.valid_range)
+        return _round_up_range(requested, policy.valid_range, step_format)
     if policy.valid_values:
         return next((v for v in policy.valid_values if requested <= v), requested)
     return requested
 
 
-def _round_up_range(requested: Quantity, valid: CapacityRequestPolicyRange) -> Quantity:
+def _round_up_range(requested: Quantity, valid: CapacityRequestPolicyRange, step_format: bool = False) -> Quantity:
+    """roundUpRange: the request rounded up to the range's next step, in binary-SI form until 1.37, which
+    keeps the step's form (a 3G request over 1G steps stays 3G, not 3000000000)."""
     assert valid.min is not None
     if requested < valid.min:
         return valid.min
@@ -72,7 +75,7 @@ def _round_up_range(requested: Quantity, valid: CapacityRequestPolicyRange) -> Q
     n, mod = divmod(requested.value() - low, step)
     if mod:
         n += 1
-    return Quantity.from_int(low + step * n, QuantityFormat.BINARY_SI)
+    return Quantity.from_int(low + step * n, valid.step.format if step_format else QuantityFormat.BINARY_SI)
 
 
 def violates_policy(requested: Quantity, policy: CapacityRequestPolicy | None) -> bool:
