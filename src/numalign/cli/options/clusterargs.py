@@ -25,11 +25,13 @@ def add_cluster_args(p: argparse.ArgumentParser, workload: bool = True) -> None:
                    help="a cluster.yaml (docs/cluster-format.md) or a built-in: "
                    + "; ".join(f"{k}: {v}" for k, v in DESCRIPTIONS.items()) + " (default: example)")
     g.add_argument("--nodes", metavar="FILE", type=Path,
-                   help="build the cluster from `kubectl get nodes -o json` instead (with --nrts for NUMA zones)")
+                   help="build the cluster from `kubectl get nodes -o json` (or -o yaml) instead (with --nrts for "
+                   "NUMA zones); allocatable is each Node's status.allocatable")
     g.add_argument("--nrts", metavar="FILE", type=Path,
-                   help="`kubectl get noderesourcetopologies -o json`: the nodes' NUMA zones (with --nodes)")
+                   help="`kubectl get noderesourcetopologies -o json` (or -o yaml; v1alpha2 or v1alpha1): the nodes' "
+                   "NUMA zones (with --nodes)")
     g.add_argument("--pods-dump", metavar="FILE", type=Path,
-                   help="`kubectl get pods -A -o json`: pods running now, bound to their nodes first")
+                   help="`kubectl get pods -A -o json` (or -o yaml): pods running now, bound to their nodes first")
     if not workload:
         return
     w = p.add_argument_group("the workload (default: the built-in mix of pod shapes)")

@@ -42,7 +42,10 @@ def run_config(args: argparse.Namespace) -> KubeletConfig:
     from numalign.cli.options.kubeletflags import config_from_args
     from numalign.cli.options.nodeargs import builtin_config
 
-    return config_from_args(args, base=None if args.kubelet_config else builtin_config(RUN_CONFIG))
+    # run -q says the decision line alone: which form of --config was read is not said then.
+    quiet = getattr(args, "quiet", False)
+    return config_from_args(args, base=None if args.kubelet_config else builtin_config(RUN_CONFIG),
+                            **({"note": lambda _m: None} if quiet else {}))
 
 
 def this_host() -> Machine:
