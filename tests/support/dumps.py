@@ -25,7 +25,8 @@ _KEEP = re.compile(
          |topology/(core_id|physical_package_id|die_id|thread_siblings|core_cpus))$
      | sys/bus/pci/devices/[^/]+$
      | sys/devices/pci[^/]*/(.*/)?(class|vendor|numa_node)$
-     | proc/(meminfo|self/cpuset|self/cgroup|mounts|driver/nvidia/gpus/[^/]+/numa_status)$
+     | sys/kernel/mm/hugepages/[^/]+/nr_hugepages$
+     | proc/(meminfo|cpuinfo|self/cpuset|self/cgroup|mounts|driver/nvidia/gpus/[^/]+/numa_status)$
      | (.*/)?(cpuset\.)?(cpus|mems)(\.effective)?$
     )""",
     re.X,

@@ -49,6 +49,7 @@ _CPU_ID = re.compile(r"/cpu(\d+)")
 _MEMTOTAL = re.compile(r"MemTotal:\s*([0-9]+) kB")
 _GO_INT = re.compile(r"[+-]?[0-9]+")
 _PHYSICAL_ID = re.compile(r"^physical id\s*:\s*([0-9]+)$", re.MULTILINE)
+_CORE_ID = re.compile(r"^core id\s*:\s*([0-9]+)$", re.MULTILINE)
 _INT64 = 2**63
 
 
@@ -310,13 +311,23 @@ class _CadvisorSysfs:
     def sockets(self) -> int:
         """MachineInfo.NumSockets: the distinct "physical id"s of /proc/cpuinfo, which lists the online
         CPUs (a package whose CPUs are all offline still counts when one is listed there); when it
-        names none, the distinct (package id, package id) pairs of the online cpuN directories, a
-        missing file read as "0" (sysfs.GetUniqueCPUPropertyCount). A dump without proc/cpuinfo is
-        read as a cpuinfo without physical ids: cadvisor on the live machine had one."""
+        names none, the distinct package ids of the online cpuN directories (machine.GetSockets). A dump
+        without proc/cpuinfo is read as a cpuinfo without physical ids: cadvisor on the live machine had
+        one."""
+        return self._cpuinfo_count(_PHYSICAL_ID, "physical_package_id")
+
+    def physical_cores(self) -> int:
+        """MachineInfo.NumPhysicalCores: the distinct "core id"s of /proc/cpuinfo (not per package: two
+        packages' core 0 are one), else the distinct (core_id, package id) pairs of the online cpuN
+        directories (machine.GetPhysicalCores)."""
+        return self._cpuinfo_count(_CORE_ID, "core_id")
+
+    def _cpuinfo_count(self, pattern: re.Pattern[str], attribute: str) -> int:
         text = _read(self.root / "proc" / "cpuinfo")
-        ids = set(_PHYSICAL_ID.findall(text)) if text is not None else set()
+        ids = set(pattern.findall(text)) if text is not None else set()
         if ids:
             return len(ids)
+        # sysfs.GetUniqueCPUPropertyCount: a missing attribute or package id reads "0".
         online_file = (self.cpu_root / "online").exists()
         seen: set[tuple[str, str]] = set()
         for cpu_dir in _glob(self.cpu_root, "cpu"):
@@ -325,9 +336,9 @@ class _CadvisorSysfs:
                 return 0  # cadvisor gives up on the count
             if online_file and not self.is_online(_dec(m.group(1), cpu_dir, MAX_CPU_ID)):
                 continue
-            value = _read(cpu_dir / "topology" / "physical_package_id")
-            package = (value if value is not None else "0").strip()
-            seen.add((package, package))
+            value = _read(cpu_dir / "topology" / attribute)
+            package = _read(cpu_dir / "topology" / "physical_package_id")
+            seen.add(((value if value is not None else "0").strip(), (package if package is not None else "0").strip()))
         return len(seen)
 
     def node_memory(self, node_dir: Path) -> int:
@@ -397,8 +408,9 @@ def _mask_count(text: str, path: Path) -> int:
 
 
 def read_machine_info(root: Path) -> dict[str, Any]:
-    """cadvisor's MachineInfo fields the kubelet's resource managers read: num_cores (its count of
-    logical CPUs), memory_capacity (/proc/meminfo) and topology."""
+    """cadvisor's MachineInfo fields the kubelet reads: num_cores (its count of logical CPUs),
+    num_physical_cores, num_sockets, memory_capacity (/proc/meminfo), hugepages (the machine's
+    sys/kernel/mm/hugepages, for the node's hugepages capacity) and topology."""
     fs = _CadvisorSysfs(root)
     topology, num_cores = fs.nodes()
     meminfo = root / "proc" / "meminfo"
@@ -407,4 +419,6 @@ def read_machine_info(root: Path) -> dict[str, Any]:
     capacity = sum(node["memory"] for node in topology)
     if text is not None and (m := _MEMTOTAL.search(text)) is not None:
         capacity = _dec(m.group(1), meminfo) * 1024
-    return {"num_cores": num_cores, "num_sockets": fs.sockets(), "memory_capacity": capacity, "topology": topology}
+    return {"num_cores": num_cores, "num_physical_cores": fs.physical_cores(), "num_sockets": fs.sockets(),
+            "memory_capacity": capacity, "hugepages": fs.hugepages(root / "sys" / "kernel" / "mm" / "hugepages"),
+            "topology": topology}

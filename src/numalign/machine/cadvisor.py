@@ -11,7 +11,7 @@ exactly the node's threads; otherwise it sits in the node's `caches`. Both map t
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from numalign.errors import InvalidInputError
@@ -138,6 +138,9 @@ def machine_from_cadvisor(obj: Any, source: str) -> Machine:
         {node_id: tuple(row) for node_id, row in rows.items() if row is not None},
         None if info.get("memory_capacity") is None
         else expect_int(info.get("memory_capacity"), f"{source}: memory_capacity", minimum=0),
+        None if info.get("num_physical_cores") is None
+        else expect_int(info.get("num_physical_cores"), f"{source}: num_physical_cores", minimum=0),
+        _machine_hugepages(info.get("hugepages"), f"{source}: hugepages", [n for _, n in nodes]),
     )
     try:
         return _keep_declared_uncore(
@@ -216,6 +219,26 @@ def _uncore_mismatches(m: Machine, declared: Mapping[int, int | None]) -> int:
     )
 
 
+def _machine_hugepages(raw: Any, where: str, nodes: list[NUMANode]) -> tuple[tuple[int, int], ...] | None:
+    """MachineInfo.HugePages; None when absent or when it says no more than the nodes' pools summed (so a
+    machine reads back equal after its MachineInfo JSON is written and read)."""
+    if raw is None:
+        return None
+    out = []
+    for j, hp in enumerate(expect_list(raw, where)):
+        entry = _map(hp, f"{where}[{j}]")
+        out.append((expect_int(entry.get("page_size"), f"{where}[{j}].page_size", minimum=0),
+                    expect_int(entry.get("num_pages", 0), f"{where}[{j}].num_pages", minimum=0)))
+    if [{"page_size": k, "num_pages": n} for k, n in out] == _nodes_hugepages(nodes):
+        return None
+    return tuple(out)
+
+
+def _hugepages_list(pages_by_kib: Mapping[int, int]) -> list[dict[str, int]]:
+    """cadvisor's order: its hugepages-<size>kB directories as the kernel lists them, by name."""
+    return [{"page_size": kib, "num_pages": pages_by_kib[kib]} for kib in sorted(pages_by_kib, key=lambda k: f"{k}kB")]
+
+
 def machine_to_cadvisor(m: Machine) -> dict[str, Any]:
     """The MachineInfo fields the kubelet's managers read, as cadvisor would report this machine."""
     by_id = {c.id: c for c in m.cpus}
@@ -248,16 +271,19 @@ def machine_to_cadvisor(m: Machine) -> dict[str, Any]:
             {
                 "node_id": node.id,
                 "memory": node.memory_bytes,
-                "hugepages": [{"page_size": size // 1024, "num_pages": n} for size, n in node.hugepages.items()],
+                "hugepages": _hugepages_list({size // 1024: n for size, n in node.hugepages.items()}),
                 "cores": core_list,
                 "caches": node_caches,
                 "distances": _row(m, node),
             }
         )
     threads_total = sum(len(n.cpus) for n in m.numa_nodes) if m.cadvisor is None else m.cadvisor.num_cpus
+    physical = len({(c.socket, c.core) for c in m.cpus if c.online and c.numa_node is not None})
+    if m.cadvisor is not None and m.cadvisor.num_physical_cores is not None:
+        physical = m.cadvisor.num_physical_cores
     return {
         "num_cores": threads_total,
-        "num_physical_cores": len({(c.socket, c.core) for c in m.cpus if c.online and c.numa_node is not None}),
+        "num_physical_cores": physical,
         "num_sockets": len(m.sockets()) if m.cadvisor is None else m.cadvisor.num_sockets,
         "memory_capacity": m.capacity_memory(),
         "hugepages": machine_hugepages(m),
@@ -268,15 +294,22 @@ def machine_to_cadvisor(m: Machine) -> dict[str, Any]:
 
 def machine_hugepages(m: Machine) -> list[dict[str, int]]:
     """MachineInfo.HugePages: cadvisor reads /sys/kernel/mm/hugepages/hugepages-<size>kB/nr_hugepages, the
-    machine's pools, which the kubelet's capacity (hugepages-<size>) comes from. The kernel's global count is
-    the sum of the NUMA nodes' pools, so it is derived from them; listed in cadvisor's order, the directory
-    names' (`hugepages-1048576kB` before `hugepages-2048kB`)."""
+    machine's pools, which the kubelet's capacity (hugepages-<size>) comes from. A machine read from sysfs
+    or MachineInfo keeps cadvisor's list (it differs from the nodes' on real machines: no such directory
+    while the nodes list pools, or pools without NUMA nodes; scripts/conformance --areas discover); a
+    machine file derives it from the nodes' pools, whose sum the kernel's global count is. Listed in
+    cadvisor's order, the directory names' (`hugepages-1048576kB` before `hugepages-2048kB`)."""
+    if m.cadvisor is not None and m.cadvisor.hugepages is not None:
+        return [{"page_size": size, "num_pages": n} for size, n in m.cadvisor.hugepages]
+    return _nodes_hugepages(m.numa_nodes)
+
+
+def _nodes_hugepages(nodes: Iterable[NUMANode]) -> list[dict[str, int]]:
     pages: dict[int, int] = {}
-    for node in m.numa_nodes:
+    for node in nodes:
         for size, n in node.hugepages.items():
-            pages[size] = pages.get(size, 0) + n
-    kib = sorted((size // 1024 for size in pages), key=lambda k: f"hugepages-{k}kB")
-    return [{"page_size": k, "num_pages": pages[k * 1024]} for k in kib]
+            pages[size // 1024] = pages.get(size // 1024, 0) + n
+    return _hugepages_list(pages)
 
 
 def _row(m: Machine, node: NUMANode) -> list[int] | None:

@@ -147,6 +147,11 @@ class CadvisorCounts:
     # MachineInfo.MemoryCapacity (/proc/meminfo MemTotal), the node's memory capacity; None when not
     # known (then the NUMA nodes' memory). Without a node directory the nodes hold no memory at all.
     memory_capacity: int | None = None
+    # MachineInfo.NumPhysicalCores (/proc/cpuinfo "core id"s); None when not known (then counted from the CPUs)
+    num_physical_cores: int | None = None
+    # MachineInfo.HugePages: (page size KiB, pages) of sys/kernel/mm/hugepages, in cadvisor's order; None
+    # when not known (a machine file, older MachineInfo JSON: then the nodes' pages summed)
+    hugepages: tuple[tuple[int, int], ...] | None = None
 
     def __post_init__(self) -> None:
         rows = {int(k): tuple(v) for k, v in self.distances.items()}
@@ -154,7 +159,7 @@ class CadvisorCounts:
 
     def __hash__(self) -> int:
         return hash((self.num_cpus, self.num_cores, self.num_sockets, tuple(sorted(self.distances.items())),
-                     self.memory_capacity))
+                     self.memory_capacity, self.num_physical_cores, self.hugepages))
 
 
 @dataclass(frozen=True)
