@@ -117,6 +117,7 @@ def sysfs_members(root: Path) -> Iterator[tuple[str, Path]]:
             for name in _PCI_FILES:
                 yield f"sys/bus/pci/devices/{dev.name}/{name}", dev / name
     yield "proc/meminfo", root / "proc" / "meminfo"
+    yield "proc/cpuinfo", root / "proc" / "cpuinfo"  # cadvisor's NumSockets and NumPhysicalCores
     yield "proc/sys/kernel/hostname", root / "proc" / "sys" / "kernel" / "hostname"
 
 

@@ -21,7 +21,8 @@ FORMAT = "numalign.machine/v1"
 EXPECTED_FILE = f"a machine file ({FORMAT}, as `numalign discover --output yaml` writes) or cadvisor MachineInfo JSON"
 
 _TOP_KEYS = {"format", "name", "numa_nodes", "cpus", "offline_cpus", "devices", "cadvisor", "dra_devices"}
-_CADVISOR_KEYS = {"num_cpus", "num_cores", "num_sockets", "distances", "memory_capacity"}
+_CADVISOR_KEYS = {"num_cpus", "num_cores", "num_sockets", "distances", "memory_capacity", "num_physical_cores",
+                  "hugepages"}
 _NODE_KEYS = {"id", "cpus", "memory_bytes", "distances", "hugepages"}
 _CPU_KEYS = {"id", "socket", "die", "core", "numa_node", "l3", "online"}
 _DEVICE_KEYS = {"id", "resource", "numa_nodes", "pci_address", "vendor", "class", "health", "memory_numa_nodes"}
@@ -88,7 +89,10 @@ def machine_to_dict(m: Machine) -> dict[str, Any]:
         c = m.cadvisor
         out["cadvisor"] = {"num_cpus": c.num_cpus, "num_cores": c.num_cores, "num_sockets": c.num_sockets,
                            "distances": {str(k): list(v) for k, v in sorted(c.distances.items())},
-                           **({} if c.memory_capacity is None else {"memory_capacity": c.memory_capacity})}
+                           **({} if c.memory_capacity is None else {"memory_capacity": c.memory_capacity}),
+                           **({} if c.num_physical_cores is None else {"num_physical_cores": c.num_physical_cores}),
+                           **({} if c.hugepages is None else
+                              {"hugepages": [{"page_size": size, "num_pages": n} for size, n in c.hugepages]})}
     if m.dra_devices:  # only when there are any, so files of machines without them stay as they were
         out["dra_devices"] = [
             {"name": d.name, "driver": d.driver, "numa_node": d.numa_node, "pci_address": d.pci_address,
@@ -114,8 +118,18 @@ def _cadvisor(obj: Any, where: str) -> CadvisorCounts | None:
     num_cpus, num_cores, num_sockets = (expect_int(c.get(k, 0), f"{where}.{k}", minimum=0)
                                         for k in ("num_cpus", "num_cores", "num_sockets"))
     capacity = c.get("memory_capacity")
+    physical = c.get("num_physical_cores")
+    hugepages = None
+    if c.get("hugepages") is not None:
+        hugepages = tuple(
+            (expect_int(expect_mapping(hp, f"{where}.hugepages[{j}]", {"page_size", "num_pages"}).get("page_size"),
+                        f"{where}.hugepages[{j}].page_size", minimum=0),
+             expect_int(hp.get("num_pages", 0), f"{where}.hugepages[{j}].num_pages", minimum=0))
+            for j, hp in enumerate(expect_list(c.get("hugepages"), f"{where}.hugepages")))
     return CadvisorCounts(num_cpus, num_cores, num_sockets, distances,
-                          None if capacity is None else expect_int(capacity, f"{where}.memory_capacity", minimum=0))
+                          None if capacity is None else expect_int(capacity, f"{where}.memory_capacity", minimum=0),
+                          None if physical is None else expect_int(physical, f"{where}.num_physical_cores", minimum=0),
+                          hugepages)
 
 
 def machine_from_dict(obj: Any, source: str) -> Machine:
