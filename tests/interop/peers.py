@@ -19,14 +19,14 @@ ROOT = Path(__file__).resolve().parents[2]
 GO_DIR = ROOT / "interop"
 BUILD = GO_DIR / ".build"
 DATA = ROOT / "src" / "numalign" / "data"
-PEERS = ("podres", "dpstub")
 NODE = "node-a"
 
 
 def source_digest() -> str:
     """A digest of the peers' sources and module files (checkouts and rebases change mtimes only)."""
     h = hashlib.sha256()
-    for p in sorted([*GO_DIR.glob("*/*.go"), GO_DIR / "go.mod", GO_DIR / "go.sum", GO_DIR / "build"]):
+    files = [*GO_DIR.glob("*/*.go"), *GO_DIR.glob("go.*"), *GO_DIR.glob("nfd/go.*"), GO_DIR / "build"]
+    for p in sorted(files):
         h.update(str(p.relative_to(GO_DIR)).encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
 
