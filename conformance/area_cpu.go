@@ -37,9 +37,9 @@ type cpuCase struct {
 	NumReserved  int               `json:"num_reserved"`
 	Options      map[string]string `json:"options"`
 	// the Topology Manager's policy, which the static policy's option checks read (align-by-socket)
-	TopologyManagerPolicy string `json:"topology_manager_policy"`
-	Gates        map[string]bool   `json:"gates"`
-	Steps        []cpuStep         `json:"steps"`
+	TopologyManagerPolicy string          `json:"topology_manager_policy"`
+	Gates                 map[string]bool `json:"gates"`
+	Steps                 []cpuStep       `json:"steps"`
 }
 
 // affinityStore is the Topology Manager's Store as the static policy reads it: the affinity of each
@@ -69,7 +69,7 @@ func topologyPolicy(name string) (topologymanager.Policy, error) {
 	}
 	return nil, fmt.Errorf("cpu case: unknown topology manager policy %q", name)
 }
-func (a *affinityStore) Name() string                     { return "conformance" }
+func (a *affinityStore) Name() string { return "conformance" }
 
 func cpuTopology(rows [][5]int) *topology.CPUTopology {
 	details := topology.CPUDetails{}
@@ -131,9 +131,9 @@ func cpuArea(raw json.RawMessage) (any, error) {
 	pol, err := newStaticPolicy(topo, num, reserved, store, c.Options)
 	if err != nil {
 		// NewStaticPolicyOptions walks the options map: with several bad options, which one the error
-		// names depends on Go's map order. Every text seen over 32 tries is the answer.
+		// names depends on Go's map order. Every text seen over mapOrderTries tries is the answer.
 		seen := map[string]bool{err.Error(): true}
-		for i := 0; i < 32; i++ {
+		for i := 0; i < mapOrderTries; i++ {
 			if _, again := newStaticPolicy(topo, num, reserved, store, c.Options); again != nil {
 				seen[again.Error()] = true
 			}

@@ -150,9 +150,9 @@ func topologyArea(raw json.RawMessage) (any, error) {
 	mgr, err := newTopologyManager(nodes, c.Policy, c.Scope, c.Options)
 	if err != nil {
 		// NewPolicyOptions walks the options map: with several bad options, which one the error names
-		// depends on Go's map order. Every text seen over 32 tries is the answer.
+		// depends on Go's map order. Every text seen over mapOrderTries tries is the answer.
 		seen := map[string]bool{err.Error(): true}
-		for i := 0; i < 32; i++ {
+		for i := 0; i < mapOrderTries; i++ {
 			if _, again := newTopologyManager(nodes, c.Policy, c.Scope, c.Options); again != nil {
 				seen[again.Error()] = true
 			}

@@ -20,8 +20,8 @@ func (a *affinityStore) GetAffinity(podUID, container string) topologymanager.To
 func newStaticPolicy(t *topology.CPUTopology, n int, r cpuset.CPUSet, s topologymanager.Store, o map[string]string) (cpumanager.Policy, error) {
 	return cpumanager.NewStaticPolicy(t, n, r, s, o)
 }
-func newMemoryState() state.State                                  { return state.NewMemoryState() }
-func startPolicy(p cpumanager.Policy, s state.State) error          { return p.Start(s) }
+func newMemoryState() state.State                          { return state.NewMemoryState() }
+func startPolicy(p cpumanager.Policy, s state.State) error { return p.Start(s) }
 func removeContainer(p cpumanager.Policy, s state.State, pod, c string) error {
 	return p.RemoveContainer(s, pod, c)
 }

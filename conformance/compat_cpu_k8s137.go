@@ -3,8 +3,8 @@
 package main
 
 import (
-	"k8s.io/klog/v2"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/state"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/topology"
@@ -25,7 +25,7 @@ func (a *affinityStore) GetAffinity(_ klog.Logger, podUID, container string) top
 func newStaticPolicy(t *topology.CPUTopology, n int, r cpuset.CPUSet, s topologymanager.Store, o map[string]string) (cpumanager.Policy, error) {
 	return cpumanager.NewStaticPolicy(logger, t, n, r, s, o)
 }
-func newMemoryState() state.State                         { return state.NewMemoryState(logger) }
+func newMemoryState() state.State                          { return state.NewMemoryState(logger) }
 func startPolicy(p cpumanager.Policy, s state.State) error { return p.Start(logger, s) }
 func removeContainer(p cpumanager.Policy, s state.State, pod, c string) error {
 	return p.RemoveContainer(logger, s, pod, c)

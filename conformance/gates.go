@@ -1,8 +1,8 @@
 package main
 
 import (
-	"k8s.io/component-base/featuregate"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
 	_ "k8s.io/kubernetes/pkg/features" // registers the release's gates and their defaults
 )
 
