@@ -144,11 +144,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--versions", nargs="+", metavar="MINOR", help="kubelet minors (default: every one built)")
     p.add_argument("--areas", nargs="+", choices=sorted(AREAS), help="areas (default: all)")
-    p.add_argument("--cases", type=int, default=200, help="cases per area and version (default 200)")
+    p.add_argument("--cases", type=int, default=None, help="cases per area and version (default 200)")
+    p.add_argument("--quick", action="store_true", help="a smoke run: 30 cases per area and version (--cases wins)")
     p.add_argument("--seed", type=int, default=1, help="the generator's seed (default 1)")
     p.add_argument("--allow", action="append", default=[], choices=sorted(DELIBERATE) or None,
                    help="skip a deliberate difference by name")
     args = p.parse_args(argv)
+    if args.cases is None:
+        args.cases = 30 if args.quick else 200
     all_minors = harness.minors()
     minors = args.versions or all_minors
     unknown = [m for m in minors if m not in all_minors]
