@@ -161,9 +161,6 @@ def _claim(devices: dict[str, object], name: str = "c") -> dict[str, object]:
           "constraints": [{"matchAttribute": "numaNode"}]},
          'spec.devices.constraints[0].matchAttribute: Invalid value: "numaNode": a fully qualified name must be a '
          "domain and a name separated by a slash"),
-        ({"requests": [{"name": "r", "deviceClassName": "gpu"}]},
-         "spec.devices.requests[0].deviceClassName: Forbidden: the v1beta1 request fields are not read; put them "
-         "under `exactly` (resource.k8s.io/v1)"),
     ],
 )
 def test_bad_claims_are_refused(devices: dict[str, object], expected: str) -> None:
@@ -180,10 +177,19 @@ def test_defaults_exact_count_of_one() -> None:
 
 
 def test_older_api_versions_are_refused_with_the_fix() -> None:
-    old = dict(SLICE, apiVersion="resource.k8s.io/v1beta1")
-    with pytest.raises(InvalidInputError, match=re.escape("apiVersion 'resource.k8s.io/v1beta1' is not read; expected "
-                                                          "resource.k8s.io/v1 or resource.k8s.io/v1beta2")):
+    old = dict(SLICE, apiVersion="resource.k8s.io/v1alpha3")
+    with pytest.raises(InvalidInputError, match=re.escape("apiVersion 'resource.k8s.io/v1alpha3' is not read; expected "
+                                                          "resource.k8s.io/v1, resource.k8s.io/v1beta2 or "
+                                                          "resource.k8s.io/v1beta1")):
         _read(old)
+
+
+def test_v1beta1_request_fields_in_a_v1_claim_are_an_unknown_field() -> None:
+    with pytest.raises(InvalidInputError) as err:
+        _read(_claim({"requests": [{"name": "r", "deviceClassName": "gpu"}]}))
+    assert str(err.value).startswith('in.yaml: document 1: ResourceClaim in version "v1" cannot be handled as a '
+                                     'ResourceClaim: strict decoding error: unknown field '
+                                     '"spec.devices.requests[0].deviceClassName"')
 
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"},

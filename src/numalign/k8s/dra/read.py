@@ -5,7 +5,8 @@ An invalid object is refused as `kubectl apply` would be refused, in one line na
 document and the object: `FILE: document N: ResourceSlice.resource.k8s.io "gpus" is invalid:
 spec.devices[1].name: Duplicate value: "gpu-1"`. CEL selectors are compiled here (k8s/dra/cel/),
 so a selector that does not compile, or whose estimated cost is over the limit, is refused on read.
-resource.k8s.io/v1beta2 objects have the same shape and are read too; v1beta1 and older are not.
+resource.k8s.io/v1beta2 and v1beta1 objects are read as the API server converts them to v1
+(k8s/dra/convert.py); v1alpha3 and older are not.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from typing import Any, Final
 from numalign.errors import InvalidInputError
 from numalign.k8s.dra import names as n
 from numalign.k8s.dra import types as t
+from numalign.k8s.dra.convert import API_VERSIONS, UnknownFieldError, to_v1
 from numalign.k8s.quantity import Quantity
 from numalign.limits import go_quote, quote
 
 DRA_KINDS: Final = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
-API_VERSIONS: Final = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")
 # Selectors are checked on read with every CEL feature on: the API server of a version that has them
 # accepts them; the allocator of a version without them reports the compile error when it runs.
 DRAObject = t.DeviceClass | t.ResourceClaim | t.ResourceClaimTemplate | t.ResourceSlice
@@ -37,9 +38,16 @@ def dra_object_from_dict(obj: Mapping[str, Any], where: str) -> DRAObject:
     api_version = obj.get("apiVersion")
     if api_version is not None and api_version not in API_VERSIONS:
         raise InvalidInputError(
-            f"{where}: {kind}: apiVersion {quote(api_version)} is not read; expected {' or '.join(API_VERSIONS)} "
-            "(convert with `kubectl convert` or fetch with `kubectl get ... -o yaml` from a 1.34+ cluster)"
+            f"{where}: {kind}: apiVersion {quote(api_version)} is not read; expected {', '.join(API_VERSIONS[:-1])} "
+            f"or {API_VERSIONS[-1]} (fetch it with `kubectl get ... -o yaml` from a 1.32+ cluster)"
         )
+    try:
+        obj = to_v1(obj)
+    except UnknownFieldError as exc:
+        version = str(api_version or "v1").rpartition("/")[2]
+        raise InvalidInputError(
+            f'{where}: {kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: '
+            f'unknown field "{exc.path}" ({exc.fix})') from None
     metadata = obj.get("metadata")
     metadata = metadata if isinstance(metadata, Mapping) else {}
     name = metadata.get("name")
@@ -119,8 +127,6 @@ def _slice(name: str, spec: Mapping[str, Any], source: str) -> t.ResourceSlice:
 
 def _device(raw: object, path: str, per_device: bool) -> t.Device:
     obj = _mapping(raw, path)
-    if "basic" in obj:  # v1beta1's wrapper: the fields moved up in v1beta2 and v1
-        raise _FieldError(f"{path}.basic", "Forbidden: the v1beta1 `basic` wrapper is not read; use resource.k8s.io/v1")
     attributes = {
         key: _attribute(value, f"{path}.attributes[{key}]")
         for key, value in _mapping(obj.get("attributes"), f"{path}.attributes").items()
@@ -317,9 +323,6 @@ def _request(raw: object, path: str) -> t.DeviceRequest:
     obj = _mapping(raw, path)
     name = _name(_req_str(obj.get("name"), f"{path}.name"), f"{path}.name", n.dns_label_problem)
     exactly, first = obj.get("exactly"), obj.get("firstAvailable")
-    if "deviceClassName" in obj:
-        raise _FieldError(f"{path}.deviceClassName", "Forbidden: the v1beta1 request fields are not read; "
-                                                  "put them under `exactly` (resource.k8s.io/v1)")
     if (exactly is None) == (first is None):
         raise _FieldError(path, "Invalid value: exactly one of `exactly` or `firstAvailable` is required")
     if exactly is not None:
