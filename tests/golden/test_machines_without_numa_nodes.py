@@ -26,6 +26,7 @@ import pytest
 from support.dumps import TARBALLS
 
 from numalign.adapters.sysfs import load_machine
+from numalign.answer.rejected import Rejected
 from numalign.answer.why import explain_rejection
 from numalign.core.policies.startup import StartupError
 from numalign.errors import ConfigError
@@ -107,7 +108,8 @@ def test_no_node_policy_none_admits_what_the_shared_pool_and_capacity_allow(
     assert not rejected.admit and rejected.reason == "OutOfcpu"
     assert "capacity: 1000" in rejected.message
     # the why names the CPUs the kubelet counts, not the none it could place
-    assert any("(2 CPUs less reservedSystemCPUs" in line for line in explain_rejection(node, more, record))
+    why = explain_rejection(node, Rejected(node, more, record))
+    assert any("(2 CPUs less reservedSystemCPUs" in line for line in why)
 
 
 @pytest.mark.parametrize("policy", ["restricted", "single-numa-node"])

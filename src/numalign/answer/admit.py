@@ -20,6 +20,7 @@ from numalign.answer.alignment import AlignmentJudge, PodAlignment, empty_node_c
 from numalign.answer.free import numa_capacity
 from numalign.answer.present.admit import AdmitDocument, DRAAnswers, PodAnswer
 from numalign.answer.present.versions import version_fields, version_text
+from numalign.answer.rejected import Rejected
 from numalign.answer.whatif import Answer, AnswerCache
 from numalign.core.decision import DecisionRecord
 from numalign.errors import InvalidInputError
@@ -40,7 +41,7 @@ class NodeAnswers:
         """Call right after node.admit(pod) returned rec, before the node changes again."""
         if rec.result.admit:
             return self.judge.pod(rec.allocations)
-        return self.cache.answer(self.node, pod, rec)
+        return self.cache.answer(self.node, Rejected(self.node, pod, rec))
 
 
 class AdmitDRA(DRAAnswers, Protocol):

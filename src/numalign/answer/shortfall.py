@@ -19,13 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from numalign.answer.why import numa_bound, rejected_container, show
-from numalign.core.decision import DecisionRecord
-from numalign.k8s.pod import Pod
-from numalign.k8s.requests import container_requests
+from numalign.answer.rejected import Rejected
+from numalign.answer.why import numa_bound, show
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY, is_hugepage_resource_name
 from numalign.kubelet.admission.allocatable import RESOURCE_PODS
-from numalign.kubelet.admission.predicate import fit_requests, requested_by
 from numalign.kubelet.node import Node
 
 # Rejections whose cause is not a resource: nothing to count.
@@ -55,24 +52,20 @@ class Shortfall:
         return f"{r} needs {need} (free: {'; '.join(parts)})"
 
 
-def shortfalls(node: Node, pod: Pod, rec: DecisionRecord) -> list[Shortfall]:
-    """The resources `pod` (rejected by `node` in `rec`) falls short of, in the order it requests them."""
-    if rec.result.reason in NOT_RESOURCES:
+def shortfalls(node: Node, pod: Rejected) -> list[Shortfall]:
+    """The resources `pod` (rejected by `node`) falls short of, in the order it requests them."""
+    if pod.reason in NOT_RESOURCES:
         return []
-    container = rejected_container(pod, rec)
     pod_scope = node.tm.scope_name == "pod"
     numa_need: dict[str, int] = {}
-    if container is not None:
-        bound = set(numa_bound(node, pod, container))
-        requests = fit_requests(pod) if pod_scope else {n: q.value() if n != RESOURCE_CPU else q.milli_value()
-                                                        for n, q in container_requests(container).items()}
+    if pod.target is not None:
+        bound = set(numa_bound(node, pod))
+        requests = pod.fit if pod_scope else pod.target.amounts
         numa_need = {n: (v // 1000 if n == RESOURCE_CPU else v) for n, v in requests.items() if n in bound}
-    others = [p for uid, p in node.pods.items() if uid != pod.uid]
-    allocatable = node.handlers.allocatable(node.devices.healthy)
-    used = requested_by(node.handlers.requests_of(others))
+    allocatable, used = pod.allocatable, pod.requested
     single = node.tm.policy_name == "single-numa-node"
     out = []
-    for name, need in fit_requests(pod).items():
+    for name, need in pod.fit.items():
         if name == RESOURCE_PODS or need <= 0:
             continue
         cap = allocatable.get(name, 0)

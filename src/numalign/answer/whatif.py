@@ -24,23 +24,22 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from numalign.answer.alignment import AlignmentJudge, PodAlignment, empty_node_capacity
 from numalign.answer.free import FreeCapacity, node_capacity, numa_capacity
+from numalign.answer.rejected import ContainerAsk, Rejected
 from numalign.answer.shortfall import shortfalls
-from numalign.answer.why import current_failures, explain_rejection, limiting_resources, rejected_container
+from numalign.answer.why import current_failures, explain_rejection, limiting_resources
 from numalign.core.decision import DecisionRecord
 from numalign.errors import NumalignError
-from numalign.k8s.pod import Container, Pod, pod_to_manifest
+from numalign.k8s.pod import Container, Pod
 from numalign.k8s.qos import QOSClass, get_pod_qos
 from numalign.k8s.quantity import Quantity, QuantityFormat
-from numalign.k8s.requests import container_requests
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY, is_hugepage_resource_name
-from numalign.kubelet.admission.allocatable import RESOURCE_PODS, amount
+from numalign.kubelet.admission.allocatable import RESOURCE_PODS
 from numalign.kubelet.admission.predicate import INSUFFICIENT_RESOURCE_PREFIX
 from numalign.kubelet.node import Node
 
@@ -113,23 +112,27 @@ class _Trial:
 
 def would_fit_if(node: Node, pod: Pod, rec: DecisionRecord, judge: AlignmentJudge | None = None) -> Answer:
     """The full answer for a pod `node` just rejected (node is left untouched)."""
+    return answer(node, Rejected(node, pod, rec), judge)
+
+
+def answer(node: Node, pod: Rejected, judge: AlignmentJudge | None = None) -> Answer:
+    """The full answer for a pod `node` just rejected, its requests read (node is left untouched)."""
     free_numa = numa_capacity(node)
     judge = judge or AlignmentJudge(node.machine, empty_node_capacity(free_numa))
-    reason = rec.result.reason
-    resources = limiting_resources(node, pod, rec)
+    reason = pod.reason
+    resources = limiting_resources(node, pod)
     shown = [f for f in free_numa if f.resource in resources]
     if reason.startswith(INSUFFICIENT_RESOURCE_PREFIX):
         shown = [f for f in node_capacity(node) if f.resource in resources]  # the predicate counts node-wide
     trial = _Trial(node, judge)
-    _config_changes(trial, node, pod, rec)
-    target = rejected_container(pod, rec)
+    _config_changes(trial, node, pod)
     if reason.startswith(INSUFFICIENT_RESOURCE_PREFIX):
-        _fit_node(trial, node, pod, rec, shown)
-    elif resources and target is not None:
-        _fit_numa(trial, node, pod, target, resources, free_numa)
+        _fit_node(trial, node, pod, shown)
+    elif resources and pod.target is not None:
+        _fit_numa(trial, node, pod, pod.target, resources, free_numa)
     # Every resource the pod falls short of, not only the one the kubelet stopped at; free now shows
     # each (a node-wide row where no NUMA node has it: "0 free of 0", this node has none).
-    short = [s for s in shortfalls(node, pod, rec)
+    short = [s for s in shortfalls(node, pod)
              if not (reason.startswith(INSUFFICIENT_RESOURCE_PREFIX) and s.resource in _failing(node, pod))]
     short_of = tuple(s.text() for s in short)
     listed = {f.resource for f in shown}
@@ -142,18 +145,18 @@ def would_fit_if(node: Node, pod: Pod, rec: DecisionRecord, judge: AlignmentJudg
             shown += [f for f in free_numa if f.resource == s.resource]
         elif s.resource in node_rows:
             shown.append(node_rows[s.resource])
-    return Answer(pod.key, reason, explain_rejection(node, pod, rec), tuple(shown), tuple(trial.found),
+    return Answer(pod.key, reason, explain_rejection(node, pod), tuple(shown), tuple(trial.found),
                   trial.tried, tuple(trial.tried_changes), short_of)
 
 
-def _failing(node: Node, pod: Pod) -> set[str]:
+def _failing(node: Node, pod: Rejected) -> set[str]:
     return {f.resource for f in current_failures(node, pod)}
 
 
 # ---- 1. configuration ----------------------------------------------------------------------------
 
-def _config_changes(trial: _Trial, node: Node, pod: Pod, rec: DecisionRecord) -> None:
-    reason = rec.result.reason
+def _config_changes(trial: _Trial, node: Node, rejected: Rejected) -> None:
+    reason, pod = rejected.reason, rejected.pod
     if reason == "TopologyAffinityError":
         other = "pod" if node.tm.scope_name == "container" else "container"
         trial.run("topology-manager", f"topologyManagerScope {other} (--topology-manager-scope {other})",
@@ -170,7 +173,7 @@ def _config_changes(trial: _Trial, node: Node, pod: Pod, rec: DecisionRecord) ->
     elif reason == "Evicted":
         names = " and ".join(c.value for c in node.handlers.conditions)
         trial.run("node", f"the node no longer had {names}", lambda: node.restarted(node_conditions=()), pod)
-        if get_pod_qos(pod) == QOSClass.BEST_EFFORT and pod.containers:
+        if rejected.qos == QOSClass.BEST_EFFORT and pod.containers:
             first = pod.containers[0]
             changed = _with_request(pod, first.name, {RESOURCE_CPU: Quantity.from_milli(100)}, limits=False)
             trial.run("request", f"container {first.name} requested cpu: 100m (a Burstable pod is admitted "
@@ -186,8 +189,9 @@ def _config_changes(trial: _Trial, node: Node, pod: Pod, rec: DecisionRecord) ->
 
 # ---- 2 and 3 for OutOf<resource> -----------------------------------------------------------------
 
-def _fit_node(trial: _Trial, node: Node, pod: Pod, rec: DecisionRecord, shown: Sequence[FreeCapacity]) -> None:
-    failures = current_failures(node, pod)  # recomputed: the handler's last answer may be another pod's
+def _fit_node(trial: _Trial, node: Node, rejected: Rejected, shown: Sequence[FreeCapacity]) -> None:
+    pod = rejected.pod
+    failures = current_failures(node, rejected)  # recomputed: the handler's last answer may be another pod's
     if not failures:
         return
     first = failures[0]
@@ -199,18 +203,17 @@ def _fit_node(trial: _Trial, node: Node, pod: Pod, rec: DecisionRecord, shown: S
                       lambda: _without_pods(node, [victim.uid]), pod)
         return
     # A smaller request: the container asking most of the resource gives up what is missing.
-    def asked(c: Container) -> int:
-        q = container_requests(c).get(first.resource)
-        return 0 if q is None else amount(first.resource, q)
+    def asked(c: ContainerAsk) -> int:
+        return c.amounts.get(first.resource, 0)
 
-    holders = [c for c in (*pod.init_containers, *pod.containers) if asked(c)]
+    holders = [c for c in rejected.containers if asked(c)]
     if holders:
         big = max(holders, key=asked)
         new = asked(big) - first.short
         if new > 0:
             q = _node_quantity(first.resource, new)
             trial.run("request", f"container {big.name} requested {first.resource}: {q} (not "
-                      f"{container_requests(big)[first.resource]})",
+                      f"{big.requests[first.resource]})",
                       lambda: node, _with_request(pod, big.name, {first.resource: q}))
     # Evictions: the pods requesting the resource, BestEffort-first, largest first, until enough.
     node_view = next((f for f in shown if f.numa_node is None and f.resource == first.resource), None)
@@ -220,9 +223,10 @@ def _fit_node(trial: _Trial, node: Node, pod: Pod, rec: DecisionRecord, shown: S
 
 # ---- 2 and 3 for NUMA-level rejections ------------------------------------------------------------
 
-def _fit_numa(trial: _Trial, node: Node, pod: Pod, target: Container, resources: Sequence[str],
+def _fit_numa(trial: _Trial, node: Node, rejected: Rejected, target: ContainerAsk, resources: Sequence[str],
               free: Sequence[FreeCapacity]) -> None:
-    want = {r: _amount(container_requests(target), r) for r in resources}
+    pod = rejected.pod
+    want = {r: _amount(target, r) for r in resources}
     want = {r: v for r, v in want.items() if v > 0}
     if not want:
         return
@@ -326,14 +330,13 @@ def _shortfall(free: Mapping[str, FreeCapacity], want: Mapping[str, int]) -> tup
     return worst, 0
 
 
-def _amount(requests: Mapping[str, Quantity], resource: str) -> int:
+def _amount(container: ContainerAsk, resource: str) -> int:
     """A NUMA-bound amount: whole CPUs (0 for a fractional request: the shared pool), bytes, devices."""
-    q = requests.get(resource)
-    if q is None:
+    if resource not in container.amounts:
         return 0
     if resource == RESOURCE_CPU:
-        return q.value() if q.milli_value() % 1000 == 0 else 0
-    return q.value()
+        return container.whole_cpus()
+    return container.amounts[resource]
 
 
 def _quantity(resource: str, amount: int) -> Quantity:
@@ -420,11 +423,9 @@ class AnswerCache:
         self._key: tuple[str, tuple[str, ...]] | None = None
         self._answer: Answer | None = None
 
-    def answer(self, node: Node, pod: Pod, rec: DecisionRecord) -> Answer:
-        manifest = pod_to_manifest(pod)
-        manifest.pop("metadata", None)
-        key = (json.dumps([manifest, rec.result.reason], sort_keys=True), tuple(node.pods))
+    def answer(self, node: Node, rejected: Rejected) -> Answer:
+        key = (rejected.shape, tuple(node.pods))
         if self._key == key and self._answer is not None:
-            return dataclasses.replace(self._answer, pod=pod.key)
-        self._key, self._answer = key, would_fit_if(node, pod, rec)
+            return dataclasses.replace(self._answer, pod=rejected.key)
+        self._key, self._answer = key, answer(node, rejected)
         return self._answer

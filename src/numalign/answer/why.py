@@ -9,29 +9,20 @@ from __future__ import annotations
 
 import re
 
-from numalign.core.decision import ContainerDecision, DecisionRecord
-from numalign.k8s.pod import Container, Pod
-from numalign.k8s.qos import QOSClass, get_pod_qos
-from numalign.k8s.requests import container_requests
+from numalign.answer.rejected import Rejected
+from numalign.core.decision import ContainerDecision
+from numalign.k8s.qos import QOSClass
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY, is_hugepage_resource_name
 from numalign.kubelet.admission.allocatable import RESOURCE_PODS
 from numalign.kubelet.admission.eviction import NodeCondition
-from numalign.kubelet.admission.predicate import (
-    INSUFFICIENT_RESOURCE_PREFIX,
-    InsufficientResource,
-    fit_requests,
-    insufficient_resources,
-    requested_by,
-)
+from numalign.kubelet.admission.predicate import INSUFFICIENT_RESOURCE_PREFIX, InsufficientResource
 from numalign.kubelet.node import Node
 from numalign.machine.render import binary_quantity, readable_bytes
 
 
-def current_failures(node: Node, pod: Pod) -> list[InsufficientResource]:
+def current_failures(node: Node, pod: Rejected) -> list[InsufficientResource]:
     """The predicate's failures for `pod` on the node as it is now (the pod not admitted)."""
-    others = [p for uid, p in node.pods.items() if uid != pod.uid]
-    return insufficient_resources(fit_requests(pod), node.handlers.allocatable(node.devices.healthy),
-                                  requested_by(node.handlers.requests_of(others)), len(others))
+    return list(pod.failures)
 
 
 def show(resource: str, value: int) -> str:
@@ -43,28 +34,16 @@ def show(resource: str, value: int) -> str:
     return str(value)
 
 
-def failed_decision(rec: DecisionRecord) -> ContainerDecision | None:
-    return next((d for d in rec.decisions if d.allocation_error or not d.admit), None)
-
-
-def rejected_container(pod: Pod, rec: DecisionRecord) -> Container | None:
-    """The container the rejection is about (in pod scope: the one asking most of NUMA-bound resources)."""
-    d = failed_decision(rec)
-    everyone = (*pod.init_containers, *pod.containers)
-    if d is not None and d.container:
-        return next((c for c in everyone if c.name == d.container), None)
-    if not everyone:
-        return None
-    return max(everyone, key=lambda c: len(container_requests(c)))
-
-
-def numa_bound(node: Node, pod: Pod, container: Container) -> list[str]:
-    """The container's resources the NUMA-aware managers place: exclusive CPUs, pinned memory, devices."""
-    guaranteed = get_pod_qos(pod) == QOSClass.GUARANTEED
-    out = []
-    for name, q in sorted(container_requests(container).items()):
+def numa_bound(node: Node, pod: Rejected) -> list[str]:
+    """The rejected container's resources the NUMA-aware managers place: exclusive CPUs, pinned memory,
+    devices."""
+    guaranteed = pod.qos == QOSClass.GUARANTEED
+    out: list[str] = []
+    if pod.target is None:
+        return out
+    for name in sorted(pod.target.requests):
         if name == RESOURCE_CPU:
-            if guaranteed and node.cpu.pins and q.milli_value() % 1000 == 0 and q.value() > 0:
+            if guaranteed and node.cpu.pins and pod.target.whole_cpus() > 0:
                 out.append(name)
         elif name == RESOURCE_MEMORY or is_hugepage_resource_name(name):
             if guaranteed and node.memory.pins:
@@ -74,17 +53,16 @@ def numa_bound(node: Node, pod: Pod, container: Container) -> list[str]:
     return out
 
 
-def limiting_resources(node: Node, pod: Pod, rec: DecisionRecord) -> list[str]:
-    reason = rec.result.reason
+def limiting_resources(node: Node, pod: Rejected) -> list[str]:
+    reason = pod.reason
     if reason.startswith(INSUFFICIENT_RESOURCE_PREFIX):
         return [reason[len(INSUFFICIENT_RESOURCE_PREFIX):]]
-    container = rejected_container(pod, rec)
-    if container is None or reason in ("Evicted", "PodLevelResourcesNotSupported"):
+    if pod.target is None or reason in ("Evicted", "PodLevelResourcesNotSupported"):
         return []
-    bound = numa_bound(node, pod, container)
+    bound = numa_bound(node, pod)
     if reason == "SMTAlignmentError":
         return [RESOURCE_CPU]
-    d = failed_decision(rec)
+    d = pod.failed
     error = (d.allocation_error if d is not None else None) or ""
     if reason == "UnexpectedAdmissionError":
         if "[memorymanager]" in error:
@@ -96,25 +74,24 @@ def limiting_resources(node: Node, pod: Pod, rec: DecisionRecord) -> list[str]:
     return bound
 
 
-def explain_rejection(node: Node, pod: Pod, rec: DecisionRecord) -> tuple[str, ...]:
-    reason = rec.result.reason
+def explain_rejection(node: Node, pod: Rejected) -> tuple[str, ...]:
+    reason, rec = pod.reason, pod.record
     if reason == "Evicted":
-        return (_evicted(node, pod),)
+        return (_evicted(node),)
     if reason.startswith(INSUFFICIENT_RESOURCE_PREFIX):
         return tuple(_out_of(node, f) for f in current_failures(node, pod)) or (rec.result.message,)
     if reason == "PodLevelResourcesNotSupported":
         return ("the pod sets spec.resources and the PodLevelResources feature gate is off "
                 "(--feature-gates PodLevelResources=true turns it on)",)
-    d = failed_decision(rec)
+    d = pod.failed
     if reason == "TopologyAffinityError":
         return tuple(e for x in rec.decisions for e in x.explanation)
-    container = rejected_container(pod, rec)
-    name = container.name if container is not None else "?"
+    name = pod.target.name if pod.target is not None else "?"
     error = (d.allocation_error if d is not None else None) or rec.result.message
     if reason == "SMTAlignmentError":
         return (_smt(node, name, error),)
     if "[memorymanager]" in error:
-        return (_memory(node, pod, container, d, error),)
+        return (_memory(node, pod, d, error),)
     m = re.search(r"requested number of devices unavailable for (\S+)\. Requested: (\d+), Available: (\d+)", error)
     if m:
         resource, asked, have = m.group(1), int(m.group(2)), int(m.group(3))
@@ -125,7 +102,7 @@ def explain_rejection(node: Node, pod: Pod, rec: DecisionRecord) -> tuple[str, .
     return (f"container {name}: {error}",)
 
 
-def _evicted(node: Node, pod: Pod) -> str:
+def _evicted(node: Node) -> str:
     conditions = node.handlers.conditions
     names = ", ".join(c.value for c in conditions)
     if list(conditions) == [NodeCondition.MEMORY_PRESSURE]:
@@ -167,13 +144,11 @@ def _smt(node: Node, container: str, error: str) -> str:
     return f"full-pcpus-only: container {container}: {error}"
 
 
-def _memory(node: Node, pod: Pod, container: Container | None, d: ContainerDecision | None, error: str) -> str:
-    name = container.name if container is not None else "?"
-    asked = []
-    if container is not None:
-        for r, q in sorted(container_requests(container).items()):
-            if r == RESOURCE_MEMORY or is_hugepage_resource_name(r):
-                asked.append(f"{r} {binary_quantity(q.value())}")
+def _memory(node: Node, pod: Rejected, d: ContainerDecision | None, error: str) -> str:
+    name = pod.target.name if pod.target is not None else "?"
+    amounts = pod.target.amounts if pod.target is not None else {}
+    asked = [f"{r} {binary_quantity(v)}" for r, v in sorted(amounts.items())
+             if r == RESOURCE_MEMORY or is_hugepage_resource_name(r)]
     free = []
     for numa, st in sorted(node.memory.machine_state.items()):  # the None policy's is empty
         parts = [f"{r} {readable_bytes(t.free)}" for r, t in sorted(st.memory_map.items()) if t.allocatable]
