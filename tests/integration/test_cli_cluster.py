@@ -66,7 +66,7 @@ spec:
     # Only the 3 tainted, labelled EPYC nodes take them: 2 GPUs each, so 5 fit.
     assert run["placed"] == 5 and run["resources"]["nvidia.com/gpu"]["requested"] == 5
     # the pools differ in scope: the run names both, in pool order (not the first pool's alone)
-    assert run["config"]["topology_manager_scope"] == "pod|container"
+    assert run["config"]["topologyManagerScope"] == "pod|container"
     assert main([*args, "-o", "csv"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("scheduler,scoring,")
@@ -99,7 +99,7 @@ def test_bad_cluster_files_get_one_line(tmp_path: Path, capsys: pytest.CaptureFi
 def test_capacity_built_in_and_bad_pod(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["capacity", "-o", "json"]) == 0
     obj = json.loads(capsys.readouterr().out)
-    assert obj["exact"] == 32 and obj["by_requests"] == 40
+    assert obj["summary"]["runs"] == [{"kubeletVersion": str(DEFAULT), "exact": 32, "byRequests": 40}]
     empty = tmp_path / "empty.yaml"
     empty.write_text("# nothing\n", encoding="utf-8")
     assert main(["capacity", str(empty)]) != 0
@@ -113,7 +113,7 @@ def test_sweep_file_and_its_refusals(tmp_path: Path, capsys: pytest.CaptureFixtu
                      "topologyManagerPolicies: [single-numa-node, best-effort]\n", encoding="utf-8")
     assert main(["simulate", "--sweep", str(sweep), "--generate", "40", "-j", "1", "-o", "json"]) == 0
     runs = json.loads(capsys.readouterr().out)["runs"]
-    assert [(r["config"]["scheduler"], r["config"]["scoring"], r["config"]["topology_manager_policy"]) for r in runs] \
+    assert [(r["config"]["scheduler"], r["config"]["scoring"], r["config"]["topologyManagerPolicy"]) for r in runs] \
         == [("default", "LeastAllocated", "single-numa-node"), ("exact", "LeastNUMANodes", "single-numa-node"),
             ("default", "LeastAllocated", "best-effort"), ("exact", "LeastNUMANodes", "best-effort")]
     assert main(["simulate", "--sweep", str(sweep), "--policy", "restricted", "-j", "1"]) != 0
@@ -162,12 +162,12 @@ def test_the_readme_examples_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest
     assert any(r["rejections"] > 0 for r in runs if r["config"]["scheduler"] == "default")
     # The kubelets here refuse with the memory manager's UnexpectedAdmissionError, not TopologyAffinityError:
     # exact's unschedulable reason names no reason it did not see.
-    assert {k for r in runs for k in r["kubelet_rejections"]} == {"UnexpectedAdmissionError"}
-    exact_reasons = {k for r in runs if r["config"]["scheduler"] == "exact" for k in r["unschedulable_reasons"]}
+    assert {k for r in runs for k in r["kubeletRejections"]} == {"UnexpectedAdmissionError"}
+    exact_reasons = {k for r in runs if r["config"]["scheduler"] == "exact" for k in r["unschedulableReasons"]}
     assert exact_reasons and not any("TopologyAffinityError" in k for k in exact_reasons)
     assert main(["capacity", "train.yaml", "--cluster", "cluster.yaml", "-o", "json"]) == 0
     cap = json.loads(capsys.readouterr().out)
-    assert (cap["exact"], cap["by_requests"]) == (24, 32)
+    assert (cap["runs"][0]["exact"], cap["runs"][0]["byRequests"]) == (24, 32)
     assert main(["simulate", "--cluster", "cluster.yaml", "deploy.yaml", "--sweep", "sweep.yaml", "-j", "1",
                  "-o", "csv"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 13
@@ -200,7 +200,7 @@ pools:
                                      "0,128", "full-pcpus-only=true", "Static", "110"]
     assert main(["capacity", "--cluster", str(tmp_path / "cluster.yaml"), "-o", "json"]) == 0
     pools = json.loads(capsys.readouterr().out)["pools"]
-    assert pools[1]["configuration"]["topologyManagerScope"] == "pod"
+    assert pools[1]["kubeletConfig"]["topologyManagerScope"] == "pod"
     assert main(["simulate", "--cluster", str(tmp_path / "cluster.yaml"), "--generate", "10", "--jobs", "1",
                  "--scheduler", "exact"]) == 0
     text = capsys.readouterr().out
@@ -209,7 +209,7 @@ pools:
                  "--scheduler", "exact", "-o", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [p["name"] for p in doc["pools"]] == ["aligned", "loose"]
-    assert doc["pools"][1]["cpuManagerPolicyOptions"] == {"full-pcpus-only": "true"}
+    assert doc["pools"][1]["kubeletConfig"]["cpuManagerPolicyOptions"] == {"full-pcpus-only": "true"}
 
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"

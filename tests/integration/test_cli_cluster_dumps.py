@@ -65,10 +65,11 @@ def test_capacity_and_simulate_from_dumps(tmp_path: Path, capsys: pytest.Capture
     assert main(["capacity", str(train), *dumps, "-o", "json"]) == 0
     obj = json.loads(capsys.readouterr().out)
     # 4 per GPU node, one already running on gpu-a; the small node has no GPU.
-    assert [(p["pool"], p["exact"], p["by_requests"]) for p in obj["pools"]] == [("pool-0", 7, 7), ("pool-1", 0, 0)]
+    assert [(p["pool"], p["exact"], p["byRequests"]) for p in obj["runs"][0]["byPool"]] == [("pool-0", 7, 7),
+                                                                                           ("pool-1", 0, 0)]
     assert main(["simulate", *dumps, "--generate", "30", "-j", "1", "--scheduler", "exact", "-o", "json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
-    assert run["preexisting"] == 1 and run["preexisting_rejected"] == 0 and run["rejections"] == 0
+    assert run["preexisting"] == 1 and run["preexistingRejected"] == 0 and run["rejections"] == 0
     assert run["placed"] + run["unschedulable"] + run["failed"] == run["pods"] == 30
 
 

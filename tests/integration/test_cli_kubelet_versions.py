@@ -119,10 +119,10 @@ def test_a_cluster_mid_upgrade_simulates_each_node_at_its_own_version(tmp_path: 
               "-o", "json")
     assert sim.returncode == 0, sim.stderr
     (r,) = json.loads(sim.stdout)["runs"]
-    assert r["config"]["kubelet_versions"] == {str(DEFAULT): 1, "1.36.1": 1, "1.35.1": 2}
+    assert r["config"]["kubeletVersions"] == {str(DEFAULT): 1, "1.36.1": 1, "1.35.1": 2}
     assert "kubelet=" in r["config"]["label"]  # a mixed cluster is named in the run's label
     cap = run("capacity", "--nodes", str(nodes), "-o", "json")
-    assert sorted(p["kubelet_version"] for p in json.loads(cap.stdout)["pools"]) == \
+    assert sorted(p["kubeletVersion"] for p in json.loads(cap.stdout)["pools"]) == \
         sorted({"1.35.1", "1.36.1", str(DEFAULT)})
     text = run("simulate", "--nodes", str(nodes), "--generate", "10", "--scheduler", "default", "-j", "1")
     assert "kubelet versions of the cluster: " in text.stdout and "1.35.1 (2 nodes)" in text.stdout
@@ -153,7 +153,7 @@ def test_cluster_yaml_pool_kubelet_version(tmp_path: Path) -> None:
         "- {name: new, count: 1, machine: dual-socket}\n")
     cap = run("capacity", "--cluster", str(tmp_path / "cluster.yaml"), "-o", "json")
     assert cap.returncode == 0, cap.stderr
-    assert {p["pool"]: p["kubelet_version"] for p in json.loads(cap.stdout)["pools"]} == \
+    assert {p["name"]: p["kubeletVersion"] for p in json.loads(cap.stdout)["pools"]} == \
         {"old": str(v("1.34")), "new": str(DEFAULT)}
     (tmp_path / "float.yaml").write_text(
         "kind: Cluster\npools:\n- {name: old, count: 2, machine: dual-socket, kubeletVersion: 1.34}\n")
@@ -201,12 +201,12 @@ def test_the_versions_nodes_report_today_are_decided(tmp_path: Path) -> None:
     today = _dump(tmp_path / "today.json", [_node(f"n{i}", "v1.37.2") for i in range(3)])
     sim = run("simulate", "--nodes", str(today), "--generate", "5", "--scheduler", "default", "-j", "1", "-o", "json")
     assert sim.returncode == 0, sim.stderr
-    assert json.loads(sim.stdout)["runs"][0]["config"]["kubelet_versions"] == {"1.37.2": 3}
+    assert json.loads(sim.stdout)["runs"][0]["config"]["kubeletVersions"] == {"1.37.2": 3}
 
     ahead = _dump(tmp_path / "ahead.json", [_node(f"n{i}", "v1.37.5") for i in range(3)])
     sim = run("simulate", "--nodes", str(ahead), "--generate", "5", "--scheduler", "default", "-j", "1", "-o", "json")
     assert sim.returncode == 0, sim.stderr
-    assert json.loads(sim.stdout)["runs"][0]["config"]["kubelet_versions"] == {"1.37.2": 3}
+    assert json.loads(sim.stdout)["runs"][0]["config"]["kubeletVersions"] == {"1.37.2": 3}
     notes = [ln for ln in sim.stderr.splitlines() if "v1.37.5" in ln]
     assert len(notes) == 1 and "decided as 1.37.2" in notes[0] and "3 nodes" in notes[0], sim.stderr
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from support.shared import shared_dir
 
 from numalign.adapters.textfiles import load_pods
 from numalign.agent.status import write_status
@@ -27,7 +28,7 @@ from numalign.machine.examples import example
 from numalign.machine.fileformat import machine_to_dict
 
 DATA = Path(__file__).resolve().parents[2] / "src" / "numalign" / "data"
-ORACLE = Path(__file__).resolve().parents[3] / "shared" / "oracle" / "merge_vectors.jsonl"
+ORACLE = shared_dir() / "oracle" / "merge_vectors.jsonl"
 FITS = "apiVersion: v1\nkind: Pod\nmetadata: {name: small}\nspec:\n  containers:\n  - name: c\n" \
        "    resources:\n      limits: {cpu: '2', memory: 1Gi}\n"
 TOO_BIG = FITS.replace("small", "huge").replace("cpu: '2'", "cpu: '200'")

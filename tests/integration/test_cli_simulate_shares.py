@@ -43,11 +43,11 @@ def test_no_guaranteed_pods_is_no_share(files: tuple[Path, Path], capsys: pytest
     assert main([*args, "-o", "json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     assert run["alignment"]["guaranteed"] == 0
-    assert run["alignment"]["share"] is None and run["alignment"]["fewest_share"] is None
+    assert run["alignment"]["share"] is None and run["alignment"]["fewestShare"] is None
     assert main([*args, "-o", "csv"]) == 0
     header, row = capsys.readouterr().out.splitlines()[:2]
     cells = dict(zip(header.split(","), row.split(","), strict=False))
-    assert cells["numa_aligned_share"] == "" and cells["numa_fewest_share"] == ""
+    assert cells["numaAlignedShare"] == "" and cells["numaFewestShare"] == ""
 
 
 def test_a_mixed_cluster_is_labelled_per_pool(files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
@@ -56,10 +56,10 @@ def test_a_mixed_cluster_is_labelled_per_pool(files: tuple[Path, Path], capsys: 
                  "-o", "json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     config = run["config"]
-    assert config["topology_manager_policy"] == "single-numa-node|none"
-    assert (config["cpu_manager_policy"], config["memory_manager_policy"]) == ("static|none", "Static|None")
+    assert config["topologyManagerPolicy"] == "single-numa-node|none"
+    assert (config["cpuManagerPolicy"], config["memoryManagerPolicy"]) == ("static|none", "Static|None")
     # an axis sets every pool: one value again
     assert main(["simulate", "--cluster", str(cluster), str(pod), "-j", "1", "--scheduler", "exact",
                  "--policy", "restricted", "-o", "json"]) == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
-    assert run["config"]["topology_manager_policy"] == "restricted"
+    assert run["config"]["topologyManagerPolicy"] == "restricted"

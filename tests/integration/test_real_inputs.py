@@ -88,8 +88,8 @@ def test_yaml_node_dump_uses_allocatable(tmp_path: Path, capsys: pytest.CaptureF
     nodes = _supported(tmp_path)
     assert main(["capacity", "--nodes", str(nodes), str(DATA / "simple.yaml"), "-o", "json"]) == 0
     captured = capsys.readouterr()
-    (pool,) = json.loads(captured.out)["pools"]
-    assert (pool["exact"], pool["by_requests"]) == (37, 37)
+    (pool,) = json.loads(captured.out)["runs"][0]["byPool"]
+    assert (pool["exact"], pool["byRequests"]) == (37, 37)
     assert any("no NodeResourceTopology" in n and "worker1.internal" in n for n in _notes(captured.err))
 
 
@@ -104,8 +104,8 @@ def test_allocatable_cpu_31500m_fits_15_two_cpu_pods(tmp_path: Path, capsys: pyt
     nodes = tmp_path / "nodes.json"
     nodes.write_text(json.dumps({"kind": "List", "items": [_node("ocp-1", cap, alloc)]}), encoding="utf-8")
     assert main(["capacity", "--nodes", str(nodes), str(DATA / "simple.yaml"), "-o", "json"]) == 0
-    (pool,) = json.loads(capsys.readouterr().out)["pools"]
-    assert (pool["exact"], pool["by_requests"]) == (15, 15)
+    (pool,) = json.loads(capsys.readouterr().out)["runs"][0]["byPool"]
+    assert (pool["exact"], pool["byRequests"]) == (15, 15)
     # every allocatable figure is the Node's
     from numalign.kubelet.admission.allocatable import node_allocatable
 
@@ -120,9 +120,9 @@ def test_memoryless_nrt_takes_memory_from_the_node(capsys: pytest.CaptureFixture
     assert main(["capacity", "--nodes", str(DATA / "nodes-ab.json"), "--nrts", str(DATA / "nrts-ab-v2.json"),
                  str(DATA / "simple.yaml"), "-o", "json"]) == 0
     captured = capsys.readouterr()
-    pools = json.loads(captured.out)["pools"]
+    pools = json.loads(captured.out)["runs"][0]["byPool"]
     # 3 allocatable CPUs per NUMA node: one 2-CPU pod each under single-numa-node; not 0 for want of memory
-    assert [(p["exact"], p["by_requests"]) for p in pools] == [(2, 3), (2, 3)]
+    assert [(p["exact"], p["byRequests"]) for p in pools] == [(2, 3), (2, 3)]
     assert all("Insufficient memory" not in json.dumps(p) for p in pools)
     assert any("NRT zones carry no memory" in n and "2 nodes: worker-node-a, worker-node-b" in n
                for n in _notes(captured.err))
@@ -136,7 +136,7 @@ def test_reconstructed_reserved_cpus_are_labelled(capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert "static reserved 0,4 (ids reconstructed)" in out
     assert main(["capacity", *args, "-o", "json"]) == 0
-    settings = json.loads(capsys.readouterr().out)["pools"][0]["configuration"]
+    settings = json.loads(capsys.readouterr().out)["pools"][0]
     assert settings["reconstructed"] == ["reservedSystemCPUs"]
 
 
@@ -173,7 +173,7 @@ def test_pods_dump_in_yaml_with_other_kinds(tmp_path: Path, capsys: pytest.Captu
     assert main(["capacity", "--nodes", str(DATA / "nodes-ab.json"), "--nrts", str(DATA / "nrts-ab-v2.json"),
                  "--pods-dump", str(pods), str(DATA / "simple.yaml"), "-o", "json"]) == 0
     captured = capsys.readouterr()
-    pools = json.loads(captured.out)["pools"]
+    pools = json.loads(captured.out)["runs"][0]["byPool"]
     assert [p["exact"] for p in pools] == [1, 2]  # one already runs on worker-node-a
     assert any("skipped 1 object(s) that are not Pods (ConfigMap: 1)" in n for n in _notes(captured.err))
 
@@ -217,7 +217,7 @@ def test_replicas_means_pods_per_workload_in_every_command(tmp_path: Path, capsy
     assert main(["capacity", str(web), "--nodes", str(nodes), "--replicas", "40"]) == 0
     assert "the workload's 40 pod(s): do not fit (37 copies fit NUMA-exact)" in capsys.readouterr().out
     assert main(["capacity", str(web), "--nodes", str(nodes), "-o", "json"]) == 0
-    assert json.loads(capsys.readouterr().out)["workloadPods"] == 4
+    assert json.loads(capsys.readouterr().out)["summary"]["workloadPods"] == 4
     # a bare Pod stays one pod, in admit as in capacity, and says so once
     for command in (["admit"], ["capacity"]):
         assert main([*command, str(DATA / "simple.yaml"), "--replicas", "3"]) == 0

@@ -218,7 +218,7 @@ class DRAFigures:
     def to_dict(self) -> dict[str, Any]:
         return {"pods": self.pods, "placed": self.placed, "unschedulable": dict(self.unschedulable),
                 "aligned": self.aligned, "apart": self.apart, "unpinned": self.unpinned, "unknown": self.unknown,
-                "aligned_share": None if self.aligned_share is None else round(self.aligned_share, 6),
+                "alignedShare": None if self.aligned_share is None else round(self.aligned_share, 6),
                 "allocations": self.allocations}
 
     @classmethod

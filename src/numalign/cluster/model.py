@@ -117,6 +117,17 @@ def pool_settings(pool: NodePool) -> dict[str, Any]:
     }
 
 
+def pool_document(pool: NodePool) -> dict[str, Any]:
+    """A pool in the `simulate` and `capacity` documents: what it is, then its kubelets' settings nested
+    under kubeletConfig (KubeletConfiguration field names, as admit's document has them)."""
+    s = pool_settings(pool)
+    config = {k: s[k] for k in ("topologyManagerPolicy", "topologyManagerScope", "topologyManagerPolicyOptions",
+                                "cpuManagerPolicy", "cpuManagerPolicyOptions", "reservedSystemCPUs",
+                                "memoryManagerPolicy", "maxPods")}
+    return {"name": s["name"], "nodes": s["nodes"], "machine": s["machine"], "kubeletVersion": s["kubeletVersion"],
+            "kubeletConfig": config, **({"reconstructed": s["reconstructed"]} if "reconstructed" in s else {})}
+
+
 @dataclass(frozen=True)
 class Cluster:
     name: str

@@ -1,54 +1,60 @@
-"""The result of `numalign simulate`: a typed, documented data model (stable; `simulate --report` plots it).
+"""The result of `numalign simulate`: a typed, documented data model (stable; `simulate --report` plots it,
+`-o json|yaml` prints it). The names are the document's (docs/schemas/simulate.schema.json, camelCase);
+the Python attributes are their snake_case forms.
 
-SimulationResult (schema_version 1)
-  cluster, nodes, workload, pods, seed, max_retries: what was simulated
+SimulationResult (schemaVersion 2)
+  summary: pods, and per run its label, placed, unschedulable, failed, kubeletRejections (a count) and
+           guaranteedOnOneNumaNode (a share)
+  cluster, nodes, workload, pods, seed, maxRetries, notes: what was simulated
+  pools: each pool as `capacity` shows it (name, nodes, machine, kubeletVersion, kubeletConfig)
   runs: one RunResult per combination, in sweep order
 
 RunResult
-  config          RunConfig: scheduler, scoring strategy, the kubelet's resource-manager settings, its
-                  version(s) (kubelet_versions {version: nodes}; kubeletVersion their one-line form) and
-                  the previews on (previews {name: value})
+  config          RunConfig: label, scheduler, scoring strategy, the kubelet's resource-manager settings
+                  (KubeletConfiguration names), its version(s) (kubeletVersions {version: nodes};
+                  kubeletVersion their one-line form) and the previews on (previews {name: value})
   pods            pods created by the workload (replicas expanded; recreated pods not counted again)
   placed          pods bound and admitted by their node's kubelet at the end
   unschedulable   pods no node passed the scheduler's filters for (still pending at the end)
-  unschedulable_reasons   {filter reasons, comma-joined: pods}
-  kubelet_rejections      {kubelet reason (TopologyAffinityError, ...): rejections}; every rejection
-  rejected_pods   pods rejected at least once by the kubelet of the node the scheduler chose
+  unschedulableReasons   {filter reasons, comma-joined: pods}
+  kubeletRejections      {kubelet reason (TopologyAffinityError, ...): rejections}; every rejection
+  rejections      their sum
+  rejectedPods    pods rejected at least once by the kubelet of the node the scheduler chose
   retries         pods recreated by their controller after a rejection (and scheduled again)
-  failed          pods given up after max_retries rejections
+  failed          pods given up after maxRetries rejections
   deleted         pods deleted by the timeline
   alignment       NUMAAlignment of the placed Guaranteed pods
   resources       {resource: ResourceFigures}; cpu in millicores, memory and hugepages in bytes,
                   devices in units
   preexisting     pods of a `kubectl get pods` dump bound to their nodes before the workload (admitted)
-  preexisting_rejected   of those, pods their node's kubelet (numalign) would not admit
-  numa_occupancy  {pool: {NUMA node id: share of its allocatable CPUs held exclusively, 0..1}} at the end
+  preexistingRejected   of those, pods their node's kubelet (numalign) would not admit
+  numaOccupancy   {pool: {NUMA node id: share of its allocatable CPUs held exclusively, 0..1}} at the end
                   (pools with cpuManagerPolicy static only; cluster/occupancy.py)
   dra             DRAFigures (cluster/dra.py), only when workload pods use ResourceClaims: pods, placed,
                   unschedulable {allocator or filter reasons: pods}, aligned / apart / unpinned / unknown
-                  (placed pods by their devices against their CPUs and memory), aligned_share, allocations
+                  (placed pods by their devices against their CPUs and memory), alignedShare, allocations
 
 NUMAAlignment
   guaranteed      placed Guaranteed pods
-  single_numa     of those, pods whose CPUs, memory and devices all sit on one NUMA node
-  share           single_numa / guaranteed (null when there are none: a share of nothing)
-  numa_nodes      {NUMA nodes spanned: pods}
+  singleNumaNode  of those, pods whose CPUs, memory and devices all sit on one NUMA node
+  share           singleNumaNode / guaranteed (null when there are none: a share of nothing)
+  numaNodes       {NUMA nodes spanned: pods}
   fewest          pods whose exclusive CPUs, memory, hugepages and devices span no more NUMA nodes than
                   the fewest that could hold them on an empty node of their pool (cluster/fewest.py)
-  fewest_share    fewest / guaranteed (null when there are none)
+  fewestShare     fewest / guaranteed (null when there are none)
 
 ResourceFigures
   allocatable, requested, free (= allocatable - requested), stranded (free on nodes whose kubelet
   would admit no pod shape of the workload at the end of the run: the same shapes for every run, so
-  schedulers compare), utilisation (requested / allocatable, 0..1)
+  schedulers compare), utilisation (requested / allocatable, 0..1; null when nothing is allocatable)
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Final
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2  # of simulate's document; docs/changelog.md lists what each version changed
 
 
 def _round(share: float | None) -> float | None:
@@ -93,6 +99,25 @@ class RunConfig:
             parts.append(f"kubelet={'+'.join(self.kubelet_versions)}")
         parts += [f"preview:{k}={v}" for k, v in sorted(self.previews.items())]
         return " ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """KubeletConfiguration's field names for the kubelet's settings; `kubeletVersions` and `previews`
+        are keyed by version and by preview name."""
+        return {"label": self.label, "scheduler": self.scheduler, "scoring": self.scoring,
+                "topologyManagerPolicy": self.topology_manager_policy,
+                "topologyManagerScope": self.topology_manager_scope,
+                "topologyManagerPolicyOptions": dict(self.topology_manager_policy_options),
+                "cpuManagerPolicy": self.cpu_manager_policy,
+                "cpuManagerPolicyOptions": dict(self.cpu_manager_policy_options),
+                "memoryManagerPolicy": self.memory_manager_policy,
+                "kubeletVersion": self.kubelet_version, "kubeletVersions": dict(self.kubelet_versions),
+                "previews": dict(self.previews), "versionAxis": self.version_axis}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunConfig:
+        return cls(d["scheduler"], d["scoring"], d["topologyManagerPolicy"], d["topologyManagerScope"],
+                   dict(d["topologyManagerPolicyOptions"]), d["cpuManagerPolicy"], dict(d["cpuManagerPolicyOptions"]),
+                   d["memoryManagerPolicy"], dict(d["kubeletVersions"]), dict(d["previews"]), d["versionAxis"])
 
 
 @dataclass(frozen=True)
@@ -152,36 +177,48 @@ class RunResult:
         return sum(self.kubelet_rejections.values())
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["config"]["label"] = self.config.label
-        out["config"]["kubeletVersion"] = self.config.kubelet_version
-        out["rejections"] = self.rejections
-        out["alignment"]["share"] = _round(self.alignment.share)
-        out["alignment"]["fewest_share"] = _round(self.alignment.fewest_share)
-        out["alignment"]["numa_nodes"] = {str(k): v for k, v in sorted(self.alignment.numa_nodes.items())}
-        out["numa_occupancy"] = {pool: {str(k): v for k, v in sorted(per.items())}
-                                 for pool, per in self.numa_occupancy.items()}
-        for name, fig in self.resources.items():
-            out["resources"][name]["free"] = fig.free
-            out["resources"][name]["utilisation"] = _round(fig.utilisation)
-        if self.dra is None:
-            del out["dra"]
-        else:
+        """The run in `simulate -o json`'s document (docs/schemas/simulate.schema.json): Kubernetes API
+        camelCase field names; maps keyed by data (reasons, resources, pools, NUMA ids) keep those keys."""
+        al = self.alignment
+        out: dict[str, Any] = {
+            "config": self.config.to_dict(),
+            "pods": self.pods, "placed": self.placed, "unschedulable": self.unschedulable,
+            "failed": self.failed, "deleted": self.deleted,
+            "rejections": self.rejections, "rejectedPods": self.rejected_pods, "retries": self.retries,
+            "kubeletRejections": dict(self.kubelet_rejections),
+            "unschedulableReasons": dict(self.unschedulable_reasons),
+            "alignment": {"guaranteed": al.guaranteed, "singleNumaNode": al.single_numa,
+                          "share": _round(al.share), "fewest": al.fewest, "fewestShare": _round(al.fewest_share),
+                          "numaNodes": {str(k): v for k, v in sorted(al.numa_nodes.items())}},
+            "resources": {name: {"allocatable": f.allocatable, "requested": f.requested, "free": f.free,
+                                 "stranded": f.stranded, "utilisation": _round(f.utilisation)}
+                          for name, f in self.resources.items()},
+            "preexisting": self.preexisting, "preexistingRejected": self.preexisting_rejected,
+            "numaOccupancy": {pool: {str(k): v for k, v in sorted(per.items())}
+                              for pool, per in self.numa_occupancy.items()},
+        }
+        if self.dra is not None:
             out["dra"] = self.dra.to_dict()
         return out
 
+    def summary(self) -> dict[str, Any]:
+        """The run in a line of the document's summary: what happened to the workload's pods."""
+        return {"label": self.config.label, "placed": self.placed, "unschedulable": self.unschedulable,
+                "failed": self.failed, "kubeletRejections": self.rejections,
+                "guaranteedOnOneNumaNode": _round(self.alignment.share)}
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunResult:
-        cfg = {k: v for k, v in d["config"].items() if k not in ("label", "kubeletVersion")}
         al = d["alignment"]
         return cls(
-            RunConfig(**cfg), d["pods"], d["placed"], d["unschedulable"], dict(d["unschedulable_reasons"]),
-            dict(d["kubelet_rejections"]), d["rejected_pods"], d["retries"], d["failed"], d["deleted"],
-            NUMAAlignment(al["guaranteed"], al["single_numa"], {int(k): v for k, v in al["numa_nodes"].items()},
+            RunConfig.from_dict(d["config"]), d["pods"], d["placed"], d["unschedulable"],
+            dict(d["unschedulableReasons"]), dict(d["kubeletRejections"]), d["rejectedPods"], d["retries"],
+            d["failed"], d["deleted"],
+            NUMAAlignment(al["guaranteed"], al["singleNumaNode"], {int(k): v for k, v in al["numaNodes"].items()},
                           al.get("fewest", 0)),
             {k: ResourceFigures(v["allocatable"], v["requested"], v["stranded"]) for k, v in d["resources"].items()},
-            d.get("preexisting", 0), d.get("preexisting_rejected", 0),
-            {pool: {int(k): float(v) for k, v in per.items()} for pool, per in (d.get("numa_occupancy") or {}).items()},
+            d.get("preexisting", 0), d.get("preexistingRejected", 0),
+            {pool: {int(k): float(v) for k, v in per.items()} for pool, per in (d.get("numaOccupancy") or {}).items()},
             _dra_from_dict(d.get("dra")),
         )
 
@@ -203,22 +240,28 @@ class SimulationResult:
     seed: int
     max_retries: int
     runs: tuple[RunResult, ...]
-    pools: tuple[dict[str, Any], ...] = ()  # cluster.model.pool_settings of each pool
+    pools: tuple[dict[str, Any], ...] = ()  # cluster.model.pool_document of each pool
+    notes: tuple[str, ...] = ()  # what the text prints as "# ..." lines (the kubelet versions decided at)
 
     def to_dict(self) -> dict[str, Any]:
+        """`simulate -o json|yaml` (docs/schemas/simulate.schema.json): the summary first (a line per run),
+        then what was simulated, the pools as `capacity` shows them, and every run's figures."""
         return {
-            "schema_version": SCHEMA_VERSION,
+            "schemaVersion": SCHEMA_VERSION,
+            "summary": {"pods": self.pods, "runs": [r.summary() for r in self.runs]},
             "cluster": self.cluster,
             "nodes": self.nodes,
             "workload": self.workload,
             "pods": self.pods,
             "seed": self.seed,
-            "max_retries": self.max_retries,
+            "maxRetries": self.max_retries,
+            "notes": list(self.notes),
             "pools": list(self.pools),
             "runs": [r.to_dict() for r in self.runs],
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SimulationResult:
-        return cls(d["cluster"], d["nodes"], d["workload"], d["pods"], d["seed"], d["max_retries"],
-                   tuple(RunResult.from_dict(r) for r in d["runs"]), tuple(d.get("pools") or ()))
+        return cls(d["cluster"], d["nodes"], d["workload"], d["pods"], d["seed"], d["maxRetries"],
+                   tuple(RunResult.from_dict(r) for r in d["runs"]), tuple(d.get("pools") or ()),
+                   tuple(d.get("notes") or ()))

@@ -38,7 +38,7 @@ def dra_sections(runs: Sequence[Mapping[str, Any]]) -> list[str]:
                                Segment("apart", r["dra"]["apart"], APART),
                                Segment("nothing pinned", r["dra"]["unpinned"], UNPINNED),
                                Segment("NUMA node unknown", r["dra"]["unknown"], UNKNOWN)),
-                   f"{percent(r['dra']['aligned_share'])} aligned") for r in with_dra]
+                   f"{percent(r['dra']['alignedShare'])} aligned") for r in with_dra]
     reasons = "".join(
         f"<li>{escape(_label(r))}: {n} pod(s): {escape(reason)}</li>"
         for r in with_dra for reason, n in r["dra"]["unschedulable"].items())

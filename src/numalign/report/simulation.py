@@ -1,4 +1,4 @@
-"""The simulation report: `numalign simulate --report`. Reads SimulationResult.to_dict() (schema 1,
+"""The simulation report: `numalign simulate --report`. Reads SimulationResult.to_dict() (schema 2,
 documented in numalign.cluster.result), so `simulate -o json` output plots the same way.
 
 Sections: the runs side by side (pods placed, unschedulable and given up; kubelet rejections by reason;
@@ -18,12 +18,13 @@ from numalign.report.heatmap import heatmap
 from numalign.report.page import html_page
 
 PLACED, UNSCHEDULABLE, FAILED = "#59a14f", "#f28e2b", "#e15759"
-AXES = (("scheduler", "scheduler"), ("scoring", "scoring strategy"),
-        ("topology_manager_policy", "topologyManagerPolicy"),
-        ("topology_manager_scope", "topologyManagerScope"),
-        ("topology_manager_policy_options", "topologyManagerPolicyOptions"),
-        ("cpu_manager_policy", "cpuManagerPolicy"), ("cpu_manager_policy_options", "cpuManagerPolicyOptions"),
-        ("memory_manager_policy", "memoryManagerPolicy"))
+# (the run config's key, the element id's part, as the pages have always named them)
+AXES = (("scheduler", "scheduler"), ("scoring", "scoring"),
+        ("topologyManagerPolicy", "topology-manager-policy"),
+        ("topologyManagerScope", "topology-manager-scope"),
+        ("topologyManagerPolicyOptions", "topology-manager-policy-options"),
+        ("cpuManagerPolicy", "cpu-manager-policy"), ("cpuManagerPolicyOptions", "cpu-manager-policy-options"),
+        ("memoryManagerPolicy", "memory-manager-policy"))
 
 
 def _axis_value(config: Mapping[str, Any], key: str) -> str:
@@ -48,12 +49,12 @@ def _outcome(runs: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _rejections(runs: Sequence[Mapping[str, Any]]) -> str:
-    reasons = sorted({k for r in runs for k in r["kubelet_rejections"]})
+    reasons = sorted({k for r in runs for k in r["kubeletRejections"]})
     palette = {k: colors.owner_colour(3 + i) for i, k in enumerate(reasons)}
-    rows = [Row(_label(r), tuple(Segment(k, r["kubelet_rejections"].get(k, 0), palette[k]) for k in reasons),
-                f"{sum(r['kubelet_rejections'].values())} rejections, {r['rejected_pods']} pods")
+    rows = [Row(_label(r), tuple(Segment(k, r["kubeletRejections"].get(k, 0), palette[k]) for k in reasons),
+                f"{sum(r['kubeletRejections'].values())} rejections, {r['rejectedPods']} pods")
             for r in runs]
-    top = max((sum(r["kubelet_rejections"].values()) for r in runs), default=0)
+    top = max((sum(r["kubeletRejections"].values()) for r in runs), default=0)
     return bar_chart(rows, top or 1, ident="runs-rejections", caption="Kubelet rejections by reason",
                      keys=tuple(palette.items()))
 
@@ -61,7 +62,7 @@ def _rejections(runs: Sequence[Mapping[str, Any]]) -> str:
 def _alignment(runs: Sequence[Mapping[str, Any]]) -> str:
     rows = [Row(_label(r), (Segment("on one NUMA node", r["alignment"]["share"] or 0.0, colors.owner_colour(0)),),
                 f"{percent(r['alignment']['share'])} of {r['alignment']['guaranteed']} Guaranteed pods; fewest "
-                f"possible {percent(r['alignment']['fewest_share'])}") for r in runs]
+                f"possible {percent(r['alignment']['fewestShare'])}") for r in runs]
     return bar_chart(rows, 1.0, ident="runs-alignment", caption="Guaranteed pods on one NUMA node")
 
 
@@ -86,7 +87,7 @@ def _stranded(runs: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _occupancy(run: Mapping[str, Any], i: int) -> str:
-    occ: Mapping[str, Mapping[str, float]] = run.get("numa_occupancy") or {}
+    occ: Mapping[str, Mapping[str, float]] = run.get("numaOccupancy") or {}
     if not occ:
         return f"<p class=\"detail\">{escape(_label(run))}: no pool pins CPUs (cpuManagerPolicy none)</p>"
     pools = sorted(occ)
@@ -101,7 +102,8 @@ def _occupancy(run: Mapping[str, Any], i: int) -> str:
 
 def _axes(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     out = []
-    for key, name in AXES:
+    for key, ident in AXES:
+        name = "scoring strategy" if key == "scoring" else key
         values: dict[str, list[Mapping[str, Any]]] = {}
         for r in runs:
             values.setdefault(_axis_value(r["config"], key), []).append(r)
@@ -112,13 +114,13 @@ def _axes(runs: Sequence[Mapping[str, Any]]) -> list[str]:
         for v, group_runs in values.items():
             n = len(group_runs)
             placed = sum(r["placed"] for r in group_runs) / n
-            rejected = sum(sum(r["kubelet_rejections"].values()) for r in group_runs) / n
+            rejected = sum(sum(r["kubeletRejections"].values()) for r in group_runs) / n
             shares = [r["alignment"]["share"] for r in group_runs if r["alignment"]["share"] is not None]
             aligned_text = percent(sum(shares) / len(shares) if shares else None)
             rows.append(Row(v, (Segment("placed (mean)", placed, PLACED),),
                             f"placed {placed:.1f}, rejections {rejected:.1f}, one NUMA node {aligned_text} "
                             f"({n} run{'s' * (n != 1)})"))
-        out.append(bar_chart(rows, top, ident=f"axis-{key.replace('_', '-')}", css_class="chart axis",
+        out.append(bar_chart(rows, top, ident=f"axis-{ident}", css_class="chart axis",
                              caption=f"Along {name}: mean over the runs with each value"))
     return out
 
@@ -126,10 +128,10 @@ def _axes(runs: Sequence[Mapping[str, Any]]) -> list[str]:
 def _figure(r: Mapping[str, Any], name: str) -> str:
     al = r["alignment"]
     values = {"pods": r["pods"], "placed": r["placed"], "unschedulable": r["unschedulable"],
-              "kubelet rejections": sum(r["kubelet_rejections"].values()), "pods rejected": r["rejected_pods"],
+              "kubelet rejections": sum(r["kubeletRejections"].values()), "pods rejected": r["rejectedPods"],
               "retries": r["retries"], "failed after retries": r["failed"],
               "Guaranteed on 1 NUMA node": percent(al["share"]),
-              "Guaranteed on fewest possible": percent(al["fewest_share"])}
+              "Guaranteed on fewest possible": percent(al["fewestShare"])}
     return str(values[name])
 
 
@@ -150,7 +152,7 @@ def simulation_report(sim: Mapping[str, Any]) -> str:
     title_text = f"numalign simulate: {sim['cluster']}"
     body = [f"<h1>{escape(title_text)}</h1>",
             f"<p class=\"summary\">cluster <b>{escape(str(sim['cluster']))}</b> ({sim['nodes']} nodes); workload "
-            f"{escape(str(sim['workload']))} ({sim['pods']} pods); seed {sim['seed']}; up to {sim['max_retries']} "
+            f"{escape(str(sim['workload']))} ({sim['pods']} pods); seed {sim['seed']}; up to {sim['maxRetries']} "
             f"retries after a kubelet rejection; {len(runs)} run(s)</p>",
             "<h2>The runs side by side</h2>", _table(runs),
             "<div class=\"charts\">", _outcome(runs), _rejections(runs), _alignment(runs), "</div>",

@@ -36,12 +36,12 @@ def test_simulation_report(browser: Browser, tmp_path: Path, shots: Path) -> Non
         assert abs(bar["w"] / whole["w"] - r["placed"] / r["pods"]) < 0.01
     reasons = browser.evaluate("document.querySelector('#runs-rejections').textContent")
     for r in sim["runs"]:
-        for reason in r["kubelet_rejections"]:
+        for reason in r["kubeletRejections"]:
             assert reason in reasons
     # One occupancy heat map per run, pools as rows, each cell a share the tooltip spells out.
     maps = boxes(browser, "#occupancy svg.heatmap")
     assert len(maps) == len(labels) and all(m["w"] > 0 and m["h"] > 0 for m in maps)
-    pools = sorted(sim["runs"][0]["numa_occupancy"])
+    pools = sorted(sim["runs"][0]["numaOccupancy"])
     assert browser.evaluate("[...document.querySelectorAll('#occupancy-0 text')].map(e => e.textContent)"
                             f".filter(t => {json.dumps(pools)}.includes(t))") == pools
     assert browser.evaluate("[...document.querySelectorAll('#axes svg.axis')].map(s => s.id)") == [

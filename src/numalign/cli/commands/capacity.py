@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from numalign.cli.commands.summaries import SUMMARIES
-from numalign.cli.options.clusterargs import add_cluster_args, load_cluster_arg
+from numalign.cli.options.clusterargs import ClusterSource, add_cluster_args, load_cluster_arg
 
 if TYPE_CHECKING:
-    from numalign.cluster.capacity import PoolCapacity
-    from numalign.cluster.model import Cluster
+    from numalign.cluster.workload import Placement
+    from numalign.k8s.pod import Pod
 
 
 def register(sub: Any) -> None:
@@ -39,85 +40,74 @@ def register(sub: Any) -> None:
     add_output_arg(p)
 
 
+@dataclass(frozen=True)
+class CapacityRequest:
+    """What `numalign capacity` was asked, read from its flags once: the pod (None: the built-in example
+    training pod) and its --replicas, the cluster, the kubelet version and preview axes, the output."""
+
+    pod: Path | None
+    replicas: int | None
+    cluster: ClusterSource
+    kubelet_versions: tuple[str, ...]
+    preview_sets: tuple[str, ...]
+    output: str
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> CapacityRequest:
+        from numalign.cli.options.versionargs import preview_sets
+
+        return cls(args.pod, args.replicas, ClusterSource.from_args(args), tuple(args.kubelet_versions),
+                   tuple(preview_sets(args)), args.output)
+
+
 def run(args: argparse.Namespace) -> int:
-    import sys
+    return answer(CapacityRequest.from_args(args))
 
-    from numalign.cli.options.clusterargs import dump
+
+def answer(request: CapacityRequest) -> int:
+    from numalign.cli.options.clusterargs import dump, pool_lines, running_pods, version_notes
     from numalign.cluster.capacity import capacity
-    from numalign.cluster.examples import example_shapes
-    from numalign.cluster.workload import load_workload
-
-    cluster = load_cluster_arg(args)
-    dra_objects = None
-    wanted: int | None = None  # the workload's pods: does all of it fit?
-    if args.pod is None:
-        shapes, _ = example_shapes()
-        shape = next(s for s in shapes if s.name == "training")
-        pod, placement, source = shape.pod, shape.placement, "built-in example pod ml/training"
-    else:
-        read_notes: list[str] = []
-        workload = load_workload([args.pod], args.replicas, read_notes)
-        for line in read_notes:
-            print(f"note: {line}", file=sys.stderr)
-        group, dra_objects = workload.groups[0], workload.dra  # DRA: classes and claim templates beside it
-        pod, placement, source = group.pods[0], group.placement, f"{args.pod} ({group.pods[0].key})"
-        if group.name != pod.name:  # a workload (a bare pod's group is the pod)
-            wanted = len(group.pods)
-    from numalign.cli.options.clusterargs import running_pods, version_notes
-    from numalign.cli.options.versionargs import preview_sets
+    from numalign.cluster.capacity_document import CapacityDocument, CapacityRun
+    from numalign.cluster.model import pool_document
     from numalign.cluster.simulate import RunSpec
 
-    running = running_pods(args, cluster)
+    cluster = load_cluster_arg(request.cluster)
+    pod, placement, source, wanted, dra_objects = _pod(request)
+    running = running_pods(request.cluster, cluster)
     # The axes: each version x each preview set (none given: the cluster as it is, one run).
-    versions: list[str | None] = list(args.kubelet_versions) or [None]
-    sets: list[str | None] = list(preview_sets(args)) or [None]
+    versions: list[str | None] = list(request.kubelet_versions) or [None]
+    sets: list[str | None] = list(request.preview_sets) or [None]
     combos = [RunSpec("default", kubelet_version=v, previews=p) for v in versions for p in sets]
-    runs = [(spec, capacity(spec.cluster(cluster), pod, placement, running, dra_objects)) for spec in combos]
-    notes = version_notes(cluster, args.kubelet_versions)
-    if args.output != "text":
-        from numalign.cluster.model import pool_settings
-
-        settings = {p.name: pool_settings(p) for p in cluster.pools}
-        docs = [{"kubeletVersion": " + ".join(dict.fromkeys(p.kubelet_version for p in pools)),
-                 "previews": spec.previews or "",
-                 "pools": [{**p.to_dict(), "configuration": settings[p.pool]} for p in pools],
-                 "exact": sum(p.exact for p in pools), "by_requests": sum(p.by_requests for p in pools)}
-                for spec, pools in runs]
-        head = {"cluster": cluster.name, "pod": source, "notes": notes,
-                **({"workloadPods": wanted} if wanted is not None else {})}
-        dump({**head, **docs[0]} if len(docs) == 1 else {**head, "runs": docs}, args.output)
-        return 0
-    from numalign.cli.options.clusterargs import pool_lines
-
-    print(f"cluster {cluster.name} ({cluster.node_count} nodes); pod {source}")
-    for line in notes:
-        print(f"# {line}")
-    print()
-    for line in pool_lines(cluster):
-        print(line)
-    for spec, pools in runs:
-        if len(runs) > 1:
-            what = [f"kubelet {spec.kubelet_version}" if spec.kubelet_version else "each pool's kubelet version",
-                    *([f"preview: {p}" for p in (spec.previews or "").split(";") if p] or
-                      (["no previews"] if spec.previews is not None else []))]
-            print(f"\n== {'; '.join(what)}")
-        _print_pools(cluster, pools)
-        if wanted is not None:
-            fit = sum(p.exact for p in pools)
-            print(f"\nthe workload's {wanted} pod(s): {'fit' if fit >= wanted else 'do not fit'} "
-                  f"({fit} cop{'y' if fit == 1 else 'ies'} fit NUMA-exact)")
+    runs = tuple(CapacityRun(spec.kubelet_version, spec.previews,
+                             tuple(capacity(spec.cluster(cluster), pod, placement, running, dra_objects)))
+                 for spec in combos)
+    notes = version_notes(cluster, list(request.kubelet_versions))
+    doc = CapacityDocument(cluster.name, cluster.node_count, source, notes,
+                           tuple(pool_document(p) for p in cluster.pools), runs, wanted)
+    if request.output != "text":
+        dump(doc.to_dict(), request.output)
+    else:
+        print("\n".join(doc.text_lines(pool_lines(cluster))))
     return 0
 
 
-def _print_pools(cluster: Cluster, pools: list[PoolCapacity]) -> None:
-    print()
-    rows = [(p.pool, p.kubelet_version, str(p.nodes), str(p.exact), str(p.by_requests),
-             ", ".join(f"{k} ({v})" for k, v in p.limited_by.items())) for p in pools]
-    rows.append(("total", "", str(cluster.node_count), str(sum(p.exact for p in pools)),
-                 str(sum(p.by_requests for p in pools)), ""))
-    head = ("POOL", "KUBELET", "NODES", "FIT (NUMA-EXACT)", "FIT (SUM OF REQUESTS)", "LIMITED BY (NODES)")
-    widths = [max(len(r[i]) for r in [*rows, head]) for i in range(6)]
-    for r in (head, *rows):
-        cells = [c.ljust(w) if i in (0, 1, 5) else c.rjust(w)
-                 for i, (c, w) in enumerate(zip(r, widths, strict=True))]
-        print("  ".join(cells).rstrip())
+def _pod(request: CapacityRequest) -> tuple[Pod, Placement, str, int | None, Any]:
+    """The pod copied, its placement, how the answer names it, the workload's pod count (does all of it
+    fit? None for a bare pod) and the DRA objects beside it (classes and claim templates)."""
+    import sys
+
+    from numalign.cluster.examples import example_shapes
+    from numalign.cluster.workload import load_workload
+
+    if request.pod is None:
+        shapes, _ = example_shapes()
+        shape = next(s for s in shapes if s.name == "training")
+        return shape.pod, shape.placement, "built-in example pod ml/training", None, None
+    read_notes: list[str] = []
+    workload = load_workload([request.pod], request.replicas, read_notes)
+    for line in read_notes:
+        print(f"note: {line}", file=sys.stderr)
+    group = workload.groups[0]
+    pod = group.pods[0]
+    wanted = len(group.pods) if group.name != pod.name else None  # a workload (a bare pod's group is the pod)
+    return pod, group.placement, f"{request.pod} ({pod.key})", wanted, workload.dra

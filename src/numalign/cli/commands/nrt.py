@@ -141,7 +141,7 @@ def _emit(obj: dict[str, Any], output: str, version: Any = None) -> None:
 
 def _cluster(args: argparse.Namespace) -> int:
     """Every node of a cluster (or the one --node-name names), after binding a dump's running pods."""
-    from numalign.cli.options.clusterargs import Progress, load_cluster_arg, running_pods
+    from numalign.cli.options.clusterargs import ClusterSource, Progress, load_cluster_arg, running_pods
     from numalign.cluster.nrt_export import node_resource_topology
     from numalign.cluster.simulate import bind_preexisting
     from numalign.cluster.state import ClusterState
@@ -151,9 +151,10 @@ def _cluster(args: argparse.Namespace) -> int:
         raise InvalidInputError("a cluster (--cluster, --nodes, --pods-dump) and one machine's options (POD.yaml, "
                                 "--machine, --state-dir) both given; expected one or the other")
     args.cluster = args.cluster or "example"
-    cluster = load_cluster_arg(args)
+    source = ClusterSource.from_args(args)
+    cluster = load_cluster_arg(source)
     state = ClusterState(cluster)
-    bind_preexisting(state, running_pods(args, cluster))
+    bind_preexisting(state, running_pods(source, cluster))
     names = [sn.name for sn in state.nodes]
     if args.node_name is not None and args.node_name not in names:
         raise InvalidInputError(f"--node-name {args.node_name!r}: no such node in cluster {cluster.name}; expected "

@@ -11,6 +11,7 @@ from numalign.cli.commands.summaries import SUMMARIES
 from numalign.cli.options.clusterargs import add_cluster_args, load_cluster_arg, load_workload_args
 
 if TYPE_CHECKING:
+    from numalign.cli.commands.simulate_request import SimulateRequest
     from numalign.cluster.model import Cluster
     from numalign.cluster.result import RunResult, SimulationResult
 
@@ -68,52 +69,30 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from numalign.cli.commands.simulate_request import SimulateRequest
+
+    return simulate(SimulateRequest.from_args(args))
+
+
+def simulate(request: SimulateRequest) -> int:
     import os
 
-    from numalign.cli.options.clusterargs import Progress, dump, version_notes
-    from numalign.cli.options.versionargs import preview_sets
+    from numalign.cli.options.clusterargs import Progress, dump, running_pods, version_notes
     from numalign.cluster.result import SimulationResult
-    from numalign.cluster.sweep import (
-        AXES,
-        PREVIEW_AXIS,
-        VERSION_AXIS,
-        check_dask_installed,
-        load_sweep,
-        run_sweep,
-        specs_from_args,
-    )
-    from numalign.errors import InvalidInputError
+    from numalign.cluster.sweep import check_dask_installed, load_sweep, run_sweep, specs_from_args
 
-    if args.max_retries < 0:
-        raise InvalidInputError(f"--max-retries {args.max_retries}: expected a whole number >= 0")
-    if args.dask is not None:
+    if request.dask is not None:
         check_dask_installed()
-    cluster = load_cluster_arg(args)
-    workload = load_workload_args(args)
-    from numalign.cli.options.clusterargs import running_pods
-
-    workload.bound = running_pods(args, cluster)
-    if args.sweep is not None:
-        if args.policies or args.scopes or args.tm_options or args.cpu_policies or args.cpu_options \
-                or args.memory_policies or args.scheduler or args.kubelet_versions or args.previews \
-                or args.preview_axis:
-            raise InvalidInputError("--sweep and axis flags (--scheduler, --policy, --scope, ...) both given; "
-                                    "expected one of them; put every axis in the sweep file")
-        sweep = load_sweep(args.sweep)
-        sweep.check_against(cluster, str(args.sweep))
-        specs = sweep.specs(str(args.sweep))
+    cluster = load_cluster_arg(request.cluster)
+    workload = load_workload_args(request.workload)
+    workload.bound = running_pods(request.cluster, cluster)
+    if request.sweep is not None:
+        sweep = load_sweep(request.sweep)
+        sweep.check_against(cluster, str(request.sweep))
+        specs = sweep.specs(str(request.sweep))
     else:
-        scoring: dict[str, str] = {}
-        for item in args.scoring:
-            name, sep, strategy = item.partition("=")
-            if not sep:
-                raise InvalidInputError(f"--scoring {item!r}: expected SCHEDULER=STRATEGY, e.g. exact=LeastNUMANodes")
-            scoring[name] = strategy
-        keys = [*AXES, VERSION_AXIS, PREVIEW_AXIS]
-        values = [args.policies, args.scopes, args.tm_options, args.cpu_policies, args.cpu_options,
-                  args.memory_policies, args.kubelet_versions, preview_sets(args)]
-        specs = specs_from_args(args.scheduler or _default_schedulers(), scoring, dict(zip(keys, values, strict=True)))
-    jobs = args.jobs or min(len(specs), os.cpu_count() or 1)
+        specs = specs_from_args(request.schedulers or _default_schedulers(), request.scoring, request.axes)
+    jobs = request.jobs or min(len(specs), os.cpu_count() or 1)
     progress = Progress(f"simulate: {len(specs)} run(s) on {cluster.node_count} nodes, {workload.pod_count()} pods")
     total = workload.pod_count()
     active: dict[int, int] = {}  # run -> pods placed so far, for the runs under way
@@ -131,23 +110,25 @@ def run(args: argparse.Namespace) -> int:
         active.pop(i, None)
         progress.step(f"{r.config.label}: {r.placed} placed, {r.rejections} kubelet rejections")
 
-    results = run_sweep(cluster, workload, specs, args.seed, args.max_retries, jobs=jobs, dask=args.dask,
+    seed = request.workload.seed
+    results = run_sweep(cluster, workload, specs, seed, request.max_retries, jobs=jobs, dask=request.dask,
                         done=done, placed=placed if progress.on else None)
     progress.close()
-    from numalign.cluster.model import pool_settings
+    from numalign.cluster.model import pool_document
 
-    sim = SimulationResult(cluster.name, cluster.node_count, workload.source, workload.pod_count(), args.seed,
-                           args.max_retries, tuple(results), tuple(pool_settings(p) for p in cluster.pools))
-    notes = version_notes(cluster, args.kubelet_versions)
-    if args.report is not None:
+    notes = version_notes(cluster, list(request.kubelet_versions))
+    sim = SimulationResult(cluster.name, cluster.node_count, workload.source, workload.pod_count(), seed,
+                           request.max_retries, tuple(results), tuple(pool_document(p) for p in cluster.pools),
+                           tuple(notes))
+    if request.report is not None:
         from numalign.cli.options.reportargs import write_report
         from numalign.report.simulation import simulation_report
 
-        write_report(args.report, simulation_report(sim.to_dict()))
-    if args.output == "csv":
+        write_report(request.report, simulation_report(sim.to_dict()))
+    if request.output == "csv":
         _csv(sim)
-    elif args.output in ("json", "yaml"):
-        dump(sim.to_dict(), args.output)
+    elif request.output in ("json", "yaml"):
+        dump(sim.to_dict(), request.output)
     else:
         for line in notes:
             print(f"# {line}")
@@ -298,8 +279,8 @@ def _csv(sim: SimulationResult) -> None:
     reasons = sorted({k for r in sim.runs for k in r.kubelet_rejections})
     w.writerow(["scheduler", "scoring", "topologyManagerPolicy", "topologyManagerScope", "topologyManagerPolicyOptions",
                 "cpuManagerPolicy", "cpuManagerPolicyOptions", "memoryManagerPolicy", "pods", "placed",
-                "unschedulable", "kubelet_rejections", *[f"rejections:{k}" for k in reasons], "rejected_pods",
-                "retries", "failed", "numa_aligned_share", "numa_fewest_share", *[f"utilisation:{k}" for k in names],
+                "unschedulable", "kubeletRejections", *[f"rejections:{k}" for k in reasons], "rejectedPods",
+                "retries", "failed", "numaAlignedShare", "numaFewestShare", *[f"utilisation:{k}" for k in names],
                 *[f"stranded:{k}" for k in names], "kubeletVersion", "previews"])
     for r in sim.runs:
         c = r.config

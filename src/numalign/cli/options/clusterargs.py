@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,26 +48,60 @@ def add_cluster_args(p: argparse.ArgumentParser, workload: bool = True) -> None:
     add_replicas_arg(w)
 
 
-def load_cluster_arg(args: argparse.Namespace) -> Cluster:
+@dataclass(frozen=True)
+class ClusterSource:
+    """Where the cluster comes from (add_cluster_args' flags): a cluster.yaml or a built-in name, or
+    `kubectl get` dumps of Nodes (and NRTs), and the pods running on it. `overridden`: a kubelet version
+    was given on the command line, so dumps of unsupported minors are decided at it."""
+
+    cluster: str = "example"
+    nodes: Path | None = None
+    nrts: Path | None = None
+    pods_dump: Path | None = None
+    overridden: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ClusterSource:
+        overridden = bool(getattr(args, "kubelet_versions", None) or getattr(args, "kubelet_version", None))
+        return cls(args.cluster, args.nodes, args.nrts, args.pods_dump, overridden)
+
+
+@dataclass(frozen=True)
+class WorkloadSource:
+    """The workload's pods (add_cluster_args' workload flags): manifests (with a timeline), or pods drawn
+    from a mix."""
+
+    manifests: tuple[Path, ...] = ()
+    timeline: Path | None = None
+    generate: int | None = None
+    mix: Path | None = None
+    seed: int = 1
+    replicas: int | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> WorkloadSource:
+        return cls(tuple(args.workload), args.timeline, args.generate, args.mix, args.seed, args.replicas)
+
+
+def load_cluster_arg(source: ClusterSource) -> Cluster:
     from numalign.cluster.examples import CLUSTERS, example_cluster
     from numalign.cluster.model import load_cluster
 
-    if args.nodes is not None:
+    if source.nodes is not None:
         from numalign.cluster.dumps import cluster_from_dumps
 
-        overridden = bool(getattr(args, "kubelet_versions", None) or getattr(args, "kubelet_version", None))
-        cluster = cluster_from_dumps(args.nodes, args.nrts, overridden=overridden)
+        cluster = cluster_from_dumps(source.nodes, source.nrts, overridden=source.overridden)
         for line in cluster.notes:
             print(f"note: {line}", file=sys.stderr)
         return cluster
-    if args.nrts is not None:
+    if source.nrts is not None:
         raise InvalidInputError("--nrts given without --nodes; expected both (`kubectl get nodes -o json` and "
                                 "`kubectl get noderesourcetopologies -o json`)")
-    if args.cluster in CLUSTERS:
-        return example_cluster(args.cluster)
-    path = Path(args.cluster)
+    if source.cluster in CLUSTERS:
+        return example_cluster(source.cluster)
+    path = Path(source.cluster)
     if not path.exists():
-        return example_cluster(args.cluster)  # names the built-ins in its error
+        return example_cluster(source.cluster)  # names the built-ins in its error
     return load_cluster(path)
 
 
@@ -83,7 +118,7 @@ def version_notes(cluster: Cluster, versions: list[str]) -> list[str]:
     return notes
 
 
-def running_pods(args: argparse.Namespace, cluster: Cluster) -> list[tuple[str, Pod]]:
+def running_pods(source: ClusterSource, cluster: Cluster) -> list[tuple[str, Pod]]:
     """The pods of --pods-dump bound to their nodes; what the dump's NRTs say that the simulation does not
     start from is said on stderr (cluster/dumpcheck.py)."""
     import logging
@@ -91,12 +126,12 @@ def running_pods(args: argparse.Namespace, cluster: Cluster) -> list[tuple[str, 
     from numalign.cluster.dumpcheck import dump_warnings
 
     running = []
-    if args.pods_dump is not None:
+    if source.pods_dump is not None:
         from numalign.cluster.dumpread import Notes
         from numalign.cluster.dumps import bound_pods
 
         notes = Notes()
-        running = bound_pods(args.pods_dump, {n for p in cluster.pools for n in p.node_names()}, notes)
+        running = bound_pods(source.pods_dump, {n for p in cluster.pools for n in p.node_names()}, notes)
         for line in notes.lines():
             print(f"note: {line}", file=sys.stderr)
     for line in dump_warnings(cluster, running):
@@ -116,31 +151,31 @@ def print_notes(notes: list[str]) -> None:
         print(f"note: ... and {len(notes) - MAX_NOTES} more like these", file=sys.stderr)
 
 
-def load_workload_args(args: argparse.Namespace) -> Workload:
+def load_workload_args(source: WorkloadSource) -> Workload:
     from numalign.cluster.examples import example_shapes
     from numalign.cluster.workload import generate, load_mix, load_timeline, load_workload
 
-    if args.workload and (args.generate or args.mix):
+    if source.manifests and (source.generate or source.mix):
         raise InvalidInputError("workload manifests and --generate/--mix both given; expected one source of pods")
-    if args.workload:
+    if source.manifests:
         notes: list[str] = []
-        wl = load_workload(args.workload, args.replicas, notes)
+        wl = load_workload(source.manifests, source.replicas, notes)
         print_notes(notes)
-        if args.timeline is not None:
-            wl.events = load_timeline(args.timeline, wl)
+        if source.timeline is not None:
+            wl.events = load_timeline(source.timeline, wl)
         return wl
-    if args.timeline is not None:
+    if source.timeline is not None:
         raise InvalidInputError("--timeline names workloads of manifests; give WORKLOAD.yaml files with it")
-    if args.replicas is not None:
-        raise InvalidInputError(f"--replicas {args.replicas} sets the pods of each workload manifest; give "
+    if source.replicas is not None:
+        raise InvalidInputError(f"--replicas {source.replicas} sets the pods of each workload manifest; give "
                                 "WORKLOAD.yaml files with it (--generate N sets the count of drawn pods)")
-    if args.generate is not None and args.generate < 1:
-        raise InvalidInputError(f"--generate {args.generate}: expected a number of pods >= 1")
-    if args.mix is not None:
-        shapes, count = load_mix(args.mix)
+    if source.generate is not None and source.generate < 1:
+        raise InvalidInputError(f"--generate {source.generate}: expected a number of pods >= 1")
+    if source.mix is not None:
+        shapes, count = load_mix(source.mix)
     else:
         shapes, count = example_shapes()
-    return generate(shapes, args.generate or count or 100, args.seed)
+    return generate(shapes, source.generate or count or 100, source.seed)
 
 
 MAX_POOL_LINES = 20

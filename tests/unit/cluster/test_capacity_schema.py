@@ -1,0 +1,50 @@
+"""`numalign capacity -o json|yaml` validates against its published schema (docs/schemas/capacity.schema.json):
+schemaVersion 1, the summary first, one key style (camelCase), the pools as `simulate` lists them, and the
+totals the text's table ends with."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from support.schemas import snake_keys, validate
+
+from numalign.cli.main import main
+
+DATA_MAPS = frozenset({"limitedBy", "previews", "topologyManagerPolicyOptions", "cpuManagerPolicyOptions"})
+
+
+def capacity(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    assert main(["capacity", *args]) == 0
+    out = capsys.readouterr().out
+    doc: dict[str, Any] = yaml.safe_load(out) if "yaml" in args else json.loads(out)
+    validate("capacity", doc)
+    assert list(doc)[:2] == ["schemaVersion", "summary"] and snake_keys(doc, data_maps=DATA_MAPS) == []
+    return doc
+
+
+def test_one_run_names_its_totals_first(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = capacity(capsys, "-o", "json")
+    (run,) = doc["runs"]
+    assert doc["summary"]["runs"] == [{k: v for k, v in run.items() if k != "byPool"}]
+    assert (run["exact"], run["byRequests"]) == (sum(p["exact"] for p in run["byPool"]),
+                                                 sum(p["byRequests"] for p in run["byPool"]))
+    assert [p["name"] for p in doc["pools"]] == [p["pool"] for p in run["byPool"]]
+    assert all(sum(p["limitedBy"].values()) == p["nodes"] for p in run["byPool"])
+    assert "previews" not in run  # each pool kept its own
+
+
+def test_axes_and_a_workload(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    deploy = tmp_path / "deploy.yaml"
+    deploy.write_text(yaml.safe_dump({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 40, "selector": {}, "template": {"metadata": {}, "spec": {"containers": [
+            {"name": "c", "resources": {"limits": {"cpu": "2", "memory": "4Gi"}}}]}}}}), encoding="utf-8")
+    doc = capacity(capsys, str(deploy), "--kubelet-version", "1.36", "--preview-axis", "",
+                   "--preview-axis", "numa-allocation-strategy=least-allocated", "-o", "yaml")
+    assert doc["summary"]["workloadPods"] == 40
+    assert [r["previews"] for r in doc["summary"]["runs"]] == [{}, {"numa-allocation-strategy": "least-allocated"}]
+    assert all(r["workloadFits"] == (r["exact"] >= 40) for r in doc["summary"]["runs"])
