@@ -55,6 +55,22 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
     return max(num, MIN_FEASIBLE_NODES_TO_FIND)
 
 
+@dataclass
+class _ShapeRows:
+    """One pod shape's NodeResourcesFit filter and base scores over every node, as of the state's first
+    `seen` changes (ClusterState.changes) and `columns` added resource columns."""
+
+    seen: int
+    columns: int
+    fit: BoolArray
+    score: IntArray
+
+
+# Pod shapes whose filter and scores are kept (the oldest is dropped beyond it): a workload of many
+# distinct shapes must not hold nodes x shapes arrays. A generated mix has a handful of shapes.
+_SHAPES_KEPT: Final = 64
+
+
 @dataclass(frozen=True)
 class Selection:
     node: int | None
@@ -91,10 +107,64 @@ class DefaultScheduler:
         # Shape points scaled as upstream: utilisation 0-100, score x (MaxNodeScore / MaxCustomPriorityScore).
         self.rtcr_shape = tuple((u, s * (MAX_NODE_SCORE // 10)) for u, s in rtcr_shape)
         self._positive: tuple[IntArray, bool] | None = None  # see _all_positive
+        self._shapes: dict[tuple[object, ...], _ShapeRows] = {}
+
+    def _rows(self, pv: PodVector) -> _ShapeRows:
+        """The shape's filter and scores over every node, brought up to date. A scheduling cycle changes
+        one node (the pod bound there), so only the rows of the nodes changed since this shape was last
+        scheduled are computed again, with the very formulas (per node, so the same numbers) used over
+        all nodes. Most of a large cluster's filtering and scoring is this bookkeeping otherwise."""
+        st = self.state
+        found = self._shapes.get(pv.key)
+        seen = len(st.changes)
+        if found is None or found.columns != st.columns_added:
+            every = np.arange(len(st.nodes))
+            found = _ShapeRows(seen, st.columns_added, st.fit_mask(pv), self._base_scores(pv, every))
+            self._shapes.pop(pv.key, None)
+            if len(self._shapes) >= _SHAPES_KEPT:
+                del self._shapes[next(iter(self._shapes))]
+            self._shapes[pv.key] = found
+        elif found.seen != seen:
+            changed = st.changes[found.seen:seen]
+            if len(changed) * 4 > len(st.nodes):
+                found.fit = st.fit_mask(pv)
+                found.score = self._base_scores(pv, np.arange(len(st.nodes)))
+            elif self.scoring == "LeastAllocated" and self._all_positive():
+                for i in set(changed):
+                    found.fit[i], found.score[i] = self._row(pv, i)
+            else:
+                rows = np.unique(np.array(changed, dtype=np.int64))
+                found.fit[rows] = st.fit_mask(pv, rows)
+                found.score[rows] = self._base_scores(pv, rows)
+            found.seen = seen
+        return found
+
+    def _row(self, pv: PodVector, i: int) -> tuple[bool, int]:
+        """One node's NodeResourcesFit filter and LeastAllocated + BalancedAllocation score, in Python
+        numbers: the same operations, in the same order and precision (float64), as the vector forms
+        (fit_mask, fit_scores' LeastAllocated fast path and balanced_scores' with every allocatable
+        positive), which cost more in numpy's per-call overhead than they compute for a few nodes."""
+        st = self.state
+        alloc, requested = st.alloc[i].tolist(), st.requested[i].tolist()
+        fits = int(st.pod_count[i]) + 1 <= int(st.max_pods[i])
+        if fits and not pv.zero:
+            vec = pv.vec.tolist()
+            fits = all(alloc[c] - requested[c] >= vec[c] for c in pv.cols.tolist())
+        nz_cpu, nz_mem = st.non_zero[i].tolist()
+        least = 0
+        for used, have in ((nz_cpu + pv.non_zero[0], alloc[0]), (nz_mem + pv.non_zero[1], alloc[1])):
+            least += 0 if used > have else (have - used) * MAX_NODE_SCORE // have
+        score = least // 2
+        cpu, mem = pv.requests.get("cpu", 0), pv.requests.get("memory", 0)
+        if cpu or mem:
+            f_cpu = min(float(requested[0] + cpu) / float(alloc[0]), 1.0)
+            f_mem = min(float(requested[1] + mem) / float(alloc[1]), 1.0)
+            score += int((1 - abs((f_cpu - f_mem) / 2)) * MAX_NODE_SCORE)
+        return fits, score
 
     # -- filtering ----------------------------------------------------------------------------------
     def candidates(self, pv: PodVector, placement_mask: BoolArray) -> BoolArray:
-        return self.state.fit_mask(pv) & placement_mask
+        return self._rows(pv).fit & placement_mask
 
     def feasible(self, pod: Pod, pv: PodVector, mask: BoolArray) -> tuple[IntArray, int]:
         """Feasible node indices in visiting order (cut off), and how many nodes were processed."""
@@ -167,9 +237,14 @@ class DefaultScheduler:
         out: IntArray = ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
         return out
 
-    def scores(self, pod: Pod, pv: PodVector, idx: IntArray) -> IntArray:
+    def _base_scores(self, pv: PodVector, idx: IntArray) -> IntArray:
         total: IntArray = self.fit_scores(pv, idx) + self.balanced_scores(pv, idx)
         return total
+
+    def scores(self, pod: Pod, pv: PodVector, idx: IntArray) -> IntArray:
+        """NodeResourcesFit's and NodeResourcesBalancedAllocation's scores of the nodes idx."""
+        score: IntArray = self._rows(pv).score[idx]
+        return score
 
     # -- the cycle ----------------------------------------------------------------------------------
     def select(self, pod: Pod, pv: PodVector, placement_mask: BoolArray) -> Selection:

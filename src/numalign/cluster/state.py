@@ -101,6 +101,10 @@ class ClusterState:
         self._needs: dict[tuple[object, ...], npt.NDArray[np.object_]] = {}
         self._cpu_numa: dict[str, dict[int, int]] = {}
         self.probe_count = 0
+        # The nodes whose requested amounts or pod count changed (admit, remove), in order, and a count
+        # of resource columns added: what a scheduler's per-shape filter and scores need to recompute.
+        self.changes: list[int] = []
+        self.columns_added = 0
 
     # -- pods as the scheduler sees them --------------------------------------------------------------
     def vector(self, pod: Pod) -> PodVector:
@@ -129,6 +133,7 @@ class ClusterState:
         zeros = np.zeros((len(self.nodes), 1), dtype=np.int64)
         self.alloc = np.hstack([self.alloc, zeros])
         self.requested = np.hstack([self.requested, zeros])
+        self.columns_added += 1
         self._vectors = {k: PodVector(v.key, v.requests, v.non_zero, np.append(v.vec, 0), v.zero)
                          for k, v in self._vectors.items()}
 
@@ -150,17 +155,22 @@ class ClusterState:
             self._placement_masks[placement] = mask
         return mask
 
-    def fit_mask(self, pv: PodVector) -> BoolArray:
-        """NodeResourcesFit's filter over every node."""
-        ok = self.pod_count + 1 <= self.max_pods
+    def fit_mask(self, pv: PodVector, rows: IntArray | None = None) -> BoolArray:
+        """NodeResourcesFit's filter over every node (or over the given rows only)."""
+        if rows is None:
+            alloc, requested, count, limit = self.alloc, self.requested, self.pod_count, self.max_pods
+        else:
+            alloc, requested, count, limit = self.alloc[rows], self.requested[rows], self.pod_count[rows], \
+                self.max_pods[rows]
+        ok: BoolArray = count + 1 <= limit
         if pv.zero:
             return ok
         cols = pv.cols
         if len(cols) == 1:
             c = int(cols[0])
-            single: BoolArray = ok & (self.alloc[:, c] - self.requested[:, c] >= pv.vec[c])
+            single: BoolArray = ok & (alloc[:, c] - requested[:, c] >= pv.vec[c])
             return single
-        free = self.alloc[:, cols] - self.requested[:, cols]
+        free = alloc[:, cols] - requested[:, cols]
         result: BoolArray = ok & np.all(free >= pv.vec[cols], axis=1)
         return result
 
@@ -191,6 +201,7 @@ class ClusterState:
             self.non_zero[i, 0] += pv.non_zero[0]
             self.non_zero[i, 1] += pv.non_zero[1]
             self.pod_count[i] += 1
+            self.changes.append(i)
             sn.state = hash((sn.state, "+", pv.key))
             if self._answers:  # only the exact and nrt schedulers keep answers to invalidate
                 self._changed(i, self._footprint(sn, pod))
@@ -258,6 +269,7 @@ class ClusterState:
         self.non_zero[i, 0] -= pv.non_zero[0]
         self.non_zero[i, 1] -= pv.non_zero[1]
         self.pod_count[i] -= 1
+        self.changes.append(i)
         sn.state = hash((sn.state, "-", position))
         self._changed(i)
 
