@@ -72,6 +72,27 @@ _SHAPES_KEPT: Final = 64
 
 
 @dataclass(frozen=True)
+class _Needs:
+    """What _row reads of a pod shape, as Python numbers."""
+
+    fit: tuple[tuple[int, int], ...]  # (resource column, amount) NodeResourcesFit checks
+    non_zero: tuple[int, int]
+    cpu: int
+    memory: int
+
+
+def _needs(pv: PodVector) -> _Needs:
+    found: _Needs | None = pv.__dict__.get("_needs")
+    if found is None:
+        cols = [] if pv.zero else pv.cols.tolist()
+        vec = pv.vec.tolist()
+        found = _Needs(tuple((c, vec[c]) for c in cols), pv.non_zero, pv.requests.get("cpu", 0),
+                       pv.requests.get("memory", 0))
+        object.__setattr__(pv, "_needs", found)
+    return found
+
+
+@dataclass(frozen=True)
 class Selection:
     node: int | None
     feasible: int  # feasible nodes found (before the cut-off stopped the search, if it did)
@@ -130,8 +151,9 @@ class DefaultScheduler:
                 found.fit = st.fit_mask(pv)
                 found.score = self._base_scores(pv, np.arange(len(st.nodes)))
             elif self.scoring == "LeastAllocated" and self._all_positive():
+                row = self._row
                 for i in set(changed):
-                    found.fit[i], found.score[i] = self._row(pv, i)
+                    found.fit[i], found.score[i] = row(pv, i)
             else:
                 rows = np.unique(np.array(changed, dtype=np.int64))
                 found.fit[rows] = st.fit_mask(pv, rows)
@@ -145,20 +167,22 @@ class DefaultScheduler:
         (fit_mask, fit_scores' LeastAllocated fast path and balanced_scores' with every allocatable
         positive), which cost more in numpy's per-call overhead than they compute for a few nodes."""
         st = self.state
-        alloc, requested = st.alloc[i].tolist(), st.requested[i].tolist()
-        fits = int(st.pod_count[i]) + 1 <= int(st.max_pods[i])
-        if fits and not pv.zero:
-            vec = pv.vec.tolist()
-            fits = all(alloc[c] - requested[c] >= vec[c] for c in pv.cols.tolist())
-        nz_cpu, nz_mem = st.non_zero[i].tolist()
-        least = 0
-        for used, have in ((nz_cpu + pv.non_zero[0], alloc[0]), (nz_mem + pv.non_zero[1], alloc[1])):
-            least += 0 if used > have else (have - used) * MAX_NODE_SCORE // have
-        score = least // 2
-        cpu, mem = pv.requests.get("cpu", 0), pv.requests.get("memory", 0)
+        alloc, requested = st.alloc, st.requested
+        need = _needs(pv)
+        fits = st.pod_count.item(i) + 1 <= st.max_pods.item(i)
+        if fits:
+            for c, amount in need.fit:
+                if alloc.item(i, c) - requested.item(i, c) < amount:
+                    fits = False
+                    break
+        alloc_cpu, alloc_mem = alloc.item(i, 0), alloc.item(i, 1)
+        used_cpu, used_mem = st.non_zero.item(i, 0) + need.non_zero[0], st.non_zero.item(i, 1) + need.non_zero[1]
+        score = ((0 if used_cpu > alloc_cpu else (alloc_cpu - used_cpu) * MAX_NODE_SCORE // alloc_cpu)
+                 + (0 if used_mem > alloc_mem else (alloc_mem - used_mem) * MAX_NODE_SCORE // alloc_mem)) // 2
+        cpu, mem = need.cpu, need.memory
         if cpu or mem:
-            f_cpu = min(float(requested[0] + cpu) / float(alloc[0]), 1.0)
-            f_mem = min(float(requested[1] + mem) / float(alloc[1]), 1.0)
+            f_cpu = min(float(requested.item(i, 0) + cpu) / float(alloc_cpu), 1.0)
+            f_mem = min(float(requested.item(i, 1) + mem) / float(alloc_mem), 1.0)
             score += int((1 - abs((f_cpu - f_mem) / 2)) * MAX_NODE_SCORE)
         return fits, score
 
