@@ -7,6 +7,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from conformance.areas import checkpoint, cpu, discover, draalloc, dracel, topology
+from conformance.areas import admit, checkpoint, cpu, discover, draalloc, dracel, topology
 
-AREAS: dict[str, ModuleType] = {m.NAME: m for m in (checkpoint, cpu, discover, dracel, draalloc, topology)}
+AREAS: dict[str, ModuleType] = {m.NAME: m for m in (admit, checkpoint, cpu, discover, dracel, draalloc, topology)}

@@ -1,0 +1,119 @@
+//go:build !(k8s133 || k8s134 || k8s135 || k8s136)
+
+package main
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
+	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
+	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
+	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
+	plugin "k8s.io/kubernetes/pkg/kubelet/cm/devicemanager/plugin/v1beta1"
+	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
+	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
+	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
+	"k8s.io/kubernetes/pkg/kubelet/nodestatus"
+	schedulerframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/cpuset"
+)
+
+// 1.37: loggers and contexts on every manager call; cadvisor's lib/model MachineInfo.
+
+type (
+	cpuManager    = cpumanager.Manager
+	memoryManager = memorymanager.Manager
+)
+
+// noRuntime is the container runtime the CPU manager's reconcile loop would update; it is never
+// reached (no pod has a status, see noStatus).
+type noRuntime struct{}
+
+func (noRuntime) UpdateContainerResources(context.Context, string, *runtimeapi.ContainerResources) error {
+	return nil
+}
+
+// The CPU manager's reconcile loop starts at once and then waits this long: no case lasts that long.
+const reconcilePeriod = 24 * time.Hour
+
+type newDMFunc[T any] func(klog.Logger, T, topologymanager.Store) (*devicemanager.ManagerImpl, error)
+
+func callNewDM[T any](f newDMFunc[T], nodes []byte, tm topologymanager.Manager) (*devicemanager.ManagerImpl, error) {
+	topo, err := decodeJSON[T](nodes)
+	if err != nil {
+		return nil, err
+	}
+	return f(logger, topo, tm)
+}
+
+func newDeviceManager(nodes []byte, tm topologymanager.Manager) (*devicemanager.ManagerImpl, error) {
+	return callNewDM(devicemanager.NewManagerImpl, nodes, tm)
+}
+func startDeviceManager(dm *devicemanager.ManagerImpl, active func() []*v1.Pod) error {
+	return dm.Start(logger, active, sourcesReady{}, containermap.NewContainerMap(), sets.New[string]())
+}
+func stopDeviceManager(dm *devicemanager.ManagerImpl) { _ = dm.Stop(logger) }
+func stopStub(s *plugin.Stub)                         { _ = s.Stop(logger) }
+func dmCapacity(dm *devicemanager.ManagerImpl) (v1.ResourceList, v1.ResourceList, []string) {
+	return dm.GetCapacity(logger)
+}
+
+func newCPUManager(policy string, options map[string]string, m *cMachineInfo, reserved cpuset.CPUSet,
+	reservation v1.ResourceList, dir string, tm topologymanager.Manager) (cpumanager.Manager, error) {
+	return cpumanager.NewManager(logger, policy, options, reconcilePeriod, m, reserved, reservation, dir, tm)
+}
+func startCPUManager(ctx context.Context, m cpumanager.Manager, active func() []*v1.Pod) error {
+	return m.Start(ctx, active, sourcesReady{}, noStatus{}, noRuntime{}, containermap.NewContainerMap())
+}
+func cpuAddContainer(m cpumanager.Manager, pod *v1.Pod, c *v1.Container, id string) {
+	m.AddContainer(logger, pod, c, id)
+}
+
+func newMemoryManager(policy string, m *cMachineInfo, reservation v1.ResourceList,
+	reserved []kubeletconfig.MemoryReservation, dir string, tm topologymanager.Manager) (memorymanager.Manager, error) {
+	return memorymanager.NewManager(logger, policy, m, reservation, reserved, dir, tm)
+}
+func startMemoryManager(ctx context.Context, m memorymanager.Manager, active func() []*v1.Pod) error {
+	return m.Start(ctx, active, sourcesReady{}, noStatus{}, noRuntime{}, containermap.NewContainerMap())
+}
+func memAddContainer(m memorymanager.Manager, pod *v1.Pod, c *v1.Container, id string) {
+	m.AddContainer(logger, pod, c, id)
+}
+
+func handlerAdmit(ctx context.Context, h lifecycle.PodAdmitHandler, attrs *lifecycle.PodAdmitAttributes) lifecycle.PodAdmitResult {
+	return h.Admit(ctx, attrs)
+}
+
+// newPredicateHandler is kubelet.go's predicate admit handler: the node as its status would be now
+// (GetCachedNode), no critical-pod preemption (the stub: no pod is critical here), and the device
+// manager's UpdatePluginResources.
+func newPredicateHandler(node func() *v1.Node, dm *devicemanager.ManagerImpl) lifecycle.PodAdmitHandler {
+	return lifecycle.NewPredicateAdmitHandler(func(context.Context, bool) (*v1.Node, error) { return node(), nil },
+		lifecycle.NewAdmissionFailureHandlerStub(),
+		func(n *schedulerframework.NodeInfo, a *lifecycle.PodAdmitAttributes) error {
+			return dm.UpdatePluginResources(n, a)
+		})
+}
+
+// nodeStatus is the node as the kubelet's MachineInfo status setter fills it: capacity from cadvisor
+// and the device plugins, allocatable less the node allocatable reservation and the hugepages.
+func nodeStatus(m *cMachineInfo, maxPods int, dm *devicemanager.ManagerImpl, reserved v1.ResourceList) *v1.Node {
+	node := &v1.Node{}
+	node.Name = "node"
+	node.Labels = map[string]string{v1.LabelOSStable: "linux", v1.LabelHostname: "node"}
+	setter := nodestatus.MachineInfo("node", maxPods, 0,
+		func() (*cMachineInfo, error) { return m, nil },
+		func(klog.Logger, bool) v1.ResourceList { return nil },
+		func(l klog.Logger) (v1.ResourceList, v1.ResourceList, []string) { return dm.GetCapacity(l) },
+		func() v1.ResourceList { return reserved },
+		func(string, string, string) {},
+		func() *bool { return nil },
+		false)
+	_ = setter(context.Background(), node)
+	return node
+}

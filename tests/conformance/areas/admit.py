@@ -1,0 +1,251 @@
+"""The "admit" area: a kubelet's pod admission with the real managers wired as the kubelet wires them
+(conformance/area_admit.go): the Topology Manager, the device, CPU and memory managers as its hint
+providers, the predicate admit handler's resource fit, over a sequence of admissions and deletions.
+
+Cases are machines of 1 to 4 NUMA nodes as cadvisor reports them (sockets of NUMA nodes of cores of 1
+or 2 threads, memory and hugepages per node), the kubelet configuration's fields these managers read
+(every policy and scope, the CPU manager's options at the release's gates, reserved CPUs as a set or a
+count, the memory manager's reserved memory per NUMA node), devices per NUMA node (some without
+topology), and pods of every QoS class with init containers, hugepages and devices. numalign answers
+with its own node (numalign.Node) at the same kubelet version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from conformance.versions import kubelet_version
+from numalign import Node
+from numalign.core.decision import KUBELET_HANGS
+from numalign.errors import AllocationError, ConfigError, NumalignError
+from numalign.k8s.deviceplugin import Device as PluginDevice
+from numalign.k8s.kubeletconfig_read import config_from_dict
+from numalign.k8s.manifest import pod_from_dict
+from numalign.kubelet.devicemanager.pod_devices import device_sort_key
+from numalign.machine.cadvisor import machine_from_cadvisor, machine_to_cadvisor
+from numalign.machine.shorthand import parse_shorthand
+from numalign.machine.topology import Device
+
+NAME = "admit"
+MINORS = ("1.37",)
+
+_CPU_OPTIONS = (
+    "full-pcpus-only",
+    "distribute-cpus-across-numa",
+    "align-by-socket",
+    "distribute-cpus-across-cores",
+    "strict-cpu-reservation",
+    "prefer-align-cpus-by-uncorecache",
+)
+_MI = 1 << 20
+_GI = 1 << 30
+_RESOURCES = ("example.com/gpu", "example.com/nic")
+DEVICE_SHARE = 0.5  # the share of cases with device plugins (each case with them costs the harness ~60 ms)
+
+
+def _machine(rng: random.Random) -> tuple[dict[str, Any], int, int]:
+    sockets = rng.choice((1, 2, 2))
+    per_socket = rng.choice((1, 1, 2))
+    cores = rng.randint(2, 6)
+    threads = rng.choice((1, 2, 2))
+    memory = rng.choice((4, 8, 16))
+    spec = f"{sockets}s x {per_socket}n x {cores}c x {threads}t, {memory}Gi/node"
+    if rng.random() < 0.3:
+        spec += f", hugepages-2Mi={rng.choice((64, 256))}/node"
+    if rng.random() < 0.15:
+        spec += ", hugepages-1Gi=1/node"
+    return machine_to_cadvisor(parse_shorthand(spec)), sockets * per_socket, cores * threads
+
+
+def _devices(rng: random.Random, numas: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for res in _RESOURCES:
+        if rng.random() < 0.5:
+            continue
+        for node in range(numas):
+            for _ in range(rng.choice((0, 1, 2, 2))):
+                numa: list[int] | None = [node] if rng.random() < 0.92 else None
+                out.append({"resource": res, "id": f"{res.rsplit('/', 1)[1]}{len(out)}", "numa": numa})
+    return out
+
+
+def _config(rng: random.Random, numas: int, machine: dict[str, Any]) -> dict[str, Any]:
+    cfg: dict[str, Any] = {
+        "cpuManagerPolicy": rng.choice(("static", "static", "static", "none")),
+        "topologyManagerPolicy": rng.choice(("none", "best-effort", "restricted", "restricted", "single-numa-node")),
+        "topologyManagerScope": rng.choice(("container", "pod")),
+        "evictionHard": {"memory.available": rng.choice(("100Mi", "100Mi", "256Mi"))},
+        "maxPods": rng.choice((110, 110, 6)),
+        "memoryManagerPolicy": "None",  # every field the managers read is given: no defaulting on either side
+    }
+    if cfg["cpuManagerPolicy"] == "static":
+        cfg["cpuManagerPolicyOptions"] = {o: "true" for o in _CPU_OPTIONS if rng.random() < 0.12}
+    if rng.random() < 0.5:
+        cpus = sorted(c for n in machine["topology"] for core in n["cores"] for c in core["thread_ids"])
+        cfg["reservedSystemCPUs"] = ",".join(str(c) for c in sorted(rng.sample(cpus, rng.randint(1, 2))))
+    else:
+        cfg["systemReserved"] = {"cpu": rng.choice(("1", "500m", "2"))}
+    system_memory = rng.choice((256, 512, 1024))
+    cfg.setdefault("systemReserved", {})["memory"] = f"{system_memory}Mi"
+    if rng.random() < 0.6:
+        cfg["memoryManagerPolicy"] = "Static"
+        total = system_memory + int(cfg["evictionHard"]["memory.available"].removesuffix("Mi"))
+        if numas > 1 and rng.random() < 0.3:
+            first = total // 2
+            cfg["reservedMemory"] = [{"numaNode": 0, "limits": {"memory": f"{first}Mi"}},
+                                     {"numaNode": 1, "limits": {"memory": f"{total - first}Mi"}}]
+        else:
+            cfg["reservedMemory"] = [{"numaNode": 0, "limits": {"memory": f"{total}Mi"}}]
+    gates: dict[str, bool] = {}
+    if rng.random() < 0.5:
+        gates["CPUManagerPolicyAlphaOptions"] = True
+    if rng.random() < 0.03:
+        gates["TopologyManagerPolicyOptions"] = False
+    if gates:
+        cfg["featureGates"] = gates
+    if rng.random() < 0.3:
+        cfg["topologyManagerPolicyOptions"] = {"prefer-closest-numa-nodes": "true"}
+    return cfg
+
+
+def _resources(rng: random.Random, per_numa_cpus: int, hugepages: list[str], devices: list[str],
+               qos: str, init: bool = False) -> dict[str, Any]:
+    cpu = rng.choice((1, 1, 2, 2, 3, 4, per_numa_cpus, per_numa_cpus + 1))
+    cpu_text = str(cpu) if rng.random() < 0.9 else f"{cpu * 1000 - 500}m"
+    memory = rng.choice((128 * _MI, 256 * _MI, 512 * _MI, _GI, 2 * _GI, 3 * _GI))
+    limits: dict[str, str] = {"cpu": cpu_text, "memory": str(memory)}
+    for h in hugepages:
+        if rng.random() < 0.4:
+            if h == "hugepages-1Gi":
+                limits[h] = "1Gi"
+            else:
+                limits[h] = rng.choice(("2Mi", "64Mi"))
+    for d in devices:
+        if rng.random() < 0.4:
+            # An init container's devices are reused by the containers after it; upstream takes a reuse
+            # of fewer than it holds from a Go set (random), so init containers ask for one at most.
+            limits[d] = "1" if init else str(rng.choice((1, 1, 2, 3)))
+    if qos == "guaranteed":
+        return {"requests": dict(limits), "limits": limits}
+    if qos == "burstable":
+        # hugepages and extended resources must have requests equal to limits (API validation)
+        fixed = {k: v for k, v in limits.items() if k.startswith(("hugepages", "example"))}
+        requests = {"cpu": "500m", "memory": "64Mi", **fixed}
+        return {"requests": requests, "limits": limits}
+    return {"limits": {k: v for k, v in limits.items() if k.startswith("example")}} if rng.random() < 0.3 else {}
+
+
+def _pod(rng: random.Random, i: int, per_numa_cpus: int, hugepages: list[str], devices: list[str]) -> dict[str, Any]:
+    qos = rng.choice(("guaranteed", "guaranteed", "guaranteed", "burstable", "besteffort"))
+    inits = [
+        {"name": f"init{j}", "resources": _resources(rng, per_numa_cpus, hugepages, devices, qos, init=True)}
+        for j in range(rng.choice((0, 0, 0, 1)))
+    ]
+    ctrs = [
+        {"name": f"c{j}", "resources": _resources(rng, per_numa_cpus, hugepages, devices, qos)}
+        for j in range(rng.choice((1, 1, 2, 3)))
+    ]
+    for c in (*inits, *ctrs):
+        c["image"] = "pause"
+    spec: dict[str, Any] = {"containers": ctrs}
+    if inits:
+        spec["initContainers"] = inits
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"p{i}", "namespace": "default", "uid": f"uid-p{i}"}, "spec": spec}
+
+
+def generate(rng: random.Random, version: str) -> dict[str, Any]:
+    machine, numas, per_numa_cpus = _machine(rng)
+    sizes = {h["page_size"] for h in machine.get("hugepages") or []}
+    hugepages = sorted(f"hugepages-{'2Mi' if size == 2048 else '1Gi'}" for size in sizes)
+    devices = _devices(rng, numas) if rng.random() < DEVICE_SHARE else []
+    resources = sorted({d["resource"] for d in devices})
+    steps: list[dict[str, Any]] = []
+    live: list[str] = []
+    for i in range(rng.randint(2, 8)):
+        if live and rng.random() < 0.25:
+            steps.append({"op": "delete", "uid": live.pop(rng.randrange(len(live)))})
+            continue
+        pod = _pod(rng, i, per_numa_cpus, hugepages, resources)
+        steps.append({"op": "admit", "pod": pod})
+        live.append(pod["metadata"]["uid"])
+    return {"machine": machine, "config": _config(rng, numas, machine), "devices": devices, "steps": steps}
+
+
+def equivalent(ours: Any, theirs: Any) -> bool:
+    """Equal answers; a start-up refusal matches when numalign's line carries upstream's text (numalign
+    adds where and the fix, as every refusal of a bad input does)."""
+    if isinstance(ours, dict) and isinstance(theirs, dict) and "start_error" in ours and "start_error" in theirs:
+        return str(theirs["start_error"]) in str(ours["start_error"])
+    return bool(ours == theirs)
+
+
+def size(case: dict[str, Any]) -> int:
+    cores: int = case["machine"]["num_cores"]
+    return cores * 10 + len(case["steps"]) * 50 + len(case["devices"]) * 5 + len(str(case["steps"])) // 50
+
+
+def prefer_natural(available: Sequence[str], must_include: Sequence[str], size: int) -> list[str]:
+    """The plugins' GetPreferredAllocation, as the harness's stubs answer it (area_admit.go's
+    preferNatural): the devices that must be included, then the others in natural id order."""
+    rest = sorted((d for d in available if d not in set(must_include)), key=device_sort_key)
+    return [*must_include, *rest][:size]
+
+
+def _node(case: dict[str, Any], version: str) -> Node:
+    machine = machine_from_cadvisor(case["machine"], "case machine")
+    devices = tuple(Device(d["id"], d["resource"], None if d["numa"] is None else tuple(d["numa"]))
+                    for d in case["devices"])
+    machine = dataclasses.replace(machine, devices=devices)
+    config = config_from_dict({"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
+                               **case["config"]}, "case config")
+    # The device plugins register as the harness's stubs do: each offers GetPreferredAllocation.
+    node = Node(machine, config, kubelet_version=kubelet_version(version), static_devices=False)
+    for resource, devs in machine.devices_by_resource().items():
+        node.devices.add_static_plugin(resource, [PluginDevice(d.id, d.health, d.numa_nodes) for d in devs],
+                                       preferred_fn=prefer_natural)
+    return node
+
+
+def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
+    try:
+        node = _node(case, version)
+    except (ConfigError, NumalignError) as e:
+        if "(k/k #140730" in str(e):
+            return {"hang": True}
+        return {"start_error": str(e)}
+    steps: list[dict[str, Any]] = []
+    for s in case["steps"]:
+        if s["op"] == "delete":
+            if s["uid"] in node.pods:  # a rejected pod is terminal already: its deletion changes nothing
+                node.remove(s["uid"])
+            steps.append({"deleted": s["uid"]})
+            continue
+        pod = pod_from_dict(s["pod"], "case pod")
+        try:
+            rec = node.admit(pod)
+        except AllocationError as e:
+            if e.reason == KUBELET_HANGS:
+                return {"hang": True}
+            raise
+        if rec.result.reason == KUBELET_HANGS:
+            return {"hang": True}
+        out: dict[str, Any] = {"admit": rec.result.admit, "reason": rec.result.reason, "message": rec.result.message}
+        if rec.result.admit:
+            ctrs: dict[str, Any] = {}
+            for c in pod.all_containers():
+                a = node.allocation(pod.uid, c.name)
+                hint = node.tm.get_affinity(pod.uid, c.name)
+                ctrs[c.name] = {
+                    "affinity": {"mask": hint.nodes(), "preferred": hint.preferred},
+                    "cpus": list(a.cpus) if a.exclusive else None,
+                    "memory": sorted(({"numa": sorted(b.numa_nodes), "type": b.type, "size": b.size}
+                                      for b in a.memory), key=lambda b: str(b["type"])),
+                    "devices": {res: sorted(ids) for res, ids in a.devices.items()},
+                }
+            out["containers"] = ctrs
+        steps.append(out)
+    return {"steps": steps}
