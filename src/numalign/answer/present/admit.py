@@ -67,7 +67,7 @@ class DRAAnswers(Protocol):
     """DRA's part of the answers (the command line's DRAAdmit): read when rendered, not before."""
 
     def unschedulable(self, pod: Pod) -> bool: ...
-    def verdict_line(self, pod: Pod) -> str: ...
+    def verdict_lines(self, pod: Pod, details: bool) -> list[str]: ...
     def text_lines(self, pod: Pod) -> list[str]: ...
     def to_json(self, pod: Pod) -> dict[str, Any]: ...
 
@@ -241,7 +241,8 @@ class AdmitDocument:
         for answer in self.pods:
             rec, pod = answer.record, answer.pod
             if dra is not None and dra.unschedulable(pod):
-                out.append(("" if compact else "\n") + dra.verdict_line(pod))
+                head, *why = dra.verdict_lines(pod, details)
+                out += [("" if compact else "\n") + head, *(line if details else clip(line) for line in why)]
                 continue
             if not rec.result.admit and not details:
                 same = (rec.result.reason, rec.result.message, pod_shape(pod))

@@ -10,6 +10,7 @@ The hooks admit.py calls: `load` (pods and DRA objects from the same files), `DR
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +106,8 @@ class DRAAdmit:
         # The kubelet's side (the node's DRA manager: what its pods' claims hold, kept in the state
         # directory with the pod record) around the scheduler's view of this node over the same objects.
         self.life: ClaimLifecycle[PodClaims] = ClaimLifecycle(
-            node.dra, objects, lambda view: NodeDRA(view, name, version=node.kubelet_version, extra_slices=extra))
+            node.dra, objects, lambda view: NodeDRA(view, name, version=node.kubelet_version, extra_slices=extra,
+                                                  explain_failures=True))
         self.outcomes: dict[str, Any] = {}  # pod uid -> PodClaims
         self.alignments: dict[str, Any] = {}  # pod uid -> PodDRAAlignment
         devices = sum(len(s.devices) for s in self.dra.slices if s.node_name in (None, name))
@@ -197,14 +199,22 @@ class DRAAdmit:
         outcome = self.outcomes.get(pod.uid)
         return outcome is not None and outcome.failure is not None
 
-    def verdict_line(self, pod: Pod) -> str:
+    def verdict_lines(self, pod: Pod, details: bool) -> list[str]:
+        """The pod's verdict, then why its claims do not fit (scheduler/dra/explain.py): the reasons, and
+        with `details` every request's counts and every constraint."""
         outcome = self.outcomes[pod.uid]
         failure = outcome.failure
         if failure.unschedulable:
-            return (f"pod {pod.key}: UNSCHEDULABLE on this node (kube-scheduler's DynamicResources plugin; the "
+            head = (f"pod {pod.key}: UNSCHEDULABLE on this node (kube-scheduler's DynamicResources plugin; the "
                     f"kubelet never sees the pod): {failure.line()}")
-        return (f"pod {pod.key}: NOT SCHEDULED (kube-scheduler's DynamicResources plugin reports an error and "
-                f"retries the pod): {failure.line()}")
+        else:
+            head = (f"pod {pod.key}: NOT SCHEDULED (kube-scheduler's DynamicResources plugin reports an error and "
+                    f"retries the pod): {failure.line()}")
+        why = outcome.explanation
+        if why is None:
+            return [head]
+        return [head, *(f"  why: {line}" for line in why.lines()),
+                *(f"  dra details: {line}" for line in why.lines(details=True)[len(why.reasons):] if details)]
 
     def text_lines(self, pod: Pod) -> list[str]:
         from numalign.answer.dra_alignment import claim_lines
@@ -234,8 +244,11 @@ class DRAAdmit:
             return {}
         failure = outcome.failure
         if failure is not None:
-            return {"dra": {"schedulable": False, "kind": failure.kind, "message": failure.message,
-                            "where": failure.where, "node": failure.node}}
+            out_failure: dict[str, Any] = {"schedulable": False, "kind": failure.kind, "message": failure.message,
+                                           "where": failure.where, "node": failure.node}
+            if outcome.explanation is not None:
+                out_failure["explanation"] = outcome.explanation.to_dict()
+            return {"dra": out_failure}
         alignment = self.alignments.get(pod.uid)
         out: dict[str, Any] = {"schedulable": True, "node": self.dra.node,
                                "claims": {c.claim.key: [d.device_id for d in c.devices]
@@ -296,4 +309,12 @@ def report_view(dra: DRAAdmit, view: Any, pods: list[Pod]) -> Any:
             numa = dev.attributes.get("resource.kubernetes.io/numaNode")
             free.append((s.driver, dev.name, int(numa.values[0]) if numa is not None and numa.kind == "int" else None))
     alignment = {pod.key: dra.alignments[pod.uid].to_dict() for pod in pods if pod.uid in dra.alignments}
-    return with_dra_devices(view, chips, free, alignment)
+    view = with_dra_devices(view, chips, free, alignment)
+    # An unschedulable pod's record says why its claims do not fit, every finding listed.
+    why = {pod.key: dra.outcomes[pod.uid].explanation for pod in pods
+           if pod.uid in dra.outcomes and dra.outcomes[pod.uid].explanation is not None}
+    if not why:
+        return view
+    return dataclasses.replace(view, pods=tuple(
+        dataclasses.replace(p, answer={**(p.answer or {}), "why": why[p.key].lines(details=True)})
+        if p.key in why else p for p in view.pods))

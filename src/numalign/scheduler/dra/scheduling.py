@@ -20,8 +20,16 @@ from numalign.k8s.dra.types import DeviceClass, DRAObjects, ResourceClaim, Resou
 from numalign.k8s.pod import Pod
 from numalign.k8s.version import KubeletVersion
 from numalign.scheduler.dra.allocator import AllocatedState
-from numalign.scheduler.dra.api import AllocatedDevice, AllocationFailure, AllocationResult, allocate_claims
-from numalign.scheduler.dra.features import DEFAULT_VERSION
+from numalign.scheduler.dra.api import (
+    CANNOT_ALLOCATE,
+    AllocatedDevice,
+    AllocationFailure,
+    AllocationResult,
+    allocate_claims,
+)
+from numalign.scheduler.dra.explain import Explanation, explain
+from numalign.scheduler.dra.features import DEFAULT_VERSION, features_for
+from numalign.scheduler.dra.pools import NodeInfo
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,9 @@ class PodClaims:
     pod: Pod
     claims: tuple[ResourceClaim, ...]
     result: AllocationResult | AllocationFailure
+    # Why the claims do not fit, when the allocator says only `cannot allocate all claims` and the
+    # ledger was asked to explain (NodeDRA.explain_failures); scheduler/dra/explain.py.
+    explanation: Explanation | None = None
 
     @property
     def failure(self) -> AllocationFailure | None:
@@ -77,6 +88,9 @@ class NodeDRA:
     gates: Mapping[str, bool] | None = None
     extra_slices: Sequence[ResourceSlice] = ()  # published by the machine (its DRA devices, driver models)
     holders: dict[str, set[str]] = field(default_factory=dict)  # claim key -> pod uids using it
+    # An unschedulable pod's outcome carries why (scheduler/dra/explain.py): admit shows it; what-if
+    # runs, which only ask whether the claims fit, leave it off.
+    explain_failures: bool = False
     # What the allocated claims hold, built on the first allocation and kept up to date by commit and
     # release, so the n-th pod's allocation costs its own claims, not every claim before it.
     _state: AllocatedState | None = field(default=None, init=False, repr=False)
@@ -107,10 +121,14 @@ class NodeDRA:
             result = allocate_claims(mine, self.slices, self.objects.classes, node=self.node,
                                      node_labels=self.node_labels, allocated=state, version=self.version,
                                      gates=self.gates)
+            why = None
+            if self.explain_failures and isinstance(result, AllocationFailure) and result.message == CANNOT_ALLOCATE:
+                why = explain(mine, self.slices, self.objects.classes, NodeInfo(self.node, dict(self.node_labels)),
+                              state, features_for(self.version, self.gates))
         finally:
             for key in lifted:
                 state.add_claim(self.objects.claims[key])
-        return PodClaims(pod, tuple(mine), result)
+        return PodClaims(pod, tuple(mine), result, why)
 
     def _ledger(self) -> AllocatedState:
         if self._state is None:

@@ -1,0 +1,72 @@
+"""`numalign admit` says why a pod's claims cannot be allocated (issue 28): in text, with --details, in
+JSON and in the --report page. The case is real: NVIDIA's driver publishes no
+resource.kubernetes.io/numaNode on its GPUs (only pciBusID and pcieRoot), so a claim matching GPUs and
+dra.cpu CPUs on that attribute cannot be allocated, whatever the counts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from numalign.cli.main import main
+
+NV = Path(__file__).resolve().parents[1] / "data" / "real-inputs" / "dra"
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "schemas" / "admit.schema.json").read_text())
+WHY = ("claim default/gpus-and-cpus, matchAttribute resource.kubernetes.io/numaNode (constraint #0 over gpus, "
+       "cpus): missing on gpu.nvidia.com/dgx-h100-01: gpu-0, gpu-1, gpu-2, gpu-3 and 4 more; no value is on enough "
+       "usable devices (gpus needs 2, cpus needs 16): 0: gpus 0, cpus 110; 1: gpus 0, cpus 112")
+
+
+def _admit(capsys: pytest.CaptureFixture[str], *extra: str) -> str:
+    capsys.readouterr()
+    main(["admit", *(str(NV / f) for f in ("deviceclass-gpu.nvidia.com.yaml", "deviceclass-dra.cpu.yaml",
+                                                 "dgx-h100-resourceslice.yaml", "gpu-plus-cpu-claim.yaml")),
+                 "--machine", str(NV / "dgx-h100-machine.yaml"), "--dra-driver", "cpu", *extra])
+    return capsys.readouterr().out
+
+
+def test_text_names_the_constraint_and_the_devices_without_the_attribute(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _admit(capsys)
+    verdict = next(i for i, line in enumerate(out.splitlines()) if line.startswith("pod default/aligned-trainer"))
+    lines = out.splitlines()
+    assert lines[verdict].endswith("ResourceClaim default/gpus-and-cpus: cannot allocate all claims")
+    assert lines[verdict + 1].startswith(f"  why: {WHY[:120]}")
+    assert "dra details" not in out
+
+
+def test_details_give_every_request_its_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _admit(capsys, "--details").splitlines()
+    assert f"  why: {WHY}" in out
+    assert [line for line in out if line.startswith("  dra details: ")] == [
+        "  dra details: claim default/gpus-and-cpus, request gpus (class gpu.nvidia.com): needs 2: 230 on the node, "
+        "class gpu.nvidia.com selector #0 matched 8, 8 usable",
+        "  dra details: claim default/gpus-and-cpus, request cpus (class dra.cpu): needs 16: 230 on the node, class "
+        "dra.cpu selector #0 matched 222, 222 usable"]
+
+
+def test_json_carries_the_explanation_in_camel_case(capsys: pytest.CaptureFixture[str]) -> None:
+    doc: dict[str, Any] = json.loads(_admit(capsys, "-o", "json"))
+    jsonschema.Draft202012Validator(SCHEMA).validate(doc)
+    dra = doc["pods"][0]["dra"]
+    assert (dra["schedulable"], dra["message"]) == (False, "cannot allocate all claims")
+    why = dra["explanation"]
+    assert why["reasons"] == [WHY]
+    assert why["node"] == "dgx-h100-01"
+    assert [(r["request"], r["need"], r["usable"], r["satisfied"]) for r in why["requests"]] == [
+        ("gpus", 2, 8, True), ("cpus", 16, 222, True)]
+    constraint = why["constraints"][0]
+    assert (constraint["kind"], constraint["satisfied"], len(constraint["missingOn"])) == ("matchAttribute", False, 8)
+    assert constraint["values"] == [{"value": "0", "devices": {"gpus": 0, "cpus": 110}},
+                                    {"value": "1", "devices": {"gpus": 0, "cpus": 112}}]
+
+
+def test_the_report_lists_the_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "r.html"
+    _admit(capsys, "--report", str(report))
+    html = report.read_text()
+    assert "<li>why: claim default/gpus-and-cpus, matchAttribute resource.kubernetes.io/numaNode" in html
+    assert "request cpus (class dra.cpu): needs 16: 230 on the node" in html
