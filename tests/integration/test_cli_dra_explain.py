@@ -70,3 +70,29 @@ def test_the_report_lists_the_why(tmp_path: Path, capsys: pytest.CaptureFixture[
     html = report.read_text()
     assert "<li>why: claim default/gpus-and-cpus, matchAttribute resource.kubernetes.io/numaNode" in html
     assert "request cpus (class dra.cpu): needs 16: 230 on the node" in html
+
+
+CLUSTER = Path(__file__).resolve().parents[1] / "data" / "dra" / "cluster"
+SIMULATE_WHY = {
+    "claim gpus (template default/two-gpus), request gpus: needs 2 device(s), 0 usable: 8 on the node, class h100 "
+    "selector #0 matched 8, 8 held by other claims (on 3 node(s) of pool gpu)": 4,
+    "claim gpus (template default/two-gpus), request gpus: no device on the node to try (no ResourceSlice for this "
+    "node publishes one) (on 2 node(s) of pool cpu)": 4}
+
+
+def test_simulate_says_why_in_text_json_and_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["simulate", "--cluster", str(CLUSTER / "cluster.yaml"), str(CLUSTER / "workload.yaml"),
+            "--scheduler", "default"]
+    capsys.readouterr()
+    main([*args, "-o", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    dra = doc["runs"][0]["dra"]
+    assert dra["unschedulable"] == {"cannot allocate all claims": 4}  # the scheduler's reason, as before
+    assert dra["why"] == SIMULATE_WHY
+    report = tmp_path / "r.html"
+    main([*args, "--report", str(report)])
+    text = capsys.readouterr().out.splitlines()
+    at = text.index("    4 pod(s): cannot allocate all claims")
+    assert text[at + 1:at + 3] == [f"      why (DRA), {n} pod(s): {why}" for why, n in SIMULATE_WHY.items()]
+    assert "why, 4 pod(s): claim gpus (template default/two-gpus), request gpus: needs 2 device(s)" in \
+        report.read_text()

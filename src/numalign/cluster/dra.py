@@ -28,7 +28,13 @@ from numalign.k8s.dra.types import DRAObjects, ResourceClaim, ResourceSlice
 from numalign.k8s.pod import Pod
 from numalign.kubelet.dramanager.manager import DRAManager
 from numalign.machine.dra import machine_slices
-from numalign.scheduler.dra.api import AllocatedDevice, AllocationFailure, AllocationResult, allocate_claims
+from numalign.scheduler.dra.api import (
+    CANNOT_ALLOCATE,
+    AllocatedDevice,
+    AllocationFailure,
+    AllocationResult,
+    allocate_claims,
+)
 
 STAND_IN = "numalign-pool-node"  # the node name a pool's slices are published for when allocating
 
@@ -168,12 +174,58 @@ class ClusterDRA:
         self.nodes[i].refresh()
         self.placed[pod.uid] = (i, answer)
 
+    def why(self, pod: Pod) -> list[str]:
+        """Why the pod's claims cannot be allocated (scheduler/dra/explain.py), on every node where the
+        allocator answers `cannot allocate all claims` as the nodes stand now: each reason once, with the
+        nodes it holds on per pool. A claim a template makes is named by its template, so the pods of one
+        workload give the same lines."""
+        from numalign.scheduler.dra.explain import explain
+        from numalign.scheduler.dra.features import features_for
+        from numalign.scheduler.dra.pools import NodeInfo
+
+        claims, claims_key, _tied = self.claims(pod)
+        labels = _claim_labels(pod, claims)
+        found: dict[str, Counter[str]] = {}  # reason -> pool -> nodes
+        seen: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+        for i, sn in enumerate(self.state.nodes):
+            answer = self._answer(i, claims, claims_key)
+            if not isinstance(answer, AllocationFailure) or answer.message != CANNOT_ALLOCATE:
+                continue
+            key = (sn.pool.name, self.nodes[i].key)
+            reasons = seen.get(key)
+            if reasons is None:
+                from numalign.scheduler.dra.allocator import AllocatedState
+
+                why = explain(claims, self.slices[sn.pool.name], self.objects.classes,
+                              NodeInfo(STAND_IN, dict(sn.pool.labels)), AllocatedState(self.nodes[i].allocated()),
+                              features_for(sn.pool.version))
+                reasons = seen[key] = [_relabel(r, labels) for r in why.reasons]
+            for r in reasons:
+                found.setdefault(r, Counter())[sn.pool.name] += 1
+        return [f"{r} (on {', '.join(f'{n} node(s) of pool {p}' for p, n in sorted(pools.items()))})"
+                for r, pools in found.items()]
+
     def release(self, i: int, uid: str) -> None:
         """The pod is deleted: its reservations end; a claim no pod reserves any more is deallocated."""
         for key in self.nodes[i].manager.release(uid):
             self.shared.pop(key, None)
         self.nodes[i].refresh()
         self.placed.pop(uid, None)
+
+
+def _claim_labels(pod: Pod, claims: Sequence[ResourceClaim]) -> dict[str, str]:
+    """claim key -> how a line names it: a template's claim by its template (its name is the pod's)."""
+    out = {}
+    for ref, claim in zip(pod.resource_claims, claims, strict=False):
+        if ref.resource_claim_template_name:
+            out[claim.key] = f"{ref.name} (template {pod.namespace}/{ref.resource_claim_template_name})"
+    return out
+
+
+def _relabel(reason: str, labels: Mapping[str, str]) -> str:
+    for key, label in labels.items():
+        reason = reason.replace(f"claim {key},", f"claim {label},")
+    return reason
 
 
 def reasons_with_dra(reasons: Mapping[str, int], failures: Counter[str]) -> dict[str, int]:
@@ -208,6 +260,8 @@ class DRAFigures:
     unpinned: int
     unknown: int
     allocations: int = 0         # allocator runs
+    # why the unschedulable pods' claims do not fit (scheduler/dra/explain.py): reason -> pods with it
+    why: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def aligned_share(self) -> float | None:
@@ -219,12 +273,12 @@ class DRAFigures:
         return {"pods": self.pods, "placed": self.placed, "unschedulable": dict(self.unschedulable),
                 "aligned": self.aligned, "apart": self.apart, "unpinned": self.unpinned, "unknown": self.unknown,
                 "alignedShare": None if self.aligned_share is None else round(self.aligned_share, 6),
-                "allocations": self.allocations}
+                "allocations": self.allocations, "why": dict(self.why)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DRAFigures:
         return cls(d["pods"], d["placed"], dict(d["unschedulable"]), d["aligned"], d["apart"], d["unpinned"],
-                   d["unknown"], d.get("allocations", 0))
+                   d["unknown"], d.get("allocations", 0), dict(d.get("why") or {}))
 
 
 def figures(dra: ClusterDRA, pods: int, bound: Mapping[str, tuple[int, str]],
@@ -253,10 +307,19 @@ def figures(dra: ClusterDRA, pods: int, bound: Mapping[str, tuple[int, str]],
             worst = max(worst, v, key=_RANK.__getitem__) if worst else v
         verdicts[worst or "unpinned"] += 1
     unschedulable: Counter[str] = Counter()
-    for _pod, reason in pending:
+    why: Counter[str] = Counter()
+    explained: dict[str, list[str]] = {}  # the claims' specs -> reasons: a workload's pods share them
+    for pod, reason in pending:
         unschedulable[reason] += 1
+        if CANNOT_ALLOCATE not in reason:
+            continue
+        spec = repr([(ref.resource_claim_template_name, c.spec) for ref, c in
+                     zip(pod.resource_claims, claims_for_pod(pod, dra.objects), strict=False)])
+        if spec not in explained:
+            explained[spec] = dra.why(pod)
+        why.update(explained[spec])
     return DRAFigures(pods, placed, dict(sorted(unschedulable.items())), verdicts["aligned"], verdicts["apart"],
-                      verdicts["unpinned"], verdicts["unknown"], dra.allocations)
+                      verdicts["unpinned"], verdicts["unknown"], dra.allocations, dict(sorted(why.items())))
 
 
 _RANK = {"aligned": 0, "unpinned": 1, "unknown": 2, "apart": 3}

@@ -32,7 +32,8 @@ RunResult
                   (pools with cpuManagerPolicy static only; cluster/occupancy.py)
   dra             DRAFigures (cluster/dra.py), only when workload pods use ResourceClaims: pods, placed,
                   unschedulable {allocator or filter reasons: pods}, aligned / apart / unpinned / unknown
-                  (placed pods by their devices against their CPUs and memory), alignedShare, allocations
+                  (placed pods by their devices against their CPUs and memory), alignedShare, allocations,
+                  why {why the claims of pods left unschedulable do not fit (scheduler/dra/explain.py): pods}
 
 NUMAAlignment
   guaranteed      placed Guaranteed pods

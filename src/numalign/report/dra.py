@@ -41,7 +41,9 @@ def dra_sections(runs: Sequence[Mapping[str, Any]]) -> list[str]:
                    f"{percent(r['dra']['alignedShare'])} aligned") for r in with_dra]
     reasons = "".join(
         f"<li>{escape(_label(r))}: {n} pod(s): {escape(reason)}</li>"
-        for r in with_dra for reason, n in r["dra"]["unschedulable"].items())
+        for r in with_dra for reason, n in r["dra"]["unschedulable"].items()) + "".join(
+        f"<li>{escape(_label(r))}: why, {n} pod(s): {escape(why)}</li>"
+        for r in with_dra for why, n in (r["dra"].get("why") or {}).items())
     return [
         "<h2>DRA: pods with ResourceClaims</h2><p class=\"detail\">Claims allocated as the scheduler's "
         "DynamicResources plugin does; the kubelet's Topology Manager ignores DRA devices, so a pod's devices "

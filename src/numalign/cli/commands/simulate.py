@@ -236,6 +236,8 @@ def _table(sim: SimulationResult, cluster: Cluster) -> None:
                 print(f"  {r.config.label}:")
             for reason, n in r.unschedulable_reasons.items():
                 print(f"    {n} pod(s): {reason}")
+            for why, n in (r.dra.why if r.dra is not None else {}).items():
+                print(f"      why (DRA), {n} pod(s): {why}")
     if any(r.config.scheduler == "exact" for r in sim.runs):
         print("\nexact sends a pod only to a node whose kubelet admits it: 0 kubelet rejections by construction.")
 
