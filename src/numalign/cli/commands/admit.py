@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from numalign.cli.commands.summaries import SUMMARIES
 from numalign.cli.options.nodeargs import EXAMPLE_CONFIG
-from numalign.cli.options.nodeargs import data_file as _data
 from numalign.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from numalign.answer.present.admit import AdmitDocument
+    from numalign.cli.commands.admit_request import AdmitRequest
     from numalign.k8s.kubeletconfig import KubeletConfig
     from numalign.k8s.pod import Pod
     from numalign.kubelet.node import Node
@@ -92,139 +92,71 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from numalign.cli.options.kubeletflags import FLAGS_DEST, config_from_args
-    from numalign.cli.options.nodeargs import config_label, example_base, resolve_node
-    from numalign.cli.options.noderecord import apply_record
-    from numalign.errors import InvalidInputError
-    from numalign.machine.examples import DEFAULT_MACHINE
+    from numalign.cli.commands.admit_request import read_request
 
-    notes: list[str] = []
-    pod_files = [Path(p) for p in args.pods]
-    if not pod_files:
-        pod_files = [_data("example-pods.yaml")]
-        notes.append(f"no pods given: admitting the built-in examples ({pod_files[0].name})")
-    recorded = apply_record(args)  # a second run on a state directory keeps the first run's node
-    machine, node_notes = resolve_node(args, DEFAULT_MACHINE)
-    notes.extend([*node_notes, *([recorded] if recorded else [])])
-    from numalign.cli.options.versionargs import node_previews, node_version
+    return admit(read_request(args))
 
-    args.chosen_version = node_version(args, notes)
-    args.chosen_previews = node_previews(args, notes)
-    if args.node_snapshot is not None and not args.dry_run:
-        args.dry_run = True  # a snapshot is a record of the node: asked, never changed
-    flags: list[tuple[str, str]] = getattr(args, FLAGS_DEST, None) or []
-    # Without --config the built-in example stands in for the config file, pods or no pods, and
-    # flags override it field by field as they would a file (so the fix a refusal suggests,
-    # e.g. --policy-option max-allowable-numa-nodes=16, changes only that field).
-    base = example_base(args, machine)
-    config = config_from_args(args, base=base)
-    if base is not None:
-        overrides = ", ".join(dict.fromkeys(name for name, _ in flags))
-        notes.append(
-            f"kubelet config: built-in example {EXAMPLE_CONFIG} ({base.cpu_manager_policy} CPU manager, "
-            f"{base.memory_manager_policy} memory manager, {base.topology_manager_policy})"
-            + (f", overridden by {overrides}" if overrides else "; pass --config or kubelet flags to change it")
-        )
-        if config.reserved_system_cpus == base.reserved_system_cpus and not machine.online_cpus():
-            notes.append(f"kubelet config: reservedSystemCPUs {base.reserved_system_cpus}: the built-in example "
-                         "reserves a first core, and this machine has no CPU the kubelet can place (--reserved-cpus "
-                         "to change it)")
-        elif config.reserved_system_cpus == base.reserved_system_cpus:
-            notes.append(f"kubelet config: reservedSystemCPUs {base.reserved_system_cpus}: the machine's first core, "
-                         "as the built-in example reserves it (--reserved-cpus to change it)")
-    elif flags:
-        notes.append(f"kubelet config: {config_label(args)}, overridden by "
-                     + ", ".join(dict.fromkeys(name for name, _ in flags)))
-    else:
-        notes.append(f"kubelet config: {config_label(args)}")
-    if config.topology_manager_policy != "none" and config.cpu_manager_policy == "none":
-        notes.append("note: cpuManagerPolicy is none, so CPUs take no part in NUMA alignment "
-                     "(add --cpu-manager-policy static and a CPU reservation)")
-    if args.dry_run and args.node_snapshot is not None:
-        notes.append("dry run: the snapshot is read, nothing is written")
-    elif args.dry_run and args.state_dir is not None:
-        if not args.state_dir.is_dir():
-            # "Would it fit there now?" of a directory that is not there is a wrong path, not an empty node.
-            raise InvalidInputError(
-                f"--state-dir {args.state_dir}: no such directory; expected the kubelet's root directory (its "
-                "state files) or a directory `numalign admit --state-dir` wrote; check the path"
-            )
-        notes.append(f"dry run: the state in {args.state_dir} is read, nothing is written")
-    elif args.dry_run:
-        # Without --state-dir nothing is read or written anyway; say so rather than let the flag look active.
-        notes.append("note: --dry-run has no effect without --state-dir (nothing is written either way); "
-                     "add --state-dir DIR to ask of a node's state files")
+
+def admit(req: AdmitRequest) -> int:
+    """The command, from its request: the pods admitted on the node in one transaction, then the output."""
     from numalign.cli.commands.admit_dra import load as load_pods_and_dra
 
+    notes = list(req.notes)
     # Pods and the DRA objects beside them (slices, classes, claims), as `kubectl apply -f` reads them.
-    pods, dra_objects = load_pods_and_dra(pod_files, args.replicas, notes, getattr(args, "node_snapshot", None))
+    pods, dra_objects = load_pods_and_dra(list(req.pod_files), req.replicas, notes, req.snapshot)
     owner = None
-    if args.state_dir is not None and not args.dry_run:
+    if req.state_dir is not None and not req.dry_run:
         from numalign.adapters.statedir.directory import check_state_dir
         from numalign.adapters.statedir.locks import acquire_owner
 
-        check_state_dir(args.state_dir)
+        check_state_dir(req.state_dir)
         # One owner per state directory; the kernel drops the lock when this process ends.
-        owner = acquire_owner(args.state_dir, "numalign admit")
+        owner = acquire_owner(req.state_dir, "numalign admit")
         from numalign.cli.options.noderecord import write_record
 
-        write_record(args.state_dir, machine, _machine_spec(args, DEFAULT_MACHINE), args.kubelet_config, flags,
-                     args.chosen_version)
+        write_record(req.state_dir, req.machine, req.machine_spec, req.config_path, list(req.flags),
+                     req.kubelet_version)
     with owner if owner is not None else contextlib.nullcontext():
-        node, doc = _admit_all(args, machine, config, base, pods, notes, dra_objects)
+        node, doc = _admit_all(req, pods, notes, dra_objects)
     from numalign.cli.output import EXIT_CHECK_FAILED, EXIT_OK, emit
 
-    if args.report is not None:
+    if req.report is not None:
         from numalign.answer.present.html import admit_html
         from numalign.cli.options.reportargs import write_report
 
-        write_report(args.report, admit_html(node, doc, _dra_picture(doc, [p.pod for p in doc.pods])))
-    if args.output == "text":
-        for line in doc.text_lines(args.details):
+        write_report(req.report, admit_html(node, doc, _dra_picture(doc, [p.pod for p in doc.pods])))
+    if req.output == "text":
+        for line in doc.text_lines(req.details):
             print(line)
     else:
-        emit(doc.to_dict(args.details), args.output)
+        emit(doc.to_dict(req.details), req.output)
     rejected = any(not p.record.result.admit for p in doc.pods)
-    return EXIT_CHECK_FAILED if args.exit_code and rejected else EXIT_OK
+    return EXIT_CHECK_FAILED if req.exit_code and rejected else EXIT_OK
 
 
-def _machine_spec(args: argparse.Namespace, default: str) -> str | None:
-    """The --machine value when it alone names the machine (a built-in name or the shorthand, no
-    --devices), so numalign_node.json stays small; None when the machine must be kept whole."""
-    from numalign.machine.examples import EXAMPLES
-    from numalign.machine.shorthand import looks_like_shorthand
-
-    spec = args.machine or default
-    if args.devices or getattr(args, "recorded_machine", None) is not None:
-        return None
-    return spec if spec in EXAMPLES or (looks_like_shorthand(spec) and not Path(spec).exists()) else None
-
-
-def _admit_all(
-    args: argparse.Namespace, machine: Any, config: Any, base: Any, pods: list[Any], notes: list[str],
-    dra_objects: Any,
-) -> tuple[Node, AdmitDocument]:
-    """The node the options describe, and the pods admitted on it (answer/admit.py) in one transaction of
+def _admit_all(req: AdmitRequest, pods: list[Any], notes: list[str], dra_objects: Any) -> tuple[Node, AdmitDocument]:
+    """The node the request describes, and the pods admitted on it (answer/admit.py) in one transaction of
     the state directory (if any): all kept, or none."""
     from numalign.adapters.statedir.directory import state_directory
     from numalign.kubelet.admission.eviction import NodeCondition
     from numalign.kubelet.node import Node
 
-    conditions = [NodeCondition.parse(c) for c in args.node_condition]
-    from numalign.cli.options.nodeargs import snapshot_errors
+    conditions = [NodeCondition.parse(c) for c in req.node_conditions]
+    from numalign.cli.options.nodeargs import snapshot_errors_of
 
+    machine, config = req.machine, req.config
     try:
         # ended `numalign run` processes are released (and what they left ended), except on a dry run
         from numalign.run.leftovers import process_alive, process_alive_reclaiming
 
-        with snapshot_errors(args):
-            node = Node(machine, config, store=state_directory(args.state_dir, read_only=args.dry_run),
+        with snapshot_errors_of(req.snapshot, req.config_label):
+            node = Node(machine, config, store=state_directory(req.state_dir, read_only=req.dry_run),
                         node_conditions=conditions,
-                        process_alive=process_alive if args.dry_run else process_alive_reclaiming,
-                        kubelet_version=args.chosen_version, previews=args.chosen_previews)
+                        process_alive=process_alive if req.dry_run else process_alive_reclaiming,
+                        kubelet_version=req.kubelet_version, previews=req.previews)
     except ConfigError as exc:
         exc = _with_numa_nodes(exc, config, machine)
-        if base is None:
+        if req.example_base is None:
             raise exc from None
         # The user never wrote this configuration: say where it came from and how to replace it.
         raise ConfigError(
@@ -236,13 +168,13 @@ def _admit_all(
     from numalign.cli.commands.admit_dra import DRAAdmit
     from numalign.cli.options.clusterargs import Progress
 
-    dra = DRAAdmit(args, machine, dra_objects, node, notes) if DRAAdmit.wanted(pods, dra_objects, machine) else None
-    snap = getattr(args, "node_snapshot", None)  # its state by the snapshot's name
-    where = args.state_dir if snap is None else f"{snap.path}:state"
+    dra = DRAAdmit(req, dra_objects, node, notes) if DRAAdmit.wanted(pods, dra_objects, machine) else None
+    snap = req.snapshot  # its state by the snapshot's name
+    where = req.state_dir if snap is None else f"{snap.path}:state"
     progress = Progress(f"admit: {len(pods)} pod(s) on {machine.name}")  # drawn only when stderr is a terminal
     try:
-        doc = admit_pods(node, pods, notes=notes, replace=args.replace, dra=dra,
-                         refuse_again=lambda pod: _already_admitted(pod, where, args.dry_run), step=progress.step)
+        doc = admit_pods(node, pods, notes=notes, replace=req.replace, dra=dra,
+                         refuse_again=lambda pod: _already_admitted(pod, where, req.dry_run), step=progress.step)
     finally:
         progress.close()
     return node, doc

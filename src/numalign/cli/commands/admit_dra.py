@@ -12,12 +12,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from numalign.core.decision import AdmitResult, DecisionRecord
 from numalign.errors import InvalidInputError
 from numalign.k8s.dra.types import DRAObjects
 from numalign.k8s.pod import Pod
+
+if TYPE_CHECKING:
+    from numalign.cli.commands.admit_request import AdmitRequest
 
 UNSCHEDULABLE = "Unschedulable"  # the PodScheduled condition's reason
 SCHEDULER_ERROR = "SchedulerError"
@@ -87,19 +90,17 @@ def node_name_of(machine: Any) -> str:
 class DRAAdmit:
     """The scheduler's DRA half of admitting pods on one node, and what it adds to the output."""
 
-    def __init__(
-        self, args: argparse.Namespace, machine: Any, objects: DRAObjects, node: Any, notes: list[str]
-    ) -> None:
+    def __init__(self, req: AdmitRequest, objects: DRAObjects, node: Any, notes: list[str]) -> None:
         from numalign.machine.dra import machine_slices
         from numalign.scheduler.dra.features import dra_enabled
         from numalign.scheduler.dra.scheduling import NodeDRA, PodClaims
 
-        self.machine = machine
+        machine = self.machine = req.machine
         # Gate off (1.33's default): the API server drops spec.resourceClaims, so pods are scheduled and
         # admitted without their claims' devices.
         self.enabled = dra_enabled(str(node.kubelet_version), None)
-        name = self._node_name(args, machine, objects)
-        extra = machine_slices(machine, name) + _driver_slices(args, machine, name, node)
+        name = self._node_name(req, objects)
+        extra = machine_slices(machine, name) + _driver_slices(req.dra_drivers, machine, name, node)
         self.node = node
         from numalign.kubelet.dramanager.lifecycle import ClaimLifecycle
 
@@ -142,9 +143,9 @@ class DRAAdmit:
         return self.life.ledger
 
     @staticmethod
-    def _node_name(args: argparse.Namespace, machine: Any, objects: DRAObjects) -> str:
-        if getattr(args, "node_name", None):
-            return str(args.node_name)
+    def _node_name(req: AdmitRequest, objects: DRAObjects) -> str:
+        if req.node_name:
+            return req.node_name
         names = sorted({s.node_name for s in objects.slices if s.node_name})
         if len(names) == 1:
             return names[0]
@@ -154,8 +155,8 @@ class DRAAdmit:
                 f"{', ...' if len(names) > 5 else ''}); expected the slices of one node; pass --node-name NAME to "
                 "say which is this node"
             )
-        snap = getattr(args, "node_snapshot", None)
-        return str(snap.node_name) if snap is not None else node_name_of(machine)
+        snap = req.snapshot
+        return str(snap.node_name) if snap is not None else node_name_of(req.machine)
 
     @staticmethod
     def wanted(pods: list[Pod], objects: DRAObjects, machine: Any) -> bool:
@@ -259,13 +260,13 @@ class DRAAdmit:
 
 
 
-def _driver_slices(args: argparse.Namespace, machine: Any, node_name: str, node: Any) -> list[Any]:
+def _driver_slices(specs: tuple[str, ...], machine: Any, node_name: str, node: Any) -> list[Any]:
     """--dra-driver cpu[=MODE] / memory: the slices those drivers publish for this machine."""
     from numalign.machine.dradrivers import CPU_MODES, driver_slices
 
     cpu_mode: str | None = None
     memory = False
-    for spec in getattr(args, "dra_driver", None) or []:
+    for spec in specs:
         name, _, mode = spec.partition("=")
         if name == "cpu" and (mode or "individual") in CPU_MODES:
             cpu_mode = mode or "individual"

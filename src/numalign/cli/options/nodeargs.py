@@ -175,15 +175,20 @@ def _listed_name(listed: Any, allocations: dict[str, dict[str, Any]]) -> tuple[s
     return None
 
 
+def snapshot_errors(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    """snapshot_errors_of the command line's --node snapshot and configuration."""
+    snap = getattr(args, "node_snapshot", None)
+    return snapshot_errors_of(snap, config_label(args) if snap is not None else "")
+
+
 @contextlib.contextmanager
-def snapshot_errors(args: argparse.Namespace) -> Iterator[None]:
+def snapshot_errors_of(snap: Any, label: str) -> Iterator[None]:
     """State errors of a --node snapshot name the snapshot, not its private extraction directory, and
-    the configuration they were read with (a snapshot without the node's settings is the usual cause).
-    They are invalid input (exit 2): the snapshot is a file the user gave, read and never written."""
+    the configuration they were read with (`label`; a snapshot without the node's settings is the usual
+    cause). They are invalid input (exit 2): the snapshot is a file the user gave, read and never written."""
     from numalign.adapters.snapshot import SnapshotError
     from numalign.errors import CheckpointError
 
-    snap = getattr(args, "node_snapshot", None)
     try:
         yield
     except SnapshotError:
@@ -198,7 +203,7 @@ def snapshot_errors(args: argparse.Namespace) -> Iterator[None]:
             raise
         text = str(e).replace(f"{snap.root}/", f"{snap.path}:")
         raise SnapshotError(
-            f"{text} (read from the snapshot with kubelet config {config_label(args)}; if the node's kubelet "
+            f"{text} (read from the snapshot with kubelet config {label}; if the node's kubelet "
             "runs with other settings, give them with --config or kubelet flags)"
         ) from None
 
