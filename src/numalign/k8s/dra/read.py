@@ -176,7 +176,16 @@ _ATTRIBUTE_FIELDS: Final = (("int", "int", "ints"), ("bool", "bool", "bools"), (
                             ("version", "version", "versions"))
 
 
+# The common form of an attribute, one scalar of its kind, read without the general checks below.
+_SCALAR_TYPES: Final[Mapping[str, type]] = {"int": int, "bool": bool, "string": str, "version": str}
+
+
 def _attribute(raw: object, path: str) -> t.DeviceAttribute:
+    if type(raw) is dict and len(raw) == 1:
+        ((kind, value),) = raw.items()
+        if _SCALAR_TYPES.get(kind) is type(value) and (
+                type(value) is not str or len(value) <= t.DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH):
+            return t.DeviceAttribute(kind, (value,))  # type: ignore[arg-type]
     obj = _mapping(raw, path)
     found: list[t.DeviceAttribute] = []
     for kind, scalar_key, list_key in _ATTRIBUTE_FIELDS:
@@ -423,6 +432,8 @@ def _allocation(raw: object) -> t.DeviceAllocationResult | None:
 
 
 def _mapping(obj: object, path: str) -> Mapping[str, Any]:
+    if type(obj) is dict:  # the common case, without the ABC check
+        return obj
     if obj is None:
         return {}
     if not isinstance(obj, Mapping):

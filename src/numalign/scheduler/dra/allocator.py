@@ -19,7 +19,7 @@ import bisect
 import logging
 import sys
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -180,6 +180,15 @@ class _RequestData:
 Key = tuple[int, int, int]  # claim, request, subrequest
 
 
+@dataclass
+class _Plan:
+    """A pool's scan for one request: the positions in search order, and the indexes of those to look at."""
+
+    positions: list[tuple[int, int]]
+    at: Sequence[int]
+    filtered: bool = False
+
+
 class Allocator:
     """One Allocate call: claims to allocate on one node, against the cluster's slices and classes."""
 
@@ -199,6 +208,9 @@ class Allocator:
         self.node = node
         self.budget = budget
         self.steps = 0  # allocateOne invocations, as upstream counts them
+        self._cel_features = features.cel
+        self._cel_compile_features = replace(self._cel_features, minor=features.minor)
+        self._compiled: dict[str, cel.CompiledSelector] = {}
         self.checks = 0  # devices considered: what the budget bounds
         # slicesForNode: the node's own slices, then those for any node (with sharedCounters too, where
         # that generation gathers them for every node), each in the order given.
@@ -218,6 +230,10 @@ class Allocator:
         self._consumed_counters: dict[str, dict[str, dict[str, Quantity]]] = {}
         self._allocating: dict[DeviceID, set[int]] = {}
         self._position_index: dict[tuple[int, str], dict[object, list[tuple[int, int]]]] = {}
+        self._plans: dict[tuple[Key, int, str | None, object], _Plan] = {}
+        self._visits: dict[tuple[int, int], int] = {}
+        self._failed: dict[tuple[object, ...], tuple[bool, int, int]] = {}
+        self._reachable_cache: dict[tuple[int, int], tuple[frozenset[DeviceID], frozenset[str]]] = {}
         self._failing: dict[tuple[Key, int], list[tuple[int, int]]] = {}
         self._allocating_capacity: dict[DeviceID, ConsumedCapacity] = {}
 
@@ -341,7 +357,7 @@ class Allocator:
         claim = self.claims[ci]
         if ri >= len(claim.spec.requests):
             try:
-                return self._allocate_one(ci + 1, 0, 0, 0, False, (0, 0, 0))
+                return self._next_request(ci + 1, 0)
             except _MaxSizeExceededError:
                 return False
         data = self.requests[(ci, ri, si)]
@@ -364,7 +380,7 @@ class Allocator:
         if all_mode and not data.all_devices:
             return False
         if di >= data.num_devices:
-            return self._allocate_one(ci, ri + 1, 0, 0, False, (0, 0, 0))
+            return self._next_request(ci, ri + 1)
         if len(self.results[ci]) + data.num_devices - di > ALLOCATION_RESULTS_MAX_SIZE:
             raise _MaxSizeExceededError
         if all_mode:
@@ -376,6 +392,7 @@ class Allocator:
         admin = bool(request.admin_access)
         key = (ci, ri, si)
         restriction = self._restriction(ci, data)
+        budget = self.budget
         for pi in range(start[0], len(self.pools)):
             pool = self.pools[pi]
             if pool.is_invalid and self.generation.invalid_pool_aborts:
@@ -383,11 +400,18 @@ class Allocator:
             if pool.is_incomplete or pool.is_invalid:
                 continue
             where = start if pi == start[0] else (pi, 0, 0)
-            for sli, dvi in self._positions(pi, pool, where, restriction, key, data):
-                s = pool.slices[sli]
-                self.checks += 1
-                if self.checks > self.budget:
+            plan = self._plan(pi, pool, restriction, key, data)
+            # Every position of the scan counts as a check, also those the plan passes over (they would be
+            # rejected with no other effect): the budget runs out where it would with a device-by-device scan.
+            done = bisect.bisect_left(plan.positions, (where[1], where[2]))
+            for at in range(bisect.bisect_left(plan.at, done), len(plan.at)):
+                index = plan.at[at]
+                self.checks += index - done + 1
+                done = index + 1
+                if self.checks > budget:
                     raise SearchTimeoutError(self.features.release.timeout_message(self.node.name))
+                sli, dvi = plan.positions[index]
+                s = pool.slices[sli]
                 device = s.devices[dvi]
                 device_id = (pool.driver, pool.pool, device.name)
                 if admin and ci in self._allocating.get(device_id, ()):
@@ -406,7 +430,91 @@ class Allocator:
                 after = (pi, sli, dvi + 1) if self.generation.searches_combinations else (0, 0, 0)
                 if self._descend(undo, ci, ri, si, di + 1, in_sub, after):
                     return True
+            self.checks += len(plan.positions) - done
+            if self.checks > budget:
+                raise SearchTimeoutError(self.features.release.timeout_message(self.node.name))
         return False
+
+    def _next_request(self, ci: int, ri: int) -> bool:
+        """The search from the first device of request ri of claim ci on. Where the search comes back to
+        this point with everything that part of the search reads as it was when that part failed before,
+        it fails again, with the same checks: the failure is remembered, and the checks it took are counted
+        again (so the budget runs out as it would), without searching."""
+        if ci >= len(self.claims) or ri >= len(self.claims[ci].spec.requests):
+            return self._allocate_one(ci, ri, 0, 0, False, (0, 0, 0))
+        visits = self._visits.get((ci, ri), 0) + 1
+        self._visits[(ci, ri)] = visits
+        if visits < 2:
+            return self._allocate_one(ci, ri, 0, 0, False, (0, 0, 0))
+        state = self._search_state(ci, ri)
+        failed = self._failed.get(state)
+        if failed is not None:
+            max_size, checks, steps = failed
+            self.checks += checks
+            self.steps += steps
+            if self.checks > self.budget:
+                raise SearchTimeoutError(self.features.release.timeout_message(self.node.name))
+            if max_size:
+                raise _MaxSizeExceededError
+            return False
+        checks, steps = self.checks, self.steps
+        try:
+            done = self._allocate_one(ci, ri, 0, 0, False, (0, 0, 0))
+        except _MaxSizeExceededError:
+            if self._search_state(ci, ri) == state:
+                self._failed[state] = (True, self.checks - checks, self.steps - steps)
+            raise
+        if not done and self._search_state(ci, ri) == state:
+            self._failed[state] = (False, self.checks - checks, self.steps - steps)
+        return done
+
+    def _search_state(self, ci: int, ri: int) -> tuple[object, ...]:
+        """What the search from request ri of claim ci on reads that earlier choices change: who is
+        allocating the devices it could take (and their shares and counters), the constraints of this claim
+        and the later ones, and how many devices this claim already has."""
+        devices, counter_pools = self._reachable(ci, ri)
+        holders = frozenset((d, frozenset(h)) for d, h in self._allocating.items() if h and d in devices)
+        shares = frozenset((d, frozenset(c.items())) for d, c in self._allocating_capacity.items() if d in devices)
+        counters = frozenset(
+            (pool, name, frozenset((n, q) for n, q in used.items() if not q.is_zero()))
+            for pool, sets in self._consumed_counters.items() if pool in counter_pools
+            for name, used in sets.items())
+        constraints = tuple(_constraint_state(c) for claim in self.constraints[ci:] for c in claim)
+        return ci, ri, len(self.results[ci]), holders, shares, counters, constraints
+
+    def _reachable(self, ci: int, ri: int) -> tuple[frozenset[DeviceID], frozenset[str]]:
+        """The devices the search from request ri of claim ci on may look at beyond their static checks
+        (those its scans do not pass over, and those of its All requests), and the pools (by name, as the
+        counters are kept) whose counters such devices consume."""
+        found = self._reachable_cache.get((ci, ri))
+        if found is not None:
+            return found
+        devices: set[DeviceID] = set()
+        counter_pools: set[str] = set()
+        for key, data in self.requests.items():
+            if key[:2] < (ci, ri):
+                continue
+            for c in data.all_devices:
+                devices.add(c.device_id)
+                if c.device.consumes_counters:
+                    counter_pools.add(c.pool.pool)
+            for pi, pool in enumerate(self.pools):
+                if pool.is_incomplete or pool.is_invalid:
+                    continue
+                plan_key = (key, pi, None, None)
+                plan = self._plans.get(plan_key)
+                if plan is None or not plan.filtered:
+                    plan = self._filtered(self._positions(pi, pool, None, key, data), pool, key, data)
+                    self._plans[plan_key] = plan
+                for index in plan.at:
+                    sli, dvi = plan.positions[index]
+                    d = pool.slices[sli].devices[dvi]
+                    devices.add((pool.driver, pool.pool, d.name))
+                    if d.consumes_counters:
+                        counter_pools.add(pool.pool)
+        found = frozenset(devices), frozenset(counter_pools)
+        self._reachable_cache[(ci, ri)] = found
+        return found
 
     def _restriction(self, ci: int, data: _RequestData) -> tuple[str, DeviceAttribute] | None:
         """A matchAttribute constraint of the claim that already holds a value for this request's devices:
@@ -419,23 +527,67 @@ class Allocator:
                 return c.attribute, c.first
         return None
 
+    def _plan(self, pi: int, pool: Pool, restriction: tuple[str, DeviceAttribute] | None, key: Key,
+              data: _RequestData) -> _Plan:
+        """The scan of a pool for a request: its positions, and which of them need a look. The first scan
+        looks at every position; from the second on (the search backtracks), the positions whose device
+        the request could never take are passed over (counted, not looked at)."""
+        wanted = None if restriction is None or restriction[1].is_list else (restriction[1].kind,
+                                                                               restriction[1].values)
+        plan_key = (key, pi, restriction[0] if restriction else None, wanted)
+        plan = self._plans.get(plan_key)
+        if plan is None:
+            positions = self._positions(pi, pool, restriction, key, data)
+            plan = _Plan(positions, range(len(positions)))
+            self._plans[plan_key] = plan
+        elif not plan.filtered:
+            plan = self._filtered(plan.positions, pool, key, data)
+            self._plans[plan_key] = plan
+        return plan
+
+    def _filtered(self, positions: list[tuple[int, int]], pool: Pool, key: Key, data: _RequestData) -> _Plan:
+        at = [i for i, (sli, dvi) in enumerate(positions) if not self._never_taken(key, data, pool, sli, dvi)]
+        return _Plan(positions, at, filtered=True)
+
+    def _never_taken(self, key: Key, data: _RequestData, pool: Pool, sli: int, dvi: int) -> bool:
+        """Whether the scan rejects this device for this request whatever the search has allocated, with no
+        effect beyond the check: held by another pod, not selected, its capacity too small for the request
+        (a device without multiple allocations: only other pods' shares count), its counters off, or a
+        taint the request does not tolerate (where trying it takes no counters that stay taken)."""
+        request = data.request
+        s = pool.slices[sli]
+        device = s.devices[dvi]
+        device_id = (pool.driver, pool.pool, device.name)
+        if not request.admin_access and device_id in self.allocated.devices:
+            return True
+        candidate = Candidate(device_id, device, s, pool)
+        try:
+            if not self._selectable(key, data, candidate):
+                return True
+        except AllocatorError:
+            return False  # the scan reports it when it gets there, unless the device is in use by then
+        f = self.features
+        multiple = f.consumable_capacity and bool(device.allow_multiple_allocations)
+        if f.consumable_capacity and not multiple and not self._capacity_fits(request, candidate):
+            return True
+        if not f.partitionable_devices and device.consumes_counters:
+            return True
+        return (f.device_taints and _taint_prevents(device, request)
+                and (not device.consumes_counters or self.generation.rolls_back_rejected_devices))
+
     def _positions(
         self,
         pi: int,
         pool: Pool,
-        start: tuple[int, int, int],
         restriction: tuple[str, DeviceAttribute] | None,
         key: Key,
         data: _RequestData,
-    ) -> Iterator[tuple[int, int]]:
-        """The (slice, device) positions of a pool from `start` on, in search order: all of them, or with a
-        restriction those whose attribute has its value (and, where a rejected device keeps the counters it
-        took, every device that consumes counters, since trying it has that effect)."""
+    ) -> list[tuple[int, int]]:
+        """The (slice, device) positions of a pool in search order: all of them, or with a restriction those
+        whose attribute has its value (and, where a rejected device keeps the counters it took, every device
+        that consumes counters, since trying it has that effect)."""
         if restriction is None:
-            for sli in range(start[1], len(pool.slices)):
-                for dvi in range(start[2] if sli == start[1] else 0, len(pool.slices[sli].devices)):
-                    yield sli, dvi
-            return
+            return [(sli, dvi) for sli, s in enumerate(pool.slices) for dvi in range(len(s.devices))]
         name, value = restriction
         groups = self._position_index.get((pi, name))
         if groups is None:
@@ -450,7 +602,7 @@ class Allocator:
             # A selector that fails on a device fails the allocation when the scan reaches that device,
             # whatever its attribute: those devices stay on the way.
             positions = sorted(set(positions) | set(failing))
-        yield from positions[bisect.bisect_left(positions, (start[1], start[2])):]
+        return positions
 
     def _failing_positions(self, key: Key, pi: int, pool: Pool, data: _RequestData) -> list[tuple[int, int]]:
         """The devices of a pool on which the request's or its class's selectors fail (a CEL runtime error),
@@ -536,7 +688,10 @@ class Allocator:
     def _selectors_match(self, claim: ResourceClaim, c: Candidate, cls: DeviceClass | None, selectors: Any) -> bool:
         owner = f"class {cls.name}" if cls is not None else f"claim {claim.key}"
         for i, selector in enumerate(selectors):
-            compiled = cel.compile_selector(selector.expression, replace(self.features.cel, minor=self.features.minor))
+            compiled = self._compiled.get(selector.expression)
+            if compiled is None:
+                compiled = cel.compile_selector(selector.expression, self._cel_compile_features)
+                self._compiled[selector.expression] = compiled
             if compiled.error is not None:
                 raise AllocatorError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
             cache_key = (selector.expression, c.device_id)
@@ -553,7 +708,7 @@ class Allocator:
         if variables is None:
             d = c.device
             variables = cel.device_variables(c.slice.driver, d.attributes, d.capacity, d.allow_multiple_allocations,
-                                             self.features.cel)
+                                             self._cel_features)
             self._cel_devices[c.device_id] = variables
         try:
             return cel.device_matches(compiled, variables)
@@ -693,6 +848,16 @@ class Allocator:
         consumed = self._consumed_counters.get(c.pool.pool, {})
         for consumption in c.device.consumes_counters:
             subtract_from(consumed.setdefault(consumption.counter_set, {}), consumption.counters)
+
+
+def _constraint_state(c: Constraint) -> object:
+    """What a constraint's next checks depend on (a matchAttribute's value is set anew by its next first
+    device)."""
+    if isinstance(c, MatchAttributeConstraint):
+        if c.count == 0:
+            return 0
+        return c.count, c.first if not c.list_types else c.intersection
+    return c.count, frozenset(c.seen.items())
 
 
 class _MaxSizeExceededError(Exception):

@@ -12,6 +12,7 @@ kube-scheduler's DynamicResources plugin of the same releases (docs/dra.md, "Ver
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Final
@@ -138,6 +139,7 @@ _PATCHES: Final[Mapping[tuple[int, int], Mapping[str, bool]]] = {
 }
 
 
+@functools.lru_cache(maxsize=64)  # asked for at every check of a search; records are immutable
 def release(minor: int, patch: int | None = None) -> Release:
     """The release's record; `patch` None is its newest modelled patch."""
     base = RELEASES[min(max(minor, 33), 37)]

@@ -1,0 +1,76 @@
+"""The search skips work it can prove useless (a device a request can never take, a part of the search that
+failed before from the same state) but counts every device check a device-by-device search makes: the
+budget that stands for the scheduler's 10 s filter timeout runs out at the same check, so the answers do
+not depend on how fast numalign searches. These tests assert answers and counts, never time."""
+
+from __future__ import annotations
+
+import pytest
+
+from numalign.k8s.dra.types import (
+    Device,
+    DeviceAttribute,
+    DeviceClass,
+    DeviceRequest,
+    DeviceSelector,
+    DeviceSubRequest,
+    ResourceClaim,
+    ResourceClaimSpec,
+    ResourcePool,
+    ResourceSlice,
+)
+from numalign.scheduler.dra.allocator import AllocatedState, Allocator
+from numalign.scheduler.dra.api import AllocationFailure, allocate_claims
+from numalign.scheduler.dra.features import features_for
+from numalign.scheduler.dra.pools import NodeInfo
+
+N = 8
+CLASSES = {name: DeviceClass(name=name, selectors=(DeviceSelector(f'device.driver == "{name}.example.com"'),))
+           for name in ("a", "b")}
+SLICES = [ResourceSlice(name="s", driver="a.example.com", pool=ResourcePool("p", 1, 1), node_name="n",
+                        devices=tuple(Device(name=f"d{i}", attributes={"index": DeviceAttribute("int", (i,))})
+                                      for i in range(N)))]
+
+
+def _claim(name: str, cls: str, count: int, selector: str = "") -> ResourceClaim:
+    selectors = (DeviceSelector(selector),) if selector else ()
+    request = DeviceRequest(name="r", exactly=DeviceSubRequest(name="r", device_class_name=cls, count=count,
+                                                                selectors=selectors))
+    return ResourceClaim(name=name, namespace="default", spec=ResourceClaimSpec((request,)))
+
+
+# Claim "pair" takes 2 of the N devices of driver a; claim "none" wants a device of driver b, which no
+# slice has, so every pair is tried and each time the N devices are checked for "none".
+CLAIMS = [_claim("pair", "a", 2), _claim("none", "b", 1)]
+# 1.36 and later search combinations: the pair's second device comes after its first.
+COMBINATIONS = N + N * (N - 1) // 2 * (1 + N)
+# 1.35 searches permutations: every second device is checked again from the start (its first counted too).
+PERMUTATIONS = N * (1 + 1 + (N - 1) * (1 + N))
+
+
+@pytest.mark.parametrize(("version", "checks"), [("1.37", COMBINATIONS), ("1.36.3", COMBINATIONS),
+                                                 ("1.35", PERMUTATIONS)])
+def test_a_later_claim_that_always_fails_costs_its_checks_each_time(version: str, checks: int) -> None:
+    allocator = Allocator(features_for(version), AllocatedState(), CLASSES, SLICES, NodeInfo("n"))
+    assert allocator.allocate(CLAIMS) is None
+    assert allocator.checks == checks
+
+
+@pytest.mark.parametrize(("version", "checks"), [("1.37", COMBINATIONS), ("1.35", PERMUTATIONS)])
+def test_the_budget_runs_out_at_the_same_check_as_a_device_by_device_search(version: str, checks: int) -> None:
+    enough = allocate_claims(CLAIMS, SLICES, CLASSES, node="n", version=version, budget=checks)
+    assert isinstance(enough, AllocationFailure) and enough.message == "cannot allocate all claims"
+    short = allocate_claims(CLAIMS, SLICES, CLASSES, node="n", version=version, budget=checks - 1)
+    assert isinstance(short, AllocationFailure)
+    assert short.message.endswith("timed out trying to allocate devices")
+
+
+@pytest.mark.parametrize("version", ["1.37", "1.35"])
+def test_a_failure_is_reused_only_where_the_devices_it_could_take_are_held_as_they_were(version: str) -> None:
+    # "first" wants d0 only: it fails while the pair holds d0 (the same state each time: reused), and gets
+    # d0 once the pair moves on to d1 and d2.
+    claims = [_claim("pair", "a", 2), _claim("first", "a", 1, 'device.attributes["a.example.com"].index == 0')]
+    allocator = Allocator(features_for(version), AllocatedState(), CLASSES, SLICES, NodeInfo("n"))
+    results = allocator.allocate(claims)
+    assert results is not None
+    assert [[r.device_id[2] for r in claim] for claim in results] == [["d1", "d2"], ["d0"]]
