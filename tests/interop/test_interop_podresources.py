@@ -33,7 +33,7 @@ def nodes(entry: dict[str, Any]) -> list[int]:
 def as_podresources(p: dict[str, Any]) -> dict[str, Any]:
     """A pod of `numalign pods -o json` in PodResources' shape: one device entry per device per NUMA node."""
     containers = []
-    for name in p["container_order"]:
+    for name in p["containerOrder"]:
         a = p["allocations"].get(name, {})
         devices = sorted(
             (res, dev, node)
@@ -43,9 +43,9 @@ def as_podresources(p: dict[str, Any]) -> dict[str, Any]:
         )
         containers.append({
             "name": name,
-            "cpu_ids": sorted(parse_cpuset(a["cpus"])) if a.get("exclusive_cpus") else [],
+            "cpu_ids": sorted(parse_cpuset(a["cpus"])) if a.get("exclusiveCPUs") else [],
             "devices": devices,
-            "memory": sorted((m["type"], m["size"], tuple(m["numa_nodes"])) for m in a.get("memory", [])),
+            "memory": sorted((m["type"], m["size"], tuple(m["numaNodes"])) for m in a.get("memory", [])),
         })  # fmt: skip
     return {"name": p["name"], "namespace": p["namespace"], "containers": containers}
 

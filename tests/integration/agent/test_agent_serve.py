@@ -3,6 +3,7 @@ devices, a raw PodResources v1 client sees CPUs, memory and devices, and a resta
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -200,6 +201,11 @@ def test_allocate_answers_and_prestart_are_recorded_per_container(
         assert f"env GPU_IDS={dev}" in out and "mount /opt/gpu/lib -> /usr/lib/gpu (read-only)" in out
         assert f"device /dev/{dev} -> /dev/{dev} (rw)" in out and "annotations example.com/gpu=yes" in out
         assert f"cdi example.com/gpu={dev}" in out
+        # -o json: the same options in the document's key style; the runtime's names as written
+        assert main(["pods", "--state-dir", str(layout.state), "-o", "json"]) == 0
+        shown = json.loads(capsys.readouterr().out)["pods"][entry["uid"]]["runtime"]["main"]
+        assert shown["mounts"] == [{"containerPath": "/usr/lib/gpu", "hostPath": "/opt/gpu/lib", "readOnly": True}]
+        assert (shown["envs"], shown["cdiDevices"]) == ({"GPU_IDS": dev}, [f"example.com/gpu={dev}"])
         # Fill the node's GPUs until gpu3 is handed out: its PreStartContainer fails, which fails the
         # container's start (recorded) but not the admission.
         for i in range(3):

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.schemas import validate
 
 
 def _run(tmp_path: Path, *requests: str, command: str) -> int:
@@ -45,7 +46,8 @@ def test_a_run_in_the_shared_pool_says_why(tmp_path: Path) -> None:
         capture_output=True, text=True, cwd=tmp_path, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stderr[done.stderr.index("{"):])
-    assert doc["decision"]["allocations"]["main"]["exclusive_cpus"] is False
+    validate("run", doc)
+    assert doc["decision"]["allocations"]["main"]["exclusiveCPUs"] is False
     assert any("Guaranteed" in n and "--memory" in n for n in doc["notes"])  # no --memory: Burstable
 
 

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support.schemas import validate
+
 from numalign.k8s.cpuset import parse_cpuset
 
 # The child: reports pid and affinity, then sleeps until killed. `env -i` (CLEAR) drops the inherited
@@ -56,6 +58,7 @@ def next_run(state: Path, *extra: str) -> tuple[int, dict[str, object]]:
     done = subprocess.run([*run_args(state, *extra), "true"], capture_output=True, text=True, timeout=120,
                           check=False)
     doc = json.loads(done.stderr[done.stderr.index("{"):])
+    validate("run", doc)
     return done.returncode, doc
 
 
@@ -99,7 +102,7 @@ def test_a_killed_runs_child_is_ended_before_its_cpu_is_given_again(tmp_path: Pa
         assert running(child)
         code, doc = next_run(state, "--no-cgroup")
         assert code == 0, doc
-        assert doc["released_ended_runs"]
+        assert doc["releasedEndedRuns"]
         assert not running(child)  # ended first: the CPU it ran on is never shared
         assert given_cpus(doc) == cpus
     finally:
@@ -115,7 +118,7 @@ def test_a_pinned_child_that_scrubbed_its_environment_keeps_the_cpu_held(tmp_pat
         code, doc = next_run(state, "--no-cgroup")
         # Nothing proves the child is the run's, so it is not killed; its CPU is not handed out either.
         assert running(child)
-        assert not doc["released_ended_runs"]
+        assert not doc["releasedEndedRuns"]
         if code == 0:
             assert not given_cpus(doc) & cpus
         else:
@@ -124,7 +127,7 @@ def test_a_pinned_child_that_scrubbed_its_environment_keeps_the_cpu_held(tmp_pat
         while running(child):
             os.sched_yield()
         code, doc = next_run(state, "--no-cgroup")
-        assert code == 0 and doc["released_ended_runs"]
+        assert code == 0 and doc["releasedEndedRuns"]
         assert given_cpus(doc) == cpus
     finally:
         kill(child)

@@ -175,7 +175,7 @@ def test_device_env_and_what_a_host_process_cannot_be_given_for_a_serve_register
             code, out, err = finish(proc)
             assert code == 0, err
             assert out.split() == ["gpu0", "gpu0"]
-            not_applied = json.loads(err[err.index("{"):])["not_applied"]
+            not_applied = json.loads(err[err.index("{"):])["notApplied"]
             assert any("/dev/host-gpu0" in n and "/dev/exgpu0" in n for n in not_applied)
             assert any("mount /opt/example/lib at /usr/local/example (read-only)" in n for n in not_applied)
             assert any("annotation example.com/ids=gpu0" in n for n in not_applied)

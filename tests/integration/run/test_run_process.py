@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.schemas import validate
 
 from numalign.adapters.statedir.layout import POD_RECORD_FILE
 from numalign.adapters.statedir.podrecord import decode_pod_record, encode_pod_record
@@ -52,7 +53,9 @@ def start(state: Path, *args: str, command: list[str] | None = None, **kw: Any) 
 
 
 def decision(stderr: str) -> dict[str, Any]:
+    """run -o json's document (docs/schemas/run.schema.json), validated against its schema."""
     doc: dict[str, Any] = json.loads(stderr[stderr.index("{"):])
+    validate("run", doc)
     return doc
 
 
@@ -89,16 +92,17 @@ def test_run_applies_affinity_memory_binding_and_cgroup_then_releases(tmp_path: 
     assert code == 0
     assert doc["decision"]["result"]["admit"] is True
     given = doc["decision"]["allocations"]["main"]
-    assert given["exclusive_cpus"] is True and len(parse_cpuset(given["cpus"])) == 1
+    assert given["exclusiveCPUs"] is True and len(parse_cpuset(given["cpus"])) == 1
+    assert doc["summary"] == {"pod": doc["decision"]["pod"], "admitted": True, "reason": "", "message": ""}
     # What the kernel applied is what was decided.
     assert parse_cpuset(seen["cpus"]) == parse_cpuset(given["cpus"]) == frozenset(doc["placement"]["cpus"])
-    nodes = sorted({n for b in given["memory"] for n in b["numa_nodes"]})
+    nodes = sorted({n for b in given["memory"] for n in b["numaNodes"]})
     assert nodes == doc["placement"]["mems"]
     assert f"bind:{','.join(map(str, nodes))}" in seen["policies"]
     # cgroup v2: every control was applied or named as not applied, with the reason.
     info = doc["cgroup"]
-    assert set(info["applied"]) | set(info["not_applied"]) >= {"cpuset.cpus", "cpuset.mems", "memory.max"}
-    if info["not_applied"]:
+    assert set(info["applied"]) | set(info["notApplied"]) >= {"cpuset.cpus", "cpuset.mems", "memory.max"}
+    if info["notApplied"]:
         assert info["reason"] and any(info["reason"] in n for n in doc["notes"])
     if cgroup is not None:
         expected = {"cpuset.cpus": given["cpus"], "cpuset.mems": ",".join(map(str, nodes)),
@@ -194,7 +198,7 @@ def test_kill_9_of_numalign_run_leaves_nothing_allocated_after_the_next_command(
                          text=True, timeout=60, check=False)
     assert nxt.returncode == 0
     doc = decision(nxt.stderr)
-    assert doc["released_ended_runs"] == [f"default/{pod['manifest']['metadata']['name']}"]
+    assert doc["releasedEndedRuns"] == [f"default/{pod['manifest']['metadata']['name']}"]
     # The freed CPU is the lowest free one again, so the static policy gives it to the next run.
     assert parse_cpuset(doc["decision"]["allocations"]["main"]["cpus"]) == parse_cpuset(seen["cpus"])
     assert state_pods(state) == []
@@ -228,7 +232,7 @@ def test_a_reused_pid_is_not_mistaken_for_the_run(tmp_path: Path) -> None:
     nxt = subprocess.run(numalign(state, "--cpus", "1", "--memory", "64Mi", "--", "true"), capture_output=True,
                          text=True, timeout=60, check=False)
     assert nxt.returncode == 0, nxt.stderr
-    assert len(decision(nxt.stderr)["released_ended_runs"]) == 1
+    assert len(decision(nxt.stderr)["releasedEndedRuns"]) == 1
 
 
 def test_a_manifest_container_runs_with_its_own_allocation(tmp_path: Path) -> None:
@@ -248,7 +252,7 @@ def test_a_manifest_container_runs_with_its_own_allocation(tmp_path: Path) -> No
     doc = decision(err)
     assert code == 0
     assert parse_cpuset(seen["cpus"]) == parse_cpuset(doc["decision"]["allocations"]["trainer"]["cpus"])
-    assert doc["decision"]["allocations"]["trainer"]["exclusive_cpus"] is True
+    assert doc["decision"]["allocations"]["trainer"]["exclusiveCPUs"] is True
 
 
 def test_device_environment_from_a_devices_file(tmp_path: Path) -> None:

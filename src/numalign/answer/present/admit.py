@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from numalign.answer.alignment import PodAlignment
+from numalign.answer.present.keys import camel_keys
 from numalign.answer.present.text import (
     FULL_RECORDS_UP_TO,
     allocation_line,
@@ -92,40 +93,6 @@ def config_dict(config: KubeletConfig) -> dict[str, Any]:
 
 
 SCHEMA_VERSION = 1  # of admit's JSON/YAML document; docs/changelog.md lists what each version changed
-
-# The document's own field names in Kubernetes API style (camelCase, acronyms upper case: podUID, CPUs,
-# DRA). Only these are renamed: keys that are data (resource, container, device and claim names) stay
-# as they are, and may hold underscores.
-CAMEL_KEYS: Mapping[str, str] = {
-    "allocation_error": "allocationError",
-    "cpus_and_memory_through_dra": "cpusAndMemoryThroughDRA",
-    "cpus_numa_nodes": "cpusNumaNodes",
-    "devices_numa_nodes": "devicesNumaNodes",
-    "exclusive_cpus": "exclusiveCPUs",
-    "fewest_numa_nodes": "fewestNumaNodes",
-    "held_by": "heldBy",
-    "kubelet_config": "kubeletConfig",
-    "memory_numa_nodes": "memoryNumaNodes",
-    "narrowest_count": "narrowestCount",
-    "numa_from": "numaFrom",
-    "numa_node": "numaNode",
-    "numa_nodes": "numaNodes",
-    "pod_uid": "podUID",
-    "preferred_counts": "preferredCounts",
-    "short_of": "shortOf",
-    "would_be_aligned_if": "wouldBeAlignedIf",
-    "would_fit_if": "wouldFitIf",
-}
-
-
-def camel_keys(value: Any) -> Any:
-    """`value` with the document's field names of CAMEL_KEYS renamed at every level."""
-    if isinstance(value, dict):
-        return {CAMEL_KEYS.get(k, k): camel_keys(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [camel_keys(v) for v in value]
-    return value
-
 
 def sorted_keys(value: Any) -> Any:
     """`value` with every mapping's keys in sorted order (json's sort_keys, applied before the top level

@@ -89,11 +89,10 @@ def run(args: argparse.Namespace) -> int:
             )
         write_report(args.report, node_report(view))
     if args.output in ("json", "yaml"):
+        from numalign.cli.commands.pods_document import pods_document
         from numalign.cli.output import emit
 
-        version = {k: doc[k] for k in ("kubeletVersion", "previews") if k in doc}
-        emit({"pods": doc["pods"], "manifests": doc.get("manifests", {}), "resources": doc.get("resources", {}),
-              "faults": doc.get("faults", {}), "processes": runs, **version}, args.output, sort_keys=True)
+        emit(pods_document(doc, runs), args.output)
         return 0
     from numalign.cli.commands.pods_table import print_pods, table
 

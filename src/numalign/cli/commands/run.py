@@ -352,16 +352,13 @@ def _print_decision(
 
     rec = adm.record
     if args.output != "text":
+        from numalign.cli.commands.run_document import RunDocument
         from numalign.cli.options.versionargs import version_fields
 
-        notes = [n.removeprefix(DETAIL) for n in notes]
-        doc: dict[str, Any] = {"decision": rec.to_dict(), "notes": notes, "numalign_pid": os.getpid(),
-                               "released_ended_runs": adm.reclaimed, "not_applied": adm.unapplied,
-                               **version_fields(args.chosen_version, args.chosen_previews)}
-        if placement is not None:
-            doc["placement"] = json.loads(placement.to_json())
-            doc["cgroup"] = cgroup
-        emit(doc, args.output, sort_keys=True, stream=sys.stderr)  # stdout is the command's
+        doc = RunDocument(rec.to_dict(), version_fields(args.chosen_version, args.chosen_previews), os.getpid(),
+                          [n.removeprefix(DETAIL) for n in notes], adm.reclaimed, adm.unapplied,
+                          None if placement is None else json.loads(placement.to_json()), cgroup)
+        emit(doc.to_dict(), args.output, stream=sys.stderr)  # stdout is the command's
         return
     for key in adm.reclaimed:
         print(f"numalign run: released {key}: its process had ended without releasing it", file=sys.stderr)
