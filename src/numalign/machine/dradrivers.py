@@ -11,6 +11,10 @@ runs policy none):
   (`cpudevmachine`): one device per group with capacity `dra.cpu/cpu` (its allocatable CPUs),
   `allowMultipleAllocations` (consumable capacity: several claims take CPUs from it), attributes
   `dra.cpu/numCPUs`, `smtEnabled` and, per group kind, `numaNodeID`, `socketID`.
+- The driver's own words are accepted too (its config file's `cpuDeviceMode: individual|grouped` and
+  `groupBy: numanode|socket|machine`, `grouped` alone meaning by NUMA node, its default), and its
+  `reservedCPUs`. Its Helm chart installs the DeviceClass `dra.cpu` (`device.driver == "dra.cpu"`),
+  published beside the slices (`cpu_device_class`).
 - Devices on one NUMA node also carry `dra.net/numaNode` (the driver's "compatibility" attribute) and
   the standard `resource.kubernetes.io/numaNode` (KEP-6072's helper, as the driver's newer releases
   publish it), so a claim can match them with a GPU's numaNode.
@@ -25,17 +29,72 @@ names devices with a random suffix; numalign uses the NUMA node id, so runs repe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any, Final
 
 from numalign.errors import InvalidInputError
+from numalign.k8s.cpuset import parse_go_cpuset
 from numalign.k8s.dra.read import dra_object_from_dict
-from numalign.k8s.dra.types import ATTRIBUTE_NUMA_NODE, RESOURCE_SLICE_MAX_DEVICES, ResourceSlice
+from numalign.k8s.dra.types import ATTRIBUTE_NUMA_NODE, RESOURCE_SLICE_MAX_DEVICES, DeviceClass, ResourceSlice
 from numalign.machine.topology import Machine
 
 CPU_DRIVER: Final = "dra.cpu"
 MEMORY_DRIVER: Final = "dra.memory"
 CPU_MODES: Final = ("individual", "numanode", "socket", "machine")
+# The driver's configuration words (driverConfig / its deprecated flags): cpuDeviceMode and groupBy.
+CPU_DEVICE_MODES: Final = ("individual", "grouped")
+CPU_GROUP_BY: Final = ("numanode", "socket", "machine")
+CPU_DRIVER_SYNTAX: Final = ("cpu[=MODE] (MODE individual, grouped, numanode, socket or machine; or the driver's "
+                            "settings, comma-separated: cpuDeviceMode=individual|grouped, groupBy=numanode|socket|"
+                            "machine, reservedCPUs=CPUSET)")
+
+
+def cpu_device_class() -> DeviceClass:
+    """The DeviceClass dra-driver-cpu's Helm chart installs (templates/deviceclass.yaml)."""
+    obj = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": CPU_DRIVER},
+           "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{CPU_DRIVER}"'}}]}}
+    cls = dra_object_from_dict(obj, "dra-driver-cpu's Helm chart")
+    assert isinstance(cls, DeviceClass)
+    return cls
+
+
+def parse_cpu_driver(settings: str, where: str) -> tuple[str, frozenset[int] | None]:
+    """`--dra-driver cpu=SETTINGS`: the mode (one of CPU_MODES) and the driver's own reservedCPUs (None:
+    not given). SETTINGS is a mode word (individual, grouped: by NUMA node, numanode, socket, machine) or
+    the driver's settings, comma-separated; empty is numalign's default, individual."""
+    values: dict[str, str] = {}
+    last = ""
+    for item in (settings.split(",") if settings else []):
+        if last == "reservedCPUs" and re.fullmatch(r"\d+(-\d+)?", item):
+            values[last] += "," + item  # a cpuset's own commas (reservedCPUs=0,32)
+            continue
+        key, sep, value = item.partition("=")
+        last = key if sep else ""
+        if not sep and item in CPU_DEVICE_MODES:
+            key, value = "cpuDeviceMode", item
+        elif not sep and item in CPU_GROUP_BY:  # numalign's shorthand: grouped by this
+            key, value = "groupBy", item
+        if key not in ("cpuDeviceMode", "groupBy", "reservedCPUs") or (key in values and values[key] != value):
+            raise InvalidInputError(f"{where}: expected {CPU_DRIVER_SYNTAX}")
+        values[key] = value
+    mode = values.get("cpuDeviceMode", "grouped" if "groupBy" in values else "individual")
+    group_by = values.get("groupBy", "numanode")
+    if mode not in CPU_DEVICE_MODES:
+        raise InvalidInputError(f"{where}: cpuDeviceMode {mode!r}; expected individual or grouped")
+    if group_by not in CPU_GROUP_BY:
+        raise InvalidInputError(f"{where}: groupBy {group_by!r}; expected one of {', '.join(CPU_GROUP_BY)}")
+    if mode == "individual" and "groupBy" in values:
+        raise InvalidInputError(f"{where}: groupBy applies to cpuDeviceMode grouped only (the driver ignores it in "
+                                "individual mode); drop it or say cpuDeviceMode=grouped")
+    reserved = None
+    if "reservedCPUs" in values:
+        try:
+            reserved = parse_go_cpuset(values["reservedCPUs"])
+        except ValueError as exc:
+            raise InvalidInputError(f"{where}: reservedCPUs {values['reservedCPUs']!r}: {exc}; expected a cpuset "
+                                    "such as 0-1") from None
+    return ("individual" if mode == "individual" else group_by), reserved
 
 
 def _numa_attrs(numa: int) -> dict[str, Any]:

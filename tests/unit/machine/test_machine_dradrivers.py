@@ -6,7 +6,13 @@ import pytest
 
 from numalign.errors import InvalidInputError
 from numalign.k8s.dra.types import ATTRIBUTE_NUMA_NODE
-from numalign.machine.dradrivers import cpu_driver_devices, driver_slices, memory_driver_devices
+from numalign.machine.dradrivers import (
+    cpu_device_class,
+    cpu_driver_devices,
+    driver_slices,
+    memory_driver_devices,
+    parse_cpu_driver,
+)
 from numalign.machine.shorthand import parse_shorthand
 
 MACHINE = parse_shorthand("2s x 2n x 2c x 2t, 8Gi/node, hugepages-1Gi=2/node")
@@ -51,3 +57,35 @@ def test_slices_are_valid_resource_slices() -> None:
                                                                          ("dra.memory", "node-a", 8)]
     with pytest.raises(InvalidInputError, match="expected one of individual"):
         cpu_driver_devices(MACHINE, "core")
+
+
+@pytest.mark.parametrize(("settings", "mode", "reserved"), [
+    ("", "individual", None),
+    ("individual", "individual", None),
+    ("cpuDeviceMode=individual", "individual", None),
+    ("grouped", "numanode", None),  # the driver's groupBy default
+    ("cpuDeviceMode=grouped,groupBy=socket", "socket", None),
+    ("groupBy=machine", "machine", None),  # groupBy alone: the driver's default mode, grouped
+    ("socket", "socket", None),  # numalign's shorthand
+    ("grouped,reservedCPUs=0,32,40-41", "numanode", frozenset({0, 32, 40, 41})),
+])
+def test_the_drivers_settings(settings: str, mode: str, reserved: frozenset[int] | None) -> None:
+    assert parse_cpu_driver(settings, "w") == (mode, reserved)
+
+
+@pytest.mark.parametrize(("settings", "error"), [
+    ("cores", "w: expected cpu[=MODE]"), ("grouped,individual", "w: expected cpu[=MODE]"),
+    ("groupBy=core", "w: groupBy 'core'; expected one of numanode, socket, machine"),
+    ("cpuDeviceMode=individual,groupBy=socket", "w: groupBy applies to cpuDeviceMode grouped only"),
+    ("reservedCPUs=0-", "w: reservedCPUs '0-'"),
+])
+def test_settings_the_driver_does_not_know(settings: str, error: str) -> None:
+    with pytest.raises(InvalidInputError) as exc:
+        parse_cpu_driver(settings, "w")
+    assert str(exc.value).startswith(error)
+
+
+def test_the_device_class_the_chart_installs() -> None:
+    cls = cpu_device_class()
+    assert cls.name == "dra.cpu"
+    assert [s.expression for s in cls.selectors] == ['device.driver == "dra.cpu"']

@@ -30,10 +30,12 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--node-name", metavar="NAME",
                    help="DRA: the node the pods' ResourceClaims are allocated on (the ResourceSlices' nodeName); "
                    "default: the one node the slices name, else the snapshot's node, else the machine's name")
-    p.add_argument("--dra-driver", action="append", default=[], metavar="cpu[=MODE]|memory",
-                   help="DRA: publish the ResourceSlices dra-driver-cpu (MODE individual, numanode, socket or machine; "
-                   "default individual; driver dra.cpu) or dra-driver-memory (driver dra.memory) would publish for "
-                   "this machine, so claims can take CPUs and memory through DRA (docs/dra.md); repeat for both")
+    p.add_argument("--dra-driver", action="append", default=[], metavar="cpu[=SETTINGS]|memory",
+                   help="DRA: publish the ResourceSlices dra-driver-cpu (driver dra.cpu, with its DeviceClass dra.cpu; "
+                   "SETTINGS individual (the default here), grouped (by NUMA node), numanode, socket or machine, or "
+                   "the driver's own cpuDeviceMode=..., groupBy=..., reservedCPUs=... comma-separated; the reserved "
+                   "CPUs are left out) or dra-driver-memory (driver dra.memory) would publish for this machine, so "
+                   "claims can take CPUs and memory through DRA (docs/dra.md); repeat for both")
 
 
 def load(pod_files: list[Path], replicas: int | None, notes: list[str],
@@ -101,6 +103,11 @@ class DRAAdmit:
         self.enabled = dra_enabled(str(node.kubelet_version), None)
         name = self._node_name(req, objects)
         extra = machine_slices(machine, name) + _driver_slices(req.dra_drivers, machine, name, node)
+        if any(s.driver == "dra.cpu" for s in extra) and "dra.cpu" not in objects.classes:
+            from numalign.machine.dradrivers import cpu_device_class
+
+            # The driver's Helm chart installs its DeviceClass; one given in the files wins.
+            objects.classes["dra.cpu"] = cpu_device_class()
         self.node = node
         from numalign.kubelet.dramanager.lifecycle import ClaimLifecycle
 
@@ -261,25 +268,54 @@ class DRAAdmit:
 
 
 def _driver_slices(specs: tuple[str, ...], machine: Any, node_name: str, node: Any) -> list[Any]:
-    """--dra-driver cpu[=MODE] / memory: the slices those drivers publish for this machine."""
-    from numalign.machine.dradrivers import CPU_MODES, driver_slices
+    """--dra-driver cpu[=SETTINGS] / memory: the slices those drivers publish for this machine."""
+    from numalign.machine.dradrivers import CPU_DRIVER_SYNTAX, driver_slices, parse_cpu_driver
 
     cpu_mode: str | None = None
+    reserved: frozenset[int] | None = None
     memory = False
     for spec in specs:
-        name, _, mode = spec.partition("=")
-        if name == "cpu" and (mode or "individual") in CPU_MODES:
-            cpu_mode = mode or "individual"
-        elif name == "memory" and not mode:
+        name, sep, settings = spec.partition("=")
+        if name == "cpu" and cpu_mode is None:
+            cpu_mode, reserved = parse_cpu_driver(settings, f"--dra-driver {spec}")
+        elif name == "memory" and not sep and not memory:
             memory = True
         else:
-            raise InvalidInputError(f"--dra-driver {spec}: expected cpu[=MODE] (MODE one of {', '.join(CPU_MODES)}) "
-                                    "or memory")
+            raise InvalidInputError(f"--dra-driver {spec}: expected {CPU_DRIVER_SYNTAX} or memory, each once")
     if cpu_mode is None and not memory:
         return []
-    # The CPU driver leaves out the CPUs the kubelet reserves (its own --reserved-cpus takes the same set).
-    reserved: frozenset[int] = node.cpu.reserved_cpus
-    return driver_slices(machine, node_name, cpu_mode, memory, reserved)
+    if cpu_mode is not None and reserved is None:
+        reserved = kubelet_reserved_cpus(node)
+    return driver_slices(machine, node_name, cpu_mode, memory, reserved or frozenset())
+
+
+def kubelet_reserved_cpus(node: Any) -> frozenset[int]:
+    """The CPUs dra-driver-cpu leaves out unless told otherwise: those the kubelet reserves. The driver
+    runs beside CPU manager `none`, which reserves no set; its docs ask for its reservedCPUs to be the
+    kubelet's reservation (reservedSystemCPUs, or as many CPUs as kubeReserved + systemReserved cpu), so
+    numalign takes the set the static policy would reserve from the same configuration."""
+    if node.cpu.policy_name != "none":
+        return frozenset(node.cpu.reserved_cpus)
+    explicit: frozenset[int] = node.config.reserved_cpus()
+    if explicit:
+        return explicit
+    from numalign.errors import ConfigError
+    from numalign.k8s.quantity import Quantity, QuantityFormat
+    from numalign.kubelet.cpumanager.manager import new_cpu_manager_policy
+    from numalign.kubelet.cpumanager.topology import CPUTopology
+
+    machine = node.machine
+    capacity = {"cpu": Quantity.from_int(machine.capacity_cpus()),
+                "memory": Quantity.from_int(machine.capacity_memory(), QuantityFormat.BINARY_SI)}
+    cpu = node.config.node_allocatable_reservation(capacity).get("cpu")
+    if cpu is None or cpu.is_zero():
+        return frozenset()
+    try:
+        static = new_cpu_manager_policy("static", CPUTopology.from_machine(machine), reserved_cpu=cpu)
+    except ConfigError as exc:
+        raise InvalidInputError(f"--dra-driver cpu: the CPUs to leave out for the kubelet's reservation ({cpu} "
+                                f"CPU): {exc}; say which with --dra-driver cpu=reservedCPUs=CPUSET") from None
+    return frozenset(static.reserved_cpus)
 
 
 def report_view(dra: DRAAdmit, view: Any, pods: list[Pod]) -> Any:
