@@ -284,6 +284,9 @@ def _alignment(state: ClusterState, bound: dict[str, tuple[int, str]]) -> NUMAAl
     cpu_numa_of: dict[str, dict[int, int]] = {}
     zones_of: dict[str, list[dict[str, int]]] = {}
     least: dict[tuple[str, tuple[object, ...]], int] = {}
+    # A CPU set's NUMA nodes, per set: every container in the shared pool holds the same large set (the
+    # node hands out one tuple per distinct set), so it is read once, not once per container.
+    numa_of_set: dict[int, tuple[tuple[int, ...], frozenset[int]]] = {}
     for uid, (i, _g) in bound.items():
         sn = state.nodes[i]
         pod = sn.pods[uid][0]
@@ -299,7 +302,13 @@ def _alignment(state: ClusterState, bound: dict[str, tuple[int, str]]) -> NUMAAl
         pinned: set[int] = set()  # the same without the shared pool: what the kubelet placed for it
         for c in pod.all_containers():
             alloc = node.allocation(uid, c.name)
-            cpus = {cpu_numa[cpu] for cpu in alloc.cpus if cpu in cpu_numa}
+            known = numa_of_set.get(id(alloc.cpus))
+            if known is None or known[0] is not alloc.cpus or len(numa_of_set) > 4096:
+                if len(numa_of_set) > 4096:
+                    numa_of_set.clear()
+                known = (alloc.cpus, frozenset(cpu_numa[cpu] for cpu in alloc.cpus if cpu in cpu_numa))
+                numa_of_set[id(alloc.cpus)] = known
+            cpus = known[1]
             numa.update(cpus)
             if alloc.exclusive:
                 pinned.update(cpus)

@@ -194,7 +194,7 @@ class ClusterState:
     def admit(self, i: int, pod: Pod, pv: PodVector) -> DecisionRecord:
         """The chosen node's kubelet admits or rejects; an admitted pod is bound there."""
         sn = self.nodes[i]
-        rec = sn.node().admit(pod)
+        rec = sn.node().admit(pod, allocations=False)  # the verdict is read; allocation() answers the rest
         if rec.result.admit:
             sn.pods[pod.uid] = (pod, pv)
             self.requested[i] += pv.vec

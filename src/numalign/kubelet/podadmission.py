@@ -56,9 +56,12 @@ class PodAdmission:
     def transaction(self) -> contextlib.AbstractContextManager[Transaction]:
         raise NotImplementedError  # the Node's (numalign.kubelet.nodestate says what one is)
 
-    def admit(self, pod: Pod) -> DecisionRecord:
+    def admit(self, pod: Pod, *, allocations: bool = True) -> DecisionRecord:
+        """Decide and commit at once. allocations=False: the record (the one returned and the one kept)
+        leaves out what the pod holds, which the node still answers (allocation()); for callers that
+        read only the verdict, as the simulator does for every pod it binds."""
         with self.transaction() as tx:
-            plan = self._decide(pod, defer_calls=False)
+            plan = self._decide(pod, defer_calls=False, allocations=allocations)
         return tx.outcome([plan.record], self.pods)[0]
 
     def decide(self, pod: Pod) -> Plan:
@@ -132,7 +135,7 @@ class PodAdmission:
             with self.transaction():
                 self.cm.release_pod(plan.pod)
 
-    def _decide(self, pod: Pod, *, defer_calls: bool) -> Plan:
+    def _decide(self, pod: Pod, *, defer_calls: bool, allocations: bool = True) -> Plan:
         """The admission, in the caller's transaction: the verdict, the pod's resources taken, the record
         built once. Without calls left the pod is recorded at once; with some it is reserved."""
         cm = self.cm
@@ -145,7 +148,7 @@ class PodAdmission:
         if not result.admit:
             return Plan(pod, self._record(pod, decisions, result, {}), calls, self.reloads)
         cm.start_pod(pod)
-        rec = self._record(pod, decisions, result, cm.allocations(pod))
+        rec = self._record(pod, decisions, result, cm.allocations(pod) if allocations else {})
         plan = Plan(pod, rec, calls, self.reloads)
         if calls:
             # Taken but not recorded: a crash now leaves the pod unadmitted and its files reconciled.
