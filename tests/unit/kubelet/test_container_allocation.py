@@ -42,3 +42,17 @@ def test_a_shared_pool_container_and_a_device_without_topology() -> None:
     shared = ContainerAllocation((0, 1, 2, 5), False, (), {"example.com/nic": {"nic0": None}}, "0-2,5")
     assert shared.to_dict() == {"cpus": "0-2,5", "exclusive_cpus": False, "memory": [],
                                 "devices": {"example.com/nic": {"nic0": None}}}
+
+
+def test_admit_without_allocations_decides_the_same_and_the_node_still_answers_them() -> None:
+    """admit(allocations=False), as the simulator admits: the same verdict and holdings, a record without
+    the allocations, which the node still answers."""
+    full, lean = Node(gpu_node(), static_node_config()), Node(gpu_node(), static_node_config())
+    for i, limits in enumerate(({"cpu": "2", "memory": "1Gi", "nvidia.com/gpu": "1"}, {"cpu": "500m"},
+                                {"cpu": "200", "memory": "1Gi"})):
+        pod = _pod(f"p{i}", limits)
+        a, b = full.admit(pod), lean.admit(pod, allocations=False)  # type: ignore[arg-type]
+        assert (a.result, a.decisions) == (b.result, b.decisions) and b.allocations == {}
+        if a.result.admit:
+            assert lean.allocation(f"p{i}", "c") == full.allocation(f"p{i}", "c") == a.allocations["c"]
+    assert list(lean.pods) == list(full.pods) == ["p0", "p1"]
