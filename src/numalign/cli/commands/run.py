@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from numalign.cli.commands.summaries import SUMMARIES
-from numalign.paths import DATA_DIR
 
 if TYPE_CHECKING:
+    from numalign.cli.commands.run_request import RunRequest
     from numalign.core.decision import ContainerAllocation
     from numalign.k8s.pod import Pod
     from numalign.machine.topology import Machine
@@ -105,63 +105,51 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from numalign.cli.commands.run_request import RunRequest
+
+    return run_command(RunRequest.from_args(args))
+
+
+def run_command(request: RunRequest) -> int:
     from numalign.cli.options.runargs import (
         build_pod,
         check_host_fits,
-        default_state_dir,
         parse_pairs,
         requested_extended,
-        run_config,
         serve_plugins,
         this_host,
     )
-    from numalign.errors import InvalidInputError
     from numalign.run.launch import GatedChild, LaunchError
     from numalign.run.plugins import close_plugins, connect_plugins
     from numalign.run.process import ProcessRef, start_time
     from numalign.run.session import RunNode, admit
 
-    command: list[str] = list(getattr(args, "command_argv", None) or [])
-    if not command:
-        raise InvalidInputError("no COMMAND; expected `numalign run [requests] -- COMMAND [ARGS...]`; "
-                                "add -- and the command to run")
-    state_dir = args.state_dir or default_state_dir()
-    _check_state_dir(state_dir)
-    config = run_config(args)
-    from numalign.adapters.statedir.layout import NODE_RECORD_FILE
-    from numalign.cli.options.noderecord import recorded_version
-    from numalign.cli.options.versionargs import node_previews, node_version
-
-    if (state_dir / NODE_RECORD_FILE).is_file():  # the version earlier runs or admit decided this directory with
-        args.recorded_kubelet_version = recorded_version(state_dir / NODE_RECORD_FILE)
-    version_notes: list[str] = []
-    args.chosen_version = node_version(args, version_notes)
-    args.chosen_previews = node_previews(args, version_notes)
-    if args.machine:
+    command, state_dir, config = list(request.command), request.state_dir, request.config
+    if request.machine:
         from numalign.adapters.sysfs import load_machine
 
-        machine = load_machine(args.machine)
+        machine = load_machine(request.machine)
     else:
         machine = this_host()
-    devices = dict(parse_pairs(args.devices, "--devices", "RESOURCE=FILE", _load_devices))
-    device_env = dict(parse_pairs(args.device_env, "--device-env", "RESOURCE=NAME", str))
+    devices = dict(parse_pairs(request.devices, "--devices", "RESOURCE=FILE", _load_devices))
+    device_env = dict(parse_pairs(request.device_env, "--device-env", "RESOURCE=NAME", str))
     sockets = serve_plugins(state_dir)
-    pod, container = build_pod(args, command, machine, {**dict.fromkeys(sockets), **devices})
+    pod, container = build_pod(request.pod, command, machine, {**dict.fromkeys(sockets), **devices})
     check_host_fits(machine, config)
     # Plugins registered with a serve on this directory answer for their resources (not --devices ones).
     sockets = {r: s for r, s in sockets.items() if r in requested_extended(pod) and r not in devices}
-    node = RunNode(machine, config, state_dir, devices, device_env, kubelet_version=args.chosen_version,
-                   previews=args.chosen_previews)
+    node = RunNode(machine, config, state_dir, devices, device_env, kubelet_version=request.kubelet_version,
+                   previews=request.previews)
     child = GatedChild(command)  # forked before any gRPC thread exists
     try:
         node.plugins = connect_plugins(sockets)
         ref = ProcessRef(child.pid, start_time(child.pid) or 0, tuple(command))
         record = {**ref.to_dict(), "pod_uid": pod.uid}
-        cgroup_path = _cgroup_path(args, pod.uid)
+        cgroup_path = _cgroup_path(request, pod.uid)
         if cgroup_path is not None:
             record["cgroup"] = str(cgroup_path)
         adm = admit(node, pod, container, record)
-        _record_node(args, state_dir, machine)
+        _record_node(request, machine)
     except BaseException:
         child.abort()
         raise
@@ -170,12 +158,12 @@ def run(args: argparse.Namespace) -> int:
         node.plugins = {}
     if not adm.record.result.admit:
         child.abort()
-        _shown(lambda: _print_decision(args, adm, None, [], None))
+        _shown(lambda: _print_decision(request, adm, None, [], None))
         return EXIT_REJECTED
     # What the run holds, as its pod record will say: how its leftovers are found when COMMAND ends.
     held = {**record, "allocation": adm.allocation.to_dict() if adm.allocation is not None else {}}
     try:
-        placement, notes, cgroup_info = _place(args, adm, pod, container, ref)
+        placement, notes, cgroup_info = _place(request, adm, pod, container, ref)
     except BaseException:
         child.abort()
         _release(node, pod.uid, ref, None, held)
@@ -183,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     if adm.allocation is not None and not adm.allocation.exclusive:
         notes.append(SHARED_POOL_NOTE)
     # The decision line names the kubelet version; how it was chosen is detail (-v 1).
-    _shown(lambda: _print_decision(args, adm, placement, [*(DETAIL + n for n in version_notes), *notes],
+    _shown(lambda: _print_decision(request, adm, placement, [*(DETAIL + n for n in request.version_notes), *notes],
                                    cgroup_info))
     try:
         child.start(placement)
@@ -221,33 +209,29 @@ def _say(line: str) -> None:
     _shown(lambda: print(line, file=sys.stderr))
 
 
-def _record_node(args: argparse.Namespace, state_dir: Path, machine: Machine) -> None:
+def _record_node(request: RunRequest, machine: Machine) -> None:
     """numalign_node.json, as admit writes it: `numalign pods --state-dir` reads the directory on this
     machine and run's configuration once every run has ended (else it would assume admit's defaults)."""
-    from numalign.cli.options.kubeletflags import FLAGS_DEST
     from numalign.cli.options.noderecord import write_record
-    from numalign.cli.options.runargs import RUN_CONFIG
 
-    if not state_dir.is_dir():
+    if not request.state_dir.is_dir():
         return  # nothing was written there (a rejection on a new directory)
-    config = args.kubelet_config or str(DATA_DIR / RUN_CONFIG)
-    write_record(state_dir, machine, None, config, getattr(args, FLAGS_DEST, None) or [],
-                 getattr(args, "chosen_version", None))
+    write_record(request.state_dir, machine, None, request.config_path, list(request.flags), request.kubelet_version)
 
 
-def _cgroup_path(args: argparse.Namespace, uid: str) -> Path | None:
-    if args.no_cgroup:
+def _cgroup_path(request: RunRequest, uid: str) -> Path | None:
+    if request.no_cgroup:
         return None
     from numalign.run.cgroup import PARENT_NAME, find_cgroup2_mount
 
     mount = find_cgroup2_mount()
-    if args.cgroup_parent is not None:
-        return Path(args.cgroup_parent) / uid
+    if request.cgroup_parent is not None:
+        return Path(request.cgroup_parent) / uid
     return None if mount is None else mount / PARENT_NAME / uid
 
 
 def _place(
-    args: argparse.Namespace, adm: Admission, pod: Pod, container: str, ref: ProcessRef
+    request: RunRequest, adm: Admission, pod: Pod, container: str, ref: ProcessRef
 ) -> tuple[Placement, list[str], dict[str, Any]]:
     from numalign.cli.options.runargs import container_limits
     from numalign.run.cgroup import CgroupLimits, create
@@ -261,10 +245,10 @@ def _place(
     notes: list[str] = []
     cgroup = None
     info: dict[str, Any] = {"path": None, "applied": [], "not_applied": [], "reason": "--no-cgroup"}
-    if not args.no_cgroup:
+    if not request.no_cgroup:
         setup = create(
             CgroupLimits(_usable(alloc), mems, memory_max, hugetlb),
-            pod.uid, args.cgroup_parent,
+            pod.uid, request.cgroup_parent,
         )
         if setup.note():
             notes.append(str(setup.note()))
@@ -313,29 +297,6 @@ def _release(node: RunNode, uid: str, process: ProcessRef, cgroup: Path | None, 
              "this state directory releases it, since COMMAND has ended")
 
 
-def _check_state_dir(path: Path) -> None:
-    from numalign.cli.options.paths import check_directory
-    from numalign.errors import InvalidInputError
-
-    check_directory(path, "--state-dir")
-    existing = next((p for p in (path, *path.parents) if p.exists()), None)
-    if existing is None:
-        return
-    st = existing.stat()
-    euid = os.geteuid()
-    # Root too: state another user can rewrite would steer root's pinning (and its cgroup removals).
-    if existing == path and st.st_uid != euid:
-        raise InvalidInputError(
-            f"--state-dir {path}: owned by uid {st.st_uid}, not by you (uid {euid}); expected a state directory "
-            "you own, so no other user's runs can change your allocations; pass --state-dir DIR you own"
-        )
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise InvalidInputError(
-            f"--state-dir {path}: {existing} is not writable by uid {euid}; expected a directory numalign may "
-            "write its state in; pass another --state-dir, or fix its permissions"
-        )
-
-
 def _load_devices(value: str) -> Any:
     from numalign.adapters.textfiles import read_text_file
     from numalign.deviceplugin.inventory import load_yaml_devices
@@ -345,30 +306,30 @@ def _load_devices(value: str) -> Any:
 
 
 def _print_decision(
-    args: argparse.Namespace, adm: Admission, placement: Placement | None, notes: list[str],
+    request: RunRequest, adm: Admission, placement: Placement | None, notes: list[str],
     cgroup: dict[str, Any] | None,
 ) -> None:
     from numalign.cli.output import emit
 
     rec = adm.record
-    if args.output != "text":
+    if request.output != "text":
         from numalign.cli.commands.run_document import RunDocument
         from numalign.cli.options.versionargs import version_fields
 
-        doc = RunDocument(rec.to_dict(), version_fields(args.chosen_version, args.chosen_previews), os.getpid(),
+        doc = RunDocument(rec.to_dict(), version_fields(request.kubelet_version, request.previews), os.getpid(),
                           [n.removeprefix(DETAIL) for n in notes], adm.reclaimed, adm.unapplied,
                           None if placement is None else json.loads(placement.to_json()), cgroup)
-        emit(doc.to_dict(), args.output, stream=sys.stderr)  # stdout is the command's
+        emit(doc.to_dict(), request.output, stream=sys.stderr)  # stdout is the command's
         return
     for key in adm.reclaimed:
         print(f"numalign run: released {key}: its process had ended without releasing it", file=sys.stderr)
     if not rec.result.admit:
         from numalign.answer.present.admit import record_text
 
-        if not args.quiet:
+        if not request.quiet:
             print(record_text(rec), file=sys.stderr)
         print(f"numalign run: {rec.pod} rejected ({rec.result.reason}); COMMAND was not run; see what holds this "
-              f"node with `numalign pods --state-dir {args.state_dir or _default_state_dir()}`", file=sys.stderr)
+              f"node with `numalign pods --state-dir {request.state_dir}`", file=sys.stderr)
         return
     from numalign.machine.render import binary_quantity
 
@@ -381,13 +342,13 @@ def _print_decision(
         parts.append(f"{res} {' '.join(devs)}")
     from numalign.cli.options.versionargs import version_text
 
-    print(f"numalign run: {rec.pod} admitted ({version_text(args.chosen_version, args.chosen_previews)}): "
+    print(f"numalign run: {rec.pod} admitted ({version_text(request.kubelet_version, request.previews)}): "
           + "; ".join(parts), file=sys.stderr)
-    if args.quiet:
+    if request.quiet:
         return
     from numalign.run.leftovers import RUN_ENV
 
-    detail = (getattr(args, "verbosity", 0) or 0) >= 1
+    detail = request.detail
     for k, v in sorted(placement.env.items()):
         if k != RUN_ENV or detail:  # RUN_ENV marks the command's processes for numalign itself
             print(f"numalign run:   env {k}={v}", file=sys.stderr)
@@ -398,9 +359,3 @@ def _print_decision(
             print(f"numalign run:   {n.removeprefix(DETAIL)}", file=sys.stderr)
     for n in adm.unapplied:
         print(f"numalign run:   {n}", file=sys.stderr)
-
-
-def _default_state_dir() -> Path:
-    from numalign.cli.options.runargs import default_state_dir
-
-    return default_state_dir()

@@ -11,6 +11,7 @@ import os
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -77,8 +78,28 @@ def requested_extended(pod: Pod) -> set[str]:
     return {n for c in pod.all_containers() for n in (*c.requests, *c.limits) if is_extended_resource_name(n)}
 
 
+@dataclass(frozen=True)
+class PodFlags:
+    """The pod `numalign run` admits, as its flags give it: a manifest (and the container COMMAND runs
+    as), or requests (= limits) from --cpus, --memory, --hugepages-*, --device and the pod's --name."""
+
+    pod: str | None = None
+    container: str | None = None
+    cpus: str | None = None
+    memory: str | None = None
+    hugepages_2Mi: str | None = None  # noqa: N815  # the flag's own spelling
+    hugepages_1Gi: str | None = None  # noqa: N815
+    device: tuple[str, ...] = ()
+    name: str | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> PodFlags:
+        return cls(args.pod, args.container, args.cpus, args.memory, args.hugepages_2Mi, args.hugepages_1Gi,
+                   tuple(args.device), args.name)
+
+
 def build_pod(
-    args: argparse.Namespace, command: list[str], machine: Machine, devices: Mapping[str, Any]
+    args: PodFlags, command: Sequence[str], machine: Machine, devices: Mapping[str, Any]
 ) -> tuple[Pod, str]:
     """The pod to admit and the container COMMAND runs as; refused here when it cannot fit at all."""
     from numalign.adapters.textfiles import load_pods
@@ -134,7 +155,7 @@ def build_pod(
     return pod, container
 
 
-def _check_fits(pod: Pod, machine: Machine, devices: Mapping[str, Any], args: argparse.Namespace) -> None:
+def _check_fits(pod: Pod, machine: Machine, devices: Mapping[str, Any], args: PodFlags) -> None:
     """Requests nothing here can satisfy are bad input for a run, not a decision to record."""
     from numalign.k8s.resources import is_extended_resource_name
 
@@ -207,7 +228,30 @@ def default_state_dir() -> Path:
 _NAME = re.compile(r"[^a-z0-9-]+")
 
 
-def pod_name(command: list[str]) -> str:
+def pod_name(command: Sequence[str]) -> str:
     """COMMAND's name as a DNS label, with numalign's pid: unique among concurrent runs."""
     base = _NAME.sub("-", Path(command[0]).name.lower()).strip("-") or "run"
     return f"{base[:40]}-{os.getpid()}"
+
+
+def check_state_dir(path: Path) -> None:
+    """A state directory the user owns and may write (or one numalign may create)."""
+    from numalign.cli.options.paths import check_directory
+
+    check_directory(path, "--state-dir")
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    if existing is None:
+        return
+    st = existing.stat()
+    euid = os.geteuid()
+    # Root too: state another user can rewrite would steer root's pinning (and its cgroup removals).
+    if existing == path and st.st_uid != euid:
+        raise InvalidInputError(
+            f"--state-dir {path}: owned by uid {st.st_uid}, not by you (uid {euid}); expected a state directory "
+            "you own, so no other user's runs can change your allocations; pass --state-dir DIR you own"
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InvalidInputError(
+            f"--state-dir {path}: {existing} is not writable by uid {euid}; expected a directory numalign may "
+            "write its state in; pass another --state-dir, or fix its permissions"
+        )
