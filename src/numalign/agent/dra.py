@@ -47,8 +47,11 @@ class AgentDRA:
         from numalign.adapters.textfiles import load_documents, source_name
         from numalign.k8s.dra.documents import EXPECTED_WITH_DRA, pods_and_dra_from_documents
 
+        from numalign.k8s.dra.read import checked_as
+
         docs = load_documents(path, "the manifest", EXPECTED_WITH_DRA)
-        pods, objects = pods_and_dra_from_documents(docs, source_name(path))
+        with checked_as(self.node.kubelet_version.minor):
+            pods, objects = pods_and_dra_from_documents(docs, source_name(path))
         self.by_file[path] = objects
         self._given_changed()
         return pods

@@ -103,7 +103,11 @@ def admit(req: AdmitRequest) -> int:
 
     notes = list(req.notes)
     # Pods and the DRA objects beside them (slices, classes, claims), as `kubectl apply -f` reads them.
-    pods, dra_objects = load_pods_and_dra(list(req.pod_files), req.replicas, notes, req.snapshot)
+    from numalign.k8s.dra.read import checked_as
+
+    # Selectors are checked as the API server of the modelled release checks them.
+    with checked_as(req.kubelet_version.minor):
+        pods, dra_objects = load_pods_and_dra(list(req.pod_files), req.replicas, notes, req.snapshot)
     owner = None
     if req.state_dir is not None and not req.dry_run:
         from numalign.adapters.statedir.directory import check_state_dir

@@ -11,7 +11,9 @@ resource.k8s.io/v1beta2 and v1beta1 objects are read as the API server converts 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any, Final
 
 from numalign.errors import InvalidInputError
@@ -23,7 +25,20 @@ from numalign.limits import go_quote, quote
 
 DRA_KINDS: Final = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
 # Selectors are checked on read with every CEL feature on: the API server of a version that has them
-# accepts them; the allocator of a version without them reports the compile error when it runs.
+# accepts them; the allocator of a version without them reports the compile error when it runs. The
+# environment is the release's whose kubelet numalign models (--kubelet-version; `checked_as`), by
+# default the newest.
+_API_SERVER_MINOR: ContextVar[int | None] = ContextVar("numalign_dra_api_server_minor", default=None)
+
+
+@contextlib.contextmanager
+def checked_as(minor: int) -> Iterator[None]:
+    """Selectors read inside are checked as the API server of release 1.`minor` checks a new object."""
+    token = _API_SERVER_MINOR.set(minor)
+    try:
+        yield
+    finally:
+        _API_SERVER_MINOR.reset(token)
 DRAObject = t.DeviceClass | t.ResourceClaim | t.ResourceClaimTemplate | t.ResourceSlice
 
 
@@ -281,7 +296,11 @@ def _selectors(raw: object, path: str) -> tuple[t.DeviceSelector, ...]:
         # objects (every plain `numalign admit`) must not pay for.
         from numalign.k8s.dra.cel import CELFeatures, compile_selector, cost_error
 
-        read_features = CELFeatures(consumable_capacity=True, list_type_attributes=True)
+        from numalign.k8s.version import DEFAULT
+
+        minor = _API_SERVER_MINOR.get()
+        read_features = CELFeatures(consumable_capacity=True, list_type_attributes=True,
+                                    minor=min(max(DEFAULT.minor if minor is None else minor, 33), 37))
         compiled = compile_selector(expression, read_features, new_object=True)
         if compiled.error is not None:
             raise _FieldError(expr_path, f"Invalid value: {go_quote(expression)}: {compiled.error_line}")
