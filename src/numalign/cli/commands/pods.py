@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from numalign.cli.commands.summaries import SUMMARIES
 
 if TYPE_CHECKING:
+    from numalign.cli.commands.pods_request import PodsRequest, StateFilesNode
     from numalign.report.view import NodeView
 
 
@@ -51,54 +52,54 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from numalign.adapters.statedir.layout import STATUS_FILE
-    from numalign.adapters.statedir.locks import transaction
-    from numalign.agent.status import read_status
-    from numalign.errors import InvalidInputError
-    from numalign.run.listing import run_processes, run_rows
+    from numalign.cli.commands.pods_request import PodsRequest
 
-    doc = None
-    runs: list[Any] = []
-    if args.node is None:
-        with transaction(args.state_dir, shared=True):  # a reader: never between two files of one change
-            doc = read_status(args.state_dir)
-            runs = run_processes(args.state_dir)  # `numalign run` processes sharing the directory
+    return list_pods(PodsRequest.from_args(args))
+
+
+def list_pods(request: PodsRequest) -> int:
+    from numalign.adapters.statedir.layout import STATUS_FILE
+    from numalign.errors import InvalidInputError
+
+    doc = dict(request.status) if request.status is not None else None
+    runs = [dict(p) for p in request.processes]
     agent = doc is not None
     if doc is None and runs:
         doc = {"pods": {}}
-        view = _view(args, doc)
+        view = _view(request, doc)
     elif doc is None:
         # No agent: the pods of the state files themselves (admit's directory, a kubelet's, a snapshot).
         agent = True
-        doc, view = _from_state_files(args)
+        assert request.files is not None, "without the agent's status the request reads the state files"
+        doc, view = _from_state_files(request.files)
         if doc is None:
             raise InvalidInputError(
-                f"{args.state_dir}: no state there (neither {STATUS_FILE} of `numalign serve` nor the kubelet's "
+                f"{request.state_dir}: no state there (neither {STATUS_FILE} of `numalign serve` nor the kubelet's "
                 "state files); pass the --state-dir of the agent or of `numalign admit`, or --node SNAPSHOT"
             )
     else:
-        view = _view(args, doc)
-    if args.report is not None:
+        view = _view(request, doc)
+    if request.report is not None:
         from numalign.cli.options.reportargs import write_report
         from numalign.report import node_report
 
         if view is None:
             raise InvalidInputError(
-                f"{args.state_dir / STATUS_FILE} names no machine (written by an older numalign serve); pass "
-                "--machine NAME|FILE, the machine the agent runs with, to draw the report"
+                f"{Path(str(request.state_dir)) / STATUS_FILE} names no machine (written by an older numalign "
+                "serve); pass --machine NAME|FILE, the machine the agent runs with, to draw the report"
             )
-        write_report(args.report, node_report(view))
-    if args.output in ("json", "yaml"):
+        write_report(request.report, node_report(view))
+    if request.output in ("json", "yaml"):
         from numalign.cli.commands.pods_document import pods_document
         from numalign.cli.output import emit
 
-        emit(pods_document(doc, runs), args.output)
+        emit(pods_document(doc, runs), request.output)
         return 0
     from numalign.cli.commands.pods_table import print_pods, table
-
+    from numalign.run.listing import run_rows
 
     if agent:
-        print_pods(doc, wide=args.output == "wide")
+        print_pods(doc, wide=request.output == "wide")
         if doc.get("kubeletVersion"):
             print("; ".join([f"decided as kubelet {doc['kubeletVersion']}",
                              *(f"preview: {k}={v}" for k, v in sorted((doc.get("previews") or {}).items()))]))
@@ -114,42 +115,29 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, NodeView | None]:
+def _from_state_files(files: StateFilesNode) -> tuple[dict[str, Any] | None, NodeView | None]:
     """The pods of a state directory (or snapshot) read through a read-only Node, and their picture."""
     from numalign.adapters.statedir.directory import state_directory
-    from numalign.adapters.statedir.files import CheckpointStore
-    from numalign.adapters.statedir.layout import POD_RECORD_FILE
-    from numalign.cli.options.nodeargs import node_config, resolve_node, snapshot_errors, state_pods
-    from numalign.cli.options.noderecord import apply_record
+    from numalign.cli.options.nodeargs import snapshot_errors_of, state_pods
+    from numalign.cli.options.versionargs import version_fields
     from numalign.kubelet.node import Node
-    from numalign.machine.examples import DEFAULT_MACHINE
     from numalign.report import node_view_from_status
     from numalign.run.leftovers import process_alive
 
-    if args.node is not None:
-        args.state_dir = None  # the snapshot's state is used (resolve_node refuses both)
-    recorded = apply_record(args)
-    machine, notes = resolve_node(args, DEFAULT_MACHINE)
-    notes += [recorded] if recorded else []
-    from numalign.cli.options.versionargs import node_previews, node_version, version_fields
-
-    version, previews = node_version(args, notes), node_previews(args, notes)
-    where = args.node if args.node is not None else args.state_dir
-    if args.state_dir is None:
+    machine, notes, version, previews = files.machine, list(files.notes), files.version, files.previews
+    if files.state_dir is None:
         # A snapshot of a node with no state files (no kubelet ran there, or it keeps none): no pods, as
         # kubectl says "No resources found", and the machine drawn bare.
         empty: dict[str, Any] = {"pods": {}, **version_fields(version, previews)}
         return empty, node_view_from_status(machine, empty, title=f"numalign pods: {machine.name}",
-                                            notes=[f"{where} holds no state files: no pods", *notes])
-    store = CheckpointStore.under(args.state_dir)
-    if not any(p.is_file() for p in (store.cpu_path, store.memory_path, store.device_path,
-                                     args.state_dir / POD_RECORD_FILE)):
+                                            notes=[f"{files.where} holds no state files: no pods", *notes])
+    if files.config is None:
         return None, None
-    with snapshot_errors(args):
-        node = Node(machine, node_config(args, machine), store=state_directory(args.state_dir, read_only=True),
+    with snapshot_errors_of(files.snapshot, files.config_label):
+        node = Node(machine, files.config, store=state_directory(files.state_dir, read_only=True),
                     process_alive=process_alive,  # ended `numalign run` processes hold nothing
                     kubelet_version=version, previews=previews)
-    snap = args.node_snapshot
+    snap = files.snapshot
     listed = snap.pod_resources_list() if snap is not None else None  # bounded, one line when damaged
     doc: dict[str, Any] = {"pods": state_pods(node, listed), **version_fields(version, previews)}
     _add_claims(doc["pods"], node)
@@ -158,7 +146,7 @@ def _from_state_files(args: argparse.Namespace) -> tuple[dict[str, Any] | None, 
     # The reserved CPUs, as the agent's status file gives them, so the picture marks them here too.
     doc["reserved_cpus"] = format_cpuset(node.cpu.reserved_cpus)
     view = node_view_from_status(machine, doc, title=f"numalign pods: {machine.name}",
-                                 notes=[f"from the state files in {where}", *notes])
+                                 notes=[f"from the state files in {files.where}", *notes])
     return doc, view
 
 
@@ -171,19 +159,19 @@ def _add_claims(pods: dict[str, dict[str, Any]], node: Any) -> None:
                 pods[ref.uid].setdefault("claims", {})[h.key] = list(h.devices)
 
 
-def _view(args: argparse.Namespace, doc: dict[str, Any]) -> NodeView | None:
+def _view(request: PodsRequest, doc: dict[str, Any]) -> NodeView | None:
     """The pods on their machine: --machine, else the machine the agent recorded; None when neither."""
     from numalign.report import node_view_from_status
 
-    if args.machine:
+    if request.machine:
         from numalign.adapters.sysfs import load_machine
 
-        machine = load_machine(args.machine)
+        machine = load_machine(request.machine)
     elif isinstance(doc.get("machine"), dict):
         from numalign.machine.fileformat import machine_from_dict
 
-        machine = machine_from_dict(doc["machine"], f"{args.state_dir / 'numalign_status.json'}: machine")
+        machine = machine_from_dict(doc["machine"], f"{Path(str(request.state_dir)) / 'numalign_status.json'}: machine")
     else:
         return None
     return node_view_from_status(machine, doc, title=f"numalign pods: {machine.name}",
-                                 notes=[f"from the agent's state in {args.state_dir}"])
+                                 notes=[f"from the agent's state in {request.state_dir}"])
