@@ -132,21 +132,11 @@ func cpuArea(raw json.RawMessage) (any, error) {
 	if err != nil {
 		// NewStaticPolicyOptions walks the options map: with several bad options, which one the error
 		// names depends on Go's map order. Every text seen over mapOrderTries tries is the answer.
-		seen := map[string]bool{err.Error(): true}
-		for i := 0; i < mapOrderTries; i++ {
-			if _, again := newStaticPolicy(topo, num, reserved, store, c.Options); again != nil {
-				seen[again.Error()] = true
-			}
-		}
-		texts := make([]string, 0, len(seen))
-		for t := range seen {
-			texts = append(texts, t)
-		}
-		sort.Strings(texts)
-		if len(texts) == 1 {
-			return map[string]any{"start_error": texts[0]}, nil
-		}
-		return map[string]any{"start_error": texts[0], "start_error_map_order": texts}, nil
+		texts := everyMapOrder(mapOrderTries, func(int) (string, bool) {
+			_, again := newStaticPolicy(topo, num, reserved, store, c.Options)
+			return errorText(again)
+		}, err.Error())
+		return startErrorAnswer(texts), nil
 	}
 	st := newMemoryState()
 	if err := startPolicy(pol, st); err != nil {

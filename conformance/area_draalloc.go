@@ -8,15 +8,17 @@ package main
 // features from the release's gates (with the case's overrides), the allocated state of the claims other
 // pods hold, the CEL cache, and the plugin's 10 s filter timeout. The answer: the devices per claim, or
 // the plugin's verdict (unschedulable, error, timeout) with its text. In releases whose allocator ranges
-// over a Go map of pools (1.34, 1.35) the answer can change from run to run: the case is run several
-// times and every distinct answer is given ("map_order").
+// over a Go map of pools (1.34, 1.35) the answer can change from run to run: a case with more than one
+// pool is run in many pool orders and every distinct answer is given ("map_order"; draMapOrderTries).
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand"
 	"sort"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -98,36 +100,75 @@ func draAlloc(raw json.RawMessage) (any, error) {
 		}
 		pending = append(pending, claim)
 	}
-	runs := 1
-	if draAllocMapOrder {
-		runs = 8
+	tries := 1
+	if draAllocMapOrder && len(draPools(c.Slices)) > 1 {
+		tries = draMapOrderTries
 	}
-	var answers []map[string]any
-	seen := map[string]bool{}
-	for i := 0; i < runs; i++ {
-		answer := draAllocOnce(c, pending, classes, node)
-		key, _ := json.Marshal(answer)
-		if !seen[string(key)] {
-			seen[string(key)] = true
-			answers = append(answers, answer)
+	start := time.Now()
+	answers := everyMapOrder(tries, func(i int) (map[string]any, bool) {
+		if i > 0 && time.Since(start) > draMapOrderBudget {
+			return nil, false
 		}
-	}
+		return draAllocOnce(c, draPoolOrder(c.Slices, i), pending, classes, node), true
+	})
 	if len(answers) == 1 {
 		return answers[0], nil
 	}
-	sort.Slice(answers, func(i, j int) bool {
-		a, _ := json.Marshal(answers[i])
-		b, _ := json.Marshal(answers[j])
-		return string(a) < string(b)
-	})
 	return map[string]any{"map_order": answers}, nil
+}
+
+// draMapOrderTries: how often a 1.34/1.35 case with more than one pool is allocated, each time with the
+// slices in another pool order. In the scheduler the slices come from the informer's cache in no fixed
+// order and GatherPools ranges over a map of pools, so any pool order can be searched; a small map
+// iterates as a rotation of its insertion order from a random slot (of 8), so one insertion order gives
+// the same iteration order in at least 3 of 8 runs with up to 6 pools. Every other try inserts the pools
+// sorted by driver and name (the order numalign searches: seen with a probability above 1 - (5/8)^64),
+// a quarter in the case's order, a quarter in random orders. A case whose allocations are slow
+// (long searches) stops trying after draMapOrderBudget, so that it stays inside the hang guard (-hang-after).
+const draMapOrderTries = 128
+
+const draMapOrderBudget = 8 * time.Second
+
+// draPools: the (driver, pool) pairs the slices publish, sorted.
+func draPools(slices []*resourceapi.ResourceSlice) []string {
+	set := map[string]bool{}
+	for _, s := range slices {
+		set[s.Spec.Driver+"\x00"+s.Spec.Pool.Name] = true
+	}
+	out := make([]string, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// draPoolOrder: the slices with their pools in the order of try i (see draMapOrderTries); a pool's
+// slices keep the case's order among themselves.
+func draPoolOrder(slices []*resourceapi.ResourceSlice, i int) []*resourceapi.ResourceSlice {
+	if i%4 == 1 {
+		return slices
+	}
+	pools := draPools(slices)
+	if i%4 == 3 {
+		rand.Shuffle(len(pools), func(a, b int) { pools[a], pools[b] = pools[b], pools[a] })
+	}
+	rank := map[string]int{}
+	for r, p := range pools {
+		rank[p] = r
+	}
+	out := append([]*resourceapi.ResourceSlice{}, slices...)
+	sort.SliceStable(out, func(a, b int) bool {
+		return rank[out[a].Spec.Driver+"\x00"+out[a].Spec.Pool.Name] < rank[out[b].Spec.Driver+"\x00"+out[b].Spec.Pool.Name]
+	})
+	return out
 }
 
 func draVerdict(outcome, message string) map[string]any {
 	return map[string]any{"outcome": outcome, "message": message}
 }
 
-func draAllocOnce(c draAllocCase, pending []*resourceapi.ResourceClaim, classes draClassLister, node *v1.Node) map[string]any {
+func draAllocOnce(c draAllocCase, slices []*resourceapi.ResourceSlice, pending []*resourceapi.ResourceClaim, classes draClassLister, node *v1.Node) map[string]any {
 	state := structured.AllocatedState{
 		AllocatedDevices:         sets.New[structured.DeviceID](),
 		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
@@ -164,7 +205,7 @@ func draAllocOnce(c draAllocCase, pending []*resourceapi.ResourceClaim, classes 
 	ctx, cancel := context.WithTimeout(context.Background(), draFilterTimeout)
 	defer cancel()
 	features := draAllocFeatures()
-	allocator, err := structured.NewAllocator(ctx, features, state, classes, c.Slices, dracel.NewCache(10, draAllocCelFeatures()))
+	allocator, err := structured.NewAllocator(ctx, features, state, classes, slices, dracel.NewCache(10, draAllocCelFeatures()))
 	if err != nil {
 		return draVerdict("error", err.Error())
 	}

@@ -151,21 +151,11 @@ func topologyArea(raw json.RawMessage) (any, error) {
 	if err != nil {
 		// NewPolicyOptions walks the options map: with several bad options, which one the error names
 		// depends on Go's map order. Every text seen over mapOrderTries tries is the answer.
-		seen := map[string]bool{err.Error(): true}
-		for i := 0; i < mapOrderTries; i++ {
-			if _, again := newTopologyManager(nodes, c.Policy, c.Scope, c.Options); again != nil {
-				seen[again.Error()] = true
-			}
-		}
-		texts := make([]string, 0, len(seen))
-		for t := range seen {
-			texts = append(texts, t)
-		}
-		sort.Strings(texts)
-		if len(texts) == 1 {
-			return map[string]any{"start_error": texts[0]}, nil
-		}
-		return map[string]any{"start_error": texts[0], "start_error_map_order": texts}, nil
+		texts := everyMapOrder(mapOrderTries, func(int) (string, bool) {
+			_, again := newTopologyManager(nodes, c.Policy, c.Scope, c.Options)
+			return errorText(again)
+		}, err.Error())
+		return startErrorAnswer(texts), nil
 	}
 	current := &tmPod{}
 	for i := 0; i < c.Providers; i++ {

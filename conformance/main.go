@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
@@ -87,6 +88,9 @@ func main() {
 		go func() {
 			defer func() {
 				if r := recover(); r != nil {
+					if os.Getenv("HARNESS_PANIC_STACK") != "" { // where upstream panicked, for a reproduction
+						fmt.Fprintf(os.Stderr, "harness: case %s panicked: %v\n%s", req.ID, r, debug.Stack())
+					}
 					done <- outcome{err: fmt.Errorf("panic: %v", r)}
 				}
 			}()
@@ -115,8 +119,3 @@ func main() {
 		os.Exit(2)
 	}
 }
-
-// mapOrderTries is how often a call whose error depends on Go's map order is repeated to see every
-// text it can give. A small map's iteration starts at a random slot, so one order may come up only
-// once in 8 tries: 32 tries missed it about once in a hundred such cases; 1,024 do not.
-const mapOrderTries = 1024

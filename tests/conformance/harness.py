@@ -1,9 +1,15 @@
-"""Building and running the Go harness (conformance/) of each supported kubelet minor."""
+"""Building and running the Go harness (conformance/) of each supported kubelet minor, or of any released
+patch of one.
+
+A *target* names one harness: a minor (`1.34`, built from its committed go.1.34.mod: the newest patch CI
+checks) or another released patch (`1.34.2`, whose modfile conformance/build writes under .build/mod/).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import threading
 from collections.abc import Sequence
@@ -37,12 +43,66 @@ def kubernetes_version(mod: Path) -> str:
     raise SystemExit(f"{mod}: no k8s.io/kubernetes requirement (regenerate with conformance/modfiles)")
 
 
-def binary(minor: str) -> Path:
-    return BUILD / f"harness-{minor}"
+def committed() -> dict[str, str]:
+    """minor -> the patch its committed modfile builds (the newest the module proxy served when written)."""
+    return {m: kubernetes_version(modfile(m)) for m in minors()}
 
 
-def digest_file(minor: str) -> Path:
-    return BUILD / f"harness-{minor}.digest"
+_PATCH = re.compile(r"([0-9]+\.[0-9]+)\.[0-9]+")
+
+
+def target(version: str) -> str:
+    """The harness that answers as `version`: a supported minor's (the minor, or its committed patch), or
+    the patch's own. SystemExit naming the fix when the minor has no harness."""
+    have = committed()
+    v = version.strip().lstrip("v")
+    minor = m.group(1) if (m := _PATCH.fullmatch(v)) else v
+    if minor not in have:
+        raise SystemExit(f"conformance: --versions: no harness for {version} (minors: {', '.join(have)}; "
+                         "a new minor needs conformance/modfiles)")
+    return minor if v in (minor, have[minor]) else v
+
+
+def minor_of(target: str) -> str:
+    return ".".join(target.split(".")[:2])
+
+
+def version_of(target: str) -> str:
+    """The k8s.io/kubernetes release a target's harness is built against."""
+    return committed()[target] if target.count(".") == 1 else target
+
+
+def released_patches() -> list[str]:
+    """Every release of k8s.io/kubernetes the Go module proxy serves in a supported minor (no pre-releases),
+    oldest first: `go list -m -versions k8s.io/kubernetes`."""
+    try:
+        out = subprocess.run(["go", "list", "-m", "-versions", "k8s.io/kubernetes"], cwd=GO_DIR, check=True,
+                             capture_output=True, text=True, timeout=120).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        raise SystemExit(f"conformance: --all-patches: cannot list the releases of k8s.io/kubernetes with "
+                         f"`go list -m -versions k8s.io/kubernetes` ({e}); Go >= 1.26 and its module proxy "
+                         "are needed") from None
+    have = set(minors())
+    found = [v.lstrip("v") for v in out.split()[1:] if re.fullmatch(r"v[0-9]+\.[0-9]+\.[0-9]+", v)]
+    return sorted((v for v in found if minor_of(v) in have), key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
+def substitutions(target: str) -> list[str]:
+    """The staging modules a patch's harness takes at another patch, because the module proxy refuses
+    them at its own (conformance/build writes a `// substituted:` line for each)."""
+    mod = BUILD / "mod" / f"go.{target}.mod"
+    if target.count(".") != 2 or not mod.exists():
+        return []
+    return [line.split(":", 1)[1].strip() for line in mod.read_text().splitlines()
+            if line.startswith("// substituted:")]
+
+
+def binary(target: str) -> Path:
+    return BUILD / f"harness-{target}"
+
+
+def digest_file(target: str) -> Path:
+    return BUILD / f"harness-{target}.digest"
 
 
 def source_digest() -> str:
@@ -54,7 +114,7 @@ def source_digest() -> str:
 
 
 def ensure_built(wanted: Sequence[str]) -> None:
-    """Build the harness of each minor whose binary is missing or was built from other sources."""
+    """Build the harness of each target whose binary is missing or was built from other sources."""
     digest = source_digest()
     stale = [
         m
@@ -69,13 +129,13 @@ def ensure_built(wanted: Sequence[str]) -> None:
             digest_file(m).write_text(digest)
 
 
-def answer(minor: str, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def answer(target: str, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The harness's answer to each request, in order; a hang restarts it after the hanging case."""
     answers: list[dict[str, Any]] = []
     while len(answers) < len(requests):
         rest = requests[len(answers) :]
         proc = subprocess.Popen(
-            [str(binary(minor))],
+            [str(binary(target))],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -103,7 +163,7 @@ def answer(minor: str, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any
             continue
         if code != 0 or got != len(rest):
             raise SystemExit(
-                f"conformance: the {minor} harness ({binary(minor)}) exited {code} after {got} of "
+                f"conformance: the {target} harness ({binary(target)}) exited {code} after {got} of "
                 f"{len(rest)} cases; run it by hand on the case after the last answered one"
             )
     return answers

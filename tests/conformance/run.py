@@ -1,7 +1,9 @@
 """scripts/conformance: numalign against the real upstream code, case by case, per kubelet release.
 
-For each minor and area: generate cases (seeded), have the Go harness built against that release's
-k8s.io/kubernetes answer them, have numalign answer them at the same kubelet version, and compare.
+For each release and area: generate cases (seeded), have the Go harness built against that release's
+k8s.io/kubernetes answer them, have numalign answer them at the same kubelet version, and compare. A
+release is a minor's committed newest patch (what CI runs) or, with --all-patches or a patch named in
+--versions, any patch the Go module proxy serves (its harness built on the fly, conformance/build).
 Prints the counts per version and area, then each class of difference with its smallest reproduction.
 Exit status 1 when a difference is found that is not a deliberate one allowed with --allow.
 """
@@ -21,10 +23,29 @@ from typing import Any
 from conformance import harness
 from conformance.areas import AREAS
 
-# Deliberate differences: name -> (what and why, whether a case's difference is this one). None today:
-# every difference found is a defect to fix. Each one added is named in --help and docs/fidelity.md.
-Deliberate = Callable[[str, dict[str, Any], Any, Any], bool]
-DELIBERATE: dict[str, tuple[str, Deliberate]] = {}
+# Deliberate differences: name -> (what and why, whether a case's difference is this one: area, release,
+# case, numalign's answer, upstream's). Each is named in --help and docs/fidelity.md, and skipped only when
+# named with --allow (scripts/test names the ones CI allows).
+Deliberate = Callable[[str, str, dict[str, Any], Any, Any], bool]
+
+
+def _upstream_panics(theirs: Any, text: str) -> bool:
+    """Upstream's answer (or, over Go map orders, one of them) is a panic whose text starts with `text`."""
+    answers = theirs.get("map_order", [theirs]) if isinstance(theirs, dict) else [theirs]
+    return any(isinstance(a, dict) and str(a.get("harness_error", "")).startswith(f"panic: {text}") for a in answers)
+
+
+DELIBERATE: dict[str, tuple[str, Deliberate]] = {
+    "dra-134-capacity-index": (
+        "kube-scheduler 1.34 with the alpha gate DRAConsumableCapacity on checks a device's capacity, when it "
+        "allocates it, against the slice's device at the index of the request's device count "
+        "(allocator_experimental.go, fixed in 1.35) and panics (index out of range) when the slice has fewer "
+        "devices; numalign checks the device itself and answers",
+        lambda area, version, case, ours, theirs: area == "dra-alloc" and version.startswith("1.34.")
+        and bool(case.get("gate_overrides", {}).get("DRAConsumableCapacity"))
+        and _upstream_panics(theirs, "runtime error: index out of range"),
+    ),
+}
 
 
 @dataclass
@@ -74,13 +95,15 @@ def numalign_answer(area: Any, case: dict[str, Any], version: str) -> Any:
         return {"numalign_exception": f"{type(e).__name__}: {e}", "at": traceback.format_exc(limit=-2)}
 
 
-def run_version(minor: str, areas: Sequence[str], cases: int, seed: int, allow: Sequence[str]) -> list[Tally]:
-    version = harness.kubernetes_version(harness.modfile(minor))
+def run_version(target: str, areas: Sequence[str], cases: int, seed: int, allow: Sequence[str]) -> list[Tally]:
+    version = harness.version_of(target)
+    minor = harness.minor_of(target)
     tallies: list[Tally] = []
     for name in areas:
         area = AREAS[name]
         if minor not in area.MINORS:
             continue
+        # Seeded by minor: every patch of a minor answers the same cases.
         rng = random.Random(f"{seed}/{name}/{minor}")
         # An area over a fixed set of inputs (the sysfs dumps) has its cases, whatever --cases says.
         if hasattr(area, "fixed_cases"):
@@ -90,7 +113,7 @@ def run_version(minor: str, areas: Sequence[str], cases: int, seed: int, allow: 
         requests = [{"id": f"{name}-{i}", "area": name, "case": c} for i, c in enumerate(generated)]
         tally = Tally(version=version, area=name, cases=len(generated))
         t0 = time.perf_counter()
-        answers = harness.answer(minor, requests)
+        answers = harness.answer(target, requests)
         tally.harness_wall_s = time.perf_counter() - t0
         c0 = time.process_time()
         ours_all = [numalign_answer(area, c, version) for c in generated]
@@ -101,7 +124,7 @@ def run_version(minor: str, areas: Sequence[str], cases: int, seed: int, allow: 
             if same:
                 tally.equal += 1
                 continue
-            if any(DELIBERATE[n][1](name, req["case"], ours, theirs) for n in allow):
+            if any(DELIBERATE[n][1](name, version, req["case"], ours, theirs) for n in allow):
                 tally.allowed += 1
                 continue
             tally.differences.append(
@@ -142,7 +165,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Compare numalign with the real upstream Kubernetes code (the Go harness in conformance/).",
         epilog=f"Deliberate differences (skipped only when named with --allow): {deliberate}.",
     )
-    p.add_argument("--versions", nargs="+", metavar="MINOR", help="kubelet minors (default: every one built)")
+    p.add_argument("--versions", nargs="+", metavar="VERSION",
+                   help="kubelet minors (their newest patch, as CI runs them) or released patches such as 1.34.2 "
+                        "(built on first use); default: every minor")
+    p.add_argument("--all-patches", action="store_true",
+                   help="every released patch of every supported minor the Go module proxy serves (before a release)")
     p.add_argument("--areas", nargs="+", choices=sorted(AREAS), help="areas (default: all)")
     p.add_argument("--cases", type=int, default=None, help="cases per area and version (default 200)")
     p.add_argument("--quick", action="store_true", help="a smoke run: 30 cases per area and version (--cases wins)")
@@ -152,17 +179,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.cases is None:
         args.cases = 30 if args.quick else 200
-    all_minors = harness.minors()
-    minors = args.versions or all_minors
-    unknown = [m for m in minors if m not in all_minors]
-    if unknown:
-        p.error(f"--versions: no harness for {', '.join(unknown)} (have {', '.join(all_minors)}; "
-                "add one with conformance/modfiles)")
-    harness.ensure_built(minors)
+    if args.all_patches and args.versions:
+        p.error("--all-patches and --versions: give one of them")
+    if args.all_patches:
+        wanted = harness.released_patches()
+    else:
+        wanted = args.versions or harness.minors()
+        patches = [v for v in wanted if v.count(".") == 2]
+        if patches:
+            served = harness.released_patches()
+            missing = [v for v in patches if v.lstrip("v") not in served]
+            if missing:
+                p.error(f"--versions: the Go module proxy serves no k8s.io/kubernetes v{', v'.join(missing)} "
+                        f"(it serves {', '.join(served)})")
+    targets = list(dict.fromkeys(harness.target(v) for v in wanted))
+    harness.ensure_built(targets)
     tallies: list[Tally] = []
-    for minor in minors:
-        tallies += run_version(minor, args.areas or sorted(AREAS), args.cases, args.seed, args.allow)
-    return report(tallies, sys.stdout)
+    for target in targets:
+        tallies += run_version(target, args.areas or sorted(AREAS), args.cases, args.seed, args.allow)
+    status = report(tallies, sys.stdout)
+    for target in targets:
+        for line in harness.substitutions(target):
+            print(f"note: the {target} harness: {line}")
+    return status
 
 
 if __name__ == "__main__":

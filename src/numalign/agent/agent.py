@@ -127,7 +127,8 @@ class Agent:
             refuse_live_socket(opts.pod_resources_socket, "PodResources")
             from numalign.run.leftovers import process_alive_reclaiming  # `numalign run` pods whose process ended
 
-            node = Node(opts.machine, opts.config, store=StateDirectory(opts.state_dir), metrics=core.metrics,
+            store = StateDirectory(opts.state_dir, kubelet_version=opts.kubelet_version)
+            node = Node(opts.machine, opts.config, store=store, metrics=core.metrics,
                         static_devices=False, process_alive=process_alive_reclaiming,
                         kubelet_version=opts.kubelet_version, previews=opts.previews)
         except BaseException:

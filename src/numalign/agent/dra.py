@@ -46,7 +46,6 @@ class AgentDRA:
         """The pods of a manifest file, keeping the DRA objects beside them."""
         from numalign.adapters.textfiles import load_documents, source_name
         from numalign.k8s.dra.documents import EXPECTED_WITH_DRA, pods_and_dra_from_documents
-
         from numalign.k8s.dra.read import checked_as
 
         docs = load_documents(path, "the manifest", EXPECTED_WITH_DRA)

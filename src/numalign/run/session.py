@@ -76,7 +76,8 @@ class RunNode:
         process whose pod this run is about to release; it has ended, but its pod is not a crash leftover,
         so it stays for the explicit removal (and nothing reports it as one)."""
         alive = process_alive_reclaiming if releasing is None else _alive_or(releasing)
-        node = Node(self.machine, self.config, store=StateDirectory(self.state_dir), process_alive=alive,
+        store = StateDirectory(self.state_dir, kubelet_version=self.kubelet_version)
+        node = Node(self.machine, self.config, store=store, process_alive=alive,
                     adapt_memory_to_host=True, kubelet_version=self.kubelet_version, previews=self.previews)
         for change in node.memory.host_changes:
             log.warning("state %s: this host's memory changed since the state was written (%s); the memory "

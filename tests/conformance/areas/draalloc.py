@@ -19,7 +19,7 @@ from typing import Any
 from support.dra_oracle import answer
 
 NAME = "dra-alloc"
-# 1.34 and 1.35 still differ in a few generated cases (their pool gathering and Go map order; docs/dra.md).
+# 1.34 and 1.35 still differ in a few generated cases (docs/fidelity.md lists them).
 MINORS = ("1.36", "1.37")
 
 _DRIVERS = ("gpu.example.com", "nic.example.com", "dra.cpu")

@@ -39,6 +39,7 @@ from numalign.adapters.statedir.podrecord import (
 from numalign.errors import CheckpointError, InvalidInputError
 from numalign.k8s.manifest import pod_from_dict
 from numalign.k8s.pod import pod_to_manifest
+from numalign.k8s.version import KubeletVersion
 from numalign.kubelet.cpumanager.checkpoint import CPUManagerCheckpoint
 from numalign.kubelet.cpumanager.state import CPUManagerState
 from numalign.kubelet.dramanager.state import HeldClaim, reconcile
@@ -60,13 +61,16 @@ class StateDirectory:
         *,
         read_only: bool = False,
         before_write: Callable[[str], None] | None = None,
+        kubelet_version: KubeletVersion | None = None,
     ) -> None:
         """`before_write(what)` is called right before each write ("record", or a kubelet file's key:
-        "cpu", "memory", "devices"): the crash tests stop a commit there, as SIGKILL would."""
+        "cpu", "memory", "devices"): the crash tests stop a commit there, as SIGKILL would.
+        `kubelet_version`: the release whose kubelet files these are (the layout it reads and writes;
+        CheckpointStore); give the node's."""
         self.state_dir = Path(state_dir)
         self.read_only = read_only
         self.before_write = before_write
-        self.files = CheckpointStore.under(self.state_dir)
+        self.files = CheckpointStore.under(self.state_dir, kubelet_version=kubelet_version)
         self.record_path = self.state_dir / POD_RECORD_FILE
         self.record: PodRecord | None = None  # as last read or written; None: no file
         self._fingerprint: _Fingerprint = None
@@ -235,9 +239,16 @@ def read_pod_record(state_dir: str | os.PathLike[str]) -> PodRecord | None:
     return StateDirectory(state_dir, read_only=True)._read_record()
 
 
-def state_directory(state_dir: str | os.PathLike[str] | None, *, read_only: bool = False) -> StateDirectory | None:
-    """The store for an optional --state-dir (None: the node lives in memory only)."""
-    return None if state_dir is None else StateDirectory(state_dir, read_only=read_only)
+def state_directory(
+    state_dir: str | os.PathLike[str] | None,
+    *,
+    read_only: bool = False,
+    kubelet_version: KubeletVersion | None = None,
+) -> StateDirectory | None:
+    """The store for an optional --state-dir (None: the node lives in memory only), its kubelet files in
+    the layout of `kubelet_version` (the node's)."""
+    return None if state_dir is None else StateDirectory(state_dir, read_only=read_only,
+                                                         kubelet_version=kubelet_version)
 
 
 def check_state_dir(state_dir: str | os.PathLike[str]) -> None:

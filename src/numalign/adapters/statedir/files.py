@@ -28,6 +28,7 @@ from numalign.adapters.statedir.layout import (
     MEMORY_MANAGER_STATE_FILE,
 )
 from numalign.errors import CheckpointError, InvalidInputError
+from numalign.k8s.version import KubeletVersion
 from numalign.kubelet.cpumanager.checkpoint import CPUManagerCheckpoint, decode_cpu_checkpoint, encode_cpu_checkpoint
 from numalign.kubelet.devicemanager.checkpoint import (
     DeviceCheckpoint,
@@ -170,21 +171,32 @@ class CheckpointStore:
 
     cpu_manager_state and memory_manager_state live in the kubelet root dir; kubelet_internal_checkpoint
     lives in the device plugins dir. Use `CheckpointStore.under(dir)` to keep all three in one tree.
+
+    `kubelet_version`: the release whose kubelet reads and writes the files. Its checkpoint codecs decide
+    the layout: from 1.37 cpu_manager_state and memory_manager_state are the envelope (`data` and
+    `dataChecksum`), before it the flat layout with `checksum`. None: as the kubelet up to 1.35.
     """
 
     def __init__(
         self,
         root_dir: str | os.PathLike[str] = DEFAULT_ROOT_DIR,
         device_plugins_dir: str | os.PathLike[str] = DEFAULT_DEVICE_PLUGINS_DIR,
+        *,
+        kubelet_version: KubeletVersion | None = None,
     ) -> None:
         self.root_dir = Path(root_dir)
         self.device_plugins_dir = Path(device_plugins_dir)
+        self.kubelet_version = kubelet_version
+        # What the codecs take: the release's (major, minor).
+        self._release = None if kubelet_version is None else kubelet_version.minor_key
         self._trusted: set[Path] = set()  # files this store read successfully or wrote
 
     @classmethod
-    def under(cls, state_dir: str | os.PathLike[str]) -> CheckpointStore:
+    def under(
+        cls, state_dir: str | os.PathLike[str], *, kubelet_version: KubeletVersion | None = None
+    ) -> CheckpointStore:
         """A store rooted at `state_dir`, device checkpoint in `state_dir/device-plugins`."""
-        return cls(state_dir, Path(state_dir) / DEVICE_PLUGINS_DIR)
+        return cls(state_dir, Path(state_dir) / DEVICE_PLUGINS_DIR, kubelet_version=kubelet_version)
 
     @property
     def cpu_path(self) -> Path:
@@ -229,15 +241,16 @@ class CheckpointStore:
         """The cpu_manager_state content, None if there is no file (the kubelet then writes a fresh one)."""
         return self._load(
             self.cpu_path,
-            lambda b: decode_cpu_checkpoint(b, policy_name=policy_name, initial_containers=initial_containers),
+            lambda b: decode_cpu_checkpoint(b, policy_name=policy_name, initial_containers=initial_containers,
+                                            version=self._release),
             "cpu_manager_state",
         )
 
     def save_cpu(self, checkpoint: CPUManagerCheckpoint, *, force: bool = False) -> None:
         self._save(
             self.cpu_path,
-            encode_cpu_checkpoint(checkpoint),
-            lambda b: decode_cpu_checkpoint(b, initial_containers=_AnyContainer()),
+            encode_cpu_checkpoint(checkpoint, version=self._release),
+            lambda b: decode_cpu_checkpoint(b, initial_containers=_AnyContainer(), version=self._release),
             force,
         )
 
@@ -248,13 +261,18 @@ class CheckpointStore:
         return self._load(
             self.memory_path,
             lambda b: decode_memory_checkpoint(
-                b, policy_name=policy_name, accept_zero_checksum=accept_zero_checksum
+                b, policy_name=policy_name, accept_zero_checksum=accept_zero_checksum, version=self._release
             ),
             "memory_manager_state",
         )
 
     def save_memory(self, checkpoint: MemoryManagerState, *, force: bool = False) -> None:
-        self._save(self.memory_path, encode_memory_checkpoint(checkpoint), decode_memory_checkpoint, force)
+        self._save(
+            self.memory_path,
+            encode_memory_checkpoint(checkpoint, version=self._release),
+            lambda b: decode_memory_checkpoint(b, version=self._release),
+            force,
+        )
 
     def load_devices(self, *, legacy_fallback: bool = True) -> DeviceCheckpoint | None:
         """kubelet_internal_checkpoint (legacy_fallback: also read the pre-1.20 flat format)."""

@@ -154,7 +154,8 @@ def _admit_all(req: AdmitRequest, pods: list[Any], notes: list[str], dra_objects
         from numalign.run.leftovers import process_alive, process_alive_reclaiming
 
         with snapshot_errors_of(req.snapshot, req.config_label):
-            node = Node(machine, config, store=state_directory(req.state_dir, read_only=req.dry_run),
+            node = Node(machine, config, store=state_directory(req.state_dir, read_only=req.dry_run,
+                                                          kubelet_version=req.kubelet_version),
                         node_conditions=conditions,
                         process_alive=process_alive if req.dry_run else process_alive_reclaiming,
                         kubelet_version=req.kubelet_version, previews=req.previews)

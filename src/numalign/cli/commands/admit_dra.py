@@ -218,10 +218,11 @@ class DRAAdmit:
         else:
             head = (f"pod {pod.key}: NOT SCHEDULED (kube-scheduler's DynamicResources plugin reports an error and "
                     f"retries the pod): {failure.line()}")
+        note = [f"  dra map order: {failure.map_order}"] if failure.map_order else []
         why = outcome.explanation
         if why is None:
-            return [head]
-        return [head, *(f"  why: {line}" for line in why.lines()),
+            return [head, *note]
+        return [head, *note, *(f"  why: {line}" for line in why.lines()),
                 *(f"  dra details: {line}" for line in why.lines(details=True)[len(why.reasons):] if details)]
 
     def text_lines(self, pod: Pod) -> list[str]:
@@ -231,6 +232,8 @@ class DRAAdmit:
         if outcome is None or outcome.failure is not None:
             return []
         lines = claim_lines(outcome, self.machine)
+        if outcome.result.map_order:
+            lines.append(f"  dra map order: {outcome.result.map_order}")
         if any(d.driver in ("dra.cpu", "dra.memory") for d in outcome.devices):
             from numalign.answer.dra_drivers import driver_lines
 
@@ -254,6 +257,8 @@ class DRAAdmit:
         if failure is not None:
             out_failure: dict[str, Any] = {"schedulable": False, "kind": failure.kind, "message": failure.message,
                                            "where": failure.where, "node": failure.node}
+            if failure.map_order:
+                out_failure["mapOrder"] = failure.map_order
             if outcome.explanation is not None:
                 out_failure["explanation"] = outcome.explanation.to_dict()
             return {"dra": out_failure}
@@ -261,6 +266,8 @@ class DRAAdmit:
         out: dict[str, Any] = {"schedulable": True, "node": self.dra.node,
                                "claims": {c.claim.key: [d.device_id for d in c.devices]
                                           for c in outcome.result.claims}}
+        if outcome.result.map_order:
+            out["mapOrder"] = outcome.result.map_order
         if alignment is not None:
             out["alignment"] = alignment.to_dict()
         return {"dra": out}

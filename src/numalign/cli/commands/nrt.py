@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     from numalign.run.leftovers import process_alive  # ended `numalign run` processes hold nothing
 
     with snapshot_errors(args):
-        node = Node(machine, config, store=state_directory(args.state_dir, read_only=True),
+        node = Node(machine, config, store=state_directory(args.state_dir, read_only=True, kubelet_version=version),
                     process_alive=process_alive, kubelet_version=version, previews=previews)
     rejected = []
     admitted: list[tuple[str, str]] = []

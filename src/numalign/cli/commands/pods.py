@@ -134,7 +134,8 @@ def _from_state_files(files: StateFilesNode) -> tuple[dict[str, Any] | None, Nod
     if files.config is None:
         return None, None
     with snapshot_errors_of(files.snapshot, files.config_label):
-        node = Node(machine, files.config, store=state_directory(files.state_dir, read_only=True),
+        node = Node(machine, files.config, store=state_directory(files.state_dir, read_only=True,
+                                                                kubelet_version=version),
                     process_alive=process_alive,  # ended `numalign run` processes hold nothing
                     kubelet_version=version, previews=previews)
     snap = files.snapshot

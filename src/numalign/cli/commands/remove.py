@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     with acquire_owner(args.state_dir, "numalign remove"):
         from numalign.run.leftovers import process_alive_reclaiming  # ended `numalign run` processes are released
 
-        node = Node(machine, config, store=state_directory(args.state_dir), process_alive=process_alive_reclaiming,
+        node = Node(machine, config, store=state_directory(args.state_dir, kubelet_version=version),
+                    process_alive=process_alive_reclaiming,
                     kubelet_version=version)
         # One transaction: every pod named is removed, or (a write failed) none.
         node_place = getattr(node.store, "state_dir", "the node")

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     with snapshot_errors(args), owner:
         # ended `numalign run` processes hold nothing; a write releases them for good, as `remove` does
         alive = process_alive if dry_run else process_alive_reclaiming
-        node = Node(machine, config, store=state_directory(args.state_dir, read_only=dry_run),
+        node = Node(machine, config, store=state_directory(args.state_dir, read_only=dry_run, kubelet_version=version),
                     process_alive=alive, kubelet_version=version, previews=previews)
         pod = find_pod(node, args.pod, "resize", where)
         if dry_run:

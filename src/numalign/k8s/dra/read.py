@@ -295,7 +295,6 @@ def _selectors(raw: object, path: str) -> tuple[t.DeviceSelector, ...]:
         # Imported here: the CEL engine loads cel-cpp and protobuf, which reading pods without DRA
         # objects (every plain `numalign admit`) must not pay for.
         from numalign.k8s.dra.cel import CELFeatures, compile_selector, cost_error
-
         from numalign.k8s.version import DEFAULT
 
         minor = _API_SERVER_MINOR.get()

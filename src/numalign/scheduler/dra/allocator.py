@@ -286,8 +286,9 @@ class Allocator:
                     constraints.append(MatchAttributeConstraint(frozenset(c.requests), c.match_attribute,
                                                                 list_types=f.list_types_in_constraints))
                 elif c.distinct_attribute is not None and self.generation.knows_consumable_capacity:
-                    constraints.append(DistinctAttributeConstraint(frozenset(c.requests), c.distinct_attribute,
-                                                                   list_types=f.list_types_in_constraints))
+                    constraints.append(DistinctAttributeConstraint(
+                        frozenset(c.requests), c.distinct_attribute, list_types=f.list_types_in_constraints,
+                        by_identity=not self.generation.distinct_compares_values))
                 else:
                     raise AllocatorError(f"claim {claim.key}, constraint #{i}: empty constraint (unsupported "
                                          "constraint type?)")
@@ -331,7 +332,7 @@ class Allocator:
         if sub.allocation_mode != "All":
             raise AllocatorError(f"claim {claim.key}, request {name}: unsupported count mode {sub.allocation_mode}")
         for pool in self.pools:
-            if pool.is_incomplete:
+            if pool.is_incomplete or pool.missing_slices:
                 raise AllocatorError(f"claim {claim.key}, request {name}: asks for all devices, but resource pool "
                                      f"{pool.pool_id} is currently being updated")
             if pool.is_invalid:
@@ -388,7 +389,8 @@ class Allocator:
             if not ok:
                 return False
             assert undo is not None
-            return self._descend(undo, ci, ri, si, di + 1, in_sub, (0, 0, 0))
+            return self._descend(undo, ci, ri, si if self.generation.all_mode_keeps_subrequest else 0, di + 1,
+                                 in_sub, (0, 0, 0))
         admin = bool(request.admin_access)
         key = (ci, ri, si)
         restriction = self._restriction(ci, data)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 from numalign.errors import InvalidInputError
 from numalign.k8s.dra.podclaims import claims_for_pod
@@ -119,6 +119,9 @@ class AllocationResult:
     version: str
     implementation: str
     claims: tuple[ClaimAllocation, ...]
+    # Where the release searches pools in Go map order (1.34, 1.35) and another order gives another answer:
+    # what that order gives (map_order_note). Empty: no other order was found to change it.
+    map_order: str = ""
 
     @property
     def devices(self) -> tuple[AllocatedDevice, ...]:
@@ -137,6 +140,7 @@ class AllocationFailure:
     kind: Literal["unschedulable", "error"]
     where: str = ""  # the file and object the message is about
     detail: str = ""  # numalign's own words before upstream's text (why the search stopped)
+    map_order: str = ""  # as AllocationResult.map_order
 
     @property
     def unschedulable(self) -> bool:
@@ -172,9 +176,9 @@ def allocate_claims(
     version = str(version)
 
     def fail(
-        message: str, kind: Literal["unschedulable", "error"], where: str = "", detail: str = ""
+        message: str, kind: Literal["unschedulable", "error"], where: str = "", detail: str = "", map_order: str = ""
     ) -> AllocationFailure:
-        return AllocationFailure(node_name, version, features.implementation, message, kind, where, detail)
+        return AllocationFailure(node_name, version, features.implementation, message, kind, where, detail, map_order)
 
     if not dra_enabled(version, gates):
         return fail(f"the DynamicResourceAllocation feature gate is off (its default in {version}); the API "
@@ -213,17 +217,12 @@ def _allocate(
         pending.append(claim)
     try:
         results = Allocator(features, state, class_map, slices, info, budget).allocate(pending) if pending else []
-    except AllocatorError as exc:
-        return fail(str(exc), "error", _where_for_message(str(exc), pending, class_map))
-    except NodeFailureError as exc:
-        return fail(str(exc), "unschedulable", _where_all(pending))
-    except SearchTimeoutError as exc:
-        kind: Literal["unschedulable", "error"] = "error" if features.release.timeout_is_error else "unschedulable"
-        return fail(str(exc), kind, _where_all(pending),
-                    f"numalign stopped the search after {budget} device checks (its bound in place of the "
-                    "scheduler's 10 s filter timeout)")
+    except (AllocatorError, NodeFailureError, SearchTimeoutError) as exc:
+        return _failed(exc, pending, class_map, features, budget, fail,
+                       map_order_note(pending, slices, class_map, info, state, features, budget, ("fail", str(exc))))
     if results is None:
-        return fail(CANNOT_ALLOCATE, "unschedulable", _where_all(pending))
+        note = map_order_note(pending, slices, class_map, info, state, features, budget, ("fail", CANNOT_ALLOCATE))
+        return fail(CANNOT_ALLOCATE, "unschedulable", _where_all(pending), "", note)
     by_claim = dict(zip((c.key for c in pending), results, strict=True))
     out = []
     for claim in claims:
@@ -231,7 +230,87 @@ def _allocate(
             out.append(_kept(claim, slices))
         else:
             out.append(_allocated(claim, by_claim[claim.key]))
-    return AllocationResult(info.name, version, features.implementation, tuple(out))
+    note = map_order_note(pending, slices, class_map, info, state, features, budget, _chosen(results))
+    return AllocationResult(info.name, version, features.implementation, tuple(out), note)
+
+
+def _failed(
+    exc: Exception,
+    pending: Sequence[ResourceClaim],
+    class_map: Mapping[str, DeviceClass],
+    features: Features,
+    budget: int,
+    fail: Callable[..., AllocationFailure],
+    note: str,
+) -> AllocationFailure:
+    if isinstance(exc, AllocatorError):
+        return fail(str(exc), "error", _where_for_message(str(exc), pending, class_map), "", note)
+    if isinstance(exc, NodeFailureError):
+        return fail(str(exc), "unschedulable", _where_all(pending), "", note)
+    kind: Literal["unschedulable", "error"] = "error" if features.release.timeout_is_error else "unschedulable"
+    return fail(str(exc), kind, _where_all(pending),
+                f"numalign stopped the search after {budget} device checks (its bound in place of the "
+                "scheduler's 10 s filter timeout)", note)
+
+
+# How many other pool orders map_order_note tries at most (each pool first once, up to this many).
+MAP_ORDER_TRIES = 7
+
+
+def _chosen(results: Sequence[Sequence[DeviceResult]]) -> tuple[Any, ...]:
+    return ("ok", tuple(tuple((r.request_name, r.device_id) for r in claim) for claim in results))
+
+
+def map_order_note(
+    pending: Sequence[ResourceClaim],
+    slices: Sequence[ResourceSlice],
+    class_map: Mapping[str, DeviceClass],
+    info: NodeInfo,
+    state: AllocatedState,
+    features: Features,
+    budget: int,
+    answer: tuple[Any, ...],
+) -> str:
+    """Where the release ranges over a Go map of pools (1.34, 1.35: the generation does not sort them), whether
+    another pool order gives another answer, and which. The criterion (docs/dra.md): the search is run again
+    with each other pool of the node first (the sorted order rotated; up to MAP_ORDER_TRIES), and the first
+    that changes the devices or the verdict is named. Only an order found to differ is reported, so the
+    note is a witness, never a guess; no note does not prove that no order differs. The extra searches
+    share one budget, the main search's, and a search stopped by it ends the check without a note."""
+    if features.generation.sorts_pools or not pending:
+        return ""
+    first = Allocator(features, state, class_map, slices, info, budget)
+    if len(first.pools) < 2:
+        return ""
+    left = budget
+    for shift in range(1, min(len(first.pools), MAP_ORDER_TRIES + 1)):
+        alt = Allocator(features, state, class_map, slices, info, left)
+        alt.pools = alt.pools[shift:] + alt.pools[:shift]
+        try:
+            results = alt.allocate(pending)
+            other = _chosen(results) if results is not None else ("fail", CANNOT_ALLOCATE)
+        except SearchTimeoutError:
+            return ""
+        except (AllocatorError, NodeFailureError) as exc:
+            other = ("fail", str(exc))
+        left -= alt.checks
+        if other != answer:
+            return _map_order_text(features, alt.pools[0].pool_id, other)
+        if left <= 0:
+            return ""
+    return ""
+
+
+def _map_order_text(features: Features, pool: str, other: tuple[Any, ...]) -> str:
+    if other[0] == "ok":
+        devices = ", ".join(f"{driver}/{p}/{device}" for claim in other[1] for _, (driver, p, device) in claim)
+        gives = f"it allocates {devices}"
+    else:
+        gives = f"it answers {other[1]!r}"
+    return (f"the scheduler of this release ({features.implementation} allocator) searches the node's resource "
+            f"pools in Go map order, which changes from one scheduling attempt to the next: with pool {pool} "
+            f"first {gives}")
+
 
 
 def allocate_pod_claims(

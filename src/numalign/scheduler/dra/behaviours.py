@@ -36,6 +36,19 @@ class Generation:
     counter_slices_for_every_node: bool = False
     # 1.34: an invalid pool met by the search fails the allocation ("pool P is invalid: ...").
     invalid_pool_aborts: bool = False
+    # 1.35+ (checkSlicesInPool): a pool is complete when its slices of the newest generation, for every
+    # node, number resourceSliceCount (a newer generation elsewhere makes it obsolete), and an incomplete
+    # pool offers no device. 1.34 counts only the slices that apply to this node, so a pool spread over
+    # nodes is incomplete there, and searches an incomplete pool's devices (allocationMode All refuses it).
+    counts_pool_on_every_node: bool = True
+    # 1.35+: distinctAttribute compares attribute values. 1.34 compares their pointers, so two devices never
+    # share a value (only a device allocated twice, through shared allocations, repeats its own).
+    distinct_compares_values: bool = True
+    # 1.36+: after a device of an `All` subrequest the search goes on with the same subrequest. 1.34 and 1.35
+    # drop the subrequest's index there (allocateOne(deviceIndices{claim, request, device + 1})), so the
+    # rest is searched as the request's first subrequest: with a first subrequest of one device, an `All`
+    # subrequest gets only its first device.
+    all_mode_keeps_subrequest: bool = True
     # 1.35+: invalid pools are skipped; when nothing fits, "invalid resource pools were encountered".
     reports_invalid_pools: bool = False
     # 1.36.3+, 1.37: a device rejected after its counters were reserved (taint, constraint, capacity) gives
@@ -100,7 +113,8 @@ _BASIC: Final = frozenset({"AdminAccess", "PrioritizedList", "PartitionableDevic
 _MORE: Final = _BASIC | {"DeviceBindingAndStatus", "ConsumableCapacity"}
 _ALL: Final = _MORE | {"ListTypeAttributes", "DeviceStatus"}
 
-_G34: Final = Generation("", frozenset(), invalid_pool_aborts=True)
+_G34: Final = Generation("", frozenset(), invalid_pool_aborts=True, counts_pool_on_every_node=False,
+                         distinct_compares_values=False, all_mode_keeps_subrequest=False)
 _G35: Final = Generation("", frozenset(), reports_invalid_pools=True)
 _G35_NEW: Final = replace(_G35, counter_slices_for_every_node=True)
 _G36_NEW: Final = replace(_G35_NEW, searches_combinations=True, sorts_pools=True, knows_consumable_capacity=True,
@@ -117,8 +131,10 @@ RELEASES: Final[Mapping[int, Release]] = {
                      replace(_G34, name="experimental", supported=_MORE | {"DeviceStatus"},
                              knows_consumable_capacity=True, capacity_error_names_subrequest=False)),
                 device_status_is_feature=True),
-    35: Release(35, (replace(_G35, name="stable"), replace(_G35_NEW, name="incubating", supported=_BASIC),
-                     replace(_G35_NEW, name="experimental", supported=_MORE, knows_consumable_capacity=True))),
+    35: Release(35, (replace(_G35, name="stable", all_mode_keeps_subrequest=False),
+                     replace(_G35_NEW, name="incubating", supported=_BASIC, all_mode_keeps_subrequest=False),
+                     replace(_G35_NEW, name="experimental", supported=_MORE, knows_consumable_capacity=True,
+                             all_mode_keeps_subrequest=False))),
     36: Release(36, (replace(_G35, name="stable", supported=_BASIC),
                      replace(_G36_NEW, name="incubating", supported=_MORE),
                      replace(_G36_NEW, name="experimental", supported=_MORE | {"ListTypeAttributes"})),

@@ -76,6 +76,9 @@ class DistinctAttributeConstraint:
     attribute: str
     # DRAListTypeAttributes: values are sets, and each device's set must be disjoint from the others'.
     list_types: bool = False
+    # 1.34 compares the values' pointers (`attribute.IntValue == attr.IntValue`), so only the same device's
+    # attribute (a device allocated twice) is a duplicate; 1.35 compares the values.
+    by_identity: bool = False
     # request name -> the attribute its (last) device brought, as upstream keys them.
     seen: dict[str, DeviceAttribute] = field(default_factory=dict)
     count: int = 0
@@ -100,6 +103,10 @@ class DistinctAttributeConstraint:
         for other in self.seen.values():
             if attr.is_list:
                 return False  # "Distinct attribute type unknown" upstream
+            if self.by_identity:
+                if other is attr:
+                    return False
+                continue
             if not other.is_list and other.kind == attr.kind and other.values == attr.values:
                 return False
         self.seen[request] = attr

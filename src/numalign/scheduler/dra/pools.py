@@ -32,6 +32,9 @@ class Pool:
     pool: str
     is_incomplete: bool = False
     is_invalid: bool = False
+    # 1.34: not all the pool's slices are there, but its devices are searched all the same (only a request
+    # for all devices is refused); is_incomplete pools (1.35+) offer none.
+    missing_slices: bool = False
     invalid_reason: str = ""
     slices: list[ResourceSlice] = field(default_factory=list)  # DeviceSlicesTargetingNode
     slices_not_targeting_node: list[ResourceSlice] = field(default_factory=list)
@@ -107,7 +110,10 @@ def gather_pools(
     with_binding: list[Pool] = []
     for (driver, name), pool_slices in grouped.items():
         generation = pool_slices[0].pool.generation
-        if len(pool_slices) == pool_slices[0].pool.resource_slice_count:
+        if not features.generation.counts_pool_on_every_node:
+            pool = _build_pool(driver, name, pool_slices, features, [])
+            pool.missing_slices = len(pool_slices) != pool_slices[0].pool.resource_slice_count
+        elif len(pool_slices) == pool_slices[0].pool.resource_slice_count:
             pool = _build_pool(driver, name, pool_slices, features, [])
         else:
             obsolete, all_for_pool = _slices_in_pool(all_slices, driver, name, generation)

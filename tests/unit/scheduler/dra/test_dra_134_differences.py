@@ -1,0 +1,102 @@
+"""Where 1.34's allocator differs from 1.35's, as the conformance harness found against the real
+k8s.io/dynamic-resource-allocation.
+
+Which slices make a pool complete: 1.35+ count the pool's slices for every node (checkSlicesInPool) and
+offer no device from an incomplete pool; 1.34's GatherPools counts only the slices that apply to the node,
+so a pool whose slices are spread over nodes is incomplete there, and 1.34 still searches its devices
+(only allocationMode All refuses an incomplete pool).
+
+distinctAttribute: 1.34 compares the attribute values' pointers, so two devices never share a value; from
+1.35 (in the implementations that have the constraint) the values are compared."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from support.dra_oracle import answer
+
+
+def _slice(name: str, node: str, devices: list[str], count: int = 2) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+            "spec": {"driver": "gpu.example.com",
+                     "pool": {"name": "gpus", "generation": 1, "resourceSliceCount": count}, "nodeName": node,
+                     "devices": [{"name": d} for d in devices]}}
+
+
+def _case(mode: dict[str, Any], slices: list[dict[str, Any]], constraints: list[Any] | None = None
+          ) -> dict[str, Any]:
+    devices: dict[str, Any] = {"requests": [{"name": "r0", "exactly": {"deviceClassName": "gpu", **mode}}]}
+    if constraints:
+        devices["constraints"] = constraints
+    return {
+        "gate_overrides": {}, "node": {"name": "node-a", "labels": {}}, "slices": slices, "allocated": [],
+        "classes": [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+                     "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}],
+        "claims": [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                    "metadata": {"name": "c0", "namespace": "default", "uid": "uid-c0"},
+                    "spec": {"devices": devices}}],
+    }
+
+
+# One pool of two slices: one for node-a (gpu-0, gpu-1), one for node-b (gpu-2).
+SPREAD = [_slice("a", "node-a", ["gpu-0", "gpu-1"]), _slice("b", "node-b", ["gpu-2"])]
+# The same pool with its node-b slice missing: incomplete for every release.
+MISSING = [_slice("a", "node-a", ["gpu-0", "gpu-1"])]
+BEING_UPDATED = ("claim default/c0, request r0: asks for all devices, but resource pool gpu.example.com/gpus is "
+                 "currently being updated")
+
+
+def _devices(out: dict[str, Any]) -> list[str]:
+    assert out["outcome"] == "ok", out
+    return [e["device"] for e in out["claims"][0]]
+
+
+def test_134_calls_a_pool_spread_over_nodes_incomplete_for_all_devices() -> None:
+    out = answer(_case({"allocationMode": "All"}, SPREAD), "1.34.4")
+    assert (out["outcome"], out["message"]) == ("error", BEING_UPDATED)
+
+
+@pytest.mark.parametrize("version", ["1.35.4", "1.36.3", "1.37.2"])
+def test_135_and_later_count_the_pools_slices_on_every_node(version: str) -> None:
+    assert _devices(answer(_case({"allocationMode": "All"}, SPREAD), version)) == ["gpu-0", "gpu-1"]
+
+
+def test_134_searches_an_incomplete_pools_devices() -> None:
+    assert _devices(answer(_case({"count": 1}, MISSING), "1.34.4")) == ["gpu-0"]
+
+
+@pytest.mark.parametrize("version", ["1.35.4", "1.36.3", "1.37.2"])
+def test_135_and_later_offer_nothing_from_an_incomplete_pool(version: str) -> None:
+    out = answer(_case({"count": 1}, MISSING), version)
+    assert (out["outcome"], out["message"]) == ("unschedulable", "cannot allocate all claims")
+
+
+def _numa_slice(numa: list[int]) -> dict[str, Any]:
+    s = _slice("a", "node-a", [f"gpu-{i}" for i in range(len(numa))], count=1)
+    for d, n in zip(s["spec"]["devices"], numa, strict=True):
+        d["attributes"] = {"resource.kubernetes.io/numaNode": {"int": n}}
+    return s
+
+
+def test_134_distinct_attribute_never_finds_two_devices_alike() -> None:
+    case = _case({"count": 2}, [_numa_slice([0, 0])], [{"distinctAttribute": "resource.kubernetes.io/numaNode"}])
+    assert _devices(answer(case, "1.34.4")) == ["gpu-0", "gpu-1"]
+    # 1.35's default implementation (incubating) has no distinctAttribute; 1.36's compares values.
+    out = answer(case, "1.36.3")
+    assert (out["outcome"], out["message"]) == ("unschedulable", "cannot allocate all claims")
+    distinct = _case({"count": 2}, [_numa_slice([0, 0, 1])], [{"distinctAttribute": "resource.kubernetes.io/numaNode"}])
+    assert _devices(answer(distinct, "1.36.3")) == ["gpu-0", "gpu-2"]
+
+
+@pytest.mark.parametrize(("version", "devices"), [("1.34.4", ["gpu-0"]), ("1.35.4", ["gpu-0"]),
+                                                  ("1.36.3", ["gpu-0", "gpu-1"]), ("1.37.2", ["gpu-0", "gpu-1"])])
+def test_before_136_an_all_subrequest_goes_on_as_the_first_subrequest(version: str, devices: list[str]) -> None:
+    # firstAvailable: s0 asks a class no device is in (one device), s1 all the GPUs. 1.34 and 1.35 drop the
+    # subrequest's index after s1's first device and go on as s0, whose one device is then "done".
+    case = _case({}, [_numa_slice([0, 1])])
+    case["classes"].append({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "none"},
+                            "spec": {"selectors": [{"cel": {"expression": "false"}}]}})
+    case["claims"][0]["spec"]["devices"]["requests"] = [{"name": "r0", "firstAvailable": [
+        {"name": "s0", "deviceClassName": "none"}, {"name": "s1", "deviceClassName": "gpu", "allocationMode": "All"}]}]
+    assert _devices(answer(case, version)) == devices

@@ -1,0 +1,86 @@
+"""scripts/conformance's releases: a minor (its committed newest patch, what CI runs) or any released patch
+(`--versions 1.34.2`, `--all-patches`), whose harness conformance/build writes a modfile for on the fly."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import pytest
+
+from conformance import harness, run, versions
+
+# `go list -m -versions k8s.io/kubernetes` on the module proxy here (2026-11-28).
+SERVED = ("v1.13.0 v1.29.6 v1.30.4 v1.31.0 v1.32.13 v1.33.6 v1.33.13 v1.34.0 v1.34.2 v1.34.3 v1.34.4 v1.35.4 "
+          "v1.36.1 v1.36.3 v1.37.2 v1.38.0-beta.0")
+
+
+def test_a_minor_and_its_committed_patch_name_the_minors_harness() -> None:
+    committed = harness.committed()
+    assert set(committed) == {"1.33", "1.34", "1.35", "1.36", "1.37"}
+    for minor, patch in committed.items():
+        assert harness.target(minor) == minor
+        assert harness.target(patch) == minor
+        assert harness.target(f"v{patch}") == minor
+        assert harness.version_of(minor) == patch
+
+
+def test_another_patch_has_its_own_harness() -> None:
+    assert harness.target("1.34.2") == "1.34.2"
+    assert harness.version_of("1.34.2") == "1.34.2"
+    assert harness.minor_of("1.34.2") == "1.34"
+    assert harness.binary("1.34.2").name == "harness-1.34.2"
+
+
+def test_a_minor_without_a_harness_is_refused_naming_the_minors() -> None:
+    with pytest.raises(SystemExit, match=r"no harness for 1\.39\.0 \(minors: 1\.33, 1\.34"):
+        harness.target("1.39.0")
+
+
+def test_released_patches_are_the_proxys_releases_of_supported_minors(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fake(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+        assert cmd == ["go", "list", "-m", "-versions", "k8s.io/kubernetes"]
+        return subprocess.CompletedProcess(cmd, 0, stdout=f"k8s.io/kubernetes {SERVED}\n", stderr="")
+
+    monkeypatch.setattr(subprocess, "run", fake)
+    assert harness.released_patches() == ["1.33.6", "1.33.13", "1.34.0", "1.34.2", "1.34.3", "1.34.4", "1.35.4",
+                                          "1.36.1", "1.36.3", "1.37.2"]
+
+
+@pytest.mark.parametrize("patch", ["1.33.6", "1.34.0", "1.34.2", "1.34.3", "1.36.1"])
+def test_numalign_decides_as_each_released_patch_itself(patch: str) -> None:
+    version = versions.kubelet_version(patch)
+    assert str(version) == patch and version.reported is None
+
+
+def test_all_patches_and_versions_are_one_or_the_other(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        run.main(["--all-patches", "--versions", "1.34"])
+    assert stop.value.code == 2
+    assert "--all-patches and --versions: give one of them" in capsys.readouterr().err
+
+
+def test_the_134_capacity_index_panic_is_a_named_deliberate_difference() -> None:
+    _, matches = run.DELIBERATE["dra-134-capacity-index"]
+    case = {"gate_overrides": {"DRAConsumableCapacity": True}}
+    panic = {"harness_error": "panic: runtime error: index out of range [2] with length 2"}
+    ours = {"outcome": "unschedulable", "message": "cannot allocate all claims"}
+    assert matches("dra-alloc", "1.34.4", case, ours, panic)
+    assert matches("dra-alloc", "1.34.0", case, ours, {"map_order": [ours, panic]})
+    assert not matches("dra-alloc", "1.35.4", case, ours, panic)
+    assert not matches("dra-alloc", "1.34.4", {"gate_overrides": {}}, ours, panic)
+    assert not matches("dra-alloc", "1.34.4", case, ours, {"outcome": "ok", "claims": []})
+
+
+def test_a_patch_harness_names_the_staging_modules_taken_at_another_patch(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "mod").mkdir()
+    (tmp_path / "mod" / "go.1.33.6.mod").write_text(
+        "module numalign.local/conformance\n"
+        "// substituted: k8s.io/cri-client v0.33.6 is refused by the module proxy; v0.33.12 instead\n"
+        "replace k8s.io/cri-client => k8s.io/cri-client v0.33.12\n")
+    monkeypatch.setattr(harness, "BUILD", tmp_path)
+    assert harness.substitutions("1.33.6") == [
+        "k8s.io/cri-client v0.33.6 is refused by the module proxy; v0.33.12 instead"]
+    assert harness.substitutions("1.33") == []
