@@ -23,7 +23,7 @@ class Holding:
     amount: int
 
     def to_dict(self) -> dict[str, object]:
-        return {"pod": self.pod, "pod_uid": self.pod_uid, "container": self.container or None, "amount": self.amount}
+        return {"pod": self.pod, "podUID": self.pod_uid, "container": self.container or None, "amount": self.amount}
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,9 @@ class FreeCapacity:
     held_by: tuple[Holding, ...]
 
     def to_dict(self) -> dict[str, object]:
-        return {"numa_node": self.numa_node, "resource": self.resource, "allocatable": self.allocatable,
-                "free": self.free, "held_by": [h.to_dict() for h in self.held_by]}
+        # The documents' key style (answer/present/keys.py): every reader gets camelCase from here.
+        return {"numaNode": self.numa_node, "resource": self.resource, "allocatable": self.allocatable,
+                "free": self.free, "heldBy": [h.to_dict() for h in self.held_by]}
 
 
 def _by_amount(holdings: list[Holding]) -> tuple[Holding, ...]:

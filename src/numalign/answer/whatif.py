@@ -75,9 +75,11 @@ class Answer:
     short_of: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        """In the documents' key style (answer/present/keys.py): `readmissions` counts the changes re-admitted,
+        `tried` names them, `shortOf` says every resource the pod falls short of."""
         return {"pod": self.pod, "reason": self.reason, "why": list(self.why),
-                "free": [f.to_dict() for f in self.free], "would_fit_if": [s.to_dict() for s in self.would_fit_if],
-                "readmissions": self.tried, "tried": list(self.tried_changes), "short_of": list(self.short_of)}
+                "free": [f.to_dict() for f in self.free], "wouldFitIf": [s.to_dict() for s in self.would_fit_if],
+                "readmissions": self.tried, "tried": list(self.tried_changes), "shortOf": list(self.short_of)}
 
 
 class _Trial:

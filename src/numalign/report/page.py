@@ -151,28 +151,28 @@ def _answer(answer: Mapping[str, Any] | None, with_why: bool) -> list[str]:
     out: list[str] = []
     if with_why and answer.get("why"):
         out.append("<ul class=\"why\">" + "".join(f"<li>why: {escape(str(w))}</li>" for w in answer["why"]) + "</ul>")
-    rows = [f for f in answer.get("free") or () if f.get("allocatable") or f.get("held_by")]
+    rows = [f for f in answer.get("free") or () if f.get("allocatable") or f.get("heldBy")]
     if rows:
         cells = []
         for f in rows[:MAX_FREE_ROWS]:
-            where = "node" if f.get("numa_node") is None else f"NUMA {f['numa_node']}"
+            where = "node" if f.get("numaNode") is None else f"NUMA {f['numaNode']}"
             res = str(f.get("resource"))
             held = ", ".join(f"{h.get('pod')}{'/' + h['container'] if h.get('container') else ''}"
-                             for h in (f.get("held_by") or [])[:3])
+                             for h in (f.get("heldBy") or [])[:3])
             cells.append(f"<tr><td>{escape(where)}</td><td>{escape(res)}</td>"
-                         f"<td>{escape(_amount(res, int(f.get('free') or 0), f.get('numa_node')))} of "
-                         f"{escape(_amount(res, int(f.get('allocatable') or 0), f.get('numa_node')))}</td>"
+                         f"<td>{escape(_amount(res, int(f.get('free') or 0), f.get('numaNode')))} of "
+                         f"{escape(_amount(res, int(f.get('allocatable') or 0), f.get('numaNode')))}</td>"
                          f"<td>{escape(held)}</td></tr>")
         more = len(rows) - MAX_FREE_ROWS
         out.append("<details class=\"free\"><summary>free now</summary><table><thead><tr><th>where</th>"
                    "<th>resource</th><th>free</th><th>held by</th></tr></thead><tbody>" + "".join(cells)
                    + "</tbody></table>" + (f"<p>{more} more rows in -o json</p>" if more > 0 else "") + "</details>")
-    fits = answer.get("would_fit_if") or []
+    fits = answer.get("wouldFitIf") or []
     if fits:
         out.append("<p class=\"fit\"><b>would fit if</b> (each checked by admitting again):</p><ul class=\"fit\">"
                    + "".join(f"<li>{escape(str(s.get('change')))}: {escape(str(s.get('outcome')))}</li>" for s in fits)
                    + "</ul>")
-    elif "would_fit_if" in answer:
+    elif "wouldFitIf" in answer:
         out.append("<p class=\"fit\">would fit if: no change numalign tries admits it</p>")
     return out
 
