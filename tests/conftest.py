@@ -35,7 +35,7 @@ def _documents_validate_against_their_schemas(monkeypatch: pytest.MonkeyPatch) -
     import numalign.cli.output as output
 
     command: list[str] = []
-    configure, emit = output.configure_logging, output.emit
+    configure, emit, emit_event = output.configure_logging, output.emit, output.emit_event
 
     def noting(args: Any, name: str, long_running: bool) -> Any:
         command[:] = [name]
@@ -46,6 +46,12 @@ def _documents_validate_against_their_schemas(monkeypatch: pytest.MonkeyPatch) -
             validate(command[0], json.loads(json.dumps(obj)))
         emit(obj, fmt, **kw)
 
+    def checked_event(obj: dict[str, Any], fmt: str, text: str) -> None:
+        if command and has_schema(command[0]) and fmt in ("json", "yaml"):
+            validate(command[0], json.loads(json.dumps(obj)))
+        emit_event(obj, fmt, text)
+
     monkeypatch.setattr(cli_main, "configure_logging", noting)
     monkeypatch.setattr(output, "emit", checked)
+    monkeypatch.setattr(output, "emit_event", checked_event)
     yield

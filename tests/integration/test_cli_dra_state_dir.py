@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support.schemas import validate
+
 from numalign.adapters.statedir.directory import read_pod_record
 from numalign.adapters.statedir.draclaims import HeldClaim, PodReference, encode_claims
 from numalign.adapters.statedir.layout import DRA_CLAIMS_FILE, POD_RECORD_FILE
@@ -114,7 +116,9 @@ def test_a_second_admit_does_not_hand_out_a_claimed_device_and_remove_frees_it(t
 
     removed = run("remove", "--state-dir", str(state), "a", "-o", "json")
     assert removed.returncode == 0, removed.stderr
-    assert json.loads(removed.stdout)["claims_released"] == ["default/a-gpu"]
+    doc = json.loads(removed.stdout)
+    validate("remove", doc)
+    assert doc["claimsReleased"] == ["default/a-gpu"] and doc["summary"]["removed"] == 1
     again = admit(state, pods_file(tmp_path, "e"))
     assert again["e"] == [a_gpu]  # the only free GPU is the one a's claim held
     assert {h.key for h in read_claims(state)} == {"default/b-gpu", "default/c-gpu", "default/d-gpu",
@@ -129,10 +133,10 @@ def test_a_shared_claim_keeps_its_device_until_its_last_pod_is_removed(tmp_path:
     (held,) = read_claims(state)
     assert [r.name for r in held.reserved_for] == ["s1", "s2"]
     first = json.loads(run("remove", "--state-dir", str(state), "s1", "-o", "json").stdout)
-    assert first["claims_released"] == []  # s2 still reserves it
+    assert first["claimsReleased"] == []  # s2 still reserves it
     assert admit(state, pods_file(tmp_path, "t"))["t"] != [gpu]
     last = json.loads(run("remove", "--state-dir", str(state), "s2", "-o", "json").stdout)
-    assert last["claims_released"] == ["default/shared-gpu"]
+    assert last["claimsReleased"] == ["default/shared-gpu"]
     assert "default/shared-gpu" not in {h.key for h in read_claims(state)}
 
 

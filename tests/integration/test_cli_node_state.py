@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.schemas import validate
 from support.sysfs_tree import write_sysfs
 
 EXE = [sys.executable, "-m", "numalign.cli.main"]
@@ -177,7 +178,8 @@ def test_snapshot_then_admit_on_it_uses_the_plugins_ids_and_never_writes(short_d
                    str(short_dir / "proc"), "--pod-resources-socket", str(sock), "-o", "json")
     assert snap.returncode == 0, snap.stderr
     doc = json.loads(snap.stdout)
-    assert doc["node_name"] == "worker-1" and doc["missing"] == []
+    validate("snapshot", doc)
+    assert doc["nodeName"] == "worker-1" and doc["missing"] == [] and doc["summary"]["nodeName"] == "worker-1"
     assert "kubelet command line (pid 4242, 1 resource-manager flag(s))" in doc["included"]
     assert "kubelet version v1.35.2 (`kubelet --version` of pid 4242)" in doc["included"]
     digest = hashlib.sha256((short_dir / "node.tgz").read_bytes()).hexdigest()

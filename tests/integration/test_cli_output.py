@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from support.schemas import validate
 from support.shared import shared_dir
 
 from numalign.adapters.textfiles import load_pods
@@ -226,8 +227,9 @@ def test_serve_status_lines_and_logs_as_json() -> None:
         try:
             started = json.loads(_wait_line(proc))
             assert started["event"] == "started" and started["machine"] == "dual-socket"
-            assert started["node_name"] == "worker-1" and started["metrics"] is None
-            assert started["kubelet_socket"] == str(root / "dp" / "kubelet.sock")
+            validate("serve", started)
+            assert started["nodeName"] == "worker-1" and started["metrics"] is None
+            assert started["kubeletSocket"] == str(root / "dp" / "kubelet.sock")
             out, err = _stop(proc)
         finally:
             if proc.poll() is None:

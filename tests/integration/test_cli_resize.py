@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import yaml
+from support.schemas import validate
 
 EXE = [sys.executable, "-m", "numalign.cli.main"]
 MACHINE = "1s x 2n x 4c x 2t, 8Gi/node"
@@ -61,6 +62,7 @@ def test_resize_grows_shrinks_and_refuses_with_the_exit_codes(tmp_path: Path) ->
                 *PREVIEW)
     assert grown.returncode == 0, grown.stderr
     doc = json.loads(grown.stdout)
+    validate("resize", doc)
     assert doc["resized"] and doc["previews"] == {"inplace-resize-exclusive-cpus": "true"}
     assert len(doc["cpusAfter"]) == 4 and set(doc["cpusBefore"]) < set(doc["cpusAfter"]) and doc["numaNodes"] == [0]
     after = _cpu_state(state)
@@ -112,6 +114,9 @@ def test_resize_on_a_snapshot_reads_its_state_and_never_writes(tmp_path: Path) -
     done = run("resize", "web", "--container", "app", "--cpus", "3", "--node", str(snap), "-o", "json", *PREVIEW)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
+    validate("resize", doc)
+    assert doc["summary"] == {"pod": doc["pod"], "container": "app", "requestedCPUs": "3", "resized": True,
+                              "dryRun": True}
     assert doc["dryRun"] and doc["resized"] and len(doc["cpusAfter"]) == 3
     assert set(doc["cpusBefore"]) < set(doc["cpusAfter"])
     assert (snap.read_bytes(), _cpu_state(state)) == before

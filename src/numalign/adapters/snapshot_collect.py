@@ -76,7 +76,7 @@ class Collected:
     missing: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": str(self.path), "node_name": self.node_name, "sysfs_files": self.sysfs_files,
+        return {"file": str(self.path), "nodeName": self.node_name, "sysfsFiles": self.sysfs_files,
                 "included": self.included, "missing": self.missing}
 
 

@@ -81,11 +81,13 @@ def run(args: argparse.Namespace) -> int:
         # The removed pods' reservations ended with them (in the same write as the pod record); a claim
         # no pod reserves any more is deallocated, as the resource claim controller does.
         released = sorted(held - {h.key for h in node.dra.held()})
-    doc = {"state_dir": str(args.state_dir), "removed": removed, "pods_left": left, "claims_released": released}
     if args.output != "text":
         from numalign.cli.output import emit
 
-        emit(doc, args.output, sort_keys=True)
+        # docs/schemas/remove.schema.json: the summary first, keys in the documents' camelCase
+        emit({"schemaVersion": 1,
+              "summary": {"removed": len(removed), "podsLeft": left, "claimsReleased": len(released)},
+              "stateDir": str(args.state_dir), "removed": removed, "claimsReleased": released}, args.output)
     else:
         for r in removed:
             print(f"removed {r['namespace']}/{r['name']} (uid {r['uid']})")

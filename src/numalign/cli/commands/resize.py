@@ -103,12 +103,14 @@ def run(args: argparse.Namespace) -> int:
                 result = resize_container(node, pod, args.container, args.cpus)
             if tx.failure is not None:
                 raise tx.failure
-    doc = {**result.to_dict(), "dryRun": dry_run, "stateDir": str(where), **version_fields(version, previews),
-           "notes": notes}
     if args.output != "text":
         from numalign.cli.output import emit
 
-        emit(doc, args.output, sort_keys=True)
+        # docs/schemas/resize.schema.json: the summary first (the verdict), then the result's detail
+        summary = {"pod": result.pod, "container": result.container, "requestedCPUs": result.requested,
+                   "resized": result.resized, "dryRun": dry_run}
+        emit({"schemaVersion": 1, "summary": summary, **result.to_dict(), "dryRun": dry_run, "stateDir": str(where),
+              **version_fields(version, previews), "notes": notes}, args.output)
     else:
         _print_text(result, notes, dry_run)
     return 0 if result.resized else EXIT_REFUSED

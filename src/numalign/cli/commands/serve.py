@@ -162,12 +162,13 @@ def _started(agent: Agent, output: str) -> None:
 
     o = agent.options
     metrics = agent.metrics_server.url if agent.metrics_server is not None else None
-    event = {"event": "started", "machine": o.machine.name, "node_name": o.node_name,
-             "kubelet_socket": str(agent.registration.socket_path), "pod_resources_socket": str(o.pod_resources_socket),
-             "state_dir": str(o.state_dir), "manifests": None if o.manifests is None else str(o.manifests),
-             "metrics": metrics, "nrt_file": None if o.nrt_file is None else str(o.nrt_file)}
+    # docs/schemas/serve-event.schema.json: field names in the documents' camelCase
+    event = {"event": "started", "machine": o.machine.name, "nodeName": o.node_name,
+             "kubeletSocket": str(agent.registration.socket_path), "podResourcesSocket": str(o.pod_resources_socket),
+             "stateDir": str(o.state_dir), "manifests": None if o.manifests is None else str(o.manifests),
+             "metrics": metrics, "nrtFile": None if o.nrt_file is None else str(o.nrt_file)}
     emit_event(event, output, f"numalign serve: serving machine {o.machine.name} as node {o.node_name}; device "
-               f"plugins register at {event['kubelet_socket']}; PodResources at {o.pod_resources_socket}; state in "
+               f"plugins register at {event['kubeletSocket']}; PodResources at {o.pod_resources_socket}; state in "
                f"{o.state_dir}; manifests {o.manifests or 'none'}; metrics {metrics or 'off'}")
 
 

@@ -97,11 +97,13 @@ def run(args: argparse.Namespace) -> int:
                          kubelet_version=version)
     finally:
         progress.close()
-    doc = result.to_dict()
     if args.output != "text":
         from numalign.cli.output import emit
 
-        emit(doc, args.output, sort_keys=True)
+        # docs/schemas/snapshot.schema.json: the summary first, keys in the documents' camelCase
+        emit({"schemaVersion": 1, "summary": {"file": str(result.path), "nodeName": result.node_name,
+                                              "included": len(result.included), "missing": len(result.missing)},
+              **result.to_dict()}, args.output)
     else:
         print(f"wrote {result.path}: node {result.node_name}")
         for item in result.included:
