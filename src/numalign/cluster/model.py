@@ -29,7 +29,7 @@ field to a pool never swaps its base.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -163,6 +163,28 @@ def pool_document(pool: NodePool) -> dict[str, Any]:
                                 "memoryManagerPolicy", "maxPods")}
     return {"name": s["name"], "nodes": s["nodes"], "machine": s["machine"], "kubeletVersion": s["kubeletVersion"],
             "kubeletConfig": config, **({"reconstructed": s["reconstructed"]} if "reconstructed" in s else {})}
+
+
+def pool_documents(pools: Sequence[NodePool]) -> list[dict[str, Any]]:
+    """The pools of a document, a pool like an earlier one folded: a cluster dump splits nodes that differ
+    only in labels or taints (which the document does not show) into pools of their own, so 500 nodes
+    can be 500 pools saying the same thing. Such a pool is `{name, nodes, sameAs}`, the first of its
+    kind counting them in `identicalPools`, as admit folds identical rejections."""
+    import json
+
+    out: list[dict[str, Any]] = []
+    first: dict[str, dict[str, Any]] = {}
+    for pool in pools:
+        doc = pool_document(pool)
+        key = json.dumps({k: v for k, v in doc.items() if k not in ("name", "nodes")}, sort_keys=True)
+        earlier = first.get(key)
+        if earlier is None:
+            first[key] = doc
+            out.append(doc)
+            continue
+        earlier["identicalPools"] = earlier.get("identicalPools", 0) + 1
+        out.append({"name": doc["name"], "nodes": doc["nodes"], "sameAs": earlier["name"]})
+    return out
 
 
 @dataclass(frozen=True)

@@ -48,3 +48,20 @@ def test_axes_and_a_workload(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert doc["summary"]["workloadPods"] == 40
     assert [r["previews"] for r in doc["summary"]["runs"]] == [{}, {"numa-allocation-strategy": "least-allocated"}]
     assert all(r["workloadFits"] == (r["exact"] >= 40) for r in doc["summary"]["runs"])
+
+
+def test_pools_that_say_the_same_are_folded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A dump splits nodes by labels, which the document does not show: 40 racks are one pool's
+    settings once, the others `sameAs` it, while the counts stay per pool."""
+    nodes = [{"kind": "Node", "apiVersion": "v1", "metadata": {"name": f"n{i}", "labels": {"rack": f"r{i}"}},
+              "status": {"capacity": {"cpu": "64", "memory": "256Gi", "pods": "110"},
+                         "allocatable": {"cpu": "63", "memory": "250Gi", "pods": "110"}}} for i in range(40)]
+    dump = tmp_path / "nodes.json"
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes}), encoding="utf-8")
+    doc = capacity(capsys, "--nodes", str(dump), "-o", "json")
+    first, *rest = doc["pools"]
+    assert first["identicalPools"] == 39 and "kubeletConfig" in first
+    assert rest == [{"name": f"pool-{i}", "nodes": 1, "sameAs": "pool-0"} for i in range(1, 40)]
+    (run,) = doc["runs"]
+    assert [p["pool"] for p in run["byPool"]] == [p["name"] for p in doc["pools"]]
+    assert len({p["exact"] for p in run["byPool"]}) == 1  # the same nodes, the same count

@@ -68,7 +68,7 @@ def answer(request: CapacityRequest) -> int:
     from numalign.cli.options.clusterargs import dump, pool_lines, running_pods, version_notes
     from numalign.cluster.capacity import capacity
     from numalign.cluster.capacity_document import CapacityDocument, CapacityRun
-    from numalign.cluster.model import pool_document
+    from numalign.cluster.model import pool_documents
     from numalign.cluster.simulate import RunSpec
 
     cluster = load_cluster_arg(request.cluster)
@@ -83,7 +83,7 @@ def answer(request: CapacityRequest) -> int:
                  for spec in combos)
     notes = version_notes(cluster, list(request.kubelet_versions))
     doc = CapacityDocument(cluster.name, cluster.node_count, source, notes,
-                           tuple(pool_document(p) for p in cluster.pools), runs, wanted)
+                           tuple(pool_documents(cluster.pools)), runs, wanted)
     if request.output != "text":
         dump(doc.to_dict(), request.output)
     else:

@@ -114,11 +114,11 @@ def simulate(request: SimulateRequest) -> int:
     results = run_sweep(cluster, workload, specs, seed, request.max_retries, jobs=jobs, dask=request.dask,
                         done=done, placed=placed if progress.on else None)
     progress.close()
-    from numalign.cluster.model import pool_document
+    from numalign.cluster.model import pool_documents
 
     notes = version_notes(cluster, list(request.kubelet_versions))
     sim = SimulationResult(cluster.name, cluster.node_count, workload.source, workload.pod_count(), seed,
-                           request.max_retries, tuple(results), tuple(pool_document(p) for p in cluster.pools),
+                           request.max_retries, tuple(results), tuple(pool_documents(cluster.pools)),
                            tuple(notes))
     if request.report is not None:
         from numalign.cli.options.reportargs import write_report
