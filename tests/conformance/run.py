@@ -45,6 +45,13 @@ DELIBERATE: dict[str, tuple[str, Deliberate]] = {
         and bool(case.get("gate_overrides", {}).get("DRAConsumableCapacity"))
         and _upstream_panics(theirs, "runtime error: index out of range"),
     ),
+    "dra-1361-all-counters-panic": (
+        "kube-scheduler 1.36.0 and 1.36.1 panic (nil pointer dereference) when a request for All devices meets "
+        "a device that consumes counters: the devices listed for All carry no pool, and the counter check reads "
+        "it (allocator_incubating.go, fixed in 1.36.2); numalign answers",
+        lambda area, version, case, ours, theirs: area == "dra-alloc" and version in ("1.36.0", "1.36.1")
+        and _upstream_panics(theirs, "runtime error: invalid memory address or nil pointer dereference"),
+    ),
 }
 
 

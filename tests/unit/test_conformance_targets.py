@@ -84,3 +84,12 @@ def test_a_patch_harness_names_the_staging_modules_taken_at_another_patch(
     assert harness.substitutions("1.33.6") == [
         "k8s.io/cri-client v0.33.6 is refused by the module proxy; v0.33.12 instead"]
     assert harness.substitutions("1.33") == []
+
+
+def test_the_1361_all_counters_panic_is_a_named_deliberate_difference() -> None:
+    _, matches = run.DELIBERATE["dra-1361-all-counters-panic"]
+    panic = {"harness_error": "panic: runtime error: invalid memory address or nil pointer dereference"}
+    ours = {"outcome": "unschedulable", "message": "cannot allocate all claims"}
+    assert matches("dra-alloc", "1.36.1", {}, ours, panic)
+    assert not matches("dra-alloc", "1.36.3", {}, ours, panic)
+    assert not matches("dra-alloc", "1.36.1", {}, ours, {"outcome": "ok", "claims": []})
