@@ -4,16 +4,17 @@ by the structured allocator when the pod comes (DynamicResources PreFilter and F
 
     dra = NodeDRA(objects, node="node-a", version=node.kubelet_version)
     outcome = dra.allocate(pod)         # None: the pod uses no claim
-    if outcome is not None and outcome.failure is None:
-        dra.commit(outcome)             # the claims hold their devices from now on
 
 A claim already allocated (status.allocation, or by an earlier pod: a shared claim) keeps its devices.
+The ledger only reads: what an admitted pod's claims hold is the node's DRA manager's to keep
+(kubelet/dramanager: reserve after admission, release with the pod), and the ledger is the view of
+that state (DRAManager.view), built again when it changes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from numalign.k8s.dra.podclaims import claims_for_pod
 from numalign.k8s.dra.types import DeviceClass, DRAObjects, ResourceClaim, ResourceSlice
@@ -87,12 +88,10 @@ class NodeDRA:
     version: str | KubeletVersion = DEFAULT_VERSION
     gates: Mapping[str, bool] | None = None
     extra_slices: Sequence[ResourceSlice] = ()  # published by the machine (its DRA devices, driver models)
-    holders: dict[str, set[str]] = field(default_factory=dict)  # claim key -> pod uids using it
     # An unschedulable pod's outcome carries why (scheduler/dra/explain.py): admit shows it; what-if
     # runs, which only ask whether the claims fit, leave it off.
     explain_failures: bool = False
-    # What the allocated claims hold, built on the first allocation and kept up to date by commit and
-    # release, so the n-th pod's allocation costs its own claims, not every claim before it.
+    # What the allocated claims hold, built on the first allocation (a what-if asks this view many times).
     _state: AllocatedState | None = field(default=None, init=False, repr=False)
 
     @property
@@ -135,26 +134,3 @@ class NodeDRA:
             self._state = AllocatedState(c for c in self.objects.claims.values() if c.allocation is not None)
         return self._state
 
-    def commit(self, outcome: PodClaims) -> None:
-        """Reserve: the pod's claims are allocated from now on (and the pod is among their holders)."""
-        if isinstance(outcome.result, AllocationFailure):
-            return
-        for c in outcome.result.claims:
-            claim = c.allocated_claim()
-            self.objects.claims[c.claim.key] = claim
-            self.holders.setdefault(c.claim.key, set()).add(outcome.pod.uid)
-            if self._state is not None:
-                self._state.add_claim(claim)
-
-    def release(self, pod: Pod) -> None:
-        """The pod is gone: a claim no pod holds any more is deallocated (the controller clears
-        status.allocation once status.reservedFor is empty); claims allocated on input stay."""
-        for key, uids in list(self.holders.items()):
-            uids.discard(pod.uid)
-            if not uids:
-                del self.holders[key]
-                claim = self.objects.claims.get(key)
-                if claim is not None:
-                    self.objects.claims[key] = replace(claim, allocation=None)
-                if self._state is not None:
-                    self._state.remove_claim(key)

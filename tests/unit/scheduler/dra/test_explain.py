@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from numalign.k8s.dra.documents import pods_and_dra_from_yaml
+from numalign.kubelet.dramanager.lifecycle import ClaimLifecycle
+from numalign.kubelet.dramanager.manager import DRAManager
 from numalign.scheduler.dra.api import AllocationFailure, AllocationResult
 from numalign.scheduler.dra.scheduling import NodeDRA, PodClaims
 
@@ -41,14 +43,16 @@ spec:
 def _last(text: str, version: str = "1.37", explain: bool = True) -> PodClaims:
     """The last pod's outcome after the earlier pods got their claims."""
     pods, objects = pods_and_dra_from_yaml(SLICES + text, "in.yaml")
-    dra = NodeDRA(objects, "node-a", version=version, explain_failures=explain)
+    # The node's DRA manager keeps what the earlier pods' claims hold; the scheduler's ledger is its view.
+    life = ClaimLifecycle(DRAManager(), objects,
+                          lambda view: NodeDRA(view, "node-a", version=version, explain_failures=explain))
     outcome = None
     for pod in pods:
-        outcome = dra.allocate(pod)
+        outcome = life.allocate(pod)
         assert outcome is not None
         if pod is not pods[-1]:
             assert outcome.failure is None
-            dra.commit(outcome)
+            life.commit(outcome)
     assert outcome is not None
     return outcome
 
