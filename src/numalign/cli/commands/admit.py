@@ -187,12 +187,12 @@ def _admit_all(req: AdmitRequest, pods: list[Any], notes: list[str], dra_objects
 
 def _dra_picture(doc: AdmitDocument, pods: list[Pod]) -> Callable[[NodeView], NodeView] | None:
     """The report's DRA part (the devices on their NUMA nodes, with their claims' holders), if any."""
-    from numalign.cli.commands.admit_dra import DRAAdmit, report_view
+    from numalign.cli.commands.admit_dra import DRAAdmit
 
     dra = doc.dra
     if not isinstance(dra, DRAAdmit):
         return None
-    return lambda view: report_view(dra, view, pods)
+    return lambda view: dra.report_view(view, pods)
 
 
 def _with_numa_nodes(exc: ConfigError, config: KubeletConfig, machine: Machine) -> ConfigError:

@@ -10,10 +10,10 @@ The hooks admit.py calls: `load` (pods and DRA objects from the same files), `DR
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from numalign.answer.present.dra import claim_lines, dra_json, report_view, verdict_lines
 from numalign.core.decision import AdmitResult, DecisionRecord
 from numalign.errors import InvalidInputError
 from numalign.k8s.dra.types import DRAObjects
@@ -208,70 +208,17 @@ class DRAAdmit:
         return outcome is not None and outcome.failure is not None
 
     def verdict_lines(self, pod: Pod, details: bool) -> list[str]:
-        """The pod's verdict, then why its claims do not fit (scheduler/dra/explain.py): the reasons, and
-        with `details` every request's counts and every constraint."""
-        outcome = self.outcomes[pod.uid]
-        failure = outcome.failure
-        if failure.unschedulable:
-            head = (f"pod {pod.key}: UNSCHEDULABLE on this node (kube-scheduler's DynamicResources plugin; the "
-                    f"kubelet never sees the pod): {failure.line()}")
-        else:
-            head = (f"pod {pod.key}: NOT SCHEDULED (kube-scheduler's DynamicResources plugin reports an error and "
-                    f"retries the pod): {failure.line()}")
-        note = [f"  dra map order: {failure.map_order}"] if failure.map_order else []
-        why = outcome.explanation
-        if why is None:
-            return [head, *note]
-        return [head, *note, *(f"  why: {line}" for line in why.lines()),
-                *(f"  dra details: {line}" for line in why.lines(details=True)[len(why.reasons):] if details)]
+        return verdict_lines(pod, self.outcomes[pod.uid], details)
 
     def text_lines(self, pod: Pod) -> list[str]:
-        from numalign.answer.dra_alignment import claim_lines
-
-        outcome = self.outcomes.get(pod.uid)
-        if outcome is None or outcome.failure is not None:
-            return []
-        lines = claim_lines(outcome, self.machine)
-        if outcome.result.map_order:
-            lines.append(f"  dra map order: {outcome.result.map_order}")
-        if any(d.driver in ("dra.cpu", "dra.memory") for d in outcome.devices):
-            from numalign.answer.dra_drivers import driver_lines
-
-            lines += driver_lines(self.node, pod, outcome)
-        alignment = self.alignments.get(pod.uid)
-        if alignment is not None:
-            lines.append(f"  dra alignment: {alignment.summary()}")
-            if alignment.misaligned:
-                lines.append(f"  would be aligned if (each checked by running it again; {alignment.tried} tried):"
-                             if alignment.options else
-                             f"  would be aligned if: no option numalign tries aligns it ({alignment.tried} tried)")
-            for o in alignment.options:
-                lines.append(f"    - {o.change}: {o.outcome}")
-        return lines
+        return claim_lines(self.node, self.machine, pod, self.outcomes.get(pod.uid), self.alignments.get(pod.uid))
 
     def to_json(self, pod: Pod) -> dict[str, Any]:
-        outcome = self.outcomes.get(pod.uid)
-        if outcome is None:
-            return {}
-        failure = outcome.failure
-        if failure is not None:
-            out_failure: dict[str, Any] = {"schedulable": False, "kind": failure.kind, "message": failure.message,
-                                           "where": failure.where, "node": failure.node}
-            if failure.map_order:
-                out_failure["mapOrder"] = failure.map_order
-            if outcome.explanation is not None:
-                out_failure["explanation"] = outcome.explanation.to_dict()
-            return {"dra": out_failure}
-        alignment = self.alignments.get(pod.uid)
-        out: dict[str, Any] = {"schedulable": True, "node": self.dra.node,
-                               "claims": {c.claim.key: [d.device_id for d in c.devices]
-                                          for c in outcome.result.claims}}
-        if outcome.result.map_order:
-            out["mapOrder"] = outcome.result.map_order
-        if alignment is not None:
-            out["alignment"] = alignment.to_dict()
-        return {"dra": out}
+        return dra_json(self.dra.node, self.outcomes.get(pod.uid), self.alignments.get(pod.uid))
 
+    def report_view(self, view: Any, pods: list[Pod]) -> Any:
+        """admit --report: the node picture with this node's DRA devices (answer/present/dra.py)."""
+        return report_view(self.machine, self.dra, self.outcomes, self.alignments, view, pods)
 
 
 def _driver_slices(specs: tuple[str, ...], machine: Any, node_name: str, node: Any) -> list[Any]:
@@ -323,42 +270,3 @@ def kubelet_reserved_cpus(node: Any) -> frozenset[int]:
         raise InvalidInputError(f"--dra-driver cpu: the CPUs to leave out for the kubelet's reservation ({cpu} "
                                 f"CPU): {exc}; say which with --dra-driver cpu=reservedCPUs=CPUSET") from None
     return frozenset(static.reserved_cpus)
-
-
-def report_view(dra: DRAAdmit, view: Any, pods: list[Pod]) -> Any:
-    """admit --report: the node picture with the DRA devices of this node, held ones coloured by their
-    container, and each pod's DRA alignment in its summary."""
-    from numalign.answer.dra_alignment import device_place
-    from numalign.report.dra import DRAChip, with_dra_devices
-
-    chips = []
-    for pod in pods:
-        outcome = dra.outcomes.get(pod.uid)
-        if outcome is None or outcome.failure is not None or pod.uid not in dra.alignments:
-            continue
-        used: set[str] = set()
-        for c in pod.all_containers():
-            for d in outcome.container_devices(c.name):
-                used.add(d.device_id)
-                chips.append(DRAChip(pod.key, c.name, d.claim, d.driver, d.device,
-                                     device_place(dra.machine, d).numa_node))
-        for d in outcome.devices:
-            if d.device_id not in used:
-                chips.append(DRAChip(pod.key, "", d.claim, d.driver, d.device, device_place(dra.machine, d).numa_node))
-    free = []
-    for s in dra.dra.slices:
-        if s.node_name not in (None, dra.dra.node):
-            continue
-        for dev in s.devices:
-            numa = dev.attributes.get("resource.kubernetes.io/numaNode")
-            free.append((s.driver, dev.name, int(numa.values[0]) if numa is not None and numa.kind == "int" else None))
-    alignment = {pod.key: dra.alignments[pod.uid].to_dict() for pod in pods if pod.uid in dra.alignments}
-    view = with_dra_devices(view, chips, free, alignment)
-    # An unschedulable pod's record says why its claims do not fit, every finding listed.
-    why = {pod.key: dra.outcomes[pod.uid].explanation for pod in pods
-           if pod.uid in dra.outcomes and dra.outcomes[pod.uid].explanation is not None}
-    if not why:
-        return view
-    return dataclasses.replace(view, pods=tuple(
-        dataclasses.replace(p, answer={**(p.answer or {}), "why": why[p.key].lines(details=True)})
-        if p.key in why else p for p in view.pods))
