@@ -11,6 +11,9 @@ Two kinds of figure, each with the load beside it:
    release and by numalign. Go's CPU is the harness process's CPU minus that of an empty run (start-up);
    numalign's is its CPU answering the cases in this process. Ratios, not seconds, are compared across
    machines: absolute seconds vary by 30% between runs and machines, ratios measured together do not.
+3. Full admissions per second against the real Go managers at 2, 4, 8 and 64 NUMA nodes
+   (benchmarks/admissions_go.py): the admit area's harness and numalign on the same cases, each side's
+   start-up per case taken off; targets >= 20x on the dual-socket mix, >= 1x at every size.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from conformance.areas import AREAS  # noqa: E402
 
 from conformance import harness  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import admissions_go  # noqa: E402
 
 NUMALIGN = str(ROOT / ".venv" / "bin" / "numalign")
 
@@ -179,9 +185,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                                if k != "PYTHONDONTWRITEBYTECODE"})
     cmd = commands(args.quick, args.runs)
     areas = against_go(cases, args.seed)
+    minor = harness.minors()[-1]
+    admissions = admissions_go.measure(str(harness.binary(minor)), harness.kubernetes_version(harness.modfile(minor)),
+                                       run_once, cases=2 if args.quick else 4, cycles=5 if args.quick else 20)
     if args.output == "json":
         print(json.dumps({"schemaVersion": 1, "commands": [asdict(f) for f in cmd],
-                          "againstGo": [asdict(f) for f in areas]}, indent=2))
+                          "againstGo": [asdict(f) for f in areas],
+                          "admissionsAgainstGo": [asdict(f) for f in admissions]}, indent=2))
         return 0
     print(f"whole commands (min / median of runs; load 1-min before..after; {os.cpu_count()} CPUs)")
     for f in cmd:
@@ -195,6 +205,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  {a.area:<10} at {a.kubernetes}: {a.cases} cases  numalign {a.numalign_cpu_s:.3f} s CPU  "
               f"Go {a.go_cpu_s:.3f} s CPU  numalign/Go throughput {a.throughput_ratio:.2f}x  "
               f"load {a.load[0]}..{a.load[1]}  {a.target}{verdict}")
+    print("\nfull admissions per second, numalign against the real Go managers (the admit area's harness at "
+          f"{harness.kubernetes_version(harness.modfile(minor))}), the dual-socket pod mix admitted and deleted; "
+          "start-up per case taken off")
+    for adm in admissions:
+        verdict = "  met" if adm.met else "  MISSED"
+        print(f"  {adm.numa_nodes:>2} NUMA nodes ({adm.machine}, {adm.policy}): {adm.admissions} admissions  numalign "
+              f"{adm.numalign_per_s:,.0f}/s ({adm.numalign_cpu_s:.3f} s CPU)  Go {adm.go_per_s:,.0f}/s "
+              f"({adm.go_cpu_s:.3f} s CPU)  {adm.ratio:.1f}x  cases differing {adm.differing_cases}  "
+              f"load {adm.load[0]}..{adm.load[1]}  {adm.target}{verdict}")
     return 0
 
 
