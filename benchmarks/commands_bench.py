@@ -183,16 +183,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src" / "numalign")],
                    check=True, stdout=subprocess.DEVNULL, env={k: v for k, v in os.environ.items()
                                                                if k != "PYTHONDONTWRITEBYTECODE"})
-    cmd = commands(args.quick, args.runs)
-    areas = against_go(cases, args.seed)
     minor = harness.minors()[-1]
-    admissions = admissions_go.measure(str(harness.binary(minor)), harness.kubernetes_version(harness.modfile(minor)),
-                                       run_once, cases=2 if args.quick else 4, cycles=5 if args.quick else 20)
-    if args.output == "json":
+    version = harness.kubernetes_version(harness.modfile(minor))
+    text = args.output == "text"
+    cmd = commands(args.quick, args.runs)
+    if text:  # each part printed as it is measured: a long run shows what it has so far
+        print(f"whole commands (min / median of runs; load 1-min before..after; {os.cpu_count()} CPUs)")
+        for f in cmd:
+            verdict = "" if f.met is None else ("  met" if f.met else "  MISSED")
+            print(f"  {f.name:<42} CPU {f.cpu_min_s:7.3f} / {f.cpu_median_s:7.3f} s  wall {f.wall_min_s:7.3f} / "
+                  f"{f.wall_median_s:7.3f} s  RSS {f.peak_rss_mb:6.0f} MB  load {f.load[0]}..{f.load[1]}  "
+                  f"{f.target}{verdict}", flush=True)
+    areas = against_go(cases, args.seed)
+    if text:
+        print("\nagainst the real upstream code (the Go harness), same cases, same run")
+        for a in areas:
+            verdict = "" if a.met is None else ("  met" if a.met else "  MISSED")
+            print(f"  {a.area:<10} at {a.kubernetes}: {a.cases} cases  numalign {a.numalign_cpu_s:.3f} s CPU  "
+                  f"Go {a.go_cpu_s:.3f} s CPU  numalign/Go throughput {a.throughput_ratio:.2f}x  "
+                  f"load {a.load[0]}..{a.load[1]}  {a.target}{verdict}", flush=True)
+    admissions = admissions_go.measure(str(harness.binary(minor)), version, run_once,
+                                       cases=2 if args.quick else 4, cycles=5 if args.quick else 20)
+    if not text:
         print(json.dumps({"schemaVersion": 1, "commands": [asdict(f) for f in cmd],
                           "againstGo": [asdict(f) for f in areas],
                           "admissionsAgainstGo": [asdict(f) for f in admissions]}, indent=2))
         return 0
+    print(f"\nfull admissions per second, numalign against the real Go managers (the admit area's harness at "
+          f"{version}), the dual-socket pod mix admitted and deleted; start-up per case taken off")
+    for adm in admissions:
+        verdict = "  met" if adm.met else "  MISSED"
+        print(f"  {adm.numa_nodes:>2} NUMA nodes ({adm.machine}, {adm.policy}): {adm.admissions} admissions  numalign "
+              f"{adm.numalign_per_s:,.0f}/s ({adm.numalign_cpu_s:.3f} s CPU)  Go {adm.go_per_s:,.0f}/s "
+              f"({adm.go_cpu_s:.3f} s CPU)  {adm.ratio:.1f}x  cases differing {adm.differing_cases}  "
+              f"load {adm.load[0]}..{adm.load[1]}  {adm.target}{verdict}")
+    return 0
     print(f"whole commands (min / median of runs; load 1-min before..after; {os.cpu_count()} CPUs)")
     for f in cmd:
         verdict = "" if f.met is None else ("  met" if f.met else "  MISSED")
