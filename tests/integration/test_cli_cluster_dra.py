@@ -33,7 +33,7 @@ def test_simulate_shows_dra_pods_and_their_alignment(tmp_path: Path) -> None:
                          str(DATA / "cluster" / "workload.yaml"), "--scheduler", "exact", "-o", "json").stdout)
     dra = doc["runs"][0]["dra"]
     assert (dra["pods"], dra["placed"]) == (16, 12)
-    assert dra["aligned"] + dra["apart"] + dra["unpinned"] + dra["unknown"] == 12
+    assert dra["aligned"] + dra["notAligned"] + dra["nothingPinned"] + dra["unknown"] == 12
 
 
 def test_capacity_is_limited_by_the_claims() -> None:

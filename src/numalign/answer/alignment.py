@@ -19,6 +19,7 @@ from typing import Any
 from numalign.core.decision import ContainerAllocation
 from numalign.k8s.resources import RESOURCE_CPU
 from numalign.machine.topology import Machine
+from numalign.report.verdict import ALIGNED, NOT_ALIGNED, NOTHING_PINNED, Verdict, headline
 
 EXACT_LIMIT = 10
 
@@ -47,24 +48,33 @@ class PodAlignment:
     containers: tuple[ContainerAlignment, ...]
 
     @property
+    def verdict(self) -> Verdict:
+        """report/verdict.py's word: nothing pinned when no container holds anything NUMA-bound, NOT
+        aligned when a container is flagged, else aligned."""
+        if not any(c.numa_nodes for c in self.containers):
+            return NOTHING_PINNED
+        return NOT_ALIGNED if any(c.flags for c in self.containers) else ALIGNED
+
+    @property
     def aligned(self) -> bool:
-        return not any(c.flags for c in self.containers)
+        return self.verdict == ALIGNED
 
     @property
     def numa_nodes(self) -> tuple[int, ...]:
         return tuple(sorted({n for c in self.containers for n in c.numa_nodes}))
 
     def summary(self) -> str:
-        if not any(c.numa_nodes for c in self.containers):
-            return "nothing NUMA-bound (shared CPU pool, no pinned memory or devices)"
-        where = _nodes(self.numa_nodes)
-        if self.aligned:
-            return f"aligned: each container on the fewest NUMA nodes it needs; the pod uses NUMA {where}"
-        flagged = "; ".join(f"{c.container}: {', '.join(c.flags)}" for c in self.containers if c.flags)
-        return f"NOT aligned: {flagged}"
+        verdict = self.verdict
+        if verdict == NOTHING_PINNED:
+            return headline(verdict, "shared CPU pool, no pinned memory or NUMA-bound devices")
+        if verdict == ALIGNED:
+            return headline(verdict, f"each container on the fewest NUMA nodes it needs; the pod uses NUMA "
+                                     f"{_nodes(self.numa_nodes)}")
+        return headline(verdict, "; ".join(f"{c.container}: {', '.join(c.flags)}" for c in self.containers if c.flags))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"aligned": self.aligned, "numa_nodes": list(self.numa_nodes), "summary": self.summary(),
+        return {"verdict": self.verdict, "aligned": self.aligned, "numa_nodes": list(self.numa_nodes),
+                "summary": self.summary(),
                 "containers": [c.to_dict() for c in self.containers]}
 
 

@@ -16,16 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from numalign.core.decision import ContainerAllocation
 from numalign.machine.dra import numa_of_pci
 from numalign.machine.dradrivers import CPU_DRIVER, MEMORY_DRIVER
 from numalign.machine.topology import Machine
+from numalign.report.verdict import ALIGNED, NOT_ALIGNED, NOTHING_PINNED, UNKNOWN, Verdict, headline, worst
 from numalign.scheduler.dra.api import AllocatedDevice, AllocationFailure
 from numalign.scheduler.dra.scheduling import PodClaims
-
-Verdict = Literal["aligned", "apart", "unpinned", "unknown"]
 
 
 @dataclass(frozen=True)
@@ -54,14 +53,16 @@ class ContainerDRAAlignment:
     def device_nodes(self) -> tuple[int, ...]:
         return tuple(sorted({d.numa_node for d in self.devices if d.numa_node is not None}))
 
-    def text(self) -> str:
+    def text(self, pod_verdict: Verdict | None = None) -> str:
+        """`main: DRA devices on NUMA 1; pinned CPUs on NUMA 0; memory on NUMA 0`, the container's own
+        verdict after its name when it is not the pod's."""
         dev = f"DRA devices on NUMA {_ids(self.device_nodes) or '?'}"
         cpus = f"pinned CPUs on NUMA {_ids(self.cpus)}" if self.cpus else "CPUs from the shared pool"
         mem = f"memory on NUMA {_ids(self.memory)}" if self.memory else "memory not pinned"
-        word = {"aligned": "aligned", "apart": "NOT on the same NUMA node",
-                "unpinned": "nothing pinned to align with",
-                "unknown": "a device's NUMA node is unknown (no numaNode attribute, PCI address not on this machine)"}
-        return f"{self.container}: {dev}; {cpus}; {mem}: {word[self.verdict]}"
+        name = self.container if self.verdict == pod_verdict else f"{self.container} ({self.verdict})"
+        why = (" (a device without the numaNode attribute, its PCI address not on this machine)"
+               if self.verdict == UNKNOWN else "")
+        return f"{name}: {dev}{why}; {cpus}; {mem}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"container": self.container, "devices": [d.to_dict() for d in self.devices],
@@ -93,27 +94,35 @@ class PodDRAAlignment:
     preview: tuple[str, ...] = field(default_factory=tuple)  # previews that shaped the admission
 
     @property
+    def verdict(self) -> Verdict:
+        """The containers' joined as report/verdict.py joins them; nothing pinned when no container uses them."""
+        return worst(c.verdict for c in self.containers)
+
+    @property
     def aligned(self) -> bool:
-        return bool(self.containers) and all(c.verdict == "aligned" for c in self.containers)
+        return self.verdict == ALIGNED
 
     @property
     def misaligned(self) -> bool:
-        return any(c.verdict == "apart" for c in self.containers)
+        return self.verdict == NOT_ALIGNED
 
     def summary(self) -> str:
         if not self.containers:
-            return "no container uses the claims' devices (resources.claims)"
+            return headline(NOTHING_PINNED, "no container uses the claims' devices (resources.claims)")
         if self.aligned:
             how = ("preview dra-topology-hints: the Topology Manager took the DRA devices' NUMA nodes as hints"
                    if self.preview else
                    "by the claims: CPUs and memory came through DRA" if all(c.through_dra for c in self.containers)
                    else "not by design: the Topology Manager does not consider DRA devices")
-            return f"aligned: each container's DRA devices are on the NUMA node of its CPUs and memory ({how})"
-        flagged = "; ".join(c.text() for c in self.containers if c.verdict != "aligned")
-        return f"NOT aligned: {flagged}"
+            return headline(ALIGNED, f"each container's DRA devices are on the NUMA node of its pinned CPUs and "
+                                     f"memory ({how})")
+        verdict = self.verdict
+        shown = [c for c in self.containers if c.verdict not in (ALIGNED, NOTHING_PINNED) or verdict == NOTHING_PINNED]
+        return headline(verdict, "; ".join(c.text(verdict) for c in shown))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"aligned": self.aligned, "summary": self.summary(), "devices": [d.to_dict() for d in self.devices],
+        return {"verdict": self.verdict, "aligned": self.aligned, "summary": self.summary(),
+                "devices": [d.to_dict() for d in self.devices],
                 "containers": [c.to_dict() for c in self.containers],
                 "would_be_aligned_if": [o.to_dict() for o in self.options], "tried": self.tried,
                 "previews": list(self.preview)}
@@ -147,13 +156,13 @@ def container_alignment(
     memory |= {n for d in devices if d.driver == MEMORY_DRIVER for n in d.numa_nodes[:1]}
     verdict: Verdict
     if any(p.numa_node is None for p in places):
-        verdict = "unknown"
+        verdict = UNKNOWN
     elif not cpus and not memory:
-        verdict = "unpinned"
+        verdict = NOTHING_PINNED
     else:
         pinned = [s for s in (cpus, memory) if s]
         common = set.intersection(*pinned)
-        verdict = "aligned" if all(p.numa_node in common for p in places) else "apart"
+        verdict = ALIGNED if all(p.numa_node in common for p in places) else NOT_ALIGNED
     through = any(d.driver in (CPU_DRIVER, MEMORY_DRIVER) for d in devices)
     return ContainerDRAAlignment(name, places, tuple(sorted(cpus)), tuple(sorted(memory)), verdict, through)
 

@@ -28,6 +28,15 @@ from numalign.k8s.dra.types import DRAObjects, ResourceClaim, ResourceSlice
 from numalign.k8s.pod import Pod
 from numalign.kubelet.dramanager.manager import DRAManager
 from numalign.machine.dra import machine_slices
+from numalign.report.verdict import (
+    ALIGNED,
+    COUNT_KEYS,
+    NOT_ALIGNED,
+    NOTHING_PINNED,
+    UNKNOWN,
+    Verdict,
+    worst,
+)
 from numalign.scheduler.dra.api import (
     CANNOT_ALLOCATE,
     AllocatedDevice,
@@ -255,9 +264,11 @@ class DRAFigures:
     pods: int                    # workload pods with claims
     placed: int
     unschedulable: dict[str, int]  # allocator message -> pods pending with it
+    # placed pods by their verdict (report/verdict.py): devices with their CPUs and memory or not, NUMA
+    # node unknown, nothing pinned
     aligned: int
-    apart: int
-    unpinned: int
+    not_aligned: int
+    nothing_pinned: int
     unknown: int
     allocations: int = 0         # allocator runs
     # why the unschedulable pods' claims do not fit (scheduler/dra/explain.py): reason -> pods with it
@@ -271,13 +282,19 @@ class DRAFigures:
 
     def to_dict(self) -> dict[str, Any]:
         return {"pods": self.pods, "placed": self.placed, "unschedulable": dict(self.unschedulable),
-                "aligned": self.aligned, "apart": self.apart, "unpinned": self.unpinned, "unknown": self.unknown,
+                **{COUNT_KEYS[v]: n for v, n in self.by_verdict().items()},
                 "alignedShare": None if self.aligned_share is None else round(self.aligned_share, 6),
                 "allocations": self.allocations, "why": dict(self.why)}
 
+    def by_verdict(self) -> dict[Verdict, int]:
+        return {ALIGNED: self.aligned, NOT_ALIGNED: self.not_aligned, NOTHING_PINNED: self.nothing_pinned,
+                UNKNOWN: self.unknown}
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DRAFigures:
-        return cls(d["pods"], d["placed"], dict(d["unschedulable"]), d["aligned"], d["apart"], d["unpinned"],
+        """Also a document of before the verdicts' one vocabulary (`apart`, `unpinned`)."""
+        return cls(d["pods"], d["placed"], dict(d["unschedulable"]), d["aligned"],
+                   d.get("notAligned", d.get("apart", 0)), d.get("nothingPinned", d.get("unpinned", 0)),
                    d["unknown"], d.get("allocations", 0), dict(d.get("why") or {}))
 
 
@@ -286,7 +303,7 @@ def figures(dra: ClusterDRA, pods: int, bound: Mapping[str, tuple[int, str]],
     """`pending`: DRA pods still unschedulable with their reasons (the filters' messages)."""
     from numalign.answer.dra_alignment import container_alignment
 
-    verdicts: Counter[str] = Counter()
+    verdicts: Counter[Verdict] = Counter()
     placed = 0
     for uid, (i, answer) in dra.placed.items():
         if uid not in bound:
@@ -296,16 +313,15 @@ def figures(dra: ClusterDRA, pods: int, bound: Mapping[str, tuple[int, str]],
         pod = sn.pods[uid][0]
         node = sn.node()
         by_claim = {pc.name: c.claim.key for pc, c in zip(pod.resource_claims, answer.claims, strict=True)}
-        worst = ""
+        found: list[Verdict] = []
         for c in pod.all_containers():
             keys = {by_claim.get(ref.name) for ref in c.claims}
             devs = tuple(d for d in answer.devices if d.claim in keys)
             if not devs:
                 continue
             alloc = node.allocation(uid, c.name)
-            v = container_alignment(sn.pool.machine, c.name, devs, alloc).verdict
-            worst = max(worst, v, key=_RANK.__getitem__) if worst else v
-        verdicts[worst or "unpinned"] += 1
+            found.append(container_alignment(sn.pool.machine, c.name, devs, alloc).verdict)
+        verdicts[worst(found)] += 1
     unschedulable: Counter[str] = Counter()
     why: Counter[str] = Counter()
     explained: dict[str, list[str]] = {}  # the claims' specs -> reasons: a workload's pods share them
@@ -318,8 +334,7 @@ def figures(dra: ClusterDRA, pods: int, bound: Mapping[str, tuple[int, str]],
         if spec not in explained:
             explained[spec] = dra.why(pod)
         why.update(explained[spec])
-    return DRAFigures(pods, placed, dict(sorted(unschedulable.items())), verdicts["aligned"], verdicts["apart"],
-                      verdicts["unpinned"], verdicts["unknown"], dra.allocations, dict(sorted(why.items())))
+    return DRAFigures(pods, placed, dict(sorted(unschedulable.items())), verdicts[ALIGNED],
+                      verdicts[NOT_ALIGNED], verdicts[NOTHING_PINNED], verdicts[UNKNOWN], dra.allocations,
+                      dict(sorted(why.items())))
 
-
-_RANK = {"aligned": 0, "unpinned": 1, "unknown": 2, "apart": 3}

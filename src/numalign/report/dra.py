@@ -11,18 +11,28 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import Any
+from typing import Any, Final
 
 from numalign.machine.topology import Device
 from numalign.report.charts import Row, Segment, bar_chart, percent
+from numalign.report.verdict import ALIGNED as V_ALIGNED
+from numalign.report.verdict import COUNT_KEYS, VERDICTS, worst
+from numalign.report.verdict import NOT_ALIGNED as V_NOT_ALIGNED
+from numalign.report.verdict import NOTHING_PINNED as V_NOTHING_PINNED
+from numalign.report.verdict import UNKNOWN as V_UNKNOWN
 from numalign.report.view import NodeView
 
-ALIGNED, APART, UNPINNED, UNKNOWN = "#59a14f", "#e15759", "#bab0ac", "#9c755f"
+ALIGNED_COLOUR, APART, UNPINNED, UNKNOWN = "#59a14f", "#e15759", "#bab0ac", "#9c755f"
 PLACED, UNSCHEDULABLE = "#4e79a7", "#f28e2b"
 
 
 def _label(run: Mapping[str, Any]) -> str:
     return str(run["config"].get("label") or run["config"]["scheduler"])
+
+
+# The verdicts' colours, in report/verdict.py's words.
+_COLOURS: Final = ((V_ALIGNED, ALIGNED_COLOUR), (V_NOT_ALIGNED, APART), (V_NOTHING_PINNED, UNPINNED),
+                   (V_UNKNOWN, UNKNOWN))
 
 
 def dra_sections(runs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -34,10 +44,7 @@ def dra_sections(runs: Sequence[Mapping[str, Any]]) -> list[str]:
                               Segment("unschedulable", sum(r["dra"]["unschedulable"].values()), UNSCHEDULABLE)),
                   f"{r['dra']['placed']}/{r['dra']['pods']} placed") for r in with_dra]
     top = max((r["dra"]["pods"] for r in with_dra), default=1) or 1
-    aligned = [Row(_label(r), (Segment("devices with CPUs and memory", r["dra"]["aligned"], ALIGNED),
-                               Segment("apart", r["dra"]["apart"], APART),
-                               Segment("nothing pinned", r["dra"]["unpinned"], UNPINNED),
-                               Segment("NUMA node unknown", r["dra"]["unknown"], UNKNOWN)),
+    aligned = [Row(_label(r), tuple(Segment(v, r["dra"][COUNT_KEYS[v]], colour) for v, colour in _COLOURS),
                    f"{percent(r['dra']['alignedShare'])} aligned") for r in with_dra]
     reasons = "".join(
         f"<li>{escape(_label(r))}: {n} pod(s): {escape(reason)}</li>"
@@ -54,8 +61,7 @@ def dra_sections(runs: Sequence[Mapping[str, Any]]) -> list[str]:
                   keys=(("placed", PLACED), ("unschedulable", UNSCHEDULABLE))),
         bar_chart(aligned, max((r["dra"]["placed"] for r in with_dra), default=1) or 1, ident="dra-alignment",
                   caption="Placed DRA pods: devices on the NUMA node of their CPUs and memory",
-                  keys=(("aligned", ALIGNED), ("apart", APART), ("nothing pinned", UNPINNED),
-                        ("NUMA node unknown", UNKNOWN))),
+                  keys=_COLOURS),
         "</div>",
         *([f"<ul class=\"detail\" id=\"dra-unschedulable\">{reasons}</ul>"] if reasons else []),
     ]
@@ -109,9 +115,12 @@ def with_dra_devices(view: NodeView, chips: Sequence[DRAChip], free: Sequence[tu
         alignment = dict(p.alignment or {})
         if al is not None:
             claims = sorted({c.claim for c in mine})
-            alignment["summary"] = (f"{alignment.get('summary', 'admitted')}; DRA ({', '.join(claims)}): "
-                                    f"{al.get('summary', '')}")
-            alignment["aligned"] = bool(alignment.get("aligned", True)) and not any(
-                c.get("verdict") == "apart" for c in al.get("containers") or [])
+            # The pod's verdict joins the kubelet's and the DRA devices' (report/verdict.py's rule), and
+            # heads the line as it heads each part.
+            parts = [v for v in (alignment.get("verdict"), al.get("verdict")) if v in VERDICTS]
+            alignment["verdict"] = worst(parts)
+            alignment["summary"] = (f"{alignment['verdict']}: kubelet: {alignment.get('summary', 'admitted')}; "
+                                    f"DRA ({', '.join(claims)}): {al.get('summary', '')}")
+            alignment["aligned"] = alignment["verdict"] == V_ALIGNED
         pods.append(dataclasses.replace(p, containers=tuple(containers), alignment=alignment))
     return dataclasses.replace(view, machine=machine, pods=tuple(pods))

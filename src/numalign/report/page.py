@@ -13,6 +13,7 @@ from numalign.report import colors
 from numalign.report.heatmap import distance_svg
 from numalign.report.machine_svg import machine_svg
 from numalign.report.style import CSS
+from numalign.report.verdict import marked
 from numalign.report.view import ContainerView, NodeView, PodView
 
 MAX_HINTS = 16  # per list; a 64-node machine's lists run to thousands (the JSON output keeps them all)
@@ -177,17 +178,25 @@ def _answer(answer: Mapping[str, Any] | None, with_why: bool) -> list[str]:
     return out
 
 
+def _marked(alignment: Mapping[str, Any]) -> bool:
+    """A pod marked misaligned: its verdict NOT aligned (report/verdict.py); a source without verdicts
+    (an older status file) by its `aligned` flag."""
+    if "verdict" in alignment:
+        return marked(alignment["verdict"])
+    return not alignment.get("aligned", True)
+
+
 def admitted_list(view: NodeView) -> str:
     """Admitted pods with their alignment, misaligned ones first and marked."""
     pods = view.admitted
     if not pods:
         return ""
     def key(p: PodView) -> tuple[bool, str]:
-        return (bool((p.alignment or {}).get("aligned", True)), p.key)
+        return (not _marked(p.alignment or {}), p.key)
     items = []
     for p in sorted(pods, key=key):
         al = p.alignment or {}
-        cls = "aligned" if al.get("aligned", True) else "misaligned"
+        cls = "misaligned" if _marked(al) else "aligned"
         mark = "" if cls == "aligned" else "&#9888; "
         items.append(f"<li class=\"{cls}\" data-pod=\"{escape(p.key)}\">{mark}<b>{escape(p.key)}</b>: "
                      f"{escape(str(al.get('summary') or 'admitted'))}</li>")

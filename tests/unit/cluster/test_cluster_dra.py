@@ -27,9 +27,9 @@ def test_two_gpus_per_numa_node_on_three_gpu_nodes_place_twelve_pairs() -> None:
         assert (r.dra.pods, r.dra.placed, r.placed) == (16, 12, 12)
         assert r.dra.unschedulable == {"cannot allocate all claims": 4}
         assert r.unschedulable_reasons == {"cannot allocate all claims": 4}
-        assert r.dra.aligned + r.dra.apart + r.dra.unpinned + r.dra.unknown == 12
+        assert r.dra.aligned + r.dra.not_aligned + r.dra.nothing_pinned + r.dra.unknown == 12
         # The kubelet pins each trainer's 4 CPUs without regard to its GPUs: some land apart.
-        assert 0 < r.dra.aligned < 12 and r.dra.apart > 0
+        assert 0 < r.dra.aligned < 12 and r.dra.not_aligned > 0
         assert RunResult.from_dict(r.to_dict()) == r
         # Nodes of a pool in the same state share the allocator's answer.
         assert r.dra.allocations < 16 * 5
@@ -72,7 +72,7 @@ def test_a_shared_claim_ties_its_pods_to_one_node() -> None:
     # One allocation per pool for the first pod; then the claim is allocated and ties the others to its
     # node: one more run of the allocator (with the claim kept) on that node only.
     assert r.dra.allocations == 3
-    assert (r.dra.aligned, r.dra.apart) == (3, 0)  # gpu-0, gpu-1 on NUMA 0, where the kubelet starts too
+    assert (r.dra.aligned, r.dra.not_aligned) == (3, 0)  # gpu-0, gpu-1 on NUMA 0, where the kubelet starts too
 
 
 def test_capacity_counts_copies_whose_claims_still_fit() -> None:

@@ -19,6 +19,7 @@ from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.pod import Pod
 from numalign.k8s.resources import RESOURCE_CPU
 from numalign.machine.render import binary_quantity
+from numalign.report.verdict import NOT_ALIGNED
 
 MAX_HOLDERS = 3
 MAX_FREE_LINES = 8
@@ -179,7 +180,7 @@ def compact_lines(rec: DecisionRecord, extra: PodAlignment | Answer, pod: Pod) -
         lines = [f"pod {rec.pod}: admitted"]
         by_name = {c.container: c for c in extra.containers} if isinstance(extra, PodAlignment) else {}
         lines += [clip(allocation_line(name, alloc, by_name.get(name))) for name, alloc in rec.allocations.items()]
-        if isinstance(extra, PodAlignment) and not extra.aligned:
+        if isinstance(extra, PodAlignment) and extra.verdict == NOT_ALIGNED:
             lines.append(clip(f"  alignment: {extra.summary()}"))
         return lines
     lines = [clip(f"pod {rec.pod}: {rec.result.verdict()}")]
