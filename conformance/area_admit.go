@@ -1,5 +1,3 @@
-//go:build !(k8s133 || k8s134 || k8s135 || k8s136)
-
 package main
 
 // The "admit" area: a kubelet's pod admission, in-process, with the real managers wired as
@@ -55,9 +53,28 @@ import (
 	"k8s.io/utils/cpuset"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/kubelet/cadvisor"
+	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
+	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
 )
+
+type (
+	cpuManager    = cpumanager.Manager
+	memoryManager = memorymanager.Manager
+)
+
+// noRuntime is the container runtime the CPU manager's reconcile loop would update; it is never
+// reached (no pod has a status, see noStatus).
+type noRuntime struct{}
+
+func (noRuntime) UpdateContainerResources(context.Context, string, *runtimeapi.ContainerResources) error {
+	return nil
+}
+
+// The CPU manager's reconcile loop starts at once and then waits this long: no case lasts that long.
+const reconcilePeriod = 24 * time.Hour
 
 // machineCapacity is the container manager's capacity from cadvisor (cpu, memory, hugepages).
 func machineCapacity(m *cMachineInfo) v1.ResourceList { return cadvisor.CapacityFromMachineInfo(m) }
@@ -212,14 +229,13 @@ func deviceStubs(ctx context.Context, devices []admitDevice) ([]*plugin.Stub, ma
 	counts := map[string]int{}
 	for i, res := range order {
 		sock := filepath.Join(pluginapi.DevicePluginPath, "conformance-"+strconv.Itoa(i)+".sock")
-		stub := plugin.NewDevicePluginStub(logger, byResource[res], sock, res, false, true)
-		stub.SetAllocFunc(allocateEach)
-		stub.SetGetPreferredAllocFunc(preferNatural)
-		if err := stub.Start(ctx); err != nil {
+		stub := newStub(byResource[res], sock, res)
+		setStubFuncs(stub)
+		if err := startStub(ctx, stub); err != nil {
 			return stubs, nil, fmt.Errorf("device plugin stub %s: %w", res, err)
 		}
 		stubs = append(stubs, stub)
-		if err := stub.Register(ctx, pluginapi.KubeletSocket, res, pluginapi.DevicePluginPath); err != nil {
+		if err := registerStub(ctx, stub, res); err != nil {
 			return stubs, nil, fmt.Errorf("device plugin stub %s: register: %w", res, err)
 		}
 		counts[res] = len(byResource[res])
@@ -229,11 +245,11 @@ func deviceStubs(ctx context.Context, devices []admitDevice) ([]*plugin.Stub, ma
 
 // allocateEach answers Allocate as a device plugin does: one container response per container
 // request (the stub's default answers none, which the kubelet rejects as unexpected).
-func allocateEach(r *pluginapi.AllocateRequest, _ map[string]*pluginapi.Device) (*pluginapi.AllocateResponse, error) {
+func allocateEach(r *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 	resp := &pluginapi.AllocateResponse{}
-	for _, req := range r.ContainerRequests {
+	for range r.ContainerRequests {
 		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerAllocateResponse{
-			Envs: map[string]string{"CONFORMANCE_DEVICES": fmt.Sprint(req.DevicesIds)},
+			Envs: map[string]string{"CONFORMANCE": "1"},
 		})
 	}
 	return resp, nil
@@ -244,7 +260,7 @@ func allocateEach(r *pluginapi.AllocateRequest, _ map[string]*pluginapi.Device) 
 // its own (map order: random), it asks the plugin first when the plugin offers a preference, so
 // with this one every pick but a reuse of more devices than needed is determined; numalign's
 // plugins are given the same preference (tests/conformance/areas/admit.py).
-func preferNatural(r *pluginapi.PreferredAllocationRequest, _ map[string]*pluginapi.Device) (*pluginapi.PreferredAllocationResponse, error) {
+func preferNatural(r *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
 	resp := &pluginapi.PreferredAllocationResponse{}
 	for _, req := range r.ContainerRequests {
 		ids := append([]string{}, req.MustIncludeDeviceIDs...)
@@ -463,7 +479,7 @@ func admitArea(raw json.RawMessage) (any, error) {
 			state.mu.Lock()
 			state.admitting = pod
 			state.mu.Unlock()
-			attrs := &lifecycle.PodAdmitAttributes{Pod: pod, OtherPods: state.others(pod.UID), Operation: lifecycle.AddOperation}
+			attrs := admitAttributes(pod, state.others(pod.UID))
 			out := map[string]any{"admit": true, "reason": "", "message": ""}
 			for _, h := range handlers {
 				res := handlerAdmit(ctx, h, attrs)

@@ -4,12 +4,11 @@ package main
 
 import (
 	"context"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
@@ -24,22 +23,6 @@ import (
 )
 
 // 1.37: loggers and contexts on every manager call; cadvisor's lib/model MachineInfo.
-
-type (
-	cpuManager    = cpumanager.Manager
-	memoryManager = memorymanager.Manager
-)
-
-// noRuntime is the container runtime the CPU manager's reconcile loop would update; it is never
-// reached (no pod has a status, see noStatus).
-type noRuntime struct{}
-
-func (noRuntime) UpdateContainerResources(context.Context, string, *runtimeapi.ContainerResources) error {
-	return nil
-}
-
-// The CPU manager's reconcile loop starts at once and then waits this long: no case lasts that long.
-const reconcilePeriod = 24 * time.Hour
 
 type newDMFunc[T any] func(klog.Logger, T, topologymanager.Store) (*devicemanager.ManagerImpl, error)
 
@@ -59,6 +42,13 @@ func startDeviceManager(dm *devicemanager.ManagerImpl, active func() []*v1.Pod) 
 }
 func stopDeviceManager(dm *devicemanager.ManagerImpl) { _ = dm.Stop(logger) }
 func stopStub(s *plugin.Stub)                         { _ = s.Stop(logger) }
+func newStub(devs []*pluginapi.Device, socket, resource string) *plugin.Stub {
+	return plugin.NewDevicePluginStub(logger, devs, socket, resource, false, true)
+}
+func startStub(ctx context.Context, s *plugin.Stub) error { return s.Start(ctx) }
+func registerStub(ctx context.Context, s *plugin.Stub, resource string) error {
+	return s.Register(ctx, pluginapi.KubeletSocket, resource, pluginapi.DevicePluginPath)
+}
 func dmCapacity(dm *devicemanager.ManagerImpl) (v1.ResourceList, v1.ResourceList, []string) {
 	return dm.GetCapacity(logger)
 }

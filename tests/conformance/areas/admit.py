@@ -30,7 +30,7 @@ from numalign.machine.shorthand import parse_shorthand
 from numalign.machine.topology import Device
 
 NAME = "admit"
-MINORS = ("1.37",)
+MINORS = ("1.33", "1.34", "1.35", "1.36", "1.37")
 
 _CPU_OPTIONS = (
     "full-pcpus-only",

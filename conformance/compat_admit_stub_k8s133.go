@@ -1,0 +1,19 @@
+//go:build k8s133
+
+package main
+
+import (
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	plugin "k8s.io/kubernetes/pkg/kubelet/cm/devicemanager/plugin/v1beta1"
+)
+
+// 1.33's stub hands its callbacks the devices by value.
+
+func setStubFuncs(s *plugin.Stub) {
+	s.SetAllocFunc(func(r *pluginapi.AllocateRequest, _ map[string]pluginapi.Device) (*pluginapi.AllocateResponse, error) {
+		return allocateEach(r)
+	})
+	s.SetGetPreferredAllocFunc(func(r *pluginapi.PreferredAllocationRequest, _ map[string]pluginapi.Device) (*pluginapi.PreferredAllocationResponse, error) {
+		return preferNatural(r)
+	})
+}
