@@ -7,6 +7,7 @@ are joined with "; "), or None for a valid name."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final
 
@@ -32,6 +33,7 @@ def _too_long(limit: int) -> str:
     return f"must be no more than {limit} characters"
 
 
+@functools.lru_cache(maxsize=8192)  # the same names come back in every slice and claim
 def dns_label_problem(name: str) -> str | None:
     """IsDNS1123Label: device, request and sub-request names, a namespace, a pod's claim name."""
     problems = []
@@ -42,6 +44,7 @@ def dns_label_problem(name: str) -> str | None:
     return "; ".join(problems) or None
 
 
+@functools.lru_cache(maxsize=8192)  # the same names come back in every slice and claim
 def dns_subdomain_problem(name: str, limit: int = DNS1123_SUBDOMAIN_MAX) -> str | None:
     """IsDNS1123Subdomain: object names (classes, claims, templates, slices), node names, class names in
     requests; a driver name is one of at most 63 characters."""
@@ -53,10 +56,12 @@ def dns_subdomain_problem(name: str, limit: int = DNS1123_SUBDOMAIN_MAX) -> str 
     return "; ".join(problems) or None
 
 
+@functools.lru_cache(maxsize=8192)  # the same names come back in every slice and claim
 def driver_problem(name: str) -> str | None:
     return dns_subdomain_problem(name, DRIVER_NAME_MAX)
 
 
+@functools.lru_cache(maxsize=8192)  # the same names come back in every slice and claim
 def pool_problem(name: str) -> str | None:
     """validatePoolName: at most 253 characters, each part between slashes a DNS subdomain."""
     if len(name) > POOL_NAME_MAX:

@@ -67,7 +67,6 @@ def dra_object_from_dict(obj: Mapping[str, Any], where: str) -> DRAObject:
     metadata = metadata if isinstance(metadata, Mapping) else {}
     name = metadata.get("name")
     namespace = metadata.get("namespace") or "default"
-    label = f'{kind}.resource.k8s.io {go_quote(name) if isinstance(name, str) else "<unnamed>"}'
     try:
         if not isinstance(name, str) or not name:
             raise _FieldError("metadata.name", "Required value: name or generateName is required")
@@ -96,6 +95,7 @@ def dra_object_from_dict(obj: Mapping[str, Any], where: str) -> DRAObject:
         return t.ResourceClaim(name=name, namespace=namespace, uid=uid if isinstance(uid, str) else "",
                                spec=claim_spec, allocation=_allocation(status.get("allocation")), source=source)
     except _FieldError as exc:
+        label = f'{kind}.resource.k8s.io {go_quote(name) if isinstance(name, str) else "<unnamed>"}'
         raise InvalidInputError(f"{where}: {label} is invalid: {exc}") from None
 
 
@@ -141,48 +141,64 @@ def _slice(name: str, spec: Mapping[str, Any], source: str) -> t.ResourceSlice:
 
 
 def _device(raw: object, path: str, per_device: bool) -> t.Device:
+    # Optional fields are looked at only when present: a slice's many devices are read on every run, and
+    # building each field's path for an error that is not there cost more than reading the device.
     obj = _mapping(raw, path)
-    attributes = {
-        key: _attribute(value, f"{path}.attributes[{key}]")
-        for key, value in _mapping(obj.get("attributes"), f"{path}.attributes").items()
-    }
-    capacity = {
-        key: _capacity(value, f"{path}.capacity[{key}]")
-        for key, value in _mapping(obj.get("capacity"), f"{path}.capacity").items()
-    }
+    attributes: dict[str, t.DeviceAttribute] = {}
+    raw_attributes = obj.get("attributes")
+    if raw_attributes is not None:
+        for key, value in _mapping(raw_attributes, f"{path}.attributes").items():
+            attributes[key] = _scalar_attribute(value) or _attribute(value, f"{path}.attributes[{key}]")
+    capacity: dict[str, t.DeviceCapacity] = {}
+    raw_capacity = obj.get("capacity")
+    if raw_capacity is not None:
+        for key, value in _mapping(raw_capacity, f"{path}.capacity").items():
+            capacity[key] = _capacity(value, f"{path}.capacity[{key}]")
     total = len(attributes) + len(capacity)
     if total > t.RESOURCE_SLICE_MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE:
         raise _FieldError(path, f"Too many: {total}: must have at most "
                              f"{t.RESOURCE_SLICE_MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE} attributes and capacities")
     consumes = []
-    for i, raw_c in enumerate(_list(obj.get("consumesCounters"), f"{path}.consumesCounters",
-                                    t.RESOURCE_SLICE_MAX_DEVICE_COUNTERS_PER_DEVICE)):
+    raw_consumes = obj.get("consumesCounters")
+    for i, raw_c in enumerate(() if raw_consumes is None else _list(
+            raw_consumes, f"{path}.consumesCounters", t.RESOURCE_SLICE_MAX_DEVICE_COUNTERS_PER_DEVICE)):
         c = _mapping(raw_c, f"{path}.consumesCounters[{i}]")
         consumes.append(t.DeviceCounterConsumption(
             counter_set=_req_str(c.get("counterSet"), f"{path}.consumesCounters[{i}].counterSet"),
             counters=_counters(c.get("counters"), f"{path}.consumesCounters[{i}].counters")))
     taints = []
-    for i, raw_t in enumerate(_list(obj.get("taints"), f"{path}.taints", t.DEVICE_TAINTS_MAX_LENGTH)):
+    raw_taints = obj.get("taints")
+    for i, raw_t in enumerate(() if raw_taints is None else _list(raw_taints, f"{path}.taints",
+                                                                  t.DEVICE_TAINTS_MAX_LENGTH)):
         tt = _mapping(raw_t, f"{path}.taints[{i}]")
         taints.append(t.DeviceTaint(key=_req_str(tt.get("key"), f"{path}.taints[{i}].key"),
                                     value=_opt_str(tt.get("value"), f"{path}.taints[{i}].value") or "",
                                     effect=_req_str(tt.get("effect"), f"{path}.taints[{i}].effect")))
-    node_name = _opt_str(obj.get("nodeName"), f"{path}.nodeName")
-    node_selector = _node_selector(obj.get("nodeSelector"), f"{path}.nodeSelector")
-    all_nodes = _bool(obj.get("allNodes"), f"{path}.allNodes")
+    raw_node_name = obj.get("nodeName")
+    node_name = None if raw_node_name is None else _opt_str(raw_node_name, f"{path}.nodeName")
+    raw_selector = obj.get("nodeSelector")
+    node_selector = None if raw_selector is None else _node_selector(raw_selector, f"{path}.nodeSelector")
+    raw_all = obj.get("allNodes")
+    all_nodes = False if raw_all is None else _bool(raw_all, f"{path}.allNodes")
     if per_device and sum((bool(node_name), node_selector is not None, all_nodes)) != 1:
         raise _FieldError(path, "Invalid value: exactly one of `nodeName`, `nodeSelector`, `allNodes` is required "
                              "when `perDeviceNodeSelection` is set")
     multiple = obj.get("allowMultipleAllocations")
+    binds = obj.get("bindsToNode")
+    conditions = obj.get("bindingConditions")
+    failures = obj.get("bindingFailureConditions")
+    name = obj.get("name")
+    if type(name) is not str or not name:
+        name = _req_str(name, f"{path}.name")
     return t.Device(
-        name=_name(_req_str(obj.get("name"), f"{path}.name"), f"{path}.name", n.dns_label_problem),
+        name=_name(name, f"{path}.name", n.dns_label_problem),
         attributes=attributes, capacity=capacity,
         consumes_counters=tuple(consumes), node_name=node_name, node_selector=node_selector, all_nodes=all_nodes,
         allow_multiple_allocations=None if multiple is None else _bool(multiple, f"{path}.allowMultipleAllocations"),
-        taints=tuple(taints), binds_to_node=_bool(obj.get("bindsToNode"), f"{path}.bindsToNode"),
-        binding_conditions=tuple(_str_list(obj.get("bindingConditions"), f"{path}.bindingConditions")),
-        binding_failure_conditions=tuple(_str_list(obj.get("bindingFailureConditions"),
-                                                   f"{path}.bindingFailureConditions")),
+        taints=tuple(taints), binds_to_node=False if binds is None else _bool(binds, f"{path}.bindsToNode"),
+        binding_conditions=() if conditions is None else tuple(_str_list(conditions, f"{path}.bindingConditions")),
+        binding_failure_conditions=() if failures is None else tuple(_str_list(
+            failures, f"{path}.bindingFailureConditions")),
     )
 
 
@@ -195,12 +211,21 @@ _ATTRIBUTE_FIELDS: Final = (("int", "int", "ints"), ("bool", "bool", "bools"), (
 _SCALAR_TYPES: Final[Mapping[str, type]] = {"int": int, "bool": bool, "string": str, "version": str}
 
 
-def _attribute(raw: object, path: str) -> t.DeviceAttribute:
+def _scalar_attribute(raw: object) -> t.DeviceAttribute | None:
+    """The common form of an attribute, one valid scalar of its kind; None for any other (read by
+    `_attribute`, which says what is wrong with it)."""
     if type(raw) is dict and len(raw) == 1:
         ((kind, value),) = raw.items()
         if _SCALAR_TYPES.get(kind) is type(value) and (
                 type(value) is not str or len(value) <= t.DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH):
             return t.DeviceAttribute(kind, (value,))  # type: ignore[arg-type]
+    return None
+
+
+def _attribute(raw: object, path: str) -> t.DeviceAttribute:
+    found_scalar = _scalar_attribute(raw)
+    if found_scalar is not None:
+        return found_scalar
     obj = _mapping(raw, path)
     found: list[t.DeviceAttribute] = []
     for kind, scalar_key, list_key in _ATTRIBUTE_FIELDS:

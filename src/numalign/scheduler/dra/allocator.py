@@ -21,7 +21,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from numalign.k8s.dra import cel
 from numalign.k8s.dra.types import (
@@ -61,6 +61,7 @@ DeviceID = tuple[str, str, str]  # driver, pool, device
 # scheduler's 10 s filter timeout: counted, so the same input always gets the same answer on any machine.
 DEFAULT_SEARCH_BUDGET: Final = 1_000_000
 _SHARE_NAMESPACE: Final = uuid.UUID("2f0c51d6-0f3b-5d55-9a8e-6472612d6964")
+_SHARE_PENDING: Final = "pending"  # a share whose ID is derived when the search has succeeded
 
 
 _ALWAYS: Final = object()  # the group of positions every value shares (_group_positions)
@@ -137,8 +138,7 @@ def _decrement(counts: dict[DeviceID, int], device_id: DeviceID) -> None:
         counts.pop(device_id, None)
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):  # made for every device the search looks at: a tuple is the cheapest
     device_id: DeviceID
     device: Device
     slice: ResourceSlice
@@ -171,6 +171,10 @@ class _RequestData:
     num_devices: int = 0
     all_devices: list[Candidate] = field(default_factory=list)
     selected_sub: int = 0
+    # What a device's selection depends on (its class and selectors), and beyond that what the scan's
+    # static checks depend on: requests alike (the same in every claim of a pod, say) share their work.
+    selection: tuple[object, ...] = ()
+    signature: tuple[object, ...] = ()
 
     @property
     def name(self) -> str:
@@ -187,6 +191,10 @@ class _Plan:
     positions: list[tuple[int, int]]
     at: Sequence[int]
     filtered: bool = False
+    # per index in `at`: the device is known to be selected and its capacity to fit (only its being in use
+    # and the claim's constraints and counters are left to check)
+    known: Sequence[bool] = ()
+    candidates: Sequence[Candidate] = ()  # per index in `at`
 
 
 class Allocator:
@@ -223,18 +231,19 @@ class Allocator:
             gathered = [s for s in slices if s.node_name == node.name or not s.node_name
                         or (everywhere and s.shared_counters)]
         self.pools = gather_pools(gathered, node, features, slices)
-        self._matches: dict[tuple[DeviceID, Key], bool] = {}
+        self._matches: dict[tuple[DeviceID, tuple[object, ...]], bool] = {}
         self._cel_results: dict[tuple[str, DeviceID], bool] = {}
         self._cel_devices: dict[DeviceID, dict[str, Any]] = {}
         self._available_counters: dict[str, dict[str, dict[str, Quantity]]] = {}
         self._consumed_counters: dict[str, dict[str, dict[str, Quantity]]] = {}
         self._allocating: dict[DeviceID, set[int]] = {}
         self._position_index: dict[tuple[int, str], dict[object, list[tuple[int, int]]]] = {}
-        self._plans: dict[tuple[Key, int, str | None, object], _Plan] = {}
+        self._plans: dict[tuple[object, ...], _Plan] = {}
         self._visits: dict[tuple[int, int], int] = {}
+        self._static_fits: dict[tuple[DeviceID, tuple[object, ...]], bool] = {}
         self._failed: dict[tuple[object, ...], tuple[bool, int, int]] = {}
         self._reachable_cache: dict[tuple[int, int], tuple[frozenset[DeviceID], frozenset[str]]] = {}
-        self._failing: dict[tuple[Key, int], list[tuple[int, int]]] = {}
+        self._failing: dict[tuple[tuple[object, ...], int], list[tuple[int, int]]] = {}
         self._allocating_capacity: dict[DeviceID, ConsumedCapacity] = {}
 
     # ---- Allocate ------------------------------------------------------------------------------------
@@ -305,7 +314,17 @@ class Allocator:
             if self.generation.reports_invalid_pools and any(p.is_invalid for p in self.pools):
                 raise NodeFailureError("invalid resource pools were encountered")
             return None
+        self._name_shares()
         return self.results
+
+    def _name_shares(self) -> None:
+        """Each share's ID, from the claim, the request, the device and the share's place among the claim's
+        devices (upstream draws a random UUID; numalign's repeat from run to run)."""
+        for claim, results in zip(self.claims, self.results, strict=True):
+            for i, r in enumerate(results):
+                if r.share_id == _SHARE_PENDING:
+                    r.share_id = str(uuid.uuid5(_SHARE_NAMESPACE,
+                                                f"{claim.key}/{r.request_name}/{device_id_text(r.device_id)}/{i}"))
 
     def _validate(self, claim: ResourceClaim, key: Key, sub: DeviceSubRequest, parent: str | None) -> _RequestData:
         """validateDeviceRequest."""
@@ -326,6 +345,9 @@ class Allocator:
                 f"claim {claim.key}, request {name}: could not retrieve device class {sub.device_class_name}: "
                 f'deviceclass.resource.k8s.io "{sub.device_class_name}" not found')
         data = _RequestData(sub, parent, cls)
+        data.selection = (cls.name, tuple(s.expression for s in sub.selectors))
+        data.signature = (data.selection, bool(sub.admin_access), sub.tolerations,
+                          tuple(sorted(sub.capacity.requests.items())) if sub.capacity else None)
         if sub.allocation_mode == "ExactCount":
             data.num_devices = sub.count
             return data
@@ -406,29 +428,33 @@ class Allocator:
             # Every position of the scan counts as a check, also those the plan passes over (they would be
             # rejected with no other effect): the budget runs out where it would with a device-by-device scan.
             done = bisect.bisect_left(plan.positions, (where[1], where[2]))
+            known = plan.known
+            candidates = plan.candidates
+            allocating = self._allocating
+            held = self.allocated.devices
             for at in range(bisect.bisect_left(plan.at, done), len(plan.at)):
                 index = plan.at[at]
                 self.checks += index - done + 1
                 done = index + 1
                 if self.checks > budget:
                     raise SearchTimeoutError(self.features.release.timeout_message(self.node.name))
-                sli, dvi = plan.positions[index]
-                s = pool.slices[sli]
-                device = s.devices[dvi]
-                device_id = (pool.driver, pool.pool, device.name)
-                if admin and ci in self._allocating.get(device_id, ()):
+                candidate = candidates[at]
+                device_id = candidate.device_id
+                if admin:
+                    if ci in allocating.get(device_id, ()):
+                        continue
+                elif device_id in held or allocating.get(device_id):  # _in_use
                     continue
-                if not admin and self._in_use(device_id):
-                    continue
-                candidate = Candidate(device_id, device, s, pool)
-                if not self._selectable(key, data, candidate):
-                    continue
-                if self.features.consumable_capacity and not self._capacity_fits(request, candidate):
-                    continue
+                if not known[at]:
+                    if not self._selectable(key, data, candidate):
+                        continue
+                    if self.features.consumable_capacity and not self._capacity_fits(request, candidate):
+                        continue
                 ok, undo = self._allocate_device(ci, ri, si, candidate, must=False)
                 if not ok:
                     continue
                 assert undo is not None
+                sli, dvi = plan.positions[index]
                 after = (pi, sli, dvi + 1) if self.generation.searches_combinations else (0, 0, 0)
                 if self._descend(undo, ci, ri, si, di + 1, in_sub, after):
                     return True
@@ -475,12 +501,15 @@ class Allocator:
         allocating the devices it could take (and their shares and counters), the constraints of this claim
         and the later ones, and how many devices this claim already has."""
         devices, counter_pools = self._reachable(ci, ri)
-        holders = frozenset((d, frozenset(h)) for d, h in self._allocating.items() if h and d in devices)
-        shares = frozenset((d, frozenset(c.items())) for d, c in self._allocating_capacity.items() if d in devices)
+        allocating = self._allocating
+        holders = frozenset((d, frozenset(h)) for d, h in allocating.items() if h and d in devices) if len(
+            allocating) < len(devices) else frozenset((d, frozenset(h)) for d in devices if (h := allocating.get(d)))
+        shares = frozenset((d, frozenset(c.items())) for d, c in self._allocating_capacity.items()
+                           if d in devices) if self._allocating_capacity else frozenset()
         counters = frozenset(
             (pool, name, frozenset((n, q) for n, q in used.items() if not q.is_zero()))
             for pool, sets in self._consumed_counters.items() if pool in counter_pools
-            for name, used in sets.items())
+            for name, used in sets.items()) if counter_pools else frozenset()
         constraints = tuple(_constraint_state(c) for claim in self.constraints[ci:] for c in claim)
         return ci, ri, len(self.results[ci]), holders, shares, counters, constraints
 
@@ -503,7 +532,7 @@ class Allocator:
             for pi, pool in enumerate(self.pools):
                 if pool.is_incomplete or pool.is_invalid:
                     continue
-                plan_key = (key, pi, None, None)
+                plan_key = (data.signature, pi, None, None)
                 plan = self._plans.get(plan_key)
                 if plan is None or not plan.filtered:
                     plan = self._filtered(self._positions(pi, pool, None, key, data), pool, key, data)
@@ -536,46 +565,63 @@ class Allocator:
         the request could never take are passed over (counted, not looked at)."""
         wanted = None if restriction is None or restriction[1].is_list else (restriction[1].kind,
                                                                                restriction[1].values)
-        plan_key = (key, pi, restriction[0] if restriction else None, wanted)
+        plan_key = (data.signature, pi, restriction[0] if restriction else None, wanted)
         plan = self._plans.get(plan_key)
         if plan is None:
             positions = self._positions(pi, pool, restriction, key, data)
-            plan = _Plan(positions, range(len(positions)))
+            plan = _Plan(positions, range(len(positions)), known=[False] * len(positions),
+                         candidates=[self._candidate(pool, sli, dvi) for sli, dvi in positions])
             self._plans[plan_key] = plan
         elif not plan.filtered:
             plan = self._filtered(plan.positions, pool, key, data)
             self._plans[plan_key] = plan
         return plan
 
-    def _filtered(self, positions: list[tuple[int, int]], pool: Pool, key: Key, data: _RequestData) -> _Plan:
-        at = [i for i, (sli, dvi) in enumerate(positions) if not self._never_taken(key, data, pool, sli, dvi)]
-        return _Plan(positions, at, filtered=True)
+    def _candidate(self, pool: Pool, sli: int, dvi: int) -> Candidate:
+        s = pool.slices[sli]
+        device = s.devices[dvi]
+        return Candidate((pool.driver, pool.pool, device.name), device, s, pool)
 
-    def _never_taken(self, key: Key, data: _RequestData, pool: Pool, sli: int, dvi: int) -> bool:
-        """Whether the scan rejects this device for this request whatever the search has allocated, with no
-        effect beyond the check: held by another pod, not selected, its capacity too small for the request
-        (a device without multiple allocations: only other pods' shares count), its counters off, or a
-        taint the request does not tolerate (where trying it takes no counters that stay taken)."""
+    def _filtered(self, positions: list[tuple[int, int]], pool: Pool, key: Key, data: _RequestData) -> _Plan:
+        at: list[int] = []
+        known: list[bool] = []
+        candidates: list[Candidate] = []
+        for i, (sli, dvi) in enumerate(positions):
+            look = self._static_check(key, data, pool, sli, dvi)
+            if look is not None:
+                at.append(i)
+                known.append(look)
+                candidates.append(self._candidate(pool, sli, dvi))
+        return _Plan(positions, at, filtered=True, known=known, candidates=candidates)
+
+    def _static_check(self, key: Key, data: _RequestData, pool: Pool, sli: int, dvi: int) -> bool | None:
+        """None where the scan rejects this device for this request whatever the search has allocated, with
+        no effect beyond the check: held by another pod, not selected, its capacity too small for the
+        request (a device without multiple allocations: only other pods' shares count), its counters off,
+        or a taint the request does not tolerate (where trying it takes no counters that stay taken).
+        Else whether the device is known to be selected and to fit (False: the scan looks at it)."""
         request = data.request
         s = pool.slices[sli]
         device = s.devices[dvi]
         device_id = (pool.driver, pool.pool, device.name)
         if not request.admin_access and device_id in self.allocated.devices:
-            return True
+            return None
         candidate = Candidate(device_id, device, s, pool)
         try:
             if not self._selectable(key, data, candidate):
-                return True
+                return None
         except AllocatorError:
             return False  # the scan reports it when it gets there, unless the device is in use by then
         f = self.features
         multiple = f.consumable_capacity and bool(device.allow_multiple_allocations)
         if f.consumable_capacity and not multiple and not self._capacity_fits(request, candidate):
-            return True
+            return None
         if not f.partitionable_devices and device.consumes_counters:
-            return True
-        return (f.device_taints and _taint_prevents(device, request)
-                and (not device.consumes_counters or self.generation.rolls_back_rejected_devices))
+            return None
+        if (f.device_taints and _taint_prevents(device, request)
+                and (not device.consumes_counters or self.generation.rolls_back_rejected_devices)):
+            return None
+        return not multiple
 
     def _positions(
         self,
@@ -609,7 +655,7 @@ class Allocator:
     def _failing_positions(self, key: Key, pi: int, pool: Pool, data: _RequestData) -> list[tuple[int, int]]:
         """The devices of a pool on which the request's or its class's selectors fail (a CEL runtime error),
         once per request and pool; every other device's selection is cached by the same pass."""
-        found = self._failing.get((key, pi))
+        found = self._failing.get((data.selection, pi))
         if found is None:
             found = []
             for sli, s in enumerate(pool.slices):
@@ -618,7 +664,7 @@ class Allocator:
                         self._selectable(key, data, Candidate((pool.driver, pool.pool, d.name), d, s, pool))
                     except AllocatorError:
                         found.append((sli, dvi))
-            self._failing[(key, pi)] = found
+            self._failing[(data.selection, pi)] = found
         return found
 
     def _group_positions(self, pool: Pool, name: str) -> dict[object, list[tuple[int, int]]]:
@@ -658,6 +704,15 @@ class Allocator:
     def _in_use(self, device_id: DeviceID) -> bool:
         return device_id in self.allocated.devices or bool(self._allocating.get(device_id))
 
+    def _fits_statically(self, data: _RequestData, c: Candidate) -> bool:
+        """_capacity_fits for a device without multiple allocations: only other pods' shares count, so the
+        answer is the same all through the search."""
+        key = (c.device_id, data.signature)
+        found = self._static_fits.get(key)
+        if found is None:
+            found = self._static_fits[key] = self._capacity_fits(data.request, c)
+        return found
+
     def _capacity_fits(self, request: DeviceSubRequest, c: Candidate) -> bool:
         consumed = self.allocated.capacity.get(c.device_id, {})
         try:
@@ -670,10 +725,11 @@ class Allocator:
     # ---- selection -------------------------------------------------------------------------------------
 
     def _selectable(self, key: Key, data: _RequestData, c: Candidate) -> bool:
-        """isSelectable, cached per device and request."""
+        """isSelectable, cached per device and class and selectors (a selector that fails is not cached:
+        it fails again, in the words of the claim that asks)."""
         if not self.features.device_binding_and_status and c.device.binding_conditions:
             return False
-        cache_key = (c.device_id, key)
+        cache_key = (c.device_id, data.selection)
         found = self._matches.get(cache_key)
         if found is not None:
             return found
@@ -688,18 +744,17 @@ class Allocator:
         return result
 
     def _selectors_match(self, claim: ResourceClaim, c: Candidate, cls: DeviceClass | None, selectors: Any) -> bool:
-        owner = f"class {cls.name}" if cls is not None else f"claim {claim.key}"
         for i, selector in enumerate(selectors):
             compiled = self._compiled.get(selector.expression)
             if compiled is None:
                 compiled = cel.compile_selector(selector.expression, self._cel_compile_features)
                 self._compiled[selector.expression] = compiled
             if compiled.error is not None:
-                raise AllocatorError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
+                raise AllocatorError(f"{_owner(claim, cls)}: selector #{i}: CEL compile error: {compiled.error}")
             cache_key = (selector.expression, c.device_id)
             matched = self._cel_results.get(cache_key)
             if matched is None:
-                matched = self._evaluate(compiled, c, owner, i)
+                matched = self._evaluate(compiled, c, _owner(claim, cls), i)
                 self._cel_results[cache_key] = matched
             if not matched:
                 return False
@@ -774,7 +829,7 @@ class Allocator:
         share_id: str | None = None
         shared_before = c.device_id in self._allocating_capacity
         if f.consumable_capacity:
-            if not self._capacity_fits(request, c):
+            if not (self._fits_statically(data, c) if not multiple else self._capacity_fits(request, c)):
                 if rollback:
                     holders.discard(ci)
                     for constraint in constraints:
@@ -785,8 +840,7 @@ class Allocator:
             if multiple:
                 consumed = consumed_from_request(request.capacity.requests if request.capacity else None,
                                                  c.device.capacity, self.generation.rounds_in_step_format)
-                share_id = str(uuid.uuid5(_SHARE_NAMESPACE, f"{claim.key}/{data.name}/{device_id_text(c.device_id)}"
-                                                            f"/{len(self.results[ci])}"))
+                share_id = _SHARE_PENDING  # named once the search has succeeded (`_name_shares`)
                 add_into(self._allocating_capacity.setdefault(c.device_id, {}), consumed)
         result = DeviceResult(request.name, base if sub else "", c.device_id, c.device, c.slice,
                               admin_access=True if admin else None, share_id=share_id,
@@ -850,6 +904,10 @@ class Allocator:
         consumed = self._consumed_counters.get(c.pool.pool, {})
         for consumption in c.device.consumes_counters:
             subtract_from(consumed.setdefault(consumption.counter_set, {}), consumption.counters)
+
+
+def _owner(claim: ResourceClaim, cls: DeviceClass | None) -> str:
+    return f"class {cls.name}" if cls is not None else f"claim {claim.key}"
 
 
 def _constraint_state(c: Constraint) -> object:

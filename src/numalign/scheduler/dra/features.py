@@ -8,6 +8,7 @@ managers decide) and parses versions; the scheduler-side DRA gates are kept here
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
@@ -82,11 +83,12 @@ class Features:
         return CELFeatures(consumable_capacity=self.consumable_capacity,
                            list_type_attributes=self.list_type_attributes)
 
-    @property
+    # Asked for all through a search: worked out once (the fields are frozen).
+    @functools.cached_property
     def release(self) -> Release:
         return release(self.minor, self.patch)
 
-    @property
+    @functools.cached_property
     def generation(self) -> Generation:
         """The generation upstream's NewAllocator picks for these features (k/k PR #133967: in 1.34
         DRAResourceClaimDeviceStatus, on by default, was supported by experimental only)."""
