@@ -108,6 +108,8 @@ type admitDevice struct {
 	Resource string `json:"resource"`
 	ID       string `json:"id"`
 	NUMA     []int  `json:"numa"` // null: the device reports no topology
+	// Unhealthy: the plugin lists the device as Unhealthy
+	Unhealthy bool `json:"unhealthy"`
 }
 
 type admitStep struct {
@@ -214,6 +216,9 @@ func deviceStubs(ctx context.Context, devices []admitDevice) ([]*plugin.Stub, ma
 	order := []string{}
 	for _, d := range devices {
 		dev := &pluginapi.Device{ID: d.ID, Health: pluginapi.Healthy}
+		if d.Unhealthy {
+			dev.Health = pluginapi.Unhealthy
+		}
 		if d.NUMA != nil {
 			dev.Topology = &pluginapi.TopologyInfo{}
 			for _, n := range d.NUMA {
@@ -409,7 +414,10 @@ func admitArea(raw json.RawMessage) (any, error) {
 
 	tm, err := newTopologyManager(topo, cfg.TopologyManagerPolicy, cfg.TopologyManagerScope, options)
 	if err != nil {
-		return map[string]any{"start_error": err.Error()}, nil
+		return startErrors(err, func() error {
+			_, again := newTopologyManager(topo, cfg.TopologyManagerPolicy, cfg.TopologyManagerScope, options)
+			return again
+		}), nil
 	}
 	dm, err := newDeviceManager(topo, tm)
 	if err != nil {
@@ -423,7 +431,10 @@ func admitArea(raw json.RawMessage) (any, error) {
 	defer os.RemoveAll(dir)
 	cpuM, err := newCPUManager(cfg.CPUManagerPolicy, cfg.CPUManagerPolicyOptions, machine, reservedCPUs, reserved, dir, tm)
 	if err != nil {
-		return map[string]any{"start_error": err.Error()}, nil
+		return startErrors(err, func() error {
+			_, again := newCPUManager(cfg.CPUManagerPolicy, cfg.CPUManagerPolicyOptions, machine, reservedCPUs, reserved, dir, tm)
+			return again
+		}), nil
 	}
 	addHintProvider(tm, cpuM)
 	reservedMemory := []kubeletconfig.MemoryReservation{}
@@ -533,6 +544,27 @@ func admitArea(raw json.RawMessage) (any, error) {
 		}
 	}
 	return map[string]any{"steps": steps}, nil
+}
+
+// startErrors is a manager's refusal to start. The policies walk their options map, so with several
+// bad options which one the text names depends on Go's map order: every text seen over mapOrderTries
+// tries is the answer (as the cpu and topology areas answer).
+func startErrors(first error, again func() error) map[string]any {
+	seen := map[string]bool{first.Error(): true}
+	for i := 0; i < mapOrderTries; i++ {
+		if err := again(); err != nil {
+			seen[err.Error()] = true
+		}
+	}
+	texts := make([]string, 0, len(seen))
+	for t := range seen {
+		texts = append(texts, t)
+	}
+	sort.Strings(texts)
+	if len(texts) == 1 {
+		return map[string]any{"start_error": texts[0]}
+	}
+	return map[string]any{"start_error": texts[0], "start_error_map_order": texts}
 }
 
 func allContainers(pod *v1.Pod) []*v1.Container {
