@@ -4,7 +4,8 @@ three providers), the admit handlers, and the kubelet's state files. This is wha
 
 The composition root, in the kubelet's order: the start-up checks (numalign.kubelet.startup), the
 container manager (numalign.kubelet.containermanager), the admit handlers (numalign.kubelet.admission),
-then the state read back. Admission (decide, commit, probe) is numalign.kubelet.podadmission.
+then the state read back. Admission (decide, commit, probe) is a part the Node holds, its PodAdmission
+(numalign.kubelet.podadmission), to which its admit, decide, commit and probe hand over.
 
 Providers are registered in the order devices, CPU, memory; the order changes only the decision
 record's layout, never the decision (the merge is a total order).
@@ -49,7 +50,7 @@ from numalign.machine.topology import Machine
 log = logging.getLogger("numalign.kubelet.node")
 
 
-class Node(PodAdmission):
+class Node:
     """One node's kubelet side: built in the kubelet's order, admitting pods (decide, commit, probe:
     PodAdmission), its state a NodeState value that a store, when given, keeps between processes."""
 
@@ -82,7 +83,6 @@ class Node(PodAdmission):
         self.gates = startup.gates
         self.implicit_from_nodes = implicit_from_nodes
         self.metrics = metrics or m.Metrics()
-        self.probe_metrics = m.Metrics()  # see PodAdmission.probe
         self.cm = ContainerManager(config, startup, metrics=self.metrics, static_devices=static_devices,
                                    implicit_from_nodes=implicit_from_nodes,
                                    adapt_memory_to_host=adapt_memory_to_host, previews=previews)
@@ -94,6 +94,8 @@ class Node(PodAdmission):
         self.records: dict[str, DecisionRecord] = {}
         # The kubelet's other admit handlers, run before and after the Topology Manager's.
         self.handlers = AdmitHandlers(self.machine, config, node_conditions)
+        # Admission (decide, commit, probe): the container manager and the handlers, keeping its pods here.
+        self.admission = PodAdmission(self, self.cm, self.handlers, self.metrics, self.gates, kubelet_version)
         # Per pod, what numalign's pod record keeps beside the manifest: the allocation the kubelet
         # files must hold (None when not recorded) and `numalign run`'s process, carried untouched.
         self.allocations: dict[str, Mapping[str, Any] | None] = {}
@@ -102,7 +104,6 @@ class Node(PodAdmission):
         # (I/O, given by the composition) tells; `reclaimed` lists them with their process records.
         self.process_alive = process_alive
         self.reclaimed: list[tuple[Pod, Mapping[str, Any]]] = []
-        self.reserved: dict[str, Plan] = {}
         self.reloads = 0
         self.store = store
         self._tx: Transaction | None = None
@@ -115,6 +116,45 @@ class Node(PodAdmission):
                     store.commit(self.state())  # the repairs, and fresh files where none were (as the kubelet starts)
         elif state is not None:
             self._adopt(state)
+
+    # ---- admission (numalign.kubelet.podadmission) -----------------------------------------------------
+    def admit(self, pod: Pod, *, allocations: bool = True) -> DecisionRecord:
+        """Decide and commit at once (PodAdmission.admit)."""
+        return self.admission.admit(pod, allocations=allocations)
+
+    def decide(self, pod: Pod) -> Plan:
+        """Decide, leaving the device plugins' Allocate calls to the caller (PodAdmission.decide)."""
+        return self.admission.decide(pod)
+
+    def commit(self, plan: Plan, responses: Sequence[Any] = (), error: str | None = None) -> DecisionRecord | None:
+        """Settle a plan with its calls' outcome (PodAdmission.commit)."""
+        return self.admission.commit(plan, responses, error)
+
+    def probe(self, pod: Pod, *, allocations: bool = True) -> DecisionRecord:
+        """Would this node admit the pod now? Decided, then released (PodAdmission.probe)."""
+        return self.admission.probe(pod, allocations=allocations)
+
+    def cancel(self, pod_uid: str) -> None:
+        """Release a plan whose pod went away (PodAdmission.cancel)."""
+        self.admission.cancel(pod_uid)
+
+    @property
+    def reserved(self) -> dict[str, Plan]:
+        """Admitted pods whose plugin Allocate calls are in flight, by uid (not recorded yet)."""
+        return self.admission.reserved
+
+    @property
+    def reserved_pods(self) -> list[Pod]:
+        return self.admission.reserved_pods
+
+    @property
+    def probe_metrics(self) -> m.Metrics:
+        """What probes count (read by nobody; a simulator shares one sink across its nodes)."""
+        return self.admission.probe_metrics
+
+    @probe_metrics.setter
+    def probe_metrics(self, metrics: m.Metrics) -> None:
+        self.admission.probe_metrics = metrics
 
     # ---- state -----------------------------------------------------------------------------------
     @property
@@ -174,7 +214,7 @@ class Node(PodAdmission):
         """Read the store into this Node and reconcile the kubelet files with the pod record."""
         assert self.store is not None
         self.reloads += 1
-        self.reserved.clear()
+        self.admission.reserved.clear()
         state = self.store.load(cpu_policy=self.cpu.policy_name, memory_policy=self.memory.policy_name)
         self._adopt(state, reload=self.reloads > 1)
 

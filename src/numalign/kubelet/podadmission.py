@@ -7,8 +7,9 @@ the pod's resources and says which device-plugin Allocate calls are left; commit
 `admit` makes the calls at once, inside one transaction; the agent and `numalign run` make them with the
 lock released (decide, Plan.make_calls, commit).
 
-`PodAdmission` is a part of numalign.kubelet.node.Node (as upstream spreads the Kubelet's methods over
-several files): it declares what it reads of the Node, which builds everything it names.
+`PodAdmission` is a part of numalign.kubelet.node.Node, which builds it and hands it what it needs: the
+container manager, the admit handlers, and itself as the keeper of the pods admitted (`AdmittedPods`,
+what admission reads and keeps of the node). It owns the plans in flight and the probes' metrics.
 """
 
 from __future__ import annotations
@@ -16,63 +17,63 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from numalign import metrics as m
 from numalign.core.decision import AdmitResult, ContainerAllocation, ContainerDecision, DecisionRecord
 from numalign.errors import InvalidInputError
-from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
 from numalign.k8s.version import KubeletVersion
 from numalign.kubelet.admission.handlers import AdmitHandlers
 from numalign.kubelet.containermanager import ContainerManager
-from numalign.kubelet.devicemanager.manager import DeviceManager
 from numalign.kubelet.nodestate import NodeStore, Transaction, recorded_allocation
 from numalign.kubelet.plan import Plan
 from numalign.kubelet.versions import refuse_unmodelled
-from numalign.machine.topology import Machine
 
 
-class PodAdmission:
-    """decide / commit / probe over the Node's pods, records and plans (numalign.kubelet.node.Node)."""
+class AdmittedPods(Protocol):
+    """What admission reads and keeps of its node (numalign.kubelet.node.Node): the pods admitted with
+    their decision records and recorded allocations, its store (None: nothing is recorded), how often
+    its state was read again (a reload drops every plan), and its transactions."""
 
-    machine: Machine
-    config: KubeletConfig
-    cm: ContainerManager
-    devices: DeviceManager  # the container manager's, as the admit handlers read it
-    handlers: AdmitHandlers
-    metrics: m.Metrics
-    probe_metrics: m.Metrics  # what probes count, read by nobody
-    gates: dict[str, bool]
-    kubelet_version: KubeletVersion
-    store: NodeStore | None
     pods: dict[str, Pod]
     records: dict[str, DecisionRecord]
     allocations: dict[str, Mapping[str, Any] | None]
-    # Admitted pods whose plugin Allocate calls are in flight (decide .. commit); not recorded.
-    reserved: dict[str, Plan]
-    reloads: int  # how often the state was read again: a reload drops every plan
+    store: NodeStore | None
+    reloads: int
 
-    def transaction(self) -> contextlib.AbstractContextManager[Transaction]:
-        raise NotImplementedError  # the Node's (numalign.kubelet.nodestate says what one is)
+    def transaction(self) -> contextlib.AbstractContextManager[Transaction]: ...
+
+
+class PodAdmission:
+    """decide / commit / probe over a node's pods (a part of numalign.kubelet.node.Node, which builds it
+    with the container manager and the admit handlers, and keeps the pods it admits)."""
+
+    def __init__(self, node: AdmittedPods, cm: ContainerManager, handlers: AdmitHandlers, metrics: m.Metrics,
+                 gates: dict[str, bool], kubelet_version: KubeletVersion) -> None:
+        self.node, self.cm, self.handlers, self.metrics = node, cm, handlers, metrics
+        self.gates, self.kubelet_version = gates, kubelet_version
+        self.probe_metrics = m.Metrics()  # what probes count, read by nobody
+        # Admitted pods whose plugin Allocate calls are in flight (decide .. commit); not recorded.
+        self.reserved: dict[str, Plan] = {}
 
     def admit(self, pod: Pod, *, allocations: bool = True) -> DecisionRecord:
         """Decide and commit at once. allocations=False: the record (the one returned and the one kept)
         leaves out what the pod holds, which the node still answers (allocation()); for callers that
         read only the verdict, as the simulator does for every pod it binds."""
-        with self.transaction() as tx:
+        with self.node.transaction() as tx:
             plan = self._decide(pod, defer_calls=False, allocations=allocations)
-        return tx.outcome([plan.record], self.pods)[0]
+        return tx.outcome([plan.record], self.node.pods)[0]
 
     def decide(self, pod: Pod) -> Plan:
         """Decide as `admit` does, leaving the device plugins' Allocate calls to the caller (Plan.make_calls,
         then commit), so they need not hold up other admissions. A plan with no call left is settled: an
         admitted pod is recorded already (and commit hands its record back)."""
-        with self.transaction() as tx:
+        with self.node.transaction() as tx:
             plan = self._decide(pod, defer_calls=True)
         if tx.failure is not None:  # the write failed: the state is the disk's again, nothing is held
             self.reserved.pop(pod.uid, None)
-            return replace(plan, record=tx.outcome([plan.record], self.pods)[0], calls=())
+            return replace(plan, record=tx.outcome([plan.record], self.node.pods)[0], calls=())
         return plan
 
     def commit(self, plan: Plan, responses: Sequence[Any] = (), error: str | None = None) -> DecisionRecord | None:
@@ -85,10 +86,10 @@ class PodAdmission:
         if not rec.result.admit:
             # The kubelet made these calls before it rejected the pod: a failing one is the answer.
             return rec if error is None else replace(rec, result=AdmitResult.from_allocation_error(None, error))
-        with self.transaction() as tx:
+        with self.node.transaction() as tx:
             # Checked under the lock: a process that wrote the directory since (the transaction read it
             # again) has dropped the plan, and may have given its resources to another pod.
-            if self.reserved.get(pod.uid) is not plan or self.reloads != plan.reloads:
+            if self.reserved.get(pod.uid) is not plan or self.node.reloads != plan.reloads:
                 return None
             del self.reserved[pod.uid]
             if error is not None:
@@ -97,7 +98,7 @@ class PodAdmission:
             for call, resp in zip(plan.calls, responses, strict=True):
                 self.cm.devices.answered(call, resp)
             self._keep(pod, rec)
-        return tx.outcome([rec], self.pods)[0]
+        return tx.outcome([rec], self.node.pods)[0]
 
     def probe(self, pod: Pod, *, allocations: bool = True) -> DecisionRecord:
         """Would this node admit the pod now? Decided as `admit` decides it, then released: no pod, record,
@@ -132,7 +133,7 @@ class PodAdmission:
         """Release a plan whose pod went away; its calls' outcome is then ignored (commit)."""
         plan = self.reserved.pop(pod_uid, None)
         if plan is not None:
-            with self.transaction():
+            with self.node.transaction():
                 self.cm.release_pod(plan.pod)
 
     def _decide(self, pod: Pod, *, defer_calls: bool, allocations: bool = True) -> Plan:
@@ -146,10 +147,10 @@ class PodAdmission:
             calls, cm.devices.deferred = tuple(cm.devices.deferred or ()), None
         cm.sync_metrics()
         if not result.admit:
-            return Plan(pod, self._record(pod, decisions, result, {}), calls, self.reloads)
+            return Plan(pod, self._record(pod, decisions, result, {}), calls, self.node.reloads)
         cm.start_pod(pod)
         rec = self._record(pod, decisions, result, cm.allocations(pod) if allocations else {})
-        plan = Plan(pod, rec, calls, self.reloads)
+        plan = Plan(pod, rec, calls, self.node.reloads)
         if calls:
             # Taken but not recorded: a crash now leaves the pod unadmitted and its files reconciled.
             self.reserved[pod.uid] = plan
@@ -160,7 +161,7 @@ class PodAdmission:
     def _verdict(self, pod: Pod) -> tuple[tuple[ContainerDecision, ...], AdmitResult]:
         """The kubelet's admit handlers in order, up to the first rejection; an admitted pod holds what the
         managers gave it, a rejected one nothing."""
-        if pod.uid in self.pods or pod.uid in self.reserved:
+        if pod.uid in self.node.pods or pod.uid in self.reserved:
             raise InvalidInputError(
                 f"pod {pod.key} (uid {pod.uid}) is already admitted on this node; give the new pod another "
                 "name or metadata.uid (Node.remove(uid) releases the old one; with `numalign admit "
@@ -189,7 +190,7 @@ class PodAdmission:
         holds = devices.pod_devices.has_pod(pod.uid) and any(
             devices.get_container_devices(pod.uid, c.name) for c in pod.all_containers())
         allocatable = self.handlers.allocatable(devices.healthy, devices.allocated if holds else {})
-        return self.handlers.after_topology(pod, allocatable, self.pods, self.reserved_pods)
+        return self.handlers.after_topology(pod, allocatable, self.node.pods, self.reserved_pods)
 
     def _record(self, pod: Pod, decisions: tuple[ContainerDecision, ...], result: AdmitResult,
                 allocations: Mapping[str, ContainerAllocation]) -> DecisionRecord:
@@ -202,8 +203,8 @@ class PodAdmission:
 
     def _keep(self, pod: Pod, rec: DecisionRecord) -> None:
         """Record an admitted pod (the pod record's commit point is the caller's transaction)."""
-        self.pods[pod.uid] = pod
-        if self.store is not None:
+        self.node.pods[pod.uid] = pod
+        if self.node.store is not None:
             cm = self.cm
-            self.allocations[pod.uid] = recorded_allocation(pod, cm.cpu, cm.memory, cm.devices)
-        self.records[pod.uid] = rec
+            self.node.allocations[pod.uid] = recorded_allocation(pod, cm.cpu, cm.memory, cm.devices)
+        self.node.records[pod.uid] = rec
