@@ -424,7 +424,8 @@ func admitArea(raw json.RawMessage) (any, error) {
 		return nil, fmt.Errorf("admit case: device manager: %w", err)
 	}
 	addHintProvider(tm, dm)
-	dir, err := os.MkdirTemp("", "conformance-admit-")
+	// The managers' state files go to the private tmpfs (area_admit_ns.go): no disk syncs.
+	dir, err := os.MkdirTemp("/var/lib/kubelet", "state-")
 	if err != nil {
 		return nil, err
 	}
