@@ -22,7 +22,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "data" / "dra" / "four-gpus.yaml
 SLICE = {
     "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
     "spec": {"driver": "gpu.example.com", "nodeName": "n", "pool": {"name": "p", "resourceSliceCount": 1},
-             "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "h100"}}}]},
+             "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "h100"}}, "capacity": {}}]},
 }
 
 
@@ -96,6 +96,27 @@ def test_without_dra_reading_other_kinds_are_still_skipped_with_a_note() -> None
         (lambda s: s["spec"]["pool"].pop("resourceSliceCount"),
          'in.yaml: document 1: ResourceSlice.resource.k8s.io "s" is invalid: spec.pool.resourceSliceCount: '
          "Required value"),
+        # A version attribute is a semantic version (the API server's semverRe); numalign read any string
+        # and a selector comparing it failed later with a CEL overload error.
+        (lambda s: s["spec"]["devices"][0]["attributes"].update({"driverVersion": {"version": "v535"}}),
+         'in.yaml: document 1: ResourceSlice.resource.k8s.io "s" is invalid: spec.devices[0].attributes[driverVersion]'
+         '.version: Invalid value: "v535": must be a string compatible with semver.org spec 2.0.0'),
+        (lambda s: s["spec"]["devices"][0]["attributes"].update({"cuda-version": {"int": 12}}),
+         'in.yaml: document 1: ResourceSlice.resource.k8s.io "s" is invalid: spec.devices[0].attributes[cuda-version]'
+         ': Invalid value: "cuda-version": a valid C identifier must start with alphabetic character or \'_\', '
+         "followed by a string of alphanumeric characters or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName', "
+         "regex used for validation is '[A-Za-z_][A-Za-z0-9_]*')"),
+        (lambda s: s["spec"]["devices"][0]["capacity"].update({"a/b/c": {"value": "1"}}),
+         'in.yaml: document 1: ResourceSlice.resource.k8s.io "s" is invalid: spec.devices[0].capacity[a/b/c]: '
+         'Invalid value: "a/b/c": must be either a C identifier or a domain followed by a slash and a C identifier'),
+        (lambda s: s["spec"]["devices"][0]["attributes"].update({"Example_COM/x": {"int": 1}}),
+         'in.yaml: document 1: ResourceSlice.resource.k8s.io "s" is invalid: spec.devices[0].attributes[Example_COM/x]'
+         ': Invalid value: "Example_COM": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric '
+         "characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex "
+         "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"),
+        (lambda s: s["spec"]["devices"][0]["attributes"].update({"x" * 33: {"int": 1}}),
+         'in.yaml: document 1: ResourceSlice.resource.k8s.io "s" is invalid: spec.devices[0].attributes['
+         + "x" * 33 + "]: Too long: may not be more than 32 bytes"),
     ],
 )
 def test_bad_slices_are_refused_as_the_api_server_does(change: object, expected: str) -> None:
@@ -230,3 +251,15 @@ def test_a_pod_claim_names_exactly_one_source() -> None:
     with pytest.raises(InvalidInputError, match="must specify one of: `resourceClaimName`, "
                                                 "`resourceClaimTemplateName`"):
         _read(pod)
+
+
+def test_attribute_and_capacity_names_the_api_server_takes_are_read() -> None:
+    slice_ = json.loads(json.dumps(SLICE))
+    slice_["spec"]["devices"][0]["attributes"].update({
+        "example.com/MY_NAME": {"int": 1}, "_x9": {"bool": True}, "driverVersion": {"version": "1.2.3-rc.1+b.7"},
+        "resource.kubernetes.io/pcieRoot": {"string": "pci0000:00"}})
+    slice_["spec"]["devices"][0]["capacity"] = {"memory": {"value": "8Gi"}, "gpu.example.com/cores": {"value": "4"}}
+    _, objects = _read(slice_)
+    device = objects.slices[0].devices[0]
+    assert device.attributes["driverVersion"] == DeviceAttribute("version", ("1.2.3-rc.1+b.7",))
+    assert set(device.capacity) == {"memory", "gpu.example.com/cores"}

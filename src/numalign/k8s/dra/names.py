@@ -71,3 +71,45 @@ def pool_problem(name: str) -> str | None:
         if problem is not None:
             return problem
     return None
+
+
+# An attribute's or a capacity's name (validateQualifiedName): a C identifier of at most 32 characters,
+# optionally after a domain (a driver name) and a slash.
+DEVICE_MAX_ID_LENGTH: Final = 32
+_C_IDENTIFIER_FMT: Final = "[A-Za-z_][A-Za-z0-9_]*"
+_C_IDENTIFIER = re.compile(_C_IDENTIFIER_FMT)
+_C_IDENTIFIER_MSG: Final = ("a valid C identifier must start with alphabetic character or '_', followed by a string "
+                            "of alphanumeric characters or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName', regex "
+                            f"used for validation is '{_C_IDENTIFIER_FMT}')")
+
+
+@functools.lru_cache(maxsize=8192)  # every device of a slice repeats the same few names
+def qualified_name_problem(name: str) -> str | None:
+    """validateQualifiedName, as the API server words its first error after the field path (`Invalid
+    value: "NAME": ...`, `Too long: ...`, `Required value: ...`); None for a valid name."""
+    from numalign.limits import go_quote
+
+    if not name:
+        return "Required value: name required"
+    parts = name.split("/")
+    if len(parts) > 2:
+        return (f"Invalid value: {go_quote(name)}: must be either a C identifier or a domain followed by a slash "
+                "and a C identifier")
+    if len(parts) == 2:
+        domain, ident = parts
+        if not domain:
+            return "Required value: the domain must not be empty"
+        if len(domain) > DRIVER_NAME_MAX:
+            return f"Too long: may not be more than {DRIVER_NAME_MAX} bytes"
+        # validateDriverName checks the lower-cased domain against IsDNS1123Subdomain
+        if not _SUBDOMAIN.fullmatch(domain.lower()):
+            return f"Invalid value: {go_quote(domain)}: {_SUBDOMAIN_MSG}"
+        if not ident:
+            return "Required value: the name must not be empty"
+    else:
+        ident = name
+    if len(ident) > DEVICE_MAX_ID_LENGTH:
+        return f"Too long: may not be more than {DEVICE_MAX_ID_LENGTH} bytes"
+    if not _C_IDENTIFIER.fullmatch(ident):
+        return f"Invalid value: {go_quote(ident)}: {_C_IDENTIFIER_MSG}"
+    return None

@@ -12,6 +12,7 @@ resource.k8s.io/v1beta2 and v1beta1 objects are read as the API server converts 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any, Final
@@ -148,11 +149,13 @@ def _device(raw: object, path: str, per_device: bool) -> t.Device:
     raw_attributes = obj.get("attributes")
     if raw_attributes is not None:
         for key, value in _mapping(raw_attributes, f"{path}.attributes").items():
+            _qualified_name(key, f"{path}.attributes")
             attributes[key] = _scalar_attribute(value) or _attribute(value, f"{path}.attributes[{key}]")
     capacity: dict[str, t.DeviceCapacity] = {}
     raw_capacity = obj.get("capacity")
     if raw_capacity is not None:
         for key, value in _mapping(raw_capacity, f"{path}.capacity").items():
+            _qualified_name(key, f"{path}.capacity")
             capacity[key] = _capacity(value, f"{path}.capacity[{key}]")
     total = len(attributes) + len(capacity)
     if total > t.RESOURCE_SLICE_MAX_ATTRIBUTES_AND_CAPACITIES_PER_DEVICE:
@@ -216,7 +219,7 @@ def _scalar_attribute(raw: object) -> t.DeviceAttribute | None:
     `_attribute`, which says what is wrong with it)."""
     if type(raw) is dict and len(raw) == 1:
         ((kind, value),) = raw.items()
-        if _SCALAR_TYPES.get(kind) is type(value) and (
+        if kind != "version" and _SCALAR_TYPES.get(kind) is type(value) and (
                 type(value) is not str or len(value) <= t.DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH):
             return t.DeviceAttribute(kind, (value,))  # type: ignore[arg-type]
     return None
@@ -231,16 +234,45 @@ def _attribute(raw: object, path: str) -> t.DeviceAttribute:
     for kind, scalar_key, list_key in _ATTRIBUTE_FIELDS:
         value = obj.get(scalar_key)
         if value is not None:
-            found.append(t.DeviceAttribute(kind, (_scalar(kind, value, path),)))  # type: ignore[arg-type]
+            scalar = _scalar(kind, value, path)
+            if kind == "version":
+                _semver(scalar, f"{path}.{scalar_key}")
+            found.append(t.DeviceAttribute(kind, (scalar,)))  # type: ignore[arg-type]
         values = obj.get(list_key)
         if values is not None:
             items = _list(values, path, t.RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE)
             if not items:
                 raise _FieldError(path, "Required value: a list value must not be empty")
-            found.append(t.DeviceAttribute(kind, tuple(_scalar(kind, v, path) for v in items), True))  # type: ignore[arg-type]
+            scalars = tuple(_scalar(kind, v, path) for v in items)
+            if kind == "version":
+                for i, v in enumerate(scalars):
+                    _semver(v, f"{path}.{list_key}[{i}]")
+            found.append(t.DeviceAttribute(kind, scalars, True))  # type: ignore[arg-type]
     if len(found) != 1:
         raise _FieldError(path, "Invalid value: exactly one value must be specified")
     return found[0]
+
+
+# A semantic version as semver.org 2.0.0 spells one (the API server's semverRe for `version` attributes):
+# MAJOR.MINOR.PATCH without leading zeros, then -PRERELEASE and +BUILD of dot-separated ASCII parts.
+_NUMBER: Final = "(?:0|[1-9][0-9]*)"
+_PRERELEASE_PART: Final = f"(?:{_NUMBER}|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
+_SEMVER: Final = re.compile(rf"{_NUMBER}\.{_NUMBER}\.{_NUMBER}(?:-{_PRERELEASE_PART}(?:\.{_PRERELEASE_PART})*)?"
+                            r"(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?")
+
+
+def _semver(value: object, path: str) -> None:
+    """A `version` attribute the API server refuses (a selector comparing it would fail at run time)."""
+    if not isinstance(value, str) or not _SEMVER.fullmatch(value):
+        raise _FieldError(path, f"Invalid value: {go_quote(str(value))}: must be a string compatible with "
+                                "semver.org spec 2.0.0")
+
+
+def _qualified_name(name: str, path: str) -> None:
+    """An attribute's or a capacity's name the API server refuses; the error names the map entry."""
+    problem = n.qualified_name_problem(name) if isinstance(name, str) else "Invalid value: expected a string"
+    if problem is not None:
+        raise _FieldError(f"{path}[{name if len(str(name)) <= 64 else str(name)[:64] + '...'}]", problem)
 
 
 def _scalar(kind: str, value: object, path: str) -> t.AttributeScalar:
