@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
+from numalign.k8s.resources import is_pod_level_resource
 
 ResourceList = dict[str, Quantity]
 
@@ -76,8 +77,13 @@ def _non_zero(values: ResourceList) -> ResourceList:
 
 
 def pod_requests(pod: Pod, exclude_overhead: bool = False) -> ResourceList:
-    """resource.PodRequests: effective requests, pod overhead added unless excluded."""
+    """resource.PodRequests: effective requests, pod overhead added unless excluded. A pod-level request
+    (spec.resources, PodLevelResources) replaces the containers' value for the resources it may name
+    (cpu, memory, hugepages); a kubelet with the gate off refuses such pods before any fit."""
     total = _aggregate(pod, container_requests)
+    for name, quantity in (pod.pod_requests or {}).items():
+        if is_pod_level_resource(name):
+            total[name] = quantity
     if not exclude_overhead:
         _add(total, pod.overhead)
     return _non_zero(total)

@@ -79,3 +79,22 @@ def test_pod_level_resources_survive_the_pod_list_round_trip_and_are_validated()
     assert pod_from_dict(pod_to_manifest(pod)).pod_limits == pod.pod_limits
     with pytest.raises(InvalidInputError, match="not supported at pod level"):
         pod_from_dict(_pod({"limits": {"nvidia.com/gpu": "1"}}, {"cpu": "2"}))
+
+
+def test_the_resource_fit_counts_pod_level_requests() -> None:
+    """PodRequests: a pod-level request replaces the containers' sum for cpu, memory and hugepages (the
+    predicate handler's fit, and the requests the pod then holds). Found by the admit conformance area:
+    a pod of empty containers with spec.resources cpu 6 was admitted on a node with 3.5 CPUs allocatable."""
+    from numalign.k8s.requests import pod_requests
+    from numalign.k8s.quantity import Quantity
+
+    pod = pod_from_dict(_pod({"limits": {"cpu": "6", "memory": "1Gi"}}, {"nvidia.com/gpu": "1"}))
+    assert pod_requests(pod) == {"cpu": Quantity.parse("6"), "memory": Quantity.parse("1Gi"),
+                                 "nvidia.com/gpu": Quantity.parse("1")}
+    node = Node(example("dual-socket"), static_node_config(reserved="0,64"))
+    allocatable = node.machine.capacity_cpus() - 2
+    big = pod_from_dict(_pod({"limits": {"cpu": str(allocatable + 1), "memory": "1Gi"}}, {}, name="big"))
+    rec = node.admit(big)
+    assert (rec.result.admit, rec.result.reason) == (False, "OutOfcpu")
+    assert rec.result.message == (f"Node didn't have enough resource: cpu, requested: {(allocatable + 1) * 1000}, "
+                                  f"used: 0, capacity: {allocatable * 1000}")
