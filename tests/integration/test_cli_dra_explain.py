@@ -96,3 +96,31 @@ def test_simulate_says_why_in_text_json_and_the_report(tmp_path: Path, capsys: p
     assert text[at + 1:at + 3] == [f"      why (DRA), {n} pod(s): {why}" for why, n in SIMULATE_WHY.items()]
     assert "why, 4 pod(s): claim gpus (template default/two-gpus), request gpus: needs 2 device(s)" in \
         report.read_text()
+
+
+def test_the_summary_names_pods_of_different_claims_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two workloads of the same requests whose claims come from different templates are unschedulable for
+    different reasons: the summary does not fold the second into the first as "more of its shape"."""
+    def template(name: str, request: dict[str, Any]) -> str:
+        return json.dumps({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                           "metadata": {"namespace": "ml", "name": name},
+                           "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": request}]}}}})
+
+    def pod(name: str, template_name: str) -> str:
+        container = {"name": "c", "image": "x", "resources": {"claims": [{"name": "g"}]}}
+        return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "ml", "name": name},
+                           "spec": {"containers": [container],
+                                    "resourceClaims": [{"name": "g", "resourceClaimTemplateName": template_name}]}})
+
+    pods = tmp_path / "pods.yaml"
+    pods.write_text("\n---\n".join([
+        template("nine", {"deviceClassName": "gpu.nvidia.com", "count": 9}),
+        template("a100", {"deviceClassName": "gpu.nvidia.com",
+                          "selectors": [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].productName"
+                                                               ".startsWith('NVIDIA A100')"}}]}),
+        *(pod(f"big-{i}", "nine") for i in range(2)), *(pod(f"a100-{i}", "a100") for i in range(2))]))
+    capsys.readouterr()
+    main(["admit", str(NV / "deviceclass-gpu.nvidia.com.yaml"), str(NV / "dgx-h100-resourceslice.yaml"), str(pods),
+          "--machine", str(NV / "dgx-h100-machine.yaml")])
+    summary = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("  Unschedulable:"))
+    assert summary == "  Unschedulable: 4 pods (ml/big-0 and 1 more of its shape, ml/a100-0 and 1 more of its shape)"

@@ -161,13 +161,16 @@ COMPACT_SUGGESTIONS = 2
 
 
 def pod_shape(pod: Pod) -> tuple[object, ...]:
-    """What decides a pod's answer besides the node: its containers' requests and limits."""
+    """What decides a pod's answer besides the node: its containers' requests and limits, and the claims
+    or claim templates its DRA claims come from (pods of the same requests asking for different claims
+    are answered apart: one may be unschedulable for a selector, another for a count)."""
     containers = tuple(
         (c.name, tuple(sorted((k, str(v)) for k, v in c.requests.items())),
          tuple(sorted((k, str(v)) for k, v in c.limits.items())))
         for c in pod.all_containers()
     )
-    return (*containers, str(pod.pod_requests), str(pod.pod_limits))
+    claims = tuple((c.name, c.resource_claim_name, c.resource_claim_template_name) for c in pod.resource_claims)
+    return (*containers, str(pod.pod_requests), str(pod.pod_limits), claims)
 
 
 def requested_resources(pod: Pod) -> set[str]:
