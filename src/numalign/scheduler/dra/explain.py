@@ -69,6 +69,7 @@ class RequestFinding:
     tainted: int = 0
     no_capacity: int = 0
     other: int = 0  # node selection, binding conditions, partitions with their gate off
+    pools_left_out: bool = False  # the node has pools, all incomplete or invalid (the allocator skips them)
 
     @property
     def selected(self) -> int:
@@ -82,6 +83,8 @@ class RequestFinding:
 
     def reason(self) -> str:
         head = f"claim {self.claim}, request {self.request}"
+        if self.on_node == 0 and self.pools_left_out:
+            return f"{head}: no device on the node to try (every pool with devices for this node is left out, below)"
         if self.on_node == 0:
             return f"{head}: no device on the node to try (no ResourceSlice for this node publishes one)"
         for step in self.steps:
@@ -205,13 +208,15 @@ def explain(
                 name = sub.name if request.exactly is not None else f"{request.name}/{sub.name}"
                 findings.append(_request(claim, name, sub, classes.get(sub.device_class_name), devices, node,
                                          allocated, held, features, evaluator))
+    bad = [p for p in pools if p.is_incomplete or p.is_invalid]
+    if bad and not devices:
+        findings = [replace(f, pools_left_out=True) for f in findings]
     reasons = [f.reason() for f in findings if not f.satisfied and not _alternative_fits(f, findings)]
     constraints = _constraints(claims, findings, devices, features)
     if not reasons:
         reasons = [c.reason() for c in constraints if not c.satisfied]
     if not reasons:
         reasons = [_together(findings, devices)]
-    bad = [p for p in pools if p.is_incomplete or p.is_invalid]
     if bad:
         reasons.append("pool(s) left out as the allocator leaves them out: " + ", ".join(
             f"{p.pool_id} ({'incomplete' if p.is_incomplete else p.invalid_reason or 'invalid'})" for p in bad))

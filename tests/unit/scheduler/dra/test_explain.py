@@ -189,3 +189,17 @@ def test_an_allocation_is_not_explained() -> None:
     outcome = _last(_pod("p", "[{name: g, exactly: {deviceClassName: h100}}]"))
     assert isinstance(outcome.result, AllocationResult) and outcome.explanation is None
     assert dataclasses.replace(outcome).explanation is None
+
+
+def test_a_node_whose_only_pool_is_left_out_is_not_said_to_publish_no_slice() -> None:
+    """The node's slice is there, but its pool counts two slices and one arrived: the pool is incomplete and
+    the allocator (1.35+) takes none of its devices. The reason says so, not "no ResourceSlice"."""
+    slices = SLICES.replace("resourceSliceCount: 1", "resourceSliceCount: 2")
+    pods, objects = pods_and_dra_from_yaml(slices + _pod("p", "[{name: g, exactly: {deviceClassName: h100}}]"),
+                                           "in.yaml")
+    outcome = NodeDRA(objects, "node-a", explain_failures=True).allocate(pods[0])
+    assert outcome is not None and outcome.explanation is not None
+    assert outcome.explanation.reasons == (
+        "claim default/p-c, request g: no device on the node to try (every pool with devices for this node is "
+        "left out, below)",
+        "pool(s) left out as the allocator leaves them out: gpu.example.com/node-a (incomplete)")
