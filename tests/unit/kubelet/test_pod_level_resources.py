@@ -85,8 +85,8 @@ def test_the_resource_fit_counts_pod_level_requests() -> None:
     """PodRequests: a pod-level request replaces the containers' sum for cpu, memory and hugepages (the
     predicate handler's fit, and the requests the pod then holds). Found by the admit conformance area:
     a pod of empty containers with spec.resources cpu 6 was admitted on a node with 3.5 CPUs allocatable."""
-    from numalign.k8s.requests import pod_requests
     from numalign.k8s.quantity import Quantity
+    from numalign.k8s.requests import pod_requests
 
     pod = pod_from_dict(_pod({"limits": {"cpu": "6", "memory": "1Gi"}}, {"nvidia.com/gpu": "1"}))
     assert pod_requests(pod) == {"cpu": Quantity.parse("6"), "memory": Quantity.parse("1Gi"),
