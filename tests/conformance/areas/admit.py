@@ -105,6 +105,14 @@ def _config(rng: random.Random, numas: int, machine: dict[str, Any]) -> dict[str
                                      {"numaNode": 1, "limits": {"memory": f"{total - first}Mi"}}]
         else:
             cfg["reservedMemory"] = [{"numaNode": 0, "limits": {"memory": f"{total}Mi"}}]
+    if rng.random() < 0.3:
+        cfg["kubeReserved"] = {"cpu": "500m", "memory": "128Mi"}
+        if cfg["memoryManagerPolicy"] == "Static":  # the reservation per NUMA node must add up to it
+            last = cfg["reservedMemory"][-1]["limits"]
+            last["memory"] = f"{int(last['memory'].removesuffix('Mi')) + 128}Mi"
+    hugepages_2mi = any(h["page_size"] == 2048 for h in machine.get("hugepages") or [])
+    if cfg["memoryManagerPolicy"] == "Static" and rng.random() < 0.5 and hugepages_2mi:
+        cfg["reservedMemory"][0]["limits"]["hugepages-2Mi"] = "4Mi"
     gates: dict[str, bool] = {}
     if rng.random() < 0.5:
         gates["CPUManagerPolicyAlphaOptions"] = True
