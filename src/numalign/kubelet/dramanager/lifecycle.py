@@ -12,7 +12,7 @@ written with the pod record), release when the pod is removed or replaced (Node.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Generic, Protocol, TypeVar
 
 from numalign.errors import NumalignError
@@ -51,6 +51,8 @@ class Ledger(Protocol[OutcomeT_co]):
 
     def allocate(self, pod: Pod, claims: Sequence[ResourceClaim] | None = None) -> OutcomeT_co | None: ...
 
+    def update_claims(self, claims: Mapping[str, ResourceClaim]) -> None: ...
+
 
 class ClaimLifecycle(Generic[OutcomeT]):
     def __init__(self, manager: DRAManager, given: DRAObjects,
@@ -87,7 +89,14 @@ class ClaimLifecycle(Generic[OutcomeT]):
     def commit(self, outcome: OutcomeT) -> None:
         """After admission: the admitted pod's claims are reserved for it (a failed allocation holds nothing)."""
         if outcome.failure is None:
-            self.manager.reserve(outcome.pod, outcome.allocated_claims())
+            allocated = outcome.allocated_claims()
+            current = self._ledger is not None and self._built_at == self.manager.generation
+            self.manager.reserve(outcome.pod, allocated)
+            if current and self._ledger is not None:
+                # The view changes in these claims only: the n-th pod's commit costs its own claims, not
+                # a view built again over the n-1 claims before it.
+                self._ledger.update_claims(self.manager.seen(self.given, (c.key for c in allocated)))
+                self._built_at = self.manager.generation
 
     def allocate_missing(self, pods: Sequence[Pod], skip: Collection[str] = ()) -> list[tuple[Pod, str]]:
         """For pods admitted without the scheduler (static pods): allocate and reserve, in admission order,

@@ -91,13 +91,20 @@ class DRAManager:
         here is seen as given: unallocated, or, for a template's, created again for its next pod."""
         claims = dict(given.claims)
         for key, held in self._held.items():
-            mine = claims.get(key)
-            if mine is None:
-                claims[key] = held.claim
-            elif mine.allocation is None:
-                claims[key] = dataclasses.replace(mine, allocation=held.claim.allocation,
-                                                  uid=mine.uid or held.claim.uid)
+            claims[key] = _seen(claims.get(key), held)
         return DRAObjects(given.classes, claims, given.templates, given.slices)
+
+    def seen(self, given: DRAObjects, keys: Iterable[str]) -> dict[str, ResourceClaim]:
+        """What view(given) says of these claims only (after a reserve: the scheduler's view is updated
+        one claim at a time instead of built again over every claim the node holds)."""
+        out: dict[str, ResourceClaim] = {}
+        for key in keys:
+            held = self._held.get(key)
+            if held is not None:
+                out[key] = _seen(given.claims.get(key), held)
+            elif key in given.claims:
+                out[key] = given.claims[key]
+        return out
 
     def container_devices(self, pod: Pod, container: str) -> list[tuple[HeldClaim, DeviceRequestAllocationResult]]:
         """The devices a container of an admitted pod uses, from the claims the pod reserves: those of
@@ -117,3 +124,13 @@ class DRAManager:
                         all(r is not o for _, o in out):
                     out.append((held, r))
         return out
+
+
+def _seen(given: ResourceClaim | None, held: HeldClaim) -> ResourceClaim:
+    """A held claim as the scheduler sees it: as given when the files say how it is allocated, else with
+    the recorded allocation; as recorded when the files do not carry it."""
+    if given is None:
+        return held.claim
+    if given.allocation is None:
+        return dataclasses.replace(given, allocation=held.claim.allocation, uid=given.uid or held.claim.uid)
+    return given

@@ -129,6 +129,16 @@ class NodeDRA:
                 state.add_claim(self.objects.claims[key])
         return PodClaims(pod, tuple(mine), result, why)
 
+    def update_claims(self, claims: Mapping[str, ResourceClaim]) -> None:
+        """These claims are now as given (the node's DRA manager reserved them): the view and what the
+        allocated claims hold change in them only."""
+        state = self._state
+        for key, claim in claims.items():
+            self.objects.claims[key] = claim
+            if state is not None:
+                state.remove_claim(key)
+                state.add_claim(claim)
+
     def _ledger(self) -> AllocatedState:
         if self._state is None:
             self._state = AllocatedState(c for c in self.objects.claims.values() if c.allocation is not None)

@@ -85,8 +85,8 @@ def test_a_search_that_cannot_end_in_time_stops_at_its_budget_with_upstreams_tex
     assert older.message == "timed out trying to allocate devices"
 
 
-def test_hundreds_of_claims_on_one_node_each_get_their_own_device_and_give_it_back() -> None:
-    n = 400
+def test_thousands_of_claims_on_one_node_each_get_their_own_device_and_give_it_back() -> None:
+    n = 1500
     objects = DRAObjects(classes={"x": CLASS}, slices=[_slice(tuple(Device(name=f"d{i}") for i in range(n)))])
     for i in range(n + 1):
         objects.claims[f"default/c{i}"] = _claim(f"c{i}")
