@@ -40,7 +40,13 @@ def _admitted(tmp_path: Path) -> Path:
 
 
 def _cpu_state(state: Path) -> dict[str, object]:
+    """The checkpoint's content: kubelet 1.37 (the default release) keeps it whole in `data`, a JSON
+    string beside the older top-level fields; baselines exist only there."""
     doc: dict[str, object] = json.loads((state / "cpu_manager_state").read_text(encoding="utf-8"))
+    data = doc.get("data")
+    if isinstance(data, str):
+        content: dict[str, object] = json.loads(data)
+        return content
     return doc
 
 
