@@ -25,6 +25,7 @@ from numalign.k8s.deviceplugin import Device
 from numalign.kubelet.devicemanager.endpoint import Endpoint
 
 DEFAULT_WAIT_S = 5.0
+STUCK_S = 60.0
 
 
 class KubeletRecorder:
@@ -72,14 +73,15 @@ class KubeletRecorder:
         return None
 
     def wait_for(self, predicate: Callable[[], bool], what: str, timeout: float = DEFAULT_WAIT_S) -> None:
-        """Poll `predicate` (under the recorder's lock) until true; AssertionError after `timeout`."""
-        deadline = time.monotonic() + timeout
+        """Poll `predicate` (under the recorder's lock) until true; AssertionError after `timeout`, a bound
+        for something stuck, never a measure: at least STUCK_S (a loaded machine is slow, not wrong)."""
+        deadline = time.monotonic() + max(timeout, STUCK_S)
         while True:
             with self.lock:
                 if predicate():
                     return
             if time.monotonic() >= deadline:
-                raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+                raise AssertionError(f"timed out after {max(timeout, STUCK_S):g}s waiting for {what}")
             time.sleep(0.02)
 
 

@@ -98,15 +98,20 @@ def agent(layout: Layout) -> Iterator[Agent]:
         a.stop()
 
 
+STUCK_S = 60.0
+
+
 def wait_for(predicate: Callable[[], Any], what: str, timeout: float = 5.0) -> Any:
-    """Poll until `predicate()` is truthy and return its value; AssertionError after `timeout`."""
-    deadline = time.monotonic() + timeout
+    """Poll until `predicate()` is truthy and return its value; AssertionError after `timeout`, which is
+    a bound for something stuck, never a measure: at least STUCK_S, as shared CI machines run at load 25
+    and a healthy agent's answer then takes seconds."""
+    deadline = time.monotonic() + max(timeout, STUCK_S)
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+            raise AssertionError(f"timed out after {max(timeout, STUCK_S):g}s waiting for {what}")
         time.sleep(0.03)
 
 
