@@ -114,13 +114,15 @@ def measure_command(name: str, argv: list[str], runs: int, target: str, limit: t
                          statistics.median(walls), round(rss, 1), (before, _load()), target, met)
 
 
-def commands(quick: bool, runs: int) -> list[CommandFigure]:
+def commands(quick: bool, runs: int, short_only: bool = False) -> list[CommandFigure]:
     pod = str(ROOT / "docs" / "examples" / "train.yaml")
     figures = [
         measure_command("numalign --help", [NUMALIGN, "--help"], runs, "<= 150 ms CPU", ("cpu", 0.150)),
         measure_command("admit one pod on a built-in machine", [NUMALIGN, "admit", pod, "--machine", "dual-socket"],
                         runs, "<= 300 ms CPU", ("cpu", 0.300), ok_status=(0, 1)),
     ]
+    if short_only:
+        return figures
     pods = "2000" if quick else "20000"
     for scheduler, seconds in (("default", 6.0), ("exact", 12.0)):
         argv = [NUMALIGN, "simulate", "--cluster", "bench", "--generate", pods, "--seed", "1",
@@ -224,6 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=5, help="runs of each short command (default 5; simulate: 3)")
     p.add_argument("--cases", type=int, default=0, help="cases per area against Go (default 500; quick 100)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--only", choices=("admissions",),
+                   help="admissions: only `--help`, one-pod `admit` and the full admissions against the Go managers")
     p.add_argument("-o", "--output", choices=("text", "json"), default="text")
     args = p.parse_args(argv)
     cases = args.cases or (100 if args.quick else 500)
@@ -237,7 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     minor = harness.minors()[-1]
     version = harness.kubernetes_version(harness.modfile(minor))
     text = args.output == "text"
-    cmd = commands(args.quick, args.runs)
+    only_admissions = args.only == "admissions"
+    cmd = commands(args.quick, args.runs, short_only=only_admissions)
     if text:  # each part printed as it is measured: a long run shows what it has so far
         print(f"whole commands (min / median of runs; load 1-min before..after; {os.cpu_count()} CPUs)")
         for f in cmd:
@@ -245,14 +250,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  {f.name:<42} CPU {f.cpu_min_s:7.3f} / {f.cpu_median_s:7.3f} s  wall {f.wall_min_s:7.3f} / "
                   f"{f.wall_median_s:7.3f} s  RSS {f.peak_rss_mb:6.0f} MB  load {f.load[0]}..{f.load[1]}  "
                   f"{f.target}{verdict}", flush=True)
-    areas = against_go(cases, args.seed)
-    if text:
+    areas = [] if only_admissions else against_go(cases, args.seed)
+    if text and areas:
         print("\nagainst the real upstream code (the Go harness), same cases, same run")
         for a in areas:
             verdict = "" if a.met is None else ("  met" if a.met else "  MISSED")
             print(f"  {a.area:<10} at {a.kubernetes}: {a.cases} cases  numalign {a.numalign_cpu_s:.3f} s CPU  "
                   f"Go {a.go_cpu_s:.3f} s CPU  numalign/Go throughput {a.throughput_ratio:.2f}x  "
                   f"load {a.load[0]}..{a.load[1]}  {a.target}{verdict}", flush=True)
+    harness.ensure_built([minor])
     admissions = admissions_go.measure(str(harness.binary(minor)), version, run_once,
                                        cases=2 if args.quick else 4, cycles=5 if args.quick else 20)
     if not text:
@@ -262,28 +268,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     print(f"\nfull admissions per second, numalign against the real Go managers (the admit area's harness at "
           f"{version}), the dual-socket pod mix admitted and deleted; start-up per case taken off")
-    for adm in admissions:
-        verdict = "  met" if adm.met else "  MISSED"
-        print(f"  {adm.numa_nodes:>2} NUMA nodes ({adm.machine}, {adm.policy}): {adm.admissions} admissions  numalign "
-              f"{adm.numalign_per_s:,.0f}/s ({adm.numalign_cpu_s:.3f} s CPU)  Go {adm.go_per_s:,.0f}/s "
-              f"({adm.go_cpu_s:.3f} s CPU)  {adm.ratio:.1f}x  cases differing {adm.differing_cases}  "
-              f"load {adm.load[0]}..{adm.load[1]}  {adm.target}{verdict}")
-    return 0
-    print(f"whole commands (min / median of runs; load 1-min before..after; {os.cpu_count()} CPUs)")
-    for f in cmd:
-        verdict = "" if f.met is None else ("  met" if f.met else "  MISSED")
-        print(f"  {f.name:<42} CPU {f.cpu_min_s:7.3f} / {f.cpu_median_s:7.3f} s  wall {f.wall_min_s:7.3f} / "
-              f"{f.wall_median_s:7.3f} s  RSS {f.peak_rss_mb:6.0f} MB  load {f.load[0]}..{f.load[1]}  "
-              f"{f.target}{verdict}")
-    print("\nagainst the real upstream code (the Go harness), same cases, same run")
-    for a in areas:
-        verdict = "" if a.met is None else ("  met" if a.met else "  MISSED")
-        print(f"  {a.area:<13} at {a.kubernetes}: {a.cases} cases  numalign {a.numalign_cpu_s:.3f} s CPU  "
-              f"Go {a.go_cpu_s:.3f} s CPU  numalign/Go throughput {a.throughput_ratio:.2f}x  "
-              f"load {a.load[0]}..{a.load[1]}  {a.target}{verdict}")
-    print("\nfull admissions per second, numalign against the real Go managers (the admit area's harness at "
-          f"{harness.kubernetes_version(harness.modfile(minor))}), the dual-socket pod mix admitted and deleted; "
-          "start-up per case taken off")
     for adm in admissions:
         verdict = "  met" if adm.met else "  MISSED"
         print(f"  {adm.numa_nodes:>2} NUMA nodes ({adm.machine}, {adm.policy}): {adm.admissions} admissions  numalign "

@@ -52,9 +52,9 @@ class Metrics:
         return fam
 
     def inc(self, name: str, amount: float = 1.0, **labels: str) -> None:
+        key = tuple(sorted(labels.items())) if labels else ()  # every admission counts: skip the empty sort
         with self._lock:
             fam = self._fam(name, "counter")
-            key = tuple(sorted(labels.items()))
             fam.values[key] = fam.values.get(key, 0.0) + amount
 
     def init_series(self, name: str, **labels: str) -> None:
@@ -74,10 +74,12 @@ class Metrics:
             fam.values[key] = fam.values.get(key, 0.0) + amount
 
     def observe(self, name: str, value: float, **labels: str) -> None:
+        key = tuple(sorted(labels.items())) if labels else ()
         with self._lock:
             fam = self._fam(name, "histogram")
-            key = tuple(sorted(labels.items()))
-            h = fam.hist.setdefault(key, [0.0] * (len(fam.buckets) + 2))
+            h = fam.hist.get(key)
+            if h is None:
+                h = fam.hist[key] = [0.0] * (len(fam.buckets) + 2)
             for i, bound in enumerate(fam.buckets):
                 if value <= bound:
                     h[i] += 1

@@ -35,7 +35,7 @@ class AdmitResult:
 
     @classmethod
     def admitted(cls) -> AdmitResult:
-        return cls(True)
+        return _ADMITTED if cls is AdmitResult else cls(True)  # a value: one instance serves every admission
 
     @classmethod
     def topology_affinity_error(cls) -> AdmitResult:
@@ -64,6 +64,9 @@ class AdmitResult:
         if self.hangs:
             out["hangs"] = True
         return out
+
+
+_ADMITTED = AdmitResult(True)
 
 
 def hint_text(h: TopologyHint) -> str:

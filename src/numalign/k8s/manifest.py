@@ -372,22 +372,22 @@ def _validate_requirements(
     """The parts of ValidateContainerResourceRequirements that shape what the managers see."""
     for kind, values in (("limits", limits), ("requests", requests)):
         for resource, quantity in values.items():
-            field = f"{where}: {path}.{kind}.{resource}"
-            _validate_resource_name(resource, field)
+            problem, integer, page = _name_facts(resource)
+            if problem is not None:
+                raise InvalidInputError(f"{where}: {path}.{kind}.{resource}: {problem}")
             if quantity.sign() < 0:
-                raise InvalidInputError(f"{field}: {quantity} must be greater than or equal to 0")
-            if is_integer_resource_name(resource) and quantity.as_int64() is None:
-                raise InvalidInputError(f"{field}: {quantity} must be an integer (extended resources are counted)")
-            if is_hugepage_resource_name(resource):
+                raise InvalidInputError(f"{where}: {path}.{kind}.{resource}: {quantity} must be greater than or "
+                                        "equal to 0")
+            if integer and quantity.as_int64() is None:
+                raise InvalidInputError(f"{where}: {path}.{kind}.{resource}: {quantity} must be an integer "
+                                        "(extended resources are counted)")
+            if page and quantity.value() % page:
                 # validateResourceQuantityHugePageValue: whole pages only.
-                page = hugepage_size_from_resource_name(resource).value()
-                if quantity.value() % page:
-                    raise InvalidInputError(
-                        f"{field}: {quantity} is not positive integer multiple of {resource} "
-                        "(hugepages are requested in whole pages)"
-                    )
+                raise InvalidInputError(
+                    f"{where}: {path}.{kind}.{resource}: {quantity} is not positive integer multiple of "
+                    f"{resource} (hugepages are requested in whole pages)"
+                )
     for resource, request in requests.items():
-        field = f"{where}: {path}.requests.{resource}"
         limit = limits.get(resource)
         if limit is None:
             if not is_overcommit_allowed(resource):
@@ -397,32 +397,54 @@ def _validate_requirements(
                 )
             continue
         if request != limit and not is_overcommit_allowed(resource):
-            raise InvalidInputError(f"{field}: {request} must be equal to {resource} limit of {limit}")
+            raise InvalidInputError(f"{where}: {path}.requests.{resource}: {request} must be equal to {resource} "
+                                    f"limit of {limit}")
         if request > limit:
-            raise InvalidInputError(f"{field}: {request} must be less than or equal to {resource} limit of {limit}")
-    names = set(requests) | set(limits)
-    if any(is_hugepage_resource_name(n) for n in names) and not names & {RESOURCE_CPU, RESOURCE_MEMORY}:
+            raise InvalidInputError(f"{where}: {path}.requests.{resource}: {request} must be less than or equal "
+                                    f"to {resource} limit of {limit}")
+    if any(_name_facts(n)[2] for n in (*requests, *limits)) and not (set(requests) | set(limits)) & {
+            RESOURCE_CPU, RESOURCE_MEMORY}:
         raise InvalidInputError(f"{where}: {path}: HugePages require cpu or memory (add a cpu or memory request)")
 
 
-def _validate_resource_name(resource: str, field: str) -> None:
-    """validateContainerResourceName."""
+# Per resource name: (what is wrong with it as a container resource name, or None; is it counted in
+# integers; its hugepage size in bytes, 0 for other resources). Every pod read asks for its names;
+# the answers depend on the name alone. Bounded: emptied when full.
+_NAME_FACTS: dict[str, tuple[str | None, bool, int]] = {}
+_NAME_FACTS_KEPT = 4096
+
+
+def _name_facts(resource: str) -> tuple[str | None, bool, int]:
+    facts = _NAME_FACTS.get(resource)
+    if facts is None:
+        problem = _resource_name_problem(resource)
+        page = 0
+        if problem is None and is_hugepage_resource_name(resource):
+            page = hugepage_size_from_resource_name(resource).value()
+        facts = (problem, problem is None and is_integer_resource_name(resource), page)
+        if len(_NAME_FACTS) >= _NAME_FACTS_KEPT:
+            _NAME_FACTS.clear()
+        _NAME_FACTS[resource] = facts
+    return facts
+
+
+def _resource_name_problem(resource: str) -> str | None:
+    """validateContainerResourceName: what is wrong with the name, None when nothing is."""
     if not is_qualified_name(resource):
-        raise InvalidInputError(f"{field}: {resource!r} is not a valid resource name")
+        return f"{resource!r} is not a valid resource name"
     if "/" not in resource:
         if resource in _STANDARD_CONTAINER_RESOURCES:
-            return
+            return None
         if is_hugepage_resource_name(resource):
             size = hugepage_size_from_resource_name(resource)
             if size.sign() <= 0:
-                raise InvalidInputError(f"{field}: {resource!r}: the hugepage size must be positive")
-            return
-        raise InvalidInputError(
-            f"{field}: {resource!r} must be a standard resource for containers (cpu, memory, "
-            "ephemeral-storage, hugepages-<size>) or an extended resource like example.com/device"
-        )
+                return f"{resource!r}: the hugepage size must be positive"
+            return None
+        return (f"{resource!r} must be a standard resource for containers (cpu, memory, "
+                "ephemeral-storage, hugepages-<size>) or an extended resource like example.com/device")
     if not is_native_resource_name(resource) and not is_extended_resource_name(resource):
-        raise InvalidInputError(f"{field}: {resource!r} doesn't follow extended resource name standard")
+        return f"{resource!r} doesn't follow extended resource name standard"
+    return None
 
 
 # ---- small field readers ---------------------------------------------------------------------------

@@ -63,6 +63,8 @@ class Pod:
     def has_pod_level_resources(self) -> bool:
         """component-helpers IsPodLevelResourcesSet: spec.resources names a supported resource (cpu,
         memory, hugepages-*). The static CPU and memory manager policies leave such pods alone."""
+        if self.pod_requests is None and self.pod_limits is None:
+            return False  # most pods: asked several times per admission, answered without a scan
         return any(is_pod_level_resource(n) for n in [*(self.pod_requests or {}), *(self.pod_limits or {})])
 
     @property

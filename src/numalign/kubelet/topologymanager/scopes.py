@@ -17,6 +17,7 @@ from numalign.core.implicit.hints import ProviderAnswer
 from numalign.core.policies import Policy, PolicyName, is_alignment_guaranteed
 from numalign.errors import AllocationError, ConfigError
 from numalign.k8s.pod import Container, Pod
+from numalign.kubelet.topologymanager import merge_memo
 from numalign.kubelet.topologymanager.provider import HintProvider
 
 NO_AFFINITY = TopologyHint(None, False)
@@ -40,6 +41,9 @@ class Scope:
         self._hints: dict[str, dict[str, TopologyHint]] = {}
         self._containers: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
+        # The policy whose merges merge_memo keys were made for, and that key (the policy may be replaced).
+        self._memo_policy: Policy | None = None
+        self._memo_key: object = None
 
     # --- the Store interface
     def get_affinity(self, pod_uid: str, container_name: str) -> TopologyHint:
@@ -98,8 +102,22 @@ class Scope:
     def _merge(self, container_name: str, hints: Sequence[ProviderAnswer]) -> ContainerDecision:
         names = self._provider_names()
         records = tuple(ProviderRecord(n, h) for n, h in zip(names, hints, strict=True))
-        res = self.policy.merge(hints)
-        why = explain(self.policy.name, names, res.lists, hints, res.hint, res.admit)
+        policy = self.policy
+        if policy is not self._memo_policy:
+            self._memo_policy, self._memo_key = policy, merge_memo.policy_key(policy)
+        key = None
+        if self._memo_key is not None:
+            answers = merge_memo.answers_key(hints)
+            if answers is not None:
+                key = (self._memo_key, tuple(names), answers)
+                known = merge_memo.lookup(key)
+                if known is not None:
+                    hint, admit, why, considered = known
+                    return ContainerDecision(container_name, records, hint, admit, why, considered=considered)
+        res = policy.merge(hints)
+        why = explain(policy.name, names, res.lists, hints, res.hint, res.admit)
+        if key is not None:
+            merge_memo.keep(key, (res.hint, res.admit, why, res.considered))
         return ContainerDecision(container_name, records, res.hint, res.admit, why, considered=res.considered)
 
     def _provider_answers(self, pod: Pod, container: Container | None) -> list[ProviderAnswer]:

@@ -1,0 +1,80 @@
+"""The merges a Topology Manager has already made, kept by what was merged (issue 29).
+
+A policy's merge and the explanation of its outcome are pure functions of the policy (its name, NUMA
+nodes and options) and of the providers' explicit hint lists. Admissions ask the same merge again and
+again: every BestEffort and Burstable container gets no hint from any provider, and Guaranteed
+containers of one size on a node in one free state get the same lists. So the merged hint, the verdict,
+the explanation and the considered hints are kept per (policy, answers) and shared by every node of
+the process whose policy is the same; the decision record is still built per container.
+
+Not kept: implicit hint lists (5 NUMA nodes and more; their merge is a search, and they are not plain
+values), and policies other than upstream's four (the NUMA allocation preview scores the node's free
+state, which the answers do not hold).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+from numalign.core.hint import TopologyHint
+from numalign.core.implicit.hints import ProviderAnswer
+from numalign.core.policies import Policy
+from numalign.core.policies.best_effort import BestEffortPolicy, RestrictedPolicy
+from numalign.core.policies.none import NonePolicy
+from numalign.core.policies.single_numa_node import SingleNUMANodePolicy
+
+# (merged hint, admit, explanation, considered): a ContainerDecision without its container and records.
+Merged = tuple[TopologyHint, bool, tuple[str, ...], tuple[TopologyHint, ...]]
+
+_PURE: frozenset[type] = frozenset({SingleNUMANodePolicy, BestEffortPolicy, RestrictedPolicy, NonePolicy})
+MAX_ENTRIES = 8192  # a few MB at most; emptied when full (the next admissions fill it again)
+_memo: dict[Hashable, Merged] = {}
+
+
+def policy_key(policy: Policy) -> Hashable | None:
+    """What a merge depends on besides the answers; None for a policy whose merge reads more."""
+    if type(policy) not in _PURE:
+        return None
+    numa = getattr(policy, "numa", None)
+    opts = getattr(policy, "opts", None)
+    nodes = None if numa is None else numa.nodes
+    # Distances decide only under prefer-closest-numa-nodes; then they are part of the key.
+    closest = bool(getattr(opts, "prefer_closest_numa", False))
+    distances = (tuple(sorted(numa.distances.items())) if closest and numa is not None and numa.distances
+                 else None)
+    return (type(policy), nodes, distances, opts)
+
+
+def answers_key(answers: Sequence[ProviderAnswer]) -> tuple[object, ...] | None:
+    """The providers' answers as a plain value, keeping every distinction the merge and the explanation
+    make (no map, an empty map, a resource with no preference, an empty list, each hint in order); None
+    when some list is implicit."""
+    out: list[object] = []
+    for answer in answers:
+        if answer is None:
+            out.append(None)
+            continue
+        items: list[object] = []
+        for resource, hints in answer.items():
+            if hints is None:
+                items.append((resource, None))
+            elif type(hints) is list or type(hints) is tuple:
+                items.append((resource, tuple([(h.mask, h.preferred) for h in hints])))
+            else:
+                return None
+        out.append(tuple(items))
+    return tuple(out)
+
+
+def lookup(key: Hashable) -> Merged | None:
+    return _memo.get(key)
+
+
+def keep(key: Hashable, merged: Merged) -> None:
+    if len(_memo) >= MAX_ENTRIES:
+        _memo.clear()
+    _memo[key] = merged
+
+
+def clear() -> None:
+    _memo.clear()
