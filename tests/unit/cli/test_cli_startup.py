@@ -114,3 +114,14 @@ def test_the_listed_summaries_are_what_each_command_registers() -> None:
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     assert {a.dest: a.help for a in sub._choices_actions} == SUMMARIES
     assert list(SUMMARIES) == list(COMMANDS)
+
+
+def test_admit_without_a_state_directory_imports_no_state_file_code(tmp_path: Path) -> None:
+    """The one-pod `admit` pays only for what it uses (issue 29: <= 300 ms of CPU): without --state-dir no
+    state-directory adapter or checkpoint codec is imported; with one they are."""
+    stateful = ("numalign.adapters.statedir.directory", "numalign.kubelet.checkpointmanager")
+    loaded = _modules_after(["admit"])
+    assert "numalign.kubelet.node" in loaded  # it did admit
+    assert [m for m in loaded if any(m == s or m.startswith(s + ".") for s in stateful)] == []
+    with_dir = _modules_after(["admit", "--state-dir", str(tmp_path / "state")])
+    assert "numalign.adapters.statedir.directory" in with_dir

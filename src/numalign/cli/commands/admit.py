@@ -141,7 +141,6 @@ def admit(req: AdmitRequest) -> int:
 def _admit_all(req: AdmitRequest, pods: list[Any], notes: list[str], dra_objects: Any) -> tuple[Node, AdmitDocument]:
     """The node the request describes, and the pods admitted on it (answer/admit.py) in one transaction of
     the state directory (if any): all kept, or none."""
-    from numalign.adapters.statedir.directory import state_directory
     from numalign.kubelet.admission.eviction import NodeCondition
     from numalign.kubelet.node import Node
 
@@ -154,8 +153,12 @@ def _admit_all(req: AdmitRequest, pods: list[Any], notes: list[str], dra_objects
         from numalign.run.leftovers import process_alive, process_alive_reclaiming
 
         with snapshot_errors_of(req.snapshot, req.config_label):
-            node = Node(machine, config, store=state_directory(req.state_dir, read_only=req.dry_run,
-                                                          kubelet_version=req.kubelet_version),
+            store = None
+            if req.state_dir is not None:  # the state directory's adapters are imported only when used
+                from numalign.adapters.statedir.directory import state_directory
+
+                store = state_directory(req.state_dir, read_only=req.dry_run, kubelet_version=req.kubelet_version)
+            node = Node(machine, config, store=store,
                         node_conditions=conditions,
                         process_alive=process_alive if req.dry_run else process_alive_reclaiming,
                         kubelet_version=req.kubelet_version, previews=req.previews)
