@@ -26,6 +26,8 @@ package main
 //
 // The answer per admission: the verdict (admit, reason, message) and per container the Topology
 // Manager's affinity, the exclusive CPUs (none: the shared pool), the memory blocks and the devices.
+// A case may name devices whose plugin refuses an Allocate that includes them (allocateEach), and ask
+// for what the managers hold after every step (heldAnswer: their state and the device checkpoint).
 
 import (
 	"context"
@@ -35,6 +37,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -110,6 +113,8 @@ type admitDevice struct {
 	NUMA     []int  `json:"numa"` // null: the device reports no topology
 	// Unhealthy: the plugin lists the device as Unhealthy
 	Unhealthy bool `json:"unhealthy"`
+	// FailAllocate: the plugin's Allocate fails for a request that includes the device
+	FailAllocate bool `json:"failAllocate"`
 }
 
 type admitStep struct {
@@ -123,6 +128,8 @@ type admitCase struct {
 	Config  admitConfig     `json:"config"`
 	Devices []admitDevice   `json:"devices"`
 	Steps   []admitStep     `json:"steps"`
+	// Held: each step's answer also says what the managers hold after it (heldAnswer)
+	Held bool `json:"held"`
 }
 
 // pods is the kubelet's view of its pods that the managers' ActivePodsFunc reads (the CPU manager's
@@ -213,8 +220,15 @@ func reservation(capacity, kube, system v1.ResourceList, thresholds []evictionap
 
 func deviceStubs(ctx context.Context, devices []admitDevice) ([]*plugin.Stub, map[string]int, error) {
 	byResource := map[string][]*pluginapi.Device{}
+	failing := map[string]map[string]bool{}
 	order := []string{}
 	for _, d := range devices {
+		if d.FailAllocate {
+			if failing[d.Resource] == nil {
+				failing[d.Resource] = map[string]bool{}
+			}
+			failing[d.Resource][d.ID] = true
+		}
 		dev := &pluginapi.Device{ID: d.ID, Health: pluginapi.Healthy}
 		if d.Unhealthy {
 			dev.Health = pluginapi.Unhealthy
@@ -235,7 +249,7 @@ func deviceStubs(ctx context.Context, devices []admitDevice) ([]*plugin.Stub, ma
 	for i, res := range order {
 		sock := filepath.Join(pluginapi.DevicePluginPath, "conformance-"+strconv.Itoa(i)+".sock")
 		stub := newStub(byResource[res], sock, res)
-		setStubFuncs(stub)
+		setStubFuncs(stub, allocateEach(failing[res]))
 		if err := startStub(ctx, stub); err != nil {
 			return stubs, nil, fmt.Errorf("device plugin stub %s: %w", res, err)
 		}
@@ -243,21 +257,39 @@ func deviceStubs(ctx context.Context, devices []admitDevice) ([]*plugin.Stub, ma
 		if err := registerStub(ctx, stub, res); err != nil {
 			return stubs, nil, fmt.Errorf("device plugin stub %s: register: %w", res, err)
 		}
+		if err := waitForCheckpoint(res); err != nil {
+			return stubs, nil, err
+		}
 		counts[res] = len(byResource[res])
 	}
 	return stubs, counts, nil
 }
 
 // allocateEach answers Allocate as a device plugin does: one container response per container
-// request (the stub's default answers none, which the kubelet rejects as unexpected).
-func allocateEach(r *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
-	resp := &pluginapi.AllocateResponse{}
-	for range r.ContainerRequests {
-		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerAllocateResponse{
-			Envs: map[string]string{"CONFORMANCE": "1"},
-		})
+// request (the stub's default answers none, which the kubelet rejects as unexpected); a request that
+// includes a failing device is refused, naming the failing devices it includes in natural order (the
+// kubelet sends the ids in Go set order). The error reaches the kubelet as a gRPC status of code
+// Unknown, as any plugin's error does.
+func allocateEach(failing map[string]bool) func(*pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+	return func(r *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+		resp := &pluginapi.AllocateResponse{}
+		for _, req := range r.ContainerRequests {
+			bad := []string{}
+			for _, id := range requestDevices(req) {
+				if failing[id] {
+					bad = append(bad, id)
+				}
+			}
+			if len(bad) > 0 {
+				sort.Slice(bad, func(i, j int) bool { return naturalLess(bad[i], bad[j]) })
+				return nil, fmt.Errorf("device %s failed to reset", strings.Join(bad, ","))
+			}
+			resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerAllocateResponse{
+				Envs: map[string]string{"CONFORMANCE": "1"},
+			})
+		}
+		return resp, nil
 	}
-	return resp, nil
 }
 
 // preferNatural is the plugins' GetPreferredAllocation: the devices that must be included, then the
@@ -329,6 +361,29 @@ func naturalParts(s string) []naturalPart {
 		i = j
 	}
 	return out
+}
+
+// waitForCheckpoint waits until the device manager's checkpoint file names the resource among its
+// registered devices: the plugin's first ListAndWatch update has been written. Each update writes a
+// snapshot taken under the manager's lock outside it, so plugins registering together could leave the
+// file holding an older snapshot than the newest; one plugin at a time, no write is left in flight.
+func waitForCheckpoint(resource string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var file struct {
+			Data struct{ RegisteredDevices map[string]json.RawMessage }
+		}
+		raw, err := os.ReadFile(filepath.Join(pluginapi.DevicePluginPath, "kubelet_internal_checkpoint"))
+		if err == nil && json.Unmarshal(raw, &file) == nil {
+			if _, ok := file.Data.RegisteredDevices[resource]; ok {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the device manager did not write %s's devices to its checkpoint within 10 s", resource)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
 }
 
 // waitForDevices waits until ListAndWatch has delivered every plugin's devices to the manager.
@@ -519,6 +574,9 @@ func admitArea(raw json.RawMessage) (any, error) {
 				}
 				out["containers"] = ctrs
 			}
+			if c.Held {
+				out["held"] = heldAnswer(ctx, tm, cpuM, memM, dm, state)
+			}
 			steps = append(steps, out)
 		case "delete":
 			state.mu.Lock()
@@ -539,7 +597,11 @@ func admitArea(raw json.RawMessage) (any, error) {
 					_ = removeTMContainer(tm, containerID(gone, ctr.Name))
 				}
 			}
-			steps = append(steps, map[string]any{"deleted": s.UID})
+			out := map[string]any{"deleted": s.UID}
+			if c.Held {
+				out["held"] = heldAnswer(ctx, tm, cpuM, memM, dm, state)
+			}
+			steps = append(steps, out)
 		default:
 			return nil, fmt.Errorf("admit case: unknown step op %q", s.Op)
 		}
@@ -609,6 +671,127 @@ func containerAnswer(tm topologymanager.Manager, cpuM cpuManager, memM memoryMan
 		devices[res] = list
 	}
 	out["devices"] = devices
+	return out
+}
+
+// heldAnswer is what the managers hold after a step, as their state and checkpoint files say, once the
+// kubelet's own stale-state pass has run: a rejected pod is terminal, and what its admission allocated
+// before the rejection (a plugin's Allocate failing for a later container) stays until the next
+// removeStaleState (the CPU and memory managers, at the next pod's hints or Allocate, and the CPU
+// manager's reconcile loop) and UpdateAllocatedDevices (the device manager); numalign releases it at
+// once (docs/fidelity.md). The pass is the one the next admission makes first: the Topology Manager's
+// admit handler for a pod of no requests, which no step admits, and UpdateAllocatedDevices, which that
+// admission reaches only under a policy other than none.
+func heldAnswer(ctx context.Context, tm topologymanager.Manager, cpuM cpuManager, memM memoryManager,
+	dm *devicemanager.ManagerImpl, state *pods) map[string]any {
+	probe := &v1.Pod{}
+	probe.Name, probe.Namespace, probe.UID = "stale-state-pass", "default", "stale-state-pass"
+	probe.Spec.Containers = []v1.Container{{Name: "pass", Image: "pause"}}
+	state.mu.Lock()
+	state.admitting = probe
+	state.mu.Unlock()
+	_ = handlerAdmit(ctx, tm, admitAttributes(probe, state.others(probe.UID)))
+	state.mu.Lock()
+	state.admitting = nil
+	state.mu.Unlock()
+	updateAllocatedDevices(dm)
+
+	cpus := map[string]any{"default": cpuM.State().GetDefaultCPUSet().String()}
+	cpuEntries := map[string]map[string]string{}
+	for uid, ctrs := range cpuM.State().GetCPUAssignments() {
+		cpuEntries[uid] = map[string]string{}
+		for name, set := range ctrs {
+			cpuEntries[uid][name] = set.String()
+		}
+	}
+	cpus["entries"] = cpuEntries
+	machine := map[string]any{}
+	for node, st := range memM.State().GetMachineState() {
+		tables := map[string]any{}
+		for res, t := range st.MemoryMap {
+			tables[string(res)] = []uint64{t.TotalMemSize, t.SystemReserved, t.Allocatable, t.Reserved, t.Free}
+		}
+		cells := append([]int{}, st.Cells...)
+		sort.Ints(cells)
+		machine[strconv.Itoa(node)] = map[string]any{"assignments": st.NumberOfAssignments, "cells": cells, "memory": tables}
+	}
+	memEntries := map[string]map[string]any{}
+	for uid, ctrs := range memM.State().GetMemoryAssignments() {
+		memEntries[uid] = map[string]any{}
+		for name, blocks := range ctrs {
+			memEntries[uid][name] = memoryBlocksAnswer(blocks)
+		}
+	}
+	return map[string]any{
+		"cpus":    cpus,
+		"memory":  map[string]any{"machine": machine, "entries": memEntries},
+		"devices": deviceCheckpointAnswer(state),
+	}
+}
+
+// deviceCheckpointAnswer is the device manager's checkpoint file as written: the entries (container,
+// resource, the device ids per NUMA node, the plugin's Allocate answer as the file's base64) of the
+// active pods, sorted (Go writes them in map order), and apart ("lagging") the pods no longer active
+// whose entries the file still holds: UpdateAllocatedDevices forgets them without writing the file,
+// which keeps them until the device manager next writes it (a device allocation, a plugin's
+// ListAndWatch update), where numalign writes at once (docs/fidelity.md); and the registered devices.
+func deviceCheckpointAnswer(state *pods) map[string]any {
+	raw, err := os.ReadFile(filepath.Join(pluginapi.DevicePluginPath, "kubelet_internal_checkpoint"))
+	if err != nil {
+		return map[string]any{"error": "no checkpoint file"}
+	}
+	var file struct {
+		Data struct {
+			PodDeviceEntries []struct {
+				PodUID, ContainerName, ResourceName string
+				DeviceIDs                           map[string][]string
+				AllocResp                           string
+			}
+			RegisteredDevices map[string][]string
+		}
+	}
+	if err := json.Unmarshal(raw, &file); err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	active := map[string]bool{}
+	for _, p := range state.active() {
+		active[string(p.UID)] = true
+	}
+	entries := []map[string]any{}
+	lagging := map[string]bool{}
+	for _, e := range file.Data.PodDeviceEntries {
+		if !active[e.PodUID] {
+			lagging[e.PodUID] = true
+			continue
+		}
+		ids := map[string][]string{}
+		for n, list := range e.DeviceIDs {
+			l := append([]string{}, list...)
+			sort.Strings(l)
+			ids[n] = l
+		}
+		entries = append(entries, map[string]any{"pod": e.PodUID, "container": e.ContainerName,
+			"resource": e.ResourceName, "ids": ids, "allocResp": e.AllocResp})
+	}
+	key := func(e map[string]any) string {
+		return e["pod"].(string) + "\x00" + e["container"].(string) + "\x00" + e["resource"].(string)
+	}
+	sort.Slice(entries, func(i, j int) bool { return key(entries[i]) < key(entries[j]) })
+	registered := map[string][]string{}
+	for res, list := range file.Data.RegisteredDevices {
+		l := append([]string{}, list...)
+		sort.Strings(l)
+		registered[res] = l
+	}
+	out := map[string]any{"entries": entries, "registered": registered}
+	if len(lagging) > 0 {
+		uids := []string{}
+		for uid := range lagging {
+			uids = append(uids, uid)
+		}
+		sort.Strings(uids)
+		out["lagging"] = uids
+	}
 	return out
 }
 

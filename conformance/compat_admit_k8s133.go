@@ -47,6 +47,7 @@ func startStub(_ context.Context, s *plugin.Stub) error { return s.Start() }
 func registerStub(_ context.Context, s *plugin.Stub, resource string) error {
 	return s.Register(pluginapi.KubeletSocket, resource, pluginapi.DevicePluginPath)
 }
+func updateAllocatedDevices(dm *devicemanager.ManagerImpl) { dm.UpdateAllocatedDevices() }
 func dmCapacity(dm *devicemanager.ManagerImpl) (v1.ResourceList, v1.ResourceList, []string) {
 	return dm.GetCapacity()
 }

@@ -49,6 +49,7 @@ func startStub(ctx context.Context, s *plugin.Stub) error { return s.Start(ctx) 
 func registerStub(ctx context.Context, s *plugin.Stub, resource string) error {
 	return s.Register(ctx, pluginapi.KubeletSocket, resource, pluginapi.DevicePluginPath)
 }
+func updateAllocatedDevices(dm *devicemanager.ManagerImpl) { dm.UpdateAllocatedDevices(logger) }
 func dmCapacity(dm *devicemanager.ManagerImpl) (v1.ResourceList, v1.ResourceList, []string) {
 	return dm.GetCapacity(logger)
 }

@@ -9,11 +9,14 @@ import (
 
 // 1.34 on: the stub hands its callbacks pointers to the devices.
 
-func setStubFuncs(s *plugin.Stub) {
+func setStubFuncs(s *plugin.Stub, alloc func(*pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error)) {
 	s.SetAllocFunc(func(r *pluginapi.AllocateRequest, _ map[string]*pluginapi.Device) (*pluginapi.AllocateResponse, error) {
-		return allocateEach(r)
+		return alloc(r)
 	})
 	s.SetGetPreferredAllocFunc(func(r *pluginapi.PreferredAllocationRequest, _ map[string]*pluginapi.Device) (*pluginapi.PreferredAllocationResponse, error) {
 		return preferNatural(r)
 	})
 }
+
+// requestDevices is a container request's device ids (protoc-gen-go from 1.34: DevicesIds).
+func requestDevices(r *pluginapi.ContainerAllocateRequest) []string { return r.DevicesIds }

@@ -12,16 +12,18 @@ with its own node (numalign.Node) at the same kubelet version.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from conformance.versions import kubelet_version
 from numalign import Node
 from numalign.core.decision import KUBELET_HANGS
-from numalign.errors import AllocationError, ConfigError, NumalignError
+from numalign.errors import AllocationError, ConfigError, NumalignError, PluginError
+from numalign.k8s.deviceplugin import ContainerAllocateResponse
 from numalign.k8s.deviceplugin import Device as PluginDevice
 from numalign.k8s.kubeletconfig_read import config_from_dict
 from numalign.k8s.manifest import pod_from_dict
@@ -45,6 +47,7 @@ _MI = 1 << 20
 _GI = 1 << 30
 _RESOURCES = ("example.com/gpu", "example.com/nic")
 DEVICE_SHARE = 0.5  # the share of cases with device plugins (each case with them costs the harness ~60 ms)
+FAILING_SHARE = 0.6  # of the cases with devices, those where a plugin's Allocate fails for some devices
 
 
 def _machine(rng: random.Random) -> tuple[dict[str, Any], int, int]:
@@ -200,7 +203,17 @@ def generate(rng: random.Random, version: str) -> dict[str, Any]:
         pod = _pod(rng, i, per_numa_cpus, hugepages, resources, pod_level=not version.startswith("1.33"))
         steps.append({"op": "admit", "pod": pod})
         live.append(pod["metadata"]["uid"])
-    return {"machine": machine, "config": _config(rng, numas, machine), "devices": devices, "steps": steps}
+    case: dict[str, Any] = {"machine": machine, "config": _config(rng, numas, machine), "devices": devices,
+                            "steps": steps}
+    if devices and rng.random() < FAILING_SHARE:
+        # A plugin whose Allocate fails for a request including one of these devices. Half of these cases
+        # also answer what the managers hold after each step (their state and checkpoint files, after the
+        # kubelet's stale-state pass); the others leave the next admission to make that pass.
+        for d in rng.sample(devices, rng.randint(1, max(1, len(devices) // 2))):
+            d["failAllocate"] = True
+        if rng.random() < 0.5:
+            case["held"] = True
+    return case
 
 
 def equivalent(ours: Any, theirs: Any) -> bool:
@@ -213,24 +226,56 @@ def equivalent(ours: Any, theirs: Any) -> bool:
         return any(str(t) in str(ours["start_error"]) for t in texts)
     if isinstance(ours, dict) and isinstance(theirs, dict) and set(ours) == set(theirs) == {"steps"}:
         return len(ours["steps"]) == len(theirs["steps"]) and all(
-            a == b or _device_shortage_by_map_order(a, b) for a, b in zip(ours["steps"], theirs["steps"], strict=True))
+            a == b or _device_shortage_by_map_order(a, b)
+            for a, b in zip(ours["steps"], map(_file_written_at_once, theirs["steps"]), strict=True))
     return bool(ours == theirs)
+
+
+def _file_written_at_once(step: Any) -> Any:
+    """The kubelet's step with its device checkpoint file as numalign writes it: without the entries of
+    pods no longer active, which the kubelet's file keeps until its next write (area_admit.go's
+    deviceCheckpointAnswer lists them apart, as lagging; docs/fidelity.md)."""
+    if not (isinstance(step, dict) and isinstance(step.get("held"), dict)):
+        return step
+    devices = {k: v for k, v in step["held"].get("devices", {}).items() if k != "lagging"}
+    return {**step, "held": {**step["held"], "devices": devices}}
 
 
 _SHORT = re.compile(r"^Allocate failed due to requested number of devices unavailable for (\S+)\. "
                     r"Requested: \d+, Available: \d+, which is unexpected$")
+# A plugin's refusal as the harness's stubs answer it (allocate_answer): its devices are named after
+# the resource's last segment (gpu3 is example.com/gpu's).
+_REFUSED = re.compile(r"^Allocate failed due to rpc error: code = Unknown desc = device ([a-z]+)\d[^ ]* "
+                      r"failed to reset, which is unexpected$")
+
+
+_UNHEALTHY = re.compile(r"^Allocate failed due to no healthy devices present; cannot allocate unhealthy devices "
+                        r"(\S+), which is unexpected$")
+
+
+def _failing_resource(message: Any) -> str | None:
+    """The resource a container's device allocation failed on: short of devices, none healthy, or its
+    plugin refused."""
+    for known in (_SHORT, _UNHEALTHY):
+        match = known.match(str(message))
+        if match is not None:
+            return match.group(1).rsplit("/", 1)[-1]
+    refused = _REFUSED.match(str(message))
+    return refused.group(1) if refused is not None else None
 
 
 def _device_shortage_by_map_order(ours: Any, theirs: Any) -> bool:
-    """Both reject a container short of two device resources, each naming another one. The device
-    manager walks the container's limits, a Go map: which shortage it meets first is random upstream;
-    numalign names the first in sorted order (docs/fidelity.md, Go map order)."""
+    """Both reject a container whose allocation fails for two of its device resources (too few devices,
+    none healthy, or the plugin refusing), each naming another one, and agree on everything else. The device manager
+    walks the container's limits, a Go map: which failure it meets first is random upstream; numalign
+    names the first in sorted order (docs/fidelity.md, Go map order)."""
     if not (isinstance(ours, dict) and isinstance(theirs, dict)):
         return False
     if ours.get("reason") != "UnexpectedAdmissionError" or theirs.get("reason") != "UnexpectedAdmissionError":
         return False
-    a, b = _SHORT.match(str(ours.get("message"))), _SHORT.match(str(theirs.get("message")))
-    return a is not None and b is not None and a.group(1) != b.group(1)
+    a, b = _failing_resource(ours.get("message")), _failing_resource(theirs.get("message"))
+    rest = ({k: v for k, v in x.items() if k != "message"} for x in (ours, theirs))
+    return a is not None and b is not None and a != b and next(rest) == next(rest)
 
 
 def size(case: dict[str, Any]) -> int:
@@ -245,6 +290,21 @@ def prefer_natural(available: Sequence[str], must_include: Sequence[str], size: 
     return [*must_include, *rest][:size]
 
 
+def allocate_answer(failing: frozenset[str]) -> Callable[[Sequence[str]], ContainerAllocateResponse]:
+    """The plugins' Allocate, as the harness's stubs answer it (area_admit.go's allocateEach): one
+    environment variable, or a refusal naming the failing devices asked for, in natural order. numalign
+    is told a plugin failed as its gRPC client tells it (adapters/grpc/plugin_client.py): a PluginError
+    with the text of Go's status error, code Unknown for an error the plugin returned."""
+
+    def allocate(ids: Sequence[str]) -> ContainerAllocateResponse:
+        bad = sorted((i for i in ids if i in failing), key=device_sort_key)
+        if bad:
+            raise PluginError(f"rpc error: code = Unknown desc = device {','.join(bad)} failed to reset")
+        return ContainerAllocateResponse(envs={"CONFORMANCE": "1"})
+
+    return allocate
+
+
 def _node(case: dict[str, Any], version: str) -> Node:
     machine = machine_from_cadvisor(case["machine"], "case machine")
     devices = tuple(Device(d["id"], d["resource"], None if d["numa"] is None else tuple(d["numa"]),
@@ -255,9 +315,10 @@ def _node(case: dict[str, Any], version: str) -> Node:
                                **case["config"]}, "case config")
     # The device plugins register as the harness's stubs do: each offers GetPreferredAllocation.
     node = Node(machine, config, kubelet_version=kubelet_version(version), static_devices=False)
+    failing = frozenset(d["id"] for d in case["devices"] if d.get("failAllocate"))
     for resource, devs in machine.devices_by_resource().items():
         node.devices.add_static_plugin(resource, [PluginDevice(d.id, d.health, d.numa_nodes) for d in devs],
-                                       preferred_fn=prefer_natural)
+                                       preferred_fn=prefer_natural, allocate_fn=allocate_answer(failing))
     return node
 
 
@@ -273,7 +334,7 @@ def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
         if s["op"] == "delete":
             if s["uid"] in node.pods:  # a rejected pod is terminal already: its deletion changes nothing
                 node.remove(s["uid"])
-            steps.append({"deleted": s["uid"]})
+            steps.append({"deleted": s["uid"], **({"held": held(node)} if case.get("held") else {})})
             continue
         pod = pod_from_dict(s["pod"], "case pod")
         try:
@@ -298,5 +359,36 @@ def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
                     "devices": {res: sorted(ids) for res, ids in a.devices.items()},
                 }
             out["containers"] = ctrs
+        if case.get("held"):
+            out["held"] = held(node)
         steps.append(out)
     return {"steps": steps}
+
+
+def held(node: Node) -> dict[str, Any]:
+    """What the managers hold, as their state and checkpoint files say (area_admit.go's heldAnswer)."""
+    cpu = node.cpu.snapshot()
+    _, default, cpu_entries = cpu.to_strings()
+    mem = node.memory.snapshot()
+    machine = {
+        str(n): {"assignments": st.number_of_assignments, "cells": sorted(st.cells),
+                 "memory": {r: [t.total, t.system_reserved, t.allocatable, t.reserved, t.free]
+                            for r, t in st.memory_map.items()}}
+        for n, st in mem.machine_state.items()
+    }
+    mem_entries = {uid: {name: _blocks(blocks) for name, blocks in ctrs.items()} for uid, ctrs in mem.entries.items()}
+    dev = node.devices.snapshot()
+    entries = sorted(({"pod": e.pod_uid, "container": e.container_name, "resource": e.resource_name,
+                       "ids": {str(n): sorted(ids) for n, ids in e.device_ids.items()},
+                       "allocResp": base64.b64encode(e.alloc_resp).decode()}
+                      for e in dev.pod_device_entries),
+                     key=lambda e: f"{e['pod']}\0{e['container']}\0{e['resource']}")
+    registered = {r: sorted(ids) for r, ids in dev.registered_devices.items()}
+    return {"cpus": {"default": default, "entries": cpu_entries},
+            "memory": {"machine": machine, "entries": mem_entries},
+            "devices": {"entries": entries, "registered": registered}}
+
+
+def _blocks(blocks: Sequence[Any]) -> list[dict[str, Any]]:
+    return sorted(({"numa": sorted(b.numa_affinity), "type": b.type, "size": b.size} for b in blocks),
+                  key=lambda b: str(b["type"]))
