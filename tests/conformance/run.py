@@ -35,6 +35,22 @@ def _upstream_panics(theirs: Any, text: str) -> bool:
     return any(isinstance(a, dict) and str(a.get("harness_error", "")).startswith(f"panic: {text}") for a in answers)
 
 
+def _all_meets_counters(case: dict[str, Any]) -> bool:
+    """A claim asks for All devices (a request or one of its subrequests) and some device of the node
+    consumes counters: where kube-scheduler 1.35 builds the All list without pools."""
+    requests = [r for c in case.get("claims", []) for r in c.get("spec", {}).get("devices", {}).get("requests", [])]
+    wants_all = any(
+        sub.get("allocationMode") == "All"
+        for r in requests
+        for sub in ([r["exactly"]] if "exactly" in r else r.get("firstAvailable", []))
+    )
+    devices = [d for s in case.get("slices", []) for d in s.get("spec", {}).get("devices", [])]
+    counters = any(d.get("consumesCounters") for d in devices)
+    return wants_all and counters
+
+
+_NIL_POINTER = "runtime error: invalid memory address or nil pointer dereference"
+
 DELIBERATE: dict[str, tuple[str, Deliberate]] = {
     "dra-134-capacity-index": (
         "kube-scheduler 1.34 with the alpha gate DRAConsumableCapacity on checks a device's capacity, when it "
@@ -45,12 +61,21 @@ DELIBERATE: dict[str, tuple[str, Deliberate]] = {
         and bool(case.get("gate_overrides", {}).get("DRAConsumableCapacity"))
         and _upstream_panics(theirs, "runtime error: index out of range"),
     ),
+    "dra-135-all-counters-panic": (
+        "kube-scheduler 1.35 (every patch) with the alpha gate DRAPartitionableDevices on panics (nil pointer "
+        "dereference) when a request for All devices meets a device that consumes counters: the devices listed "
+        "for All carry no pool, and the counter check reads it (allocator_incubating.go; 1.34 reads the slice, "
+        "1.36.2 fills the pool in); numalign answers as 1.34 and 1.36.2+ do",
+        lambda area, version, case, ours, theirs: area == "dra-alloc" and version.startswith("1.35.")
+        and bool(case.get("gate_overrides", {}).get("DRAPartitionableDevices"))
+        and _all_meets_counters(case) and _upstream_panics(theirs, _NIL_POINTER),
+    ),
     "dra-1361-all-counters-panic": (
         "kube-scheduler 1.36.0 and 1.36.1 panic (nil pointer dereference) when a request for All devices meets "
         "a device that consumes counters: the devices listed for All carry no pool, and the counter check reads "
         "it (allocator_incubating.go, fixed in 1.36.2); numalign answers",
         lambda area, version, case, ours, theirs: area == "dra-alloc" and version in ("1.36.0", "1.36.1")
-        and _upstream_panics(theirs, "runtime error: invalid memory address or nil pointer dereference"),
+        and _upstream_panics(theirs, _NIL_POINTER),
     ),
 }
 

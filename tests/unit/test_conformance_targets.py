@@ -93,3 +93,24 @@ def test_the_1361_all_counters_panic_is_a_named_deliberate_difference() -> None:
     assert matches("dra-alloc", "1.36.1", {}, ours, panic)
     assert not matches("dra-alloc", "1.36.3", {}, ours, panic)
     assert not matches("dra-alloc", "1.36.1", {}, ours, {"outcome": "ok", "claims": []})
+
+
+def test_the_135_all_counters_panic_is_a_named_deliberate_difference() -> None:
+    # seed 2's dra-alloc-689 at 1.35.4, cut to what the predicate reads: a request for All devices and a
+    # device consuming counters, with the alpha gate on
+    _, matches = run.DELIBERATE["dra-135-all-counters-panic"]
+    case = {
+        "gate_overrides": {"DRAPartitionableDevices": True},
+        "slices": [{"spec": {"devices": [{"name": "nic-11", "consumesCounters": [{"counterSet": "set-0"}]}]}}],
+        "claims": [{"spec": {"devices": {"requests": [
+            {"name": "r1", "firstAvailable": [{"name": "s0", "deviceClassName": "nic", "allocationMode": "All"}]}]}}}],
+    }
+    panic = {"harness_error": "panic: runtime error: invalid memory address or nil pointer dereference"}
+    ours = {"outcome": "unschedulable", "message": "cannot allocate all claims"}
+    assert matches("dra-alloc", "1.35.4", case, ours, panic)
+    assert not matches("dra-alloc", "1.34.4", case, ours, panic)
+    assert not matches("dra-alloc", "1.35.4", {**case, "gate_overrides": {}}, ours, panic)
+    assert not matches("dra-alloc", "1.35.4", {**case, "slices": []}, ours, panic)
+    exact = {"claims": [{"spec": {"devices": {"requests": [{"name": "r0", "exactly": {"count": 1}}]}}}]}
+    assert not matches("dra-alloc", "1.35.4", {**case, **exact}, ours, panic)
+    assert not matches("dra-alloc", "1.35.4", case, ours, {"harness_error": "panic: runtime error: index out of range"})
