@@ -70,6 +70,21 @@ class TopologyHint:
         return f"{{{nodes}}}{'P' if self.preferred else ''}"
 
 
+_HINTS: dict[tuple[int | None, bool], TopologyHint] = {}
+_HINTS_KEPT = 1 << 16
+
+
+def hint_of(mask: int | None, preferred: bool) -> TopologyHint:
+    """TopologyHint(mask, preferred), one shared instance per value (a hint is immutable): hint providers
+    build the same few hints at every admission, and a frozen instance costs more to make than to find."""
+    hint = _HINTS.get((mask, preferred))
+    if hint is None:
+        if len(_HINTS) >= _HINTS_KEPT:
+            _HINTS.clear()
+        hint = _HINTS[(mask, preferred)] = TopologyHint(mask, preferred)
+    return hint
+
+
 # upstream's filterProvidersHints stand-ins: a nil list (don't care) and an empty one (cannot satisfy)
 DONT_CARE = TopologyHint(None, True)
 CANNOT_SATISFY = TopologyHint(None, False)

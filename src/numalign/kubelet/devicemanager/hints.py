@@ -27,7 +27,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TypeVar
 
 from numalign.core.bitmask import iterate_bitmasks
-from numalign.core.hint import TopologyHint
+from numalign.core.hint import TopologyHint, hint_of
 from numalign.k8s.deviceplugin import Device
 
 
@@ -84,7 +84,7 @@ def generate_device_topology_hints(
         if num_matching >= request:
             candidates.append(mask)
 
-    return [TopologyHint(m, m.bit_count() == min_affinity_size) for m in candidates]
+    return [hint_of(m, m.bit_count() == min_affinity_size) for m in candidates]
 
 
 # A hint generator with generate_device_topology_hints' signature: upstream's explicit lists, or

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 
 from numalign.core.bitmask import bits_of, is_narrower, mask_of, mask_string
-from numalign.core.hint import TopologyHint
+from numalign.core.hint import TopologyHint, hint_of
 from numalign.kubelet.memorymanager.state import Block, NUMANodeState
 
 # The container's (or pod's) request per resource, bytes.
@@ -72,33 +72,49 @@ def calculate_hints(
             _COVERING.clear()
         _COVERING[key] = found
     candidates, min_affinity_size = found
-    states = [machine_state[n] for n in nodes]
-    grouped = {n for n, st in zip(nodes, states, strict=True) if len(st.cells) > 1}  # in a multi-NUMA group
-    busy = {n for n, st in zip(nodes, states, strict=True) if st.number_of_assignments}
+    grouped: set[int] = set()  # nodes in a multi-NUMA group
+    busy: set[int] = set()
+    for n in nodes:
+        st = machine_state[n]
+        if len(st.cells) > 1:
+            grouped.add(n)
+        if st.number_of_assignments:
+            busy.add(n)
+    # Per resource: the request and each node's free bytes (one list lookup per node in the loop below).
     free = [(r, requested[r], {n: t.free for n, t in zip(nodes, ts, strict=True)})
             for r, ts in zip(resources, tables, strict=True)]
+    single = len(free) == 1 and not reusable
+    if single:
+        need, column = free[0][1], free[0][2]
     masks: list[int] = []
     for mask_bits, mask in candidates:
         if len(mask_bits) == 1:
             if mask_bits[0] in grouped:
                 continue  # the node belongs to a multi-NUMA group
-        elif not busy.isdisjoint(mask_bits) and violates_grouping(machine_state, mask_bits):
+        elif busy and not busy.isdisjoint(mask_bits) and violates_grouping(machine_state, mask_bits):
             continue  # (a mask over unused nodes cannot violate the grouping)
-        fits = True
-        for r, need, column in free:
-            total = reusable_for(reusable, mask, r) if reusable else 0
+        if single:  # one resource, no reusable memory: the common case, without the general loop
+            total = 0
             for n in mask_bits:
                 total += column[n]
-            if total < need:
+            if total >= need:
+                masks.append(mask)
+            continue
+        fits = True
+        for r, need_r, column_r in free:
+            total = reusable_for(reusable, mask, r) if reusable else 0
+            for n in mask_bits:
+                total += column_r[n]
+            if total < need_r:
                 fits = False
                 break
         if fits:
             masks.append(mask)
 
     hints: MemoryHints = {}
-    for r in resources:
-        if masks:
-            hints[r] = [TopologyHint(m, m.bit_count() == min_affinity_size) for m in masks]
+    if masks:
+        for r in resources:
+            hints[r] = [hint_of(m, m.bit_count() == min_affinity_size) for m in masks]
     return hints
 
 

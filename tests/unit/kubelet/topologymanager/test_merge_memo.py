@@ -118,3 +118,12 @@ def test_implicit_answers_are_not_kept() -> None:
     assert merge_memo.answers_key([{"cpu": implicit}]) is None
     assert merge_memo.answers_key([None, {}, {"cpu": None}, {"cpu": []}]) == (None, (), (("cpu", None),),
                                                                               (("cpu", ()),))
+
+
+def test_a_shared_hint_is_the_hint_made_afresh() -> None:
+    from numalign.core.hint import hint_of
+
+    for mask in (None, 0, 1, 0b1010, 1 << 63):
+        for preferred in (True, False):
+            shared = hint_of(mask, preferred)
+            assert shared == TopologyHint(mask, preferred) and hint_of(mask, preferred) is shared
