@@ -126,10 +126,12 @@ class Agent:
             refuse_live_socket(self.registration.socket_path, "device-plugin registration")
             refuse_live_socket(opts.pod_resources_socket, "PodResources")
             from numalign.run.leftovers import process_alive_reclaiming  # `numalign run` pods whose process ended
+            from numalign.run.records import RunProcesses
 
             store = StateDirectory(opts.state_dir, kubelet_version=opts.kubelet_version)
+            runs = RunProcesses(store, process_alive_reclaiming)
             node = Node(opts.machine, opts.config, store=store, metrics=core.metrics,
-                        static_devices=False, process_alive=process_alive_reclaiming,
+                        static_devices=False, ended_pods=runs.ended,
                         kubelet_version=opts.kubelet_version, previews=opts.previews)
         except BaseException:
             self._owner.release()
@@ -144,6 +146,7 @@ class Agent:
 
         with core.lock:
             core.node = node
+            core.runs = runs
             core.dra = AgentDRA(opts.machine, node, opts.node_name)
             core.book = PodBook(NodeReader(node), node.pods, previous, wait_for_plugins=opts.wait_for_device_plugins,
                                 node_name=opts.node_name, mirror_names=opts.mirror_pod_names,
@@ -269,7 +272,7 @@ class Agent:
             generation = _generation(node)
             with node.transaction() as tx:
                 cap = node.devices.get_capacity(self.now())
-                ended = node.reclaim_ended()  # `numalign run` processes killed without releasing
+                ended = core.require_runs().release_ended(node)  # `numalign run` processes killed without releasing
             core.check(tx, "capacity update")
             retried = self.executor.releases_retried
             self.executor.dispatch(Tick())

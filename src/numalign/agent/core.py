@@ -30,6 +30,7 @@ from numalign.k8s.pod import Pod
 from numalign.kubelet.devicemanager.endpoint import Endpoint
 from numalign.kubelet.node import Node
 from numalign.kubelet.nodestate import Transaction
+from numalign.run.records import RunProcesses
 
 log = logging.getLogger("numalign.agent")
 
@@ -63,6 +64,7 @@ class AgentCore:
         self.dra: Any = None  # agent.dra.AgentDRA once the agent starts
         self.endpoints: dict[str, Endpoint] = {}  # connected plugins, as registered with the node
         self.node: Node | None = None
+        self.runs: RunProcesses | None = None  # `numalign run` processes sharing the state directory
         self.book: PodBook | None = None
         self._t0 = time.monotonic()
         self._machine_doc: dict[str, Any] | None = None
@@ -76,6 +78,11 @@ class AgentCore:
         if self.node is None:
             raise RuntimeError("the agent is not started")
         return self.node
+
+    def require_runs(self) -> RunProcesses:
+        if self.runs is None:
+            raise RuntimeError("the agent is not started")
+        return self.runs
 
     def require_book(self) -> PodBook:
         if self.book is None:
@@ -102,7 +109,8 @@ class AgentCore:
         node = self.require_node()
         if self.dra is not None:  # DRA claims of the manifests' pods (agent/dra.py)
             self.dra.refresh(list(node.pods.values()), self.fault)
-        self.source.publish(pods=pods_view(node, self.dra), allocatable=allocatable_view(node),
+        runs = self.require_runs().of(node.pods)
+        self.source.publish(pods=pods_view(node, self.dra, runs=runs), allocatable=allocatable_view(node, runs),
                             inactive=inactive_view(self.require_book().inactive_pods()))
         self._update_cpu_gauges(node)
         if self.options.nrt_file is not None:

@@ -11,7 +11,7 @@ memory and devices the host keeps for itself: `allocatable - listed` stays what 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from numalign.adapters.grpc.podresources import (
@@ -51,15 +51,16 @@ def container_resources(node: Node, pod: Pod, container: Container, dra: Any = N
                               dynamic_resources=dynamic)
 
 
-def pods_view(node: Node, dra: Any = None) -> list[PodResources]:
-    """`dra`: the agent's DRA claims (agent/dra.py), for dynamic_resources."""
+def pods_view(node: Node, dra: Any = None, *, runs: Collection[str] = ()) -> list[PodResources]:
+    """`dra`: the agent's DRA claims (agent/dra.py), for dynamic_resources; `runs`: the uids of the pods
+    `numalign run` processes hold (run/records.py)."""
     return [
         PodResources(
             pod.name, pod.namespace,
             tuple(container_resources(node, pod, c, dra) for c in _reported_containers(pod))
         )
         for pod in sorted(node.pods.values(), key=lambda p: (p.namespace, p.name))
-        if pod.uid not in node.processes  # `numalign run` processes: see the module's docstring
+        if pod.uid not in runs  # `numalign run` processes: see the module's docstring
     ]
 
 
@@ -73,11 +74,11 @@ def inactive_view(pods: Iterable[Pod]) -> list[PodResources]:
     ]
 
 
-def allocatable_view(node: Node) -> AllocatableResources:
+def allocatable_view(node: Node, runs: Iterable[str] = ()) -> AllocatableResources:
     held_cpus: set[int] = set()
     held_devices: set[tuple[str, str]] = set()
     held_memory: list[MemoryBlock] = []
-    for uid in node.processes:
+    for uid in runs:
         pod = node.pods.get(uid)
         if pod is None:
             continue

@@ -64,7 +64,7 @@ class Node:
         static_devices: bool = True,
         node_conditions: Sequence[NodeCondition] = (),
         implicit_from_nodes: int = DEFAULT_IMPLICIT_FROM_NODES,
-        process_alive: Callable[[Mapping[str, Any]], bool] | None = None,
+        ended_pods: Callable[[Mapping[str, Pod]], Sequence[str]] | None = None,
         kubelet_version: KubeletVersion = DEFAULT_KUBELET_VERSION,
         adapt_memory_to_host: bool = False,
         previews: Previews = NO_PREVIEWS,
@@ -72,7 +72,7 @@ class Node:
     ) -> None:
         # implicit_from_nodes: the NUMA-node count from which providers describe hints implicitly
         # (providers/implicit). state: start from this state, as a kubelet restarted with `config` would
-        # (a node with a store reads its own instead).
+        # (a node with a store reads its own instead). ended_pods: see _adopt.
         startup = start(machine, config, kubelet_version, previews)
         self.previews = previews
         self.machine = startup.machine
@@ -97,13 +97,11 @@ class Node:
         # Admission (decide, commit, probe): the container manager and the handlers, keeping its pods here.
         self.admission = PodAdmission(self, self.cm, self.handlers, self.metrics, self.gates, kubelet_version)
         # Per pod, what numalign's pod record keeps beside the manifest: the allocation the kubelet
-        # files must hold (None when not recorded) and `numalign run`'s process, carried untouched.
+        # files must hold (None when not recorded).
         self.allocations: dict[str, Mapping[str, Any] | None] = {}
-        self.processes: dict[str, Mapping[str, Any]] = {}
-        # `numalign run` pods whose process ended (kill -9) are released on every load: `process_alive`
-        # (I/O, given by the composition) tells; `reclaimed` lists them with their process records.
-        self.process_alive = process_alive
-        self.reclaimed: list[tuple[Pod, Mapping[str, Any]]] = []
+        # Pods that ended where the kubelet does not look (`numalign run`'s processes, run/records.py),
+        # asked after every load (I/O, given by the composition).
+        self.ended_pods = ended_pods
         self.reloads = 0
         self.store = store
         self._tx: Transaction | None = None
@@ -163,7 +161,7 @@ class Node:
 
     def state(self) -> NodeState:
         """This node's state as a value: what its store commits, and what a restart starts from."""
-        pods = tuple(AdmittedPod(p, self.allocations.get(uid), self.processes.get(uid)) for uid, p in self.pods.items())
+        pods = tuple(AdmittedPod(p, self.allocations.get(uid)) for uid, p in self.pods.items())
         return NodeState(pods, self.cpu.snapshot(), self.memory.snapshot(), self.devices.snapshot(),
                          claims=self.dra.snapshot())
 
@@ -180,7 +178,7 @@ class Node:
 
     def restore(self, state: NodeState, *, reload: bool = False) -> None:
         """Adopt a state (read from disk, or another node's): the managers' states (None: no checkpoint),
-        then the pods with their recorded allocation and process. `reload`: this Node ran before, so the
+        then the pods with their recorded allocation. `reload`: this Node ran before, so the
         device plugins that registered with it stay (a first load restores them stopped, as the kubelet's
         restart does)."""
         for pod in self.pods.values():
@@ -206,7 +204,6 @@ class Node:
             self.cm.register_static_plugins()
         self.pods = {a.pod.uid: a.pod for a in state.pods}
         self.allocations = {a.pod.uid: a.allocation for a in state.pods}
-        self.processes = {a.pod.uid: a.process for a in state.pods if a.process is not None}
         self.dra.restore(state.claims)
         self.records = {uid: r for uid, r in self.records.items() if uid in self.pods}
 
@@ -230,31 +227,13 @@ class Node:
         for line in reconcile(self.pods, self.allocations, self.cpu, self.memory, self.devices,
                               self.tm.remove_pod, self._readmit):
             log.warning("state %s: %s", self._where, line)
-        for uid in set(self.processes) - set(self.pods):
-            del self.processes[uid]
         for line in self.dra.reconcile(self.pods):
             log.warning("state %s: %s", self._where, line)
-        self.reclaimed = []
-        self._reclaim()
-
-    def _reclaim(self) -> bool:
-        found = False
-        for uid, proc in list(self.processes.items()):
-            if self.process_alive is not None and not self.process_alive(proc):
-                pod = self._forget(uid)
-                log.info("state %s: released %s: its numalign run process %s ended without releasing it",
-                         self._where, pod.key, proc.get("pid"))
-                self.reclaimed.append((pod, proc))
-                found = True
-        return found
-
-    def reclaim_ended(self) -> bool:
-        """Release, in a transaction, the pods of `numalign run` processes that ended since the last
-        load (a long-lived agent asks on its tick); True when there were any."""
-        if self.process_alive is None or all(self.process_alive(p) for p in self.processes.values()):
-            return False
-        with self.transaction():
-            return self._reclaim()
+        if self.ended_pods is not None:
+            # As the kubelet's HandlePodCleanups releases pods that terminated: part of the load, under
+            # the store's lock, so the commit that follows writes the release.
+            for uid in self.ended_pods(self.pods):
+                self._forget(uid)
 
     def _forget(self, pod_uid: str) -> Pod:
         """Drop a pod and everything it holds, in memory (the caller's transaction writes it)."""
@@ -263,7 +242,6 @@ class Node:
         self.dra.release(pod_uid)  # its claims' reservations end with it (committed with the pod record)
         self.records.pop(pod_uid, None)
         self.allocations.pop(pod_uid, None)
-        self.processes.pop(pod_uid, None)
         return pod
 
     def _readmit(self, pod: Pod) -> DecisionRecord:

@@ -24,11 +24,11 @@ from numalign.kubelet.memorymanager.state import MemoryManagerState
 @dataclass(frozen=True)
 class AdmittedPod:
     """A pod of the pod record: its allocation is what the kubelet files must hold for it, per container
-    (None: not recorded, a first-format record); `process` is `numalign run`'s, carried untouched."""
+    (None: not recorded, a first-format record). The process a `numalign run` pod runs as is not the
+    kubelet's: the run layer keeps it beside this state (run/records.py)."""
 
     pod: Pod
     allocation: Mapping[str, Any] | None = None
-    process: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from numalign.errors import NumalignError
 from numalign.kubelet.node import Node
 from numalign.run.affinity import allowed_cpus
 from numalign.run.process import PROC, ProcessRef, is_alive
+from numalign.run.records import RunProcesses
 
 
 def descendants(root: int, proc: Path = PROC) -> list[int]:
@@ -50,11 +51,11 @@ def _set_tasks(pid: int, cpus: list[int], proc: Path = PROC) -> None:
                 os.sched_setaffinity(tid, cpus)
 
 
-def reconcile_shared_pool(node: Node) -> list[str]:
+def reconcile_shared_pool(node: Node, runs: RunProcesses) -> list[str]:
     """Give every live shared-pool run the current pool; returns the pods whose CPUs changed. Called
     inside the caller's transaction, which writes the records' new CPUs."""
     changed = []
-    for uid, record in list(node.processes.items()):
+    for uid, record in list(runs.records.items()):
         container = record.get("container")
         alloc = record.get("allocation")
         if uid not in node.pods or not isinstance(container, str) or not isinstance(alloc, dict):
@@ -76,6 +77,6 @@ def reconcile_shared_pool(node: Node) -> list[str]:
             with contextlib.suppress(OSError):
                 (Path(cgroup) / "cpuset.cpus").write_text(f"{cpus}\n", encoding="ascii")
         _set_tasks(ref.pid, sorted(set(now.cpus) & allowed_cpus()) or list(now.cpus))
-        node.processes[uid] = {**record, "allocation": {**alloc, "cpus": cpus}}
+        runs.records[uid] = {**record, "allocation": {**alloc, "cpus": cpus}}
         changed.append(node.pods[uid].key)
     return changed

@@ -32,6 +32,7 @@ from numalign.run.leftovers import process_alive_reclaiming
 from numalign.run.plugins import ConnectedPlugin
 from numalign.run.process import ProcessRef
 from numalign.run.reconcile import reconcile_shared_pool
+from numalign.run.records import RunProcesses
 
 log = logging.getLogger("numalign.run")
 
@@ -47,14 +48,17 @@ def _alive_or(own: ProcessRef) -> Callable[[Mapping[str, Any]], bool]:
     return alive
 
 
-def _remove_leftovers(node: Node) -> list[str]:
-    """Ended runs' cgroups go with their pods; what still runs in them ends, as a container's processes do."""
-    for pod, record in node.reclaimed:
+def _remove_leftovers(runs: RunProcesses) -> list[str]:
+    """Ended runs' cgroups go with their pods; what still runs in them ends, as a container's processes do.
+    Each load's reclaimed pods are taken once: a transaction that did not read the directory again has
+    none left."""
+    reclaimed, runs.reclaimed = runs.reclaimed, []
+    for pod, record in reclaimed:
         cgroup = record.get("cgroup")
         # Only a cgroup this run created (named after its pod's uid): what it holds is killed.
         if isinstance(cgroup, str) and Path(cgroup).name == pod.uid:
             remove_cgroup(Path(cgroup))
-    return [pod.key for pod, _ in node.reclaimed]
+    return [pod.key for pod, _ in reclaimed]
 
 
 @dataclass
@@ -71,13 +75,15 @@ class RunNode:
     kubelet_version: KubeletVersion = DEFAULT_KUBELET_VERSION
     previews: Previews = NO_PREVIEWS
 
-    def open(self, releasing: ProcessRef | None = None) -> Node:
-        """The node as the directory holds it, ended runs released (and written so). `releasing`: the
-        process whose pod this run is about to release; it has ended, but its pod is not a crash leftover,
-        so it stays for the explicit removal (and nothing reports it as one)."""
+    def open(self, releasing: ProcessRef | None = None) -> tuple[Node, RunProcesses]:
+        """The node as the directory holds it, ended runs released (and written so), and the runs' process
+        records beside it. `releasing`: the process whose pod this run is about to release; it has ended,
+        but its pod is not a crash leftover, so it stays for the explicit removal (and nothing reports it
+        as one)."""
         alive = process_alive_reclaiming if releasing is None else _alive_or(releasing)
         store = StateDirectory(self.state_dir, kubelet_version=self.kubelet_version)
-        node = Node(self.machine, self.config, store=store, process_alive=alive,
+        runs = RunProcesses(store, alive)
+        node = Node(self.machine, self.config, store=store, ended_pods=runs.ended,
                     adapt_memory_to_host=True, kubelet_version=self.kubelet_version, previews=self.previews)
         for change in node.memory.host_changes:
             log.warning("state %s: this host's memory changed since the state was written (%s); the memory "
@@ -92,7 +98,7 @@ class RunNode:
         for resource, plugin in sorted(self.plugins.items()):
             node.devices.register_endpoint(resource, plugin.client)
             node.devices.update_devices(resource, plugin.devices)
-        return node
+        return node, runs
 
 
 @dataclass
@@ -115,62 +121,57 @@ def admit(run: RunNode, pod: Pod, container: str, process: Mapping[str, Any]) ->
     """Admit `pod` for `process`; an allocation this host cannot apply is refused and never written (the
     transaction is discarded). Device plugins registered with a serve are asked for Allocate outside the
     directory's lock (see _admit_reserving), so the agent's admissions never wait on a plugin."""
-    node = run.open()
-    reclaimed = _remove_leftovers(node)
+    node, runs = run.open()
+    reclaimed = _remove_leftovers(runs)
     if run.plugins:
         for _ in range(RESERVE_ATTEMPTS):
-            done = _admit_reserving(run, node, pod, container, process, reclaimed)
+            done = _admit_reserving(run, node, runs, pod, container, process, reclaimed)
             if done is not None:
                 return done
-    opened = node.reclaimed
     with node.transaction() as tx:
-        if node.reclaimed is not opened:  # the transaction read the directory again: another writer came
-            reclaimed += _remove_leftovers(node)
-        node.processes[pod.uid] = dict(process)
-        record = _admitted(node, node.admit(pod), pod, container, process)
+        reclaimed += _remove_leftovers(runs)  # if the transaction read the directory again
+        runs.records[pod.uid] = dict(process)
+        record = _admitted(node, runs, node.admit(pod), pod, container, process)
     record = tx.outcome([record], node.pods)[0]
     return _admission(run, node, record, pod, container, reclaimed)
 
 
 def _admit_reserving(
-    run: RunNode, node: Node, pod: Pod, container: str, process: Mapping[str, Any], reclaimed: list[str]
+    run: RunNode, node: Node, runs: RunProcesses, pod: Pod, container: str, process: Mapping[str, Any],
+    reclaimed: list[str],
 ) -> Admission | None:
     """Decide and take the pod's resources in one transaction, make the plugins' Allocate calls with the
     lock released, record the pod in a second one (Node.decide / commit). The plan's resources are in
     the kubelet files only, not the pod record: a crash leaves orphans the next open releases, and a
     process writing the directory meanwhile releases them too, so the second transaction then finds the
     plan gone (None: decide again)."""
-    opened = node.reclaimed
     with node.transaction() as tx:
-        if node.reclaimed is not opened:
-            reclaimed += _remove_leftovers(node)
-        node.processes[pod.uid] = dict(process)
+        reclaimed += _remove_leftovers(runs)
+        runs.records[pod.uid] = dict(process)
         plan = node.decide(pod)
         if plan.settled:
-            settled = _admitted(node, plan.record, pod, container, process)
+            settled = _admitted(node, runs, plan.record, pod, container, process)
         else:
             if plan.record.result.admit:
                 problem = _not_applicable(node.allocation(pod.uid, container), node)
                 if problem:
                     raise PlacementError(problem)  # discarded: nothing of it is written
-            reconcile_shared_pool(node)  # the shared pool lost the CPUs the plan took
+            reconcile_shared_pool(node, runs)  # the shared pool lost the CPUs the plan took
     if plan.settled:
         return _admission(run, node, tx.outcome([settled], node.pods)[0], pod, container, reclaimed)
     if tx.failure is not None:
         raise tx.failure
     responses, error = plan.make_calls()
-    opened = node.reclaimed
     with node.transaction() as tx:
-        if node.reclaimed is not opened:
-            reclaimed += _remove_leftovers(node)
+        reclaimed += _remove_leftovers(runs)
         record = node.commit(plan, responses, error)
         if record is None:
             return None
-        record = _admitted(node, record, pod, container, process)
+        record = _admitted(node, runs, record, pod, container, process)
     return _admission(run, node, tx.outcome([record], node.pods)[0], pod, container, reclaimed)
 
 
-def _admitted(node: Node, record: DecisionRecord, pod: Pod, container: str,
+def _admitted(node: Node, runs: RunProcesses, record: DecisionRecord, pod: Pod, container: str,
               process: Mapping[str, Any]) -> DecisionRecord:
     """Inside the admission's transaction: refuse what this host cannot apply, record the process."""
     if record.result.admit:
@@ -179,10 +180,10 @@ def _admitted(node: Node, record: DecisionRecord, pod: Pod, container: str,
         if problem:
             raise PlacementError(problem)
         # What `numalign pods` shows beside the process, without decoding three checkpoints.
-        node.processes[pod.uid] = {**process, "container": container, "allocation": alloc.to_dict()}
+        runs.records[pod.uid] = {**process, "container": container, "allocation": alloc.to_dict()}
     else:
-        node.processes.pop(pod.uid, None)
-    reconcile_shared_pool(node)
+        runs.records.pop(pod.uid, None)
+    reconcile_shared_pool(node, runs)
     return record
 
 
@@ -214,17 +215,15 @@ def _admission(
 def release(run: RunNode, pod_uid: str, process: ProcessRef) -> bool:
     """Release the run's pod, which `process` (its ended command) held; False when another command
     released it already (it saw the command end first)."""
-    node = run.open(releasing=process)
+    node, runs = run.open(releasing=process)
     released = False
-    _remove_leftovers(node)
-    opened = node.reclaimed
+    _remove_leftovers(runs)
     with node.transaction() as tx:
-        if node.reclaimed is not opened:
-            _remove_leftovers(node)
+        _remove_leftovers(runs)
         if pod_uid in node.pods:
             node.remove(pod_uid)
             released = True
-        reconcile_shared_pool(node)
+        reconcile_shared_pool(node, runs)
     if tx.failure is not None:
         raise tx.failure
     return released

@@ -21,6 +21,7 @@ from numalign.k8s.pod import Pod
 from numalign.kubelet.node import Node
 from numalign.machine.examples import example
 from numalign.run.plugins import close_plugins, connect_plugins
+from numalign.run.records import RunProcesses
 from numalign.run.session import RESERVE_ATTEMPTS, RunNode, admit
 
 RESOURCE = "example.com/gpu"
@@ -93,8 +94,9 @@ def test_allocate_is_called_with_the_state_lock_free(plugin_calls: tuple[RunNode
     assert free_during_allocate == [True]
     (gpu,) = adm.allocation.devices[RESOURCE] if adm.allocation else {}
     assert adm.env == {"GPU_IDS": gpu}
-    after = Node(MACHINE, CONFIG, store=StateDirectory(run.state_dir))
-    assert list(after.pods) == ["uid-a"] and after.processes["uid-a"]["pid"] == 1
+    store = StateDirectory(run.state_dir)
+    after = Node(MACHINE, CONFIG, store=store)
+    assert list(after.pods) == ["uid-a"] and RunProcesses(store).records["uid-a"]["pid"] == 1
     opts = after.devices.pod_devices.run_container_options("uid-a", "main")
     assert opts is not None and dict(opts.envs) == {"GPU_IDS": gpu}
 
@@ -132,5 +134,6 @@ def test_a_failing_allocate_is_the_kubelets_rejection_and_nothing_is_held(
     adm = admit(run, burstable("a"), "main", {"pid": 1, "start_time": 0, "command": ["x"]})
     assert not adm.record.result.admit and adm.record.result.reason == "UnexpectedAdmissionError"
     assert "device reset failed" in adm.record.result.message and free_during_allocate == [True]
-    after = Node(MACHINE, CONFIG, store=StateDirectory(run.state_dir))
-    assert not after.pods and not after.processes and after.devices.pod_devices.pods() == set()
+    store = StateDirectory(run.state_dir)
+    after = Node(MACHINE, CONFIG, store=store)
+    assert not after.pods and not RunProcesses(store).records and after.devices.pod_devices.pods() == set()

@@ -137,16 +137,22 @@ def test_the_pod_record_is_checksummed_and_typed(tmp_path: Path) -> None:
 
 
 def test_processes_survive_load_and_save_and_a_reload_follows_another_writer(tmp_path: Path) -> None:
-    agent = node(tmp_path)
+    # The process records `numalign run` keeps beside the node's state: read and written by the directory.
+    agent_store = StateDirectory(tmp_path)
+    agent = Node(MACHINE, CONFIG, store=agent_store)
     agent.admit(pod("a"))
-    other = node(tmp_path)  # e.g. `numalign run`, sharing the directory through transactions
+    other_store = StateDirectory(tmp_path)  # e.g. `numalign run`, sharing the directory through transactions
+    other = Node(MACHINE, CONFIG, store=other_store)
     other.admit(pod("run", cpus=2))
     with other.transaction():
-        other.processes["uid-run"] = {"pid": 42, "start_time": 7, "command": ["sleep", "1"]}
+        other_store.processes["uid-run"] = {"pid": 42, "start_time": 7, "command": ["sleep", "1"]}
     assert "uid-run" not in agent.pods
     agent.admit(pod("b"))  # reloads first: the other process's pod is seen, not overwritten
     assert sorted(agent.pods) == ["uid-a", "uid-b", "uid-run"]
-    assert agent.processes["uid-run"] == {"pid": 42, "start_time": 7, "command": ["sleep", "1"]}
+    assert agent_store.processes == {"uid-run": {"pid": 42, "start_time": 7, "command": ["sleep", "1"]}}
+    agent.remove("uid-run")  # the record goes with its pod
+    assert agent_store.processes == {}
+    assert StateDirectory(tmp_path).load().pods and "process" not in (tmp_path / "numalign_pods.json").read_text()
     check_node(node(tmp_path), tmp_path)
     generation = json.loads((tmp_path / "numalign_pods.json").read_text())["generation"]
     assert generation >= 4

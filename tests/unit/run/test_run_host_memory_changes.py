@@ -18,6 +18,7 @@ from numalign.kubelet.node import Node
 from numalign.machine.shorthand import parse_shorthand
 from numalign.paths import DATA_DIR
 from numalign.run.process import ProcessRef
+from numalign.run.records import RunProcesses
 from numalign.run.session import RunNode
 
 CONFIG = config_from_yaml((DATA_DIR / "run-kubelet-config.yaml").read_text(encoding="utf-8"), "run config")
@@ -43,10 +44,12 @@ def live_process() -> dict[str, Any]:
 
 
 def write_state(state: Path, *pods: Any) -> None:
-    node = Node(BEFORE, CONFIG, store=StateDirectory(state))
+    store = StateDirectory(state)
+    node = Node(BEFORE, CONFIG, store=store)
+    runs = RunProcesses(store)
     with node.transaction():
         for p in pods:
-            node.processes[p.uid] = live_process()
+            runs.records[p.uid] = live_process()
             assert node.admit(p).result.admit
 
 
@@ -59,7 +62,7 @@ def test_the_kubelet_refuses_a_state_made_before_the_host_changed(tmp_path: Path
 def test_a_run_reinitialises_when_nothing_is_held(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     write_state(tmp_path)
     with caplog.at_level(logging.WARNING, logger="numalign.run"):
-        node = RunNode(GREW, CONFIG, tmp_path).open()
+        node, _ = RunNode(GREW, CONFIG, tmp_path).open()
     assert node.memory.host_changes[-1] == "nothing was held"
     assert any("memory allocatable" in c for c in node.memory.host_changes)
     assert any("this host's memory changed" in r.getMessage() for r in caplog.records)
@@ -72,7 +75,7 @@ def test_a_run_reinitialises_when_nothing_is_held(tmp_path: Path, caplog: pytest
 def test_a_run_keeps_what_is_held_and_says_what_changed(tmp_path: Path) -> None:
     held = pod("held", "2Gi")
     write_state(tmp_path, held)
-    node = RunNode(GREW, CONFIG, tmp_path).open()
+    node, _ = RunNode(GREW, CONFIG, tmp_path).open()
     assert node.memory.host_changes[-1] == "kept the 1 memory block(s) held"
     assert list(node.pods) == [held.uid]
     assert node.memory.get_memory(held.uid, "main")[0].size == 2 << 30  # type: ignore[index]

@@ -1,5 +1,6 @@
-"""Node keeps each `numalign run` pod's process in numalign_pods.json and releases the pods whose
-process ended (the liveness check is injected; run/ gives /proc's)."""
+"""The run layer keeps each `numalign run` pod's process beside the node's state (numalign_pods.json,
+through the state directory) and has the Node release, on every load, the pods whose process ended (the
+liveness check is injected; run/leftovers gives /proc's). The Node itself knows no process."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.manifest import pod_from_dict
 from numalign.kubelet.node import Node
 from numalign.machine.examples import example
+from numalign.run.records import RunProcesses
 
 CONFIG = KubeletConfig(cpu_manager_policy="static", reserved_system_cpus="0")
 
@@ -21,21 +23,39 @@ def pod(name: str) -> Any:
         {"name": "main", "resources": {"limits": {"cpu": "2", "memory": "1Gi"}}}]}})
 
 
+def opened(tmp_path: Path, alive: Any = None) -> tuple[Node, RunProcesses]:
+    store = StateDirectory(tmp_path)
+    runs = RunProcesses(store, alive)
+    return Node(example("dual-socket"), CONFIG, store=store, ended_pods=runs.ended), runs
+
+
 def test_process_records_survive_a_reload_and_ended_ones_are_released(tmp_path: Path) -> None:
-    machine = example("dual-socket")
-    node = Node(machine, CONFIG, store=StateDirectory(tmp_path))
+    node, runs = opened(tmp_path)
     for name, pid in (("a", 10), ("b", 11)):
-        node.processes[f"uid-{name}"] = {"pid": pid, "start_time": 1, "command": ["x"]}
+        runs.records[f"uid-{name}"] = {"pid": pid, "start_time": 1, "command": ["x"]}
         assert node.admit(pod(name)).result.admit
     node.admit(pod("agent"))  # a pod without a process (an agent's or admit's) is never reclaimed
     held = node.allocation("uid-a", "main").cpus
+    assert not hasattr(node, "processes")
 
     def alive(record: Mapping[str, Any]) -> bool:
         return bool(record["pid"] == 11)
 
-    again = Node(machine, CONFIG, store=StateDirectory(tmp_path), process_alive=alive)
-    assert [(p.uid, r["pid"]) for p, r in again.reclaimed] == [("uid-a", 10)]
-    assert sorted(again.pods) == ["uid-agent", "uid-b"] and list(again.processes) == ["uid-b"]
+    again, runs = opened(tmp_path, alive)
+    assert [(p.uid, r["pid"]) for p, r in runs.reclaimed] == [("uid-a", 10)]
+    assert sorted(again.pods) == ["uid-agent", "uid-b"] and list(runs.records) == ["uid-b"]
     assert set(held) <= set(again.cpu.get_default_cpu_set())
-    third = Node(machine, CONFIG, store=StateDirectory(tmp_path))  # what was released is gone from the files too
-    assert sorted(third.pods) == ["uid-agent", "uid-b"] and third.processes["uid-b"]["pid"] == 11
+    third, runs = opened(tmp_path)  # what was released is gone from the files too
+    assert sorted(third.pods) == ["uid-agent", "uid-b"] and runs.records["uid-b"]["pid"] == 11
+
+
+def test_a_process_that_ends_later_is_released_on_the_next_tick(tmp_path: Path) -> None:
+    ended: set[int] = set()
+    node, runs = opened(tmp_path, lambda r: r["pid"] not in ended)
+    runs.records["uid-a"] = {"pid": 10, "start_time": 1, "command": ["x"]}
+    assert node.admit(pod("a")).result.admit
+    assert not runs.release_ended(node)  # still running
+    ended.add(10)  # kill -9
+    assert runs.release_ended(node) and not node.pods and not runs.records
+    after, runs = opened(tmp_path)
+    assert not after.pods and not runs.records

@@ -6,6 +6,11 @@ Layout (the kubelet's, so a kubelet pointed at the directory reads our files and
 cpu_manager_state, memory_manager_state, device-plugins/kubelet_internal_checkpoint, and
 numalign_pods.json; numalign.lock and numalign-owner.lock (adapters.statelock) beside them.
 
+Beside the NodeState, the directory keeps `numalign run`'s process records (`processes`, by pod uid: an
+entry's `process` in the pod record), read with every load and written with every commit, so a record
+changes in the same transaction as its pod; the run layer (run/records.py) is their one reader and
+writer, the Node never sees them.
+
 "Changed" is judged on the state, not the bytes: a file is rewritten when the manager's state differs
 from what this process last read (as the node adopted it) or wrote there, so a kubelet-written file is
 not rewritten for its formatting alone, and a write that failed is tried again at the next commit.
@@ -16,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -76,6 +81,8 @@ class StateDirectory:
         self._fingerprint: _Fingerprint = None
         # Per kubelet file, the manager state it holds as far as this process knows (None: no file).
         self._disk: dict[str, Any] = {"cpu": None, "memory": None, "devices": None}
+        # `numalign run`'s process per pod uid, as last loaded and changed since (see the module's docstring).
+        self.processes: dict[str, Mapping[str, Any]] = {}
 
     @property
     def name(self) -> str:
@@ -102,6 +109,7 @@ class StateDirectory:
                           None if dcp is None else dcp.state(), recorded=record is not None,
                           claims=self._claims(record))
         self.record = record
+        self.processes = {e.uid: e.process for e in record.pods if e.process is not None} if record else {}
         self._disk = {"cpu": state.cpu, "memory": state.memory, "devices": state.devices}
         return state
 
@@ -143,7 +151,7 @@ class StateDirectory:
             if pod.uid != entry.uid:
                 raise CheckpointError(self._record_problem(
                     f"pods[{i}]: the manifest's uid {pod.uid[:80]!r} differs from the entry's {entry.uid[:80]!r}"))
-            out.append(AdmittedPod(pod, entry.allocation, entry.process))
+            out.append(AdmittedPod(pod, entry.allocation))
         return tuple(out)
 
     def changed(self) -> bool:
@@ -164,9 +172,13 @@ class StateDirectory:
 
     # ---- writing ---------------------------------------------------------------------------------
     def commit(self, state: NodeState) -> None:
+        # A process record goes with its pod, however the pod left (released, or dropped on reconcile).
+        for uid in set(self.processes) - {a.pod.uid for a in state.pods}:
+            del self.processes[uid]
         if self.read_only:
             return
-        entries = tuple(PodEntry(a.pod.uid, pod_to_manifest(a.pod), a.allocation, a.process) for a in state.pods)
+        entries = tuple(PodEntry(a.pod.uid, pod_to_manifest(a.pod), a.allocation, self.processes.get(a.pod.uid))
+                        for a in state.pods)
         docs = {"devices": state.devices, "cpu": state.cpu, "memory": state.memory}
         stale = [k for k, doc in docs.items() if doc != self._disk[k]]
         old = self.record.pods if self.record is not None else None

@@ -18,8 +18,9 @@ from numalign.cli.options.nodeargs import EXAMPLE_CONFIG
 from numalign.errors import ConfigError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping, Sequence
 
+    from numalign.adapters.statedir.directory import StateDirectory
     from numalign.answer.present.admit import AdmitDocument
     from numalign.cli.commands.admit_request import AdmitRequest
     from numalign.k8s.kubeletconfig import KubeletConfig
@@ -149,18 +150,17 @@ def _admit_all(req: AdmitRequest, pods: list[Any], notes: list[str], dra_objects
 
     machine, config = req.machine, req.config
     try:
-        # ended `numalign run` processes are released (and what they left ended), except on a dry run
-        from numalign.run.leftovers import process_alive, process_alive_reclaiming
-
         with snapshot_errors_of(req.snapshot, req.config_label):
-            store = None
+            store: StateDirectory | None = None
+            ended: Callable[[Mapping[str, Pod]], Sequence[str]] | None = None
             if req.state_dir is not None:  # the state directory's adapters are imported only when used
                 from numalign.adapters.statedir.directory import state_directory
+                from numalign.run.records import ended_runs
 
                 store = state_directory(req.state_dir, read_only=req.dry_run, kubelet_version=req.kubelet_version)
-            node = Node(machine, config, store=store,
-                        node_conditions=conditions,
-                        process_alive=process_alive if req.dry_run else process_alive_reclaiming,
+                # ended `numalign run` processes are released (and what they left ended), except on a dry run
+                ended = ended_runs(store, writing=not req.dry_run)
+            node = Node(machine, config, store=store, node_conditions=conditions, ended_pods=ended,
                         kubelet_version=req.kubelet_version, previews=req.previews)
     except ConfigError as exc:
         exc = _with_numa_nodes(exc, config, machine)

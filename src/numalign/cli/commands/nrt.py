@@ -95,11 +95,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"numalign nrt: {line}", file=sys.stderr)
     from numalign.adapters.statedir.directory import state_directory
     from numalign.cli.options.nodeargs import snapshot_errors
-    from numalign.run.leftovers import process_alive  # ended `numalign run` processes hold nothing
+    from numalign.run.records import ended_runs  # ended `numalign run` processes hold nothing
 
     with snapshot_errors(args):
-        node = Node(machine, config, store=state_directory(args.state_dir, read_only=True, kubelet_version=version),
-                    process_alive=process_alive, kubelet_version=version, previews=previews)
+        store = state_directory(args.state_dir, read_only=True, kubelet_version=version)
+        node = Node(machine, config, store=store, ended_pods=ended_runs(store, writing=False),
+                    kubelet_version=version, previews=previews)
     rejected = []
     admitted: list[tuple[str, str]] = []
     for pod in pods:

@@ -122,7 +122,7 @@ def _from_state_files(files: StateFilesNode) -> tuple[dict[str, Any] | None, Nod
     from numalign.cli.options.versionargs import version_fields
     from numalign.kubelet.node import Node
     from numalign.report import node_view_from_status
-    from numalign.run.leftovers import process_alive
+    from numalign.run.records import ended_runs
 
     machine, notes, version, previews = files.machine, list(files.notes), files.version, files.previews
     if files.state_dir is None:
@@ -134,9 +134,9 @@ def _from_state_files(files: StateFilesNode) -> tuple[dict[str, Any] | None, Nod
     if files.config is None:
         return None, None
     with snapshot_errors_of(files.snapshot, files.config_label):
-        node = Node(machine, files.config, store=state_directory(files.state_dir, read_only=True,
-                                                                kubelet_version=version),
-                    process_alive=process_alive,  # ended `numalign run` processes hold nothing
+        store = state_directory(files.state_dir, read_only=True, kubelet_version=version)
+        node = Node(machine, files.config, store=store,
+                    ended_pods=ended_runs(store, writing=False),  # ended `numalign run` processes hold nothing
                     kubelet_version=version, previews=previews)
     snap = files.snapshot
     listed = snap.pod_resources_list() if snap is not None else None  # bounded, one line when damaged

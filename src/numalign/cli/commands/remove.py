@@ -62,10 +62,10 @@ def run(args: argparse.Namespace) -> int:
     removed = []
     check_state_dir(args.state_dir)
     with acquire_owner(args.state_dir, "numalign remove"):
-        from numalign.run.leftovers import process_alive_reclaiming  # ended `numalign run` processes are released
+        from numalign.run.records import ended_runs  # ended `numalign run` processes are released
 
-        node = Node(machine, config, store=state_directory(args.state_dir, kubelet_version=version),
-                    process_alive=process_alive_reclaiming,
+        store = state_directory(args.state_dir, kubelet_version=version)
+        node = Node(machine, config, store=store, ended_pods=ended_runs(store, writing=True),
                     kubelet_version=version)
         # One transaction: every pod named is removed, or (a write failed) none.
         node_place = getattr(node.store, "state_dir", "the node")

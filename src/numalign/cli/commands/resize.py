@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from numalign.kubelet.node import Node
     from numalign.kubelet.previews.inplace_resize import resize_container
     from numalign.machine.examples import DEFAULT_MACHINE
-    from numalign.run.leftovers import process_alive, process_alive_reclaiming
+    from numalign.run.records import ended_runs
 
     notes: list[str] = []
     previews = node_previews(args, notes)
@@ -92,9 +92,9 @@ def run(args: argparse.Namespace) -> int:
     owner = contextlib.nullcontext() if dry_run else acquire_owner(args.state_dir, "numalign resize")
     with snapshot_errors(args), owner:
         # ended `numalign run` processes hold nothing; a write releases them for good, as `remove` does
-        alive = process_alive if dry_run else process_alive_reclaiming
-        node = Node(machine, config, store=state_directory(args.state_dir, read_only=dry_run, kubelet_version=version),
-                    process_alive=alive, kubelet_version=version, previews=previews)
+        store = state_directory(args.state_dir, read_only=dry_run, kubelet_version=version)
+        node = Node(machine, config, store=store, ended_pods=ended_runs(store, writing=not dry_run),
+                    kubelet_version=version, previews=previews)
         pod = find_pod(node, args.pod, "resize", where)
         if dry_run:
             result = resize_container(node, pod, args.container, args.cpus)
