@@ -4,6 +4,7 @@ liveness check is injected; run/leftovers gives /proc's). The Node itself knows 
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,9 @@ from numalign.machine.examples import example
 from numalign.run.records import RunProcesses
 
 CONFIG = KubeletConfig(cpu_manager_policy="static", reserved_system_cpus="0")
+# Written by numalign while the Node still kept the process records (dual-socket, CONFIG): the pods a and b
+# of runs whose processes are pids 10 and 11, and a pod without a process (an agent's).
+WRITTEN_BEFORE = Path(__file__).resolve().parents[2] / "data" / "state" / "run-processes"
 
 
 def pod(name: str) -> Any:
@@ -59,3 +63,26 @@ def test_a_process_that_ends_later_is_released_on_the_next_tick(tmp_path: Path) 
     assert runs.release_ended(node) and not node.pods and not runs.records
     after, runs = opened(tmp_path)
     assert not after.pods and not runs.records
+
+
+def files(state: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(state)): p.read_bytes() for p in sorted(state.rglob("*"))
+            if p.is_file() and not p.name.endswith(".lock")}
+
+
+def test_a_directory_written_before_the_records_left_the_node_loads_unchanged(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    shutil.copytree(WRITTEN_BEFORE, state)
+    before = files(state)
+    node, runs = opened(state)
+    assert sorted(node.pods) == ["uid-a", "uid-agent", "uid-b"]
+    assert {uid: (r["pid"], r["command"], r["container"]) for uid, r in runs.records.items()} == {
+        "uid-a": (10, ["sleep", "600"], "main"), "uid-b": (11, ["sleep", "600"], "main")}
+    assert files(state) == before  # read as it is: nothing rewritten
+    held = node.allocation("uid-a", "main").cpus
+
+    again, runs = opened(state, lambda r: bool(r["pid"] == 11))  # a's process was killed (kill -9)
+    assert [p.uid for p, _ in runs.reclaimed] == ["uid-a"]
+    assert sorted(again.pods) == ["uid-agent", "uid-b"] and set(held) <= set(again.cpu.get_default_cpu_set())
+    third, runs = opened(state)
+    assert sorted(third.pods) == ["uid-agent", "uid-b"] and runs.records["uid-b"]["command"] == ["sleep", "600"]
