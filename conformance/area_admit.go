@@ -478,7 +478,8 @@ func admitArea(raw json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admit case: device manager: %w", err)
 	}
-	addHintProvider(tm, dm)
+	budget := newMergeCounter(cfg.TopologyManagerPolicy) // admit_merge_budget.go
+	addHintProvider(tm, budget.wrap(dm, false))
 	// The managers' state files go to the private tmpfs (area_admit_ns.go): no disk syncs.
 	dir, err := os.MkdirTemp("/var/lib/kubelet", "state-")
 	if err != nil {
@@ -492,7 +493,7 @@ func admitArea(raw json.RawMessage) (any, error) {
 			return again
 		}), nil
 	}
-	addHintProvider(tm, cpuM)
+	addHintProvider(tm, budget.wrap(cpuM, false))
 	reservedMemory := []kubeletconfig.MemoryReservation{}
 	for _, r := range cfg.ReservedMemory {
 		reservedMemory = append(reservedMemory, kubeletconfig.MemoryReservation{NumaNode: r.NumaNode, Limits: r.Limits})
@@ -501,7 +502,7 @@ func admitArea(raw json.RawMessage) (any, error) {
 	if err != nil {
 		return map[string]any{"start_error": err.Error()}, nil
 	}
-	addHintProvider(tm, memM)
+	addHintProvider(tm, budget.wrap(memM, true))
 
 	state := &pods{}
 	// The container manager's Start: the CPU, memory and device managers in its order.
@@ -549,7 +550,11 @@ func admitArea(raw json.RawMessage) (any, error) {
 			attrs := admitAttributes(pod, state.others(pod.UID))
 			out := map[string]any{"admit": true, "reason": "", "message": ""}
 			for _, h := range handlers {
-				res := handlerAdmit(ctx, h, attrs)
+				res, over := admitWithin(ctx, h, attrs)
+				if over != nil { // the merge is not run: the case ends here (admit_merge_budget.go)
+					steps = append(steps, map[string]any{"merge_over_budget": over.permutations})
+					return map[string]any{"steps": steps}, nil
+				}
 				if !res.Admit {
 					out["admit"], out["reason"], out["message"] = false, res.Reason, res.Message
 					break

@@ -1,0 +1,130 @@
+"""The admit area's merge budget on numalign's side (conformance/admit_merge_budget.go has the why).
+
+The real Topology Manager merges by walking every permutation of its providers' hint lists; on 8 NUMA
+nodes one merge can be 255^4 of them. The harness counts, before each merge, the permutations it will
+walk (the product of filterProvidersHints' list lengths, after filterSingleNumaHints under
+single-numa-node); a case may spend MERGE_BUDGET in all, and the merge that would go beyond it is not
+run: the case ends with {"merge_over_budget": N} at that admission. numalign merges without walking the
+product, so here its providers are wrapped to count the same lists, upstream's explicit ones, and the
+Topology Manager stops at the same merge. The count is itself compared: a provider listing another
+number of hints than upstream's shows as a difference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from numalign.core.hint import ProviderHints, TopologyHint
+from numalign.core.implicit.hints import ImplicitHints, ProviderAnswer
+from numalign.k8s.pod import Container, Pod
+from numalign.kubelet.topologymanager.manager import TopologyManager
+from numalign.kubelet.topologymanager.provider import HintProvider
+
+# conformance/admit_merge_budget.go's mergeBudget: permutations per case.
+MERGE_BUDGET = 1_000_000
+
+
+class OverBudgetError(Exception):
+    """The merge about to run walks `permutations` permutations upstream, beyond the case's budget."""
+
+    def __init__(self, permutations: int) -> None:
+        super().__init__(f"the merge walks {permutations} permutations, beyond the case's budget")
+        self.permutations = permutations
+
+
+class _Counter:
+    def __init__(self, policy: str) -> None:
+        self.single_numa = policy == "single-numa-node"
+        self.spent = 0
+        self.pending = 1
+
+    def length(self, hints: Sequence[TopologyHint] | None) -> int:
+        if hints is None:
+            return 1  # {nil, preferred}: kept by every policy
+        if not hints:
+            return 0 if self.single_numa else 1  # {nil, not preferred}: single-numa-node drops it
+        if not self.single_numa:
+            return len(hints)
+        return sum(1 for h in hints if h.preferred and (h.mask is None or h.mask.bit_count() == 1))
+
+    def seen(self, hints: ProviderHints, last: bool) -> None:
+        for resource_hints in (hints or {}).values():
+            self.pending *= self.length(resource_hints)
+        if not last:
+            return
+        n, self.pending = self.pending, 1
+        if n <= 1:
+            return  # one permutation (or none) is free, as in the harness (a resourceless probe spends nothing)
+        if self.spent + n > MERGE_BUDGET:
+            raise OverBudgetError(n)
+        self.spent += n
+
+
+def _explicit(answer: ProviderAnswer) -> bool:
+    return not any(isinstance(h, ImplicitHints) for h in (answer or {}).values())
+
+
+class _Counted:
+    """A provider as numalign's Topology Manager sees it, counting upstream's lists before the merge.
+
+    An answer that is already explicit (machines below the implicit size) is counted as it is; an
+    implicit one is counted from the provider's explicit lists (get_topology_hints, upstream's own
+    generator), asked for the same state just before."""
+
+    def __init__(self, inner: HintProvider, counter: _Counter, last: bool) -> None:
+        self._inner = inner
+        self._counter = counter
+        self._last = last
+        self.name = inner.name
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def allocate(self, pod: Pod, container: Container) -> None:
+        self._inner.allocate(pod, container)
+
+    def remove_container(self, pod_uid: str, container_name: str) -> None:
+        self._inner.remove_container(pod_uid, container_name)
+
+    def get_topology_hints(self, pod: Pod, container: Container) -> ProviderHints:
+        hints = self._inner.get_topology_hints(pod, container)
+        self._counter.seen(hints, self._last)
+        return hints
+
+    def get_pod_topology_hints(self, pod: Pod) -> ProviderHints:
+        hints = self._inner.get_pod_topology_hints(pod)
+        self._counter.seen(hints, self._last)
+        return hints
+
+    def implicit_topology_hints(self, pod: Pod, container: Container) -> ProviderAnswer:
+        implicit = getattr(self._inner, "implicit_topology_hints", None)
+        if implicit is None:
+            return self.get_topology_hints(pod, container)
+        answer: ProviderAnswer = implicit(pod, container)
+        counted = answer if _explicit(answer) else self._inner.get_topology_hints(pod, container)
+        self._counter.seen(_as_hints(counted), self._last)
+        return answer
+
+    def implicit_pod_topology_hints(self, pod: Pod) -> ProviderAnswer:
+        implicit = getattr(self._inner, "implicit_pod_topology_hints", None)
+        if implicit is None:
+            return self.get_pod_topology_hints(pod)
+        answer: ProviderAnswer = implicit(pod)
+        counted = answer if _explicit(answer) else self._inner.get_pod_topology_hints(pod)
+        self._counter.seen(_as_hints(counted), self._last)
+        return answer
+
+
+def _as_hints(answer: ProviderAnswer | ProviderHints) -> ProviderHints:
+    if not answer:
+        return None
+    assert isinstance(answer, Mapping)
+    return {r: None if h is None else list(h) for r, h in answer.items() if not isinstance(h, ImplicitHints)}
+
+
+def install(tm: TopologyManager, policy: str) -> None:
+    """Count the merges of `tm`'s providers against the budget (the last one added triggers the check)."""
+    counter = _Counter(policy)
+    providers = tm.scope.providers
+    providers[:] = [_Counted(p, counter, i == len(providers) - 1) for i, p in enumerate(providers)]

@@ -1,0 +1,104 @@
+"""The admit area's bounds on the real code's work, numalign's side: the merge budget that brings 8-NUMA
+machines in (conformance/admit_merge_budget.go) and the named k/k #140730 case with its CPU-time bound."""
+
+from __future__ import annotations
+
+import io
+import random
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from conformance.areas import AREAS, admit
+
+from conformance import harness, merge_budget, run
+from numalign.core.hint import TopologyHint
+from numalign.machine.cadvisor import machine_to_cadvisor
+from numalign.machine.shorthand import parse_shorthand
+
+MINORS = ("1.33.13", "1.34.4", "1.35.4", "1.36.3", "1.37.2")
+
+
+def _eight_numa_case(policy: str) -> dict[str, Any]:
+    machine = machine_to_cadvisor(parse_shorthand("2s x 4n x 2c x 2t, 4Gi/node, hugepages-2Mi=64/node"))
+    limits = {"cpu": "2", "memory": "1Gi", "hugepages-2Mi": "2Mi"}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p0", "namespace": "default", "uid": "u0"},
+           "spec": {"containers": [{"name": "c0", "image": "pause",
+                                    "resources": {"requests": dict(limits), "limits": limits}}]}}
+    config = {"cpuManagerPolicy": "static", "topologyManagerPolicy": policy, "topologyManagerScope": "container",
+              "evictionHard": {"memory.available": "100Mi"}, "maxPods": 110, "memoryManagerPolicy": "Static",
+              "systemReserved": {"cpu": "1", "memory": "256Mi"},
+              "reservedMemory": [{"numaNode": 0, "limits": {"memory": "356Mi"}}]}
+    return {"machine": machine, "config": config, "devices": [], "steps": [{"op": "admit", "pod": pod}]}
+
+
+def test_a_merge_beyond_the_budget_ends_the_case_with_the_permutations_upstream_would_walk() -> None:
+    # CPU, memory and hugepages-2Mi each list every one of the 255 masks of 8 NUMA nodes: the real
+    # 1.37.2 harness answered this case {"merge_over_budget": 16581375} (255^3; the merge itself took 6 s)
+    assert admit.numalign(_eight_numa_case("best-effort"), "1.37.2") == {"steps": [{"merge_over_budget": 255**3}]}
+    # single-numa-node keeps the 8 single-node hints of each list: 512 permutations, run on both sides
+    (step,) = admit.numalign(_eight_numa_case("single-numa-node"), "1.37.2")["steps"]
+    assert step["admit"] is True and step["containers"]["c0"]["affinity"] == {"mask": [0], "preferred": True}
+
+
+def test_the_budget_counts_upstreams_lists_over_the_cases_merges() -> None:
+    counter = merge_budget._Counter("restricted")
+    wide = [TopologyHint(m, False) for m in range(1, 101)]
+    counter.seen({"cpu": wide}, last=False)
+    counter.seen(None, last=False)  # no preference: one {nil, preferred} hint
+    counter.seen({"memory": wide[:50], "hugepages-2Mi": None}, last=True)
+    assert counter.spent == 5_000
+    for _ in range(199):
+        counter.seen({"cpu": wide}, last=False)
+        counter.seen({"memory": wide[:50]}, last=True)
+    assert counter.spent == merge_budget.MERGE_BUDGET
+    counter.seen({"cpu": []}, last=True)  # one {nil, not preferred} hint: free, even with the budget spent
+    with pytest.raises(merge_budget.OverBudgetError) as over:
+        counter.seen({"cpu": wide[:2]}, last=True)
+    assert over.value.permutations == 2
+    single = merge_budget._Counter("single-numa-node")
+    hints = [TopologyHint(1, True), TopologyHint(3, True), TopologyHint(2, False), TopologyHint(None, True)]
+    assert single.length(hints) == 2  # preferred single-node and preferred nil hints only
+    assert single.length([]) == 0 and single.length(None) == 1
+
+
+def test_eight_numa_machines_are_generated_at_every_minor() -> None:
+    for version in MINORS:
+        rng = random.Random(f"1/admit/{version.rsplit('.', 1)[0]}")
+        numas = [len(admit.generate(rng, version)["machine"]["topology"]) for _ in range(100)]
+        assert 8 in numas and max(numas) == 8
+
+
+@pytest.mark.parametrize("version", MINORS)
+def test_the_named_140730_case_is_answered_hangs_in_the_documented_words(version: str) -> None:
+    ((name, case, bound),) = admit.named_cases(version)
+    assert (name, bound) == ("k8s-140730", "2s")
+    assert admit.numalign(case, version) == {"hang": True}
+
+
+def test_a_hang_in_other_words_is_a_difference() -> None:
+    text = "the kubelet 1.36.3 hangs here (k/k #140730, fixed in 1.38): ..."
+    assert admit._hangs(text, "1.36.3") == {"hang": True}
+    assert admit._hangs(text, "1.37.2") == {"hang": True, "message": text}
+
+
+def test_named_cases_are_asked_with_their_cpu_bound_and_reported_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[dict[str, Any]] = []
+
+    def answer(target: str, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        asked.extend(requests)
+        return [{"id": r["id"], "answer": {"hang": True} if "hang_after_cpu" in r else r["case"]} for r in requests]
+
+    area = SimpleNamespace(
+        NAME="fake", MINORS=("1.37",), generate=lambda rng, v: {"n": rng.randint(0, 9)}, size=lambda c: 1,
+        numalign=lambda c, v: {"hang": True} if c.get("named") else c,
+        named_cases=lambda v: [("k8s-140730", {"named": True}, "2s"), ("other", {"named": False}, "1s")])
+    monkeypatch.setitem(AREAS, "fake", area)
+    monkeypatch.setattr(harness, "answer", answer)
+    (tally,) = run.run_version("1.37", ["fake"], 3, 1, [])
+    assert [r.get("hang_after_cpu") for r in asked] == [None, None, None, "2s", "1s"]
+    assert [r["id"] for r in asked[3:]] == ["fake-k8s-140730", "fake-other"]
+    assert tally.cases == 5 and tally.named == {"k8s-140730": True, "other": False}
+    out = io.StringIO()
+    assert run.report([tally], out) == 1
+    assert "(named: k8s-140730 equal, other DIFFERENT)" in out.getvalue()
