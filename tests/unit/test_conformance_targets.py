@@ -7,8 +7,10 @@ import subprocess
 from typing import Any
 
 import pytest
+from conformance.kubelet_options import CPU_MANAGER_POLICY_OPTIONS
 
 from conformance import harness, run, versions
+from numalign.kubelet.versions import option_maturity
 
 # `go list -m -versions k8s.io/kubernetes` on the module proxy here (2026-11-28).
 SERVED = ("v1.13.0 v1.29.6 v1.30.4 v1.31.0 v1.32.13 v1.33.6 v1.33.13 v1.34.0 v1.34.2 v1.34.3 v1.34.4 v1.35.4 "
@@ -114,3 +116,11 @@ def test_the_135_all_counters_panic_is_a_named_deliberate_difference() -> None:
     exact = {"claims": [{"spec": {"devices": {"requests": [{"name": "r0", "exactly": {"count": 1}}]}}}]}
     assert not matches("dra-alloc", "1.35.4", {**case, **exact}, ours, panic)
     assert not matches("dra-alloc", "1.35.4", case, ours, {"harness_error": "panic: runtime error: index out of range"})
+
+
+@pytest.mark.parametrize("version", ["1.33.13", "1.34.4", "1.35.4", "1.36.3", "1.37.2"])
+def test_the_areas_generate_every_cpu_manager_option_numalign_models(version: str) -> None:
+    # one list for the admit and cpu areas (conformance/kubelet_options.py); an option numalign models that
+    # no area generates would go unchecked against the real code
+    maturity = option_maturity("cpu", versions.kubelet_version(version))
+    assert set(CPU_MANAGER_POLICY_OPTIONS) == set(maturity)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from conformance import merge_budget
+from conformance.kubelet_options import CPU_MANAGER_POLICY_OPTIONS
 from conformance.versions import kubelet_version
 from numalign import Node
 from numalign.core.decision import KUBELET_HANGS
@@ -36,14 +37,6 @@ from numalign.machine.topology import Device
 NAME = "admit"
 MINORS = ("1.33", "1.34", "1.35", "1.36", "1.37")
 
-_CPU_OPTIONS = (
-    "full-pcpus-only",
-    "distribute-cpus-across-numa",
-    "align-by-socket",
-    "distribute-cpus-across-cores",
-    "strict-cpu-reservation",
-    "prefer-align-cpus-by-uncorecache",
-)
 _MI = 1 << 20
 _GI = 1 << 30
 _RESOURCES = ("example.com/gpu", "example.com/nic")
@@ -97,7 +90,7 @@ def _config(rng: random.Random, numas: int, machine: dict[str, Any]) -> dict[str
         "memoryManagerPolicy": "None",  # every field the managers read is given: no defaulting on either side
     }
     if cfg["cpuManagerPolicy"] == "static":
-        cfg["cpuManagerPolicyOptions"] = {o: "true" for o in _CPU_OPTIONS if rng.random() < 0.12}
+        cfg["cpuManagerPolicyOptions"] = {o: "true" for o in CPU_MANAGER_POLICY_OPTIONS if rng.random() < 0.12}
     if rng.random() < 0.5:
         cpus = sorted(c for n in machine["topology"] for core in n["cores"] for c in core["thread_ids"])
         cfg["reservedSystemCPUs"] = ",".join(str(c) for c in sorted(rng.sample(cpus, rng.randint(1, 2))))

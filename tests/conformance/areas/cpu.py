@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from conformance.kubelet_options import CPU_MANAGER_POLICY_OPTIONS
 from conformance.versions import kubelet_version
 from numalign.core.decision import KUBELET_HANGS
 from numalign.core.hint import TopologyHint
@@ -23,15 +24,6 @@ from numalign.kubelet.versions import behaviours, effective_gates, option_maturi
 
 NAME = "cpu"
 MINORS = ("1.33", "1.34", "1.35", "1.36", "1.37")
-
-_OPTIONS = (
-    "full-pcpus-only",
-    "distribute-cpus-across-numa",
-    "align-by-socket",
-    "distribute-cpus-across-cores",
-    "strict-cpu-reservation",
-    "prefer-align-cpus-by-uncorecache",
-)
 
 
 def generate(rng: random.Random, version: str) -> dict[str, Any]:
@@ -69,7 +61,7 @@ def generate(rng: random.Random, version: str) -> dict[str, Any]:
     else:
         case["num_reserved"] = count
     case["topology_manager_policy"] = rng.choice(("none", "best-effort", "restricted", "single-numa-node"))
-    options = {name: "true" for name in _OPTIONS if rng.random() < 0.25}
+    options = {name: "true" for name in CPU_MANAGER_POLICY_OPTIONS if rng.random() < 0.25}
     case["options"] = options
     case["gates"] = {"CPUManagerPolicyAlphaOptions": True} if rng.random() < 0.5 else {}
     steps: list[dict[str, Any]] = []
