@@ -1,9 +1,9 @@
 """An admission decided and not yet settled: what Node.decide hands back and Node.commit takes.
 
-The one path every admission takes (numalign.kubelet.node): decide takes the pod's resources and
-builds its decision record; the device plugins' Allocate calls the decision needs are made by the
-caller (at once for `admit`, with the lock released for the agent and `numalign run`), and commit
-settles the plan with their answers.
+The one path every admission takes (numalign.kubelet.podadmission): decide takes the pod's resources
+and builds its decision record; the device plugins' Allocate calls the decision needs (the device
+manager decides them without making them) are made next (in `admit`'s transaction, or with the lock
+released by the agent and `numalign run`), and commit settles the plan with their answers.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from numalign.core.decision import DecisionRecord
 from numalign.errors import PluginError
 from numalign.k8s.pod import Pod
-from numalign.kubelet.devicemanager.manager import DeferredAllocate
+from numalign.kubelet.devicemanager.manager import AllocateCall
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,10 @@ class Plan:
 
     pod: Pod
     record: DecisionRecord
-    calls: tuple[DeferredAllocate, ...] = ()
+    calls: tuple[AllocateCall, ...] = ()
     reloads: int = 0  # the node's reload count at the decision: a reload since drops the plan
+    # whether the Topology Manager's handler admitted the pod (a failing call is then its admission error)
+    topology_admitted: bool = False
 
     @property
     def settled(self) -> bool:

@@ -2,10 +2,16 @@
 `probe`, the same decision released at once.
 
 Upstream's allocation manager (pkg/kubelet/allocation, AddPod) runs kubelet.go's admit handlers in
-order up to the first rejection and records the admitted pod with what it was given. Here decide takes
-the pod's resources and says which device-plugin Allocate calls are left; commit records the outcome.
-`admit` makes the calls at once, inside one transaction; the agent and `numalign run` make them with the
-lock released (decide, Plan.make_calls, commit).
+order up to the first rejection and records the admitted pod with what it was given. Here every
+admission is decide, make the calls, commit: decide takes the pod's resources and says which
+device-plugin Allocate calls are left (the device manager decides them without making them), the calls
+are made in the kubelet's order up to the first failure, and commit records the outcome. `admit` does
+the three inside one transaction; the agent and `numalign run` make the calls with the lock released.
+
+The kubelet makes each call as it allocates the container, and a failing one ends the admission there.
+A failure is settled as that end: the pod holds nothing, its answer is the call's error
+(UnexpectedAdmissionError), its decisions stop at the failing container (Scope.failed_at), the Topology
+Manager counts the admission error it counted, and the rejection is counted once, with that reason.
 
 `PodAdmission` is a part of numalign.kubelet.node.Node, which builds it and hands it what it needs: the
 container manager, the admit handlers, and itself as the keeper of the pods admitted (`AdmittedPods`,
@@ -58,19 +64,26 @@ class PodAdmission:
         self.reserved: dict[str, Plan] = {}
 
     def admit(self, pod: Pod, *, allocations: bool = True) -> DecisionRecord:
-        """Decide and commit at once. allocations=False: the record (the one returned and the one kept)
-        leaves out what the pod holds, which the node still answers (allocation()); for callers that
-        read only the verdict, as the simulator does for every pod it binds."""
+        """Decide, make the calls and commit, in one transaction. allocations=False: the record (the one
+        returned and the one kept) leaves out what the pod holds, which the node still answers
+        (allocation()); for callers that read only the verdict, as the simulator does for every pod it
+        binds."""
         with self.node.transaction() as tx:
-            plan = self._decide(pod, defer_calls=False, allocations=allocations)
-        return tx.outcome([plan.record], self.node.pods)[0]
+            plan = self._decide(pod, allocations=allocations)
+            try:
+                rec = plan.record if plan.settled else self._settle(plan, *plan.make_calls())
+            except BaseException:  # not a plugin's refusal (a bug in its client): nothing stays held
+                if self.reserved.pop(pod.uid, None) is not None:
+                    self.cm.release_pod(pod)
+                raise
+        return tx.outcome([rec], self.node.pods)[0]
 
     def decide(self, pod: Pod) -> Plan:
         """Decide as `admit` does, leaving the device plugins' Allocate calls to the caller (Plan.make_calls,
         then commit), so they need not hold up other admissions. A plan with no call left is settled: an
         admitted pod is recorded already (and commit hands its record back)."""
         with self.node.transaction() as tx:
-            plan = self._decide(pod, defer_calls=True)
+            plan = self._decide(pod)
         if tx.failure is not None:  # the write failed: the state is the disk's again, nothing is held
             self.reserved.pop(pod.uid, None)
             return replace(plan, record=tx.outcome([plan.record], self.node.pods)[0], calls=())
@@ -80,25 +93,41 @@ class PodAdmission:
         """Settle a plan with its calls' outcome: one response per call made, and the first call's error
         (the calls stop there, as the kubelet's Allocate does). None when the plan is gone meanwhile
         (cancelled, or dropped by a reload of the state: decide again)."""
-        pod, rec = plan.pod, plan.record
         if plan.settled:
-            return rec
-        if not rec.result.admit:
-            # The kubelet made these calls before it rejected the pod: a failing one is the answer.
-            return rec if error is None else replace(rec, result=AdmitResult.from_allocation_error(None, error))
+            return plan.record
+        if not plan.record.result.admit:
+            return self._settle(plan, responses, error)  # holds nothing: no transaction needed
         with self.node.transaction() as tx:
             # Checked under the lock: a process that wrote the directory since (the transaction read it
             # again) has dropped the plan, and may have given its resources to another pod.
-            if self.reserved.get(pod.uid) is not plan or self.node.reloads != plan.reloads:
+            if self.reserved.get(plan.pod.uid) is not plan or self.node.reloads != plan.reloads:
                 return None
-            del self.reserved[pod.uid]
-            if error is not None:
-                self.cm.release_pod(pod)
-                return self._record(pod, rec.decisions, AdmitResult.from_allocation_error(None, error), {})
-            for call, resp in zip(plan.calls, responses, strict=True):
-                self.cm.devices.answered(call, resp)
-            self._keep(pod, rec)
+            rec = self._settle(plan, responses, error)
         return tx.outcome([rec], self.node.pods)[0]
+
+    def _settle(self, plan: Plan, responses: Sequence[Any], error: str | None) -> DecisionRecord:
+        """A plan with calls, settled by their outcome (in the caller's transaction). An admitted pod's
+        answers are recorded and the pod kept; a failing call ends the admission where the kubelet ends
+        it (see the module's docstring). A rejected plan's calls were made by the kubelet before the
+        rejection: a failing one is the answer."""
+        pod, rec = plan.pod, plan.record
+        self.reserved.pop(pod.uid, None)
+        if error is None:
+            if rec.result.admit:
+                self.cm.devices.answered(plan.calls, responses)
+                self._keep(pod, rec)
+            else:
+                self._count_rejection(rec.result)
+            return rec
+        failing = plan.calls[len(responses)]
+        result = AdmitResult.from_allocation_error(None, error)
+        if rec.result.admit:
+            self.cm.release_pod(pod)
+        if plan.topology_admitted:  # the Topology Manager's handler would have failed on the call
+            self.cm.tm.metrics.inc(m.TM_ADMISSION_ERRORS)
+        self._count_rejection(result)
+        decisions = tuple(self.cm.tm.scope.failed_at(rec.decisions, failing.container_name, result))
+        return replace(rec, decisions=decisions, result=result, allocations={})
 
     def probe(self, pod: Pod, *, allocations: bool = True) -> DecisionRecord:
         """Would this node admit the pod now? Decided as `admit` decides it, then released: no pod, record,
@@ -109,9 +138,8 @@ class PodAdmission:
         tm_metrics, counters = cm.tm.metrics, cm.counters()
         # The Topology Manager counts into a sink nobody reads (one per node, not one per probe).
         cm.tm.metrics = cm.tm.scope.metrics = self.probe_metrics
-        cm.devices.deferred = []
         try:
-            decisions, result = self._verdict(pod)
+            decisions, result, _ = self._verdict(pod)
             held: dict[str, ContainerAllocation] = {}
             if result.admit:
                 cm.start_pod(pod)
@@ -119,7 +147,7 @@ class PodAdmission:
                     held = cm.allocations(pod)
             cm.release_pod(pod)
         finally:
-            cm.devices.deferred = None
+            cm.devices.take_calls()  # decided, never made: a probe calls no plugin
             cm.tm.metrics = cm.tm.scope.metrics = tm_metrics
             cm.set_counters(counters)
         return DecisionRecord(pod.key, pod.uid, cm.tm.policy_name, cm.tm.scope_name, dict(cm.tm.options),
@@ -136,21 +164,23 @@ class PodAdmission:
             with self.node.transaction():
                 self.cm.release_pod(plan.pod)
 
-    def _decide(self, pod: Pod, *, defer_calls: bool, allocations: bool = True) -> Plan:
+    def _decide(self, pod: Pod, *, allocations: bool = True) -> Plan:
         """The admission, in the caller's transaction: the verdict, the pod's resources taken, the record
-        built once. Without calls left the pod is recorded at once; with some it is reserved."""
+        built once, the plugin calls it needs taken from the device manager. Without calls left the pod
+        is settled at once (an admitted one recorded); with some, an admitted pod is reserved."""
         cm = self.cm
-        cm.devices.deferred = [] if defer_calls else None
         try:
-            decisions, result = self._verdict(pod)
+            decisions, result, topology_admitted = self._verdict(pod)
         finally:
-            calls, cm.devices.deferred = tuple(cm.devices.deferred or ()), None
+            calls = cm.devices.take_calls()
         cm.sync_metrics()
         if not result.admit:
-            return Plan(pod, self._record(pod, decisions, result, {}), calls, self.node.reloads)
+            if not calls:
+                self._count_rejection(result)
+            return Plan(pod, self._record(pod, decisions, result, {}), calls, self.node.reloads, topology_admitted)
         cm.start_pod(pod)
         rec = self._record(pod, decisions, result, cm.allocations(pod) if allocations else {})
-        plan = Plan(pod, rec, calls, self.node.reloads)
+        plan = Plan(pod, rec, calls, self.node.reloads, topology_admitted)
         if calls:
             # Taken but not recorded: a crash now leaves the pod unadmitted and its files reconciled.
             self.reserved[pod.uid] = plan
@@ -158,9 +188,9 @@ class PodAdmission:
             self._keep(pod, rec)
         return plan
 
-    def _verdict(self, pod: Pod) -> tuple[tuple[ContainerDecision, ...], AdmitResult]:
+    def _verdict(self, pod: Pod) -> tuple[tuple[ContainerDecision, ...], AdmitResult, bool]:
         """The kubelet's admit handlers in order, up to the first rejection; an admitted pod holds what the
-        managers gave it, a rejected one nothing."""
+        managers gave it, a rejected one nothing. Also whether the Topology Manager's handler admitted it."""
         if pod.uid in self.node.pods or pod.uid in self.reserved:
             raise InvalidInputError(
                 f"pod {pod.key} (uid {pod.uid}) is already admitted on this node; give the new pod another "
@@ -170,18 +200,19 @@ class PodAdmission:
         if pod.has_pod_level_resources and not self.gates.get("PodLevelResources", False):
             # The kubelet's isPodLevelResourcesSupported admit handler; numalign checks it first (the
             # kubelet may run the Topology Manager's handler before it, with the same final verdict).
-            return (), AdmitResult(False, "PodLevelResourcesNotSupported", "PodLevelResources feature gate is disabled")
+            refusal = AdmitResult(False, "PodLevelResourcesNotSupported", "PodLevelResources feature gate is disabled")
+            return (), refusal, False
         refuse_unmodelled(pod, self.gates, self.kubelet_version)  # KEP-5526: say so rather than guess
         early = self.handlers.before_topology(pod)
         if not early.admit:
-            return (), early
+            return (), early, False
         outcome = self.cm.tm.decide(pod)
         result = outcome.result
         if result.admit:
             result = self._fit(pod)
         if not result.admit:
             self.cm.tm.remove_pod(pod)
-        return tuple(outcome.decisions), result
+        return tuple(outcome.decisions), result, outcome.result.admit
 
     def _fit(self, pod: Pod) -> AdmitResult:
         """The predicate handler, given what it reads of this node: the allocatable (the devices allocated
@@ -192,11 +223,13 @@ class PodAdmission:
         allocatable = self.handlers.allocatable(devices.healthy, devices.allocated if holds else {})
         return self.handlers.after_topology(pod, allocatable, self.node.pods, self.reserved_pods)
 
+    def _count_rejection(self, result: AdmitResult) -> None:
+        """The one place a rejection is counted: once its answer is final (calls made, if any)."""
+        self.metrics.inc(m.ADMISSION_REJECTIONS, reason=m.rejection_label(result.reason))
+
     def _record(self, pod: Pod, decisions: tuple[ContainerDecision, ...], result: AdmitResult,
                 allocations: Mapping[str, ContainerAllocation]) -> DecisionRecord:
-        """The admission's decision record; the one place a rejection is counted."""
-        if not result.admit:
-            self.metrics.inc(m.ADMISSION_REJECTIONS, reason=m.rejection_label(result.reason))
+        """The admission's decision record."""
         tm = self.cm.tm
         return DecisionRecord(pod.key, pod.uid, tm.policy_name, tm.scope_name, dict(tm.options),
                               decisions, result, allocations)

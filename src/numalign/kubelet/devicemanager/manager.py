@@ -14,10 +14,14 @@ Upstream has no per-container release; `remove_container` exists for the admissi
 kubelet frees a pod's devices only once the pod is no longer active).
 
 Not thread-safe: a caller with several threads (plugin streams, admission) serializes all calls,
-as upstream does with its mutex. Plugin calls (Allocate, GetPreferredAllocation, PreStartContainer)
-go through the Endpoint while the caller's lock is held; they carry their own deadlines. A caller
-that sets `deferred` to a list gets the Allocate calls handed back instead (DeferredAllocate), to
-make them without its lock: the devices are taken at once, their response filled in by `answered`.
+as upstream does with its mutex. GetPreferredAllocation and PreStartContainer go through the Endpoint
+while the caller's lock is held; they carry their own deadlines.
+
+One allocation path: decide, make the calls, commit. `allocate` decides: it takes the devices and
+records the plugin Allocate call each (container, resource) needs (AllocateCall), in the kubelet's
+order, without making it; the caller takes them (`take_calls`), makes them (with its lock released if
+it likes) and records each answer (`answered`), or gives back what a failing call and those after it
+took (`failed`). `allocate_now` is the three in a row, as the kubelet's Allocate makes them.
 """
 
 from __future__ import annotations
@@ -89,8 +93,9 @@ class DeviceCapacity:
 
 
 @dataclass(frozen=True)
-class DeferredAllocate:
-    """One plugin Allocate call held back for the caller to make (see DeviceManager.deferred)."""
+class AllocateCall:
+    """One plugin Allocate call an allocation decided: the devices are taken, the call is the caller's
+    to make (DeviceManager.take_calls), its answer recorded by `answered` or its failure by `failed`."""
 
     pod_uid: str
     container_name: str
@@ -143,8 +148,8 @@ class DeviceManager:
         self.allocated: dict[str, set[str]] = {}
         self.pod_devices = PodDevices()
         self.devices_to_reuse: dict[str, dict[str, set[str]]] = {}
-        # When a list: Allocate calls are appended here (in the kubelet's order) instead of made.
-        self.deferred: list[DeferredAllocate] | None = None
+        # The Allocate calls decided since the caller last took them (take_calls), in the kubelet's order.
+        self.calls: list[AllocateCall] = []
 
     # -- plugins and inventory -------------------------------------------------------------------
 
@@ -348,7 +353,9 @@ class DeviceManager:
     def _allocate_container_resources(
         self, pod: Pod, container: Container, reuse: Mapping[str, set[str]]
     ) -> None:
-        updated = needs_checkpoint = False
+        """Upstream's allocateContainerResources up to each Allocate call, which is left to the caller; its
+        checkpoint write comes with the answers (`answered`)."""
+        updated = False
         for resource in sorted(container.limits):
             if not self.is_device_plugin_resource(resource):
                 continue
@@ -361,43 +368,62 @@ class DeviceManager:
             picked = devices_to_allocate(self, request)
             if not picked:
                 continue
-            needs_checkpoint = True
             info = self.endpoints.get(resource)
             if info is None:
                 self.allocated = self.pod_devices.devices()
                 raise AllocationError(f"unknown Device Plugin {resource}")
+            if info.endpoint is None or info.stopped:
+                # Upstream's endpoint refuses the call at once (it prints the endpoint struct with %v; we
+                # name the resource), and allocatedDevices is rolled back to what podDevices records.
+                self.allocated = self.pod_devices.devices()
+                raise AllocationError(f"endpoint {resource} has been stopped")
             devs = sorted_ids(picked)
             per_numa = self._per_numa(resource, devs)
-            try:
-                if self.deferred is None:
-                    resp: ContainerAllocateResponse | None = self._call_allocate(resource, info, devs)
-                else:
-                    self.deferred.append(DeferredAllocate(pod.uid, container.name, resource,
-                                                          self._live_endpoint(resource, info), tuple(devs), per_numa))
-                    resp = None  # the devices are taken now; `answered` records the response
-            except PluginError as e:
-                # Roll allocatedDevices back to what podDevices records.
-                self.allocated = self.pod_devices.devices()
-                raise AllocationError(str(e)) from e
-            self.pod_devices.insert(pod.uid, container.name, resource, per_numa, resp)
-        if needs_checkpoint:
+            self.calls.append(AllocateCall(pod.uid, container.name, resource, info.endpoint, tuple(devs), per_numa))
+            # taken now, without the plugin's answer (left out of the checkpoint until `answered`)
+            self.pod_devices.insert(pod.uid, container.name, resource, per_numa, None)
+
+    def take_calls(self) -> tuple[AllocateCall, ...]:
+        """The Allocate calls decided since the last take, in the kubelet's order, for the caller to make."""
+        calls, self.calls = tuple(self.calls), []
+        return calls
+
+    def answered(self, calls: Sequence[AllocateCall], responses: Sequence[ContainerAllocateResponse]) -> None:
+        """The calls' answers, recorded as the kubelet records them: into podDevices, then one checkpoint
+        write per container (upstream writes once its container's calls are answered)."""
+        written: set[tuple[str, str]] = set()
+        for call, resp in zip(calls, responses, strict=True):
+            self.pod_devices.insert(call.pod_uid, call.container_name, call.resource, call.per_numa, resp)
+            written.add((call.pod_uid, call.container_name))
+        for _ in written:
             self._checkpoint()
 
-    @staticmethod
-    def _live_endpoint(resource: str, info: EndpointInfo) -> Endpoint:
-        if info.endpoint is None or info.stopped:
-            # Upstream prints the endpoint struct with %v; we name the resource.
-            raise PluginError(f"endpoint {resource} has been stopped")
-        return info.endpoint
+    def failed(self, calls: Sequence[AllocateCall]) -> None:
+        """A failing call and those after it: the kubelet stopped there, so none of their devices is held
+        (upstream rolls allocatedDevices back to podDevices, where the failing container's are not; it
+        writes no checkpoint)."""
+        for call in calls:
+            self.pod_devices.delete_entry(call.pod_uid, call.container_name, call.resource)
+        self.allocated = self.pod_devices.devices()
 
-    @classmethod
-    def _call_allocate(cls, resource: str, info: EndpointInfo, devs: list[str]) -> ContainerAllocateResponse:
-        return cls._live_endpoint(resource, info).allocate(devs)
-
-    def answered(self, call: DeferredAllocate, resp: ContainerAllocateResponse) -> None:
-        """A deferred Allocate call's response, recorded as the call would have recorded it."""
-        self.pod_devices.insert(call.pod_uid, call.container_name, call.resource, call.per_numa, resp)
-        self._checkpoint()
+    def allocate_now(self, pod: Pod, container: Container) -> None:
+        """Allocate, make the plugin calls and record their answers, as the kubelet's Allocate does in one
+        go (a container re-allocated at start; callers driving the device manager alone). A failing call
+        raises AllocationError with its text, leaving what earlier calls recorded, as upstream does."""
+        reuse = {r: set(ids) for r, ids in self.devices_to_reuse.get(pod.uid, {}).items()}
+        self.allocate(pod, container)
+        calls = self.take_calls()
+        responses: list[ContainerAllocateResponse] = []
+        for call in calls:
+            try:
+                responses.append(call.endpoint.allocate(list(call.device_ids)))
+            except PluginError as e:
+                for done, resp in zip(calls, responses, strict=False):  # recorded, not written (upstream)
+                    self.pod_devices.insert(done.pod_uid, done.container_name, done.resource, done.per_numa, resp)
+                self.failed(calls[len(responses):])
+                self.devices_to_reuse[pod.uid] = reuse  # upstream returns before updating it
+                raise AllocationError(str(e)) from e
+        self.answered(calls, responses)
 
     def _per_numa(self, resource: str, devs: Iterable[str]) -> DevicesPerNUMA:
         out: DevicesPerNUMA = {}
@@ -458,7 +484,7 @@ class DeviceManager:
             if self.pod_devices.container_devices(pod.uid, container.name, resource) is None:
                 needs_reallocate = True
         if needs_reallocate:
-            self.allocate(pod, container)
+            self.allocate_now(pod, container)
         return self.pod_devices.run_container_options(pod.uid, container.name)
 
     # -- checkpoint --------------------------------------------------------------------------------

@@ -96,6 +96,15 @@ class PodDevices:
         if not containers:
             del self.devs[pod_uid]
 
+    def delete_entry(self, pod_uid: str, container: str, resource: str) -> None:
+        """Forget one (pod, container, resource) entry, and the container and pod left empty."""
+        containers = self.devs.get(pod_uid)
+        if containers is None or container not in containers:
+            return
+        containers[container].pop(resource, None)
+        if not containers[container]:
+            self.delete_container(pod_uid, container)
+
     def container_devices(self, pod_uid: str, container: str, resource: str) -> set[str] | None:
         """Device ids of (pod, container, resource); None when nothing is recorded (Go nil set)."""
         info = self.devs.get(pod_uid, {}).get(container, {}).get(resource)

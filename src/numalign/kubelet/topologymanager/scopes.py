@@ -134,6 +134,18 @@ class Scope:
                 out.append(implicit(pod, container) if implicit is not None else p.get_topology_hints(pod, container))
         return out
 
+    def failed_at(self, decisions: Sequence[ContainerDecision], container: str,
+                  failed: AdmitResult) -> list[ContainerDecision]:
+        """The decisions this scope's admit records when a provider's Allocate fails at `container`, from
+        those it recorded going on (a device plugin's Allocate is made after the decision, then settled:
+        numalign.kubelet.podadmission): those of the containers before it, then its own with the error."""
+        kept: list[ContainerDecision] = []
+        for d in decisions:
+            if d.container == container:
+                return [*kept, _with_error(d, failed)]
+            kept.append(d)
+        return kept
+
     def _count_alignment(self, ok: bool) -> None:
         if is_alignment_guaranteed(self.policy):
             name = m.ALIGNED_COUNT if ok else m.ALIGNED_FAILURE
@@ -150,6 +162,10 @@ class NoneScope(Scope):
                 d = ContainerDecision(c.name, (), None, False, (), failed.message)
                 return ScopeOutcome(failed, [d])
         return ScopeOutcome(AdmitResult.admitted())
+
+    def failed_at(self, decisions: Sequence[ContainerDecision], container: str,
+                  failed: AdmitResult) -> list[ContainerDecision]:
+        return [ContainerDecision(container, (), None, False, (), failed.message)]
 
 
 class ContainerScope(Scope):
@@ -198,6 +214,10 @@ class PodScope(Scope):
                 return ScopeOutcome(failed, [_with_error(d, failed, c.name)])
         self._count_alignment(True)
         return ScopeOutcome(AdmitResult.admitted(), [d])
+
+    def failed_at(self, decisions: Sequence[ContainerDecision], container: str,
+                  failed: AdmitResult) -> list[ContainerDecision]:
+        return [_with_error(d, failed, container) for d in decisions[:1]]
 
 
 def _with_error(d: ContainerDecision, failed: AdmitResult, container: str | None = None) -> ContainerDecision:

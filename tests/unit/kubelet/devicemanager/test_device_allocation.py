@@ -213,7 +213,7 @@ def pod_with(*containers: Container, init: tuple[Container, ...] = (), uid: str 
 
 def admit(m: DeviceManager, pod: Pod) -> None:
     for c in pod.all_containers():
-        m.allocate(pod, c)
+        m.allocate_now(pod, c)
 
 
 def held(m: DeviceManager, pod: Pod, name: str) -> set[str]:
@@ -255,10 +255,10 @@ def test_reuse_is_dropped_when_another_pod_allocates() -> None:
     devices = [Device(f"d{i}") for i in range(4)]
     m = manager(devices)
     first = pod_with(ctr("c", 1), init=(ctr("i", 2, init=True),), uid="first")
-    m.allocate(first, first.init_containers[0])
+    m.allocate_now(first, first.init_containers[0])
     assert m.devices_to_reuse["first"][R]
     second = pod_with(ctr("c", 1), uid="second")
-    m.allocate(second, second.containers[0])
+    m.allocate_now(second, second.containers[0])
     assert set(m.devices_to_reuse) == {"second"}
     assert not held(m, second, "c") & held(m, first, "i")
 
@@ -269,7 +269,7 @@ def test_allocation_records_devices_per_numa_and_the_allocate_response() -> None
     endpoint = StaticEndpoint(R, devices, allocate_fn=lambda ids: resp)
     m = manager(devices, endpoint=endpoint)
     pod = pod_with(ctr("c", 3))
-    m.allocate(pod, pod.containers[0])
+    m.allocate_now(pod, pod.containers[0])
     info = m.pod_devices.devs["pod-1"]["c"][R]
     assert info.device_ids == {0: ["a", "wide"], 1: ["wide"], -1: ["none"]}
     assert info.alloc_resp is resp
@@ -286,7 +286,7 @@ def test_affinity_store_is_asked_for_the_container_being_allocated() -> None:
     m.register_endpoint(R, StaticEndpoint(R, devices))
     m.update_devices(R, devices)
     pod = pod_with(ctr("c", 1))
-    m.allocate(pod, pod.containers[0])
+    m.allocate_now(pod, pod.containers[0])
     assert affinity.asked == [("pod-1", "c")]
     assert held(m, pod, "c") == {"b"}
 
@@ -299,33 +299,33 @@ def test_unregistered_but_previously_allocated_resource_errors() -> None:
     pod = pod_with(ctr("c", 1, resource="other.com/x"))
     m.allocated["other.com/x"] = set()
     with pytest.raises(AllocationError, match=r"^cannot allocate unregistered device other.com/x$"):
-        m.allocate(pod, pod.containers[0])
+        m.allocate_now(pod, pod.containers[0])
 
 
 def test_no_healthy_devices_error() -> None:
     m = manager([Device("a", "Unhealthy")])
     pod = pod_with(ctr("c", 1))
     with pytest.raises(AllocationError, match=rf"^no healthy devices present; cannot allocate unhealthy devices {R}$"):
-        m.allocate(pod, pod.containers[0])
+        m.allocate_now(pod, pod.containers[0])
 
 
 def test_previously_allocated_devices_unhealthy_error() -> None:
     m = manager([Device("a"), Device("b")])
     pod = pod_with(ctr("c", 1))
-    m.allocate(pod, pod.containers[0])
+    m.allocate_now(pod, pod.containers[0])
     got = held(m, pod, "c")
     m.update_devices(R, [Device(d, "Healthy" if d not in got else "Unhealthy") for d in ("a", "b")])
     with pytest.raises(AllocationError, match=r"^previously allocated devices are no longer healthy; "):
-        m.allocate(pod, pod.containers[0])
+        m.allocate_now(pod, pod.containers[0])
 
 
 def test_changed_request_error() -> None:
     m = manager([Device("a"), Device("b")])
     pod = pod_with(ctr("c", 1))
-    m.allocate(pod, pod.containers[0])
+    m.allocate_now(pod, pod.containers[0])
     bigger = pod_with(ctr("c", 2))
     with pytest.raises(AllocationError) as e:
-        m.allocate(bigger, bigger.containers[0])
+        m.allocate_now(bigger, bigger.containers[0])
     assert str(e.value) == f'pod "pod-1" container "c" changed request for resource "{R}" from 1 to 2'
 
 
@@ -333,8 +333,8 @@ def test_same_request_again_is_a_no_op() -> None:
     endpoint = StaticEndpoint(R, [Device("a"), Device("b")])
     m = manager(endpoint.devices, endpoint=endpoint)
     pod = pod_with(ctr("c", 1))
-    m.allocate(pod, pod.containers[0])
-    m.allocate(pod, pod.containers[0])
+    m.allocate_now(pod, pod.containers[0])
+    m.allocate_now(pod, pod.containers[0])
     assert [c[0] for c in endpoint.calls] == ["Allocate"]
 
 
@@ -343,7 +343,7 @@ def test_not_enough_devices_error() -> None:
     pod = pod_with(ctr("c", 3))
     with pytest.raises(AllocationError, match=rf"^requested number of devices unavailable for {R}. "
                        r"Requested: 3, Available: 2$"):
-        m.allocate(pod, pod.containers[0])
+        m.allocate_now(pod, pod.containers[0])
     assert m.allocated.get(R, set()) == set()
 
 
@@ -352,19 +352,19 @@ def test_missing_endpoint_fails_at_get_preferred_allocation_first() -> None:
     m.update_devices(R, [Device("a")])  # devices without a registered endpoint
     pod = pod_with(ctr("c", 1))
     with pytest.raises(AllocationError, match=rf"^endpoint not found in cache for a registered resource: {R}$"):
-        m.allocate(pod, pod.containers[0])
+        m.allocate_now(pod, pod.containers[0])
 
 
 def test_unknown_device_plugin_error_rolls_back() -> None:
     """Reached when reusable devices cover the request but the endpoint is gone."""
     m = manager([Device("a"), Device("b")])
     pod = pod_with(ctr("c", 1), init=(ctr("i", 1, init=True),))
-    m.allocate(pod, pod.init_containers[0])
+    m.allocate_now(pod, pod.init_containers[0])
     m.plugin_disconnected(R, now=0.0)
     assert m.get_capacity(now=301.0).deleted == [R]
     m.update_devices(R, [Device("a"), Device("b")])  # a ListAndWatch update racing the removal
     with pytest.raises(AllocationError, match=rf"^unknown Device Plugin {R}$"):
-        m.allocate(pod, pod.containers[0])
+        m.allocate_now(pod, pod.containers[0])
     assert m.allocated == m.pod_devices.devices()
     assert held(m, pod, "c") == set()
 
@@ -377,7 +377,7 @@ def test_plugin_allocate_error_rolls_back_and_keeps_the_message() -> None:
     m = manager(devices, endpoint=StaticEndpoint(R, devices, allocate_fn=refuse))
     pod = pod_with(ctr("c", 1))
     with pytest.raises(AllocationError, match=r"^rpc error: code = Unavailable$"):
-        m.allocate(pod, pod.containers[0])
+        m.allocate_now(pod, pod.containers[0])
     assert m.allocated == {}
     assert m.get_container_devices(pod.uid, "c") is None
 
@@ -389,10 +389,10 @@ def test_kubelet_restart_running_container_is_left_alone() -> None:
     m.register_endpoint(R, StaticEndpoint(R, []))
     m.update_devices(R, [])  # plugin not back yet: no healthy devices
     pod = pod_with(ctr("c", 1))
-    m.allocate(pod, pod.containers[0])  # running before the restart: nothing to do, no error
+    m.allocate_now(pod, pod.containers[0])  # running before the restart: nothing to do, no error
     other = pod_with(ctr("c", 1), uid="pod-2")
     with pytest.raises(AllocationError, match="no healthy devices present"):
-        m.allocate(other, other.containers[0])
+        m.allocate_now(other, other.containers[0])
 
 
 @pytest.mark.parametrize(
@@ -454,15 +454,15 @@ def test_pod_container_device_allocation_sequence() -> None:
 
     p1, p2, p3 = make("p1", {r1: 2, "cpu": 2, r2: 1}), make("p2", {r1: 1}), make("p3", {r2: 1})
     active.append("p1")
-    m.allocate(p1, p1.containers[0])
+    m.allocate_now(p1, p1.containers[0])
     assert (len(m.allocated[r1]), len(m.allocated[r2])) == (2, 1)
     active.append("p2")
     with pytest.raises(AllocationError) as e:
-        m.allocate(p2, p2.containers[0])
+        m.allocate_now(p2, p2.containers[0])
     assert str(e.value) == f"requested number of devices unavailable for {r1}. Requested: 1, Available: 0"
     # Still active and holding nothing: container start re-runs Allocate, which fails the same way.
     with pytest.raises(AllocationError, match="requested number of devices unavailable"):
         m.get_device_run_container_options(p2, p2.containers[0])
     active.append("p3")
-    m.allocate(p3, p3.containers[0])
+    m.allocate_now(p3, p3.containers[0])
     assert (len(m.allocated[r1]), len(m.allocated[r2])) == (2, 2)

@@ -128,7 +128,7 @@ def test_health_change_reports_the_pods_holding_the_device() -> None:
     m.register_endpoint(R1, StaticEndpoint(R1, [Device("a"), Device("b")]))
     m.update_devices(R1, [Device("a"), Device("b")])
     pod = Pod("p", uid="u1", containers=(Container("c", limits={R1: Quantity.from_int(1)}),))
-    m.allocate(pod, pod.containers[0])
+    m.allocate_now(pod, pod.containers[0])
     (mine,) = m.pod_devices.container_devices("u1", "c", R1) or set()
     other = "b" if mine == "a" else "a"
     assert m.update_devices(R1, [Device(mine, "Unhealthy"), Device(other)]) == ["u1"]
@@ -146,7 +146,7 @@ def test_unhealthy_devices_get_no_hints_and_are_not_allocated() -> None:
     pod = Pod("p", uid="u", containers=(c,))
     # minAffinitySize counts all devices, the candidates only healthy ones.
     assert m.get_topology_hints(pod, c) == {R1: [TopologyHint.of([0], True), TopologyHint.of([0, 1], False)]}
-    m.allocate(pod, c)
+    m.allocate_now(pod, c)
     assert m.pod_devices.container_devices("u", "c", R1) == {"a"}
 
 
@@ -226,7 +226,7 @@ def test_checkpoint_hook_fires_where_upstream_writes_the_checkpoint() -> None:
     m.update_devices(R1, [Device("a")])
     assert len(calls) == 1
     pod = Pod("p", uid="u", containers=(Container("c", limits={R1: Quantity.from_int(1)}),))
-    m.allocate(pod, pod.containers[0])
+    m.allocate_now(pod, pod.containers[0])
     assert len(calls) == 2
     m.get_capacity(0.0)
     assert len(calls) == 2  # nothing deleted, nothing written
@@ -248,7 +248,7 @@ def test_pre_start_container_is_called_with_the_allocated_devices() -> None:
     m.register_endpoint(R1, endpoint)
     m.update_devices(R1, devices)
     pod = Pod("p", uid="u", containers=(Container("c", limits={R1: Quantity.from_int(2)}),))
-    m.allocate(pod, pod.containers[0])
+    m.allocate_now(pod, pod.containers[0])
     opts = m.get_device_run_container_options(pod, pod.containers[0])
     assert endpoint.pre_started == [("dev1", "dev2")]
     assert opts is not None
@@ -271,7 +271,7 @@ def test_pre_start_errors() -> None:
     pod = Pod("p", uid="u", containers=(c,))
     with pytest.raises(PluginError, match=r"^no devices found allocated in local cache for pod u, container c, "):
         m.get_device_run_container_options(pod, c)
-    m.allocate(pod, c)
+    m.allocate_now(pod, c)
     with pytest.raises(PluginError, match=r"^device plugin PreStartContainer rpc failed with err: deadline"):
         m.get_device_run_container_options(pod, c)
 
@@ -300,7 +300,7 @@ def test_run_options_of_an_inactive_pod_are_none_and_not_reallocated() -> None:
     m.update_devices(R1, [Device("d")])
     c = Container("c", limits={R1: Quantity.from_int(1)})
     pod = Pod("p", uid="u", containers=(c,))
-    m.allocate(pod, c)
+    m.allocate_now(pod, c)
     assert m.get_device_run_container_options(pod, c) is not None
     active.clear()
     m.update_allocated_devices()
@@ -324,7 +324,7 @@ def test_restored_allocation_survives_until_the_plugin_returns() -> None:
     m.update_devices(R1, [Device("d", topology=(1,)), Device("e", topology=(0,))])
     c = Container("c", limits={R1: Quantity.from_int(1)})
     pod = Pod("p", uid="u", containers=(c,))
-    m.allocate(pod, c)
+    m.allocate_now(pod, c)
     held = m.pod_devices.container_devices("u", "c", R1)
 
     after = new()
@@ -332,9 +332,9 @@ def test_restored_allocation_survives_until_the_plugin_returns() -> None:
     assert after.pod_devices.container_devices("u", "c", R1) == held
     other = Pod("p2", uid="u2", containers=(c,))
     with pytest.raises(AllocationError, match="no healthy devices present"):
-        after.allocate(other, c)
+        after.allocate_now(other, c)
     devices = [Device("d", topology=(1,)), Device("e", topology=(0,))]
     after.register_endpoint(R1, StaticEndpoint(R1, devices))
     after.update_devices(R1, devices)
-    after.allocate(other, c)
+    after.allocate_now(other, c)
     assert after.pod_devices.container_devices("u2", "c", R1) == {"d", "e"} - (held or set())

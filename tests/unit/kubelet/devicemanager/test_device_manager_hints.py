@@ -215,7 +215,7 @@ def test_unregistered_resource_gets_no_hint_and_no_allocation() -> None:
     m = DeviceManager([0, 1], NoAffinity())
     pod = one({"example.com/never-registered": 1})
     assert m.get_topology_hints(pod, pod.containers[0]) == {}
-    m.allocate(pod, pod.containers[0])
+    m.allocate_now(pod, pod.containers[0])
     assert m.get_container_devices("fakePod", "fakeContainer") is None
 
 

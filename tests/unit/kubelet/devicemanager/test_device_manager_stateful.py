@@ -72,7 +72,7 @@ def test_random_sequences_never_double_allocate(
             affinity.mask = mask if isinstance(mask, int) else None
             try:
                 for c in pod.all_containers():
-                    m.allocate(pod, c)
+                    m.allocate_now(pod, c)
             except AllocationError:
                 m.remove_pod(pod.uid)  # the admission layer's rollback of a rejected pod
         elif op[0] == "remove":
