@@ -44,6 +44,24 @@ def test_nrt_reads_a_state_directory_without_writing(tmp_path: Path, capsys: pyt
     assert {p: p.stat().st_mtime_ns for p in state.rglob("*") if p.is_file()} == files
 
 
+def test_nrt_of_a_state_directory_uses_the_machine_and_config_admit_recorded(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As pods, remove and resize: numalign_node.json names the machine and the kubelet flags, so `nrt
+    --state-dir` alone answers for the node admit decided on (it took the built-in dual-socket and the
+    CPU manager refused the state with a wrong 'remove the state file' fix)."""
+    state = tmp_path / "state"
+    flags = ["--machine", "epyc-nps4", "--reserved-cpus", "0,128"]
+    assert main(["admit", "--state-dir", str(state), *flags, str(DATA / "example-pods.yaml")]) in (0, 1)
+    capsys.readouterr()
+    assert main(["nrt", "-o", "json", "--state-dir", str(state)]) == 0
+    out = capsys.readouterr()
+    recorded = json.loads(out.out)
+    assert "as recorded by admit in" in out.err and "epyc-nps4" in out.err
+    assert main(["nrt", "-o", "json", "--state-dir", str(state), *flags]) == 0
+    assert json.loads(capsys.readouterr().out) == recorded
+    assert [z["name"] for z in recorded["zones"]] == [f"node-{i}" for i in range(8)]
+
+
 def test_nrt_of_a_kubelets_own_state_directory_counts_what_its_checkpoints_hold(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A directory without numalign's pod record (a kubelet's /var/lib/kubelet, a copy): its pods are
@@ -62,7 +80,9 @@ def test_nrt_of_a_kubelets_own_state_directory_counts_what_its_checkpoints_hold(
     assert kubelets["zones"] != json.loads(capsys.readouterr().out)["zones"]
     # No names, no fingerprint: said once on stderr.
     assert [a["name"] for a in kubelets["attributes"]] == ["topologyManagerPolicy", "topologyManagerScope"]
-    assert "nodeTopologyPodsFingerprint" in out.err and len(out.err.strip().splitlines()) == 1
+    # (the other notes say where the machine and the kubelet version came from: numalign_node.json)
+    assert sum("nodeTopologyPodsFingerprint" in line for line in out.err.splitlines()) == 1
+    assert all(line.startswith("numalign nrt: note: ") for line in out.err.strip().splitlines())
 
 
 def test_nrt_from_a_socket_that_is_not_there(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

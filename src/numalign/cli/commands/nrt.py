@@ -68,11 +68,19 @@ def run(args: argparse.Namespace) -> int:
         return _cluster(args)
     from numalign.cli.options.nodeargs import node_config, resolve_node
 
+    notes: list[str] = []
+    if args.state_dir is not None and args.pod_resources_socket is None:
+        from numalign.cli.options.noderecord import apply_record
+
+        # The machine and kubelet configuration the directory was written with (numalign_node.json), as
+        # pods, remove and resize read it: without them the CPU manager refused a numa-64 directory with
+        # a "drain the node and remove the state file" fix that names the wrong cause.
+        recorded = apply_record(args)
+        notes += [recorded] if recorded else []
     machine, _ = resolve_node(args, DEFAULT_MACHINE)
     config = node_config(args, machine)
     from numalign.cli.options.versionargs import node_previews, node_version
 
-    notes: list[str] = []
     version, previews = node_version(args, notes), node_previews(args, notes)
     if args.pod_resources_socket is not None:
         from numalign.cluster.nrt_podresources import nrt_from_pod_resources
