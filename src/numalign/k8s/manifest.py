@@ -362,8 +362,21 @@ def _resource_list(obj: object, path: str, where: str) -> dict[str, Quantity]:
     for key, value in obj.items():
         if not isinstance(key, str):
             raise InvalidInputError(f"{where}: {path}: resource names must be strings, got {key!r}")
-        out[key] = Quantity.parse(value, where=f"{where}: {path}.{key}")
+        # A quantity text read before is that Quantity again (immutable); the field's name is only
+        # written out for a text that fails.
+        q = _QUANTITIES.get(value) if type(value) is str else None
+        if q is None:
+            q = Quantity.parse(value, where=f"{where}: {path}.{key}")
+            if type(value) is str:
+                if len(_QUANTITIES) >= _QUANTITIES_KEPT:
+                    _QUANTITIES.clear()
+                _QUANTITIES[value] = q
+        out[key] = q
     return out
+
+
+_QUANTITIES: dict[str, Quantity] = {}
+_QUANTITIES_KEPT = 4096
 
 
 def _validate_requirements(

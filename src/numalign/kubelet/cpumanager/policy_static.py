@@ -70,9 +70,12 @@ def guaranteed_cpus(pod: Pod, container: Container) -> int:
     """
     if get_pod_qos(pod) != "Guaranteed" or pod.has_pod_level_resources:
         return 0
-    q = container_requests(container).get(RESOURCE_CPU)
+    # container_requests' cpu without its copy of every request (asked twice per container admitted)
+    q = container.requests.get(RESOURCE_CPU)
     if q is None:
-        return 0
+        q = container.limits.get(RESOURCE_CPU)
+        if q is None:
+            return 0
     if q.value() * 1000 != q.milli_value():
         return 0
     return q.value()
