@@ -241,6 +241,10 @@ class Allocator:
         self._plans: dict[tuple[object, ...], _Plan] = {}
         self._visits: dict[tuple[int, int], int] = {}
         self._static_fits: dict[tuple[DeviceID, tuple[object, ...]], bool] = {}
+        self._static_checks: dict[tuple[DeviceID, tuple[object, ...]], bool | None] = {}
+        self._pool_candidates: dict[int, list[list[Candidate]]] = {}
+        self._selection_paths: dict[tuple[object, ...], tuple[cel.Path, ...] | None] = {}
+        self._selection_memo: dict[tuple[tuple[object, ...], tuple[object, ...]], bool] = {}
         self._failed: dict[tuple[object, ...], tuple[bool, int, int]] = {}
         self._reachable_cache: dict[tuple[int, int], tuple[frozenset[DeviceID], frozenset[str]]] = {}
         self._failing: dict[tuple[tuple[object, ...], int], list[tuple[int, int]]] = {}
@@ -535,7 +539,7 @@ class Allocator:
                 plan_key = (data.signature, pi, None, None)
                 plan = self._plans.get(plan_key)
                 if plan is None or not plan.filtered:
-                    plan = self._filtered(self._positions(pi, pool, None, key, data), pool, key, data)
+                    plan = self._filtered(pi, self._positions(pi, pool, None, key, data), pool, key, data)
                     self._plans[plan_key] = plan
                 for index in plan.at:
                     sli, dvi = plan.positions[index]
@@ -569,44 +573,57 @@ class Allocator:
         plan = self._plans.get(plan_key)
         if plan is None:
             positions = self._positions(pi, pool, restriction, key, data)
+            by_slice = self._candidates(pi, pool)
             plan = _Plan(positions, range(len(positions)), known=[False] * len(positions),
-                         candidates=[self._candidate(pool, sli, dvi) for sli, dvi in positions])
+                         candidates=[by_slice[sli][dvi] for sli, dvi in positions])
             self._plans[plan_key] = plan
         elif not plan.filtered:
-            plan = self._filtered(plan.positions, pool, key, data)
+            plan = self._filtered(pi, plan.positions, pool, key, data)
             self._plans[plan_key] = plan
         return plan
 
-    def _candidate(self, pool: Pool, sli: int, dvi: int) -> Candidate:
-        s = pool.slices[sli]
-        device = s.devices[dvi]
-        return Candidate((pool.driver, pool.pool, device.name), device, s, pool)
+    def _candidates(self, pi: int, pool: Pool) -> list[list[Candidate]]:
+        """A pool's candidates by slice and device position, made once per Allocate."""
+        found = self._pool_candidates.get(pi)
+        if found is None:
+            driver, name = pool.driver, pool.pool
+            found = [[Candidate((driver, name, d.name), d, s, pool) for d in s.devices] for s in pool.slices]
+            self._pool_candidates[pi] = found
+        return found
 
-    def _filtered(self, positions: list[tuple[int, int]], pool: Pool, key: Key, data: _RequestData) -> _Plan:
+    def _filtered(self, pi: int, positions: list[tuple[int, int]], pool: Pool, key: Key,
+                  data: _RequestData) -> _Plan:
         at: list[int] = []
         known: list[bool] = []
         candidates: list[Candidate] = []
+        by_slice = self._candidates(pi, pool)
+        checks = self._static_checks
+        signature = data.signature
         for i, (sli, dvi) in enumerate(positions):
-            look = self._static_check(key, data, pool, sli, dvi)
+            candidate = by_slice[sli][dvi]
+            # The same for every scan of this request's kind (the allocator's other state is not read):
+            # the restricted scans of a pool look again at devices its full scan already checked.
+            check_key = (candidate.device_id, signature)
+            if check_key in checks:
+                look = checks[check_key]
+            else:
+                look = checks[check_key] = self._static_check(key, data, candidate)
             if look is not None:
                 at.append(i)
                 known.append(look)
-                candidates.append(self._candidate(pool, sli, dvi))
+                candidates.append(candidate)
         return _Plan(positions, at, filtered=True, known=known, candidates=candidates)
 
-    def _static_check(self, key: Key, data: _RequestData, pool: Pool, sli: int, dvi: int) -> bool | None:
+    def _static_check(self, key: Key, data: _RequestData, candidate: Candidate) -> bool | None:
         """None where the scan rejects this device for this request whatever the search has allocated, with
         no effect beyond the check: held by another pod, not selected, its capacity too small for the
         request (a device without multiple allocations: only other pods' shares count), its counters off,
         or a taint the request does not tolerate (where trying it takes no counters that stay taken).
         Else whether the device is known to be selected and to fit (False: the scan looks at it)."""
         request = data.request
-        s = pool.slices[sli]
-        device = s.devices[dvi]
-        device_id = (pool.driver, pool.pool, device.name)
-        if not request.admin_access and device_id in self.allocated.devices:
+        device = candidate.device
+        if not request.admin_access and candidate.device_id in self.allocated.devices:
             return None
-        candidate = Candidate(device_id, device, s, pool)
         try:
             if not self._selectable(key, data, candidate):
                 return None
@@ -658,10 +675,10 @@ class Allocator:
         found = self._failing.get((data.selection, pi))
         if found is None:
             found = []
-            for sli, s in enumerate(pool.slices):
-                for dvi, d in enumerate(s.devices):
+            for sli, in_slice in enumerate(self._candidates(pi, pool)):
+                for dvi, candidate in enumerate(in_slice):
                     try:
-                        self._selectable(key, data, Candidate((pool.driver, pool.pool, d.name), d, s, pool))
+                        self._selectable(key, data, candidate)
                     except AllocatorError:
                         found.append((sli, dvi))
             self._failing[(data.selection, pi)] = found
@@ -714,6 +731,8 @@ class Allocator:
         return found
 
     def _capacity_fits(self, request: DeviceSubRequest, c: Candidate) -> bool:
+        if not c.device.capacity:  # nothing to consume: only a request naming a capacity (not defined) fails
+            return not (request.capacity and request.capacity.requests)
         consumed = self.allocated.capacity.get(c.device_id, {})
         try:
             return request_fits(consumed, request.capacity.requests if request.capacity else None,
@@ -735,20 +754,54 @@ class Allocator:
             return found
         claim = self.claims[key[0]]
         result = True
-        class_ok = data.cls is None or self._selectors_match(claim, c, data.cls, data.cls.selectors)
-        if not class_ok or not self._selectors_match(claim, c, None, data.request.selectors):
+        paths = self._paths_of(data)
+        memo_key = None
+        if paths is not None:
+            d = c.device
+            found_key = cel.device_key(paths, c.slice.driver, d.attributes, d.capacity, d.allow_multiple_allocations)
+            memo_key = None if found_key is None else (data.selection, found_key)
+        selected = None if memo_key is None else self._selection_memo.get(memo_key)
+        if selected is None:
+            selected = ((data.cls is None or self._selectors_match(claim, c, data.cls, data.cls.selectors))
+                        and self._selectors_match(claim, c, None, data.request.selectors))
+            if memo_key is not None:
+                self._selection_memo[memo_key] = selected
+        if not selected:
             result = False
         elif c.slice.per_device_node_selection:
             result = node_matches(self.node, c.device.node_name, c.device.all_nodes, c.device.node_selector)
         self._matches[cache_key] = result
         return result
 
+    def _paths_of(self, data: _RequestData) -> tuple[cel.Path, ...] | None:
+        """What of a device the class's and the request's selectors read, where each reads fixed paths
+        and compiles: devices alike in those share one answer (a selector's error is not shared: its
+        message names the device)."""
+        if data.selection in self._selection_paths:
+            return self._selection_paths[data.selection]
+        selectors = [*(data.cls.selectors if data.cls is not None else ()), *data.request.selectors]
+        paths: set[cel.Path] | None = set()
+        for selector in selectors:
+            compiled = self._compile(selector.expression)
+            if compiled.error is not None or compiled.paths is None:
+                paths = None
+                break
+            assert paths is not None
+            paths.update(compiled.paths)
+        found = None if paths is None else tuple(sorted(paths))
+        self._selection_paths[data.selection] = found
+        return found
+
+    def _compile(self, expression: str) -> cel.CompiledSelector:
+        compiled = self._compiled.get(expression)
+        if compiled is None:
+            compiled = cel.compile_selector(expression, self._cel_compile_features)
+            self._compiled[expression] = compiled
+        return compiled
+
     def _selectors_match(self, claim: ResourceClaim, c: Candidate, cls: DeviceClass | None, selectors: Any) -> bool:
         for i, selector in enumerate(selectors):
-            compiled = self._compiled.get(selector.expression)
-            if compiled is None:
-                compiled = cel.compile_selector(selector.expression, self._cel_compile_features)
-                self._compiled[selector.expression] = compiled
+            compiled = self._compile(selector.expression)
             if compiled.error is not None:
                 raise AllocatorError(f"{_owner(claim, cls)}: selector #{i}: CEL compile error: {compiled.error}")
             cache_key = (selector.expression, c.device_id)

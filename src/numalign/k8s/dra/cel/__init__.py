@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from cel_expr_python import cel as _cel_cpp
@@ -28,6 +28,7 @@ from numalign.k8s.dra.cel.checker import Checked, check
 from numalign.k8s.dra.cel.cost import estimate
 from numalign.k8s.dra.cel.decls import STANDARD_FUNCTIONS, Environment, environment
 from numalign.k8s.dra.cel.program import Meter, Node, compile_program
+from numalign.k8s.dra.cel.projection import Path, device_paths, project
 from numalign.k8s.dra.cel.values import CelError, CostLimitExceededError, DomainMap, to_bool_error
 from numalign.k8s.dra.semver import SemverError, parse_semver
 from numalign.k8s.dra.types import CEL_SELECTOR_EXPRESSION_MAX_COST, DeviceAttribute, DeviceCapacity
@@ -59,6 +60,10 @@ class CompiledSelector:
     # library calls (not the standard functions): call id -> the parameter types of the matched overloads
     guarded: Mapping[int, tuple[tuple[_t.Type, ...], ...]] | None = None
     program: Node | None = None
+    # the paths of `device` the expression reads (None: it reads more), and the answers per their values
+    paths: tuple[Path, ...] | None = None
+    memo: dict[tuple[object, ...], tuple[Any, int, str | None]] = field(
+        default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
     def error_line(self) -> str | None:
@@ -103,7 +108,8 @@ def compile_selector(expression: str, features: CELFeatures = CELFeatures(), *,
     guards = _guards(env, checked)
     program = compile_program(parsed.expr, dict(checked.functions), guards, features.minor)
     return CompiledSelector(expression, None, estimate(parsed.expr, checked, features.minor), out.type_name(),
-                            parsed.expr, dict(checked.functions), features.minor, guards, program)
+                            parsed.expr, dict(checked.functions), features.minor, guards, program,
+                            device_paths(parsed.expr))
 
 
 def _guards(env: Environment, checked: Checked) -> dict[int, tuple[tuple[_t.Type, ...], ...]]:
@@ -273,9 +279,64 @@ def device_variables(
     return device
 
 
+def device_key(
+    paths: tuple[Path, ...],
+    driver: str,
+    attributes: Mapping[str, DeviceAttribute],
+    capacity: Mapping[str, DeviceCapacity],
+    allow_multiple_allocations: bool | None,
+) -> tuple[object, ...] | None:
+    """`project(paths, device_variables(...))` without building the variables: what a selector reading
+    `paths` sees of one device (None: a value whose equality is not CEL's, or a name given twice)."""
+    device: dict[str, Any] = {"driver": driver, "allowMultipleAllocations": bool(allow_multiple_allocations)}
+    for path in paths:
+        if len(path) != 3 or path[0] in device:
+            continue
+        source: Mapping[str, Any] = attributes if path[0] == "attributes" else capacity
+        domains: dict[str, dict[str, Any]] = {}
+        wanted = {p[1] for p in paths if p[0] == path[0]}
+        for name, item in source.items():
+            domain, _, ident = name.rpartition("/")
+            domain = domain or driver
+            if domain not in wanted:
+                continue
+            names = domains.setdefault(domain, {})
+            if ident in names:
+                return None  # "model" and "driver/model": device_variables keeps the later, left to it
+            names[ident] = attribute_value(item) if path[0] == "attributes" else item.value
+        device[path[0]] = domains
+    return project(paths, device)
+
+
+_MEMO_SIZE: Final = 4096  # answers kept per selector (a memo that fills is started again)
+
+
 def evaluate(compiled: CompiledSelector, device: dict[str, Any],
              limit: int = RUNTIME_COST_LIMIT) -> tuple[Any, int]:
-    """The expression's value for `device` and the evaluated cost; CELRuntimeError with upstream's text."""
+    """The expression's value for `device` and the evaluated cost; CELRuntimeError with upstream's text.
+    Devices alike in what the expression reads share one evaluation (projection.py)."""
+    if compiled.paths is None or limit != RUNTIME_COST_LIMIT:
+        return _evaluate(compiled, device, limit)
+    key = project(compiled.paths, device)
+    if key is None:
+        return _evaluate(compiled, device, limit)
+    found = compiled.memo.get(key)
+    if found is None:
+        try:
+            value, cost = _evaluate(compiled, device, limit)
+            found = (value, cost, None)
+        except CELRuntimeError as exc:
+            found = (None, exc.cost, str(exc))
+        if len(compiled.memo) >= _MEMO_SIZE:
+            compiled.memo.clear()
+        compiled.memo[key] = found
+    value, cost, error = found
+    if error is not None:
+        raise CELRuntimeError(error, cost)
+    return value, cost
+
+
+def _evaluate(compiled: CompiledSelector, device: dict[str, Any], limit: int) -> tuple[Any, int]:
     if compiled.program is None:
         raise CELRuntimeError(compiled.error or "not compiled")
     meter = Meter(limit)
@@ -301,9 +362,11 @@ __all__ = [
     "CELFeatures",
     "CELRuntimeError",
     "CompiledSelector",
+    "Path",
     "attribute_value",
     "compile_selector",
     "cost_error",
+    "device_key",
     "device_matches",
     "device_variables",
     "evaluate",

@@ -1,0 +1,117 @@
+"""Devices alike in what a selector reads share one evaluation: which paths of `device` an expression
+reads (or that it reads more), the key a device gives those paths, and answers unchanged by sharing."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from numalign.k8s.dra.cel import (
+    CELFeatures,
+    CELRuntimeError,
+    compile_selector,
+    device_key,
+    device_matches,
+    device_variables,
+)
+from numalign.k8s.dra.cel.projection import project
+from numalign.k8s.dra.types import DeviceAttribute, DeviceCapacity
+from numalign.k8s.quantity import Quantity
+
+ALL = CELFeatures(consumable_capacity=True, list_type_attributes=True)
+DRIVER = "gpu.example.com"
+
+
+@pytest.mark.parametrize(
+    ("expression", "paths"),
+    [
+        ('device.driver == "gpu.example.com"', (("driver",),)),
+        ('device.attributes["gpu.example.com"].model == "h100"', (("attributes", "gpu.example.com", "model"),)),
+        ('device.attributes["a.io"]["x"] == 1 && has(device.attributes["b.io"].y)',
+         (("attributes", "a.io", "x"), ("attributes", "b.io", "y"))),
+        ('device.attributes["a.io"].?x.orValue(0) == 1', (("attributes", "a.io", "x"),)),
+        ('device.capacity["gpu.example.com"].memory.isLessThan(quantity("1Ti"))',
+         (("capacity", "gpu.example.com", "memory"),)),
+        ("device.allowMultipleAllocations", (("allowMultipleAllocations",),)),
+        ('"1" == "1"', ()),
+        # reading more than fixed paths: the whole map, a domain map, a macro's variable named device
+        ('"other.example.com" in device.attributes', None),
+        ('device.attributes["a.io"].size() == 1', None),
+        ('device.attributes.exists_one(d, d == "gpu.example.com")', None),
+        ('[1].exists(device, device == 1)', None),
+        ('device.attributes[device.driver].model == "h100"', None),
+    ],
+)
+def test_the_paths_a_selector_reads(expression: str, paths: tuple[tuple[str, ...], ...] | None) -> None:
+    compiled = compile_selector(expression, ALL)
+    assert compiled.error is None
+    assert compiled.paths == paths
+
+
+ATTRIBUTES = [
+    {},
+    {"model": DeviceAttribute("string", ("h100",))},
+    {"model": DeviceAttribute("string", ("a100",)), "numa": DeviceAttribute("int", (1,))},
+    {"model": DeviceAttribute("bool", (True,))},
+    {"model": DeviceAttribute("int", (1,))},
+    {"gpu.example.com/model": DeviceAttribute("string", ("h100",))},
+    {"model": DeviceAttribute("string", ("h100",)), "gpu.example.com/model": DeviceAttribute("string", ("b",))},
+    {"other.io/model": DeviceAttribute("string", ("h100",))},
+    {"version": DeviceAttribute("version", ("1.2.3",))},
+    {"version": DeviceAttribute("version", ("1.2.3+build",))},
+    {"model": DeviceAttribute("string", ("h100", "a100"), True)},
+]
+CAPACITY = [{}, {"memory": DeviceCapacity(Quantity.parse("80Gi"))}]
+EXPRESSIONS = [
+    'device.attributes["gpu.example.com"].model == "h100"',
+    'device.attributes["gpu.example.com"].model',
+    'has(device.attributes["gpu.example.com"].model)',
+    'device.attributes["other.io"].model == "h100"',
+    'device.attributes["gpu.example.com"].?model.orValue("none") == "none"',
+    'device.attributes["gpu.example.com"].version.isGreaterThan(semver("1.0.0"))',
+    'device.driver == "gpu.example.com" && device.allowMultipleAllocations',
+    'device.capacity["gpu.example.com"].memory.isLessThan(quantity("1Ti"))',
+]
+
+
+def _answer(expression: str, variables: dict[str, object]) -> object:
+    try:
+        return device_matches(compile_selector(expression, ALL), variables)
+    except CELRuntimeError as exc:
+        return str(exc)
+
+
+def test_device_key_is_the_projection_of_the_device_variables() -> None:
+    for expression in EXPRESSIONS:
+        paths = compile_selector(expression, ALL).paths
+        assert paths is not None
+        for attributes, capacity, multiple in itertools.product(ATTRIBUTES, CAPACITY, (None, True)):
+            variables = device_variables(DRIVER, attributes, capacity, multiple, ALL)
+            key = device_key(paths, DRIVER, attributes, capacity, multiple)
+            if key is not None:  # None: left to the evaluation per device
+                assert key == project(paths, variables), (expression, attributes)
+
+
+def test_devices_with_one_key_get_one_answer_and_shared_answers_are_the_evaluated_ones() -> None:
+    for expression in EXPRESSIONS:
+        compiled = compile_selector(expression, ALL)
+        assert compiled.paths is not None
+        by_key: dict[tuple[object, ...], object] = {}
+        for attributes, capacity, multiple in itertools.product(ATTRIBUTES, CAPACITY, (None, True)):
+            variables = device_variables(DRIVER, attributes, capacity, multiple, ALL)
+            compiled.memo.clear()  # evaluated afresh, then answered from the memo: the same answer
+            fresh = _answer(expression, variables)
+            assert _answer(expression, variables) == fresh
+            key = project(compiled.paths, variables)
+            if key is not None:
+                assert by_key.setdefault(key, fresh) == fresh, (expression, attributes)
+
+
+def test_a_runtime_error_is_shared_with_its_cost() -> None:
+    compiled = compile_selector('device.attributes["gpu.example.com"].model == "h100"', ALL)
+    variables = device_variables(DRIVER, {}, {}, None, ALL)
+    for _ in range(2):
+        with pytest.raises(CELRuntimeError, match="no such key: model") as exc:
+            device_matches(compiled, variables)
+        assert exc.value.cost > 0
