@@ -184,8 +184,14 @@ def is_affinity_satisfy_request(
 ) -> bool:
     """Upstream isAffinitySatisfyRequest: Σ free over the mask covers every request (reusable memory
     is not counted here)."""
-    tables = [machine_state[n] for n in bits_of(mask)]
-    return all(sum(t.table(r).free for t in tables) >= size for r, size in requested.items())
+    states = [machine_state[n] for n in bits_of(mask)]
+    for r, size in requested.items():  # plain loops: every Allocate of a Guaranteed container asks
+        total = 0
+        for st in states:
+            total += st.table(r).free
+        if total < size:
+            return False
+    return True
 
 
 def is_subset_mask(inner: int, outer: int) -> bool:
