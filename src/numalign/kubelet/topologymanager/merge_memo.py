@@ -27,7 +27,11 @@ from numalign.core.policies.single_numa_node import SingleNUMANodePolicy
 Merged = tuple[TopologyHint, bool, tuple[str, ...], tuple[TopologyHint, ...]]
 
 _PURE: frozenset[type] = frozenset({SingleNUMANodePolicy, BestEffortPolicy, RestrictedPolicy, NonePolicy})
-MAX_ENTRIES = 8192  # a few MB at most; emptied when full (the next admissions fill it again)
+MAX_ENTRIES = 4096  # emptied when full (the next admissions fill it again)
+# Answers of more hints than this are merged afresh: a key holds every hint, so this bounds the memo
+# (under 8 KB an entry, 30 MB in all). Explicit lists are at most 15 masks a resource below 5 NUMA nodes;
+# longer ones (8 NUMA nodes listed explicitly: 255 masks a provider) would make keys of tens of KB.
+MAX_HINTS = 96
 _memo: dict[Hashable, Merged] = {}
 
 
@@ -48,8 +52,9 @@ def policy_key(policy: Policy) -> Hashable | None:
 def answers_key(answers: Sequence[ProviderAnswer]) -> tuple[object, ...] | None:
     """The providers' answers as a plain value, keeping every distinction the merge and the explanation
     make (no map, an empty map, a resource with no preference, an empty list, each hint in order); None
-    when some list is implicit."""
+    when some list is implicit or they hold more than MAX_HINTS hints."""
     out: list[object] = []
+    count = 0
     for answer in answers:
         if answer is None:
             out.append(None)
@@ -59,6 +64,9 @@ def answers_key(answers: Sequence[ProviderAnswer]) -> tuple[object, ...] | None:
             if hints is None:
                 items.append((resource, None))
             elif type(hints) is list or type(hints) is tuple:
+                count += len(hints)
+                if count > MAX_HINTS:
+                    return None
                 items.append((resource, tuple([(h.mask, h.preferred) for h in hints])))
             else:
                 return None

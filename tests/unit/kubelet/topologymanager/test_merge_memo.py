@@ -127,3 +127,10 @@ def test_a_shared_hint_is_the_hint_made_afresh() -> None:
         for preferred in (True, False):
             shared = hint_of(mask, preferred)
             assert shared == TopologyHint(mask, preferred) and hint_of(mask, preferred) is shared
+
+
+def test_long_answers_are_merged_afresh() -> None:
+    """A key holds every hint: answers longer than MAX_HINTS (8 NUMA nodes listed explicitly) are not kept."""
+    many = [TopologyHint(m, False) for m in range(1, merge_memo.MAX_HINTS + 2)]
+    assert merge_memo.answers_key([{"cpu": many}]) is None
+    assert merge_memo.answers_key([{"cpu": many[:-1]}]) is not None
