@@ -62,6 +62,15 @@ def test_nrt_of_a_state_directory_uses_the_machine_and_config_admit_recorded(
     assert [z["name"] for z in recorded["zones"]] == [f"node-{i}" for i in range(8)]
 
 
+def test_nrt_of_a_state_directory_that_is_not_there_is_refused(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A mistyped --state-dir was answered as an empty node (exit 0), as `admit --dry-run` refuses it."""
+    assert main(["nrt", "--state-dir", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nope: no such directory" in err[0] and "check the path" in err[0]
+    assert not (tmp_path / "nope").exists()
+
+
 def test_nrt_of_a_kubelets_own_state_directory_counts_what_its_checkpoints_hold(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A directory without numalign's pod record (a kubelet's /var/lib/kubelet, a copy): its pods are

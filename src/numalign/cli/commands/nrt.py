@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,13 @@ def run(args: argparse.Namespace) -> int:
     from numalign.cli.options.nodeargs import node_config, resolve_node
 
     notes: list[str] = []
+    if args.state_dir is not None and not os.path.lexists(args.state_dir):
+        from numalign.errors import InvalidInputError
+
+        # As `admit --dry-run`: a directory that is not there is a wrong path, not an empty node.
+        raise InvalidInputError(
+            f"--state-dir {args.state_dir}: no such directory; expected the kubelet's root directory (its state "
+            "files) or a directory `numalign admit --state-dir` wrote; check the path")
     if args.state_dir is not None and args.pod_resources_socket is None:
         from numalign.cli.options.noderecord import apply_record
 
