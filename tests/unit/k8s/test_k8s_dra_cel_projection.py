@@ -58,6 +58,8 @@ ATTRIBUTES = [
     {"gpu.example.com/model": DeviceAttribute("string", ("h100",))},
     {"model": DeviceAttribute("string", ("h100",)), "gpu.example.com/model": DeviceAttribute("string", ("b",))},
     {"other.io/model": DeviceAttribute("string", ("h100",))},
+    {"/model": DeviceAttribute("string", ("h100",))},
+    {"other.io/x": DeviceAttribute("string", ("h100",)), "model": DeviceAttribute("string", ("c",))},
     {"version": DeviceAttribute("version", ("1.2.3",))},
     {"version": DeviceAttribute("version", ("1.2.3+build",))},
     {"model": DeviceAttribute("string", ("h100", "a100"), True)},

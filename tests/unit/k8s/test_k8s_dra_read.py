@@ -263,3 +263,20 @@ def test_attribute_and_capacity_names_the_api_server_takes_are_read() -> None:
     device = objects.slices[0].devices[0]
     assert device.attributes["driverVersion"] == DeviceAttribute("version", ("1.2.3-rc.1+b.7",))
     assert set(device.capacity) == {"memory", "gpu.example.com/cores"}
+
+
+def test_a_read_device_and_its_attributes_have_every_field_as_if_built_by_their_constructors() -> None:
+    """The reader builds devices and attributes without their generated __init__ (types.built): every
+    field must still be there, equal to what the constructor makes."""
+    from dataclasses import fields
+
+    from numalign.k8s.dra.types import Device
+
+    _, objects = _read(SLICE)
+    device = objects.slices[0].devices[0]
+    assert set(vars(device)) == {f.name for f in fields(Device)}
+    assert device == Device(**vars(device)) and hash(device.attributes["model"]) == hash(
+        DeviceAttribute("string", ("h100",)))
+    attribute = device.attributes["model"]
+    assert set(vars(attribute)) == {f.name for f in fields(DeviceAttribute)}
+    assert attribute == DeviceAttribute("string", ("h100",))

@@ -193,7 +193,8 @@ def _device(raw: object, path: str, per_device: bool) -> t.Device:
     name = obj.get("name")
     if type(name) is not str or not name:
         name = _req_str(name, f"{path}.name")
-    return t.Device(
+    return t.built(
+        t.Device,
         name=_name(name, f"{path}.name", n.dns_label_problem),
         attributes=attributes, capacity=capacity,
         consumes_counters=tuple(consumes), node_name=node_name, node_selector=node_selector, all_nodes=all_nodes,
@@ -221,7 +222,7 @@ def _scalar_attribute(raw: object) -> t.DeviceAttribute | None:
         ((kind, value),) = raw.items()
         if kind != "version" and _SCALAR_TYPES.get(kind) is type(value) and (
                 type(value) is not str or len(value) <= t.DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH):
-            return t.DeviceAttribute(kind, (value,))  # type: ignore[arg-type]
+            return t.built(t.DeviceAttribute, kind=kind, values=(value,), is_list=False)
     return None
 
 

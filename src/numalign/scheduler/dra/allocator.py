@@ -175,6 +175,7 @@ class _RequestData:
     # static checks depend on: requests alike (the same in every claim of a pod, say) share their work.
     selection: tuple[object, ...] = ()
     signature: tuple[object, ...] = ()
+    restricting: list[MatchAttributeConstraint] | None = None  # (_restriction)
 
     @property
     def name(self) -> str:
@@ -555,10 +556,14 @@ class Allocator:
         """A matchAttribute constraint of the claim that already holds a value for this request's devices:
         only devices with that value can be added, so the search visits only those (the same devices in
         the same order as upstream's scan; the others would fail the constraint with no other effect)."""
-        base, sub = (data.parent, data.request.name) if data.parent else (data.request.name, "")
-        for c in self.constraints[ci]:
-            if (isinstance(c, MatchAttributeConstraint) and not c.list_types and c.count > 0 and c.first is not None
-                    and matches_request(c.requests, base, sub)):
+        restricting = data.restricting
+        if restricting is None:  # the claim's scalar matchAttribute constraints naming this request
+            base, sub = (data.parent, data.request.name) if data.parent else (data.request.name, "")
+            restricting = data.restricting = [
+                c for c in self.constraints[ci] if isinstance(c, MatchAttributeConstraint) and not c.list_types
+                and matches_request(c.requests, base, sub)]
+        for c in restricting:
+            if c.count > 0 and c.first is not None:
                 return c.attribute, c.first
         return None
 
@@ -837,29 +842,33 @@ class Allocator:
     def _allocate_device(
         self, ci: int, ri: int, si: int, c: Candidate, *, must: bool
     ) -> tuple[bool, Callable[[], None] | None]:
-        claim = self.claims[ci]
         data = self.requests[(ci, ri, si)]
         request = data.request
         admin = bool(request.admin_access)
         f = self.features
-        multiple = f.consumable_capacity and bool(c.device.allow_multiple_allocations)
-        if not multiple and admin and ci in self._allocating.get(c.device_id, ()):
+        device = c.device
+        device_id = c.device_id
+        multiple = f.consumable_capacity and bool(device.allow_multiple_allocations)
+        if admin:
+            if not multiple and ci in self._allocating.get(device_id, ()):
+                return False, None
+        elif device_id in self.allocated.devices or self._allocating.get(device_id):  # _in_use
             return False, None
-        if not admin and self._in_use(c.device_id):
-            return False, None
-        if not f.partitionable_devices and c.device.consumes_counters:
-            return False, None
-        in_use_by_share = c.device_id in self.allocated.capacity or c.device_id in self._allocating_capacity
-        skip_counters = multiple and in_use_by_share
-        took_counters = not skip_counters and bool(c.device.consumes_counters)
-        if took_counters and not self._take_counters(c):
-            return False, None
+        took_counters = False
+        if device.consumes_counters:
+            if not f.partitionable_devices:
+                return False, None
+            in_use_by_share = device_id in self.allocated.capacity or device_id in self._allocating_capacity
+            if not (multiple and in_use_by_share):
+                if not self._take_counters(c):
+                    return False, None
+                took_counters = True
         # Where the generation rolls back a rejected device (1.36.3, 1.37), each rejection below gives back
         # what this call took; before, the counters (and on a capacity misfit the constraints and the
         # device's mark) stayed taken for the rest of the search.
         rollback = self.generation.rolls_back_rejected_devices
         base, sub = (data.parent, request.name) if data.parent else (request.name, "")
-        if f.device_taints and _taint_prevents(c.device, request):
+        if f.device_taints and device.taints and _taint_prevents(device, request):
             if rollback and took_counters:
                 self._give_back_counters(c)
             return False, None
@@ -867,7 +876,7 @@ class Allocator:
         for i, constraint in enumerate(constraints):
             if not constraint.add(base, sub, c.slice.driver, c.device):
                 if must:
-                    raise AllocatorError(f"claim {claim.key}, request {request.name}: cannot add device "
+                    raise AllocatorError(f"claim {self.claims[ci].key}, request {request.name}: cannot add device "
                                          f"{device_id_text(c.device_id)} because a claim constraint would not be "
                                          "satisfied")
                 for earlier in constraints[:i]:

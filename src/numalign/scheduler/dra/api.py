@@ -31,6 +31,7 @@ from numalign.k8s.dra.types import (
     DRAObjects,
     ResourceClaim,
     ResourceSlice,
+    built,
 )
 from numalign.k8s.pod import Pod
 from numalign.k8s.quantity import Quantity
@@ -230,7 +231,9 @@ def _allocate(
             out.append(_kept(claim, slices))
         else:
             out.append(_allocated(claim, by_claim[claim.key]))
-    note = map_order_note(pending, slices, class_map, info, state, features, budget, _chosen(results))
+    # (the answer's devices named only where the release ranges over a map of pools)
+    note = "" if features.generation.sorts_pools else map_order_note(pending, slices, class_map, info, state,
+                                                                      features, budget, _chosen(results))
     return AllocationResult(info.name, version, features.implementation, tuple(out), note)
 
 
@@ -378,19 +381,23 @@ def _where_for_message(message: str, claims: Sequence[ResourceClaim], classes: M
 
 
 def _allocated(claim: ResourceClaim, results: list[DeviceResult]) -> ClaimAllocation:
-    api_results = tuple(
-        DeviceRequestAllocationResult(
-            request=r.request_name, driver=r.device_id[0], pool=r.device_id[1], device=r.device_id[2],
-            admin_access=r.admin_access, share_id=r.share_id, consumed_capacity=r.consumed_capacity)
-        for r in results
-    )
-    devices = tuple(
-        AllocatedDevice(claim.key, r.request_name, *r.device_id, attributes=r.device.attributes,
-                        capacity={k: v.value for k, v in r.device.capacity.items()}, admin_access=r.admin_access,
-                        share_id=r.share_id, consumed_capacity=r.consumed_capacity)
-        for r in results
-    )
-    return ClaimAllocation(claim, DeviceAllocationResult(api_results), devices)
+    # Built without the frozen models' generated __init__ (types.built, every field given): an answer of
+    # 64 devices made 128 of them field by field.
+    api_results = []
+    devices = []
+    for r in results:
+        driver, pool, device = r.device_id
+        name = r.request_name
+        api_results.append(built(
+            DeviceRequestAllocationResult, request=name, driver=driver, pool=pool, device=device,
+            admin_access=r.admin_access, share_id=r.share_id, consumed_capacity=r.consumed_capacity))
+        capacity = r.device.capacity
+        devices.append(built(
+            AllocatedDevice, claim=claim.key, request=name, driver=driver, pool=pool, device=device,
+            attributes=r.device.attributes, capacity={k: v.value for k, v in capacity.items()} if capacity else {},
+            admin_access=r.admin_access, share_id=r.share_id, consumed_capacity=r.consumed_capacity,
+            preallocated=False))
+    return ClaimAllocation(claim, DeviceAllocationResult(tuple(api_results)), tuple(devices))
 
 
 def _kept(claim: ResourceClaim, slices: Sequence[ResourceSlice]) -> ClaimAllocation:

@@ -28,7 +28,7 @@ from numalign.k8s.dra.cel.checker import Checked, check
 from numalign.k8s.dra.cel.cost import estimate
 from numalign.k8s.dra.cel.decls import STANDARD_FUNCTIONS, Environment, environment
 from numalign.k8s.dra.cel.program import Meter, Node, compile_program
-from numalign.k8s.dra.cel.projection import Path, device_paths, project
+from numalign.k8s.dra.cel.projection import Path, absent_key, device_paths, project, value_key
 from numalign.k8s.dra.cel.values import CelError, CostLimitExceededError, DomainMap, to_bool_error
 from numalign.k8s.dra.semver import SemverError, parse_semver
 from numalign.k8s.dra.types import CEL_SELECTOR_EXPRESSION_MAX_COST, DeviceAttribute, DeviceCapacity
@@ -288,24 +288,35 @@ def device_key(
 ) -> tuple[object, ...] | None:
     """`project(paths, device_variables(...))` without building the variables: what a selector reading
     `paths` sees of one device (None: a value whose equality is not CEL's, or a name given twice)."""
-    device: dict[str, Any] = {"driver": driver, "allowMultipleAllocations": bool(allow_multiple_allocations)}
+    out: list[object] = []
     for path in paths:
-        if len(path) != 3 or path[0] in device:
+        head = path[0]
+        if head == "driver":
+            out.append((str, driver))
             continue
-        source: Mapping[str, Any] = attributes if path[0] == "attributes" else capacity
-        domains: dict[str, dict[str, Any]] = {}
-        wanted = {p[1] for p in paths if p[0] == path[0]}
-        for name, item in source.items():
-            domain, _, ident = name.rpartition("/")
-            domain = domain or driver
-            if domain not in wanted:
-                continue
-            names = domains.setdefault(domain, {})
-            if ident in names:
-                return None  # "model" and "driver/model": device_variables keeps the later, left to it
-            names[ident] = attribute_value(item) if path[0] == "attributes" else item.value
-        device[path[0]] = domains
-    return project(paths, device)
+        if head == "allowMultipleAllocations":
+            out.append((bool, bool(allow_multiple_allocations)))
+            continue
+        domain, name = path[1], path[2]
+        source: Mapping[str, Any] = attributes if head == "attributes" else capacity
+        # The names device_variables files under (domain, name): qualified, and in the driver's own domain
+        # also unqualified (or with an empty domain). Given twice, the later wins there: left to it.
+        item = source.get(domain + "/" + name)
+        if domain == driver:
+            for other in (source.get(name), source.get("/" + name)):
+                if other is not None:
+                    if item is not None:
+                        return None
+                    item = other
+        if item is None:
+            present = any((n.rpartition("/")[0] or driver) == domain for n in source)
+            out.append(absent_key(3 if present else 2))
+            continue
+        key = value_key(attribute_value(item) if head == "attributes" else item.value)
+        if key is None:
+            return None
+        out.append(key)
+    return tuple(out)
 
 
 _MEMO_SIZE: Final = 4096  # answers kept per selector (a memo that fills is started again)

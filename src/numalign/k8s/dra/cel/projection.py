@@ -94,18 +94,24 @@ def project(paths: tuple[Path, ...], device: Mapping[str, Any]) -> tuple[object,
             value = value.get(step, MISSING)
             depth += 1
         if value is MISSING:  # where it is missing matters: `.domain` on the map fails, `["domain"]` does not
-            out.append((_ABSENT, depth))
+            out.append(absent_key(depth))
             continue
-        key = _key(value)
+        key = value_key(value)
         if key is None:
             return None
         out.append(key)
     return tuple(out)
 
 
-def _key(value: Any) -> object | None:
+def absent_key(depth: int) -> object:
+    """The key of a path missing from its `depth`-th step on (2: the domain, 3: the name)."""
+    return _ABSENT, depth
+
+
+def value_key(value: Any) -> object | None:
+    """A value's key with its type (True and 1 differ to CEL); None where CEL's equality is not Python's."""
     if isinstance(value, list):
-        items = [_key(v) for v in value]
+        items = [value_key(v) for v in value]
         return None if any(i is None for i in items) else ("list", tuple(items))
     if type(value) in _SCALARS:
         return type(value), value
