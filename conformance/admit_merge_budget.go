@@ -13,8 +13,8 @@ package main
 // permutations that merge will walk is known exactly. A case may spend mergeBudget permutations over
 // all its merges; the merge that would go beyond it is not run: the case's answer ends with
 // {"merge_over_budget": N} (N: that merge's permutations) at that admission, and numalign, counting the
-// same lists, ends there too (tests/conformance/areas/admit.py). The answer does not depend on the
-// machine's speed or load; the 20 s hang guard stays for k/k #140730 only.
+// same lists, ends there too (tests/conformance/merge_budget.py). The answer does not depend on the
+// machine's speed or load; the hang guard (main.go, CPU time) is left for k/k #140730.
 
 import (
 	"context"
@@ -23,9 +23,9 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 )
 
-// mergeBudget: permutations per case. The real merge walks about 3 million permutations a second on
-// one core of this machine (16.6 million took 6.3 s at load 3), so a case within budget spends under a
-// second of merging unloaded and stays far below the hang guard at load 25.
+// mergeBudget: permutations per case. The real merge walks about 2.6 million permutations a second on
+// one core of this machine (16.6 million took 6.3 s at load 3), so a case within budget spends well under
+// a second of CPU merging, far below the hang guard's 20 s of CPU.
 const mergeBudget = 1_000_000
 
 // overBudget is what the last provider's wrapper panics with; admitArea recovers it and ends the case.
