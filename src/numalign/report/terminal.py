@@ -1,6 +1,6 @@
 """A compact text picture of the NUMA nodes and what holds them, for `discover` and `pods`.
 
-One line per NUMA node: a character per CPU (ascending ids; a letter names the container holding it,
+One line per NUMA node: a character per CPU (ascending ids; a letter other than `r` names the container holding it,
 `r` a reserved CPU, `.` a free one; the header names the letters in use), then memory held of the
 node's total and devices held of those on the node. Colour (ANSI) only when asked, which the CLI
 does on a terminal without NO_COLOR; the letters carry the same information without it."""
@@ -11,7 +11,8 @@ from numalign.machine.render import human_bytes, no_numa_note
 from numalign.report.machine_svg import Owners
 from numalign.report.view import NodeView
 
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+# No `r`: it marks a reserved CPU, so an 18th container drawn as `r` beside reserved CPUs read as reserved.
+_LETTERS = "abcdefghijklmnopqstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 # Containers' colours, never green: green is a free CPU's, dim a reserved one's.
 _ANSI = (34, 33, 31, 35, 36, 94, 93, 91, 95, 96)
 WRAP = 64
@@ -22,11 +23,17 @@ def _letter(i: int) -> str:
 
 
 def _legend(owners: int) -> str:
-    """The header's key for the letters actually used: a-z, then A-Z, 0-9, then # for the rest."""
+    """The header's key for the letters actually used: a-q, s-z (`r` is a reserved CPU), then A-Z, 0-9, then #
+    for the rest."""
     if not owners:
         return ""
-    used = _LETTERS[:owners]
-    spans = [f"{s[0]}-{s[-1]}" if len(s) > 1 else s for s in (used[:26], used[26:52], used[52:62]) if s]
+    runs: list[str] = []  # the letters in use as runs of consecutive characters: a-q, s-z, A-Z, 0-9
+    for c in _LETTERS[:owners]:
+        if runs and ord(c) == ord(runs[-1][-1]) + 1:
+            runs[-1] += c
+        else:
+            runs.append(c)
+    spans = [f"{s[0]}-{s[-1]}" if len(s) > 1 else s for s in runs]
     more = ", #: more" if owners > len(_LETTERS) else ""
     return f"{', '.join(spans)}{more}: containers holding CPUs, "
 

@@ -3,6 +3,7 @@ without NO_COLOR, checked through a real pseudo-terminal for `discover` and `pod
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pty
 import select
@@ -171,7 +172,12 @@ def test_the_header_names_every_letter_in_use_and_no_container_is_green() -> Non
     records = [node.admit(_pod(f"p{i}", "2")) for i in range(30)]
     view = node_view_from_records(node.machine, [r.to_dict() for r in records])
     header = terminal_picture(view).splitlines()[0]
-    assert "(a-z, A-D: containers holding CPUs" in header  # 30 containers: past z
+    assert "(a-q, s-z, A-E: containers holding CPUs" in header  # 30 containers: past z
+    # `r` is a reserved CPU's alone: the 18th container is `s`, not a letter the reserved CPU 0 also shows.
+    lines = terminal_picture(dataclasses.replace(view, reserved_cpus=frozenset({0}))).splitlines()
+    legend = {line.split()[0]: line.split()[1] for line in lines if line.startswith("  ")}
+    assert "r" not in legend and legend["s"] == "t/p17"
+    assert lines[1].split()[2][0] == "r" and "r: reserved" in lines[0]  # CPU 0, reserved
     assert 32 not in _ANSI and 92 not in _ANSI  # green is a free CPU's colour only
 
 
