@@ -37,7 +37,7 @@ def _upstream_panics(theirs: Any, text: str) -> bool:
 
 def _all_meets_counters(case: dict[str, Any]) -> bool:
     """A claim asks for All devices (a request or one of its subrequests) and some device of the node
-    consumes counters: where kube-scheduler 1.35 builds the All list without pools."""
+    consumes counters: where kube-scheduler 1.35, 1.36.0 and 1.36.1 build the All list without pools."""
     requests = [r for c in case.get("claims", []) for r in c.get("spec", {}).get("devices", {}).get("requests", [])]
     wants_all = any(
         sub.get("allocationMode") == "All"
@@ -75,7 +75,7 @@ DELIBERATE: dict[str, tuple[str, Deliberate]] = {
         "a device that consumes counters: the devices listed for All carry no pool, and the counter check reads "
         "it (allocator_incubating.go, fixed in 1.36.2); numalign answers",
         lambda area, version, case, ours, theirs: area == "dra-alloc" and version in ("1.36.0", "1.36.1")
-        and _upstream_panics(theirs, _NIL_POINTER),
+        and _all_meets_counters(case) and _upstream_panics(theirs, _NIL_POINTER),
     ),
 }
 

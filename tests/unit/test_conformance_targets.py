@@ -88,13 +88,22 @@ def test_a_patch_harness_names_the_staging_modules_taken_at_another_patch(
     assert harness.substitutions("1.33") == []
 
 
+_ALL_WITH_COUNTERS = {
+    "slices": [{"spec": {"devices": [{"name": "nic-11", "consumesCounters": [{"counterSet": "set-0"}]}]}}],
+    "claims": [{"spec": {"devices": {"requests": [
+        {"name": "r0", "exactly": {"deviceClassName": "nic", "allocationMode": "All"}}]}}}],
+}
+
+
 def test_the_1361_all_counters_panic_is_a_named_deliberate_difference() -> None:
     _, matches = run.DELIBERATE["dra-1361-all-counters-panic"]
     panic = {"harness_error": "panic: runtime error: invalid memory address or nil pointer dereference"}
     ours = {"outcome": "unschedulable", "message": "cannot allocate all claims"}
-    assert matches("dra-alloc", "1.36.1", {}, ours, panic)
-    assert not matches("dra-alloc", "1.36.3", {}, ours, panic)
-    assert not matches("dra-alloc", "1.36.1", {}, ours, {"outcome": "ok", "claims": []})
+    case = _ALL_WITH_COUNTERS
+    assert matches("dra-alloc", "1.36.1", case, ours, panic)
+    assert not matches("dra-alloc", "1.36.3", case, ours, panic)
+    assert not matches("dra-alloc", "1.36.1", case, ours, {"outcome": "ok", "claims": []})
+    assert not matches("dra-alloc", "1.36.1", {**case, "slices": []}, ours, panic)  # another nil pointer
 
 
 def test_the_135_all_counters_panic_is_a_named_deliberate_difference() -> None:
