@@ -43,7 +43,7 @@ from numalign.kubelet.nodestate import NodeStore, Transaction, reconcile, record
 from numalign.kubelet.plan import Plan
 from numalign.kubelet.podadmission import PodAdmission
 from numalign.kubelet.startup import start
-from numalign.kubelet.state import AdmittedPod, NodeState
+from numalign.kubelet.state import AdmittedPod, AllocationRecord, NodeState
 from numalign.kubelet.topologymanager.provider import DEFAULT_IMPLICIT_FROM_NODES
 from numalign.machine.topology import Machine
 
@@ -98,7 +98,7 @@ class Node:
         self.admission = PodAdmission(self, self.cm, self.handlers, self.metrics, self.gates, kubelet_version)
         # Per pod, what numalign's pod record keeps beside the manifest: the allocation the kubelet
         # files must hold (None when not recorded).
-        self.allocations: dict[str, Mapping[str, Any] | None] = {}
+        self.allocations: dict[str, AllocationRecord | None] = {}
         # Pods that ended where the kubelet does not look (`numalign run`'s processes, run/records.py),
         # asked after every load (I/O, given by the composition).
         self.ended_pods = ended_pods

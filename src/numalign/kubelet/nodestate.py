@@ -25,12 +25,19 @@ from typing import Any, Protocol
 
 from numalign.core.decision import AdmitResult, DecisionRecord
 from numalign.errors import CheckpointError
-from numalign.k8s.cpuset import format_cpuset, parse_cpuset
+from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.pod import Pod
 from numalign.kubelet.cpumanager.policy import CPUPolicy
 from numalign.kubelet.devicemanager.manager import DeviceManager
 from numalign.kubelet.memorymanager.policy import MemoryPolicy
-from numalign.kubelet.state import NodeState
+from numalign.kubelet.state import (
+    AllocationRecord,
+    NodeState,
+    RecordedAllocation,
+    RecordedBlock,
+    RecordedContainer,
+    SpelledCPUSet,
+)
 
 
 class NodeStore(Protocol):
@@ -88,46 +95,25 @@ def nothing() -> Iterator[None]:
     yield
 
 
-def recorded_allocation(pod: Pod, cpu: CPUPolicy, memory: MemoryPolicy, devices: DeviceManager) -> dict[str, Any]:
+def recorded_allocation(pod: Pod, cpu: CPUPolicy, memory: MemoryPolicy, devices: DeviceManager) -> RecordedAllocation:
     """What the kubelet files must hold for `pod`, per container: exclusive CPUs, memory blocks, devices."""
-    out: dict[str, Any] = {}
+    out: list[tuple[str, RecordedContainer]] = []
     for c in pod.all_containers():
         own = cpu.get_cpu_set(pod.uid, c.name)
         blocks = memory.get_memory(pod.uid, c.name) or []
         devs = devices.get_container_devices(pod.uid, c.name) or {}
-        entry: dict[str, Any] = {}
-        if own is not None:
-            entry["cpus"] = format_cpuset(own)
-        if blocks:
-            entry["memory"] = [{"type": b.type, "size": b.size, "numa_nodes": sorted(b.numa_affinity)} for b in blocks]
-        if devs:
-            entry["devices"] = {res: sorted(ids) for res, ids in sorted(devs.items())}
-        if entry:
-            out[c.name] = entry
-    return out
-
-
-def _same_allocation(want: Mapping[str, Any], have: Mapping[str, Any]) -> bool:
-    """Recorded vs held; CPU sets compared as sets, so any cpuset spelling of the same CPUs matches."""
-    if set(want) != set(have):
-        return False
-    for name, w in want.items():
-        h = have[name]
-        if not isinstance(w, dict) or set(w) != set(h):
-            return False
-        try:
-            if "cpus" in w and parse_cpuset(str(w["cpus"])) != parse_cpuset(h["cpus"]):
-                return False
-        except ValueError:
-            return False
-        if w.get("memory") != h.get("memory") or w.get("devices") != h.get("devices"):
-            return False
-    return True
+        if own is None and not blocks and not devs:
+            continue
+        out.append((c.name, RecordedContainer(
+            None if own is None else SpelledCPUSet(frozenset(own), format_cpuset(own)),
+            tuple(RecordedBlock(b.type, b.size, tuple(sorted(b.numa_affinity))) for b in blocks),
+            tuple((res, tuple(sorted(ids))) for res, ids in sorted(devs.items())))))
+    return RecordedAllocation(tuple(sorted(out, key=lambda named: named[0])))
 
 
 def reconcile(
     pods: dict[str, Pod],
-    allocations: dict[str, Mapping[str, Any] | None],
+    allocations: dict[str, AllocationRecord | None],
     cpu: CPUPolicy,
     memory: MemoryPolicy,
     devices: DeviceManager,
@@ -148,8 +134,11 @@ def reconcile(
         devices.remove_pod(uid)
         repairs.append(f"released the devices of pod uid {uid}: no pod numalign admitted holds them "
                        "(an admission or removal was interrupted)")
+    # An unreadable recorded allocation matches no holding: its pod is admitted again, as one whose
+    # allocations the files lost.
     missing = [p for uid, p in pods.items() if (want := allocations.get(uid)) is not None
-               and not _same_allocation(want, recorded_allocation(p, cpu, memory, devices))]
+               and not (isinstance(want, RecordedAllocation)
+                        and want.holds_same(recorded_allocation(p, cpu, memory, devices)))]
     for pod in missing:
         forget(pod)  # release what is left of it first, so its re-admission sees the node without it
     for pod in missing:

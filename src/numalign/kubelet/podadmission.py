@@ -34,6 +34,7 @@ from numalign.kubelet.admission.handlers import AdmitHandlers
 from numalign.kubelet.containermanager import ContainerManager
 from numalign.kubelet.nodestate import NodeStore, Transaction, recorded_allocation
 from numalign.kubelet.plan import Plan
+from numalign.kubelet.state import AllocationRecord
 from numalign.kubelet.versions import refuse_unmodelled
 
 
@@ -44,7 +45,7 @@ class AdmittedPods(Protocol):
 
     pods: dict[str, Pod]
     records: dict[str, DecisionRecord]
-    allocations: dict[str, Mapping[str, Any] | None]
+    allocations: dict[str, AllocationRecord | None]
     store: NodeStore | None
     reloads: int
 

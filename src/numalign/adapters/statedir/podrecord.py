@@ -6,7 +6,8 @@ everything but the checksum), so one flipped bit is refused instead of orphaning
 
 * `manifest`: a minimal Pod manifest that reads back into the same Pod;
 * `allocation`: per container what the kubelet files must hold for it (exclusive CPUs, memory blocks,
-  device ids), checked against those files on every open;
+  device ids), checked against those files on every open; read and written as a typed
+  RecordedAllocation by adapters/statedir/allocation.py;
 * `process`: written by `numalign run` (pid, start time, command), carried through untouched.
 
 `claims` (version 3, adapters/statedir/draclaims.py) lists the DRA claims the pods reserve, with their
@@ -26,9 +27,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from numalign.adapters.statedir.allocation import allocation_from_json, allocation_to_json
 from numalign.adapters.statedir.draclaims import claims_from_list, claims_to_list
 from numalign.errors import CheckpointError
 from numalign.kubelet.dramanager.state import HeldClaim
+from numalign.kubelet.state import AllocationRecord
 
 POD_RECORD_VERSION = 3
 POD_RECORD_VERSION_WITHOUT_CLAIMS = 2
@@ -38,13 +41,13 @@ POD_RECORD_VERSION_WITHOUT_CLAIMS = 2
 class PodEntry:
     uid: str
     manifest: Mapping[str, Any]
-    allocation: Mapping[str, Any] | None = None
+    allocation: AllocationRecord | None = None
     process: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"uid": self.uid, "manifest": self.manifest}
         if self.allocation is not None:
-            out["allocation"] = self.allocation
+            out["allocation"] = allocation_to_json(self.allocation)
         if self.process is not None:
             out["process"] = self.process
         return out
@@ -124,9 +127,10 @@ def _entries(pods: Any, *, legacy: bool) -> tuple[PodEntry, ...]:
         seen.add(uid)
         if not isinstance(manifest, dict):
             raise PodRecordError(f"{where}.manifest is {_kind(manifest)}; expected a Pod manifest (an object)")
-        allocation = None if legacy else obj.get("allocation")
-        if allocation is not None and not isinstance(allocation, dict):
-            raise PodRecordError(f"{where}.allocation is {_kind(allocation)}; expected an object per container")
+        raw = None if legacy else obj.get("allocation")
+        if raw is not None and not isinstance(raw, dict):
+            raise PodRecordError(f"{where}.allocation is {_kind(raw)}; expected an object per container")
+        allocation = None if raw is None else allocation_from_json(raw, f"{where}.allocation")
         process = obj.get("process")
         if process is not None:
             _check_process(process, f"{where}.process")
