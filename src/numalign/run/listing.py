@@ -10,7 +10,7 @@ from typing import Any
 from numalign.adapters.statedir.directory import read_pod_record
 from numalign.adapters.statedir.layout import POD_RECORD_FILE
 from numalign.adapters.statedir.locks import transaction
-from numalign.errors import NumalignError
+from numalign.errors import CheckpointError, NumalignError
 from numalign.machine.render import binary_quantity
 from numalign.run.process import ProcessRef, describe, is_alive
 
@@ -29,12 +29,32 @@ def run_processes(state_dir: Path) -> list[dict[str, Any]]:
         except NumalignError:
             continue
         meta = entry.manifest.get("metadata") or {}
+        allocation = proc.get("allocation") or {}
+        if not _listable(allocation):
+            # Shown as it is (the node reads the checkpoints), so a damaged one is said here in one line, not
+            # met as an internal error in the table.
+            raise CheckpointError(
+                f"{state_dir / POD_RECORD_FILE}: pod {entry.uid}: process.allocation: expected {{cpus: string, "
+                "memory: [{size: integer, numa_nodes: [integer], type: string}], devices: {resource: [id]}}, got "
+                f"{str(allocation)[:120]}; the record was not written by numalign run; restore the file or remove "
+                "that pod's entry")
         out.append({
             "pod": f"{meta.get('namespace', 'default')}/{meta.get('name', '?')}", "uid": entry.uid,
-            **ref.to_dict(), "container": proc.get("container"), "allocation": proc.get("allocation") or {},
+            **ref.to_dict(), "container": proc.get("container"), "allocation": allocation,
             "cgroup": proc.get("cgroup"), "alive": is_alive(ref),
         })
     return sorted(out, key=lambda r: r["pid"])
+
+
+def _listable(a: Any) -> bool:
+    """The shape run_rows and `pods -o json` read: {cpus, memory: [{size, numa_nodes, type}], devices}."""
+    if not isinstance(a, dict):
+        return False
+    memory, devices = a.get("memory") or [], a.get("devices") or {}
+    return (isinstance(a.get("cpus") or "", str) and isinstance(memory, list) and isinstance(devices, dict)
+            and all(isinstance(b, dict) and isinstance(b.get("size"), int) and isinstance(b.get("type"), str)
+                    and isinstance(b.get("numa_nodes"), list) for b in memory)
+            and all(isinstance(ids, list) and all(isinstance(i, str) for i in ids) for ids in devices.values()))
 
 
 RUN_COLUMNS = ("PID", "COMMAND", "POD", "STATUS", "CPUS", "MEMORY", "DEVICES")
