@@ -21,6 +21,8 @@ import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import compress, islice
+from operator import not_
 from typing import Any, Final, NamedTuple
 
 from numalign.k8s.dra import cel
@@ -50,7 +52,7 @@ from numalign.scheduler.dra.constraints import (
     matches_request,
 )
 from numalign.scheduler.dra.features import Features
-from numalign.scheduler.dra.pools import NodeInfo, Pool, gather_pools, node_matches
+from numalign.scheduler.dra.pools import NodeInfo, Pool, derived, gather_pools, node_matches
 
 # The CEL library logs a warning for every failing function call; the failure reaches us as an
 # exception with the same text, which the allocator words as upstream does.
@@ -196,6 +198,7 @@ class _Plan:
     # and the claim's constraints and counters are left to check)
     known: Sequence[bool] = ()
     candidates: Sequence[Candidate] = ()  # per index in `at`
+    ids: Sequence[DeviceID] = ()  # the candidates' device IDs
 
 
 class Allocator:
@@ -243,7 +246,6 @@ class Allocator:
         self._visits: dict[tuple[int, int], int] = {}
         self._static_fits: dict[tuple[DeviceID, tuple[object, ...]], bool] = {}
         self._static_checks: dict[tuple[DeviceID, tuple[object, ...]], bool | None] = {}
-        self._pool_candidates: dict[int, list[list[Candidate]]] = {}
         self._selection_paths: dict[tuple[object, ...], tuple[cel.Path, ...] | None] = {}
         self._selection_memo: dict[tuple[tuple[object, ...], tuple[object, ...]], bool] = {}
         self._failed: dict[tuple[object, ...], tuple[bool, int, int]] = {}
@@ -437,7 +439,14 @@ class Allocator:
             candidates = plan.candidates
             allocating = self._allocating
             held = self.allocated.devices
-            for at in range(bisect.bisect_left(plan.at, done), len(plan.at)):
+            first = bisect.bisect_left(plan.at, done)
+            visit: Iterable[int] = range(first, len(plan.at))
+            if not admin and held:
+                # Devices other pods hold are passed over in C (a node with 1,500 claims has 1,500 of them
+                # before its last free device); each still counts as a check where the next one looked at
+                # or the scan's end adds the positions up to it, and nothing else happens in between.
+                visit = compress(visit, map(not_, map(held.__contains__, islice(plan.ids, first, None))))
+            for at in visit:
                 index = plan.at[at]
                 self.checks += index - done + 1
                 done = index + 1
@@ -578,9 +587,19 @@ class Allocator:
         plan = self._plans.get(plan_key)
         if plan is None:
             positions = self._positions(pi, pool, restriction, key, data)
-            by_slice = self._candidates(pi, pool)
-            plan = _Plan(positions, range(len(positions)), known=[False] * len(positions),
-                         candidates=[by_slice[sli][dvi] for sli, dvi in positions])
+            if restriction is None:  # every position: the same candidates for every request, once per pool
+                kept = derived(pool)
+                candidates = kept.get("flat")
+                if candidates is None:
+                    candidates = kept["flat"] = [c for in_slice in self._candidates(pi, pool) for c in in_slice]
+                    kept["flat_ids"] = [c.device_id for c in candidates]
+                ids = kept["flat_ids"]
+            else:
+                by_slice = self._candidates(pi, pool)
+                candidates = [by_slice[sli][dvi] for sli, dvi in positions]
+                ids = [c.device_id for c in candidates]
+            plan = _Plan(positions, range(len(positions)), known=[False] * len(positions), candidates=candidates,
+                         ids=ids)
             self._plans[plan_key] = plan
         elif not plan.filtered:
             plan = self._filtered(pi, plan.positions, pool, key, data)
@@ -588,12 +607,13 @@ class Allocator:
         return plan
 
     def _candidates(self, pi: int, pool: Pool) -> list[list[Candidate]]:
-        """A pool's candidates by slice and device position, made once per Allocate."""
-        found = self._pool_candidates.get(pi)
+        """A pool's candidates by slice and device position, made once per pool (pools.derived)."""
+        kept = derived(pool)
+        found: list[list[Candidate]] | None = kept.get("candidates")
         if found is None:
             driver, name = pool.driver, pool.pool
             found = [[Candidate((driver, name, d.name), d, s, pool) for d in s.devices] for s in pool.slices]
-            self._pool_candidates[pi] = found
+            kept["candidates"] = found
         return found
 
     def _filtered(self, pi: int, positions: list[tuple[int, int]], pool: Pool, key: Key,
@@ -617,7 +637,8 @@ class Allocator:
                 at.append(i)
                 known.append(look)
                 candidates.append(candidate)
-        return _Plan(positions, at, filtered=True, known=known, candidates=candidates)
+        return _Plan(positions, at, filtered=True, known=known, candidates=candidates,
+                     ids=[c.device_id for c in candidates])
 
     def _static_check(self, key: Key, data: _RequestData, candidate: Candidate) -> bool | None:
         """None where the scan rejects this device for this request whatever the search has allocated, with
@@ -657,7 +678,12 @@ class Allocator:
         whose attribute has its value (and, where a rejected device keeps the counters it took, every device
         that consumes counters, since trying it has that effect)."""
         if restriction is None:
-            return [(sli, dvi) for sli, s in enumerate(pool.slices) for dvi in range(len(s.devices))]
+            kept = derived(pool)
+            every: list[tuple[int, int]] | None = kept.get("positions")
+            if every is None:
+                every = kept["positions"] = [(sli, dvi) for sli, s in enumerate(pool.slices)
+                                                     for dvi in range(len(s.devices))]
+            return every
         name, value = restriction
         groups = self._position_index.get((pi, name))
         if groups is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Final
 
 from numalign.k8s.dra.types import CounterSet, Device, NodeSelector, NodeSelectorRequirement, ResourceSlice
 from numalign.scheduler.dra.features import Features
@@ -153,7 +154,46 @@ def _slices_in_pool(
     return False, found
 
 
+# The last pools built, each kept with the slice objects it was built from (so their ids stay theirs): a
+# node's slices outlive its claims, and checking a pool of 1,500 devices for duplicate names once per claim
+# made the n-th claim cost the pool again. Few are kept (a node's pools): holding more kept each one-off
+# Allocate's objects alive long enough to reach the collector's oldest generation.
+_BUILT: dict[tuple[object, ...], tuple[tuple[ResourceSlice, ...], Pool]] = {}
+_BUILT_MAX: Final = 4
+# What the allocator derives from a built pool's devices alone (its candidates, positions), by the pool's
+# id and kept beside it rather than in it: candidates refer to their pool, and a cycle would leave every
+# pool of a one-off Allocate to the cyclic collector.
+_DERIVED: dict[int, tuple[Pool, dict[str, Any]]] = {}
+
+
+def derived(pool: Pool) -> dict[str, Any]:
+    """The allocator's data derived from `pool` alone, shared by every Allocate that gets the same pool."""
+    found = _DERIVED.get(id(pool))
+    if found is not None and found[0] is pool:
+        return found[1]
+    return {}  # a pool not built from slices (incomplete): nothing to keep
+
+
 def _build_pool(
+    driver: str, name: str, slices: list[ResourceSlice], features: Features, all_for_pool: list[ResourceSlice]
+) -> Pool:
+    held = (*slices, *all_for_pool)
+    generation = features.generation
+    key = (driver, name, features.partitionable_devices, generation.sorts_pools, generation.counts_pool_on_every_node,
+           len(slices), tuple(map(id, held)))
+    found = _BUILT.get(key)
+    if found is not None and all(a is b for a, b in zip(found[0], held, strict=True)):
+        return found[1]
+    pool = _pool_of(driver, name, slices, features, all_for_pool)
+    if len(_BUILT) >= _BUILT_MAX:
+        _BUILT.clear()
+        _DERIVED.clear()
+    _BUILT[key] = (held, pool)
+    _DERIVED[id(pool)] = (pool, {})
+    return pool
+
+
+def _pool_of(
     driver: str, name: str, slices: list[ResourceSlice], features: Features, all_for_pool: list[ResourceSlice]
 ) -> Pool:
     if features.generation.sorts_pools:
@@ -210,7 +250,11 @@ def _bad_counter_reference(counter_sets: Mapping[str, CounterSet], slices: list[
 
 
 def _has_binding_conditions(pool: Pool) -> bool:
-    return any(d.binding_conditions for s in pool.slices for d in s.devices)
+    kept = derived(pool)
+    found: bool | None = kept.get("binding")
+    if found is None:
+        found = kept["binding"] = any(d.binding_conditions for s in pool.slices for d in s.devices)
+    return found
 
 
 def all_devices(pool: Pool) -> list[tuple[ResourceSlice, Device]]:
