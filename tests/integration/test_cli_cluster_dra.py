@@ -42,3 +42,6 @@ def test_capacity_is_limited_by_the_claims() -> None:
     gpu = next(line for line in p.stdout.splitlines() if line.startswith("gpu ") and "LIMITED" not in line
                and "claims" in line)
     assert "cannot allocate all claims (3)" in gpu and " 12 " in gpu
+    # why, as admit says it: the copies counted hold the node's 8 GPUs
+    assert ("  why gpu: claim gpus (template default/two-gpus), request gpus: needs 2 device(s), 0 usable: 8 on the "
+            "node, class h100 selector #0 matched 8, 8 held by other claims (3 nodes)") in p.stdout.splitlines()

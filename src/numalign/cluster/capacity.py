@@ -29,13 +29,18 @@ class PoolCapacity:
     limited_by: dict[str, int]  # what stopped the exact count: reason -> nodes
     kubelet_version: str = ""  # the version the pool's kubelets decided as
     previews: dict[str, str] = dataclasses.field(default_factory=dict)  # previews on (kubelet/previews)
+    # where DRA stopped the count with "cannot allocate all claims": why (scheduler/dra/explain.py, the
+    # reasons `admit` gives), each reason with its number of nodes
+    why: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
 
 
-def node_capacity(state: ClusterState, i: int, pod: Pod, dra: Any = None) -> tuple[int, int, str]:
-    """(exact copies, copies by requests, what stopped the exact count) for node i; the node is left as it was."""
+def node_capacity(state: ClusterState, i: int, pod: Pod, dra: Any = None) -> tuple[int, int, str, tuple[str, ...]]:
+    """(exact copies, copies by requests, what stopped the exact count, and where that is the allocator's
+    "cannot allocate all claims" why, as explained for the node as the copies left it) for node i; the
+    node is left as it was."""
     pv = state.vector(pod)
     free = state.alloc[i] - state.requested[i]
     by_requests = int(state.max_pods[i] - state.pod_count[i])
@@ -48,6 +53,7 @@ def node_capacity(state: ClusterState, i: int, pod: Pod, dra: Any = None) -> tup
     by_requests = max(by_requests, 0)
     placed: list[str] = []
     reason = limit
+    why: tuple[str, ...] = ()
     try:
         for k in range(by_requests):
             copy = dataclasses.replace(pod, name=f"{pod.name}-copy-{k}", uid=f"{pod.uid}-copy-{k}")
@@ -56,7 +62,11 @@ def node_capacity(state: ClusterState, i: int, pod: Pod, dra: Any = None) -> tup
                 only[i] = True
                 ok, failures = dra.mask(copy, only)
                 if not ok[i]:
-                    reason = next(iter(failures), "cannot allocate all claims")
+                    from numalign.scheduler.dra.api import CANNOT_ALLOCATE
+
+                    reason = next(iter(failures), CANNOT_ALLOCATE)
+                    if reason == CANNOT_ALLOCATE:
+                        why = tuple(dra.why_on(i, copy))
                     break
                 dra.before_admit(i, copy)  # the preview dra-topology-hints only
             rec = state.admit(i, copy, pv)
@@ -71,7 +81,7 @@ def node_capacity(state: ClusterState, i: int, pod: Pod, dra: Any = None) -> tup
             if dra is not None:
                 dra.release(i, uid)
             state.remove(i, uid)
-    return len(placed), by_requests, reason
+    return len(placed), by_requests, reason, why
 
 
 def capacity(cluster: Cluster, pod: Pod, placement: Placement | None = None,
@@ -87,11 +97,12 @@ def capacity(cluster: Cluster, pod: Pod, placement: Placement | None = None,
     bind_preexisting(state, running or [])
     mask = state.placement_mask(placement)
     dra = ClusterDRA.for_run(state, [pod], dra_objects, {p.name: p.dra_slices for p in cluster.pools})
-    memo: dict[int, tuple[int, int, str]] = {}
+    memo: dict[int, tuple[int, int, str, tuple[str, ...]]] = {}
     out = []
     for pool in cluster.pools:
         exact = by_req = 0
         limited: dict[str, int] = {}
+        why: dict[str, int] = {}
         for sn in (n for n in state.nodes if n.pool is pool):
             if not mask[sn.index]:
                 limited["untolerated taint or node selector"] = limited.get("untolerated taint or node selector", 0) + 1
@@ -104,8 +115,10 @@ def capacity(cluster: Cluster, pod: Pod, placement: Placement | None = None,
             exact += got[0]
             by_req += got[1]
             limited[got[2]] = limited.get(got[2], 0) + 1
+            for reason in got[3]:
+                why[reason] = why.get(reason, 0) + 1
         out.append(PoolCapacity(pool.name, pool.count, exact, by_req, dict(sorted(limited.items())),
-                                str(pool.version), pool.previews.to_dict()))
+                                str(pool.version), pool.previews.to_dict(), why))
     return out
 
 

@@ -55,7 +55,8 @@ class CapacityRun:
 
 def _pool_fit(p: PoolCapacity) -> dict[str, Any]:
     return {"pool": p.pool, "nodes": p.nodes, "kubeletVersion": p.kubelet_version, "previews": dict(p.previews),
-            "exact": p.exact, "byRequests": p.by_requests, "limitedBy": dict(p.limited_by)}
+            "exact": p.exact, "byRequests": p.by_requests, "limitedBy": dict(p.limited_by),
+            **({"why": dict(p.why)} if p.why else {})}
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,8 @@ class CapacityDocument:
             if len(self.runs) > 1:
                 out += ["", f"== {run.heading()}"]
             out += ["", *self._table(run)]
+            out += [f"  why {p.pool}: {reason} ({n} node{'s' if n != 1 else ''})" for p in run.pools
+                    for reason, n in p.why.items()]
             if self.workload_pods is not None:
                 fit = run.exact
                 out += ["", f"the workload's {self.workload_pods} pod(s): {'fit' if self.fits(run) else 'do not fit'} "

@@ -214,6 +214,21 @@ class ClusterDRA:
         return [f"{r} (on {', '.join(f'{n} node(s) of pool {p}' for p, n in sorted(pools.items()))})"
                 for r, pools in found.items()]
 
+    def why_on(self, i: int, pod: Pod) -> list[str]:
+        """Why the pod's claims cannot be allocated on node i as it stands now (the reasons `admit` gives,
+        scheduler/dra/explain.py), a template's claim named by its template."""
+        from numalign.scheduler.dra.allocator import AllocatedState
+        from numalign.scheduler.dra.explain import explain
+        from numalign.scheduler.dra.features import features_for
+        from numalign.scheduler.dra.pools import NodeInfo
+
+        claims, _key, _tied = self.claims(pod)
+        sn = self.state.nodes[i]
+        why = explain(claims, self.slices[sn.pool.name], self.objects.classes, NodeInfo(STAND_IN, dict(sn.pool.labels)),
+                      AllocatedState(self.nodes[i].allocated()), features_for(sn.pool.version))
+        labels = _claim_labels(pod, claims)
+        return [_relabel(r, labels) for r in why.reasons]
+
     def release(self, i: int, uid: str) -> None:
         """The pod is deleted: its reservations end; a claim no pod reserves any more is deallocated."""
         for key in self.nodes[i].manager.release(uid):

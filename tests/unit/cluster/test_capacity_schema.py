@@ -14,7 +14,7 @@ from support.schemas import snake_keys, validate
 
 from numalign.cli.main import main
 
-DATA_MAPS = frozenset({"limitedBy", "previews", "topologyManagerPolicyOptions", "cpuManagerPolicyOptions"})
+DATA_MAPS = frozenset({"limitedBy", "why", "previews", "topologyManagerPolicyOptions", "cpuManagerPolicyOptions"})
 
 
 def capacity(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
@@ -65,3 +65,19 @@ def test_pools_that_say_the_same_are_folded(tmp_path: Path, capsys: pytest.Captu
     (run,) = doc["runs"]
     assert [p["pool"] for p in run["byPool"]] == [p["name"] for p in doc["pools"]]
     assert len({p["exact"] for p in run["byPool"]}) == 1  # the same nodes, the same count
+
+
+def test_claims_that_stop_the_count_say_why_in_json_and_yaml(capsys: pytest.CaptureFixture[str]) -> None:
+    dra = Path(__file__).resolve().parents[2] / "data" / "dra"
+    args = ["--cluster", str(dra / "cluster" / "cluster.yaml"), str(dra / "claim-and-pod.yaml")]
+    for form in ("json", "yaml"):
+        (run,) = capacity(capsys, *args, "-o", form)["runs"]
+        by_pool = {p["pool"]: p for p in run["byPool"]}
+        assert by_pool["gpu"]["limitedBy"] == {"cannot allocate all claims": 3}
+        assert by_pool["gpu"]["why"] == {
+            "claim gpus (template default/two-gpus), request gpus: needs 2 device(s), 0 usable: 8 on the node, "
+            "class h100 selector #0 matched 8, 8 held by other claims": 3}
+        assert list(by_pool["cpu"]["why"]) == [
+            "claim gpus (template default/two-gpus), request gpus: no device on the node to try (no ResourceSlice "
+            "for this node publishes one)"]
+    assert all("why" not in p for p in capacity(capsys, "-o", "json")["runs"][0]["byPool"])  # no DRA: no key
