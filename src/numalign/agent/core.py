@@ -122,6 +122,7 @@ class AgentCore:
             self._machine_doc = machine_document(node)
         doc = {**pods_document(book, node), **plugin_documents(node, book, self.endpoints),
                "faults": dict(sorted(self.faults.items())), "fault_log": list(self.fault_log),
+               **({"draUnallocatable": self.dra.unallocatable()} if self.dra is not None and self.dra.failed else {}),
                **self._machine_doc, "kubeletVersion": str(node.kubelet_version),
                **({"previews": node.previews.to_dict()} if node.previews else {})}
         try:

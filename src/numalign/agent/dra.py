@@ -6,7 +6,9 @@ A manifest file may hold ResourceSlices, DeviceClasses and ResourceClaims beside
 machine's own DRA devices are published as this node's slices. A claim with `status.allocation` keeps
 its devices. The kubelet never sees a pod the scheduler could not place, but the manifest directory
 bypasses the scheduler: a pod whose claims cannot be allocated runs without them, with a fault
-(`dra_unallocatable`) and a log line naming the allocator's reason.
+(`dra_unallocatable`) and a log line naming the allocator's reason and, where it says only `cannot
+allocate all claims`, why (scheduler/dra/explain.py, as `admit` explains it); the status file keeps
+each such pod's reason and why (`draUnallocatable`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from numalign.adapters.grpc.podresources import ClaimDevice, DynamicResource
 from numalign.errors import CheckpointError
 from numalign.k8s.dra.types import DRAObjects
 from numalign.k8s.pod import Container, Pod
-from numalign.kubelet.dramanager.lifecycle import ClaimLifecycle
+from numalign.kubelet.dramanager.lifecycle import ClaimLifecycle, Unallocatable
 from numalign.scheduler.dra.scheduling import NodeDRA, PodClaims
 
 log = logging.getLogger("numalign.agent.dra")
@@ -39,8 +41,9 @@ class AgentDRA:
         own = machine_slices(machine, node_name)
         self.life: ClaimLifecycle[PodClaims] = ClaimLifecycle(
             node.dra, DRAObjects(),
-            lambda view: NodeDRA(view, node_name, version=node.kubelet_version, extra_slices=own))
-        self.failed: dict[str, str] = {}  # pod uid -> why its claims could not be allocated
+            lambda view: NodeDRA(view, node_name, version=node.kubelet_version, extra_slices=own,
+                                 explain_failures=True))
+        self.failed: dict[str, Unallocatable] = {}  # pod uid -> why its claims could not be allocated
 
     def load(self, path: str) -> list[Pod]:
         """The pods of a manifest file, keeping the DRA objects beside them."""
@@ -72,16 +75,22 @@ class AgentDRA:
         for uid in [u for u in self.failed if u not in uids]:
             del self.failed[uid]
         before = self.node.dra.generation
-        for pod, why in self.life.allocate_missing(pods, skip=self.failed):
-            self.failed[pod.uid] = why
-            fault("dra_unallocatable", f"pod {pod.key}: its claims cannot be allocated on node {self.node_name}: "
-                  f"{why}; it runs without them")
+        for failed in self.life.allocate_missing(pods, skip=self.failed):
+            self.failed[failed.pod.uid] = failed
+            why = "".join(f"; why: {reason}" for reason in failed.why)
+            fault("dra_unallocatable", f"pod {failed.pod.key}: its claims cannot be allocated on node "
+                  f"{self.node_name}: {failed.message}{why}; it runs without them")
         allocated = self.node.dra.generation != before
         if allocated:
             try:
                 self.node.save()  # the claims join the pod record (a failed write is retried at the next change)
             except CheckpointError as e:
                 fault("state_write_error", f"the pods' DRA claims: {e} (retried at the next change or tick)")
+
+    def unallocatable(self) -> dict[str, dict[str, Any]]:
+        """The status file's `draUnallocatable`: per pod uid, its key, the allocator's reason and why."""
+        return {uid: {"pod": f.pod.key, "message": f.message, "why": list(f.why)}
+                for uid, f in sorted(self.failed.items())}
 
     def dynamic_resources(self, pod: Pod, container: Container) -> tuple[DynamicResource, ...]:
         """PodResources' dynamic_resources of a container: its claims' devices, per claim."""

@@ -13,6 +13,8 @@ Written atomically after every change, read by `numalign pods`. Layout (JSON, so
      "resources": {resource: {"healthy": [...], "unhealthy": [...], "connected": bool,
                                "reported": bool}},
      "faults": {kind: count}, "fault_log": [last messages],
+     "draUnallocatable": {uid: {"pod", "message", "why": [reasons]}} (pods run without their DRA claims;
+                    absent when none),
      "machine": the machine file (machine.fileformat), "reserved_cpus": cpuset}   (pictures in `pods`)
 """
 

@@ -51,7 +51,13 @@ def test_a_claim_that_cannot_be_allocated_is_a_fault(node_a: Agent, layout: Layo
     wait_for(lambda: node_a.faults.get("dra_unallocatable"), "the DRA fault")
     (main,) = _list(layout)["trainer"].containers
     assert list(main.dynamic_resources) == []
-    assert any("cannot allocate all claims" in line for line in node_a.fault_log)
+    (line,) = [line for line in node_a.fault_log if "cannot allocate all claims" in line]
+    # why, as admit explains it: the class's selector matches no device of the node
+    assert "; why: claim default/two-gpus, request gpus: class h100 selector #0 matched none" in line
+    assert line.endswith("; it runs without them")
+    (entry,) = layout.status()["draUnallocatable"].values()
+    assert entry["pod"] == "default/trainer" and entry["message"].endswith("cannot allocate all claims")
+    assert [w.split(":")[0] for w in entry["why"]] == ["claim default/two-gpus, request gpus"]
 
 
 # ---- a restart keeps the static pods' claims -------------------------------------------------------

@@ -13,7 +13,7 @@ written with the pod record), release when the pod is removed or replaced (Node.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from numalign.errors import NumalignError
 from numalign.k8s.dra.types import DRAObjects, ResourceClaim
@@ -37,6 +37,20 @@ class Outcome(Protocol):
     def failure(self) -> Failure | None: ...
 
     def allocated_claims(self) -> tuple[ResourceClaim, ...]: ...
+
+    def reasons(self) -> tuple[str, ...]:
+        """Why the claims do not fit, where the allocator says only `cannot allocate all claims` and the
+        ledger explains (() otherwise)."""
+        ...
+
+
+class Unallocatable(NamedTuple):
+    """A pod whose claims could not be allocated: the allocator's line (or the claim or template missing
+    from the input), and why, where the allocator says only `cannot allocate all claims`."""
+
+    pod: Pod
+    message: str
+    why: tuple[str, ...] = ()
 
 
 OutcomeT = TypeVar("OutcomeT", bound=Outcome)
@@ -98,23 +112,23 @@ class ClaimLifecycle(Generic[OutcomeT]):
                 self._ledger.update_claims(self.manager.seen(self.given, (c.key for c in allocated)))
                 self._built_at = self.manager.generation
 
-    def allocate_missing(self, pods: Sequence[Pod], skip: Collection[str] = ()) -> list[tuple[Pod, str]]:
+    def allocate_missing(self, pods: Sequence[Pod], skip: Collection[str] = ()) -> list[Unallocatable]:
         """For pods admitted without the scheduler (static pods): allocate and reserve, in admission order,
         the claims of each pod that reserves none yet (and is not in `skip`). The pods whose claims could
         not be allocated, with why (the allocator's line, or a claim or template missing from the input)."""
-        failed: list[tuple[Pod, str]] = []
+        failed: list[Unallocatable] = []
         for pod in pods:
             if not pod.resource_claims or pod.uid in skip or self.holds(pod):
                 continue
             try:
                 outcome = self.allocate(pod)
             except NumalignError as e:  # a claim or template missing from the input
-                failed.append((pod, str(e)))
+                failed.append(Unallocatable(pod, str(e)))
                 continue
             if outcome is None:
                 continue
             if outcome.failure is not None:
-                failed.append((pod, _line(outcome.failure)))
+                failed.append(Unallocatable(pod, _line(outcome.failure), outcome.reasons()))
                 continue
             self.commit(outcome)
         return failed

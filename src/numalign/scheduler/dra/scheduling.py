@@ -48,6 +48,10 @@ class PodClaims:
     def failure(self) -> AllocationFailure | None:
         return self.result if isinstance(self.result, AllocationFailure) else None
 
+    def reasons(self) -> tuple[str, ...]:
+        """Why the claims do not fit (the explanation's reasons; () when there is none)."""
+        return self.explanation.reasons if self.explanation is not None else ()
+
     @property
     def devices(self) -> tuple[AllocatedDevice, ...]:
         return () if isinstance(self.result, AllocationFailure) else self.result.devices
