@@ -81,7 +81,11 @@ def test_the_drivers_own_words_for_its_grouped_mode(tmp_path: Path) -> None:
 def test_words_the_driver_does_not_know_are_refused_in_one_line(tmp_path: Path) -> None:
     for setting, text in (("cores", "expected cpu[=MODE]"), ("groupBy=core", "groupBy 'core'; expected one of"),
                           ("individual,groupBy=socket", "groupBy applies to cpuDeviceMode grouped only"),
-                          ("reservedCPUs=x", "reservedCPUs 'x'")):
+                          ("reservedCPUs=x", "reservedCPUs 'x'"),
+                          # a count is read as a CPU id, which this 64-CPU machine does not have (as the kubelet
+                          # refuses such a reservedSystemCPUs; the driver would reserve nothing, silently)
+                          ("reservedCPUs=200", "reservedCPUs names CPU(s) 200, not on this machine"),
+                          ("reservedCPUs=0,63-64", "reservedCPUs names CPU(s) 64, not on this machine")):
         p = _admit(tmp_path, PODS, "--dra-driver", f"cpu={setting}")
         assert p.returncode == 2, setting
         assert f"--dra-driver cpu={setting}: " in p.stderr and text in p.stderr, p.stderr

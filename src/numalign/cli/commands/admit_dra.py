@@ -232,6 +232,7 @@ def _driver_slices(specs: tuple[str, ...], machine: Any, node_name: str, node: A
         name, sep, settings = spec.partition("=")
         if name == "cpu" and cpu_mode is None:
             cpu_mode, reserved = parse_cpu_driver(settings, f"--dra-driver {spec}")
+            _check_reserved_on(machine, reserved, f"--dra-driver {spec}")
         elif name == "memory" and not sep and not memory:
             memory = True
         else:
@@ -241,6 +242,24 @@ def _driver_slices(specs: tuple[str, ...], machine: Any, node_name: str, node: A
     if cpu_mode is not None and reserved is None:
         reserved = kubelet_reserved_cpus(node)
     return driver_slices(machine, node_name, cpu_mode, memory, reserved or frozenset())
+
+
+def _check_reserved_on(machine: Any, reserved: frozenset[int] | None, where: str) -> None:
+    """dra-driver-cpu's reservedCPUs must name CPUs of this machine. The driver would drop unknown ids and
+    publish every CPU (nothing reserved, silently); numalign refuses them as the kubelet refuses such a
+    reservedSystemCPUs (the driver's docs ask for the two to be the same set). A count such as
+    reservedCPUs=200 is read as CPU id 200, which the line says."""
+    if not reserved:
+        return
+    from numalign.k8s.cpuset import format_cpuset
+
+    known = {c.id for c in machine.cpu_infos()}
+    unknown = sorted(reserved - known)
+    if unknown:
+        raise InvalidInputError(
+            f"{where}: reservedCPUs names CPU(s) {format_cpuset(unknown)}, not on this machine ({machine.name} has "
+            f"CPUs {format_cpuset(known)}); reservedCPUs is a cpuset of CPU ids, as the kubelet's reservedSystemCPUs, "
+            "not a count: name the CPUs to leave out, e.g. reservedCPUs=0,1")
 
 
 def kubelet_reserved_cpus(node: Any) -> frozenset[int]:
