@@ -288,6 +288,10 @@ class DRAFigures:
     allocations: int = 0         # allocator runs
     # why the unschedulable pods' claims do not fit (scheduler/dra/explain.py): reason -> pods with it
     why: dict[str, int] = dataclasses.field(default_factory=dict)
+    # placed pods whose devices depend on the order of a Go map of pools (kubelet 1.34, 1.35 pools:
+    # their scheduler ranges over one; api.map_order_note), and the first such pod's note
+    map_order_pods: int = 0
+    map_order_example: str = ""
 
     @property
     def aligned_share(self) -> float | None:
@@ -299,7 +303,9 @@ class DRAFigures:
         return {"pods": self.pods, "placed": self.placed, "unschedulable": dict(self.unschedulable),
                 **{COUNT_KEYS[v]: n for v, n in self.by_verdict().items()},
                 "alignedShare": None if self.aligned_share is None else round(self.aligned_share, 6),
-                "allocations": self.allocations, "why": dict(self.why)}
+                "allocations": self.allocations, "why": dict(self.why),
+                **({"mapOrder": {"pods": self.map_order_pods, "example": self.map_order_example}}
+                   if self.map_order_pods else {})}
 
     def by_verdict(self) -> dict[Verdict, int]:
         return {ALIGNED: self.aligned, NOT_ALIGNED: self.not_aligned, NOTHING_PINNED: self.nothing_pinned,
@@ -310,7 +316,8 @@ class DRAFigures:
         """Also a document of before the verdicts' one vocabulary (`apart`, `unpinned`)."""
         return cls(d["pods"], d["placed"], dict(d["unschedulable"]), d["aligned"],
                    d.get("notAligned", d.get("apart", 0)), d.get("nothingPinned", d.get("unpinned", 0)),
-                   d["unknown"], d.get("allocations", 0), dict(d.get("why") or {}))
+                   d["unknown"], d.get("allocations", 0), dict(d.get("why") or {}),
+                   (d.get("mapOrder") or {}).get("pods", 0), (d.get("mapOrder") or {}).get("example", ""))
 
 
 def figures(dra: ClusterDRA, pods: int, bound: Mapping[str, tuple[int, str]],
@@ -320,12 +327,15 @@ def figures(dra: ClusterDRA, pods: int, bound: Mapping[str, tuple[int, str]],
 
     verdicts: Counter[Verdict] = Counter()
     placed = 0
+    map_order: list[str] = []
     for uid, (i, answer) in dra.placed.items():
         if uid not in bound:
             continue
         placed += 1
         sn = dra.state.nodes[i]
         pod = sn.pods[uid][0]
+        if answer.map_order:
+            map_order.append(f"pod {pod.key} on {sn.name}: {answer.map_order}")
         node = sn.node()
         by_claim = {pc.name: c.claim.key for pc, c in zip(pod.resource_claims, answer.claims, strict=True)}
         found: list[Verdict] = []
@@ -351,5 +361,5 @@ def figures(dra: ClusterDRA, pods: int, bound: Mapping[str, tuple[int, str]],
         why.update(explained[spec])
     return DRAFigures(pods, placed, dict(sorted(unschedulable.items())), verdicts[ALIGNED],
                       verdicts[NOT_ALIGNED], verdicts[NOTHING_PINNED], verdicts[UNKNOWN], dra.allocations,
-                      dict(sorted(why.items())))
+                      dict(sorted(why.items())), len(map_order), map_order[0] if map_order else "")
 

@@ -238,6 +238,10 @@ def _table(sim: SimulationResult, cluster: Cluster) -> None:
                 print(f"    {n} pod(s): {reason}")
             for why, n in (r.dra.why if r.dra is not None else {}).items():
                 print(f"      why (DRA), {n} pod(s): {why}")
+    for r in sim.runs:
+        if r.dra is not None and r.dra.map_order_pods:
+            print(f"\ndra map order ({r.config.label}): {r.dra.map_order_pods} placed pod(s) got devices another "
+                  f"pool order would change; e.g. {r.dra.map_order_example}")
     if any(r.config.scheduler == "exact" for r in sim.runs):
         print("\nexact sends a pod only to a node whose kubelet admits it: 0 kubelet rejections by construction.")
 
