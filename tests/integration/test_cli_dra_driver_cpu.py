@@ -90,3 +90,17 @@ def test_words_the_driver_does_not_know_are_refused_in_one_line(tmp_path: Path) 
         assert p.returncode == 2, setting
         assert f"--dra-driver cpu={setting}: " in p.stderr and text in p.stderr, p.stderr
         assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+
+
+def test_a_value_is_checked_when_no_pod_has_claims(tmp_path: Path) -> None:
+    """The pods use no DRA, so the drivers' slices are never made; a mistyped value is still refused (it was
+    silently unused, exit 0), and before the state directory is touched."""
+    plain = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c}]\n"
+    state = tmp_path / "state"
+    for spec, text in (("gpu", "expected cpu[=MODE]"), ("memory=x", "expected cpu[=MODE]"),
+                       ("cpu=reservedCPUs=200", "reservedCPUs names CPU(s) 200, not on this machine")):
+        p = _admit(tmp_path, plain, "--dra-driver", spec, "--state-dir", str(state))
+        assert p.returncode == 2 and f"--dra-driver {spec}: " in p.stderr and text in p.stderr, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1
+        assert not (state / "numalign_node.json").exists() and not (state / "numalign_pods.json").exists()
+    assert _admit(tmp_path, plain, "--dra-driver", "cpu=grouped", "--dra-driver", "memory").returncode == 0

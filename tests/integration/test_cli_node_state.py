@@ -227,3 +227,19 @@ def test_pods_on_a_snapshot_of_a_node_without_state_says_no_pods(tmp_path: Path)
     assert shown.stdout.startswith("no pods\n") and "NUMA nodes of" in shown.stdout
     as_json = run("pods", "--node", str(snap), "-o", "json")
     assert json.loads(as_json.stdout)["pods"] == {}
+
+
+def test_an_admit_refused_on_the_directory_keeps_its_node_record(tmp_path: Path) -> None:
+    """A wrong --machine is refused by the CPU manager's state check; the record of the machine the
+    directory was written on stays, so pods (and remove, nrt) still read the directory without flags (the
+    record was replaced first, and every later command met the same refusal, with its 'remove the state
+    file' fix)."""
+    state = tmp_path / "state"
+    assert run("admit", "--state-dir", str(state), "--machine", NODE).returncode == 0
+    record = (state / "numalign_node.json").read_bytes()
+    wrong = run("admit", "--state-dir", str(state), "--machine", "epyc-nps4")
+    assert wrong.returncode == 3 and "doesn't match with CPUs in state" in wrong.stderr
+    assert (state / "numalign_node.json").read_bytes() == record
+    listed = run("pods", "--state-dir", str(state))
+    assert listed.returncode == 0 and "admitted" in listed.stdout, listed.stderr
+

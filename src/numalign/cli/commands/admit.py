@@ -117,10 +117,6 @@ def admit(req: AdmitRequest) -> int:
         check_state_dir(req.state_dir)
         # One owner per state directory; the kernel drops the lock when this process ends.
         owner = acquire_owner(req.state_dir, "numalign admit")
-        from numalign.cli.options.noderecord import write_record
-
-        write_record(req.state_dir, req.machine, req.machine_spec, req.config_path, list(req.flags),
-                     req.kubelet_version)
     with owner if owner is not None else contextlib.nullcontext():
         node, doc = _admit_all(req, pods, notes, dra_objects)
     from numalign.cli.output import EXIT_CHECK_FAILED, EXIT_OK, emit
@@ -149,6 +145,12 @@ def _admit_all(req: AdmitRequest, pods: list[Any], notes: list[str], dra_objects
     from numalign.cli.options.nodeargs import snapshot_errors_of
 
     machine, config = req.machine, req.config
+    if req.dra_drivers:
+        from numalign.cli.commands.admit_dra import parse_drivers
+
+        # Before the state directory is opened; checked even when no pod has claims (then unused), so a
+        # mistyped value is refused rather than silently ignored.
+        parse_drivers(req.dra_drivers, machine)
     try:
         with snapshot_errors_of(req.snapshot, req.config_label):
             store: StateDirectory | None = None
@@ -172,6 +174,14 @@ def _admit_all(req: AdmitRequest, pods: list[Any], notes: list[str], dra_objects
             "--config was given; pass --config FILE, or override its fields with kubelet flags, e.g. "
             "--policy-option KEY=VALUE, --reserved-cpus, --reserved-memory, --kube-reserved)"
         ) from None
+    if req.state_dir is not None and not req.dry_run:
+        from numalign.cli.options.noderecord import write_record
+
+        # Only once the node started on the directory (its checkpoints agree with this machine and
+        # configuration): a wrong --machine or config refused above must not replace the record, or every
+        # later pods, remove and nrt would start the node that way and meet the same refusal.
+        write_record(req.state_dir, req.machine, req.machine_spec, req.config_path, list(req.flags),
+                     req.kubelet_version)
     from numalign.answer.admit import admit_pods
     from numalign.cli.commands.admit_dra import DRAAdmit
     from numalign.cli.options.clusterargs import Progress

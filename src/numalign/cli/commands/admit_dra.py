@@ -223,7 +223,20 @@ class DRAAdmit:
 
 def _driver_slices(specs: tuple[str, ...], machine: Any, node_name: str, node: Any) -> list[Any]:
     """--dra-driver cpu[=SETTINGS] / memory: the slices those drivers publish for this machine."""
-    from numalign.machine.dradrivers import CPU_DRIVER_SYNTAX, driver_slices, parse_cpu_driver
+    from numalign.machine.dradrivers import driver_slices
+
+    cpu_mode, reserved, memory = parse_drivers(specs, machine)
+    if cpu_mode is None and not memory:
+        return []
+    if cpu_mode is not None and reserved is None:
+        reserved = kubelet_reserved_cpus(node)
+    return driver_slices(machine, node_name, cpu_mode, memory, reserved or frozenset())
+
+
+def parse_drivers(specs: tuple[str, ...], machine: Any) -> tuple[str | None, frozenset[int] | None, bool]:
+    """--dra-driver's values: (the CPU driver's mode or None, its reservedCPUs or None, memory driver on).
+    Checked whether or not a pod has claims, so a mistyped value is refused, never silently unused."""
+    from numalign.machine.dradrivers import CPU_DRIVER_SYNTAX, parse_cpu_driver
 
     cpu_mode: str | None = None
     reserved: frozenset[int] | None = None
@@ -237,11 +250,7 @@ def _driver_slices(specs: tuple[str, ...], machine: Any, node_name: str, node: A
             memory = True
         else:
             raise InvalidInputError(f"--dra-driver {spec}: expected {CPU_DRIVER_SYNTAX} or memory, each once")
-    if cpu_mode is None and not memory:
-        return []
-    if cpu_mode is not None and reserved is None:
-        reserved = kubelet_reserved_cpus(node)
-    return driver_slices(machine, node_name, cpu_mode, memory, reserved or frozenset())
+    return cpu_mode, reserved, memory
 
 
 def _check_reserved_on(machine: Any, reserved: frozenset[int] | None, where: str) -> None:
