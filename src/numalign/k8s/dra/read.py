@@ -148,9 +148,10 @@ def _device(raw: object, path: str, per_device: bool) -> t.Device:
     attributes: dict[str, t.DeviceAttribute] = {}
     raw_attributes = obj.get("attributes")
     if raw_attributes is not None:
-        for key, value in _mapping(raw_attributes, f"{path}.attributes").items():
-            _qualified_name(key, f"{path}.attributes")
-            attributes[key] = _scalar_attribute(value) or _attribute(value, f"{path}.attributes[{key}]")
+        where = f"{path}.attributes"
+        for key, value in _mapping(raw_attributes, where).items():
+            _qualified_name(key, where)
+            attributes[key] = _scalar_attribute(value) or _attribute(value, f"{where}[{key}]")
     capacity: dict[str, t.DeviceCapacity] = {}
     raw_capacity = obj.get("capacity")
     if raw_capacity is not None:

@@ -244,6 +244,8 @@ def _issues(source: str, positions: Mapping[int, int], errors: list[tuple[int, s
 
 def attribute_value(attr: DeviceAttribute) -> Any:
     """getAttributeValue: versions as semver values, lists as lists."""
+    if not attr.is_list and attr.kind != "version":
+        return attr.values[0]  # the common case: a scalar as it is
     if attr.kind == "version":
         values: list[Any] = []
         for v in attr.values:
