@@ -243,3 +243,27 @@ def test_an_admit_refused_on_the_directory_keeps_its_node_record(tmp_path: Path)
     listed = run("pods", "--state-dir", str(state))
     assert listed.returncode == 0 and "admitted" in listed.stdout, listed.stderr
 
+
+def test_pods_admitted_again_on_a_load_keep_their_devices_in_the_checkpoint(tmp_path: Path) -> None:
+    """The device checkpoint deleted (the kubelet's own fix for a damaged one): the next command admits its
+    pods again, and what it writes holds their devices, so the load after it finds nothing to repair.
+    A re-admission's plugin calls were decided but never answered, so a remove (or resize, or a rejected
+    admit) wrote a checkpoint without them, and every later load admitted those pods again."""
+    state = tmp_path / "state"
+    assert run("admit", "--state-dir", str(state), "--machine", NODE, "-o", "json").returncode in (0, 1)
+    checkpoint = state / "device-plugins" / "kubelet_internal_checkpoint"
+    held = {(e["PodUID"], e["ResourceName"]) for e in json.loads(checkpoint.read_text())["Data"]["PodDeviceEntries"]}
+    assert held
+    checkpoint.unlink()
+    first = run("pods", "--state-dir", str(state), "-o", "json")
+    pods = json.loads(first.stdout)["pods"].values()
+    assert "admitted pod" in first.stderr and "again" in first.stderr  # the repair, said
+    victim = next(f"{p['namespace']}/{p['name']}" for p in pods
+                  if p["status"] == "admitted" and not any(d for a in p["allocations"].values() for d in a["devices"]))
+    removed = run("remove", "--state-dir", str(state), victim)
+    assert removed.returncode == 0, removed.stderr
+    entries = json.loads(checkpoint.read_text())["Data"]["PodDeviceEntries"] or []
+    assert {(e["PodUID"], e["ResourceName"]) for e in entries} == held
+    again = run("pods", "--state-dir", str(state))
+    assert again.returncode == 0 and "again" not in again.stderr, again.stderr
+

@@ -25,11 +25,12 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from numalign import metrics as m
-from numalign.core.decision import ContainerAllocation, DecisionRecord
-from numalign.errors import CheckpointError, InvalidInputError
+from numalign.core.decision import AdmitResult, ContainerAllocation, DecisionRecord
+from numalign.errors import CheckpointError, InvalidInputError, PluginError
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
 from numalign.k8s.previews import NO_PREVIEWS, Previews
@@ -247,6 +248,21 @@ class Node:
     def _readmit(self, pod: Pod) -> DecisionRecord:
         self.devices.remove_pod(pod.uid)
         rec = self.tm.admit(pod)
+        # The re-admission's plugin Allocate calls are made here and their answers recorded, as for a
+        # container re-allocated at start (allocate_now): decided but never answered, the pod's devices
+        # stayed out of the device checkpoint a remove, resize or rejected admit then wrote, and every
+        # later load admitted the pod again.
+        calls = self.devices.take_calls()
+        if rec.result.admit and calls:
+            responses: list[Any] = []
+            try:
+                for call in calls:
+                    responses.append(call.endpoint.allocate(list(call.device_ids)))
+            except PluginError as e:  # the pod is dropped and reported, as a rejected re-admission is
+                self.devices.failed(calls)
+                rec = replace(rec, result=AdmitResult.from_allocation_error(None, str(e)), allocations={})
+            else:
+                self.devices.answered(calls, responses)
         if rec.result.admit:
             self.cm.start_pod(pod)
         else:
