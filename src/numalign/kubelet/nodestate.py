@@ -19,9 +19,9 @@ composition (CLI, agent, `numalign run`) hands to the Node. The rules it and the
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Protocol
 
 from numalign.core.decision import AdmitResult, DecisionRecord
 from numalign.errors import CheckpointError
@@ -79,9 +79,9 @@ class Transaction:
     failure: CheckpointError | None = None
     removed: list[str] = field(default_factory=list)
 
-    def outcome(self, records: Sequence[DecisionRecord], admitted: Mapping[str, Any]) -> list[DecisionRecord]:
+    def outcome(self, records: Sequence[DecisionRecord], admitted: Collection[str]) -> list[DecisionRecord]:
         """The records as they stand after the commit: an admission whose write failed (its pod is
-        not in `admitted`, the pods on disk) is reported with the real reason, as the kubelet reports
+        not in `admitted`, the uids of the pods on disk) is reported with the real reason, as the kubelet reports
         a device-checkpoint write that failed during Allocate."""
         if self.failure is None:
             return list(records)

@@ -92,8 +92,9 @@ AllocationRecord = RecordedAllocation | UnreadableAllocation
 @dataclass(frozen=True)
 class AdmittedPod:
     """A pod of the pod record: its allocation is what the kubelet files must hold for it, per container
-    (None: not recorded, a first-format record). The process a `numalign run` pod runs as is not the
-    kubelet's: the run layer keeps it beside this state (run/records.py)."""
+    (None: not recorded, a first-format record; an UnreadableAllocation: recorded, not readable). The
+    process a `numalign run` pod runs as is not the kubelet's: the run layer keeps it beside this state
+    (run/records.py)."""
 
     pod: Pod
     allocation: AllocationRecord | None = None
