@@ -216,21 +216,25 @@ class ClusterState:
         if cpu_numa is None:
             cpu_numa = {c.id: c.numa_node for c in node.machine.cpus if c.numa_node is not None}
             self._cpu_numa[sn.pool.name] = cpu_numa
+        # Read from the managers directly, not through Node.allocation: that builds the container's
+        # whole answer (sorted CPU ids, block and device records) for the three sets read here, once
+        # per admission of an exact run.
         mask = 0
+        uid = pod.uid
         for c in pod.all_containers():
-            alloc = node.allocation(pod.uid, c.name)
-            if alloc.exclusive:
-                for cpu in alloc.cpus:
+            exclusive = node.cpu.get_cpu_set(uid, c.name)
+            if exclusive is not None:
+                for cpu in exclusive:
                     if cpu in cpu_numa:
                         mask |= _bit(cpu_numa[cpu])
-            for block in alloc.memory:
-                for n in block.numa_nodes:
+            for block in node.memory.get_memory(uid, c.name) or ():
+                for n in block.numa_affinity:
                     mask |= _bit(n)
-            for devs in alloc.devices.values():
-                for nodes in devs.values():
-                    if nodes is None:
+            for ids in (node.devices.get_container_devices(uid, c.name) or {}).values():
+                for dev in ids.values():
+                    if dev.topology is None:
                         return -1
-                    for n in nodes:
+                    for n in dev.topology:
                         mask |= _bit(n)
         return mask
 
