@@ -285,8 +285,8 @@ def _alignment(state: ClusterState, bound: dict[str, tuple[int, str]]) -> NUMAAl
     zones_of: dict[str, list[dict[str, int]]] = {}
     least: dict[tuple[str, tuple[object, ...]], int] = {}
     # A CPU set's NUMA nodes, per set: every container in the shared pool holds the same large set (the
-    # node hands out one tuple per distinct set), so it is read once, not once per container.
-    numa_of_set: dict[int, tuple[tuple[int, ...], frozenset[int]]] = {}
+    # CPU manager hands out its pool object until an exclusive allocation changes it), so it is read once.
+    numa_of_set: dict[int, tuple[frozenset[int], frozenset[int]]] = {}
     for uid, (i, _g) in bound.items():
         sn = state.nodes[i]
         pod = sn.pods[uid][0]
@@ -300,25 +300,28 @@ def _alignment(state: ClusterState, bound: dict[str, tuple[int, str]]) -> NUMAAl
             cpu_numa_of[sn.pool.name] = cpu_numa
         numa: set[int] = set()  # every NUMA node its CPUs (shared pool included), memory and devices use
         pinned: set[int] = set()  # the same without the shared pool: what the kubelet placed for it
+        # What Node.allocation answers, read from the managers directly (it builds the container's
+        # whole answer, sorted ids and records, for the three sets read here).
         for c in pod.all_containers():
-            alloc = node.allocation(uid, c.name)
-            known = numa_of_set.get(id(alloc.cpus))
-            if known is None or known[0] is not alloc.cpus or len(numa_of_set) > 4096:
+            own = node.cpu.get_cpu_set(uid, c.name)  # exclusive CPUs, or None: the shared pool
+            held = own if own is not None else node.cpu.cpus_for_container(uid, c.name)
+            known = numa_of_set.get(id(held))
+            if known is None or known[0] is not held or len(numa_of_set) > 4096:
                 if len(numa_of_set) > 4096:
                     numa_of_set.clear()
-                known = (alloc.cpus, frozenset(cpu_numa[cpu] for cpu in alloc.cpus if cpu in cpu_numa))
-                numa_of_set[id(alloc.cpus)] = known
+                known = (held, frozenset(cpu_numa[cpu] for cpu in held if cpu in cpu_numa))
+                numa_of_set[id(held)] = known
             cpus = known[1]
             numa.update(cpus)
-            if alloc.exclusive:
+            if own is not None:
                 pinned.update(cpus)
-            for block in alloc.memory:
-                numa.update(block.numa_nodes)
-                pinned.update(block.numa_nodes)
-            for devs in alloc.devices.values():
-                for nodes in devs.values():
-                    numa.update(nodes or ())
-                    pinned.update(nodes or ())
+            for block in node.memory.get_memory(uid, c.name) or ():
+                numa.update(block.numa_affinity)
+                pinned.update(block.numa_affinity)
+            for ids in (node.devices.get_container_devices(uid, c.name) or {}).values():
+                for dev in ids.values():
+                    numa.update(dev.topology or ())
+                    pinned.update(dev.topology or ())
         hist[len(numa)] += 1
         single += len(numa) == 1
         key = (sn.pool.name, sn.pods[uid][1].key)
