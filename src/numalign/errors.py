@@ -42,5 +42,10 @@ class PluginError(NumalignError):
     """A device plugin misbehaved or could not be reached."""
 
 
+class EmptyAllocateError(PluginError):
+    """A device plugin answered Allocate with no container response (the kubelet's device manager says
+    so in its own words and, unlike for a failing call, keeps the devices taken)."""
+
+
 class ConfigError(InvalidInputError):
     """A kubelet configuration value or manager option is invalid (kubelet wording kept)."""

@@ -12,7 +12,7 @@ number of hints than upstream's shows as a difference.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from numalign.core.hint import ProviderHints, TopologyHint
@@ -34,14 +34,10 @@ class OverBudgetError(Exception):
 
 
 class _Counter:
-    def __init__(self, policy: str, stopped: Callable[[], bool] = lambda: False) -> None:
+    def __init__(self, policy: str) -> None:
         self.single_numa = policy == "single-numa-node"
         self.spent = 0
         self.pending = 1
-        # numalign decides a pod's device plugin calls before making them (decide, make the calls,
-        # commit): a merge decided after a call that will fail is one the kubelet, stopped at that
-        # call, never runs, and spends nothing
-        self.stopped = stopped
 
     def length(self, hints: Sequence[TopologyHint] | None) -> int:
         if hints is None:
@@ -58,7 +54,7 @@ class _Counter:
         if not last:
             return
         n, self.pending = self.pending, 1
-        if n <= 1 or self.stopped():
+        if n <= 1:
             return  # one permutation (or none) is free, as in the harness (a resourceless probe spends nothing)
         if self.spent + n > MERGE_BUDGET:
             raise OverBudgetError(n)
@@ -127,9 +123,8 @@ def _as_hints(answer: ProviderAnswer | ProviderHints) -> ProviderHints:
     return {r: None if h is None else list(h) for r, h in answer.items() if not isinstance(h, ImplicitHints)}
 
 
-def install(tm: TopologyManager, policy: str, stopped: Callable[[], bool] = lambda: False) -> None:
-    """Count the merges of `tm`'s providers against the budget (the last one added triggers the check);
-    `stopped`: whether the kubelet has stopped the admission being decided already (no merge counts)."""
-    counter = _Counter(policy, stopped)
+def install(tm: TopologyManager, policy: str) -> None:
+    """Count the merges of `tm`'s providers against the budget (the last one added triggers the check)."""
+    counter = _Counter(policy)
     providers = tm.scope.providers
     providers[:] = [_Counted(p, counter, i == len(providers) - 1) for i, p in enumerate(providers)]

@@ -1,6 +1,6 @@
 """The admit area's device plugins that refuse Allocate (conformance/area_admit.go's allocateEach): what
-numalign is told, how a refusal met in Go map order compares, and the merge budget of an admission the
-kubelet stopped at a failing call."""
+numalign is told and how a refusal met in Go map order compares (an admission stopped at a failing call
+merges nothing after it on either side, so the merge budget needs no exception for it)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from typing import Any
 
 from conformance.areas import admit
 
-from conformance import merge_budget
-from numalign.core.hint import TopologyHint
 from numalign.errors import PluginError
 
 REFUSED = ("Allocate failed due to rpc error: code = Unknown desc = device nic3,nic10 failed to reset, "
@@ -43,15 +41,3 @@ def test_the_kubelets_lagging_device_checkpoint_entries_are_set_apart() -> None:
     held: dict[str, Any] = {"cpus": {}, "memory": {}, "devices": {"entries": [], "registered": {}}}
     theirs = {"admit": True, "held": {**held, "devices": {**held["devices"], "lagging": ["uid-p0"]}}}
     assert admit.equivalent({"steps": [{"admit": True, "held": held}]}, {"steps": [theirs]})
-
-
-def test_a_merge_after_a_failing_call_spends_nothing() -> None:
-    stopped = False
-    counter = merge_budget._Counter("restricted", lambda: stopped)
-    wide = [TopologyHint(m, False) for m in range(1, 11)]
-    counter.seen({"cpu": wide}, last=True)
-    assert counter.spent == 10
-    stopped = True
-    counter.seen({"cpu": wide * 100, "memory": wide * 100}, last=False)  # 10^6 permutations and more:
-    counter.seen({"hugepages-2Mi": wide}, last=True)  # beyond the budget, but the kubelet never merges it
-    assert counter.spent == 10

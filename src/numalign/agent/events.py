@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from numalign.core.decision import DecisionRecord
+from numalign.errors import PluginError
 from numalign.k8s.pod import Pod
 from numalign.kubelet.plan import Plan
 
@@ -90,7 +91,7 @@ class AllocateAnswered:
     serial: int
     reservation: Plan
     responses: Sequence[Any]
-    error: str | None
+    error: PluginError | None
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,7 @@ class Complete:
     reservation: Plan
     serial: int
     responses: Sequence[Any]
-    error: str | None
+    error: PluginError | None
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,8 @@ class Executor:
                 done = node.commit(res, effect.responses, effect.error)
                 if done is None:  # the state was read again meanwhile and the reservation went with it
                     return ReservationLost(res.pod.uid, effect.serial)
+                if isinstance(done, Plan):  # the admission goes on to its next plugin call
+                    return Reserved(res.pod.uid, effect.serial, done)
                 return Admitted(res.pod.uid, effect.serial, done)
             case Start():
                 self._schedule_start(effect.uid, effect.serial, effect.delay)

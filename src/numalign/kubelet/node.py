@@ -25,11 +25,10 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from numalign import metrics as m
-from numalign.core.decision import AdmitResult, ContainerAllocation, DecisionRecord
+from numalign.core.decision import ContainerAllocation, DecisionRecord
 from numalign.errors import CheckpointError, InvalidInputError, PluginError
 from numalign.k8s.kubeletconfig import KubeletConfig
 from numalign.k8s.pod import Pod
@@ -125,8 +124,9 @@ class Node:
         """Decide, leaving the device plugins' Allocate calls to the caller (PodAdmission.decide)."""
         return self.admission.decide(pod)
 
-    def commit(self, plan: Plan, responses: Sequence[Any] = (), error: str | None = None) -> DecisionRecord | None:
-        """Settle a plan with its calls' outcome (PodAdmission.commit)."""
+    def commit(self, plan: Plan, responses: Sequence[Any] = (),
+               error: PluginError | str | None = None) -> DecisionRecord | Plan | None:
+        """Hand a plan's call outcome back: the next plan, or the record (PodAdmission.commit)."""
         return self.admission.commit(plan, responses, error)
 
     def probe(self, pod: Pod, *, allocations: bool = True) -> DecisionRecord:
@@ -247,22 +247,11 @@ class Node:
 
     def _readmit(self, pod: Pod) -> DecisionRecord:
         self.devices.remove_pod(pod.uid)
+        # The re-admission's plugin Allocate calls are made where the kubelet makes them (TopologyManager
+        # admit), their answers recorded: without them the pod's devices would stay out of the device
+        # checkpoint a remove, resize or rejected admit then writes. A failing call rejects the pod, which
+        # is dropped and reported as a rejected re-admission is.
         rec = self.tm.admit(pod)
-        # The re-admission's plugin Allocate calls are made here and their answers recorded, as for a
-        # container re-allocated at start (allocate_now): decided but never answered, the pod's devices
-        # stayed out of the device checkpoint a remove, resize or rejected admit then wrote, and every
-        # later load admitted the pod again.
-        calls = self.devices.take_calls()
-        if rec.result.admit and calls:
-            responses: list[Any] = []
-            try:
-                for call in calls:
-                    responses.append(call.endpoint.allocate(list(call.device_ids)))
-            except PluginError as e:  # the pod is dropped and reported, as a rejected re-admission is
-                self.devices.failed(calls)
-                rec = replace(rec, result=AdmitResult.from_allocation_error(None, str(e)), allocations={})
-            else:
-                self.devices.answered(calls, responses)
         if rec.result.admit:
             self.cm.start_pod(pod)
         else:

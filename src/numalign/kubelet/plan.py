@@ -1,9 +1,9 @@
-"""An admission decided and not yet settled: what Node.decide hands back and Node.commit takes.
+"""An admission under way or settled: what Node.decide hands back and Node.commit takes.
 
-The one path every admission takes (numalign.kubelet.podadmission): decide takes the pod's resources
-and builds its decision record; the device plugins' Allocate calls the decision needs (the device
-manager decides them without making them) are made next (in `admit`'s transaction, or with the lock
-released by the agent and `numalign run`), and commit settles the plan with their answers.
+The one path every admission takes (numalign.kubelet.podadmission): the admission runs as steps between
+the device plugins' Allocate calls, each made where the kubelet makes it; a Plan is the admission paused
+at one call (made next: in `admit`'s transaction, or with the lock released by the agent and `numalign
+run`), and commit hands the answer back, giving the next Plan or the record.
 """
 
 from __future__ import annotations
@@ -16,47 +16,53 @@ from numalign.core.decision import DecisionRecord
 from numalign.errors import PluginError
 from numalign.k8s.pod import Pod
 from numalign.kubelet.devicemanager.manager import AllocateCall
+from numalign.kubelet.topologymanager.provider import CallSteps
 
 
 @dataclass(frozen=True)
 class Plan:
-    """An admission decided (Node.decide): its decision record, what the pod takes, and the device
-    plugins' Allocate calls still to make, in the kubelet's order.
+    """An admission paused at a device plugin's Allocate call (`calls`, the one to make next; `steps`, the
+    admission to resume with its answer through Node.commit), or settled (`record`, no call left).
 
-    Admitted with calls left, the pod holds everything it was given (other admissions see it taken) but
-    is not recorded until Node.commit. Rejected, it holds nothing, and the calls are those the kubelet
-    made before the rejection: a failing one is the answer. Without calls the plan is settled."""
+    Paused, the pod holds what it was given so far (other admissions see it taken) and is not recorded;
+    its verdict is not known yet. Settled, an admitted pod is recorded already."""
 
     pod: Pod
-    record: DecisionRecord
+    outcome: DecisionRecord | None  # the record, once settled
     calls: tuple[AllocateCall, ...] = ()
     reloads: int = 0  # the node's reload count at the decision: a reload since drops the plan
-    # whether the Topology Manager's handler admitted the pod (a failing call is then its admission error)
-    topology_admitted: bool = False
+    steps: CallSteps[DecisionRecord] | None = None
 
     @property
     def settled(self) -> bool:
         return not self.calls
 
+    @property
+    def record(self) -> DecisionRecord:
+        """A settled plan's record (a paused one has none yet: its verdict depends on the calls left)."""
+        if self.outcome is None:
+            raise ValueError(f"the admission of pod {self.pod.key} is paused at a device plugin call: no record yet")
+        return self.outcome
+
     def make_calls(
         self,
         stopped: Callable[[], bool] = lambda: False,
         unexpected: Callable[[Exception], None] | None = None,
-    ) -> tuple[list[Any], str | None]:
-        """The Allocate calls in the kubelet's order, up to the first failure, whose text is the answer
-        (Node.commit). `unexpected`, when given, sees any other exception, which then fails the pod too;
+    ) -> tuple[list[Any], PluginError | None]:
+        """The plan's Allocate call: its response, or the plugin's error, for Node.commit. `unexpected`,
+        when given, sees any other exception, which then fails the pod as the plugin's error would;
         without it such an exception propagates."""
         responses: list[Any] = []
         for call in self.calls:
             if stopped():
                 break
             try:
-                responses.append(call.endpoint.allocate(list(call.device_ids)))
+                responses.append(call.make())
             except PluginError as e:
-                return responses, str(e)
+                return responses, e
             except Exception as e:
                 if unexpected is None:
                     raise
                 unexpected(e)
-                return responses, str(e)
+                return responses, PluginError(str(e))
         return responses, None

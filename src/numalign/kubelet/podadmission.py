@@ -2,16 +2,18 @@
 `probe`, the same decision released at once.
 
 Upstream's allocation manager (pkg/kubelet/allocation, AddPod) runs kubelet.go's admit handlers in
-order up to the first rejection and records the admitted pod with what it was given. Here every
-admission is decide, make the calls, commit: decide takes the pod's resources and says which
-device-plugin Allocate calls are left (the device manager decides them without making them), the calls
-are made in the kubelet's order up to the first failure, and commit records the outcome. `admit` does
-the three inside one transaction; the agent and `numalign run` make the calls with the lock released.
+order up to the first rejection and records the admitted pod with what it was given. The Topology
+Manager's handler makes the device plugins' Allocate calls midway, as each container is allocated (the
+device manager is its first provider), and a failing call ends the admission there: nothing after it is
+looked at (no later hint, GetPreferredAllocation call, CPU or memory pinning, alignment count).
 
-The kubelet makes each call as it allocates the container, and a failing one ends the admission there.
-A failure is settled as that end: the pod holds nothing, its answer is the call's error
-(UnexpectedAdmissionError), its decisions stop at the failing container (Scope.failed_at), the Topology
-Manager counts the admission error it counted, and the rejection is counted once, with that reason.
+Here the admission is steps between those calls (TopologyManager.decide_steps): decide runs it up to the
+first call, or to its end; the caller makes the call and commit hands the answer back, running it up to
+the next call or the end, and so on (a Plan per pause). `admit` does it all inside one transaction; the
+agent (--parallel-allocate) and `numalign run` make each call with the lock released. A failing call
+is the device manager's AllocationError at that point, so the answer, the decisions, the counters and
+what is held are the kubelet's. A paused admission's pod holds what it was given so far (`reserved`):
+other admissions see it taken.
 
 `PodAdmission` is a part of numalign.kubelet.node.Node, which builds it and hands it what it needs: the
 container manager, the admit handlers, and itself as the keeper of the pods admitted (`AdmittedPods`,
@@ -23,18 +25,21 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 from numalign import metrics as m
 from numalign.core.decision import AdmitResult, ContainerAllocation, ContainerDecision, DecisionRecord
-from numalign.errors import InvalidInputError
+from numalign.errors import InvalidInputError, PluginError
+from numalign.k8s.deviceplugin import ContainerAllocateResponse
 from numalign.k8s.pod import Pod
 from numalign.k8s.version import KubeletVersion
 from numalign.kubelet.admission.handlers import AdmitHandlers
 from numalign.kubelet.containermanager import ContainerManager
+from numalign.kubelet.devicemanager.manager import AllocateCall
 from numalign.kubelet.nodestate import NodeStore, Transaction, recorded_allocation
 from numalign.kubelet.plan import Plan
 from numalign.kubelet.state import AllocationRecord
+from numalign.kubelet.topologymanager.provider import CallSteps
 from numalign.kubelet.versions import refuse_unmodelled
 
 
@@ -65,82 +70,105 @@ class PodAdmission:
         self.reserved: dict[str, Plan] = {}
 
     def admit(self, pod: Pod, *, allocations: bool = True) -> DecisionRecord:
-        """Decide, make the calls and commit, in one transaction. allocations=False: the record (the one
-        returned and the one kept) leaves out what the pod holds, which the node still answers
-        (allocation()); for callers that read only the verdict, as the simulator does for every pod it
-        binds."""
+        """Decide, make each call and hand its answer back, in one transaction. allocations=False: the
+        record (the one returned and the one kept) leaves out what the pod holds, which the node still
+        answers (allocation()); for callers that read only the verdict, as the simulator does for every
+        pod it binds."""
         with self.node.transaction() as tx:
-            plan = self._decide(pod, allocations=allocations)
-            try:
-                rec = plan.record if plan.settled else self._settle(plan, *plan.make_calls())
-            except BaseException:  # not a plugin's refusal (a bug in its client): nothing stays held
-                if self.reserved.pop(pod.uid, None) is not None:
-                    self.cm.release_pod(pod)
-                raise
-        return tx.outcome([rec], self.node.pods)[0]
+            plan = self._advance(pod, self._steps(pod, allocations=allocations), self.node.reloads)
+            while not plan.settled:
+                try:
+                    responses, error = plan.make_calls()
+                    plan = self._advance(pod, plan.steps, plan.reloads, responses, error)
+                except BaseException:  # not a plugin's refusal (a bug in its client): nothing stays held
+                    self._abandon(plan)
+                    raise
+        return tx.outcome([plan.record], self.node.pods)[0]
 
     def decide(self, pod: Pod) -> Plan:
-        """Decide as `admit` does, leaving the device plugins' Allocate calls to the caller (Plan.make_calls,
-        then commit), so they need not hold up other admissions. A plan with no call left is settled: an
-        admitted pod is recorded already (and commit hands its record back)."""
+        """Decide as `admit` does up to the first device plugin Allocate call, which is left to the caller
+        (Plan.make_calls, then commit), so it need not hold up other admissions. A plan with no call left
+        is settled: an admitted pod is recorded already (and commit hands its record back)."""
         with self.node.transaction() as tx:
-            plan = self._decide(pod)
-        if tx.failure is not None:  # the write failed: the state is the disk's again, nothing is held
-            self.reserved.pop(pod.uid, None)
-            return replace(plan, record=tx.outcome([plan.record], self.node.pods)[0], calls=())
-        return plan
+            plan = self._advance(pod, self._steps(pod), self.node.reloads)
+        return self._written(plan, tx)
 
-    def commit(self, plan: Plan, responses: Sequence[Any] = (), error: str | None = None) -> DecisionRecord | None:
-        """Settle a plan with its calls' outcome: one response per call made, and the first call's error
-        (the calls stop there, as the kubelet's Allocate does). None when the plan is gone meanwhile
-        (cancelled, or dropped by a reload of the state: decide again)."""
+    def commit(self, plan: Plan, responses: Sequence[Any] = (),
+               error: PluginError | str | None = None) -> DecisionRecord | Plan | None:
+        """Hand a plan's call outcome back (its response, or the plugin's error) and go on to the next call
+        (a new Plan, whose call the caller makes and commits the same way) or the end (the record). None
+        when the plan is gone meanwhile (cancelled, or dropped by a reload of the state: decide again)."""
         if plan.settled:
             return plan.record
-        if not plan.record.result.admit:
-            return self._settle(plan, responses, error)  # holds nothing: no transaction needed
         with self.node.transaction() as tx:
             # Checked under the lock: a process that wrote the directory since (the transaction read it
             # again) has dropped the plan, and may have given its resources to another pod.
             if self.reserved.get(plan.pod.uid) is not plan or self.node.reloads != plan.reloads:
                 return None
-            rec = self._settle(plan, responses, error)
-        return tx.outcome([rec], self.node.pods)[0]
+            if isinstance(error, str):
+                error = PluginError(error)
+            try:
+                nxt = self._advance(plan.pod, plan.steps, plan.reloads, responses, error)
+            except BaseException:
+                self._abandon(plan)
+                raise
+        nxt = self._written(nxt, tx)
+        return nxt.record if nxt.settled else nxt
 
-    def _settle(self, plan: Plan, responses: Sequence[Any], error: str | None) -> DecisionRecord:
-        """A plan with calls, settled by their outcome (in the caller's transaction). An admitted pod's
-        answers are recorded and the pod kept; a failing call ends the admission where the kubelet ends
-        it (see the module's docstring). A rejected plan's calls were made by the kubelet before the
-        rejection: a failing one is the answer."""
-        pod, rec = plan.pod, plan.record
-        self.reserved.pop(pod.uid, None)
-        if error is None:
-            if rec.result.admit:
-                self.cm.devices.answered(plan.calls, responses)
-                self._keep(pod, rec)
+    def _written(self, plan: Plan, tx: Transaction) -> Plan:
+        """The plan as its transaction's commit left it: a settled one's record as written; a paused one
+        whose write failed is over (the state is the disk's again, nothing is held), with that failure."""
+        if plan.settled:
+            return replace(plan, outcome=tx.outcome([plan.record], self.node.pods)[0])
+        if tx.failure is None:
+            return plan
+        self.reserved.pop(plan.pod.uid, None)
+        if plan.steps is not None:
+            plan.steps.close()
+        failed = AdmitResult.from_allocation_error(None, str(tx.failure))
+        return Plan(plan.pod, self._record(plan.pod, (), failed, {}), (), plan.reloads)
+
+    def _advance(self, pod: Pod, steps: CallSteps[DecisionRecord] | None, reloads: int,
+                 responses: Sequence[Any] | None = None, error: PluginError | None = None) -> Plan:
+        """Run the admission's steps to the next plugin call (a paused plan, reserved) or the end (a settled
+        one): from the start (responses None), or with the last call's answer or error."""
+        assert steps is not None
+        self.reserved.pop(pod.uid, None)  # not among the "other pods" of its own predicate check
+        try:
+            if responses is None:
+                call = next(steps)
+            elif error is not None:
+                call = steps.throw(error)
             else:
-                self._count_rejection(rec.result)
-            return rec
-        failing = plan.calls[len(responses)]
-        result = AdmitResult.from_allocation_error(None, error)
-        if rec.result.admit:
-            self.cm.release_pod(pod)
-        if plan.topology_admitted:  # the Topology Manager's handler would have failed on the call
-            self.cm.tm.metrics.inc(m.TM_ADMISSION_ERRORS)
-        self._count_rejection(result)
-        decisions = tuple(self.cm.tm.scope.failed_at(rec.decisions, failing.container_name, result))
-        return replace(rec, decisions=decisions, result=result, allocations={})
+                call = steps.send(responses[0])
+        except StopIteration as done:
+            record: DecisionRecord = done.value
+            return Plan(pod, record, (), reloads)
+        plan = Plan(pod, None, (cast("AllocateCall", call),), reloads, steps)
+        self.reserved[pod.uid] = plan
+        return plan
+
+    def _abandon(self, plan: Plan) -> None:
+        """A paused admission that ends otherwise than by its calls' answers (a bug in a plugin's client):
+        nothing of it stays held."""
+        self.reserved.pop(plan.pod.uid, None)
+        if plan.steps is not None:
+            plan.steps.close()
+        if plan.pod.uid not in self.node.pods:
+            self.cm.release_pod(plan.pod)
 
     def probe(self, pod: Pod, *, allocations: bool = True) -> DecisionRecord:
         """Would this node admit the pod now? Decided as `admit` decides it, then released: no pod, record,
-        metric or state write is left, and no device plugin is called. allocations=False: the record
-        leaves out what the pod would hold (for callers that read only the verdict, as the simulator's
-        exact scheduler does for every candidate node)."""
+        metric or state write is left, and no device plugin's Allocate is made (each is taken as answered).
+        allocations=False: the record leaves out what the pod would hold (for callers that read only the
+        verdict, as the simulator's exact scheduler does for every candidate node)."""
         cm = self.cm
         tm_metrics, counters = cm.tm.metrics, cm.counters()
+        taken = dict(cm.devices.allocated)  # devices a failing allocation leaves taken are the probe's too
         # The Topology Manager counts into a sink nobody reads (one per node, not one per probe).
         cm.tm.metrics = cm.tm.scope.metrics = self.probe_metrics
         try:
-            decisions, result, _ = self._verdict(pod)
+            decisions, result = _answered_blank(self._verdict_steps(pod))
             held: dict[str, ContainerAllocation] = {}
             if result.admit:
                 cm.start_pod(pod)
@@ -148,7 +176,7 @@ class PodAdmission:
                     held = cm.allocations(pod)
             cm.release_pod(pod)
         finally:
-            cm.devices.take_calls()  # decided, never made: a probe calls no plugin
+            cm.devices.allocated = taken
             cm.tm.metrics = cm.tm.scope.metrics = tm_metrics
             cm.set_counters(counters)
         return DecisionRecord(pod.key, pod.uid, cm.tm.policy_name, cm.tm.scope_name, dict(cm.tm.options),
@@ -165,33 +193,23 @@ class PodAdmission:
             with self.node.transaction():
                 self.cm.release_pod(plan.pod)
 
-    def _decide(self, pod: Pod, *, allocations: bool = True) -> Plan:
-        """The admission, in the caller's transaction: the verdict, the pod's resources taken, the record
-        built once, the plugin calls it needs taken from the device manager. Without calls left the pod
-        is settled at once (an admitted one recorded); with some, an admitted pod is reserved."""
+    def _steps(self, pod: Pod, *, allocations: bool = True) -> CallSteps[DecisionRecord]:
+        """The admission, in the callers' transactions, as steps between the plugin calls: the verdict,
+        then the record; an admitted pod is kept, a rejection counted once, with its final reason."""
         cm = self.cm
-        try:
-            decisions, result, topology_admitted = self._verdict(pod)
-        finally:
-            calls = cm.devices.take_calls()
+        decisions, result = yield from self._verdict_steps(pod)
         cm.sync_metrics()
         if not result.admit:
-            if not calls:
-                self._count_rejection(result)
-            return Plan(pod, self._record(pod, decisions, result, {}), calls, self.node.reloads, topology_admitted)
+            self._count_rejection(result)
+            return self._record(pod, decisions, result, {})
         cm.start_pod(pod)
         rec = self._record(pod, decisions, result, cm.allocations(pod) if allocations else {})
-        plan = Plan(pod, rec, calls, self.node.reloads, topology_admitted)
-        if calls:
-            # Taken but not recorded: a crash now leaves the pod unadmitted and its files reconciled.
-            self.reserved[pod.uid] = plan
-        else:
-            self._keep(pod, rec)
-        return plan
+        self._keep(pod, rec)
+        return rec
 
-    def _verdict(self, pod: Pod) -> tuple[tuple[ContainerDecision, ...], AdmitResult, bool]:
+    def _verdict_steps(self, pod: Pod) -> CallSteps[tuple[tuple[ContainerDecision, ...], AdmitResult]]:
         """The kubelet's admit handlers in order, up to the first rejection; an admitted pod holds what the
-        managers gave it, a rejected one nothing. Also whether the Topology Manager's handler admitted it."""
+        managers gave it, a rejected one nothing."""
         if pod.uid in self.node.pods or pod.uid in self.reserved:
             raise InvalidInputError(
                 f"pod {pod.key} (uid {pod.uid}) is already admitted on this node; give the new pod another "
@@ -202,18 +220,18 @@ class PodAdmission:
             # The kubelet's isPodLevelResourcesSupported admit handler; numalign checks it first (the
             # kubelet may run the Topology Manager's handler before it, with the same final verdict).
             refusal = AdmitResult(False, "PodLevelResourcesNotSupported", "PodLevelResources feature gate is disabled")
-            return (), refusal, False
+            return (), refusal
         refuse_unmodelled(pod, self.gates, self.kubelet_version)  # KEP-5526: say so rather than guess
         early = self.handlers.before_topology(pod)
         if not early.admit:
-            return (), early, False
-        outcome = self.cm.tm.decide(pod)
+            return (), early
+        outcome = yield from self.cm.tm.decide_steps(pod)
         result = outcome.result
         if result.admit:
             result = self._fit(pod)
         if not result.admit:
             self.cm.tm.remove_pod(pod)
-        return tuple(outcome.decisions), result, outcome.result.admit
+        return tuple(outcome.decisions), result
 
     def _fit(self, pod: Pod) -> AdmitResult:
         """The predicate handler, given what it reads of this node: the allocatable (the devices allocated
@@ -242,3 +260,18 @@ class PodAdmission:
             cm = self.cm
             self.node.allocations[pod.uid] = recorded_allocation(pod, cm.cpu, cm.memory, cm.devices)
         self.node.records[pod.uid] = rec
+
+
+_R = TypeVar("_R")
+
+
+def _answered_blank(steps: CallSteps[_R]) -> _R:
+    """A probe's steps: each plugin Allocate call taken as answered with an empty container response,
+    never made (what the pod would hold does not depend on the answer)."""
+    try:
+        next(steps)
+        while True:
+            steps.send(ContainerAllocateResponse())
+    except StopIteration as done:
+        result: _R = done.value
+        return result

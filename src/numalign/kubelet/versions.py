@@ -373,6 +373,9 @@ class Behaviours:
     distributed_whole_groups: bool
     # k/k #139456: the aligned distributed take keeps the affinity's NUMA node count (1.38), no aliasing.
     distributed_keeps_hint_numas: bool
+    # k8s.io/kubelet's device-plugin API is gogo-generated up to 1.33 (protoc-gen-go from 1.34): a
+    # message's %v in the kubelet's errors is gogo's struct text there, the protobuf text format after.
+    gogo_api_text: bool
     # Option name -> maturity, per manager ("topology", "cpu"), at this version.
     topology_option_maturity: Mapping[str, Maturity]
     cpu_option_maturity: Mapping[str, Maturity]
@@ -386,6 +389,7 @@ def behaviours(version: KubeletVersion) -> Behaviours:
         uncore_odd_cpus=has_change(UNCORE_ODD_CPUS, version),
         distributed_whole_groups=has_change(DISTRIBUTED_WHOLE_GROUPS, version),
         distributed_keeps_hint_numas=has_change(DISTRIBUTED_KEEPS_HINT_NUMAS, version),
+        gogo_api_text=version.minor_key < (1, 34),
         topology_option_maturity=option_maturity("topology", version),
         cpu_option_maturity=option_maturity("cpu", version),
     )

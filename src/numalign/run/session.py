@@ -24,6 +24,7 @@ from numalign.k8s.previews import NO_PREVIEWS, Previews
 from numalign.k8s.version import DEFAULT as DEFAULT_KUBELET_VERSION
 from numalign.k8s.version import KubeletVersion
 from numalign.kubelet.node import Node
+from numalign.kubelet.plan import Plan
 from numalign.machine.topology import Machine
 from numalign.run.affinity import PlacementError, allowed_cpus, allowed_mems
 from numalign.run.cgroup import remove_cgroup
@@ -140,11 +141,12 @@ def _admit_reserving(
     run: RunNode, node: Node, runs: RunProcesses, pod: Pod, container: str, process: Mapping[str, Any],
     reclaimed: list[str],
 ) -> Admission | None:
-    """Decide and take the pod's resources in one transaction, make the plugins' Allocate calls with the
-    lock released, record the pod in a second one (Node.decide / commit). The plan's resources are in
-    the kubelet files only, not the pod record: a crash leaves orphans the next open releases, and a
-    process writing the directory meanwhile releases them too, so the second transaction then finds the
-    plan gone (None: decide again)."""
+    """Decide in one transaction up to the first plugin Allocate call, make it with the lock released,
+    hand its answer back in a second one (which may pause at the next call: make it the same way), and
+    record the pod in the last (Node.decide / commit). A paused plan's resources are in the kubelet files
+    only, not the pod record: a crash leaves orphans the next open releases, and a process writing the
+    directory meanwhile releases them too, so the next transaction then finds the plan gone (None: decide
+    again)."""
     with node.transaction() as tx:
         reclaimed += _remove_leftovers(runs)
         runs.records[pod.uid] = dict(process)
@@ -152,23 +154,28 @@ def _admit_reserving(
         if plan.settled:
             settled = _admitted(node, runs, plan.record, pod, container, process)
         else:
-            if plan.record.result.admit:
-                problem = _not_applicable(node.allocation(pod.uid, container), node)
-                if problem:
-                    raise PlacementError(problem)  # discarded: nothing of it is written
             reconcile_shared_pool(node, runs)  # the shared pool lost the CPUs the plan took
     if plan.settled:
         return _admission(run, node, tx.outcome([settled], node.pods)[0], pod, container, reclaimed)
     if tx.failure is not None:
         raise tx.failure
-    responses, error = plan.make_calls()
-    with node.transaction() as tx:
-        reclaimed += _remove_leftovers(runs)
-        record = node.commit(plan, responses, error)
-        if record is None:
-            return None
-        record = _admitted(node, runs, record, pod, container, process)
-    return _admission(run, node, tx.outcome([record], node.pods)[0], pod, container, reclaimed)
+    while True:
+        responses, error = plan.make_calls()
+        with node.transaction() as tx:
+            reclaimed += _remove_leftovers(runs)
+            done = node.commit(plan, responses, error)
+            if done is None:
+                return None
+            if isinstance(done, Plan):
+                reconcile_shared_pool(node, runs)
+            else:
+                record = _admitted(node, runs, done, pod, container, process)
+        if isinstance(done, Plan):
+            if tx.failure is not None:
+                raise tx.failure
+            plan = done
+            continue
+        return _admission(run, node, tx.outcome([record], node.pods)[0], pod, container, reclaimed)
 
 
 def _admitted(node: Node, runs: RunProcesses, record: DecisionRecord, pod: Pod, container: str,

@@ -365,10 +365,7 @@ def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
         if "(k/k #140730" in str(e):
             return {"hang": True}
         return {"start_error": str(e)}
-    failing = {d["id"] for d in case["devices"] if d.get("failAllocate")}
-    # a plugin call decided for the pod being admitted that will fail: the kubelet stopped there
-    merge_budget.install(node.tm, case["config"]["topologyManagerPolicy"],
-                         stopped=lambda: any(failing.intersection(c.device_ids) for c in node.devices.calls))
+    merge_budget.install(node.tm, case["config"]["topologyManagerPolicy"])
     steps: list[dict[str, Any]] = []
     for s in case["steps"]:
         if s["op"] == "delete":

@@ -9,6 +9,7 @@ from integration.state.test_state_parallel_allocate import CONFIG, MACHINE, plug
 from support.nodecheck import check_node, open_read_only
 
 from numalign.adapters.statedir.directory import StateDirectory
+from numalign.core.decision import DecisionRecord
 from numalign.kubelet.node import Node
 
 
@@ -24,5 +25,5 @@ def test_a_write_before_complete_drops_the_reservation(tmp_path: Path) -> None:
     res = n.decide(pod("a", gpus=1))  # admitted again, as the agent does
     assert not res.settled
     rec = n.commit(res, *res.make_calls())
-    assert rec is not None and rec.result.admit
+    assert isinstance(rec, DecisionRecord) and rec.result.admit
     check_node(open_read_only(MACHINE, CONFIG, tmp_path), tmp_path)

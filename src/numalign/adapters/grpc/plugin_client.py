@@ -19,7 +19,7 @@ from numalign.adapters.grpc import convert
 from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2 as pb
 from numalign.adapters.grpc.gen.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
 from numalign.adapters.grpc.sockets import dial
-from numalign.errors import PluginError
+from numalign.errors import EmptyAllocateError, PluginError
 from numalign.k8s.deviceplugin import ContainerAllocateResponse, Device, DevicePluginOptions
 from numalign.limits import quote
 
@@ -164,8 +164,8 @@ class PluginEndpointClient:
         except grpc.RpcError as e:
             raise _rpc_error(self.resource, "Allocate", e) from None
         if not resp.container_responses:
-            # upstream manager: "no containers return in allocation response %v"
-            raise PluginError(f"no containers return in allocation response {resp}".rstrip())
+            # the device manager says so in the kubelet's words, and keeps the devices taken as it does
+            raise EmptyAllocateError(f"plugin {self.resource} answered Allocate with no container response")
         return convert.allocate_response_from_pb(resp.container_responses[0])
 
     def get_preferred_allocation(

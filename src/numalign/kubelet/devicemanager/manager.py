@@ -17,21 +17,21 @@ Not thread-safe: a caller with several threads (plugin streams, admission) seria
 as upstream does with its mutex. GetPreferredAllocation and PreStartContainer go through the Endpoint
 while the caller's lock is held; they carry their own deadlines.
 
-One allocation path: decide, make the calls, commit. `allocate` decides: it takes the devices and
-records the plugin Allocate call each (container, resource) needs (AllocateCall), in the kubelet's
-order, without making it; the caller takes them (`take_calls`), makes them (with its lock released if
-it likes) and records each answer (`answered`), or gives back what a failing call and those after it
-took (`failed`). `allocate_now` is the three in a row, as the kubelet's Allocate makes them.
+One allocation path, the kubelet's: `allocate_steps` is upstream's Allocate as a generator that yields
+each plugin Allocate call where the kubelet makes it (after the resource's devices, GetPreferredAllocation
+included, and before the next resource's) and takes the plugin's answer back, or the PluginError it
+raised, which ends the allocation as upstream's does. The admission drives it (making the calls at once,
+or pausing with its lock released: numalign.kubelet.podadmission); `allocate` makes them at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from numalign.core.hint import TopologyHint
-from numalign.errors import AllocationError, PluginError
+from numalign.errors import AllocationError, EmptyAllocateError, PluginError
 from numalign.k8s.deviceplugin import HEALTHY, ContainerAllocateResponse, Device
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
@@ -56,6 +56,8 @@ from numalign.kubelet.topologymanager.provider import (
     HintProvider,
     ImplicitHintProvider,
     ListOrImplicit,
+    SteppedProvider,
+    make_calls_now,
 )
 from numalign.kubelet.versions import DEFAULT_BEHAVIOURS, Behaviours
 from numalign.paths import ENDPOINT_STOP_GRACE_PERIOD as ENDPOINT_STOP_GRACE_PERIOD  # re-export
@@ -94,8 +96,9 @@ class DeviceCapacity:
 
 @dataclass(frozen=True)
 class AllocateCall:
-    """One plugin Allocate call an allocation decided: the devices are taken, the call is the caller's
-    to make (DeviceManager.take_calls), its answer recorded by `answered` or its failure by `failed`."""
+    """One plugin Allocate call, where the kubelet makes it (DeviceManager.allocate_steps yields it): the
+    devices are taken; the caller makes the call and sends the plugin's answer back, or throws the
+    PluginError it raised."""
 
     pod_uid: str
     container_name: str
@@ -103,6 +106,14 @@ class AllocateCall:
     endpoint: Endpoint
     device_ids: tuple[str, ...]
     per_numa: DevicesPerNUMA
+
+    def make(self) -> ContainerAllocateResponse:
+        """The plugin's Allocate (raises PluginError)."""
+        return self.endpoint.allocate(list(self.device_ids))
+
+
+# An allocation's steps: the Allocate calls it yields, each answered with the plugin's response.
+AllocateSteps = Generator[AllocateCall, ContainerAllocateResponse, None]
 
 
 def _count(limits: Mapping[str, Quantity], resource: str) -> int:
@@ -148,8 +159,6 @@ class DeviceManager:
         self.allocated: dict[str, set[str]] = {}
         self.pod_devices = PodDevices()
         self.devices_to_reuse: dict[str, dict[str, set[str]]] = {}
-        # The Allocate calls decided since the caller last took them (take_calls), in the kubelet's order.
-        self.calls: list[AllocateCall] = []
 
     # -- plugins and inventory -------------------------------------------------------------------
 
@@ -334,28 +343,38 @@ class DeviceManager:
     # -- allocation ------------------------------------------------------------------------------
 
     def allocate(self, pod: Pod, container: Container) -> None:
+        """Allocate, its plugin calls made at once (the HintProvider contract; a container re-allocated at
+        start, callers driving the device manager alone). A failing call raises AllocationError."""
+        make_calls_now(self.allocate_steps(pod, container))
+
+    allocate_now = allocate  # the name callers re-allocating a container at start use
+
+    def allocate_steps(self, pod: Pod, container: Container) -> AllocateSteps:
         """Allocate: init containers first (the caller's order), reusing a pod's init-container
-        devices; a regular init container's devices become reusable, a sidecar's do not."""
+        devices; a regular init container's devices become reusable, a sidecar's do not. Each plugin
+        Allocate call is yielded where the kubelet makes it, for the caller to make (see the module)."""
         reuse = self.devices_to_reuse.setdefault(pod.uid, {})
         for uid in [u for u in self.devices_to_reuse if u != pod.uid]:
             del self.devices_to_reuse[uid]
         for init in pod.init_containers:
             if init.name == container.name:
-                self._allocate_container_resources(pod, container, reuse)
+                yield from self._allocate_container_resources(pod, container, reuse)
                 if init.restart_policy != "Always":
                     self.pod_devices.add_container_allocated_resources(pod.uid, container.name, reuse)
                 else:
                     self.pod_devices.remove_container_allocated_resources(pod.uid, container.name, reuse)
                 return
-        self._allocate_container_resources(pod, container, reuse)
+        yield from self._allocate_container_resources(pod, container, reuse)
         self.pod_devices.remove_container_allocated_resources(pod.uid, container.name, reuse)
 
     def _allocate_container_resources(
         self, pod: Pod, container: Container, reuse: Mapping[str, set[str]]
-    ) -> None:
-        """Upstream's allocateContainerResources up to each Allocate call, which is left to the caller; its
-        checkpoint write comes with the answers (`answered`)."""
+    ) -> AllocateSteps:
+        """Upstream's allocateContainerResources: per resource, the devices (GetPreferredAllocation
+        included), then the plugin's Allocate call, whose answer is recorded before the next resource is
+        looked at; one checkpoint write once every call of the container is answered."""
         updated = False
+        write = False
         for resource in sorted(container.limits):
             if not self.is_device_plugin_resource(resource):
                 continue
@@ -368,6 +387,7 @@ class DeviceManager:
             picked = devices_to_allocate(self, request)
             if not picked:
                 continue
+            write = True
             info = self.endpoints.get(resource)
             if info is None:
                 self.allocated = self.pod_devices.devices()
@@ -379,51 +399,30 @@ class DeviceManager:
                 raise AllocationError(f"endpoint {resource} has been stopped")
             devs = sorted_ids(picked)
             per_numa = self._per_numa(resource, devs)
-            self.calls.append(AllocateCall(pod.uid, container.name, resource, info.endpoint, tuple(devs), per_numa))
-            # taken now, without the plugin's answer (left out of the checkpoint until `answered`)
+            # Held while the call is out, answer-less (so out of the checkpoint): an admission paused there
+            # (podadmission) must not see them free when a pass rebuilds allocatedDevices from podDevices.
             self.pod_devices.insert(pod.uid, container.name, resource, per_numa, None)
-
-    def take_calls(self) -> tuple[AllocateCall, ...]:
-        """The Allocate calls decided since the last take, in the kubelet's order, for the caller to make."""
-        calls, self.calls = tuple(self.calls), []
-        return calls
-
-    def answered(self, calls: Sequence[AllocateCall], responses: Sequence[ContainerAllocateResponse]) -> None:
-        """The calls' answers, recorded as the kubelet records them: into podDevices, then one checkpoint
-        write per container (upstream writes once its container's calls are answered)."""
-        written: set[tuple[str, str]] = set()
-        for call, resp in zip(calls, responses, strict=True):
-            self.pod_devices.insert(call.pod_uid, call.container_name, call.resource, call.per_numa, resp)
-            written.add((call.pod_uid, call.container_name))
-        for _ in written:
+            try:
+                resp = yield AllocateCall(pod.uid, container.name, resource, info.endpoint, tuple(devs), per_numa)
+            except EmptyAllocateError as e:
+                # Upstream returns without rolling allocatedDevices back: the devices stay taken until an
+                # UpdateAllocatedDevices finds a pod to forget (the rejected one, if it holds any others).
+                self.pod_devices.delete_entry(pod.uid, container.name, resource)
+                raise AllocationError(f"no containers return in allocation response {self._empty_response()}") from e
+            except PluginError as e:
+                self.pod_devices.delete_entry(pod.uid, container.name, resource)
+                self.allocated = self.pod_devices.devices()
+                raise AllocationError(str(e)) from e
+            self.pod_devices.insert(pod.uid, container.name, resource, per_numa, resp)
+        if write:
             self._checkpoint()
 
-    def failed(self, calls: Sequence[AllocateCall]) -> None:
-        """A failing call and those after it: the kubelet stopped there, so none of their devices is held
-        (upstream rolls allocatedDevices back to podDevices, where the failing container's are not; it
-        writes no checkpoint)."""
-        for call in calls:
-            self.pod_devices.delete_entry(call.pod_uid, call.container_name, call.resource)
-        self.allocated = self.pod_devices.devices()
-
-    def allocate_now(self, pod: Pod, container: Container) -> None:
-        """Allocate, make the plugin calls and record their answers, as the kubelet's Allocate does in one
-        go (a container re-allocated at start; callers driving the device manager alone). A failing call
-        raises AllocationError with its text, leaving what earlier calls recorded, as upstream does."""
-        reuse = {r: set(ids) for r, ids in self.devices_to_reuse.get(pod.uid, {}).items()}
-        self.allocate(pod, container)
-        calls = self.take_calls()
-        responses: list[ContainerAllocateResponse] = []
-        for call in calls:
-            try:
-                responses.append(call.endpoint.allocate(list(call.device_ids)))
-            except PluginError as e:
-                for done, resp in zip(calls, responses, strict=False):  # recorded, not written (upstream)
-                    self.pod_devices.insert(done.pod_uid, done.container_name, done.resource, done.per_numa, resp)
-                self.failed(calls[len(responses):])
-                self.devices_to_reuse[pod.uid] = reuse  # upstream returns before updating it
-                raise AllocationError(str(e)) from e
-        self.answered(calls, responses)
+    def _empty_response(self) -> str:
+        """Go's %v of the AllocateResponse that had no container response (it has no other field): the text
+        its generated String gives (gogo's struct text up to 1.33, protoc-gen-go's text format from 1.34)."""
+        if self.behaviours.gogo_api_text:
+            return "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}"
+        return ""
 
     def _per_numa(self, resource: str, devs: Iterable[str]) -> DevicesPerNUMA:
         out: DevicesPerNUMA = {}
@@ -441,15 +440,20 @@ class DeviceManager:
         reuse = self.devices_to_reuse.get(pod_uid)
         if reuse is not None:
             self.pod_devices.remove_container_allocated_resources(pod_uid, container_name, reuse)
-        self.pod_devices.delete_container(pod_uid, container_name)
-        self.allocated = self.pod_devices.devices()
+        if container_name in self.pod_devices.devs.get(pod_uid, {}):
+            # allocatedDevices is rebuilt only when podDevices forgets something, as upstream's pass does
+            self.pod_devices.delete_container(pod_uid, container_name)
+            self.allocated = self.pod_devices.devices()
         self._checkpoint()
 
     def remove_pod(self, pod_uid: str) -> None:
-        """Release every device of a pod, as UpdateAllocatedDevices does for an inactive pod."""
+        """Release every device of a pod, as UpdateAllocatedDevices does for an inactive pod: a pod
+        podDevices does not hold leaves allocatedDevices as it is (devices a plugin's empty Allocate answer
+        left taken stay so until a pass forgets some pod, as upstream's do; so in remove_container)."""
         self.devices_to_reuse.pop(pod_uid, None)
-        self.pod_devices.delete([pod_uid])
-        self.allocated = self.pod_devices.devices()
+        if self.pod_devices.has_pod(pod_uid):
+            self.pod_devices.delete([pod_uid])
+            self.allocated = self.pod_devices.devices()
         self._checkpoint()
 
     # -- container start -------------------------------------------------------------------------
@@ -535,3 +539,4 @@ class DeviceManager:
 # upstream: var _ Manager = &ManagerImpl{} (checked by mypy, free at run time)
 _conforms: type[HintProvider] = DeviceManager
 _conforms_implicit: type[ImplicitHintProvider] = DeviceManager
+_conforms_stepped: type[SteppedProvider] = DeviceManager

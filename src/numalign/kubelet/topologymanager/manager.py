@@ -19,7 +19,7 @@ from numalign.core.policies import PolicyName
 from numalign.core.policies.options import Maturity
 from numalign.core.policies.startup import start_policy
 from numalign.k8s.pod import Container, Pod
-from numalign.kubelet.topologymanager.provider import HintProvider
+from numalign.kubelet.topologymanager.provider import CallSteps, HintProvider, make_calls_now
 from numalign.kubelet.topologymanager.scopes import Scope, ScopeOutcome, make_scope
 
 log = logging.getLogger("numalign.kubelet.topologymanager.manager")
@@ -76,10 +76,15 @@ class TopologyManager:
     # --- admission
     def decide(self, pod: Pod) -> ScopeOutcome:
         """The Topology Manager admit handler's verdict and per-container decisions; an admitted pod holds
-        what the providers allocated. The kubelet's rejection count is its caller's (Node, or admit)."""
+        what the providers allocated. The kubelet's rejection count is its caller's (Node, or admit).
+        Plugin calls are made at once."""
+        return make_calls_now(self.decide_steps(pod))
+
+    def decide_steps(self, pod: Pod) -> CallSteps[ScopeOutcome]:
+        """decide, as steps between the plugin calls a provider's Allocate makes (Scope.admit_steps)."""
         self.metrics.inc(m.TM_ADMISSION_REQUESTS)
         t0 = time.perf_counter()
-        outcome = self.scope.admit(pod)
+        outcome = yield from self.scope.admit_steps(pod)
         elapsed_ms = int((time.perf_counter() - t0) * 1000)  # the kubelet observes whole milliseconds
         self.metrics.observe(m.TM_ADMISSION_DURATION, float(elapsed_ms))
         if not outcome.result.admit:

@@ -14,10 +14,12 @@ scopes prefer.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Generator
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from numalign.core.hint import ProviderHints, TopologyHint
 from numalign.core.implicit.hints import ImplicitHints, ProviderAnswer
+from numalign.errors import PluginError
 from numalign.k8s.pod import Container, Pod
 
 
@@ -61,3 +63,42 @@ class ImplicitHintProvider(Protocol):
     def implicit_topology_hints(self, pod: Pod, container: Container) -> ProviderAnswer: ...
 
     def implicit_pod_topology_hints(self, pod: Pod) -> ProviderAnswer: ...
+
+
+class PluginCall(Protocol):
+    """A call to a plugin that a provider's Allocate makes midway (the device manager's plugin Allocate):
+    the provider yields it, its caller makes it (`make`) and sends the answer back, or throws the
+    PluginError it raised."""
+
+    def make(self) -> Any: ...
+
+
+_R = TypeVar("_R")
+
+# A provider's Allocate, or an admission, as the steps between its plugin calls (see PluginCall).
+CallSteps = Generator[PluginCall, Any, _R]
+
+
+@runtime_checkable
+class SteppedProvider(Protocol):
+    """A provider whose Allocate makes plugin calls (the device manager): `allocate_steps` yields each one
+    where the kubelet makes it, so the admission can make it at once or pause there."""
+
+    def allocate_steps(self, pod: Pod, container: Container) -> CallSteps[None]: ...
+
+
+def make_calls_now(steps: CallSteps[_R]) -> _R:
+    """Drive steps making each plugin call at once, as the kubelet does; a plugin's PluginError goes back
+    into the steps, whose provider ends its Allocate there as upstream's does."""
+    try:
+        call = next(steps)
+        while True:
+            try:
+                answer = call.make()
+            except PluginError as e:
+                call = steps.throw(e)
+            else:
+                call = steps.send(answer)
+    except StopIteration as done:
+        result: _R = done.value
+        return result

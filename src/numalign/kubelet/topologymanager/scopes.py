@@ -2,6 +2,11 @@
 
 Upstream order is kept: hints are stored before Allocate, earlier containers are never rolled back
 when a later one fails (the kubelet doesn't either), and policy none only calls Allocate.
+
+`admit_steps` is the admission as steps between the plugin calls a provider's Allocate makes (the
+device manager's, SteppedProvider): each is yielded where the kubelet makes it and its answer sent back,
+so a failing call ends the admission there, before any later provider or container is looked at, as
+upstream's loop returns. `admit` makes the calls at once.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from numalign.core.policies import Policy, PolicyName, is_alignment_guaranteed
 from numalign.errors import AllocationError, ConfigError
 from numalign.k8s.pod import Container, Pod
 from numalign.kubelet.topologymanager import merge_memo
-from numalign.kubelet.topologymanager.provider import HintProvider
+from numalign.kubelet.topologymanager.provider import CallSteps, HintProvider, make_calls_now
 
 NO_AFFINITY = TopologyHint(None, False)
 
@@ -86,15 +91,25 @@ class Scope:
 
     # --- admission
     def admit(self, pod: Pod) -> ScopeOutcome:
+        """The admission with every plugin call made at once."""
+        return make_calls_now(self.admit_steps(pod))
+
+    def admit_steps(self, pod: Pod) -> CallSteps[ScopeOutcome]:
         raise NotImplementedError
 
     def _provider_names(self) -> list[str]:
         return [p.name for p in self.providers]
 
-    def _allocate(self, pod: Pod, container: Container) -> AdmitResult | None:
+    def _allocate(self, pod: Pod, container: Container) -> CallSteps[AdmitResult | None]:
+        """allocateAlignedResources: each provider's Allocate in order, up to the first error."""
         for p in self.providers:
             try:
-                p.allocate(pod, container)
+                # a plain attribute test, as in _provider_answers (SteppedProvider: the device manager)
+                steps = getattr(p, "allocate_steps", None)
+                if steps is None:
+                    p.allocate(pod, container)
+                else:
+                    yield from steps(pod, container)
             except AllocationError as e:
                 return AdmitResult.from_allocation_error(e.reason, str(e))
         return None
@@ -134,18 +149,6 @@ class Scope:
                 out.append(implicit(pod, container) if implicit is not None else p.get_topology_hints(pod, container))
         return out
 
-    def failed_at(self, decisions: Sequence[ContainerDecision], container: str,
-                  failed: AdmitResult) -> list[ContainerDecision]:
-        """The decisions this scope's admit records when a provider's Allocate fails at `container`, from
-        those it recorded going on (a device plugin's Allocate is made after the decision, then settled:
-        numalign.kubelet.podadmission): those of the containers before it, then its own with the error."""
-        kept: list[ContainerDecision] = []
-        for d in decisions:
-            if d.container == container:
-                return [*kept, _with_error(d, failed)]
-            kept.append(d)
-        return kept
-
     def _count_alignment(self, ok: bool) -> None:
         if is_alignment_guaranteed(self.policy):
             name = m.ALIGNED_COUNT if ok else m.ALIGNED_FAILURE
@@ -155,23 +158,19 @@ class Scope:
 class NoneScope(Scope):
     name = "none"
 
-    def admit(self, pod: Pod) -> ScopeOutcome:
+    def admit_steps(self, pod: Pod) -> CallSteps[ScopeOutcome]:
         for c in pod.all_containers():
-            failed = self._allocate(pod, c)
+            failed = yield from self._allocate(pod, c)
             if failed is not None:
                 d = ContainerDecision(c.name, (), None, False, (), failed.message)
                 return ScopeOutcome(failed, [d])
         return ScopeOutcome(AdmitResult.admitted())
 
-    def failed_at(self, decisions: Sequence[ContainerDecision], container: str,
-                  failed: AdmitResult) -> list[ContainerDecision]:
-        return [ContainerDecision(container, (), None, False, (), failed.message)]
-
 
 class ContainerScope(Scope):
     name = "container"
 
-    def admit(self, pod: Pod) -> ScopeOutcome:
+    def admit_steps(self, pod: Pod) -> CallSteps[ScopeOutcome]:
         out = ScopeOutcome(AdmitResult.admitted())
         for c in pod.all_containers():
             hints = self._provider_answers(pod, c)
@@ -184,7 +183,7 @@ class ContainerScope(Scope):
                 return out
             assert d.merged is not None
             self.set_topology_hint(pod.uid, c.name, d.merged)
-            failed = self._allocate(pod, c)
+            failed = yield from self._allocate(pod, c)
             if failed is not None:
                 self.metrics.inc(m.TM_ADMISSION_ERRORS)
                 out.decisions.append(_with_error(d, failed))
@@ -198,7 +197,7 @@ class ContainerScope(Scope):
 class PodScope(Scope):
     name = "pod"
 
-    def admit(self, pod: Pod) -> ScopeOutcome:
+    def admit_steps(self, pod: Pod) -> CallSteps[ScopeOutcome]:
         hints = self._provider_answers(pod, None)
         d = self._merge("", hints)
         if not d.admit:
@@ -208,16 +207,12 @@ class PodScope(Scope):
         assert d.merged is not None
         for c in pod.all_containers():
             self.set_topology_hint(pod.uid, c.name, d.merged)
-            failed = self._allocate(pod, c)
+            failed = yield from self._allocate(pod, c)
             if failed is not None:
                 self.metrics.inc(m.TM_ADMISSION_ERRORS)
                 return ScopeOutcome(failed, [_with_error(d, failed, c.name)])
         self._count_alignment(True)
         return ScopeOutcome(AdmitResult.admitted(), [d])
-
-    def failed_at(self, decisions: Sequence[ContainerDecision], container: str,
-                  failed: AdmitResult) -> list[ContainerDecision]:
-        return [_with_error(d, failed, container) for d in decisions[:1]]
 
 
 def _with_error(d: ContainerDecision, failed: AdmitResult, container: str | None = None) -> ContainerDecision:
