@@ -83,3 +83,26 @@ def test_would_fit_if_says_what_it_tried(no_hugepages: Path, tmp_path: Path,
 ])
 def test_one_unit_style(size: int, text: str) -> None:
     assert readable_bytes(size) == text.replace("1.5Gi", "~1.5Gi")
+
+
+def test_short_of_at_64_numa_nodes_names_ranges_not_64_entries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pod = tmp_path / "huge.yaml"
+    pod.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: huge}\nspec:\n  containers:\n  - name: c\n"
+                   "    resources: {limits: {cpu: '2000', memory: 2Gi}}\n", encoding="utf-8")
+    text, doc = _answer(capsys, "--machine", "numa-64", "--policy-option", "max-allowable-numa-nodes=64", str(pod))
+    (line,) = [x for x in text.splitlines() if x.startswith("  short of: ")]
+    # CPU 0 is reserved: NUMA 0 has 14 whole free CPUs of its 16, the other 63 all of theirs
+    assert "cpu needs 2000 exclusive CPUs (free: NUMA 0 14, NUMA 1-63 16 each; the node 1022 of 1022" in line
+    assert len(line) < 200
+    assert "NUMA 1-63 16 each" in json.dumps(doc)  # JSON's shortOf says the same
+
+
+def test_short_of_with_64_different_amounts_names_the_most_free_and_counts_the_rest() -> None:
+    from numalign.answer.shortfall import Shortfall
+
+    per_numa = tuple((n, n % 40) for n in range(64))  # 0-39 once, then 0-23 again: pairs and singles
+    text = Shortfall("cpu", 100_000, per_numa, 100, 40_000, 1_024_000).text()
+    assert text == ("cpu needs 100 exclusive CPUs (free: NUMA 35 35, NUMA 36 36, NUMA 37 37, NUMA 38 38, "
+                    "NUMA 39 39, and 59 more NUMA nodes with 34 or less; the node 40 of 1024 allocatable)")

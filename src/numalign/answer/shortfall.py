@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from numalign.answer.rejected import Rejected
 from numalign.answer.why import numa_bound, show
+from numalign.k8s.cpuset import format_cpuset
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY, is_hugepage_resource_name
 from numalign.kubelet.admission.allocatable import RESOURCE_PODS
 from numalign.kubelet.node import Node
@@ -44,12 +45,45 @@ class Shortfall:
         need = f"{self.numa_need} exclusive CPUs" if exclusive else show(r, self.need)
         parts = []
         if self.per_numa:
-            parts.append(", ".join(f"NUMA {n} {v if r == RESOURCE_CPU else show(r, v)}" for n, v in self.per_numa))
+            parts.append(_per_numa_text(r, self.per_numa))
         if self.node_allocatable == 0:
             parts.append(f"this node has 0 {r}")
         else:
             parts.append(f"the node {show(r, self.node_free)} of {show(r, self.node_allocatable)} allocatable")
         return f"{r} needs {need} (free: {'; '.join(parts)})"
+
+
+# Beyond this many "NUMA n free" entries the line names the NUMA nodes with the most free and sums up the rest.
+MAX_NUMA_ENTRIES = 6
+# NUMA nodes sharing a free amount are named as one range ("NUMA 0-63 0 each") from this many on; two stay
+# apart ("NUMA 0 0, NUMA 1 0"), which reads as plainly as a range at that size.
+MIN_GROUP = 3
+
+
+def _per_numa_text(resource: str, per_numa: tuple[tuple[int, int], ...]) -> str:
+    """Free per NUMA node, readable at 64 NUMA nodes: equal amounts share a range in the cpuset spelling
+    ("NUMA 0-31,33-63 0 each"), and past MAX_NUMA_ENTRIES entries only those with the most free are named,
+    the rest counted ("NUMA 5 7, ..., and 40 more NUMA nodes with 2 or less")."""
+    def amount(v: int) -> str:
+        return str(v) if resource == RESOURCE_CPU else show(resource, v)
+
+    by_free: dict[int, list[int]] = {}
+    for n, v in per_numa:
+        by_free.setdefault(v, []).append(n)
+    entries: list[tuple[int, int, str]] = []  # (first NUMA id, free, text): shown in NUMA order
+    for v, ids in by_free.items():
+        if len(ids) >= MIN_GROUP:
+            entries.append((ids[0], v, f"NUMA {format_cpuset(ids)} {amount(v)} each"))
+        else:
+            entries.extend((n, v, f"NUMA {n} {amount(v)}") for n in ids)
+    if len(entries) <= MAX_NUMA_ENTRIES:
+        return ", ".join(t for _, _, t in sorted(entries))
+    ranked = sorted(entries, key=lambda e: (-e[1], e[0]))
+    shown, rest = ranked[:MAX_NUMA_ENTRIES - 1], ranked[MAX_NUMA_ENTRIES - 1:]
+    rest_ids = sum(len(by_free[v]) if len(by_free[v]) >= MIN_GROUP else 1 for _, v, _ in rest)
+    most = max(v for _, v, _ in rest)
+    return (", ".join(t for _, _, t in sorted(shown))
+            + f", and {rest_ids} more NUMA nodes with {amount(most)} or less")
 
 
 def shortfalls(node: Node, pod: Rejected) -> list[Shortfall]:
