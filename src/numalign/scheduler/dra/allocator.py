@@ -261,6 +261,10 @@ class Allocator:
         self.constraints: list[list[Constraint]] = []
         self.results: list[list[DeviceResult]] = [[] for _ in claims]
         f = self.features
+        under_previous = self.generation.validates_under_previous_key
+        # upstream's verdicts per device and request key while it validates (it starts the search with
+        # none): kept only where a release validates under another request's key (_selectable_under)
+        self._keyed: dict[tuple[DeviceID, Key], bool] = {}
         for ci, claim in enumerate(claims):
             min_devices = 0
             for ri, request in enumerate(claim.spec.requests):
@@ -280,7 +284,8 @@ class Allocator:
                 if request.first_available:
                     fewest = sys.maxsize
                     for si, sub in enumerate(request.first_available):
-                        data = self._validate(claim, (ci, ri, si), sub, request.name)
+                        under = (ci, ri, si - 1) if under_previous and si > 0 else None
+                        data = self._validate(claim, (ci, ri, si), sub, request.name, under)
                         self.requests[(ci, ri, si)] = data
                         fewest = min(fewest, data.num_devices)
                 else:
@@ -309,6 +314,7 @@ class Allocator:
                     raise AllocatorError(f"claim {claim.key}, constraint #{i}: empty constraint (unsupported "
                                          "constraint type?)")
             self.constraints.append(constraints)
+        self._keyed = {}  # upstream empties its cache before the search (deviceMatchesRequest = make(...))
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, 20_000))
         try:
@@ -333,8 +339,11 @@ class Allocator:
                     r.share_id = str(uuid.uuid5(_SHARE_NAMESPACE,
                                                 f"{claim.key}/{r.request_name}/{device_id_text(r.device_id)}/{i}"))
 
-    def _validate(self, claim: ResourceClaim, key: Key, sub: DeviceSubRequest, parent: str | None) -> _RequestData:
-        """validateDeviceRequest."""
+    def _validate(self, claim: ResourceClaim, key: Key, sub: DeviceSubRequest, parent: str | None,
+                  under: Key | None = None) -> _RequestData:
+        """validateDeviceRequest; `under` is the key a release that validates subrequests under the previous
+        one's key (Generation.validates_under_previous_key) checks an `All` subrequest's devices under."""
+        keyed = self.generation.validates_under_previous_key
         name = sub.name
         for i, selector in enumerate(sub.selectors):
             if not selector.expression:
@@ -370,7 +379,10 @@ class Allocator:
             for s in pool.slices:
                 for device in s.devices:
                     candidate = Candidate((s.driver, s.pool.name, device.name), device, s, pool)
-                    if not self._selectable(key, data, candidate):
+                    if keyed:
+                        if not self._selectable_under(under or key, key, data, candidate):
+                            continue
+                    elif not self._selectable(key, data, candidate):
                         continue
                     if self.features.consumable_capacity and not self._capacity_fits(sub, candidate):
                         continue
@@ -802,6 +814,21 @@ class Allocator:
         elif c.slice.per_device_node_selection:
             result = node_matches(self.node, c.device.node_name, c.device.all_nodes, c.device.node_selector)
         self._matches[cache_key] = result
+        return result
+
+    def _selectable_under(self, under: Key, key: Key, data: _RequestData, c: Candidate) -> bool:
+        """isSelectable as releases up to 1.35 call it while validating: cached per device and request key,
+        where `under` may be the previous subrequest's key (Generation.validates_under_previous_key). A
+        verdict found there wins (a second `All` subrequest gets the first one's devices, its own selectors
+        never evaluated on them); one computed here is kept under `under`. Only validation reads these:
+        upstream's search starts with an empty cache."""
+        if not self.features.device_binding_and_status and c.device.binding_conditions:
+            return False  # decided before upstream's cache is read, and not kept in it
+        found = self._keyed.get((c.device_id, under))
+        if found is not None:
+            return found
+        result = self._selectable(key, data, c)  # a selector's error propagates, nothing kept (as upstream)
+        self._keyed[(c.device_id, under)] = result
         return result
 
     def _paths_of(self, data: _RequestData) -> tuple[cel.Path, ...] | None:

@@ -49,6 +49,12 @@ class Generation:
     # rest is searched as the request's first subrequest: with a first subrequest of one device, an `All`
     # subrequest gets only its first device.
     all_mode_keeps_subrequest: bool = True
+    # Up to 1.35 a request's subrequest i (i >= 1) is validated under subrequest i-1's key (the key's
+    # subRequestIndex is set after validateDeviceRequest; 1.36 sets it before), and isSelectable caches
+    # its verdicts per device and key: an `All` subrequest reads the verdicts subrequest i-1's own `All`
+    # list left there (its own selectors never evaluated on those devices), and writes its own verdicts
+    # under i-1's key where none were, which subrequest i-1's search then reads as its own.
+    validates_under_previous_key: bool = False
     # 1.35+: invalid pools are skipped; when nothing fits, "invalid resource pools were encountered".
     reports_invalid_pools: bool = False
     # 1.36.3+, 1.37: a device rejected after its counters were reserved (taint, constraint, capacity) gives
@@ -114,7 +120,8 @@ _MORE: Final = _BASIC | {"DeviceBindingAndStatus", "ConsumableCapacity"}
 _ALL: Final = _MORE | {"ListTypeAttributes", "DeviceStatus"}
 
 _G34: Final = Generation("", frozenset(), invalid_pool_aborts=True, counts_pool_on_every_node=False,
-                         distinct_compares_values=False, all_mode_keeps_subrequest=False)
+                         distinct_compares_values=False, all_mode_keeps_subrequest=False,
+                         validates_under_previous_key=True)
 _G35: Final = Generation("", frozenset(), reports_invalid_pools=True)
 _G35_NEW: Final = replace(_G35, counter_slices_for_every_node=True)
 _G36_NEW: Final = replace(_G35_NEW, searches_combinations=True, sorts_pools=True, knows_consumable_capacity=True,
@@ -131,10 +138,12 @@ RELEASES: Final[Mapping[int, Release]] = {
                      replace(_G34, name="experimental", supported=_MORE | {"DeviceStatus"},
                              knows_consumable_capacity=True, capacity_error_names_subrequest=False)),
                 device_status_is_feature=True),
-    35: Release(35, (replace(_G35, name="stable", all_mode_keeps_subrequest=False),
-                     replace(_G35_NEW, name="incubating", supported=_BASIC, all_mode_keeps_subrequest=False),
+    35: Release(35, (replace(_G35, name="stable", all_mode_keeps_subrequest=False,
+                             validates_under_previous_key=True),
+                     replace(_G35_NEW, name="incubating", supported=_BASIC, all_mode_keeps_subrequest=False,
+                             validates_under_previous_key=True),
                      replace(_G35_NEW, name="experimental", supported=_MORE, knows_consumable_capacity=True,
-                             all_mode_keeps_subrequest=False))),
+                             all_mode_keeps_subrequest=False, validates_under_previous_key=True))),
     36: Release(36, (replace(_G35, name="stable", supported=_BASIC),
                      replace(_G36_NEW, name="incubating", supported=_MORE),
                      replace(_G36_NEW, name="experimental", supported=_MORE | {"ListTypeAttributes"})),

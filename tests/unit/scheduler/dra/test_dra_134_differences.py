@@ -100,3 +100,40 @@ def test_before_136_an_all_subrequest_goes_on_as_the_first_subrequest(version: s
     case["claims"][0]["spec"]["devices"]["requests"] = [{"name": "r0", "firstAvailable": [
         {"name": "s0", "deviceClassName": "none"}, {"name": "s1", "deviceClassName": "gpu", "allocationMode": "All"}]}]
     assert _devices(answer(case, version)) == devices
+
+
+def _two_drivers_case(s1_selectors: list[dict[str, Any]]) -> dict[str, Any]:
+    """firstAvailable [s0: every GPU, s1: every NIC], with gpu-0 held by another pod so s0 cannot be had."""
+    nics = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "nics"},
+            "spec": {"driver": "nic.example.com", "pool": {"name": "nics", "generation": 1, "resourceSliceCount": 1},
+                     "nodeName": "node-a", "devices": [{"name": "nic-0"}, {"name": "nic-1"}]}}
+    case = _case({}, [_slice("a", "node-a", ["gpu-0", "gpu-1"], count=1), nics])
+    case["classes"].append({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "nic"},
+                            "spec": {"selectors": [{"cel": {"expression": 'device.driver == "nic.example.com"'}}]}})
+    case["claims"][0]["spec"]["devices"]["requests"] = [{"name": "r0", "firstAvailable": [
+        {"name": "s0", "deviceClassName": "gpu", "allocationMode": "All"},
+        {"name": "s1", "deviceClassName": "nic", "allocationMode": "All", "selectors": s1_selectors}]}]
+    case["allocated"] = [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                          "metadata": {"name": "held", "namespace": "other", "uid": "uid-held"},
+                          "spec": {"devices": {"requests": [{"name": "req", "exactly": {"deviceClassName": "gpu"}}]}},
+                          "status": {"allocation": {"devices": {"results": [
+                              {"request": "req", "driver": "gpu.example.com", "pool": "gpus", "device": "gpu-0"}]}}}}]
+    return case
+
+
+@pytest.mark.parametrize("version", ["1.34.4", "1.35.4"])
+def test_before_136_a_second_all_subrequest_gets_the_first_ones_devices(version: str) -> None:
+    # Up to 1.35 s1 is validated under s0's key, and s0's verdicts are cached there: s1's "all devices" are
+    # s0's GPUs (one held by another pod), so neither subrequest can be had.
+    out = answer(_two_drivers_case([]), version)
+    assert (out["outcome"], out["message"]) == ("unschedulable", "cannot allocate all claims")
+    # ... and s1's own selector is never evaluated: one that fails on every NIC does not fail the allocation.
+    out = answer(_two_drivers_case([{"cel": {"expression": 'device.attributes["x"].missing == 1'}}]), version)
+    assert (out["outcome"], out["message"]) == ("unschedulable", "cannot allocate all claims")
+
+
+@pytest.mark.parametrize("version", ["1.36.3", "1.37.2"])
+def test_from_136_a_second_all_subrequest_gets_its_own_devices(version: str) -> None:
+    assert _devices(answer(_two_drivers_case([]), version)) == ["nic-0", "nic-1"]
+    out = answer(_two_drivers_case([{"cel": {"expression": 'device.attributes["x"].missing == 1'}}]), version)
+    assert out["outcome"] == "error" and "CEL runtime error" in out["message"], out
