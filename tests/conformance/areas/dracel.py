@@ -127,11 +127,37 @@ def _device(rng: random.Random, minor: int, list_type: bool) -> dict[str, Any]:
 _OVER_A_MAP = re.compile(r"device\.(attributes|capacity)(\[[^\]]*\])?\.(exists|all|exists_one|filter|map)\(")
 
 
+# Deeply nested selectors. cel-go's parser refuses beyond 250 levels (its default: neither the API
+# server nor k8s.io/dynamic-resource-allocation/cel sets a parser option), cel-cpp's beyond 32
+# (docs/fidelity.md): chains the grammar reads as repetitions (`||`, unary `!` and `-`) are generated
+# at any depth, up to and past 250; parentheses, lists, calls and `+` chains stay below 32.
+_CHAINS = (
+    lambda n: " || ".join(["true"] * (n + 1)),
+    lambda n: " && ".join(["true"] * (n + 1)),
+    lambda n: "!" * (2 * (n // 2)) + "true",
+    lambda n: "-" * (2 * (n // 2)) + "1 == 1",
+)
+_NESTINGS = (
+    lambda n: "(" * n + "true" + ")" * n,
+    lambda n: " + ".join(["1"] * (n + 1)) + " > 0",
+    lambda n: "[" * n + "1" + "]" * n + " != []",
+    lambda n: "!(" * n + "true" + ")" * n,
+    lambda n: "string(" * n + "1" + ")" * n + ' != ""',
+)
+_CHAIN_DEPTHS = (1, 2, 31, 32, 33, 100, 249, 250, 251, 252, 300, 1000)
+
+
+def _nested(rng: random.Random) -> str:
+    if rng.random() < 0.5:
+        return rng.choice(_CHAINS)(rng.choice(_CHAIN_DEPTHS))
+    return rng.choice(_NESTINGS)(rng.randint(1, 28))
+
+
 def generate(rng: random.Random, version: str) -> dict[str, Any]:
     minor = int(version.split(".")[1])
     list_type = minor >= 36 and rng.random() < 0.3
     consumable = rng.random() < (0.8 if minor >= 36 else 0.3)
-    expr = _compose(rng, rng.randint(0, 3))
+    expr = _nested(rng) if rng.random() < 0.08 else _compose(rng, rng.randint(0, 3))
     return {
         "expr": expr,
         "features": {"consumable_capacity": consumable, "list_type_attributes": list_type},

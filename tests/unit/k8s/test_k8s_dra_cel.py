@@ -225,6 +225,15 @@ def test_selectors_nested_past_cel_cpps_parser_limit_are_refused_in_one_line() -
 
 
 @pytest.mark.parametrize(
+    "chain", [" || ".join(["false"] * 1000 + ["true"]), "!" * 1000 + "true", "-" * 1000 + "1 == 1"])
+def test_repetition_chains_are_not_nesting_and_pass_upstreams_250_levels(chain: str) -> None:
+    # cel-go's grammar reads these as one rule repeated: accepted at any length (conformance dra-cel)
+    compiled = compile_selector(chain, ALL)
+    assert compiled.error is None
+    assert evaluate(compiled, _device())[0] is True
+
+
+@pytest.mark.parametrize(
     ("expression", "cost"),
     [
         # measured with the real 1.36 library (conformance/, cel-go's cost tracker and planner)
@@ -234,6 +243,7 @@ def test_selectors_nested_past_cel_cpps_parser_limit_are_refused_in_one_line() -
         ('has(device.attributes["gpu.example.com"].model)', 3),
         ('int("12") + 1 == 13', 2),  # a constant conversion is done once
         ('{"a": 1}.a == 1', 3),
+        ("[[[[[[[1]]]]]]] != []", 0),  # a list of constant lists is a constant too (measured at 1.37.2)
         ('device.attributes["gpu.example.com"].?model.orValue("") == "h100"', 5),
     ],
 )

@@ -142,7 +142,7 @@ class _Compiler:
     def _list(self, e: Expr) -> Node:
         items = [self.node(x) for x in e.args]
         optional = e.optional_indices
-        constant = all(x.kind == "lit" for x in e.args)
+        constant = all(_constant(x) for x in e.args)
 
         def create(s: Scope, m: Meter) -> Any:
             out = []
@@ -165,7 +165,7 @@ class _Compiler:
 
     def _map(self, e: Expr) -> Node:
         entries = [(self.node(k), self.node(v), o) for k, v, o in e.entries]
-        base = 0 if all(k.kind == "lit" and v.kind == "lit" for k, v, _ in e.entries) else 30
+        base = 0 if all(_constant(k) and _constant(v) for k, v, _ in e.entries) else 30
 
         def create(s: Scope, m: Meter) -> Any:
             out: dict[Any, Any] = {}
@@ -290,7 +290,7 @@ class _Compiler:
             return membership
         if e.operand is not None and not _qualified(name, e):
             args.insert(0, self.node(e.operand))
-        if name in _CONVERSIONS and e.operand is None and all(a.kind == "lit" for a in e.args):
+        if name in _CONVERSIONS and e.operand is None and all(_constant(a) for a in e.args):
             # cel-go's optimizer converts a constant once, when the program is built: no cost
             converted = self._function(e, name, args)
 
@@ -374,6 +374,20 @@ class _Compiler:
                 raise CelError(f"no such overload: {name}({', '.join(type_name(v) for v in values)})")
             return ops._apply(name, values)
         return call
+
+
+def _constant(e: Expr) -> bool:
+    """Whether cel-go's optimizer (decOptimize, applied bottom-up) makes `e` a constant when the program
+    is built: a literal, a list or map literal of constants (so `[[1]]` too), a type conversion of
+    constants. Building or converting such a value then costs nothing at run time."""
+    if e.kind == "lit":
+        return True
+    if e.kind == "list":
+        return all(_constant(x) for x in e.args)
+    if e.kind == "map":
+        return all(_constant(k) and _constant(v) for k, v, _ in e.entries)
+    return (e.kind == "call" and e.name in _CONVERSIONS and e.operand is None
+            and all(_constant(a) for a in e.args))
 
 
 _CONVERSIONS: Final = frozenset({"int", "uint", "double", "string", "bytes", "bool", "duration", "timestamp", "dyn",
