@@ -84,3 +84,26 @@ def ended_runs(store: StateDirectory | None, *, writing: bool) -> Callable[[Mapp
     if store is None:
         return None
     return RunProcesses(store, process_alive_reclaiming if writing else process_alive).ended
+
+
+def refuse_a_running_run(what: str, record: Mapping[str, Any] | None, fix: str = "") -> None:
+    """`what` (e.g. "remove default/a") would free the pod of a `numalign run` whose process `record` says
+    still runs: refused in one line. A run's pod is released when its process ends (or by the next command
+    after a kill -9); freeing it before would give CPUs the process still runs pinned on to the next pod,
+    and the kubelet never frees a deleted pod's CPUs before its containers stopped. `fix`: another way out
+    than ending the process, if the command has one."""
+    if record is None:
+        return
+    from numalign.errors import InvalidInputError, NumalignError
+    from numalign.run.leftovers import holds
+    from numalign.run.process import ProcessRef, describe
+
+    try:
+        ref = ProcessRef.from_dict(record, "numalign_pods.json")
+    except NumalignError:
+        return  # not a record numalign run wrote: the pod is freed as asked
+    if holds(record):
+        raise InvalidInputError(
+            f"{what}: it is the pod of a running `numalign run` (pid {ref.pid}: {describe(ref.command)}), "
+            "which still runs on its CPUs; expected a pod no process holds; fix: end that process (kill "
+            f"{ref.pid}): its pod is released when it ends{fix}")

@@ -182,6 +182,8 @@ def _admit_all(req: AdmitRequest, pods: list[Any], notes: list[str], dra_objects
         # later pods, remove and nrt would start the node that way and meet the same refusal.
         write_record(req.state_dir, req.machine, req.machine_spec, req.config_path, list(req.flags),
                      req.kubelet_version)
+    if req.replace and store is not None and not req.dry_run:
+        _refuse_replacing_a_running_run(node, store, pods)
     from numalign.answer.admit import admit_pods
     from numalign.cli.commands.admit_dra import DRAAdmit
     from numalign.cli.options.clusterargs import Progress
@@ -196,6 +198,20 @@ def _admit_all(req: AdmitRequest, pods: list[Any], notes: list[str], dra_objects
     finally:
         progress.close()
     return node, doc
+
+
+def _refuse_replacing_a_running_run(node: Node, store: StateDirectory, pods: Sequence[Pod]) -> None:
+    """--replace removes the earlier pod of the same namespace/name or uid, as `remove` does; the pod of a
+    `numalign run` whose process still runs is refused as `remove` refuses it, before anything is written.
+    Same uid is the same pod to the kubelet: replacing it in place would hand the running process's record
+    (and CPUs) to the new version, and another uid would free CPUs the process still runs pinned on."""
+    from numalign.run.records import refuse_a_running_run
+
+    for pod in pods:
+        for old in node.pods.values():
+            if old.key == pod.key or old.uid == pod.uid:
+                refuse_a_running_run(f"admit --replace {pod.key}", store.processes.get(old.uid),
+                                     "; or admit the new version under another name (or metadata.uid)")
 
 
 def _dra_picture(doc: AdmitDocument, pods: list[Pod]) -> Callable[[NodeView], NodeView] | None:

@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
     removed = []
     check_state_dir(args.state_dir)
     with acquire_owner(args.state_dir, "numalign remove"):
-        from numalign.run.records import ended_runs  # ended `numalign run` processes are released
+        # ended `numalign run` processes are released; a running one's pod is not removed
+        from numalign.run.records import ended_runs, refuse_a_running_run
 
         store = state_directory(args.state_dir, kubelet_version=version)
         node = Node(machine, config, store=store, ended_pods=ended_runs(store, writing=True),
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         with node.transaction() as tx:
             pods = {pod.uid: pod for pod in (find_pod(node, ref, "remove", node_place) for ref in args.pods)}
             for pod in pods.values():
-                _refuse_a_running_run(pod.key, store.processes.get(pod.uid) if store is not None else None)
+                refuse_a_running_run(f"remove {pod.key}", store.processes.get(pod.uid) if store is not None else None)
                 node.remove(pod.uid)
                 removed.append({"namespace": pod.namespace, "name": pod.name, "uid": pod.uid})
         if tx.failure is not None:
@@ -97,23 +98,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"{left} pod(s) left in {args.state_dir}")
     return 0
 
-
-def _refuse_a_running_run(key: str, record: Any) -> None:
-    """A `numalign run` pod is released when its process ends (or by the next command after a kill -9).
-    Removing it while the process runs would free CPUs it still runs pinned on, and the next run would get
-    the same exclusive CPU; the kubelet never frees a deleted pod's CPUs before its containers stopped."""
-    if record is None:
-        return
-    from numalign.errors import InvalidInputError, NumalignError
-    from numalign.run.leftovers import holds
-    from numalign.run.process import ProcessRef, describe
-
-    try:
-        ref = ProcessRef.from_dict(record, "numalign_pods.json")
-    except NumalignError:
-        return  # not a record numalign run wrote: the pod is removed as asked
-    if holds(record):
-        raise InvalidInputError(
-            f"remove {key}: it is the pod of a running `numalign run` (pid {ref.pid}: {describe(ref.command)}), "
-            "which still runs on its CPUs; expected a pod no process holds; fix: end that process (kill "
-            f"{ref.pid}): its pod is released when it ends")
