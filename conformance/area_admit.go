@@ -115,6 +115,38 @@ type admitDevice struct {
 	Unhealthy bool `json:"unhealthy"`
 	// FailAllocate: the plugin's Allocate fails for a request that includes the device
 	FailAllocate bool `json:"failAllocate"`
+	// EmptyAllocate: the plugin answers an Allocate that includes the device with no container response
+	EmptyAllocate bool `json:"emptyAllocate"`
+}
+
+// pluginCalls is what the device plugins were asked, per resource, since the last step's answer: each
+// GetPreferredAllocation (the ids sorted: the kubelet sends Go set order) and Allocate.
+type pluginCalls struct {
+	mu    sync.Mutex
+	calls map[string][]map[string]any
+}
+
+func (p *pluginCalls) add(resource string, call map[string]any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.calls == nil {
+		p.calls = map[string][]map[string]any{}
+	}
+	p.calls[resource] = append(p.calls[resource], call)
+}
+
+func (p *pluginCalls) take() map[string][]map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.calls
+	p.calls = nil
+	return out
+}
+
+func sortedIDs(ids []string) []string {
+	out := append([]string{}, ids...)
+	sort.Strings(out)
+	return out
 }
 
 type admitStep struct {
@@ -218,11 +250,15 @@ func reservation(capacity, kube, system v1.ResourceList, thresholds []evictionap
 	return out
 }
 
-func deviceStubs(ctx context.Context, devices []admitDevice) ([]*plugin.Stub, map[string]int, error) {
+func deviceStubs(ctx context.Context, devices []admitDevice, log *pluginCalls) ([]*plugin.Stub, map[string]int, error) {
 	byResource := map[string][]*pluginapi.Device{}
 	failing := map[string]map[string]bool{}
+	empty := map[string]bool{}
 	order := []string{}
 	for _, d := range devices {
+		if d.EmptyAllocate {
+			empty[d.ID] = true
+		}
 		if d.FailAllocate {
 			if failing[d.Resource] == nil {
 				failing[d.Resource] = map[string]bool{}
@@ -249,7 +285,19 @@ func deviceStubs(ctx context.Context, devices []admitDevice) ([]*plugin.Stub, ma
 	for i, res := range order {
 		sock := filepath.Join(pluginapi.DevicePluginPath, "conformance-"+strconv.Itoa(i)+".sock")
 		stub := newStub(byResource[res], sock, res)
-		setStubFuncs(stub, allocateEach(failing[res]))
+		alloc, resource := allocateEach(failing[res], empty), res
+		setStubFuncs(stub, func(r *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+			for _, req := range r.ContainerRequests {
+				log.add(resource, map[string]any{"call": "Allocate", "devices": sortedIDs(requestDevices(req))})
+			}
+			return alloc(r)
+		}, func(r *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
+			for _, req := range r.ContainerRequests {
+				log.add(resource, map[string]any{"call": "GetPreferredAllocation", "available": sortedIDs(req.AvailableDeviceIDs),
+					"mustInclude": sortedIDs(req.MustIncludeDeviceIDs), "size": req.AllocationSize})
+			}
+			return preferNatural(r)
+		})
 		if err := startStub(ctx, stub); err != nil {
 			return stubs, nil, fmt.Errorf("device plugin stub %s: %w", res, err)
 		}
@@ -269,20 +317,25 @@ func deviceStubs(ctx context.Context, devices []admitDevice) ([]*plugin.Stub, ma
 // request (the stub's default answers none, which the kubelet rejects as unexpected); a request that
 // includes a failing device is refused, naming the failing devices it includes in natural order (the
 // kubelet sends the ids in Go set order). The error reaches the kubelet as a gRPC status of code
-// Unknown, as any plugin's error does.
-func allocateEach(failing map[string]bool) func(*pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+// Unknown, as any plugin's error does. A request that includes an "empty" device (and no failing one) is
+// answered with no container response at all.
+func allocateEach(failing, empty map[string]bool) func(*pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 	return func(r *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 		resp := &pluginapi.AllocateResponse{}
 		for _, req := range r.ContainerRequests {
-			bad := []string{}
+			bad, blank := []string{}, false
 			for _, id := range requestDevices(req) {
 				if failing[id] {
 					bad = append(bad, id)
 				}
+				blank = blank || empty[id]
 			}
 			if len(bad) > 0 {
 				sort.Slice(bad, func(i, j int) bool { return naturalLess(bad[i], bad[j]) })
 				return nil, fmt.Errorf("device %s failed to reset", strings.Join(bad, ","))
+			}
+			if blank {
+				return &pluginapi.AllocateResponse{}, nil
 			}
 			resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerAllocateResponse{
 				Envs: map[string]string{"CONFORMANCE": "1"},
@@ -517,7 +570,8 @@ func admitArea(raw json.RawMessage) (any, error) {
 		return nil, fmt.Errorf("admit case: device manager start: %w", err)
 	}
 	defer stopDeviceManager(dm)
-	stubs, counts, err := deviceStubs(ctx, c.Devices)
+	calls := &pluginCalls{}
+	stubs, counts, err := deviceStubs(ctx, c.Devices, calls)
 	defer func() {
 		for _, s := range stubs {
 			stopStub(s)
@@ -578,6 +632,9 @@ func admitArea(raw json.RawMessage) (any, error) {
 					ctrs[ctr.Name] = containerAnswer(tm, cpuM, memM, dm, pod, ctr)
 				}
 				out["containers"] = ctrs
+			}
+			if made := calls.take(); len(made) > 0 {
+				out["pluginCalls"] = made
 			}
 			if c.Held {
 				out["held"] = heldAnswer(ctx, tm, cpuM, memM, dm, state)

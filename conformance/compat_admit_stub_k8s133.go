@@ -9,12 +9,13 @@ import (
 
 // 1.33's stub hands its callbacks the devices by value.
 
-func setStubFuncs(s *plugin.Stub, alloc func(*pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error)) {
+func setStubFuncs(s *plugin.Stub, alloc func(*pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error),
+	prefer func(*pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error)) {
 	s.SetAllocFunc(func(r *pluginapi.AllocateRequest, _ map[string]pluginapi.Device) (*pluginapi.AllocateResponse, error) {
 		return alloc(r)
 	})
 	s.SetGetPreferredAllocFunc(func(r *pluginapi.PreferredAllocationRequest, _ map[string]pluginapi.Device) (*pluginapi.PreferredAllocationResponse, error) {
-		return preferNatural(r)
+		return prefer(r)
 	})
 }
 

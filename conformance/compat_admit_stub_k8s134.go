@@ -9,12 +9,13 @@ import (
 
 // 1.34 on: the stub hands its callbacks pointers to the devices.
 
-func setStubFuncs(s *plugin.Stub, alloc func(*pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error)) {
+func setStubFuncs(s *plugin.Stub, alloc func(*pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error),
+	prefer func(*pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error)) {
 	s.SetAllocFunc(func(r *pluginapi.AllocateRequest, _ map[string]*pluginapi.Device) (*pluginapi.AllocateResponse, error) {
 		return alloc(r)
 	})
 	s.SetGetPreferredAllocFunc(func(r *pluginapi.PreferredAllocationRequest, _ map[string]*pluginapi.Device) (*pluginapi.PreferredAllocationResponse, error) {
-		return preferNatural(r)
+		return prefer(r)
 	})
 }
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from conformance.areas import admit
 
-from numalign.errors import PluginError
+from numalign.errors import EmptyAllocateError, PluginError
 
 REFUSED = ("Allocate failed due to rpc error: code = Unknown desc = device nic3,nic10 failed to reset, "
            "which is unexpected")
@@ -41,3 +42,27 @@ def test_the_kubelets_lagging_device_checkpoint_entries_are_set_apart() -> None:
     held: dict[str, Any] = {"cpus": {}, "memory": {}, "devices": {"entries": [], "registered": {}}}
     theirs = {"admit": True, "held": {**held, "devices": {**held["devices"], "lagging": ["uid-p0"]}}}
     assert admit.equivalent({"steps": [{"admit": True, "held": held}]}, {"steps": [theirs]})
+
+
+def test_the_failing_containers_calls_to_another_plugin_are_one_map_order() -> None:
+    """Upstream may ask the gpu plugin before it meets the nic refusal (Go map order); numalign, in sorted
+    order, meets the refusal first. The refusing plugin's own calls, or more than one container's, differ."""
+    nic = [{"call": "GetPreferredAllocation", "available": ["nic10", "nic3"], "mustInclude": [], "size": 2},
+           {"call": "Allocate", "devices": ["nic10", "nic3"]}]
+    gpu = [{"call": "Allocate", "devices": ["gpu0"]}]
+    ours = {"admit": False, "reason": "UnexpectedAdmissionError", "message": REFUSED, "pluginCalls": {"nic": nic}}
+    theirs = {**ours, "pluginCalls": {"nic": nic, "gpu": gpu}}
+    assert admit.equivalent({"steps": [ours]}, {"steps": [theirs]})
+    other = {**theirs, "pluginCalls": {"nic": nic[:1], "gpu": gpu}}
+    assert not admit.equivalent({"steps": [ours]}, {"steps": [other]})
+    admitted = {"admit": True, "reason": "", "message": "", "pluginCalls": {"nic": nic}}
+    more = {**admitted, "pluginCalls": {"nic": nic, "gpu": gpu}}
+    assert not admit.equivalent({"steps": [admitted]}, {"steps": [more]})
+
+
+def test_a_plugin_answering_with_no_container_response() -> None:
+    allocate = admit.allocate_answer(frozenset({"nic3"}), frozenset({"nic1"}))
+    with pytest.raises(EmptyAllocateError):
+        allocate(["nic1", "nic2"])
+    with pytest.raises(PluginError, match="nic3 failed to reset"):  # a refusal comes first, as in the stub
+        allocate(["nic1", "nic3"])

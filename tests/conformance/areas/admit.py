@@ -17,18 +17,19 @@ import dataclasses
 import random
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from conformance import merge_budget
 from conformance.kubelet_options import CPU_MANAGER_POLICY_OPTIONS
 from conformance.versions import kubelet_version
 from numalign import Node
 from numalign.core.decision import KUBELET_HANGS
-from numalign.errors import AllocationError, ConfigError, NumalignError, PluginError
+from numalign.errors import AllocationError, ConfigError, EmptyAllocateError, NumalignError, PluginError
 from numalign.k8s.deviceplugin import ContainerAllocateResponse
 from numalign.k8s.deviceplugin import Device as PluginDevice
 from numalign.k8s.kubeletconfig_read import config_from_dict
 from numalign.k8s.manifest import pod_from_dict
+from numalign.kubelet.devicemanager.endpoint import StaticEndpoint
 from numalign.kubelet.devicemanager.pod_devices import device_sort_key
 from numalign.machine.cadvisor import machine_from_cadvisor, machine_to_cadvisor
 from numalign.machine.shorthand import parse_shorthand
@@ -249,6 +250,11 @@ def generate(rng: random.Random, version: str) -> dict[str, Any]:
             d["failAllocate"] = True
         if rng.random() < 0.5:
             case["held"] = True
+        if len({d["resource"] for d in devices}) == 1 and rng.random() < 0.5:
+            # A plugin answering Allocate with no container response for a request including this device.
+            # One device resource only: a container of two would make which plugin is asked first (a Go
+            # map's order upstream) change the calls made and, with devices left taken, later answers.
+            rng.choice(devices)["emptyAllocate"] = True
     return case
 
 
@@ -262,7 +268,7 @@ def equivalent(ours: Any, theirs: Any) -> bool:
         return any(str(t) in str(ours["start_error"]) for t in texts)
     if isinstance(ours, dict) and isinstance(theirs, dict) and set(ours) == set(theirs) == {"steps"}:
         return len(ours["steps"]) == len(theirs["steps"]) and all(
-            a == b or _device_shortage_by_map_order(a, b)
+            a == b or _map_order_step(a, b)
             for a, b in zip(ours["steps"], map(_file_written_at_once, theirs["steps"]), strict=True))
     return bool(ours == theirs)
 
@@ -275,6 +281,35 @@ def _file_written_at_once(step: Any) -> Any:
         return step
     devices = {k: v for k, v in step["held"].get("devices", {}).items() if k != "lagging"}
     return {**step, "held": {**step["held"], "devices": devices}}
+
+
+def _calls_by_map_order(ours: Any, theirs: Any) -> tuple[Any, Any]:
+    """Two steps rejected by a container's device allocation, without their plugin calls when these agree
+    but for the failing container's calls to its other resources: the device manager walks the
+    container's limits, a Go map, so upstream may have asked another plugin (its GetPreferredAllocation
+    and Allocate) before it met the failure, where numalign, in sorted order, met it first, or the other
+    way round. Any other pair of steps is returned as it is."""
+    if not (isinstance(ours, dict) and isinstance(theirs, dict)):
+        return ours, theirs
+    if ours.get("reason") != "UnexpectedAdmissionError" or theirs.get("reason") != "UnexpectedAdmissionError":
+        return ours, theirs
+    a, b = ours.get("pluginCalls", {}), theirs.get("pluginCalls", {})
+    # Both met the failure on the same resource: its plugin was asked the same on both sides.
+    failed = {_failing_resource(ours.get("message")), _failing_resource(theirs.get("message"))}
+    same = failed.pop() if len(failed) == 1 else None
+    for resource in set(a) | set(b):
+        x, y = a.get(resource, []), b.get(resource, [])
+        short, long = (x, y) if len(x) <= len(y) else (y, x)
+        extra = 0 if same is not None and resource.rsplit("/", 1)[-1] == same else 2
+        if long[:len(short)] != short or len(long) - len(short) > extra:
+            return ours, theirs
+    return ({k: v for k, v in ours.items() if k != "pluginCalls"},
+            {k: v for k, v in theirs.items() if k != "pluginCalls"})
+
+
+def _map_order_step(ours: Any, theirs: Any) -> bool:
+    a, b = _calls_by_map_order(ours, theirs)
+    return bool(a == b) or _device_shortage_by_map_order(a, b)
 
 
 _SHORT = re.compile(r"^Allocate failed due to requested number of devices unavailable for (\S+)\. "
@@ -326,7 +361,8 @@ def prefer_natural(available: Sequence[str], must_include: Sequence[str], size: 
     return [*must_include, *rest][:size]
 
 
-def allocate_answer(failing: frozenset[str]) -> Callable[[Sequence[str]], ContainerAllocateResponse]:
+def allocate_answer(failing: frozenset[str],
+                    empty: frozenset[str] = frozenset()) -> Callable[[Sequence[str]], ContainerAllocateResponse]:
     """The plugins' Allocate, as the harness's stubs answer it (area_admit.go's allocateEach): one
     environment variable, or a refusal naming the failing devices asked for, in natural order. numalign
     is told a plugin failed as its gRPC client tells it (adapters/grpc/plugin_client.py): a PluginError
@@ -336,6 +372,8 @@ def allocate_answer(failing: frozenset[str]) -> Callable[[Sequence[str]], Contai
         bad = sorted((i for i in ids if i in failing), key=device_sort_key)
         if bad:
             raise PluginError(f"rpc error: code = Unknown desc = device {','.join(bad)} failed to reset")
+        if empty.intersection(ids):  # an AllocateResponse without container responses, as the client says
+            raise EmptyAllocateError("the plugin answered Allocate with no container response")
         return ContainerAllocateResponse(envs={"CONFORMANCE": "1"})
 
     return allocate
@@ -352,9 +390,10 @@ def _node(case: dict[str, Any], version: str) -> Node:
     # The device plugins register as the harness's stubs do: each offers GetPreferredAllocation.
     node = Node(machine, config, kubelet_version=kubelet_version(version), static_devices=False)
     failing = frozenset(d["id"] for d in case["devices"] if d.get("failAllocate"))
+    empty = frozenset(d["id"] for d in case["devices"] if d.get("emptyAllocate"))
     for resource, devs in machine.devices_by_resource().items():
         node.devices.add_static_plugin(resource, [PluginDevice(d.id, d.health, d.numa_nodes) for d in devs],
-                                       preferred_fn=prefer_natural, allocate_fn=allocate_answer(failing))
+                                       preferred_fn=prefer_natural, allocate_fn=allocate_answer(failing, empty))
     return node
 
 
@@ -366,6 +405,7 @@ def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
             return {"hang": True}
         return {"start_error": str(e)}
     merge_budget.install(node.tm, case["config"]["topologyManagerPolicy"])
+    seen: dict[str, int] = {}  # each plugin's calls answered in earlier steps
     steps: list[dict[str, Any]] = []
     for s in case["steps"]:
         if s["op"] == "delete":
@@ -386,6 +426,9 @@ def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
         if rec.result.reason == KUBELET_HANGS:
             return _hangs(rec.result.message, version)
         out: dict[str, Any] = {"admit": rec.result.admit, "reason": rec.result.reason, "message": rec.result.message}
+        calls = _plugin_calls(node, seen)
+        if calls:
+            out["pluginCalls"] = calls
         if rec.result.admit:
             ctrs: dict[str, Any] = {}
             for c in pod.all_containers():
@@ -403,6 +446,27 @@ def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
             out["held"] = held(node)
         steps.append(out)
     return {"steps": steps}
+
+
+def _plugin_calls(node: Node, seen: dict[str, int]) -> dict[str, list[dict[str, Any]]]:
+    """What each device plugin was asked since the last step (area_admit.go's pluginCalls), ids sorted."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for resource, info in sorted(node.devices.endpoints.items()):
+        ep = info.endpoint
+        if not isinstance(ep, StaticEndpoint):
+            continue
+        new, seen[resource] = ep.calls[seen.get(resource, 0):], len(ep.calls)
+        made: list[dict[str, Any]] = []
+        for call, args in new:
+            if call == "Allocate":
+                made.append({"call": call, "devices": sorted(cast("Sequence[str]", args[0]))})
+            elif call == "GetPreferredAllocation":
+                available, must, size = args
+                made.append({"call": call, "available": sorted(cast("Sequence[str]", available)),
+                             "mustInclude": sorted(cast("Sequence[str]", must)), "size": size})
+        if made:
+            out[resource] = made
+    return out
 
 
 def held(node: Node) -> dict[str, Any]:
