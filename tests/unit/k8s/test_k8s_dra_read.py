@@ -12,6 +12,7 @@ import pytest
 from numalign.errors import InvalidInputError
 from numalign.k8s.dra.documents import pods_and_dra_from_yaml
 from numalign.k8s.dra.podclaims import claims_for_pod
+from numalign.k8s.dra.read import checked_as
 from numalign.k8s.dra.types import ATTRIBUTE_NUMA_NODE, DeviceAttribute, DRAObjects
 from numalign.k8s.manifest import pods_from_yaml
 from numalign.k8s.pod import Pod
@@ -280,3 +281,76 @@ def test_a_read_device_and_its_attributes_have_every_field_as_if_built_by_their_
     attribute = device.attributes["model"]
     assert set(vars(attribute)) == {f.name for f in fields(DeviceAttribute)}
     assert attribute == DeviceAttribute("string", ("h100",))
+
+
+# Found by review: a taint effect the API server does not know and misspelled fields were read silently
+# (a device tainted `Bogus` was then neither tolerated nor kept off; a `colour` field vanished).
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda s: s["spec"]["devices"][0].update({"taints": [{"key": "k", "effect": "Bogus"}]}),
+         'in.yaml: document 1: ResourceSlice.resource.k8s.io "s" is invalid: spec.devices[0].taints[0].effect: '
+         'Unsupported value: "Bogus": supported values: "NoExecute", "NoSchedule", "None" '
+         "(set one of them; None came with 1.35)"),
+        (lambda s: s["spec"]["devices"][0].update({"taints": [{"key": "k"}]}),
+         'in.yaml: document 1: ResourceSlice.resource.k8s.io "s" is invalid: spec.devices[0].taints[0].effect: '
+         "Required value"),
+        (lambda s: s["spec"]["devices"][0].update({"colour": "red"}),
+         'in.yaml: document 1: ResourceSlice in version "v1" cannot be handled as a ResourceSlice: strict decoding '
+         'error: unknown field "spec.devices[0].colour" (remove it or correct its spelling; expected one of '
+         "allNodes, allowMultipleAllocations, attributes, bindingConditions, bindingFailureConditions, bindsToNode, "
+         "capacity, consumesCounters, name, nodeAllocatableResourceMappings, nodeAllocatableResources, nodeName, "
+         "nodeSelector, taints)"),
+        (lambda s: s["spec"].update({"nodename": "n"}),
+         'in.yaml: document 1: ResourceSlice in version "v1" cannot be handled as a ResourceSlice: strict decoding '
+         'error: unknown field "spec.nodename" (remove it or correct its spelling; expected one of allNodes, devices, '
+         "driver, nodeName, nodeSelector, partitionTypeAttribute, perDeviceNodeSelection, pool, sharedCounters, "
+         "skipNodeOperations)"),
+        (lambda s: s.update({"status": {}}),
+         'in.yaml: document 1: ResourceSlice in version "v1" cannot be handled as a ResourceSlice: strict decoding '
+         'error: unknown field "status" (remove it or correct its spelling; expected one of apiVersion, kind, '
+         "metadata, spec)"),
+        (lambda s: s["spec"]["devices"][0]["capacity"].update({"memory": {"value": "1Gi", "vaule": "2Gi"}}),
+         'in.yaml: document 1: ResourceSlice in version "v1" cannot be handled as a ResourceSlice: strict decoding '
+         'error: unknown field "spec.devices[0].capacity[memory].vaule" (remove it or correct its spelling; '
+         "expected one of requestPolicy, value)"),
+        (lambda s: s["spec"]["pool"].update({"generations": 1}),
+         'in.yaml: document 1: ResourceSlice in version "v1" cannot be handled as a ResourceSlice: strict decoding '
+         'error: unknown field "spec.pool.generations" (remove it or correct its spelling; expected one of '
+         "generation, name, resourceSliceCount)"),
+    ],
+)
+def test_slices_with_unknown_effects_or_fields_are_refused(change: object, expected: str) -> None:
+    slice_ = json.loads(json.dumps(SLICE))
+    change(slice_)  # type: ignore[operator]
+    with pytest.raises(InvalidInputError) as err:
+        _read(slice_)
+    assert str(err.value) == expected
+
+
+def test_a_v1beta1_basic_field_misspelled_is_named_under_basic() -> None:
+    slice_ = {**SLICE, "apiVersion": "resource.k8s.io/v1beta1", "spec": {
+        **SLICE["spec"], "devices": [{"name": "gpu-0", "basic": {"atributes": {}}}]}}  # type: ignore[dict-item]
+    with pytest.raises(InvalidInputError, match=r'unknown field "spec\.devices\[0\]\.basic\.atributes"'):
+        _read(slice_)
+
+
+def test_every_effect_the_api_server_takes_is_read_and_none_only_from_1_35() -> None:
+    for effect in ("NoSchedule", "NoExecute", "None"):
+        slice_ = json.loads(json.dumps(SLICE))
+        slice_["spec"]["devices"][0]["taints"] = [{"key": "k", "value": "v", "effect": effect,
+                                                  "timeAdded": "2026-01-01T00:00:00Z"}]
+        _, objects = _read(slice_)
+        assert objects.slices[0].devices[0].taints[0].effect == effect
+    slice_["spec"]["devices"][0]["taints"][0]["effect"] = "None"
+    with checked_as(34), pytest.raises(InvalidInputError, match='supported values: "NoExecute", "NoSchedule" '):
+        _read(slice_)
+
+
+def test_a_negative_capacity_is_read_as_the_api_server_stores_it() -> None:
+    # The API server does not validate a capacity's value (validation.go checks only its requestPolicy
+    # against it, 1.34-1.37), so kubectl apply stores -1: refusing it would refuse a real slice.
+    slice_ = json.loads(json.dumps(SLICE))
+    slice_["spec"]["devices"][0]["capacity"] = {"memory": {"value": "-1"}}
+    _, objects = _read(slice_)
+    assert objects.slices[0].devices[0].capacity["memory"].value == Quantity.parse("-1")

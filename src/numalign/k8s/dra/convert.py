@@ -35,7 +35,7 @@ _MAIN_REQUEST_FIELDS: Final = ("deviceClassName", "selectors", "allocationMode",
 # v1beta1's BasicDevice: every field moves up onto the device in v1
 _BASIC_FIELDS: Final = ("attributes", "capacity", "consumesCounters", "nodeName", "nodeSelector", "allNodes",
                         "taints", "bindsToNode", "bindingConditions", "bindingFailureConditions",
-                        "allowMultipleAllocations", "nodeAllocatableResourceMappings")
+                        "allowMultipleAllocations", "nodeAllocatableResourceMappings", "nodeAllocatableResources")
 
 
 class UnknownFieldError(Exception):
@@ -106,6 +106,10 @@ def _device(raw: object, path: str) -> object:
     basic = raw.get("basic")
     out = {key: value for key, value in raw.items() if key != "basic"}
     if isinstance(basic, Mapping):
+        for key in basic:
+            if key not in _BASIC_FIELDS:  # named under `basic`, where the user wrote it
+                raise UnknownFieldError(f"{path}.basic.{key}", "remove it or correct its spelling; expected one "
+                                        f"of {', '.join(sorted(_BASIC_FIELDS))}")
         out.update(basic)
     elif basic is not None:
         out["basic"] = basic  # not an object: the reader refuses it by its path

@@ -59,11 +59,13 @@ def dra_object_from_dict(obj: Mapping[str, Any], where: str) -> DRAObject:
         )
     try:
         obj = to_v1(obj)
+        if kind == "ResourceSlice":
+            _known_fields(obj, _SLICE_FIELDS, "")
+            spec_obj = obj.get("spec")
+            if isinstance(spec_obj, Mapping):
+                _known_fields(spec_obj, _SLICE_SPEC_FIELDS, "spec")
     except UnknownFieldError as exc:
-        version = str(api_version or "v1").rpartition("/")[2]
-        raise InvalidInputError(
-            f'{where}: {kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: '
-            f'unknown field "{exc.path}" ({exc.fix})') from None
+        raise _unknown_field(where, kind, api_version, exc) from None
     metadata = obj.get("metadata")
     metadata = metadata if isinstance(metadata, Mapping) else {}
     name = metadata.get("name")
@@ -95,17 +97,72 @@ def dra_object_from_dict(obj: Mapping[str, Any], where: str) -> DRAObject:
         status = _mapping(obj.get("status"), "status")
         return t.ResourceClaim(name=name, namespace=namespace, uid=uid if isinstance(uid, str) else "",
                                spec=claim_spec, allocation=_allocation(status.get("allocation")), source=source)
+    except UnknownFieldError as exc:
+        raise _unknown_field(where, kind, api_version, exc) from None
     except _FieldError as exc:
         label = f'{kind}.resource.k8s.io {go_quote(name) if isinstance(name, str) else "<unnamed>"}'
         raise InvalidInputError(f"{where}: {label} is invalid: {exc}") from None
 
 
+def _unknown_field(where: str, kind: str, api_version: object, exc: UnknownFieldError) -> InvalidInputError:
+    version = str(api_version or "v1").rpartition("/")[2]
+    return InvalidInputError(
+        f'{where}: {kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: '
+        f'unknown field "{exc.path}" ({exc.fix})')
+
+
 # ---- ResourceSlice -----------------------------------------------------------------------------------
+
+
+# The fields resource.k8s.io/v1's ResourceSlice has (k8s.io/api resource/v1 types.go, the union of
+# 1.34-1.37: a field a newer release added is known, as numalign reads as the newest release does). Any
+# other is an unknown field to strict decoding, which `kubectl apply` asks for by default
+# (--validate=strict): the API server refuses the object instead of dropping the field.
+_SLICE_FIELDS: Final = frozenset(("apiVersion", "kind", "metadata", "spec"))
+_SLICE_SPEC_FIELDS: Final = frozenset((
+    "driver", "pool", "nodeName", "nodeSelector", "allNodes", "devices", "perDeviceNodeSelection",
+    "sharedCounters", "partitionTypeAttribute", "skipNodeOperations"))
+_POOL_FIELDS: Final = frozenset(("name", "generation", "resourceSliceCount"))
+_DEVICE_FIELDS: Final = frozenset((
+    "name", "attributes", "capacity", "consumesCounters", "nodeName", "nodeSelector", "allNodes", "taints",
+    "bindsToNode", "bindingConditions", "bindingFailureConditions", "allowMultipleAllocations",
+    "nodeAllocatableResourceMappings", "nodeAllocatableResources"))
+_CAPACITY_FIELDS: Final = frozenset(("value", "requestPolicy"))
+_TAINT_FIELDS: Final = frozenset(("key", "value", "effect", "timeAdded"))
+_COUNTER_SET_FIELDS: Final = frozenset(("name", "counters"))
+_CONSUMPTION_FIELDS: Final = frozenset(("counterSet", "counters"))
+
+
+def _known_fields(obj: Mapping[str, Any], known: frozenset[str], path: str) -> None:
+    """UnknownFieldError for the first key of `obj` not in `known`, named as strict decoding names it."""
+    if obj.keys() <= known:
+        return
+    field = next(str(key) for key in obj if key not in known)
+    raise UnknownFieldError(f"{path}.{field}" if path else field,
+                            f"remove it or correct its spelling; expected one of {', '.join(sorted(known))}")
+
+
+# A device taint's effects the API server accepts (validation.go validDeviceTaintEffects): `None`
+# came with 1.35; 1.34 knows only the two the kubelet's node taints have.
+_TAINT_EFFECTS_134: Final = ("NoExecute", "NoSchedule")
+_TAINT_EFFECTS: Final = ("NoExecute", "NoSchedule", "None")
+
+
+def _taint_effect(raw: object, path: str) -> str:
+    if raw is None or raw == "":
+        raise _FieldError(path, "Required value")
+    minor = _API_SERVER_MINOR.get()
+    supported = _TAINT_EFFECTS_134 if minor is not None and minor <= 34 else _TAINT_EFFECTS
+    if raw not in supported:
+        raise _FieldError(path, f"Unsupported value: {go_quote(str(raw))}: supported values: "
+                                f"{', '.join(go_quote(e) for e in supported)} (set one of them; None came with 1.35)")
+    return str(raw)
 
 
 def _slice(name: str, spec: Mapping[str, Any], source: str) -> t.ResourceSlice:
     driver = _name(_req_str(spec.get("driver"), "spec.driver"), "spec.driver", n.driver_problem)
     pool_obj = _mapping(spec.get("pool"), "spec.pool")
+    _known_fields(pool_obj, _POOL_FIELDS, "spec.pool")
     pool = t.ResourcePool(
         name=_name(_req_str(pool_obj.get("name"), "spec.pool.name"), "spec.pool.name", n.pool_problem),
         generation=_int(pool_obj.get("generation", 0), "spec.pool.generation", minimum=0),
@@ -133,6 +190,7 @@ def _slice(name: str, spec: Mapping[str, Any], source: str) -> t.ResourceSlice:
     raw_sets = _list(spec.get("sharedCounters"), "spec.sharedCounters", t.RESOURCE_SLICE_MAX_COUNTER_SETS)
     for i, raw in enumerate(raw_sets):
         cs = _mapping(raw, f"spec.sharedCounters[{i}]")
+        _known_fields(cs, _COUNTER_SET_FIELDS, f"spec.sharedCounters[{i}]")
         counter_sets.append(t.CounterSet(
             name=_req_str(cs.get("name"), f"spec.sharedCounters[{i}].name"),
             counters=_counters(cs.get("counters"), f"spec.sharedCounters[{i}].counters")))
@@ -145,6 +203,7 @@ def _device(raw: object, path: str, per_device: bool) -> t.Device:
     # Optional fields are looked at only when present: a slice's many devices are read on every run, and
     # building each field's path for an error that is not there cost more than reading the device.
     obj = _mapping(raw, path)
+    _known_fields(obj, _DEVICE_FIELDS, path)
     attributes: dict[str, t.DeviceAttribute] = {}
     raw_attributes = obj.get("attributes")
     if raw_attributes is not None:
@@ -167,6 +226,7 @@ def _device(raw: object, path: str, per_device: bool) -> t.Device:
     for i, raw_c in enumerate(() if raw_consumes is None else _list(
             raw_consumes, f"{path}.consumesCounters", t.RESOURCE_SLICE_MAX_DEVICE_COUNTERS_PER_DEVICE)):
         c = _mapping(raw_c, f"{path}.consumesCounters[{i}]")
+        _known_fields(c, _CONSUMPTION_FIELDS, f"{path}.consumesCounters[{i}]")
         consumes.append(t.DeviceCounterConsumption(
             counter_set=_req_str(c.get("counterSet"), f"{path}.consumesCounters[{i}].counterSet"),
             counters=_counters(c.get("counters"), f"{path}.consumesCounters[{i}].counters")))
@@ -175,9 +235,10 @@ def _device(raw: object, path: str, per_device: bool) -> t.Device:
     for i, raw_t in enumerate(() if raw_taints is None else _list(raw_taints, f"{path}.taints",
                                                                   t.DEVICE_TAINTS_MAX_LENGTH)):
         tt = _mapping(raw_t, f"{path}.taints[{i}]")
+        _known_fields(tt, _TAINT_FIELDS, f"{path}.taints[{i}]")
         taints.append(t.DeviceTaint(key=_req_str(tt.get("key"), f"{path}.taints[{i}].key"),
                                     value=_opt_str(tt.get("value"), f"{path}.taints[{i}].value") or "",
-                                    effect=_req_str(tt.get("effect"), f"{path}.taints[{i}].effect")))
+                                    effect=_taint_effect(tt.get("effect"), f"{path}.taints[{i}].effect")))
     raw_node_name = obj.get("nodeName")
     node_name = None if raw_node_name is None else _opt_str(raw_node_name, f"{path}.nodeName")
     raw_selector = obj.get("nodeSelector")
@@ -291,6 +352,7 @@ def _scalar(kind: str, value: object, path: str) -> t.AttributeScalar:
 
 def _capacity(raw: object, path: str) -> t.DeviceCapacity:
     obj = _mapping(raw, path)
+    _known_fields(obj, _CAPACITY_FIELDS, path)
     policy_obj = obj.get("requestPolicy")
     policy = None
     if policy_obj is not None:
