@@ -22,7 +22,7 @@ from numalign.paths import DATA_DIR
 
 # maps keyed by data: pod UIDs, containers, resources, files, fault kinds, env names, annotation keys
 DATA_MAPS = frozenset({"pods", "allocations", "devices", "manifests", "resources", "faults", "envs", "annotations",
-                       "runtime", "byStatus", "claims", "hints", "options"})
+                       "runtime", "byStatus", "claims", "hints", "options", "draUnallocatable"})
 
 
 def pods(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
@@ -76,3 +76,26 @@ def test_a_state_directory_of_admit(tmp_path: Path, capsys: pytest.CaptureFixtur
     doc = pods(capsys, "--state-dir", str(tmp_path / "state"), "-o", "yaml")
     assert doc["summary"]["byStatus"] == {"admitted": doc["summary"]["pods"]}
     assert all(a["exclusiveCPUs"] in (True, False) for p in doc["pods"].values() for a in p["allocations"].values())
+
+
+def test_serves_dra_explanation_is_carried_on_the_pod_and_beside_the_faults(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Found by review: serve said why a pod's claims could not be allocated (draUnallocatable in its status
+    # file), `pods -o json|yaml` dropped it.
+    pod = next(iter(load_pods(DATA_DIR / "example-pods.yaml")))
+    why = ["claim default/two-gpus, request gpus: class h100 selector #0 matched none of the 4 device(s)"]
+    state = tmp_path / "state"
+    state.mkdir()
+    write_status(state, {
+        "pods": {pod.uid: {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid, "file": "pods.yaml",
+                           "status": "admitted", "reason": "", "message": "", "record": None, "allocations": {},
+                           "container_order": [], "container_errors": {}, "containers": "started", "runtime": {}}},
+        "manifests": {}, "resources": {}, "faults": {"dra_unallocatable": 1}, "reserved_cpus": "0",
+        "draUnallocatable": {pod.uid: {"pod": f"{pod.namespace}/{pod.name}", "message": "cannot allocate all claims",
+                                       "why": why}}})
+    for fmt in ("json", "yaml"):
+        doc = pods(capsys, "--state-dir", str(state), "-o", fmt)
+        assert doc["pods"][pod.uid]["draUnallocatable"] == {"message": "cannot allocate all claims", "why": why}
+        assert doc["draUnallocatable"] == {pod.uid: {"pod": f"{pod.namespace}/{pod.name}",
+                                                     "message": "cannot allocate all claims", "why": why}}
+        assert doc["faults"] == {"dra_unallocatable": 1}

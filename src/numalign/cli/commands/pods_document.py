@@ -31,9 +31,19 @@ def pods_document(status: Mapping[str, Any], processes: Sequence[Mapping[str, An
     version = {k: status[k] for k in ("kubeletVersion", "previews") if k in status}
     from numalign.answer.present.keys import camel_keys
 
+    # serve's explanation of pods run without their DRA claims (the status file's draUnallocatable, the
+    # `dra_unallocatable` fault's why), carried as serve writes it, and on each such pod: absent when none.
+    unallocatable = {str(uid): {"pod": str(e.get("pod")), "message": str(e.get("message")),
+                                "why": [str(w) for w in e.get("why") or ()]}
+                     for uid, e in sorted((status.get("draUnallocatable") or {}).items())}
+    for uid, entry in unallocatable.items():
+        if uid in pods:
+            pods[uid]["draUnallocatable"] = {"message": entry["message"], "why": entry["why"]}
     return {"schemaVersion": SCHEMA_VERSION, "summary": summary, **version, "pods": pods,
             "manifests": camel_keys(manifests), "resources": camel_keys(status.get("resources") or {}),
-            "faults": dict(status.get("faults") or {}), "processes": [camel_keys(dict(p)) for p in processes]}
+            "faults": dict(status.get("faults") or {}),
+            **({"draUnallocatable": unallocatable} if unallocatable else {}),
+            "processes": [camel_keys(dict(p)) for p in processes]}
 
 
 def _pod(entry: Mapping[str, Any]) -> dict[str, Any]:
