@@ -51,6 +51,12 @@ def dra_sections(runs: Sequence[Mapping[str, Any]]) -> list[str]:
         for r in with_dra for reason, n in r["dra"]["unschedulable"].items()) + "".join(
         f"<li>{escape(_label(r))}: why, {n} pod(s): {escape(why)}</li>"
         for r in with_dra for why, n in (r["dra"].get("why") or {}).items())
+    # simulate's `dra map order` note (pools at 1.34/1.35, whose scheduler ranges over a Go map of the
+    # node's pools): which placed pods another pool order would give other devices, in its words.
+    map_order = "".join(
+        f"<li>dra map order ({escape(_label(r))}): {r['dra']['mapOrder']['pods']} placed pod(s) got devices "
+        f"another pool order would change; e.g. {escape(str(r['dra']['mapOrder']['example']))}</li>"
+        for r in with_dra if (r["dra"].get("mapOrder") or {}).get("pods"))
     return [
         "<h2>DRA: pods with ResourceClaims</h2><p class=\"detail\">Claims allocated as the scheduler's "
         "DynamicResources plugin does; the kubelet's Topology Manager ignores DRA devices, so a pod's devices "
@@ -64,6 +70,7 @@ def dra_sections(runs: Sequence[Mapping[str, Any]]) -> list[str]:
                   keys=_COLOURS),
         "</div>",
         *([f"<ul class=\"detail\" id=\"dra-unschedulable\">{reasons}</ul>"] if reasons else []),
+        *([f"<ul class=\"detail\" id=\"dra-map-order\">{map_order}</ul>"] if map_order else []),
     ]
 
 

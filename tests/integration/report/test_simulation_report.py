@@ -50,3 +50,30 @@ def test_simulation_report(browser: Browser, tmp_path: Path, shots: Path) -> Non
     for i, c in enumerate(charts):
         assert c["w"] > 0 and c["h"] > 0
         assert all(disjoint(c, d) for d in charts[i + 1:])
+
+
+def test_simulation_report_says_when_dra_devices_depend_on_go_map_order(
+        browser: Browser, tmp_path: Path, shots: Path) -> None:
+    """Found by review: simulate's text and JSON said which placed pods' devices another pool order would
+    change (kubelet 1.34/1.35's scheduler ranges over a Go map of pools), the HTML report did not."""
+    from integration.test_cli_cluster_dra import MAP_ORDER_CLUSTER, MAP_ORDER_WORKLOAD
+
+    cluster, workload, page = tmp_path / "cluster.yaml", tmp_path / "workload.yaml", tmp_path / "sim.html"
+    cluster.write_text(MAP_ORDER_CLUSTER)
+    workload.write_text(MAP_ORDER_WORKLOAD)
+    out = numalign("simulate", "--cluster", str(cluster), str(workload), "--scheduler", "default",
+                   "--report", str(page), "-o", "json")
+    (run,) = json.loads(out.stdout)["runs"]
+    note = run["dra"]["mapOrder"]
+    browser.open(page, width=1400, height=1000)
+    assert browser.errors() == []
+    browser.screenshot(shots / "report-simulation-dra-map-order.png")
+    shown = browser.evaluate("[...document.querySelectorAll('#dra-map-order li')].map(e => e.textContent)")
+    assert shown == [f"dra map order ({run['config']['label']}): {note['pods']} placed pod(s) got devices another "
+                     f"pool order would change; e.g. {note['example']}"]
+    assert browser.evaluate("document.querySelector('#dra-map-order').getBoundingClientRect().height") > 0
+    # 1.36 sorts its pools: no note, and no empty list drawn.
+    numalign("simulate", "--cluster", str(cluster), str(workload), "--scheduler", "default", "--kubelet-version",
+             "1.36", "--report", str(page))
+    browser.open(page, width=1400, height=1000)
+    assert browser.evaluate("document.querySelector('#dra-map-order')") is None
