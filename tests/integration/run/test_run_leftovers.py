@@ -89,7 +89,8 @@ def test_a_child_left_by_a_normal_exit_ends_with_the_run(tmp_path: Path) -> None
         assert proc.returncode == 0, err
         assert not running(child)  # ended with the run, as a container's processes are
         code, doc = next_run(state, "--no-cgroup")
-        assert code == 0 and given_cpus(doc) == cpus  # the CPU is free for real, and given again
+        # the CPU is free for real, and given again (the document says why, should it not be)
+        assert code == 0 and given_cpus(doc) == cpus, (code, cpus, doc)
     finally:
         kill(child)
 
