@@ -249,6 +249,8 @@ class ClusterState:
           NUMA nodes of its merged hint: those nodes' CPUs, memory and devices are as they were, and
           the merged hint was the best one before and is still available (other policies record all
           NUMA nodes, so any change asks again);
+        * a cached admission no provider gave a hint for (a Burstable pod without devices) relied on no
+          NUMA node (its needs are 0, see _ask): it stands after any admission;
         * other answers (the nrt filter's) stand only when F is empty.
         """
         for key, (valid, ok, _value) in self._answers.items():
@@ -320,10 +322,20 @@ class ClusterState:
         if not rec.result.admit and not rec.decisions:
             return False, 0, -1
         mask = 0
+        hinted = False
         for d in rec.decisions:
             if d.merged is not None and d.merged.mask is not None:
                 mask |= d.merged.mask
+            hinted = hinted or not d.providers or any(p.hints for p in d.providers)
         count = bin(mask).count("1") if mask else len(node.machine.numa_nodes)
+        if rec.result.admit and rec.decisions and not hinted:
+            # No provider had a preference for any container (no hints at all, not even a resource's
+            # "don't care"): no manager looked at a NUMA node's free CPUs, memory or devices, so the
+            # admission relied on none of them (its merged hint is the default one, over every node).
+            # What it relied on is the predicate's fit, which the scheduler's NodeResourcesFit filter
+            # checks before any cached answer is read. A Burstable pod of a generated mix is a quarter
+            # of an exact run's probes otherwise, asked again after every Guaranteed pod bound there.
+            return True, count, 0
         aligned = node.config.topology_manager_policy in ("restricted", "single-numa-node")
         return rec.result.admit, count, mask if (aligned and mask) else -1
 

@@ -232,3 +232,43 @@ def test_stranded_probes_leave_the_bound_pods_holding_what_they_hold() -> None:
     assert held
     _resources(state, [(pod, Placement())])
     assert node.allocation(pod.uid, pod.containers[0].name).cpus == held
+
+
+def _burstable(name: str, requests: str, limits: str) -> Pod:
+    pod = pods_from_yaml(f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: t, uid: {name}-uid}}
+spec:
+  containers:
+  - name: c
+    resources: {{requests: {requests}, limits: {limits}}}
+""")[0]
+    assert isinstance(pod, Pod)
+    return pod
+
+
+def test_exact_keeps_an_answer_no_provider_hinted_for_across_aligned_admissions() -> None:
+    """A Burstable pod gets no hint from any provider, so its admission read no NUMA node's state: its
+    cached answer on a node stands after a Guaranteed pod is bound there (which asks again every answer
+    whose merged hint covers the pinned NUMA node), and equals the kubelet's answer asked afresh. A
+    Burstable pod asking for a GPU gets the device manager's hints, and is asked again."""
+    from numalign.cluster.state import ClusterState
+
+    cluster = Cluster("c", (NodePool("gpu", 2, gpu_node(), example_config(gpu_node())),))
+    state = ClusterState(cluster)
+    web = _burstable("web", "{cpu: 500m, memory: 512Mi}", "{cpu: '1', memory: 1Gi}")
+    gpu = _burstable("gpu", "{cpu: 500m, memory: 512Mi, nvidia.com/gpu: '1'}",
+                     "{cpu: '1', memory: 1Gi, nvidia.com/gpu: '1'}")
+    pinned = _pod("db", "{cpu: '12', memory: 48Gi}")
+    assert isinstance(pinned, Pod)
+    for pod in (web, gpu):
+        assert state.probe(0, pod, state.vector(pod))[0]
+    assert state.admit(0, pinned, state.vector(pinned)).result.admit
+    web_valid = state.answers(state.vector(web))[0]
+    gpu_valid = state.answers(state.vector(gpu))[0]
+    assert bool(web_valid[0]) and not bool(gpu_valid[0])
+    # The kept answer is the kubelet's: a probe of a node with no cached answer (no history shared) agrees.
+    fresh = ClusterState(cluster)
+    assert fresh.admit(0, pinned, fresh.vector(pinned)).result.admit
+    assert fresh.probe(0, web, fresh.vector(web)) == (True, int(state.answers(state.vector(web))[2][0]))
