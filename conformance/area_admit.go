@@ -474,6 +474,7 @@ func admitArea(raw json.RawMessage) (any, error) {
 		return map[string]any{"start_error": err.Error()}, nil
 	}
 	defer restore()
+	counted := startCaseMetrics() // admit_metrics.go: before the managers' start-up creates its series
 	ctx := context.Background()
 	machine, err := decodeJSON[*cMachineInfo](c.Machine)
 	if err != nil {
@@ -607,7 +608,7 @@ func admitArea(raw json.RawMessage) (any, error) {
 				res, over := admitWithin(ctx, h, attrs)
 				if over != nil { // the merge is not run: the case ends here (admit_merge_budget.go)
 					steps = append(steps, map[string]any{"merge_over_budget": over.permutations})
-					return map[string]any{"steps": steps}, nil
+					return map[string]any{"steps": steps, "metrics": counted.answer()}, nil
 				}
 				if !res.Admit {
 					out["admit"], out["reason"], out["message"] = false, res.Reason, res.Message
@@ -637,7 +638,7 @@ func admitArea(raw json.RawMessage) (any, error) {
 				out["pluginCalls"] = made
 			}
 			if c.Held {
-				out["held"] = heldAnswer(ctx, tm, cpuM, memM, dm, state)
+				out["held"] = heldAnswer(ctx, tm, cpuM, memM, dm, state, counted)
 			}
 			steps = append(steps, out)
 		case "delete":
@@ -661,14 +662,14 @@ func admitArea(raw json.RawMessage) (any, error) {
 			}
 			out := map[string]any{"deleted": s.UID}
 			if c.Held {
-				out["held"] = heldAnswer(ctx, tm, cpuM, memM, dm, state)
+				out["held"] = heldAnswer(ctx, tm, cpuM, memM, dm, state, counted)
 			}
 			steps = append(steps, out)
 		default:
 			return nil, fmt.Errorf("admit case: unknown step op %q", s.Op)
 		}
 	}
-	return map[string]any{"steps": steps}, nil
+	return map[string]any{"steps": steps, "metrics": counted.answer()}, nil
 }
 
 // startErrors is a manager's refusal to start. The policies walk their options map, so with several
@@ -745,14 +746,14 @@ func containerAnswer(tm topologymanager.Manager, cpuM cpuManager, memM memoryMan
 // admit handler for a pod of no requests, which no step admits, and UpdateAllocatedDevices, which that
 // admission reaches only under a policy other than none.
 func heldAnswer(ctx context.Context, tm topologymanager.Manager, cpuM cpuManager, memM memoryManager,
-	dm *devicemanager.ManagerImpl, state *pods) map[string]any {
+	dm *devicemanager.ManagerImpl, state *pods, counted *caseMetrics) map[string]any {
 	probe := &v1.Pod{}
 	probe.Name, probe.Namespace, probe.UID = "stale-state-pass", "default", "stale-state-pass"
 	probe.Spec.Containers = []v1.Container{{Name: "pass", Image: "pause"}}
 	state.mu.Lock()
 	state.admitting = probe
 	state.mu.Unlock()
-	_ = handlerAdmit(ctx, tm, admitAttributes(probe, state.others(probe.UID)))
+	counted.notCounted(func() { _ = handlerAdmit(ctx, tm, admitAttributes(probe, state.others(probe.UID))) })
 	state.mu.Lock()
 	state.admitting = nil
 	state.mu.Unlock()

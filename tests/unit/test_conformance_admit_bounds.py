@@ -35,7 +35,11 @@ def _eight_numa_case(policy: str) -> dict[str, Any]:
 def test_a_merge_beyond_the_budget_ends_the_case_with_the_permutations_upstream_would_walk() -> None:
     # CPU, memory and hugepages-2Mi each list every one of the 255 masks of 8 NUMA nodes: the real
     # 1.37.2 harness answered this case {"merge_over_budget": 16581375} (255^3; the merge itself took 6 s)
-    assert admit.numalign(_eight_numa_case("best-effort"), "1.37.2") == {"steps": [{"merge_over_budget": 255**3}]}
+    over = admit.numalign(_eight_numa_case("best-effort"), "1.37.2")
+    assert over["steps"] == [{"merge_over_budget": 255**3}]
+    # the admission was counted before its merge (and the harness's answer says the same), nothing after it
+    assert over["metrics"]["kubelet_topology_manager_admission_requests_total"] == {"": 1}
+    assert over["metrics"]["kubelet_topology_manager_admission_duration_ms"] == {"": 0}
     # single-numa-node keeps the 8 single-node hints of each list: 512 permutations, run on both sides
     (step,) = admit.numalign(_eight_numa_case("single-numa-node"), "1.37.2")["steps"]
     assert step["admit"] is True and step["containers"]["c0"]["affinity"] == {"mask": [0], "preferred": True}
@@ -102,3 +106,17 @@ def test_named_cases_are_asked_with_their_cpu_bound_and_reported_by_name(monkeyp
     out = io.StringIO()
     assert run.report([tally], out) == 1
     assert "(named: k8s-140730 equal, other DIFFERENT)" in out.getvalue()
+
+
+def test_the_kubelet_metrics_a_case_counted_are_compared() -> None:
+    """The harness answers the counters the real managers added during the case (admit_metrics.go):
+    a different count or a series only one side has is a difference."""
+    counted = {"kubelet_cpu_manager_pinning_requests_total": {"": 1},
+               "kubelet_container_aligned_compute_resources_count": {"boundary=uncore_cache,scope=container": 0}}
+    ours = {"steps": [], "metrics": counted}
+    assert admit.equivalent(ours, {"steps": [], "metrics": dict(counted)})
+    assert not admit.equivalent(ours, {"steps": [], "metrics": {**counted,
+                                                                "kubelet_cpu_manager_pinning_requests_total": {"": 2}}})
+    assert not admit.equivalent(ours, {"steps": [], "metrics": {
+        **counted, "kubelet_container_aligned_compute_resources_count": {}}})
+    assert not admit.equivalent(ours, {"steps": []})

@@ -32,8 +32,20 @@ from numalign.kubelet.startup import Startup
 from numalign.kubelet.topologymanager.manager import TopologyManager
 from numalign.machine.topology import Machine
 
-# The providers' pinning counters as ContainerManager.sync_metrics publishes them.
-_PINNING_METRICS = (m.CPU_PINNING_REQUESTS, m.CPU_PINNING_ERRORS, m.MEM_PINNING_REQUESTS, m.MEM_PINNING_ERRORS)
+# The providers' counters as ContainerManager.sync_metrics publishes them: the metric, its series' labels,
+# the provider and its attribute. The static CPU policy counts an aligned allocation per boundary (physical
+# CPUs under full-pcpus-only, an uncore cache) into the series the Topology Manager counts NUMA alignment in.
+_PHYSICAL_CPU = (("boundary", "physical_cpu"), ("scope", "container"))
+_UNCORE_CACHE = (("boundary", "uncore_cache"), ("scope", "container"))
+_PUBLISHED: tuple[tuple[str, tuple[tuple[str, str], ...], str, str], ...] = (
+    (m.CPU_PINNING_REQUESTS, (), "cpu", "pinning_requests_total"),
+    (m.CPU_PINNING_ERRORS, (), "cpu", "pinning_errors_total"),
+    (m.MEM_PINNING_REQUESTS, (), "memory", "pinning_requests_total"),
+    (m.MEM_PINNING_ERRORS, (), "memory", "pinning_errors_total"),
+    (m.ALIGNED_COUNT, _PHYSICAL_CPU, "cpu", "aligned_physical_cpu_total"),
+    (m.ALIGNED_FAILURE, _PHYSICAL_CPU, "cpu", "aligned_physical_cpu_failures_total"),
+    (m.ALIGNED_COUNT, _UNCORE_CACHE, "cpu", "aligned_uncore_cache_total"),
+)
 # The managers' counters an admission moves (a probe puts them back).
 _COUNTERS = ("pinning_requests_total", "pinning_errors_total", "aligned_physical_cpu_total",
              "aligned_physical_cpu_failures_total", "aligned_uncore_cache_total")
@@ -83,6 +95,12 @@ class ContainerManager:
             option_maturity=startup.behaviours.cpu_option_maturity,
             behaviours=startup.behaviours,
         )
+        if self.cpu.policy_name == "static":
+            # The static policy's Start makes its alignment series exist at zero (initializeMetrics, every
+            # release 1.33-1.37): a node that pinned nothing still exposes them.
+            for name, labels in ((m.ALIGNED_FAILURE, _PHYSICAL_CPU), (m.ALIGNED_COUNT, _PHYSICAL_CPU),
+                                 (m.ALIGNED_COUNT, _UNCORE_CACHE)):
+                metrics.init_series(name, **dict(labels))
         self.memory = new_memory_manager(
             config.memory_manager_policy,
             machine,
@@ -115,7 +133,7 @@ class ContainerManager:
                                                  self.tm.opts.prefer_closest_numa)
         self._cpuset_texts: dict[frozenset[int], tuple[tuple[int, ...], str]] = {}  # see allocation()
         # The providers' pinning counters at the last sync_metrics (metrics only grow).
-        self._synced_counts: tuple[int, ...] = ()  # in _PINNING_METRICS order
+        self._synced_counts: tuple[int, ...] = ()  # in _PUBLISHED order
 
     def register_static_plugins(self) -> None:
         """The machine's devices, served by in-process plugins that register at once."""
@@ -177,16 +195,16 @@ class ContainerManager:
             setattr(provider, name, value)
 
     def sync_metrics(self) -> None:
-        """Providers count pinning requests/errors as plain attributes (pure code); publish the deltas."""
-        cpu, memory = self.cpu, self.memory
-        counts = (int(getattr(cpu, "pinning_requests_total", 0)), int(getattr(cpu, "pinning_errors_total", 0)),
-                  int(getattr(memory, "pinning_requests_total", 0)), int(getattr(memory, "pinning_errors_total", 0)))
+        """Providers count pinning and alignment as plain attributes (pure code); publish the deltas."""
+        providers = {"cpu": self.cpu, "memory": self.memory}
+        counts = tuple(int(getattr(providers[p], attr, 0)) for _, _, p, attr in _PUBLISHED)
         # A metric already reached the count it was synced with, and metrics never go down: only a count
         # that changed since can publish anything.
         before = self._synced_counts or (None,) * len(counts)
         self._synced_counts = counts
-        for name, now, then in zip(_PINNING_METRICS, counts, before, strict=True):
+        for (name, labels, _, _), now, then in zip(_PUBLISHED, counts, before, strict=True):
             if now != then:
-                delta = now - int(self.metrics.value(name))
+                series = dict(labels)
+                delta = now - int(self.metrics.value(name, **series))
                 if delta > 0:
-                    self.metrics.inc(name, float(delta))
+                    self.metrics.inc(name, float(delta), **series)

@@ -23,6 +23,7 @@ from conformance import merge_budget
 from conformance.kubelet_options import CPU_MANAGER_POLICY_OPTIONS
 from conformance.versions import kubelet_version
 from numalign import Node
+from numalign import metrics as m
 from numalign.core.decision import KUBELET_HANGS
 from numalign.errors import AllocationError, ConfigError, EmptyAllocateError, NumalignError, PluginError
 from numalign.k8s.deviceplugin import ContainerAllocateResponse
@@ -266,8 +267,10 @@ def equivalent(ours: Any, theirs: Any) -> bool:
         # text it gave); numalign names one of them.
         texts = theirs.get("start_error_map_order", [theirs["start_error"]])
         return any(str(t) in str(ours["start_error"]) for t in texts)
-    if isinstance(ours, dict) and isinstance(theirs, dict) and set(ours) == set(theirs) == {"steps"}:
-        return len(ours["steps"]) == len(theirs["steps"]) and all(
+    if (isinstance(ours, dict) and isinstance(theirs, dict) and set(ours) == set(theirs)
+            and "steps" in ours and set(ours) <= {"steps", "metrics"}):
+        # the kubelet metrics the case's admissions counted (metrics_answer): equal, no map order in them
+        return ours.get("metrics") == theirs.get("metrics") and len(ours["steps"]) == len(theirs["steps"]) and all(
             a == b or _map_order_step(a, b)
             for a, b in zip(ours["steps"], map(_file_written_at_once, theirs["steps"]), strict=True))
     return bool(ours == theirs)
@@ -418,7 +421,7 @@ def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
             rec = node.admit(pod, allocations=False)  # the answer reads node.allocation() below
         except merge_budget.OverBudgetError as e:  # upstream's merge is not run: the case ends here on both sides
             steps.append({"merge_over_budget": e.permutations})
-            return {"steps": steps}
+            return {"steps": steps, "metrics": metrics_answer(node)}
         except AllocationError as e:
             if e.reason == KUBELET_HANGS:
                 return _hangs(str(e), version)
@@ -445,7 +448,31 @@ def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
         if case.get("held"):
             out["held"] = held(node)
         steps.append(out)
-    return {"steps": steps}
+    return {"steps": steps, "metrics": metrics_answer(node)}
+
+
+# The kubelet metrics the managers count at admission, compared (area_admit.go's comparedMetrics).
+COMPARED_METRICS = frozenset({
+    m.TM_ADMISSION_REQUESTS, m.TM_ADMISSION_ERRORS, m.TM_ADMISSION_DURATION, m.ALIGNED_COUNT, m.ALIGNED_FAILURE,
+    m.CPU_PINNING_REQUESTS, m.CPU_PINNING_ERRORS, m.MEM_PINNING_REQUESTS, m.MEM_PINNING_ERRORS,
+})
+
+
+def metrics_answer(node: Node) -> dict[str, dict[str, float]]:
+    """The node's counters as the harness answers them (admit_metrics.go): per family, each series by its
+    labels ("name=value" joined by ",", sorted), a histogram by its sample count; families without a
+    series left out."""
+    node.cm.sync_metrics()
+    out: dict[str, dict[str, float]] = {}
+    for fam in node.metrics.families():
+        if fam.name not in COMPARED_METRICS:
+            continue
+        got = {",".join(sorted(f"{k}={v}" for k, v in key)): counts[-1] for key, counts in fam.hist.items()} \
+            if fam.kind == "histogram" else {",".join(sorted(f"{k}={v}" for k, v in key)): v
+                                             for key, v in fam.values.items()}
+        if got:
+            out[fam.name] = got
+    return out
 
 
 def _plugin_calls(node: Node, seen: dict[str, int]) -> dict[str, list[dict[str, Any]]]:
