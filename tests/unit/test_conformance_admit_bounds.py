@@ -75,9 +75,32 @@ def test_eight_numa_machines_are_generated_at_every_minor() -> None:
 
 @pytest.mark.parametrize("version", MINORS)
 def test_the_named_140730_case_is_answered_hangs_in_the_documented_words(version: str) -> None:
-    ((name, case, bound),) = admit.named_cases(version)
+    ((name, case, bound), _) = admit.named_cases(version)
     assert (name, bound) == ("k8s-140730", "2s")
     assert admit.numalign(case, version) == {"hang": True}
+
+
+# The kubelet's refusal of a plugin's Allocate answer without container responses, as each release's
+# harness answered the named case: "no containers return in allocation response " and Go's %v of the
+# empty AllocateResponse (gogo's generated String at 1.33, protoc-gen-go's empty text from 1.34).
+EMPTY_ALLOCATE = {
+    "1.33.13": "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}",
+    "1.34.4": "", "1.35.4": "", "1.36.3": "", "1.37.2": "",
+}
+
+
+@pytest.mark.parametrize("version", MINORS)
+def test_the_named_empty_allocate_case_is_refused_in_the_releases_words_and_keeps_the_device(version: str) -> None:
+    (_, (name, case, _)) = admit.named_cases(version)
+    assert name == "empty-allocate"
+    first, second, third = admit.numalign(case, version)["steps"]
+    assert (first["admit"], first["reason"]) == (False, "UnexpectedAdmissionError")
+    assert first["message"] == (f"Allocate failed due to no containers return in allocation response "
+                                f"{EMPTY_ALLOCATE[version]}, which is unexpected")
+    assert first["pluginCalls"]["example.com/gpu"][-1] == {"call": "Allocate", "devices": ["gpu0"]}
+    # gpu0 stays taken (allocateContainerResources returns without rolling allocatedDevices back)
+    assert second["admit"] and second["containers"]["c0"]["devices"] == {"example.com/gpu": ["gpu1"]}
+    assert (third["admit"], third["reason"]) == (False, "TopologyAffinityError")
 
 
 def test_a_hang_in_other_words_is_a_difference() -> None:

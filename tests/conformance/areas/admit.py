@@ -189,7 +189,8 @@ def _pod(rng: random.Random, i: int, per_numa_cpus: int, hugepages: list[str], d
 
 
 def named_cases(version: str) -> list[tuple[str, dict[str, Any], str]]:
-    """Cases run by name after the generated ones, each with its CPU-time bound in the harness.
+    """Cases run by name after the generated ones, each with its CPU-time bound in the harness:
+    k8s-140730 and empty-allocate (empty_allocate_case).
 
     k8s-140730: the kubelet's static policy with full-pcpus-only and distribute-cpus-across-numa never
     returns from Allocate when whole cores must be spread over NUMA nodes whose free CPUs add up but not in
@@ -214,7 +215,37 @@ def named_cases(version: str) -> list[tuple[str, dict[str, Any], str]]:
            "spec": {"containers": [{"name": "c0", "image": "pause",
                                     "resources": {"requests": dict(res), "limits": res}}]}}
     case = {"machine": machine, "config": config, "devices": [], "steps": [{"op": "admit", "pod": pod}]}
-    return [("k8s-140730", case, "2s")]
+    return [("k8s-140730", case, "2s"), ("empty-allocate", empty_allocate_case(), "20s")]
+
+
+def empty_allocate_case() -> dict[str, Any]:
+    """A device plugin answering Allocate with no container response, reached at every release (the
+    generated cases reach it in 1-5 admissions a release, seed 1). Two GPUs on NUMA 0, gpu0 the plugin's
+    blank answer: p0 asks for one GPU and gets gpu0 (the plugins prefer natural order), so the kubelet
+    refuses it in its words per release (Go's %v of the empty AllocateResponse: gogo's struct text at
+    1.33, protoc-gen-go's empty text from 1.34) and leaves gpu0 taken; p1 gets gpu1, and p2 finds none
+    left (TopologyAffinityError under single-numa-node). Each step answers what is held (the device
+    checkpoint) and the case its metrics."""
+    machine = machine_to_cadvisor(parse_shorthand("1s x 2n x 2c x 2t, 8Gi/node"))
+    config = {
+        "cpuManagerPolicy": "static",
+        "reservedSystemCPUs": "0",
+        "systemReserved": {"memory": "256Mi"},
+        "evictionHard": {"memory.available": "100Mi"},
+        "maxPods": 110,
+        "memoryManagerPolicy": "None",
+        "topologyManagerPolicy": "single-numa-node",
+        "topologyManagerScope": "container",
+    }
+    devices = [{"resource": "example.com/gpu", "id": "gpu0", "numa": [0], "unhealthy": False, "emptyAllocate": True},
+               {"resource": "example.com/gpu", "id": "gpu1", "numa": [0], "unhealthy": False}]
+    limits = {"cpu": "1", "memory": str(256 * _MI), "example.com/gpu": "1"}
+    steps = [{"op": "admit", "pod": {"apiVersion": "v1", "kind": "Pod",
+                                     "metadata": {"name": f"p{i}", "namespace": "default", "uid": f"uid-p{i}"},
+                                     "spec": {"containers": [{"name": "c0", "image": "pause", "resources": {
+                                         "requests": dict(limits), "limits": dict(limits)}}]}}}
+             for i in range(3)]
+    return {"machine": machine, "config": config, "devices": devices, "steps": steps, "held": True}
 
 
 def _hangs(message: str, version: str) -> dict[str, Any]:
