@@ -8,7 +8,7 @@ import pytest
 
 from numalign.cluster.examples import gpu_node
 from numalign.cluster.model import Cluster, NodePool, example_config
-from numalign.cluster.schedulers import DefaultScheduler, broken_linear, num_feasible_nodes_to_find
+from numalign.cluster.schedulers import DefaultScheduler, ExactScheduler, broken_linear, num_feasible_nodes_to_find
 from numalign.cluster.state import ClusterState, PodVector
 
 
@@ -111,6 +111,30 @@ def test_cut_off_and_rotating_start_index() -> None:
     mask[1] = True  # one more feasible node: the 101st (node 198) stops the search; 0-197 were processed
     idx, processed = sched.feasible(None, pv, mask)  # type: ignore[arg-type]
     assert len(idx) == 100 and processed == 198
+
+
+@pytest.mark.parametrize("start", [0, 1, 57, 150, 199])
+def test_exact_visits_nodes_round_the_list_from_the_start_index(start: int) -> None:
+    """exact's filter over cached kubelet answers: the first k nodes passing every filter in visiting
+    order (from next_start round the list), the nodes processed up to the (k+1)th, and the kubelet's
+    refusals among those, as a node-by-node walk finds them."""
+    st = _state([(64000, 1 << 40)] * 200)
+    sched = ExactScheduler(st, 7)
+    pv = _pod(st, 1000, 1 << 30)
+    rng = np.random.default_rng(start)
+    mask = rng.random(200) < 0.9
+    valid, ok, _numa = st.answers(pv)
+    valid[:] = True
+    ok[:] = rng.random(200) < 0.6
+    sched.next_start = start
+    idx, processed = sched.feasible(None, pv, mask)  # type: ignore[arg-type]
+    k = num_feasible_nodes_to_find(0, 200)
+    walk = [(start + j) % 200 for j in range(200)]
+    passing = [j for j, i in enumerate(walk) if mask[i] and ok[i]]
+    expected_processed = passing[k] if len(passing) > k else 200
+    assert idx.tolist() == [walk[j] for j in passing[:k]] and processed == expected_processed
+    refused = sum(1 for j in range(expected_processed) if mask[walk[j]] and not ok[walk[j]])
+    assert sched._rejected_by_kubelet == refused
 
 
 def test_fit_counts_overhead_hugepages_devices_and_the_pods_limit() -> None:
