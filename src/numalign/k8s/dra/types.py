@@ -46,8 +46,13 @@ _T = TypeVar("_T")
 def built(cls: type[_T], **every_field: Any) -> _T:
     """A frozen model from every one of its fields, without the generated __init__, which sets each field
     through object.__setattr__ (3.5 us for a Device): a slice's devices are read on every run. The
-    caller passes every field (tests/unit/k8s/test_k8s_dra_read.py holds the reader to that)."""
-    obj = object.__new__(cls)
+    caller passes every field (tests/unit/k8s/test_k8s_dra_read.py holds the reader to that). A class
+    compiled by mypyc (scripts/setup's compiled build) has no instance __dict__ (object.__new__ refuses
+    it) and a native __init__ that is fast: that is called."""
+    try:
+        obj = object.__new__(cls)
+    except TypeError:
+        return cls(**every_field)
     obj.__dict__.update(every_field)
     return obj
 

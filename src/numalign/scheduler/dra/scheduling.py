@@ -98,6 +98,11 @@ class NodeDRA:
     # What the allocated claims hold, built on the first allocation (a what-if asks this view many times).
     _state: AllocatedState | None = field(default=None, init=False, repr=False)
 
+    def __post_init__(self) -> None:
+        # The field's default, set again: mypyc's compiled dataclass (scripts/setup) leaves an init=False
+        # field unset, and reading it raised AttributeError.
+        self._state = None
+
     @property
     def slices(self) -> list[ResourceSlice]:
         return [*self.objects.slices, *self.extra_slices]

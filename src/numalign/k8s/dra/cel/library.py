@@ -647,6 +647,44 @@ def _typed(fn: Callable[..., Any], *kinds: type) -> Callable[..., Any]:
 
 
 S, N, L = str, int, list
+
+
+# The functions below are named rather than lambdas inside lambdas in FUNCTIONS: mypyc (scripts/setup's
+# compiled build) fails on a lambda nested in a module-level lambda. Each answers as the lambda did.
+_ADD: Final = _typed(lambda a, b: a + q_operand(b), Quantity)
+_SUB: Final = _typed(lambda a, b: a - q_operand(b), Quantity)
+_ENCODE: Final = _typed(lambda s: s.encode("utf-8", "surrogatepass"), S)
+_STRING_TO_BOOL: Final = _typed(lambda s: _to_bool(s), S)
+
+
+def _quantity_add(q: Any, x: Any) -> Any:
+    return _ADD(q, x)
+
+
+def _quantity_sub(q: Any, x: Any) -> Any:
+    return _SUB(q, x)
+
+
+def _to_bytes(v: Any) -> Any:
+    return v if isinstance(v, bytes) else _ENCODE(v)
+
+
+def _bool_of(v: Any) -> Any:
+    return v if isinstance(v, bool) else _STRING_TO_BOOL(v)
+
+
+def _or_value(o: Any, v: Any) -> Any:
+    if not isinstance(o, Optional):
+        raise CelError(NO_SUCH_OVERLOAD)
+    return o.value if o.present else v
+
+
+def _or(o: Any, p: Any) -> Any:
+    if not isinstance(o, Optional):
+        raise CelError(NO_SUCH_OVERLOAD)
+    return o if o.present else p
+
+
 FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "charAt": _typed(char_at, S, N), "indexOf": index_of, "lastIndexOf": last_index_of,
     "lowerAscii": _typed(lower_ascii, S), "upperAscii": _typed(upper_ascii, S),
@@ -664,8 +702,7 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "quantity": _typed(quantity, S), "isQuantity": _typed(is_quantity, S),
     "sign": _typed(lambda q: q.sign(), Quantity), "isInteger": _typed(lambda q: q.as_int64() is not None, Quantity),
     "asInteger": _typed(as_integer, Quantity), "asApproximateFloat": _typed(lambda q: q.nanos / 1e9, Quantity),
-    "add": lambda q, x: _typed(lambda a, b: a + q_operand(b), Quantity)(q, x),
-    "sub": lambda q, x: _typed(lambda a, b: a - q_operand(b), Quantity)(q, x),
+    "add": _quantity_add, "sub": _quantity_sub,
     "isGreaterThan": lambda a, b: ordered_compare(a, b) > 0, "isLessThan": lambda a, b: ordered_compare(a, b) < 0,
     "compareTo": ordered_compare,
     "semver": _typed(semver, S, bool), "isSemver": _typed(is_semver, S, bool),
@@ -679,16 +716,14 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "isLoopback": lambda v: v.value.is_loopback, "isUnspecified": lambda v: v.value.is_unspecified,
     "ip.isCanonical": _typed(lambda s: str(ip(s).value) == s, S),
     "int": to_int, "uint": to_uint, "double": to_double, "string": to_string,
-    "bytes": lambda v: v if isinstance(v, bytes) else _typed(lambda s: s.encode("utf-8", "surrogatepass"), S)(v),
-    "bool": lambda v: v if isinstance(v, bool) else _typed(_to_bool, S)(v),
+    "bytes": _to_bytes, "bool": _bool_of,
     "dyn": lambda v: v, "type": lambda v: TypeValue(type_name(v)),
     "duration": to_duration, "timestamp": to_timestamp,
     "optional.of": lambda v: Optional(v), "optional.none": lambda: Optional(),
     "optional.ofNonZeroValue": lambda v: Optional() if optional_zero(v) else Optional(v),
     "hasValue": _typed(lambda o: o.present, Optional),
     "value": _typed(lambda o: o.value if o.present else _raise("optional.none() dereference"), Optional),
-    "orValue": lambda o, v: _typed(lambda a: a.value if a.present else v, Optional)(o),
-    "or": lambda o, p: _typed(lambda a: a if a.present else p, Optional)(o),
+    "orValue": _or_value, "or": _or,
 }
 
 

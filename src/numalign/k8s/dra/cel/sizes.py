@@ -45,7 +45,9 @@ def dra_size(path: list[str]) -> tuple[int, int] | None:
             found = node[3].get(name)
             if found is None:
                 # a name inside an attribute map: every attribute has the same bound
-                if node[2] is _ATTRIBUTE:
+                # compared by value, not identity: mypyc (scripts/setup's compiled build) boxes a Final
+                # tuple anew where it is read; no other node has this value
+                if node[2] == _ATTRIBUTE:
                     node = _ATTRIBUTE
                     continue
                 return None
