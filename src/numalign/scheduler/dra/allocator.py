@@ -19,7 +19,7 @@ import bisect
 import logging
 import sys
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import compress, islice
 from operator import not_
@@ -147,7 +147,7 @@ class Candidate(NamedTuple):  # made for every device the search looks at: a tup
     pool: Pool
 
 
-@dataclass
+@dataclass(slots=True)  # one for every device the search takes: slots make it quicker to build
 class DeviceResult:
     """One allocated device (internalDeviceResult)."""
 
@@ -185,6 +185,10 @@ class _RequestData:
 
 
 Key = tuple[int, int, int]  # claim, request, subrequest
+# What giving a taken device back needs (Allocator._undo): the claim, the device, the request's and the
+# subrequest's names, the claim's constraints, whether it is a share, the capacity it consumed, whether
+# it took counters, whether the device had shares before, and the claim's device count before it.
+_Undo = tuple[int, Candidate, str, str, list[Constraint], bool, ConsumedCapacity | None, bool, bool, int]
 
 
 @dataclass
@@ -215,6 +219,9 @@ class Allocator:
     ) -> None:
         self.features = features
         self.generation = features.generation
+        # read for every device the search takes: kept here rather than looked up through the generation
+        self._searches_combinations = self.generation.searches_combinations
+        self._invalid_pool_aborts = self.generation.invalid_pool_aborts
         self.allocated = allocated
         self.classes = classes
         self.node = node
@@ -426,19 +433,19 @@ class Allocator:
         if len(self.results[ci]) + data.num_devices - di > ALLOCATION_RESULTS_MAX_SIZE:
             raise _MaxSizeExceededError
         if all_mode:
-            ok, undo = self._allocate_device(ci, ri, si, data.all_devices[di], must=True)
-            if not ok:
+            undo = self._allocate_device(ci, ri, si, data.all_devices[di], must=True)
+            if undo is None:
                 return False
-            assert undo is not None
             return self._descend(undo, ci, ri, si if self.generation.all_mode_keeps_subrequest else 0, di + 1,
                                  in_sub, (0, 0, 0))
         admin = bool(request.admin_access)
         key = (ci, ri, si)
         restriction = self._restriction(ci, data)
         budget = self.budget
+        combinations = self._searches_combinations
         for pi in range(start[0], len(self.pools)):
             pool = self.pools[pi]
-            if pool.is_invalid and self.generation.invalid_pool_aborts:
+            if pool.is_invalid and self._invalid_pool_aborts:
                 raise AllocatorError(f"pool {pool.pool} is invalid: {pool.invalid_reason}")
             if pool.is_incomplete or pool.is_invalid:
                 continue
@@ -476,14 +483,22 @@ class Allocator:
                         continue
                     if self.features.consumable_capacity and not self._capacity_fits(request, candidate):
                         continue
-                ok, undo = self._allocate_device(ci, ri, si, candidate, must=False)
-                if not ok:
+                undo = self._allocate_device(ci, ri, si, candidate, must=False, data=data, free=True)
+                if undo is None:
                     continue
-                assert undo is not None
-                sli, dvi = plan.positions[index]
-                after = (pi, sli, dvi + 1) if self.generation.searches_combinations else (0, 0, 0)
-                if self._descend(undo, ci, ri, si, di + 1, in_sub, after):
-                    return True
+                if combinations:
+                    sli, dvi = plan.positions[index]
+                    after = (pi, sli, dvi + 1)
+                else:
+                    after = (0, 0, 0)
+                # _descend, inline: one call less for every device the search takes
+                try:
+                    if self._allocate_one(ci, ri, si, di + 1, in_sub, after):
+                        return True
+                except _MaxSizeExceededError:
+                    self._undo(undo)
+                    raise
+                self._undo(undo)
             self.checks += len(plan.positions) - done
             if self.checks > budget:
                 raise SearchTimeoutError(self.features.release.timeout_message(self.node.name))
@@ -673,7 +688,7 @@ class Allocator:
             return None
         if not f.partitionable_devices and device.consumes_counters:
             return None
-        if (f.device_taints and _taint_prevents(device, request)
+        if (f.device_taints and device.taints and _taint_prevents(device, request)
                 and (not device.consumes_counters or self.generation.rolls_back_rejected_devices)):
             return None
         return not multiple
@@ -718,8 +733,12 @@ class Allocator:
         found = self._failing.get((data.selection, pi))
         if found is None:
             found = []
+            matches = self._matches
+            selection = data.selection
             for sli, in_slice in enumerate(self._candidates(pi, pool)):
                 for dvi, candidate in enumerate(in_slice):
+                    if (candidate.device_id, selection) in matches:
+                        continue  # selected or not already, without an error (an error is never kept)
                     try:
                         self._selectable(key, data, candidate)
                     except AllocatorError:
@@ -749,16 +768,16 @@ class Allocator:
         return groups
 
     def _descend(
-        self, undo: Callable[[], None], ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int, int]
+        self, undo: _Undo, ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int, int]
     ) -> bool:
         """The next device after one was allocated; the device is given back unless that succeeds."""
         try:
             done = self._allocate_one(ci, ri, si, di, in_sub, start)
         except _MaxSizeExceededError:
-            undo()
+            self._undo(undo)
             raise
         if not done:
-            undo()
+            self._undo(undo)
         return done
 
     def _in_use(self, device_id: DeviceID) -> bool:
@@ -893,28 +912,35 @@ class Allocator:
     # ---- allocating one device -------------------------------------------------------------------------
 
     def _allocate_device(
-        self, ci: int, ri: int, si: int, c: Candidate, *, must: bool
-    ) -> tuple[bool, Callable[[], None] | None]:
-        data = self.requests[(ci, ri, si)]
+        self, ci: int, ri: int, si: int, c: Candidate, *, must: bool, data: _RequestData | None = None,
+        free: bool = False,
+    ) -> _Undo | None:
+        """The device taken for the request, and what `_undo` needs to give it back; None where it cannot be
+        taken. `data`: the request's, where the caller has it; `free`: the caller's scan found the device
+        not in use (its test is the same as, or for admin access stricter than, the one here)."""
+        if data is None:
+            data = self.requests[(ci, ri, si)]
         request = data.request
         admin = bool(request.admin_access)
         f = self.features
         device = c.device
         device_id = c.device_id
         multiple = f.consumable_capacity and bool(device.allow_multiple_allocations)
-        if admin:
+        if free:
+            pass
+        elif admin:
             if not multiple and ci in self._allocating.get(device_id, ()):
-                return False, None
+                return None
         elif device_id in self.allocated.devices or self._allocating.get(device_id):  # _in_use
-            return False, None
+            return None
         took_counters = False
         if device.consumes_counters:
             if not f.partitionable_devices:
-                return False, None
+                return None
             in_use_by_share = device_id in self.allocated.capacity or device_id in self._allocating_capacity
             if not (multiple and in_use_by_share):
                 if not self._take_counters(c):
-                    return False, None
+                    return None
                 took_counters = True
         # Where the generation rolls back a rejected device (1.36.3, 1.37), each rejection below gives back
         # what this call took; before, the counters (and on a capacity misfit the constraints and the
@@ -924,7 +950,7 @@ class Allocator:
         if f.device_taints and device.taints and _taint_prevents(device, request):
             if rollback and took_counters:
                 self._give_back_counters(c)
-            return False, None
+            return None
         constraints = self.constraints[ci]
         for i, constraint in enumerate(constraints):
             if not constraint.add(base, sub, c.slice.driver, c.device):
@@ -936,7 +962,7 @@ class Allocator:
                     earlier.remove(base, sub)
                 if rollback and took_counters:
                     self._give_back_counters(c)
-                return False, None
+                return None
         holders = self._allocating.setdefault(c.device_id, set())
         if not multiple:
             holders.add(ci)
@@ -951,39 +977,42 @@ class Allocator:
                         constraint.remove(base, sub)
                     if took_counters:
                         self._give_back_counters(c)
-                return False, None
+                return None
             if multiple:
                 consumed = consumed_from_request(request.capacity.requests if request.capacity else None,
                                                  c.device.capacity, self.generation.rounds_in_step_format)
                 share_id = _SHARE_PENDING  # named once the search has succeeded (`_name_shares`)
                 add_into(self._allocating_capacity.setdefault(c.device_id, {}), consumed)
         result = DeviceResult(request.name, base if sub else "", c.device_id, c.device, c.slice,
-                              admin_access=True if admin else None, share_id=share_id,
-                              consumed_capacity=consumed or None)
+                              True if admin else None, share_id, consumed or None)  # (positional: faster)
         before = len(self.results[ci])
         self.results[ci].append(result)
 
-        def undo() -> None:
-            for constraint in constraints:
-                constraint.remove(base, sub)
-            self._allocating[c.device_id].discard(ci)
-            if multiple:
-                if consumed:
-                    total = self._allocating_capacity.get(c.device_id)
-                    if total is not None:
-                        subtract_from(total, consumed)
-                        if all(q.is_zero() for q in total.values()):
-                            del self._allocating_capacity[c.device_id]
-                            if rollback and shared_before:
-                                # An earlier share of the device still holds it.
-                                self._allocating_capacity[c.device_id] = {}
-                if rollback and took_counters:
-                    self._give_back_counters(c)
-            elif f.partitionable_devices and c.device.consumes_counters:
-                self._give_back_counters(c)
-            del self.results[ci][before:]
+        # a tuple rather than a closure: made for every device the search takes
+        return ci, c, base, sub, constraints, multiple, consumed, took_counters, shared_before, before
 
-        return True, undo
+    def _undo(self, undo: _Undo) -> None:
+        """Give back a device `_allocate_device` took."""
+        ci, c, base, sub, constraints, multiple, consumed, took_counters, shared_before, before = undo
+        for constraint in constraints:
+            constraint.remove(base, sub)
+        self._allocating[c.device_id].discard(ci)
+        if multiple:
+            rollback = self.generation.rolls_back_rejected_devices
+            if consumed:
+                total = self._allocating_capacity.get(c.device_id)
+                if total is not None:
+                    subtract_from(total, consumed)
+                    if all(q.is_zero() for q in total.values()):
+                        del self._allocating_capacity[c.device_id]
+                        if rollback and shared_before:
+                            # An earlier share of the device still holds it.
+                            self._allocating_capacity[c.device_id] = {}
+            if rollback and took_counters:
+                self._give_back_counters(c)
+        elif self.features.partitionable_devices and c.device.consumes_counters:
+            self._give_back_counters(c)
+        del self.results[ci][before:]
 
     def _take_counters(self, c: Candidate) -> bool:
         """checkAvailableCounters: consume the device's counters if every counter set still has them."""
