@@ -49,6 +49,12 @@ def _all_meets_counters(case: dict[str, Any]) -> bool:
     return wants_all and counters
 
 
+def _upstream_times_out(theirs: Any) -> bool:
+    """Every answer upstream gave (one, or one per pool order at 1.34/1.35) is its timeout."""
+    answers = theirs.get("map_order", [theirs]) if isinstance(theirs, dict) else [theirs]
+    return all(isinstance(a, dict) and a.get("outcome") == "timeout" for a in answers)
+
+
 _NIL_POINTER = "runtime error: invalid memory address or nil pointer dereference"
 
 DELIBERATE: dict[str, tuple[str, Deliberate]] = {
@@ -69,6 +75,14 @@ DELIBERATE: dict[str, tuple[str, Deliberate]] = {
         lambda area, version, case, ours, theirs: area == "dra-alloc" and version.startswith("1.35.")
         and bool(case.get("gate_overrides", {}).get("DRAPartitionableDevices"))
         and _all_meets_counters(case) and _upstream_panics(theirs, _NIL_POINTER),
+    ),
+    "dra-work-bound": (
+        "numalign stops a DRA search after 3,000,000 units of its own work (devices looked at, steps, failed "
+        "states recognised: scheduler/dra/allocator.py DEFAULT_WORK_BOUND, about 10 s of pure Python at worst "
+        "on the reference machine) and answers with the scheduler's timeout; the real allocator, some 10 times "
+        "faster per device, may finish such a search inside its 10 s filter timeout (docs/dra.md, the budget)",
+        lambda area, version, case, ours, theirs: area == "dra-alloc" and isinstance(ours, dict)
+        and ours.get("stoppedBy") == "work" and not _upstream_times_out(theirs),
     ),
     "dra-1361-all-counters-panic": (
         "kube-scheduler 1.36.0 and 1.36.1 panic (nil pointer dereference) when a request for All devices meets "

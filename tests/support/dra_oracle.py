@@ -46,6 +46,8 @@ def answer(case: Mapping[str, Any], version: str | None = None) -> dict[str, Any
                              allocated=held, version=version, gates=case.get("gate_overrides") or None)
     if isinstance(result, AllocationFailure):
         if result.message.endswith(TIMEOUT_TEXT):
+            if result.stopped_by == "work":  # numalign's bound on its own work, not the scheduler's 10 s
+                return {"outcome": "timeout", "message": result.message, "stoppedBy": "work"}
             return {"outcome": "timeout", "message": result.message}
         return {"outcome": "unschedulable" if result.unschedulable else "error", "message": result.message}
     out = []

@@ -133,3 +133,15 @@ def test_the_areas_generate_every_cpu_manager_option_numalign_models(version: st
     # no area generates would go unchecked against the real code
     maturity = option_maturity("cpu", versions.kubelet_version(version))
     assert set(CPU_MANAGER_POLICY_OPTIONS) == set(maturity)
+
+
+def test_the_work_bound_is_a_named_deliberate_difference_only_where_upstream_answered() -> None:
+    _, matches = run.DELIBERATE["dra-work-bound"]
+    ours = {"outcome": "timeout", "message": "timed out trying to allocate devices", "stoppedBy": "work"}
+    answered = {"outcome": "unschedulable", "message": "cannot allocate all claims"}
+    timed_out = {"outcome": "timeout", "message": "timed out trying to allocate devices"}
+    assert matches("dra-alloc", "1.35.4", {}, ours, answered)
+    assert matches("dra-alloc", "1.35.4", {}, ours, {"map_order": [timed_out, answered]})
+    assert not matches("dra-alloc", "1.35.4", {}, ours, {"map_order": [timed_out]})
+    assert not matches("dra-alloc", "1.37.2", {}, {k: v for k, v in ours.items() if k != "stoppedBy"}, answered)
+    assert not matches("dra-cel", "1.37.2", {}, ours, answered)

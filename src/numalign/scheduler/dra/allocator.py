@@ -59,9 +59,17 @@ from numalign.scheduler.dra.pools import NodeInfo, Pool, derived, gather_pools, 
 logging.getLogger("cel").setLevel(logging.CRITICAL)
 
 DeviceID = tuple[str, str, str]  # driver, pool, device
-# The search gives up after this many device checks (a device considered for a request), in place of the
-# scheduler's 10 s filter timeout: counted, so the same input always gets the same answer on any machine.
-DEFAULT_SEARCH_BUDGET: Final = 1_000_000
+# The search gives up after this many device checks (a device considered for a request, counted as
+# upstream's device-by-device scan makes them), in place of the scheduler's 10 s filter timeout: counted,
+# so the same input always gets the same answer on any machine. The real allocator makes about 2 million
+# checks a second on the reference machine (docs/dra.md, the budget), so this is its 10 s there.
+DEFAULT_SEARCH_BUDGET: Final = 20_000_000
+# ... and after this much work of its own (Allocator.work: the devices its scans looked at, its steps, and
+# what it read to recognise a part of the search that failed before), whatever is counted: what bounds
+# numalign's time, at most about 3.2 us a unit in pure Python on the reference machine (docs/dra.md, the
+# budget), so about the scheduler's own 10 s at worst. A search stopped by it gives upstream's timeout
+# text too, with numalign's words saying which bound it was (upstream may have answered inside its 10 s).
+DEFAULT_WORK_BOUND: Final = 3_000_000
 _SHARE_NAMESPACE: Final = uuid.UUID("2f0c51d6-0f3b-5d55-9a8e-6472612d6964")
 _SHARE_PENDING: Final = "pending"  # a share whose ID is derived when the search has succeeded
 
@@ -78,7 +86,12 @@ class NodeFailureError(Exception):
 
 
 class SearchTimeoutError(Exception):
-    """The scheduler's filter timeout: the search used up its budget (upstream's text, per release)."""
+    """The scheduler's filter timeout: the search used up its budget (upstream's text, per release);
+    `by_work`: it was numalign's bound on its own work (DEFAULT_WORK_BOUND) that stopped it."""
+
+    def __init__(self, message: str, by_work: bool = False) -> None:
+        super().__init__(message)
+        self.by_work = by_work
 
 
 def device_id_text(device_id: DeviceID) -> str:
@@ -216,6 +229,7 @@ class Allocator:
         slices: Sequence[ResourceSlice],
         node: NodeInfo,
         budget: int = DEFAULT_SEARCH_BUDGET,
+        work_bound: int = DEFAULT_WORK_BOUND,
     ) -> None:
         self.features = features
         self.generation = features.generation
@@ -231,6 +245,12 @@ class Allocator:
         self._cel_compile_features = replace(self._cel_features, minor=features.minor)
         self._compiled: dict[str, cel.CompiledSelector] = {}
         self.checks = 0  # devices considered: what the budget bounds
+        self.work_bound = work_bound
+        # numalign's own work (`work`, what the work bound bounds) beyond its steps: each device its scans
+        # looked at, and the devices and constraints read to recognise a part of the search that failed before;
+        # and the steps a remembered failure added to `steps` without taking them
+        self._looked = 0
+        self._replayed = 0
         # slicesForNode: the node's own slices, then those for any node (with sharedCounters too, where
         # that generation gathers them for every node), each in the order given.
         everywhere = self.generation.counter_slices_for_every_node and features.partitionable_devices
@@ -442,6 +462,7 @@ class Allocator:
         key = (ci, ri, si)
         restriction = self._restriction(ci, data)
         budget = self.budget
+        work_bound = self.work_bound
         combinations = self._searches_combinations
         for pi in range(start[0], len(self.pools)):
             pool = self.pools[pi]
@@ -465,12 +486,13 @@ class Allocator:
                 # before its last free device); each still counts as a check where the next one looked at
                 # or the scan's end adds the positions up to it, and nothing else happens in between.
                 visit = compress(visit, map(not_, map(held.__contains__, islice(plan.ids, first, None))))
+            at = first - 1
             for at in visit:
                 index = plan.at[at]
                 self.checks += index - done + 1
                 done = index + 1
                 if self.checks > budget:
-                    raise SearchTimeoutError(self.features.release.timeout_message(self.node.name))
+                    raise self._timeout()
                 candidate = candidates[at]
                 device_id = candidate.device_id
                 if admin:
@@ -499,10 +521,26 @@ class Allocator:
                     self._undo(undo)
                     raise
                 self._undo(undo)
+            # the devices this scan looked at, as work (added once the scan ends: a scan is at most a pool
+            # long, and the steps it descends into end in scans of their own)
+            self._looked += at - first + 1
             self.checks += len(plan.positions) - done
-            if self.checks > budget:
-                raise SearchTimeoutError(self.features.release.timeout_message(self.node.name))
+            if self.checks > budget or self.steps - self._replayed + self._looked > work_bound:
+                raise self._timeout()
         return False
+
+    @property
+    def work(self) -> int:
+        """numalign's own work, in devices' worth: the steps it took, the devices its scans looked at, and
+        what it read to recognise a failed part of the search. Checked where a scan ends and where a failed
+        part is recognised, so a failing search stops exactly when its work passes the bound."""
+        return self.steps - self._replayed + self._looked
+
+    def _timeout(self) -> SearchTimeoutError:
+        """Upstream's timeout, once the checks are over the budget (the budget wins where both are over) or
+        the devices looked at over the work bound."""
+        return SearchTimeoutError(self.features.release.timeout_message(self.node.name),
+                                  by_work=self.checks <= self.budget)
 
     def _next_request(self, ci: int, ri: int) -> bool:
         """The search from the first device of request ri of claim ci on. Where the search comes back to
@@ -521,8 +559,9 @@ class Allocator:
             max_size, checks, steps = failed
             self.checks += checks
             self.steps += steps
+            self._replayed += steps
             if self.checks > self.budget:
-                raise SearchTimeoutError(self.features.release.timeout_message(self.node.name))
+                raise self._timeout()
             if max_size:
                 raise _MaxSizeExceededError
             return False
@@ -552,6 +591,10 @@ class Allocator:
             for pool, sets in self._consumed_counters.items() if pool in counter_pools
             for name, used in sets.items()) if counter_pools else frozenset()
         constraints = tuple(_constraint_state(c) for claim in self.constraints[ci:] for c in claim)
+        # what it went through, in devices' worth: a search that comes back here often spends its time here
+        self._looked += min(len(allocating), len(devices)) + len(self._allocating_capacity) + len(constraints)
+        if self.work > self.work_bound:
+            raise self._timeout()
         return ci, ri, len(self.results[ci]), holders, shares, counters, constraints
 
     def _reachable(self, ci: int, ri: int) -> tuple[frozenset[DeviceID], frozenset[str]]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from numalign.errors import InvalidInputError
 from numalign.k8s.dra.podclaims import claims_for_pod
@@ -38,6 +38,7 @@ from numalign.k8s.quantity import Quantity
 from numalign.k8s.version import KubeletVersion
 from numalign.scheduler.dra.allocator import (
     DEFAULT_SEARCH_BUDGET,
+    DEFAULT_WORK_BOUND,
     AllocatedState,
     Allocator,
     AllocatorError,
@@ -142,6 +143,9 @@ class AllocationFailure:
     where: str = ""  # the file and object the message is about
     detail: str = ""  # numalign's own words before upstream's text (why the search stopped)
     map_order: str = ""  # as AllocationResult.map_order
+    # Which of numalign's bounds stopped the search (a timeout): "checks" (the budget standing for the
+    # scheduler's 10 s) or "work" (the devices numalign looks at itself); "" for any other answer.
+    stopped_by: Literal["", "checks", "work"] = ""
 
     @property
     def unschedulable(self) -> bool:
@@ -167,9 +171,12 @@ def allocate_claims(
     version: str | KubeletVersion = DEFAULT_VERSION,
     gates: Mapping[str, bool] | None = None,
     budget: int = DEFAULT_SEARCH_BUDGET,
+    work_bound: int = DEFAULT_WORK_BOUND,
 ) -> AllocationResult | AllocationFailure:
     """Allocate `claims` (a pod's, in spec.resourceClaims order) on one node. `allocated`: the claims other
-    pods hold, or a ledger's AllocatedState kept up to date claim by claim (NodeDRA keeps one)."""
+    pods hold, or a ledger's AllocatedState kept up to date claim by claim (NodeDRA keeps one). `budget`:
+    the device checks (as upstream's scan makes them) standing for the scheduler's 10 s filter timeout;
+    `work_bound`: the devices numalign looks at itself at most (docs/dra.md, the budget)."""
     features = features_for(version, gates)
     class_map = dict(classes) if isinstance(classes, Mapping) else {c.name: c for c in classes}
     node_name = node if node is not None else _only_node(slices)
@@ -177,9 +184,11 @@ def allocate_claims(
     version = str(version)
 
     def fail(
-        message: str, kind: Literal["unschedulable", "error"], where: str = "", detail: str = "", map_order: str = ""
+        message: str, kind: Literal["unschedulable", "error"], where: str = "", detail: str = "", map_order: str = "",
+        stopped_by: Literal["", "checks", "work"] = "",
     ) -> AllocationFailure:
-        return AllocationFailure(node_name, version, features.implementation, message, kind, where, detail, map_order)
+        return AllocationFailure(node_name, version, features.implementation, message, kind, where, detail, map_order,
+                                 stopped_by)
 
     if not dra_enabled(version, gates):
         return fail(f"the DynamicResourceAllocation feature gate is off (its default in {version}); the API "
@@ -189,7 +198,8 @@ def allocate_claims(
     state = allocated if isinstance(allocated, AllocatedState) else AllocatedState(allocated)
     joined = [c.key for c in claims if c.allocation is not None and not state.has_claim(c.key)]
     try:
-        return _allocate(claims, slices, class_map, info, state, features, budget, fail, version)
+        return _allocate(claims, slices, class_map, info, state, features, _Bounds(budget, work_bound), fail,
+                         version)
     finally:
         if state is allocated:
             for key in joined:
@@ -203,7 +213,7 @@ def _allocate(
     info: NodeInfo,
     state: AllocatedState,
     features: Features,
-    budget: int,
+    budget: _Bounds,
     fail: Callable[..., AllocationFailure],
     version: str,
 ) -> AllocationResult | AllocationFailure:
@@ -216,13 +226,18 @@ def _allocate(
         if missing:
             return fail(missing, "unschedulable", _where(claim))
         pending.append(claim)
+    allocator = Allocator(features, state, class_map, slices, info, budget.checks, budget.work)
+    # The map-order witness's searches (1.34, 1.35) get what the main search left of the work bound, so the
+    # whole call stays inside it; the checks budget each starts afresh, as one scheduling attempt would.
     try:
-        results = Allocator(features, state, class_map, slices, info, budget).allocate(pending) if pending else []
+        results = allocator.allocate(pending) if pending else []
     except (AllocatorError, NodeFailureError, SearchTimeoutError) as exc:
+        witness = _Bounds(budget.checks, budget.work - allocator.work)
         return _failed(exc, pending, class_map, features, budget, fail,
-                       map_order_note(pending, slices, class_map, info, state, features, budget, ("fail", str(exc))))
+                       map_order_note(pending, slices, class_map, info, state, features, witness, ("fail", str(exc))))
+    witness = _Bounds(budget.checks, budget.work - allocator.work)
     if results is None:
-        note = map_order_note(pending, slices, class_map, info, state, features, budget, ("fail", CANNOT_ALLOCATE))
+        note = map_order_note(pending, slices, class_map, info, state, features, witness, ("fail", CANNOT_ALLOCATE))
         return fail(CANNOT_ALLOCATE, "unschedulable", _where_all(pending), "", note)
     by_claim = dict(zip((c.key for c in pending), results, strict=True))
     out = []
@@ -233,7 +248,7 @@ def _allocate(
             out.append(_allocated(claim, by_claim[claim.key]))
     # (the answer's devices named only where the release ranges over a map of pools)
     note = "" if features.generation.sorts_pools else map_order_note(pending, slices, class_map, info, state,
-                                                                      features, budget, _chosen(results))
+                                                                      features, witness, _chosen(results))
     return AllocationResult(info.name, version, features.implementation, tuple(out), note)
 
 
@@ -242,7 +257,7 @@ def _failed(
     pending: Sequence[ResourceClaim],
     class_map: Mapping[str, DeviceClass],
     features: Features,
-    budget: int,
+    budget: _Bounds,
     fail: Callable[..., AllocationFailure],
     note: str,
 ) -> AllocationFailure:
@@ -251,9 +266,22 @@ def _failed(
     if isinstance(exc, NodeFailureError):
         return fail(str(exc), "unschedulable", _where_all(pending), "", note)
     kind: Literal["unschedulable", "error"] = "error" if features.release.timeout_is_error else "unschedulable"
-    return fail(str(exc), kind, _where_all(pending),
-                f"numalign stopped the search after {budget} device checks (its bound in place of the "
-                "scheduler's 10 s filter timeout)", note)
+    by_work = isinstance(exc, SearchTimeoutError) and exc.by_work
+    if by_work:
+        detail = (f"numalign stopped the search at its bound on its own work ({budget.work} units: devices looked "
+                  f"at, search steps; the scheduler searches on to its 10 s filter timeout, about {budget.checks} "
+                  "device checks on the reference machine, and may answer otherwise)")
+    else:
+        detail = (f"numalign stopped the search after {budget.checks} device checks (its bound in place of the "
+                  "scheduler's 10 s filter timeout)")
+    return fail(str(exc), kind, _where_all(pending), detail, note, "work" if by_work else "checks")
+
+
+class _Bounds(NamedTuple):  # (a tuple: made for every allocation)
+    """The search's two bounds (allocate_claims' `budget` and `work_bound`)."""
+
+    checks: int
+    work: int
 
 
 # How many other pool orders map_order_note tries at most (each pool first once, up to this many).
@@ -271,7 +299,7 @@ def map_order_note(
     info: NodeInfo,
     state: AllocatedState,
     features: Features,
-    budget: int,
+    budget: _Bounds,
     answer: tuple[Any, ...],
 ) -> str:
     """Where the release ranges over a Go map of pools (1.34, 1.35: the generation does not sort them), whether
@@ -279,15 +307,16 @@ def map_order_note(
     with each other pool of the node first (the sorted order rotated; up to MAP_ORDER_TRIES), and the first
     that changes the devices or the verdict is named. Only an order found to differ is reported, so the
     note is a witness, never a guess; no note does not prove that no order differs. The extra searches
-    share one budget, the main search's, and a search stopped by it ends the check without a note."""
-    if features.generation.sorts_pools or not pending:
+    share one budget and one work bound, the main search's, and a search stopped by either ends the check
+    without a note."""
+    if features.generation.sorts_pools or not pending or budget.work <= 0:
         return ""
-    first = Allocator(features, state, class_map, slices, info, budget)
+    first = Allocator(features, state, class_map, slices, info, budget.checks, budget.work)
     if len(first.pools) < 2:
         return ""
-    left = budget
+    left, work_left = budget.checks, budget.work
     for shift in range(1, min(len(first.pools), MAP_ORDER_TRIES + 1)):
-        alt = Allocator(features, state, class_map, slices, info, left)
+        alt = Allocator(features, state, class_map, slices, info, left, work_left)
         alt.pools = alt.pools[shift:] + alt.pools[:shift]
         try:
             results = alt.allocate(pending)
@@ -297,9 +326,10 @@ def map_order_note(
         except (AllocatorError, NodeFailureError) as exc:
             other = ("fail", str(exc))
         left -= alt.checks
+        work_left -= alt.work
         if other != answer:
             return _map_order_text(features, alt.pools[0].pool_id, other)
-        if left <= 0:
+        if left <= 0 or work_left <= 0:
             return ""
     return ""
 

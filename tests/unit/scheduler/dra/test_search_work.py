@@ -19,7 +19,12 @@ from numalign.k8s.dra.types import (
     ResourcePool,
     ResourceSlice,
 )
-from numalign.scheduler.dra.allocator import AllocatedState, Allocator
+from numalign.scheduler.dra.allocator import (
+    DEFAULT_SEARCH_BUDGET,
+    DEFAULT_WORK_BOUND,
+    AllocatedState,
+    Allocator,
+)
 from numalign.scheduler.dra.api import AllocationFailure, allocate_claims
 from numalign.scheduler.dra.features import features_for
 from numalign.scheduler.dra.pools import NodeInfo
@@ -74,3 +79,45 @@ def test_a_failure_is_reused_only_where_the_devices_it_could_take_are_held_as_th
     results = allocator.allocate(claims)
     assert results is not None
     assert [[r.device_id[2] for r in claim] for claim in results] == [["d1", "d2"], ["d0"]]
+
+
+# The two bounds (docs/dra.md, the budget): device checks counted as upstream's scan makes them stand for
+# the scheduler's 10 s filter timeout; numalign's own work (devices its scans look at, its steps, the
+# failed states it recognises) bounds its time. Checks passed over or taken from a remembered failure
+# count against the first and not the second.
+WIDE = [ResourceSlice(name="s", driver="a.example.com", pool=ResourcePool("p", 1, 1), node_name="n",
+                      devices=tuple(Device(name=f"d{i}") for i in range(200)))]
+
+
+def test_a_search_past_a_million_checks_but_little_work_gets_the_schedulers_answer() -> None:
+    # Every pair of 200 devices is tried, and each time "none" would check the 200 devices again: 4 million
+    # checks, which the real allocator goes through in about 2 s; numalign remembers the failure.
+    allocator = Allocator(features_for("1.37"), AllocatedState(), CLASSES, WIDE, NodeInfo("n"))
+    assert allocator.allocate(CLAIMS) is None
+    assert allocator.checks == 200 + 200 * 199 // 2 * (1 + 200) > 1_000_000 > 10 * allocator.work
+    result = allocate_claims(CLAIMS, WIDE, CLASSES, node="n", version="1.37")
+    assert isinstance(result, AllocationFailure) and result.message == "cannot allocate all claims"
+    assert result.stopped_by == ""
+
+
+def test_the_default_budget_stands_for_the_schedulers_10_s_and_the_work_bound_is_below_it() -> None:
+    assert DEFAULT_SEARCH_BUDGET == 20_000_000  # ~2 million checks a second, measured (docs/dra.md)
+    assert DEFAULT_WORK_BOUND < DEFAULT_SEARCH_BUDGET
+
+
+@pytest.mark.parametrize("version", ["1.37", "1.35"])
+def test_the_work_bound_stops_the_search_at_the_same_unit_and_says_so(version: str) -> None:
+    allocator = Allocator(features_for(version), AllocatedState(), CLASSES, SLICES, NodeInfo("n"))
+    assert allocator.allocate(CLAIMS) is None
+    work = allocator.work
+    assert 0 < work < allocator.checks
+    enough = allocate_claims(CLAIMS, SLICES, CLASSES, node="n", version=version, work_bound=work)
+    assert isinstance(enough, AllocationFailure) and enough.message == "cannot allocate all claims"
+    short = allocate_claims(CLAIMS, SLICES, CLASSES, node="n", version=version, work_bound=work - 1)
+    assert isinstance(short, AllocationFailure) and short.stopped_by == "work"
+    assert short.message.endswith("timed out trying to allocate devices")
+    assert short.detail.startswith(f"numalign stopped the search at its bound on its own work ({work - 1} units")
+    # the checks budget, when it is the one that runs out, is named as such
+    checks = allocate_claims(CLAIMS, SLICES, CLASSES, node="n", version=version, budget=allocator.checks - 1)
+    assert isinstance(checks, AllocationFailure) and checks.stopped_by == "checks"
+    assert checks.detail.startswith(f"numalign stopped the search after {allocator.checks - 1} device checks")
