@@ -293,6 +293,11 @@ class DRAFigures:
     map_order_pods: int = 0
     map_order_example: str = ""
 
+    def __reduce__(self) -> tuple[type[DRAFigures], tuple[object, ...]]:
+        # Pickled as a constructor call (a worker process sends its run back): mypyc's compiled class
+        # (scripts/setup) is otherwise restored field by field through the frozen __setattr__, which refuses.
+        return DRAFigures, tuple(getattr(self, f.name) for f in dataclasses.fields(self))
+
     @property
     def aligned_share(self) -> float | None:
         """Of the placed DRA pods, those whose devices share a NUMA node with their CPUs and memory

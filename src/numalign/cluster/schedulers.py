@@ -82,13 +82,12 @@ class _Needs:
 
 
 def _needs(pv: PodVector) -> _Needs:
-    found: _Needs | None = pv.__dict__.get("_needs")
+    found: _Needs | None = pv.derived.get("needs")
     if found is None:
         cols = [] if pv.zero else pv.cols.tolist()
         vec = pv.vec.tolist()
-        found = _Needs(tuple((c, vec[c]) for c in cols), pv.non_zero, pv.requests.get("cpu", 0),
-                       pv.requests.get("memory", 0))
-        object.__setattr__(pv, "_needs", found)
+        found = pv.derived["needs"] = _Needs(tuple((c, vec[c]) for c in cols), pv.non_zero,
+                                             pv.requests.get("cpu", 0), pv.requests.get("memory", 0))
     return found
 
 
@@ -303,9 +302,14 @@ class ExactScheduler(DefaultScheduler):
 
     name = "exact"
 
-    def __init__(self, state: ClusterState, seed: int, scoring: str = "LeastAllocated", **kw: object) -> None:
+    # The parameters spelled out rather than passed on as **kw: mypyc's compiled build (scripts/setup) passed
+    # an empty **kw as the next positional argument ("int object expected; got dict").
+    def __init__(self, state: ClusterState, seed: int, scoring: str = "LeastAllocated",
+                 percentage_of_nodes_to_score: int = 0,
+                 rtcr_shape: Sequence[tuple[int, int]] = DEFAULT_RTCR_SHAPE) -> None:
         self.fewest_numa = scoring == "LeastNUMANodes"
-        super().__init__(state, seed, "LeastAllocated" if self.fewest_numa else scoring, **kw)  # type: ignore[arg-type]
+        super().__init__(state, seed, "LeastAllocated" if self.fewest_numa else scoring, percentage_of_nodes_to_score,
+                         rtcr_shape)
         self._numa: dict[int, int] = {}
         self._rejected_by_kubelet = 0
 

@@ -48,6 +48,12 @@ class RunSpec:
     kubelet_version: str | None = None  # X.Y[.Z] every pool runs; None: each pool its own
     previews: str | None = None  # NAME=VALUE items joined by ';' ('' none); None: each pool its own
 
+    def __reduce__(self) -> tuple[type[RunSpec], tuple[object, ...]]:
+        # Pickled as a constructor call (--jobs and --dask send runs to other processes): mypyc's compiled
+        # class (scripts/setup) is otherwise restored field by field through the frozen __setattr__, which
+        # refuses.
+        return RunSpec, (self.scheduler, self.scoring, self.kubelet_flags, self.kubelet_version, self.previews)
+
     def cluster(self, cluster: Cluster) -> Cluster:
         """The cluster this run decides on: its kubelet flags, version and previews applied."""
         version = None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -42,14 +43,16 @@ class PodVector:
     non_zero: tuple[int, int]
     vec: IntArray  # requests by resource index
     zero: bool  # requests nothing at all (NodeResourcesFit then checks only the pod count)
+    # What the scheduler derives from the shape once (`cols`, schedulers._needs): a field rather than
+    # entries in the instance __dict__, which a class compiled by mypyc (scripts/setup) does not have.
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def cols(self) -> IntArray:
         """The resource indices the pod requests (memoised: the filter reads them for every pod)."""
-        found: IntArray | None = self.__dict__.get("_cols")
+        found: IntArray | None = self.derived.get("cols")
         if found is None:
-            found = np.flatnonzero(self.vec)
-            object.__setattr__(self, "_cols", found)
+            found = self.derived["cols"] = np.flatnonzero(self.vec)
         return found
 
 
