@@ -17,13 +17,18 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from numalign import _compiled
+
+# First, before any submodule is imported: the compiled core, where built and exact (numalign._compiled).
+_compiled.install()
+
 # The layers, lowest first: a module may import its own package and packages of a lower layer, never
 # one of its own layer or above (tests/unit/test_architecture.py walks every import against this;
 # docs/architecture.md draws it). The same rule holds between the subpackages of kubelet/, laid out as
 # upstream's pkg/kubelet/cm: the managers build on the Topology Manager's provider contract, the admit
 # handlers and the node on the managers.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "paths", "metrics"),
+    ("_compiled", "errors", "paths", "metrics"),
     ("core", "limits"),
     ("validation", "k8s"),
     ("machine",),

@@ -53,6 +53,29 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}; see '{self.prog} --help'\n")
 
 
+class _VersionAction(argparse.Action):
+    """argparse's "version" action, with the text computed only when asked (importlib.metadata costs
+    start-up time every command would pay)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(_version())
+        parser.exit()
+
+
+def _version() -> str:
+    """`numalign 0.1.0 (compiled core (74 modules, mypyc))`, or the reason the Python source runs."""
+    import importlib.metadata
+
+    from numalign import _compiled
+
+    try:
+        release = importlib.metadata.version("numalign")
+    except importlib.metadata.PackageNotFoundError:
+        release = "(not installed)"
+    return f"numalign {release} ({_compiled.STATUS})"
+
+
 def build_parser(only: str | None = None, *, lazy: bool = False) -> argparse.ArgumentParser:
     """The whole parser; with `lazy`, only command `only` gets its full parser and the others a line
     of help (from SUMMARIES): `numalign --help` and each command then import one command module, not
@@ -65,6 +88,8 @@ def build_parser(only: str | None = None, *, lazy: bool = False) -> argparse.Arg
         formatter_class=_Formatter,
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    parser.add_argument("--version", action=_VersionAction, nargs=0,
+                        help="print numalign's version and whether its compiled core is in use, and exit")
     add_logging_args(parser, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():

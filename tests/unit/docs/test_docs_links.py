@@ -26,7 +26,7 @@ _INLINE_CODE = re.compile(r"`([^`\n]+)`")
 _LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 _SHELL_BLOCKS = {"sh", "bash", "shell", "console"}
 _GLOBAL_WITH_VALUE = {"-v", "--v", "--log-format"}
-_GLOBAL_FLAGS = {"--debug", "-h", "--help"}
+_GLOBAL_FLAGS = {"--debug", "-h", "--help", "--version"}
 
 
 def pages() -> list[Path]:

@@ -1,0 +1,134 @@
+"""The compiled core (scripts/compile.py, numalign._compiled): used only while exact for its sources.
+
+The build is real where scripts/setup made one (CI requires it: NUMALIGN_REQUIRE_COMPILED=1, set by
+scripts/test); the staleness rules are checked on real copies of the sources in any case.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numalign
+from numalign import _compiled
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src" / "numalign"
+PROBE = "import numalign.core.merge as m, numalign._compiled as c; print(m.__file__); print(c.STATUS)"
+
+
+def _run(code: str, env: dict[str, str] | None = None, pythonpath: Path | None = None) -> list[str]:
+    full = {k: v for k, v in os.environ.items() if k not in ("NUMALIGN_PURE", "NUMALIGN_COMPILED_DIR")}
+    full.update(env or {})
+    if pythonpath is not None:
+        full["PYTHONPATH"] = str(pythonpath)
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=full,
+                         cwd=pythonpath or ROOT)
+    return out.stdout.splitlines()
+
+
+def _entry(package: Path, rel: str) -> dict[str, Any]:
+    src = package / rel
+    st = src.stat()
+    return {"source": rel, "sha256": hashlib.sha256(src.read_bytes()).hexdigest(), "size": st.st_size,
+            "mtime_ns": st.st_mtime_ns, "library": rel.replace(".py", ".so")}
+
+
+def test_a_source_is_stale_only_when_its_text_changed(tmp_path: Path) -> None:
+    package = tmp_path / "numalign"
+    for rel in ("core/bitmask.py", "core/merge.py"):
+        (package / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(SRC / rel, package / rel)
+    manifest = {"modules": {rel: _entry(package, rel) for rel in ("core/bitmask.py", "core/merge.py")}}
+    assert _compiled.stale_source(manifest, package) is None
+    # Touched (a checkout, a copy): the time differs, the text does not.
+    os.utime(package / "core/merge.py", ns=(1, 1))
+    assert _compiled.stale_source(manifest, package) is None
+    # Edited: that module is named, so the whole group is left (the loader's all-or-nothing).
+    text = (package / "core/merge.py").read_text()
+    (package / "core/merge.py").write_text(text + "\n# edited\n")
+    assert _compiled.stale_source(manifest, package) == "core/merge.py"
+    (package / "core/merge.py").unlink()
+    assert _compiled.stale_source(manifest, package) == "core/merge.py"
+
+
+def test_a_build_made_from_other_sources_is_not_loaded(tmp_path: Path) -> None:
+    """A build whose manifest does not match the sources: numalign runs as Python and says which file."""
+    entry = _entry(SRC, "core/merge.py")
+    entry.update(sha256="0" * 64, size=entry["size"] + 1)
+    build = tmp_path / "build"
+    build.mkdir()
+    import sysconfig
+
+    (build / "manifest.json").write_text(json.dumps({
+        "soabi": sysconfig.get_config_var("SOABI"), "modules": {"numalign.core.merge": entry}, "shared": {}}))
+    merge_file, status = _run(PROBE, {"NUMALIGN_COMPILED_DIR": str(build)})
+    assert merge_file.endswith("core/merge.py")
+    assert status == "pure Python: src/numalign/core/merge.py changed since the core was compiled; run scripts/setup"
+
+
+def test_a_build_for_another_python_is_not_loaded(tmp_path: Path) -> None:
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "manifest.json").write_text(json.dumps({"soabi": "cpython-39-x86_64-linux-gnu", "modules": {},
+                                                     "shared": {}}))
+    merge_file, status = _run(PROBE, {"NUMALIGN_COMPILED_DIR": str(build)})
+    assert merge_file.endswith("core/merge.py")
+    assert "built for cpython-39-x86_64-linux-gnu" in status
+
+
+def test_the_compiled_core_is_used_where_built_and_numalign_pure_forces_python() -> None:
+    built = _compiled.build_dir()
+    required = os.environ.get("NUMALIGN_REQUIRE_COMPILED") == "1"
+    merge_file, status = _run(PROBE)
+    if required or (built is not None and _compiled.MODULES):
+        assert _compiled.STATUS.startswith("compiled core ("), _compiled.STATUS
+        assert merge_file.endswith(".so") and str(built) in merge_file
+        assert status.startswith("compiled core (")
+    else:
+        assert merge_file.endswith(".py")
+        assert status.startswith("pure Python")
+    pure_file, pure_status = _run(PROBE, {"NUMALIGN_PURE": "1"})
+    assert pure_file.endswith("core/merge.py")
+    assert pure_status == "pure Python (NUMALIGN_PURE=1)"
+
+
+def test_an_edited_copy_of_the_sources_runs_as_python(tmp_path: Path) -> None:
+    """The real build, real sources: a copy of the package is exact for the build until one compiled
+    module's text changes; then none of the build is used."""
+    shutil.copytree(SRC, tmp_path / "numalign", copy_function=shutil.copy2,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    before = _run(PROBE, pythonpath=tmp_path)
+    assert before[0].startswith(str(tmp_path)) or before[0].endswith(".so")
+    expected_compiled = _compiled.STATUS.startswith("compiled core (")
+    assert before[0].endswith(".so") == expected_compiled
+    merge = tmp_path / "numalign" / "core" / "merge.py"
+    merge.write_text(merge.read_text() + "\n# edited after the build\n")
+    after = _run(PROBE, pythonpath=tmp_path)
+    assert after[0] == str(merge)
+    if expected_compiled:
+        assert after[1] == ("pure Python: src/numalign/core/merge.py changed since the core was compiled; "
+                            "run scripts/setup")
+
+
+def test_admission_answers_alike_compiled_and_pure() -> None:
+    cmd = [sys.executable, "-m", "numalign", "admit", str(ROOT / "docs/examples/train.yaml"),
+           "--machine", "dual-socket", "-o", "json"]
+    base = {k: v for k, v in os.environ.items() if k != "NUMALIGN_PURE"}
+    compiled = subprocess.run(cmd, capture_output=True, text=True, env=base, cwd=ROOT)
+    pure = subprocess.run(cmd, capture_output=True, text=True, env={**base, "NUMALIGN_PURE": "1"}, cwd=ROOT)
+    assert (compiled.returncode, compiled.stdout) == (pure.returncode, pure.stdout)
+    assert json.loads(compiled.stdout)
+
+
+def test_version_says_which_core_runs() -> None:
+    out = subprocess.run([sys.executable, "-m", "numalign", "--version"], capture_output=True, text=True,
+                         check=True, env={**os.environ, "NUMALIGN_PURE": "1"}).stdout
+    assert out.startswith("numalign ") and out.rstrip().endswith("(pure Python (NUMALIGN_PURE=1))")
+    assert numalign.__name__ == "numalign"
