@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from numalign.cluster.capacity import PoolCapacity
+from numalign.cluster.capacity import PoolCapacity, SharedClaimPin
 
 SCHEMA_VERSION: Final = 1  # of capacity's document; docs/changelog.md lists what each version changed
 
@@ -26,6 +26,8 @@ class CapacityRun:
     kubelet_version: str | None
     previews: str | None
     pools: tuple[PoolCapacity, ...]
+    # the claims the copies share (resourceClaimName) and the nodes their one allocation pins them to
+    shared: tuple[SharedClaimPin, ...] = ()
 
     @property
     def exact(self) -> int:
@@ -89,7 +91,8 @@ class CapacityDocument:
                         "runs": [line(r) for r in self.runs]},
             "cluster": self.cluster, "nodes": self.nodes, "pod": self.pod, "notes": list(self.notes),
             "pools": list(self.pools),
-            "runs": [{**line(r), "byPool": [_pool_fit(p) for p in r.pools]} for r in self.runs],
+            "runs": [{**line(r), "byPool": [_pool_fit(p) for p in r.pools],
+                      **({"sharedClaims": [c.to_dict() for c in r.shared]} if r.shared else {})} for r in self.runs],
         }
 
     def text_lines(self, pool_lines: Sequence[str]) -> list[str]:
@@ -101,6 +104,7 @@ class CapacityDocument:
             if len(self.runs) > 1:
                 out += ["", f"== {run.heading()}"]
             out += ["", *self._table(run)]
+            out += [f"  {c.text()}" for c in run.shared]
             out += [f"  why {p.pool}: {reason} ({n} node{'s' if n != 1 else ''})" for p in run.pools
                     for reason, n in p.why.items()]
             if self.workload_pods is not None:

@@ -10,6 +10,14 @@ Speed: the allocator runs once per (pool, the devices in use on the node, the cl
 one pool with the same devices in use share the answer, so a filter over a thousand nodes costs one
 allocation per distinct node state. The allocation is computed on the pool's slices published for a
 stand-in node name and read as the node's own (device names are the same on every node of a pool).
+
+A claim pods name (spec.resourceClaims[].resourceClaimName) is one object: allocated once (for the first
+pod that needs it, or before the run: its status.allocation in the input), then shared by every pod
+naming it, which can run only on the nodes the allocation's node selector reaches (SharedClaim.reach:
+the allocator's createNodeSelector, a node-local device's node or the AND of the network-attached
+devices' slice selectors; the DynamicResources filter refuses the others with "resourceclaim not
+available on the node"). It is deallocated when no pod reserves it any more, as the resource claim
+controller does, unless it was allocated before the run (`kept`).
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ import numpy as np
 
 from numalign.cluster.state import BoolArray, ClusterState
 from numalign.k8s.dra.podclaims import claims_for_pod
-from numalign.k8s.dra.types import DRAObjects, ResourceClaim, ResourceSlice
+from numalign.k8s.dra.types import DeviceAllocationResult, DRAObjects, NodeSelector, ResourceClaim, ResourceSlice
 from numalign.k8s.pod import Pod
 from numalign.kubelet.dramanager.manager import DRAManager
 from numalign.machine.dra import machine_slices
@@ -44,8 +52,26 @@ from numalign.scheduler.dra.api import (
     AllocationResult,
     allocate_claims,
 )
+from numalign.scheduler.dra.pools import NodeInfo, node_matches
 
 STAND_IN = "numalign-pool-node"  # the node name a pool's slices are published for when allocating
+# The DynamicResources filter's words for a node an allocated claim's node selector does not reach
+# (dynamicresources.go Filter, every release 1.34-1.37).
+NOT_AVAILABLE = "resourceclaim not available on the node"
+
+
+@dataclass(frozen=True)
+class SharedClaim:
+    """A named ResourceClaim once allocated: its allocation, the nodes it reaches (None: every node) and
+    where it was allocated (`node`: the node it was allocated for, None when the input had it allocated;
+    `kept`: allocated before the run, so never deallocated by it)."""
+
+    key: str
+    allocation: DeviceAllocationResult
+    reach: frozenset[int] | None
+    node: int | None
+    kept: bool
+    network: bool  # no device of it is local to one node: its devices are in use on every node
 
 
 class _NodeClaims:
@@ -83,9 +109,11 @@ class ClusterDRA:
         self.nodes = [_NodeClaims() for _ in state.nodes]
         self._cache: dict[tuple[str, tuple[str, ...], str], AllocationResult | AllocationFailure] = {}
         self.placed: dict[str, tuple[int, AllocationResult]] = {}  # pod uid -> (node, allocation)
-        # Claims a pod names (resourceClaimName) are shared: allocated once, on one node, for every pod
-        # using them; claim key -> the node whose DRA manager holds it.
-        self.shared: dict[str, int] = {}
+        # Claims a pod names (resourceClaimName) are shared: allocated once for every pod using them; claim
+        # key -> the allocation and the nodes it reaches; and the pods reserving each (pod uid -> keys).
+        self.shared: dict[str, SharedClaim] = {}
+        self._users: dict[str, set[str]] = {}
+        self._uses: dict[str, tuple[str, ...]] = {}
         self.allocations = 0  # allocator runs (the cache's misses)
 
     @classmethod
@@ -96,30 +124,93 @@ class ClusterDRA:
             return None
         return cls(state, objects or DRAObjects(), pool_slices)
 
-    def claims(self, pod: Pod) -> tuple[list[ResourceClaim], str, int | None]:
-        """The pod's claims (a shared one as allocated already), their cache key, and the node a shared
-        claim already allocated ties the pod to (None: any node)."""
+    def claims(self, pod: Pod) -> tuple[list[ResourceClaim], str, frozenset[int] | None]:
+        """The pod's claims (a shared one as allocated already), their cache key, and the nodes its shared
+        claims' allocations all reach (None: any node)."""
         out = []
-        tied: int | None = None
+        reach: frozenset[int] | None = None
+        named = _named(pod)
         for c in claims_for_pod(pod, self.objects):
-            node = self.shared.get(c.key)
-            held = next((h for h in self.nodes[node].manager.held() if h.key == c.key), None) \
-                if node is not None else None
-            if node is not None and held is not None:
-                tied = node
-                c = replace(c, allocation=held.claim.allocation)
+            if c.key in named:
+                shared = self.shared.get(c.key)
+                if shared is None and c.allocation is not None:
+                    shared = self.shared[c.key] = SharedClaim(c.key, c.allocation, self._selected(c.allocation),
+                                                              None, True, False)
+                if shared is not None:
+                    c = replace(c, allocation=shared.allocation)
+                    if shared.reach is not None:
+                        reach = shared.reach if reach is None else reach & shared.reach
             out.append(c)
-        return out, repr([(c.spec, c.allocation) for c in out]), tied
+        return out, repr([(c.spec, c.allocation) for c in out]), reach
+
+    def _selected(self, allocation: DeviceAllocationResult) -> frozenset[int] | None:
+        """The nodes an input's status.allocation.nodeSelector matches (None: no selector, every node)."""
+        if allocation.node_selector is None:
+            return None
+        return self._matching([allocation.node_selector])
+
+    def _matching(self, selectors: Sequence[NodeSelector]) -> frozenset[int]:
+        return frozenset(sn.index for sn in self.state.nodes
+                         if all(node_matches(NodeInfo(sn.name, dict(sn.pool.labels)), None, False, sel)
+                                for sel in selectors))
+
+    def _reach(self, i: int, allocation: DeviceAllocationResult) -> tuple[frozenset[int] | None, bool]:
+        """The nodes an allocation made on node i reaches, as the allocator's createNodeSelector has it: a
+        device local to one node restricts it to that node; otherwise every network-attached device's
+        node selector applies (allNodes: none); and whether it is network-attached."""
+        slices = self.slices[self.state.nodes[i].pool.name]
+        selectors: list[NodeSelector] = []
+        for r in allocation.results:
+            found = next(((s, d) for s in slices if s.driver == r.driver and s.pool.name == r.pool
+                          for d in s.devices if d.name == r.device), None)
+            if found is None:
+                continue
+            sl, dev = found
+            node_name, selector = (dev.node_name, dev.node_selector) if sl.per_device_node_selection else (
+                sl.node_name, sl.node_selector)
+            if node_name:
+                return frozenset((i,)), False
+            if selector is not None:
+                selectors.append(selector)
+        return (self._matching(selectors) if selectors else None), True
+
+    def allocate_shared(self, i: int, pod: Pod) -> bool:
+        """Allocate the pod's named claims not allocated yet for node i, as the scheduler does for the
+        first pod that needs them, without placing the pod (`capacity` counts its copies afterwards); they
+        stay allocated for the rest of the run. False when they do not fit there."""
+        claims, claims_key, _reach = self.claims(pod)
+        answer = self._answer(i, claims, claims_key)
+        if isinstance(answer, AllocationFailure):
+            return False
+        self._share(i, pod, [replace(own, allocation=c.allocation)
+                             for c, own in zip(answer.claims, claims, strict=True)], kept=True)
+        return True
+
+    def _share(self, i: int, pod: Pod, mine: Sequence[ResourceClaim], kept: bool = False) -> None:
+        named = _named(pod)
+        for c in mine:
+            if c.key in named and c.key not in self.shared and c.allocation is not None:
+                reach, network = self._reach(i, c.allocation)
+                self.shared[c.key] = SharedClaim(c.key, c.allocation, reach, i, kept, network)
+
+    def _network_held(self, i: int) -> list[ResourceClaim]:
+        """Network-attached shared claims node i's DRA manager does not hold: their devices are in use
+        there too."""
+        held = {h.key for h in self.nodes[i].manager.held()}
+        return [ResourceClaim(name=sc.key.partition("/")[2], namespace=sc.key.partition("/")[0],
+                              allocation=sc.allocation)
+                for sc in self.shared.values() if sc.network and sc.key not in held]
 
     def _answer(self, i: int, claims: list[ResourceClaim], claims_key: str) -> AllocationResult | AllocationFailure:
         sn = self.state.nodes[i]
         held = self.nodes[i]
-        key = (sn.pool.name, held.key, claims_key)
+        network = self._network_held(i)
+        key = (sn.pool.name, held.key + tuple(c.key for c in network), claims_key)
         found = self._cache.get(key)
         if found is None:
             self.allocations += 1
             found = allocate_claims(claims, self.slices[sn.pool.name], self.objects.classes, node=STAND_IN,
-                                    node_labels=dict(sn.pool.labels), allocated=held.allocated(),
+                                    node_labels=dict(sn.pool.labels), allocated=[*held.allocated(), *network],
                                     version=sn.pool.version)
             self._cache[key] = found
         return found
@@ -127,13 +218,12 @@ class ClusterDRA:
     def mask(self, pod: Pod, candidates: BoolArray) -> tuple[BoolArray, Counter[str]]:
         """The DynamicResources filter over the candidate nodes: which pass, and per allocator message how
         many fail (the scheduler's "N cannot allocate all claims")."""
-        claims, claims_key, tied = self.claims(pod)
+        claims, claims_key, reach = self.claims(pod)
         ok = np.zeros(len(self.state.nodes), dtype=np.bool_)
         failures: Counter[str] = Counter()
         for i in np.flatnonzero(candidates):
-            if tied is not None and i != tied:
-                # The allocation's node selector names the node the shared claim was allocated on.
-                failures["node(s) didn't match the node selector of an allocated ResourceClaim"] += 1
+            if reach is not None and int(i) not in reach:
+                failures[NOT_AVAILABLE] += 1  # the shared claim's allocation does not reach the node
                 continue
             answer = self._answer(int(i), claims, claims_key)
             if isinstance(answer, AllocationFailure):
@@ -154,7 +244,7 @@ class ClusterDRA:
         from numalign.kubelet.previews.dra_hints import DRAHintProvider
         from numalign.scheduler.dra.scheduling import PodClaims
 
-        claims, claims_key, _tied = self.claims(pod)
+        claims, claims_key, _reach = self.claims(pod)
         answer = self._answer(i, claims, claims_key)
         if isinstance(answer, AllocationFailure):
             return
@@ -170,16 +260,19 @@ class ClusterDRA:
 
     def commit(self, i: int, pod: Pod) -> None:
         """Reserve: the bound and admitted pod's claims hold their devices on node i."""
-        claims, claims_key, _tied = self.claims(pod)
+        claims, claims_key, _reach = self.claims(pod)
         answer = self._answer(i, claims, claims_key)
         if isinstance(answer, AllocationFailure):
             return
-        named = {f"{pod.namespace}/{pc.resource_claim_name}" for pc in pod.resource_claims if pc.resource_claim_name}
+        named = _named(pod)
         # The answer may be shared with an earlier pod of the same claims (the cache): its claims name the
         # devices, position by position the pod's own, which keep their names.
         mine = [replace(own, allocation=c.allocation) for c, own in zip(answer.claims, claims, strict=True)]
         self.nodes[i].manager.reserve(pod, mine)
-        self.shared.update((c.key, i) for c in mine if c.key in named)
+        self._share(i, pod, mine)
+        for key in named:
+            self._users.setdefault(key, set()).add(pod.uid)
+        self._uses[pod.uid] = tuple(named)
         self.nodes[i].refresh()
         self.placed[pod.uid] = (i, answer)
 
@@ -190,9 +283,8 @@ class ClusterDRA:
         workload give the same lines."""
         from numalign.scheduler.dra.explain import explain
         from numalign.scheduler.dra.features import features_for
-        from numalign.scheduler.dra.pools import NodeInfo
 
-        claims, claims_key, _tied = self.claims(pod)
+        claims, claims_key, _reach = self.claims(pod)
         labels = _claim_labels(pod, claims)
         found: dict[str, Counter[str]] = {}  # reason -> pool -> nodes
         seen: dict[tuple[str, tuple[str, ...]], list[str]] = {}
@@ -206,7 +298,8 @@ class ClusterDRA:
                 from numalign.scheduler.dra.allocator import AllocatedState
 
                 why = explain(claims, self.slices[sn.pool.name], self.objects.classes,
-                              NodeInfo(STAND_IN, dict(sn.pool.labels)), AllocatedState(self.nodes[i].allocated()),
+                              NodeInfo(STAND_IN, dict(sn.pool.labels)),
+                              AllocatedState([*self.nodes[i].allocated(), *self._network_held(i)]),
                               features_for(sn.pool.version))
                 reasons = seen[key] = [_relabel(r, labels) for r in why.reasons]
             for r in reasons:
@@ -220,21 +313,31 @@ class ClusterDRA:
         from numalign.scheduler.dra.allocator import AllocatedState
         from numalign.scheduler.dra.explain import explain
         from numalign.scheduler.dra.features import features_for
-        from numalign.scheduler.dra.pools import NodeInfo
 
-        claims, _key, _tied = self.claims(pod)
+        claims, _key, _reach = self.claims(pod)
         sn = self.state.nodes[i]
         why = explain(claims, self.slices[sn.pool.name], self.objects.classes, NodeInfo(STAND_IN, dict(sn.pool.labels)),
-                      AllocatedState(self.nodes[i].allocated()), features_for(sn.pool.version))
+                      AllocatedState([*self.nodes[i].allocated(), *self._network_held(i)]),
+                      features_for(sn.pool.version))
         labels = _claim_labels(pod, claims)
         return [_relabel(r, labels) for r in why.reasons]
 
     def release(self, i: int, uid: str) -> None:
         """The pod is deleted: its reservations end; a claim no pod reserves any more is deallocated."""
-        for key in self.nodes[i].manager.release(uid):
-            self.shared.pop(key, None)
+        self.nodes[i].manager.release(uid)
+        for key in self._uses.pop(uid, ()):
+            users = self._users.get(key, set())
+            users.discard(uid)
+            shared = self.shared.get(key)
+            if not users and shared is not None and not shared.kept:
+                del self.shared[key]  # no pod reserves it: the resource claim controller deallocates it
         self.nodes[i].refresh()
         self.placed.pop(uid, None)
+
+
+def _named(pod: Pod) -> set[str]:
+    """The keys of the claims the pod names (resourceClaimName), not made from a template for it."""
+    return {f"{pod.namespace}/{pc.resource_claim_name}" for pc in pod.resource_claims if pc.resource_claim_name}
 
 
 def _claim_labels(pod: Pod, claims: Sequence[ResourceClaim]) -> dict[str, str]:

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
 def answer(request: CapacityRequest) -> int:
     from numalign.cli.options.clusterargs import dump, pool_lines, running_pods, version_notes
-    from numalign.cluster.capacity import capacity
+    from numalign.cluster.capacity import count_capacity
     from numalign.cluster.capacity_document import CapacityDocument, CapacityRun
     from numalign.cluster.model import pool_documents
     from numalign.cluster.simulate import RunSpec
@@ -78,9 +78,8 @@ def answer(request: CapacityRequest) -> int:
     versions: list[str | None] = list(request.kubelet_versions) or [None]
     sets: list[str | None] = list(request.preview_sets) or [None]
     combos = [RunSpec("default", kubelet_version=v, previews=p) for v in versions for p in sets]
-    runs = tuple(CapacityRun(spec.kubelet_version, spec.previews,
-                             tuple(capacity(spec.cluster(cluster), pod, placement, running, dra_objects)))
-                 for spec in combos)
+    counts = [(spec, count_capacity(spec.cluster(cluster), pod, placement, running, dra_objects)) for spec in combos]
+    runs = tuple(CapacityRun(spec.kubelet_version, spec.previews, tuple(c.pools), c.shared) for spec, c in counts)
     notes = version_notes(cluster, list(request.kubelet_versions))
     doc = CapacityDocument(cluster.name, cluster.node_count, source, notes,
                            tuple(pool_documents(cluster.pools)), runs, wanted)

@@ -564,7 +564,9 @@ def _allocation(raw: object) -> t.DeviceAllocationResult | None:
             consumed_capacity=None if consumed is None else {
                 str(k): _quantity(v, f"{path}[{i}].consumedCapacity[{k}]")
                 for k, v in _mapping(consumed, f"{path}[{i}].consumedCapacity").items()}))
-    return t.DeviceAllocationResult(results=tuple(results))
+    selector = _mapping(raw, "status.allocation").get("nodeSelector")
+    return t.DeviceAllocationResult(results=tuple(results),
+                                    node_selector=_node_selector(selector, "status.allocation.nodeSelector"))
 
 
 # ---- field readers (API server wording) ----------------------------------------------------------------

@@ -272,10 +272,13 @@ class DeviceRequestAllocationResult:
 
 @dataclass(frozen=True)
 class DeviceAllocationResult:
-    """status.allocation.devices (DeviceAllocationResult): the devices a claim holds; the config and
-    the node selector of status.allocation are not modelled."""
+    """status.allocation: the devices a claim holds (devices.results) and, as read from an input's
+    status, the nodes the allocation is available on (nodeSelector; None: every node). The config is not
+    modelled; an allocation numalign makes carries no node selector (the cluster view works out the nodes
+    from the devices' slices, cluster/dra.py)."""
 
     results: tuple[DeviceRequestAllocationResult, ...] = ()
+    node_selector: NodeSelector | None = None
 
 
 @dataclass(frozen=True)
