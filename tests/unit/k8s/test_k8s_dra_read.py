@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -354,3 +356,82 @@ def test_a_negative_capacity_is_read_as_the_api_server_stores_it() -> None:
     slice_["spec"]["devices"][0]["capacity"] = {"memory": {"value": "-1"}}
     _, objects = _read(slice_)
     assert objects.slices[0].devices[0].capacity["memory"].value == Quantity.parse("-1")
+
+
+CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+         "spec": {"selectors": [{"cel": {"expression": "true"}}],
+                  "config": [{"opaque": {"driver": "gpu.example.com", "parameters": {"anything": 1}}}]}}
+CLAIM_SPEC = {"devices": {
+    "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu",
+                                             "tolerations": [{"key": "k", "operator": "Exists"}]}},
+                 {"name": "any", "firstAvailable": [{"name": "one", "deviceClassName": "gpu"}]}],
+    "constraints": [{"requests": ["gpu"], "matchAttribute": "gpu.example.com/model"}],
+    "config": [{"requests": ["gpu"], "opaque": {"driver": "gpu.example.com", "parameters": {}}}]}}
+
+
+def _in_version(obj: Mapping[str, object], version: str) -> dict[str, Any]:
+    """The object as a user writes it in `version`: v1beta1's requests are flat (no `exactly`)."""
+    out: dict[str, Any] = json.loads(json.dumps(obj))
+    out["apiVersion"] = f"resource.k8s.io/{version}"
+    if version == "v1beta1":
+        spec = out["spec"]
+        devices = (spec["spec"] if out["kind"] == "ResourceClaimTemplate" else spec).get("devices")
+        for r in (devices or {}).get("requests", []):
+            r.update(r.pop("exactly", {}))
+    return out
+
+
+CLAIM = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c"}, "spec": CLAIM_SPEC,
+         "status": {"allocation": {"devices": {"results": []}, "allocationTimestamp": "2026-01-01T00:00:00Z"},
+                    "reservedFor": [{"resource": "pods", "name": "p", "uid": "u"}]}}
+TEMPLATE = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "t"},
+            "spec": {"metadata": {"labels": {"a": "b"}}, "spec": CLAIM_SPEC}}
+
+
+@pytest.mark.parametrize("version", ["v1", "v1beta2", "v1beta1"])
+def test_classes_claims_and_templates_with_every_known_field_are_read(version: str) -> None:
+    _, objects = _read(*(_in_version(o, version) for o in (CLASS, CLAIM, TEMPLATE)))
+    assert (list(objects.classes), list(objects.claims), list(objects.templates)) == (
+        ["gpu"], ["default/c"], ["default/t"])
+    assert [r.name for r in objects.claims["default/c"].spec.requests] == ["gpu", "any"]
+
+
+@pytest.mark.parametrize("version", ["v1", "v1beta2", "v1beta1"])
+@pytest.mark.parametrize(("obj", "change", "field", "known"), [
+    (CLASS, lambda o, v: o["spec"].update({"selector": []}), "spec.selector",
+     "config, extendedResourceName, selectors"),
+    (CLASS, lambda o, v: o["spec"]["selectors"][0]["cel"].update({"expresion": "true"}),
+     "spec.selectors[0].cel.expresion", "expression"),
+    (CLASS, lambda o, v: o["spec"]["config"][0]["opaque"].update({"drivr": "x"}), "spec.config[0].opaque.drivr",
+     "driver, parameters"),
+    (CLAIM, lambda o, v: o.update({"statuss": {}}), "statuss", "apiVersion, kind, metadata, spec, status"),
+    (CLAIM, lambda o, v: o["spec"]["devices"]["constraints"][0].update({"matchAttributes": "x"}),
+     "spec.devices.constraints[0].matchAttributes", "distinctAttribute, matchAttribute, requests"),
+    (CLAIM, lambda o, v: o["spec"]["devices"]["requests"][1]["firstAvailable"][0].update({"adminAccess": True}),
+     "spec.devices.requests[1].firstAvailable[0].adminAccess",
+     "allocationMode, capacity, count, derivedAttributes, deviceClassName, name, selectors, tolerations"),
+    (TEMPLATE, lambda o, v: o["spec"]["spec"]["devices"]["requests"][0].update({"colour": "red"}),
+     "spec.spec.devices.requests[0].colour", "exactly, firstAvailable, name"),
+    (TEMPLATE, lambda o, v: o["spec"]["spec"].update({"device": {}}), "spec.spec.device", "devices"),
+])
+def test_unknown_fields_in_classes_claims_and_templates_are_refused_in_every_version(
+        version: str, obj: Mapping[str, object], change: object, field: str, known: str) -> None:
+    written = _in_version(obj, version)
+    change(written, version)  # type: ignore[operator]
+    kind = written["kind"]
+    if version == "v1beta1" and known == "exactly, firstAvailable, name":  # v1beta1's flat request
+        known = ("adminAccess, allocationMode, capacity, count, derivedAttributes, deviceClassName, firstAvailable, "
+                 "name, selectors, tolerations")
+    with pytest.raises(InvalidInputError) as err:
+        _read(written)
+    assert str(err.value) == (
+        f'in.yaml: document 1: {kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: '
+        f'unknown field "{field}" (remove it or correct its spelling; expected one of {known})')
+
+
+def test_a_v1beta1_request_misspelled_is_named_where_it_was_written() -> None:
+    claim = _in_version(CLAIM, "v1beta1")
+    claim["spec"]["devices"]["requests"][0]["tolerations"][0]["efect"] = "NoSchedule"
+    with pytest.raises(InvalidInputError, match=r'in version "v1beta1" .* unknown field '
+                                                r'"spec\.devices\.requests\[0\]\.tolerations\[0\]\.efect"'):
+        _read(claim)

@@ -20,7 +20,7 @@ from typing import Any, Final
 from numalign.errors import InvalidInputError
 from numalign.k8s.dra import names as n
 from numalign.k8s.dra import types as t
-from numalign.k8s.dra.convert import API_VERSIONS, UnknownFieldError, to_v1
+from numalign.k8s.dra.convert import API_VERSIONS, V1BETA1, UnknownFieldError, to_v1
 from numalign.k8s.quantity import Quantity
 from numalign.limits import go_quote, quote
 
@@ -58,12 +58,14 @@ def dra_object_from_dict(obj: Mapping[str, Any], where: str) -> DRAObject:
             f"or {API_VERSIONS[-1]} (fetch it with `kubectl get ... -o yaml` from a 1.32+ cluster)"
         )
     try:
-        obj = to_v1(obj)
+        written, obj = obj, to_v1(obj)
         if kind == "ResourceSlice":
             _known_fields(obj, _SLICE_FIELDS, "")
             spec_obj = obj.get("spec")
             if isinstance(spec_obj, Mapping):
                 _known_fields(spec_obj, _SLICE_SPEC_FIELDS, "spec")
+        elif kind in _STRICT:  # on the object as written: strict decoding names the version's own paths
+            _strict(written, (_STRICT_V1BETA1 if api_version == V1BETA1 else _STRICT)[kind], "")
     except UnknownFieldError as exc:
         raise _unknown_field(where, kind, api_version, exc) from None
     metadata = obj.get("metadata")
@@ -131,6 +133,66 @@ _CAPACITY_FIELDS: Final = frozenset(("value", "requestPolicy"))
 _TAINT_FIELDS: Final = frozenset(("key", "value", "effect", "timeAdded"))
 _COUNTER_SET_FIELDS: Final = frozenset(("name", "counters"))
 _CONSUMPTION_FIELDS: Final = frozenset(("counterSet", "counters"))
+
+
+# DeviceClass, ResourceClaim and ResourceClaimTemplate as strict decoding knows them: per object, its
+# fields and, for those holding objects (or lists of them), what those hold. The union of 1.34-1.37's
+# k8s.io/api resource/v1, v1beta2 and v1beta1 types.go: the same fields in each version but for v1beta1's
+# flat request (strict decoding runs on the object as written, in its version's shape). Not descended:
+# `metadata` (ObjectMeta), `status` (a `kubectl get -o yaml` dump's: legal on an input, read for
+# status.allocation only), opaque `parameters` and capacity `requests` (maps of data).
+_Schema = tuple[frozenset[str], Mapping[str, "_Schema"]]
+
+
+def _schema(fields: str, **children: _Schema) -> _Schema:
+    return frozenset(fields.split()), children
+
+
+_SELECTOR: Final = _schema("cel", cel=_schema("expression"))
+_OPAQUE: Final = _schema("driver parameters")
+_TOLERATION: Final = _schema("key operator value effect tolerationSeconds")
+_CAPACITY_REQUEST: Final = _schema("requests")
+_EXACT_FIELDS: Final = ("deviceClassName selectors allocationMode count adminAccess tolerations capacity "
+                        "derivedAttributes")
+_SUB_REQUEST: Final = _schema(f"name {_EXACT_FIELDS.replace('adminAccess ', '')}", selectors=_SELECTOR,
+                              tolerations=_TOLERATION, capacity=_CAPACITY_REQUEST)
+
+
+def _kinds(request: _Schema) -> Mapping[str, _Schema]:
+    claim_spec = _schema("devices", devices=_schema(
+        "requests constraints config", requests=request,
+        constraints=_schema("requests matchAttribute distinctAttribute"),
+        config=_schema("requests opaque", opaque=_OPAQUE)))
+    return {
+        "DeviceClass": _schema("apiVersion kind metadata spec", spec=_schema(
+            "selectors config extendedResourceName", selectors=_SELECTOR,
+            config=_schema("opaque", opaque=_OPAQUE))),
+        "ResourceClaim": _schema("apiVersion kind metadata spec status", spec=claim_spec),
+        "ResourceClaimTemplate": _schema("apiVersion kind metadata spec",
+                                         spec=_schema("metadata spec", spec=claim_spec)),
+    }
+
+
+# v1 and v1beta2: a request's fields under `exactly`; v1beta1: on the request itself
+_STRICT: Final = _kinds(_schema("name exactly firstAvailable", firstAvailable=_SUB_REQUEST, exactly=_schema(
+    _EXACT_FIELDS, selectors=_SELECTOR, tolerations=_TOLERATION, capacity=_CAPACITY_REQUEST)))
+_STRICT_V1BETA1: Final = _kinds(_schema(f"name firstAvailable {_EXACT_FIELDS}", firstAvailable=_SUB_REQUEST,
+                                        selectors=_SELECTOR, tolerations=_TOLERATION, capacity=_CAPACITY_REQUEST))
+
+
+def _strict(obj: Mapping[str, Any], schema: _Schema, path: str) -> None:
+    """UnknownFieldError for the first field strict decoding does not know, depth first in the order written."""
+    known, children = schema
+    _known_fields(obj, known, path)
+    for key, child in children.items():
+        value = obj.get(key)
+        where = f"{path}.{key}" if path else key
+        if isinstance(value, Mapping):
+            _strict(value, child, where)
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, Mapping):
+                    _strict(item, child, f"{where}[{i}]")
 
 
 def _known_fields(obj: Mapping[str, Any], known: frozenset[str], path: str) -> None:
