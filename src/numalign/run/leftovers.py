@@ -10,8 +10,9 @@ descendants inherit, and a run's leftovers are:
 * the processes in its cgroup (cgroup.procs), when it has one;
 * the processes started after the run whose environment names its pod (they inherited it);
 * the processes started after the run whose CPU affinity lies inside the exclusive CPUs it held
-  (they inherited the pinning but cleared their environment), unless they carry another run's marker
-  or have a live parent that is not a leftover (then they are someone else's: a taskset in a shell).
+  (they inherited the pinning but cleared their environment), unless they carry another run's marker,
+  have a live parent that is not a leftover (then they are someone else's: a taskset in a shell), or
+  are orphans in another session whose leader still runs (another shell's or test suite's).
 
 The first two are ended (SIGKILL), as a container's are. The third are never signalled, since nothing
 proves they are the run's: while one runs, the run's pod stays recorded, so its CPUs are not handed to
@@ -122,7 +123,7 @@ def leftovers(record: Mapping[str, Any], proc: Path = PROC) -> tuple[set[int], s
     # A pinned process is taken for the run's only when it was left behind: orphaned (its parent is PID 1
     # or a service manager that adopts orphans) or the child of another leftover. A pinned process with
     # a live parent of its own (a shell's taskset, another tool) is someone else's.
-    adopted = {pid for pid in pinned if _orphaned(pid, proc)}
+    adopted = {pid for pid in pinned if _orphaned(pid, proc) and not _another_session(pid, record, pinned, proc)}
     grew = True
     while grew:
         more = {pid for pid in pinned - adopted if _parent(pid, proc) in adopted | ours}
@@ -137,6 +138,28 @@ def _parent(pid: int, proc: Path) -> int | None:
     except OSError:
         return None
     return int(stat[stat.rfind(b")") + 2:].split()[1])
+
+
+def _session(pid: int, proc: Path) -> int | None:
+    try:
+        stat = (proc / str(pid) / "stat").read_bytes()
+    except OSError:
+        return None
+    return int(stat[stat.rfind(b")") + 2:].split()[3])
+
+
+def _another_session(pid: int, record: Mapping[str, Any], pinned: set[int], proc: Path) -> bool:
+    """An orphaned pinned process is another's when it is in a session other than the run's (recorded at
+    launch: the command and what it starts inherit it) whose leader still runs and is not pinned on the
+    run's CPUs itself: a process another user's shell or test suite left pinned on the same CPUs (another
+    state directory's run gave it them too). A process that is its session's leader (a daemon that called
+    setsid), or whose session's leader is gone, cannot be told apart: it keeps the run held, as before.
+    Records written before the session was recorded keep the old rule."""
+    ours = record.get("session")
+    sid = _session(pid, proc)
+    if not isinstance(ours, int) or isinstance(ours, bool) or sid is None or sid in (ours, pid):
+        return False
+    return sid not in pinned and _running(sid, proc)
 
 
 def _orphaned(pid: int, proc: Path) -> bool:

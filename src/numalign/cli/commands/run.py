@@ -144,7 +144,9 @@ def run_command(request: RunRequest) -> int:
     try:
         node.plugins = connect_plugins(sockets)
         ref = ProcessRef(child.pid, start_time(child.pid) or 0, tuple(command))
-        record = {**ref.to_dict(), "pod_uid": pod.uid}
+        # The command's session (it inherits this process's): what it leaves behind stays in it, which
+        # tells its orphans from another session's pinned on the same CPUs (run.leftovers).
+        record = {**ref.to_dict(), "pod_uid": pod.uid, "session": os.getsid(0)}
         cgroup_path = _cgroup_path(request, pod.uid)
         if cgroup_path is not None:
             record["cgroup"] = str(cgroup_path)
