@@ -53,6 +53,45 @@ def modules() -> list[Path]:
     return sorted(chosen)
 
 
+def imported(paths: list[Path]) -> list[Path]:
+    """The numalign sources the compiled ones import, transitively, that are not compiled themselves.
+
+    mypyc reads them too: it inlines their Final constants of literal value (k8s/resources.py's
+    RESOURCE_CPU, k8s/dra/types.py's ALLOCATION_RESULTS_MAX_SIZE, ...) into the compiled code, so an edit
+    of one makes the build stale as surely as an edit of a compiled module. They are in the digest and
+    the manifest, and the loader checks them as it checks the compiled ones.
+    """
+    import ast
+
+    def source(mod: str) -> Path | None:
+        base = PACKAGE.joinpath(*mod.split(".")[1:])
+        for p in (base.with_suffix(".py"), base / "__init__.py"):
+            if p.is_file():
+                return p
+        return None
+
+    seen: set[Path] = set(paths)
+    todo = list(paths)
+    while todo:
+        tree = ast.parse(todo.pop().read_bytes())
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            for name in names:
+                parts = name.split(".")
+                if parts[0] != "numalign":
+                    continue
+                for i in range(2, len(parts) + 1):  # the packages above are imported (and read) too
+                    found = source(".".join(parts[:i]))
+                    if found is not None and found not in seen:
+                        seen.add(found)
+                        todo.append(found)
+    return sorted(seen - set(paths))
+
+
 def module_name(path: Path) -> str:
     return "numalign." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
 
@@ -64,7 +103,7 @@ def digest(paths: list[Path]) -> str:
     for part in (sys.version, sysconfig.get_config_var("SOABI") or "", mypy.version.__version__,
                  Path(__file__).read_text(), LIST.read_text()):
         h.update(part.encode() + b"\0")
-    for p in paths:
+    for p in [*paths, *imported(paths)]:
         h.update(str(p.relative_to(PACKAGE)).encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:20]
 
@@ -131,7 +170,13 @@ def build() -> int:
         "soabi": sysconfig.get_config_var("SOABI"),
         "modules": {},
         "shared": {},
+        "imports": [],  # read by mypyc, not compiled: the loader checks them as it checks the modules
     }
+    for p in imported(paths):
+        st = p.stat()
+        manifest["imports"].append({
+            "source": str(p.relative_to(PACKAGE)), "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
+            "size": st.st_size, "mtime_ns": st.st_mtime_ns})
     for p in paths:
         mod = module_name(p)
         so = _one(lib, mod)

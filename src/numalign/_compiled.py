@@ -59,8 +59,9 @@ def build_dir() -> Path | None:
 
 
 def stale_source(manifest: dict[str, Any], package: Path = PACKAGE) -> str | None:
-    """The first compiled module whose source is not the one compiled (its path), or None."""
-    for entry in manifest["modules"].values():
+    """The first source the build read (a compiled module, or a module one imports: mypyc inlined its
+    Final constants) that is not the one it read (its path), or None."""
+    for entry in [*manifest["modules"].values(), *manifest.get("imports", ())]:
         src = package / entry["source"]
         try:
             st = src.stat()
