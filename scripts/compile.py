@@ -26,6 +26,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +157,7 @@ def build() -> int:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             _mypyc(paths, work)
     except (Exception, SystemExit) as e:
-        log.write_text(out.getvalue() + f"\n{type(e).__name__}: {e}\n")
+        log.write_text(out.getvalue() + "\n" + "".join(traceback.format_exception(e)))
         shutil.rmtree(work, ignore_errors=True)
         return _fail(f"the mypyc build failed (see {log})")
     log.write_text(out.getvalue())

@@ -78,7 +78,8 @@ def test_setup_says_what_it_does_and_keeps_pip_quiet_off_a_terminal(tmp_path: Pa
     assert said[-1].startswith("scripts/setup: done")
     pips = [c for c in _calls(tmp_path) if c.startswith("python -m pip install")]
     assert len(pips) == 2 and all("--quiet" in c for c in pips)
-    assert done.stdout == ""  # pip's own lines go to stderr with the rest
+    assert done.stdout == ""  # pip's own lines go to stderr with the rest, and the compiled core's build's
+    assert "python scripts/compile.py" in _calls(tmp_path)  # the compiled core is built (or found up to date)
     again = subprocess.run(["/bin/bash", str(root / "scripts" / "setup")], env=env,
                            capture_output=True, text=True, check=False)
     assert again.returncode == 0 and "installing numalign " in again.stderr

@@ -119,23 +119,23 @@ def test_an_edited_copy_of_the_sources_runs_as_python(tmp_path: Path) -> None:
 
 
 def test_an_edited_module_the_core_imports_makes_it_stale(tmp_path: Path) -> None:
-    """k8s/resources.py is not compiled, but mypyc inlined its Final constants (RESOURCE_CPU, ...) into the
-    compiled kubelet: an edit of it discards the build as an edit of a compiled module does."""
+    """k8s/version.py is not compiled, but mypyc reads it for the compiled kubelet (and inlines the Final
+    constants of such modules): an edit of it discards the build as an edit of a compiled module does."""
     spec = importlib.util.spec_from_file_location("numalign_compile_script", ROOT / "scripts" / "compile.py")
     assert spec is not None and spec.loader is not None
     build_script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(build_script)
     compiled = build_script.modules()
     reads = {str(p.relative_to(SRC)) for p in build_script.imported(compiled)}
-    assert "k8s/resources.py" in reads and "k8s/version.py" in reads
+    assert "k8s/quantity.py" in reads and "k8s/version.py" in reads
     assert not reads & {str(p.relative_to(SRC)) for p in compiled}
     package = tmp_path / "numalign"
     shutil.copytree(SRC, package, copy_function=shutil.copy2, ignore=shutil.ignore_patterns("__pycache__"))
     manifest = {"modules": {}, "imports": [_entry(package, rel) for rel in sorted(reads)]}
     assert _compiled.stale_source(manifest, package) is None
-    resources = package / "k8s" / "resources.py"
-    resources.write_text(resources.read_text() + "\n# edited\n")
-    assert _compiled.stale_source(manifest, package) == "k8s/resources.py"
+    version = package / "k8s" / "version.py"
+    version.write_text(version.read_text() + "\n# edited\n")
+    assert _compiled.stale_source(manifest, package) == "k8s/version.py"
 
 
 def test_admission_answers_alike_compiled_and_pure() -> None:

@@ -42,8 +42,10 @@ from numalign.agent.events import (
     StartCrashed,
 )
 from numalign.errors import NumalignError
+from numalign.k8s.pod import Container, Pod
 from numalign.kubelet.devicemanager.endpoint import Endpoint
 from numalign.kubelet.devicemanager.prestart import run_pre_start
+from numalign.kubelet.node import Node
 from numalign.kubelet.plan import Plan
 
 log = logging.getLogger("numalign.agent")
@@ -206,7 +208,7 @@ class Executor:
                 calls: dict[str, list[tuple[Endpoint, list[str]]]] = {}
                 for c in pod.all_containers():
                     try:
-                        calls[c.name] = node.devices.pre_start_calls(pod, c)
+                        calls[c.name] = pre_start_calls(node, pod, c)
                     except NumalignError as e:
                         errors[c.name] = str(e)
             for name, container_calls in calls.items():
@@ -250,3 +252,10 @@ class Executor:
             t.cancel()
         self._starter.shutdown(wait=False, cancel_futures=True)
         self._allocator.shutdown(wait=False, cancel_futures=True)
+
+
+def pre_start_calls(node: Node, pod: Pod, container: Container) -> list[tuple[Endpoint, list[str]]]:
+    """The PreStartContainer calls a container's start needs (the device manager's answer). A module
+    function the executor calls, so a test can make a start fail unexpectedly here: the device manager
+    may be compiled (the compiled core), whose methods cannot be replaced on an instance."""
+    return node.devices.pre_start_calls(pod, container)

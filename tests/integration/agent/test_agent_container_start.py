@@ -13,7 +13,7 @@ from integration.agent.conftest import GPU, Layout, gpu_pod, pod_status, wait_fo
 
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2 as pr
 from numalign.adapters.grpc.gen.podresources.v1 import api_pb2_grpc as pr_grpc
-from numalign.agent import Agent
+from numalign.agent import Agent, executor
 from numalign.deviceplugin import Device, DevicePlugin
 
 GPUS = [Device(f"gpu{i}", topology=(i,)) for i in range(4)]
@@ -156,7 +156,7 @@ def test_a_start_that_raises_unexpectedly_is_retried(layout: Layout, monkeypatch
     try:
         node = agent.node
         assert node is not None
-        real = node.devices.pre_start_calls
+        real = executor.pre_start_calls
         failures = {"left": 2}
 
         def flaky(*args: object, **kwargs: object) -> object:
@@ -165,7 +165,7 @@ def test_a_start_that_raises_unexpectedly_is_retried(layout: Layout, monkeypatch
                 raise OSError("disk full")  # not a NumalignError: the worker's last-resort path
             return real(*args, **kwargs)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(node.devices, "pre_start_calls", flaky)
+        monkeypatch.setattr(executor, "pre_start_calls", flaky)
         with DevicePlugin(GPU, GPUS, socket_dir=layout.plugins) as plugin:
             plugin.register()
             layout.write_manifest("p.yaml", gpu_pod("p"))

@@ -347,7 +347,10 @@ class DeviceManager:
         start, callers driving the device manager alone). A failing call raises AllocationError."""
         make_calls_now(self.allocate_steps(pod, container))
 
-    allocate_now = allocate  # the name callers re-allocating a container at start use
+    def allocate_now(self, pod: Pod, container: Container) -> None:
+        """`allocate` under the name callers re-allocating a container at start use. A method, not a
+        class-level alias: mypyc (the compiled core) cannot build a class holding one."""
+        self.allocate(pod, container)
 
     def allocate_steps(self, pod: Pod, container: Container) -> AllocateSteps:
         """Allocate: init containers first (the caller's order), reusing a pod's init-container
