@@ -1,10 +1,11 @@
 """The compiled core's loader: numalign's hot modules compiled with mypyc, used only while exact.
 
-scripts/compile.py (run by scripts/setup) compiles the modules scripts/compiled-modules lists into
-<venv>/numalign-compiled/<digest>/ and names that directory in <venv>/numalign-compiled/ACTIVE. At
-`import numalign` this module reads the build's manifest and, if every source the build was made from
-is unchanged, puts a finder first on sys.meta_path that answers those modules with their compiled
-libraries. Otherwise nothing is installed and every module is the Python source.
+scripts/compile.py (run by scripts/setup) compiles the modules scripts/compiled-modules lists into a build
+cache shared by the user's clones (~/.cache/numalign/compiled/<digest>/) and writes this environment's
+manifest of it into <venv>/numalign-compiled/<digest>/, named by <venv>/numalign-compiled/ACTIVE. At
+`import numalign` this module reads that manifest and, if the build is there and every source it was
+made from is unchanged, puts a finder first on sys.meta_path that answers those modules with their
+compiled libraries. Otherwise nothing is installed and every module is the Python source.
 
 All or nothing, on purpose: mypyc compiles the listed modules as one group whose modules call each
 other's native code directly, so one compiled module would keep running another's old body after that
@@ -13,7 +14,7 @@ file, and `scripts/setup` rebuilds). A source is unchanged when its size and mod
 build's (Python's own .pyc rule) or, failing that, its SHA-256 is.
 
 NUMALIGN_PURE=1 forces the Python source (the two must answer alike: conformance and `scripts/bench
-decisions` run under both). NUMALIGN_COMPILED_DIR names a build directory instead of ACTIVE's.
+decisions` run under both). NUMALIGN_COMPILED_DIR names a build (or a manifest's) directory instead of ACTIVE's.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ PACKAGE = Path(__file__).resolve().parent
 # What `numalign --version` says: "compiled core (N modules)" or why the Python source runs.
 STATUS = "pure Python: no compiled core built (scripts/setup builds it)"
 MODULES: frozenset[str] = frozenset()
+LIBRARIES: Path | None = None  # the directory the compiled libraries load from, when they do
 
 
 class _Finder(MetaPathFinder):
@@ -77,7 +79,7 @@ def stale_source(manifest: dict[str, Any], package: Path = PACKAGE) -> str | Non
 
 def install() -> None:
     """Put the compiled core first on the import path if it is built and exact for these sources."""
-    global STATUS, MODULES
+    global STATUS, MODULES, LIBRARIES
     if os.environ.get("NUMALIGN_PURE") == "1":
         STATUS = "pure Python (NUMALIGN_PURE=1)"
         return
@@ -98,8 +100,13 @@ def install() -> None:
     if changed is not None:
         STATUS = f"pure Python: src/numalign/{changed} changed since the core was compiled; run scripts/setup"
         return
-    libraries = {name: where / entry["library"] for name, entry in modules.items()}
-    libraries.update({name: where / file for name, file in shared.items()})
+    built = Path(manifest.get("build") or where)  # the shared cache's build, or the manifest's own directory
+    if not (built / "manifest.json").is_file():
+        STATUS = f"pure Python: the compiled core's build {built} is gone (pruned from the cache); run scripts/setup"
+        return
+    libraries = {name: built / entry["library"] for name, entry in modules.items()}
+    libraries.update({name: built / file for name, file in shared.items()})
     sys.meta_path.insert(0, _Finder(libraries))
     MODULES = frozenset(modules)
+    LIBRARIES = built
     STATUS = f"compiled core ({len(modules)} modules, mypyc)"

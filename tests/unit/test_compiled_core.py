@@ -90,7 +90,7 @@ def test_the_compiled_core_is_used_where_built_and_numalign_pure_forces_python()
     merge_file, status = _run(PROBE)
     if required or (built is not None and _compiled.MODULES):
         assert _compiled.STATUS.startswith("compiled core ("), _compiled.STATUS
-        assert merge_file.endswith(".so") and str(built) in merge_file
+        assert merge_file.endswith(".so") and str(_compiled.LIBRARIES) in merge_file
         assert status.startswith("compiled core (")
     else:
         assert merge_file.endswith(".py")
@@ -153,3 +153,98 @@ def test_version_says_which_core_runs() -> None:
                          check=True, env={**os.environ, "NUMALIGN_PURE": "1"}).stdout
     assert out.startswith("numalign ") and out.rstrip().endswith("(pure Python (NUMALIGN_PURE=1))")
     assert numalign.__name__ == "numalign"
+
+
+def _compile_script() -> Any:
+    spec = importlib.util.spec_from_file_location("numalign_compile_script_cache", ROOT / "scripts" / "compile.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+def _setup_in(clone: Path, prefix: Path, cache: Path) -> subprocess.Popen[str]:
+    """scripts/compile.py of a clone, as a virtual environment at prefix runs it (sys.prefix is where
+    it records its build), against the build cache at cache."""
+    code = ("import runpy, sys; sys.prefix = sys.argv[1]; sys.argv = sys.argv[2:]; "
+            "runpy.run_path(sys.argv[0], run_name='__main__')")
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMALIGN_PURE", "NUMALIGN_REQUIRE_COMPILED")}
+    env.update(NUMALIGN_BUILD_CACHE=str(cache), NUMALIGN_REQUIRE_COMPILED="1")
+    return subprocess.Popen([sys.executable, "-c", code, str(prefix), str(clone / "scripts" / "compile.py")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_two_setups_at_once_build_once_and_share_the_build(tmp_path: Path) -> None:
+    """A real mypyc build of a two-module list in a clone: two environments set up at the same time; the
+    per-digest lock makes one build and the other wait for it; both name the one build in the cache,
+    and numalign from the clone loads it. A third clone with the same sources builds nothing."""
+    clones = [tmp_path / "clone-a", tmp_path / "clone-b"]
+    for clone in clones:
+        (clone / "scripts").mkdir(parents=True)
+        shutil.copy2(ROOT / "scripts" / "compile.py", clone / "scripts" / "compile.py")
+        listed = "# two modules, for the test\ncore/bitmask.py\ncore/hint.py\n"
+        (clone / "scripts" / "compiled-modules").write_text(listed)
+        shutil.copy2(ROOT / "pyproject.toml", clone / "pyproject.toml")
+        shutil.copytree(SRC, clone / "src" / "numalign", ignore=shutil.ignore_patterns("__pycache__"))
+    cache = tmp_path / "cache"
+    setups = [_setup_in(clones[0], tmp_path / f"venv-{i}", cache) for i in (1, 2)]
+    said = [p.communicate() for p in setups]
+    assert [p.returncode for p in setups] == [0, 0], said
+    logs = [err for _, err in said]
+    assert sum("compiling 2 modules with mypyc" in err for err in logs) == 1, logs
+    assert sum("up to date (2 modules compiled" in err for err in logs) == 1, logs
+    builds = [p for p in cache.iterdir() if p.is_dir()]
+    assert len(builds) == 1 and (builds[0] / "manifest.json").is_file()
+    digest = builds[0].name
+    for i in (1, 2):
+        store = tmp_path / f"venv-{i}" / "numalign-compiled"
+        assert (store / "ACTIVE").read_text().strip() == digest
+        local = json.loads((store / digest / "manifest.json").read_text())
+        assert local["build"] == str(builds[0])
+    probe = "import numalign.core.bitmask as b, numalign._compiled as c; print(b.__file__); print(c.STATUS)"
+    loaded = _run(probe, {"NUMALIGN_COMPILED_DIR": str(tmp_path / "venv-1" / "numalign-compiled" / digest)},
+                  pythonpath=clones[0] / "src")
+    assert loaded[0].startswith(str(builds[0])) and loaded[0].endswith(".so")
+    assert loaded[1] == "compiled core (2 modules, mypyc)"
+    third = _setup_in(clones[1], tmp_path / "venv-3", cache)
+    _, err = third.communicate()
+    assert third.returncode == 0 and "up to date (2 modules compiled" in err, err
+    # The cache pruned the build away (another clone's setup, weeks later): the loader says so, runs Python.
+    shutil.rmtree(builds[0])
+    gone = _run(probe, {"NUMALIGN_COMPILED_DIR": str(tmp_path / "venv-1" / "numalign-compiled" / digest)},
+                pythonpath=clones[0] / "src")
+    assert gone[0] == str(clones[0] / "src" / "numalign" / "core" / "bitmask.py")
+    assert gone[1] == (f"pure Python: the compiled core's build {builds[0]} is gone (pruned from the cache); "
+                       "run scripts/setup")
+
+
+def test_the_cache_keeps_recent_builds_and_those_in_use(tmp_path: Path) -> None:
+    script = _compile_script()
+    cache = tmp_path / "cache"
+    now = 2_000_000_000.0
+    old = now - (script.KEEP_DAYS + 1) * 86400
+    names = [f"build{i:02d}" for i in range(script.KEEP_BUILDS + 3)]
+    for i, name in enumerate(names):  # build00 the most recently used
+        (cache / name).mkdir(parents=True)
+        (cache / name / "manifest.json").write_text("{}")
+        (cache / f"{name}.log").write_text("log")
+        used = old if name == "build05" else now - i * 60  # all used lately but build05, weeks ago
+        os.utime(cache / name / "manifest.json", (used, used))
+    (cache / ".build-killed").mkdir()  # a killed build's private directory: not a build
+    import time as time_module
+
+    real_time = time_module.time
+    try:
+        script.time.time = lambda: now
+        with script._locked(cache / "build14.lock"):  # another setup is using the oldest one right now
+            script._prune(cache, keep="build13")
+    finally:
+        script.time.time = real_time
+    kept = sorted(p.name for p in cache.iterdir() if p.is_dir() and not p.name.startswith("."))
+    # The most recently used KEEP_BUILDS - 1 but the one weeks old, the one this setup activated, and the
+    # one whose lock another holds.
+    recent = [n for n in names if n != "build05"][: script.KEEP_BUILDS - 1]
+    assert kept == [*recent, "build13", "build14"]
+    assert not (cache / "build12.log").exists() and not (cache / "build05.log").exists()
+    assert (cache / "build13.log").exists()
+    assert (cache / ".build-killed").is_dir()
