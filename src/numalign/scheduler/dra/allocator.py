@@ -70,6 +70,12 @@ DEFAULT_SEARCH_BUDGET: Final = 20_000_000
 # budget), so about the scheduler's own 10 s at worst. A search stopped by it gives upstream's timeout
 # text too, with numalign's words saying which bound it was (upstream may have answered inside its 10 s).
 DEFAULT_WORK_BOUND: Final = 3_000_000
+# A device selector's evaluation is work too: its CEL cost (the cost units upstream's runtime limit counts,
+# at most 1,000,000 an evaluation) is charged at one unit of work per CEL_COST_PER_WORK cost units. Pure
+# Python spends about 0.3 us a cost unit on the costliest selectors the API server accepts (a nested
+# comprehension near the limit: 991,201 units in 0.31 s) and at most about 3.2 us a unit of work, so the
+# work bound keeps bounding the time however costly the selectors (docs/dra.md, the budget).
+CEL_COST_PER_WORK: Final = 10
 _SHARE_NAMESPACE: Final = uuid.UUID("2f0c51d6-0f3b-5d55-9a8e-6472612d6964")
 _SHARE_PENDING: Final = "pending"  # a share whose ID is derived when the search has succeeded
 
@@ -251,6 +257,7 @@ class Allocator:
         # and the steps a remembered failure added to `steps` without taking them
         self._looked = 0
         self._replayed = 0
+        self._cel_cost = 0  # CEL cost not yet charged as work (less than CEL_COST_PER_WORK)
         # slicesForNode: the node's own slices, then those for any node (with sharedCounters too, where
         # that generation gathers them for every node), each in the order given.
         everywhere = self.generation.counter_slices_for_every_node and features.partitionable_devices
@@ -531,9 +538,10 @@ class Allocator:
 
     @property
     def work(self) -> int:
-        """numalign's own work, in devices' worth: the steps it took, the devices its scans looked at, and
-        what it read to recognise a failed part of the search. Checked where a scan ends and where a failed
-        part is recognised, so a failing search stops exactly when its work passes the bound."""
+        """numalign's own work, in devices' worth: the steps it took, the devices its scans looked at,
+        what it read to recognise a failed part of the search, and its selectors' CEL cost (_charge_cel).
+        Checked where a scan ends, where a failed part is recognised and after a selector's evaluation, so
+        a failing search stops exactly when its work passes the bound."""
         return self.steps - self._replayed + self._looked
 
     def _timeout(self) -> SearchTimeoutError:
@@ -941,8 +949,9 @@ class Allocator:
                                              self._cel_features)
             self._cel_devices[c.device_id] = variables
         try:
-            return cel.device_matches(compiled, variables)
+            matched, cost = cel.matches_costed(compiled, variables)
         except cel.CELRuntimeError as exc:
+            self._cel_cost += exc.cost  # the search ends with this error: nothing left to bound
             message = str(exc)
             if self.generation.cel_error_names_device:
                 if "no such key:" in message:
@@ -951,6 +960,18 @@ class Allocator:
                 raise AllocatorError(f"{owner}: selector #{index} on device {device_id_text(c.device_id)}: CEL "
                                      f"runtime error: {message}") from None
             raise AllocatorError(f"{owner}: selector #{index}: CEL runtime error: {message}") from None
+        self._charge_cel(cost)
+        return matched
+
+    def _charge_cel(self, cost: int) -> None:
+        """Charge a selector's evaluation to the work bound (CEL_COST_PER_WORK), stopping the search once
+        its work is over the bound, as a scan's end does."""
+        self._cel_cost += cost
+        if self._cel_cost >= CEL_COST_PER_WORK:
+            units, self._cel_cost = divmod(self._cel_cost, CEL_COST_PER_WORK)
+            self._looked += units
+            if self.work > self.work_bound:
+                raise self._timeout()
 
     # ---- allocating one device -------------------------------------------------------------------------
 

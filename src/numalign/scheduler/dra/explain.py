@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from numalign.k8s.dra.types import Device, DeviceAttribute, DeviceClass, DeviceSubRequest, ResourceClaim, ResourceSlice
 from numalign.limits import go_quote
-from numalign.scheduler.dra.allocator import AllocatedState, DeviceID
+from numalign.scheduler.dra.allocator import CEL_COST_PER_WORK, DEFAULT_WORK_BOUND, AllocatedState, DeviceID
 from numalign.scheduler.dra.capacity import CapacityNotDefinedError, request_fits
 from numalign.scheduler.dra.constraints import matches_request
 from numalign.scheduler.dra.features import Features
@@ -189,13 +189,41 @@ def explain(
     node: NodeInfo,
     allocated: AllocatedState,
     features: Features,
+    cel_cost_limit: int | None = None,
 ) -> Explanation:
     """Why `claims` (a pod's, those without status.allocation to allocate) do not fit on `node`, given what
-    `allocated` holds. Bounded by the devices of the node's pools times the requests' selectors."""
+    `allocated` holds. Bounded by the devices of the node's pools times the requests' selectors, and the
+    selectors' evaluations by EXPLAIN_CEL_COST (`cel_cost_limit`: another; past it, one reason saying so)."""
+    limit = EXPLAIN_CEL_COST if cel_cost_limit is None else cel_cost_limit
+    try:
+        return _explain(claims, slices, classes, node, allocated, features, limit)
+    except _TooCostlyError:
+        return Explanation(node.name, (
+            f"numalign stopped explaining after {limit} units of CEL cost (the selectors cost too "
+            "much to evaluate on every device; its bound, as on allocating, keeps an answer inside about 10 s)",))
+
+
+# What explain spends on CEL at most: as much as one allocation may (DEFAULT_WORK_BOUND, in cost units).
+EXPLAIN_CEL_COST: Final = DEFAULT_WORK_BOUND * CEL_COST_PER_WORK
+
+
+class _TooCostlyError(Exception):
+    """The selectors' evaluations passed EXPLAIN_CEL_COST."""
+
+
+def _explain(
+    claims: Sequence[ResourceClaim],
+    slices: Sequence[ResourceSlice],
+    classes: Mapping[str, DeviceClass],
+    node: NodeInfo,
+    allocated: AllocatedState,
+    features: Features,
+    cel_cost_limit: int,
+) -> Explanation:
     pools = _pools(slices, node, features)
     devices = [(s, d) for p in pools if not (p.is_incomplete or p.is_invalid) for s in p.slices for d in s.devices]
     held = _held(allocated, claims)
-    evaluator = _Selectors(features)
+    evaluator = _Selectors(features, cel_cost_limit)
     findings: list[RequestFinding] = []
     for claim in claims:
         if claim.allocation is not None:
@@ -243,10 +271,12 @@ class _Selectors:
     """CEL selectors evaluated once per expression and device (a runtime error counts as no match: the
     allocator would have stopped with it, so it does not reach here)."""
 
-    def __init__(self, features: Features) -> None:
+    def __init__(self, features: Features, cel_cost_limit: int) -> None:
         self.features = replace(features.cel, minor=features.minor)
         self.results: dict[tuple[str, DeviceID], bool] = {}
         self.variables: dict[DeviceID, dict[str, Any]] = {}
+        self.cost = 0  # the evaluations' CEL cost, bounded by cel_cost_limit
+        self.limit = cel_cost_limit
 
     def matches(self, expression: str, driver: str, device: Device, device_id: DeviceID) -> bool:
         key = (expression, device_id)
@@ -260,10 +290,17 @@ class _Selectors:
                 variables = cel.device_variables(driver, device.attributes, device.capacity,
                                                  device.allow_multiple_allocations, self.features)
                 self.variables[device_id] = variables
+            cost = 0
             try:
-                found = compiled.error is None and cel.device_matches(compiled, variables)
-            except cel.CELRuntimeError:
-                found = False
+                if compiled.error is None:
+                    found, cost = cel.matches_costed(compiled, variables)
+                else:
+                    found = False
+            except cel.CELRuntimeError as exc:
+                found, cost = False, exc.cost
+            self.cost += cost
+            if self.cost > self.limit:
+                raise _TooCostlyError
             self.results[key] = found
         return found
 

@@ -121,3 +121,57 @@ def test_the_work_bound_stops_the_search_at_the_same_unit_and_says_so(version: s
     checks = allocate_claims(CLAIMS, SLICES, CLASSES, node="n", version=version, budget=allocator.checks - 1)
     assert isinstance(checks, AllocationFailure) and checks.stopped_by == "checks"
     assert checks.detail.startswith(f"numalign stopped the search after {allocator.checks - 1} device checks")
+
+
+# A selector whose every evaluation costs thousands of CEL units (a nested comprehension, as costly per
+# device as the API server lets a selector be, at a smaller size) reading an attribute each device has
+# its own value of, so no two devices share an evaluation.
+_HEAVY = ("[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19].all(a, "
+          "[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19].all(b, "
+          'a + b != device.attributes["a.example.com"].index + 1000))')  # never equal: all 400 pairs
+
+
+def _one_of_each(selector: str) -> list[ResourceClaim]:
+    request = DeviceRequest(name="r", exactly=DeviceSubRequest(
+        name="r", device_class_name="a", allocation_mode="All", selectors=(DeviceSelector(selector),)))
+    return [ResourceClaim(name="all", namespace="default", spec=ResourceClaimSpec((request,)))]
+
+
+def test_a_selectors_cel_cost_is_work_so_costly_selectors_stay_inside_the_work_bound() -> None:
+    from numalign.k8s.dra import cel
+    from numalign.scheduler.dra.allocator import CEL_COST_PER_WORK
+
+    features = features_for("1.37")
+    compiled = cel.compile_selector(_HEAVY, features.cel)
+    costs = [cel.matches_costed(compiled, {"driver": "a.example.com", "attributes": {"a.example.com": {
+        "index": i}}, "capacity": {}, "allowMultipleAllocations": False})[1] for i in range(N)]
+    assert min(costs) > 400 * CEL_COST_PER_WORK  # 400 iterations, each a few cost units
+    heavy = Allocator(features, AllocatedState(), CLASSES, SLICES, NodeInfo("n"))
+    cheap = Allocator(features, AllocatedState(), CLASSES, SLICES, NodeInfo("n"))
+    assert heavy.allocate(_one_of_each(_HEAVY)) is not None
+    assert cheap.allocate(_one_of_each("true")) is not None
+    # same search, same devices: the difference is the heavy selector's cost, charged per evaluation
+    assert heavy.work - cheap.work >= sum(costs) // CEL_COST_PER_WORK - N
+    # a bound the device count alone stays inside stops the costly selector, and says it was the work bound
+    bound = (heavy.work + cheap.work) // 2
+    assert cheap.work < bound < heavy.work
+    stopped = allocate_claims(_one_of_each(_HEAVY), SLICES, CLASSES, node="n", version="1.37", work_bound=bound)
+    assert isinstance(stopped, AllocationFailure) and stopped.stopped_by == "work"
+    assert stopped.message.endswith("timed out trying to allocate devices")
+    fine = allocate_claims(_one_of_each("true"), SLICES, CLASSES, node="n", version="1.37", work_bound=bound)
+    assert not isinstance(fine, AllocationFailure)
+
+
+def test_explaining_stops_at_its_cel_cost_bound_and_says_so() -> None:
+    from numalign.scheduler.dra.explain import EXPLAIN_CEL_COST, explain
+
+    # the pair asks for two devices the selector refuses: every device is evaluated
+    claims = [_claim("pair", "a", 2, _HEAVY + " && false")]
+    features = features_for("1.37")
+    full = explain(claims, SLICES, CLASSES, NodeInfo("n"), AllocatedState(), features)
+    assert "request selector #0 matched none of the 8 device(s)" in full.reasons[0]
+    short = explain(claims, SLICES, CLASSES, NodeInfo("n"), AllocatedState(), features, cel_cost_limit=1000)
+    assert short.reasons == ("numalign stopped explaining after 1000 units of CEL cost (the selectors cost too "
+                             "much to evaluate on every device; its bound, as on allocating, keeps an answer "
+                             "inside about 10 s)",)
+    assert EXPLAIN_CEL_COST >= 10 * DEFAULT_WORK_BOUND

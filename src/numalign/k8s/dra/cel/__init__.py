@@ -364,10 +364,17 @@ def _evaluate(compiled: CompiledSelector, device: dict[str, Any], limit: int) ->
 
 def device_matches(compiled: CompiledSelector, device: dict[str, Any]) -> bool:
     """DeviceMatches: the expression's bool on one device; CELRuntimeError with upstream's text."""
-    value, _ = evaluate(compiled, device)
+    return matches_costed(compiled, device)[0]
+
+
+def matches_costed(compiled: CompiledSelector, device: dict[str, Any]) -> tuple[bool, int]:
+    """device_matches and the evaluation's cost (a memo's answer costs what it cost when evaluated, so
+    the cost depends on the expression and the device only, never on what was evaluated before): what
+    bounds the time the allocator and explain spend in CEL. CELRuntimeError carries its cost."""
+    value, cost = evaluate(compiled, device)
     if not isinstance(value, bool):
-        raise CELRuntimeError(to_bool_error(value))
-    return value
+        raise CELRuntimeError(to_bool_error(value), cost)
+    return value, cost
 
 
 __all__ = [
@@ -383,5 +390,6 @@ __all__ = [
     "device_matches",
     "device_variables",
     "evaluate",
+    "matches_costed",
 ]
 _ = _t
