@@ -150,9 +150,9 @@ class DefaultScheduler:
                 found.fit = st.fit_mask(pv)
                 found.score = self._base_scores(pv, np.arange(len(st.nodes)))
             elif self.scoring == "LeastAllocated" and self._all_positive():
-                row = self._row
+                row, need = self._row, _needs(pv)
                 for i in set(changed):
-                    found.fit[i], found.score[i] = row(pv, i)
+                    found.fit[i], found.score[i] = row(need, i)
             else:
                 rows = np.unique(np.array(changed, dtype=np.int64))
                 found.fit[rows] = st.fit_mask(pv, rows)
@@ -160,28 +160,29 @@ class DefaultScheduler:
             found.seen = seen
         return found
 
-    def _row(self, pv: PodVector, i: int) -> tuple[bool, int]:
+    def _row(self, need: _Needs, i: int) -> tuple[bool, int]:
         """One node's NodeResourcesFit filter and LeastAllocated + BalancedAllocation score, in Python
         numbers: the same operations, in the same order and precision (float64), as the vector forms
         (fit_mask, fit_scores' LeastAllocated fast path and balanced_scores' with every allocatable
-        positive), which cost more in numpy's per-call overhead than they compute for a few nodes."""
+        positive), which cost more in numpy's per-call overhead than they compute for a few nodes. The
+        node's amounts are read from the state's Python copies of the arrays (ClusterState.alloc_of ...)."""
         st = self.state
-        alloc, requested = st.alloc, st.requested
-        need = _needs(pv)
-        fits = st.pod_count.item(i) + 1 <= st.max_pods.item(i)
+        alloc, requested = st.alloc_of[i], st.requested_of[i]
+        fits = st.pods_of[i] + 1 <= st.max_pods_of[i]
         if fits:
             for c, amount in need.fit:
-                if alloc.item(i, c) - requested.item(i, c) < amount:
+                if alloc[c] - requested[c] < amount:
                     fits = False
                     break
-        alloc_cpu, alloc_mem = alloc.item(i, 0), alloc.item(i, 1)
-        used_cpu, used_mem = st.non_zero.item(i, 0) + need.non_zero[0], st.non_zero.item(i, 1) + need.non_zero[1]
+        alloc_cpu, alloc_mem = alloc[0], alloc[1]
+        non_zero = st.non_zero_of[i]
+        used_cpu, used_mem = non_zero[0] + need.non_zero[0], non_zero[1] + need.non_zero[1]
         score = ((0 if used_cpu > alloc_cpu else (alloc_cpu - used_cpu) * MAX_NODE_SCORE // alloc_cpu)
                  + (0 if used_mem > alloc_mem else (alloc_mem - used_mem) * MAX_NODE_SCORE // alloc_mem)) // 2
         cpu, mem = need.cpu, need.memory
         if cpu or mem:
-            f_cpu = min(float(requested.item(i, 0) + cpu) / float(alloc_cpu), 1.0)
-            f_mem = min(float(requested.item(i, 1) + mem) / float(alloc_mem), 1.0)
+            f_cpu = min(float(requested[0] + cpu) / float(alloc_cpu), 1.0)
+            f_mem = min(float(requested[1] + mem) / float(alloc_mem), 1.0)
             score += int((1 - abs((f_cpu - f_mem) / 2)) * MAX_NODE_SCORE)
         return fits, score
 
@@ -320,31 +321,37 @@ class ExactScheduler(DefaultScheduler):
         Nodes are visited from next_start round the list. The vectors stay in node order and only the
         indices wanted are found, in visiting order (_first): gathering every array into visiting order
         cost a dozen copies of the node count per pod, most of this filter's time at 10,000 nodes."""
-        n = len(self.state.nodes)
+        st = self.state
+        n = len(st.nodes)
         k = num_feasible_nodes_to_find(self.percentage, n)
         s = self.next_start
-        valid, ok, numa = self.state.answers(pv)
+        valid, ok, numa = st.answers(pv)
+        # The nodes still in the running: passing the filters before this one, and not known to be refused
+        # by their kubelet. A probe changes only its node's answer, so a refusal is struck out here
+        # rather than the whole vector computed again.
+        candidates = mask & (~valid | ok)
         while True:
-            pos = _first(mask & (~valid | ok), s, k + 1)  # k, and the one whose discovery stops the search
-            unknown = pos[~valid[pos]]
+            hits = _first(candidates, s, k + 1)  # k, and the one whose discovery stops the search
+            unknown = hits[~valid[hits]]
             if len(unknown) == 0:
                 break
-            for i in unknown:
-                self.state.probe(int(i), pod, pv)
-        passing = mask & valid
-        hits = _first(passing & ok, s, k + 1)
+            for i in unknown.tolist():
+                if not st.probe(i, pod, pv)[0]:
+                    candidates[i] = False
+        # Every node found is known and admitted now, and every candidate before the last found is among
+        # them: they are the first k + 1 the kubelet admits (the nodes processed hold no unknown one).
         if len(hits) > k:
             processed = (int(hits[k]) - s) % n
             hits = hits[:k]
         else:
             processed = n
-        # The kubelet's refusals among the nodes processed: positions s .. s + processed round the list.
-        refused = passing & ~ok
+        # The kubelet's refusals among the nodes processed (positions s .. s + processed round the list):
+        # the nodes passing the filters before this one there, less those it admits (the hits).
         end = s + processed
-        count = np.count_nonzero(refused[s:min(end, n)])
+        count = np.count_nonzero(mask[s:min(end, n)])
         if end > n:
-            count += np.count_nonzero(refused[:end - n])
-        self._rejected_by_kubelet = int(count)
+            count += np.count_nonzero(mask[:end - n])
+        self._rejected_by_kubelet = int(count) - len(hits)
         self._numa = {int(i): int(numa[i]) for i in hits} if self.fewest_numa else {}
         return hits, processed
 

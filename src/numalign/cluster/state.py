@@ -13,7 +13,6 @@ removed from it, so nodes of one pool that went through the same history share a
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from numalign.cluster.model import Cluster, NodePool
-from numalign.cluster.resources import node_allocatable, non_zero_requests, shape_key
+from numalign.cluster.resources import node_allocatable, non_zero_requests, pod_shape
 from numalign.cluster.workload import Placement
 from numalign.core.decision import DecisionRecord
 from numalign.k8s.pod import Pod
@@ -46,6 +45,15 @@ class PodVector:
     # What the scheduler derives from the shape once (`cols`, schedulers._needs): a field rather than
     # entries in the instance __dict__, which a class compiled by mypyc (scripts/setup) does not have.
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def amounts(self) -> tuple[tuple[int, int], ...]:
+        """(resource index, amount) of every resource the pod requests, as Python numbers (memoised)."""
+        found: tuple[tuple[int, int], ...] | None = self.derived.get("amounts")
+        if found is None:
+            vec = self.vec.tolist()
+            found = self.derived["amounts"] = tuple((c, vec[c]) for c in self.cols.tolist())
+        return found
 
     @property
     def cols(self) -> IntArray:
@@ -94,6 +102,14 @@ class ClusterState:
         self.non_zero: IntArray = np.zeros((n, 2), dtype=np.int64)
         self.pod_count: IntArray = np.zeros(n, dtype=np.int64)
         self.max_pods: IntArray = np.array([sn.pool.max_pods for sn in self.nodes], dtype=np.int64)
+        # The same amounts per node as Python numbers, kept beside the arrays, for readers of one node at a
+        # time (the schedulers' per-node updates, schedulers._row): numpy's per-element reads cost more
+        # than the arithmetic done with them. Both change together, in admit, remove and _add_resource only.
+        self.alloc_of: list[list[int]] = self.alloc.tolist()
+        self.requested_of: list[list[int]] = self.requested.tolist()
+        self.non_zero_of: list[list[int]] = self.non_zero.tolist()
+        self.pods_of: list[int] = self.pod_count.tolist()
+        self.max_pods_of: list[int] = self.max_pods.tolist()
         self._vectors: dict[tuple[object, ...], PodVector] = {}
         self._placement_masks: dict[Placement, BoolArray] = {}
         self._probes: dict[tuple[int, tuple[object, ...]], tuple[bool, int, int]] = {}
@@ -111,10 +127,7 @@ class ClusterState:
 
     # -- pods as the scheduler sees them --------------------------------------------------------------
     def vector(self, pod: Pod) -> PodVector:
-        key: tuple[object, ...] | None = pod.__dict__.get("_numalign_shape")
-        if key is None:
-            key = shape_key(pod)
-            pod.__dict__["_numalign_shape"] = key  # a memo beside the frozen fields, as compute_pod_qos keeps
+        key = pod_shape(pod)
         pv = self._vectors.get(key)
         if pv is None:
             req = fit_requests(pod)
@@ -136,6 +149,9 @@ class ClusterState:
         zeros = np.zeros((len(self.nodes), 1), dtype=np.int64)
         self.alloc = np.hstack([self.alloc, zeros])
         self.requested = np.hstack([self.requested, zeros])
+        for rows in (self.alloc_of, self.requested_of):
+            for row in rows:
+                row.append(0)
         self.columns_added += 1
         self._vectors = {k: PodVector(v.key, v.requests, v.non_zero, np.append(v.vec, 0), v.zero)
                          for k, v in self._vectors.items()}
@@ -200,15 +216,30 @@ class ClusterState:
         rec = sn.node().admit(pod, allocations=False)  # the verdict is read; allocation() answers the rest
         if rec.result.admit:
             sn.pods[pod.uid] = (pod, pv)
-            self.requested[i] += pv.vec
-            self.non_zero[i, 0] += pv.non_zero[0]
-            self.non_zero[i, 1] += pv.non_zero[1]
-            self.pod_count[i] += 1
+            self._count(i, pv, 1)
             self.changes.append(i)
             sn.state = hash((sn.state, "+", pv.key))
             if self._answers:  # only the exact and nrt schedulers keep answers to invalidate
                 self._changed(i, self._footprint(sn, pod))
         return rec
+
+    def _count(self, i: int, pv: PodVector, sign: int) -> None:
+        """Node i's requested amounts and pod count with the pod added (sign 1) or taken off (-1), in the
+        arrays and in their Python copies."""
+        if sign > 0:
+            self.requested[i] += pv.vec
+        else:
+            self.requested[i] -= pv.vec
+        self.non_zero[i, 0] += sign * pv.non_zero[0]
+        self.non_zero[i, 1] += sign * pv.non_zero[1]
+        self.pod_count[i] += sign
+        row = self.requested_of[i]
+        for c, amount in pv.amounts:
+            row[c] += sign * amount
+        row = self.non_zero_of[i]
+        row[0] += sign * pv.non_zero[0]
+        row[1] += sign * pv.non_zero[1]
+        self.pods_of[i] += sign
 
     def _footprint(self, sn: SimNode, pod: Pod) -> int:
         """The NUMA nodes whose kubelet-side state the admitted pod changed: its exclusive CPUs, memory
@@ -274,10 +305,7 @@ class ClusterState:
         _pod, pv = sn.pods.pop(uid)
         position = list(sn.node().pods).index(uid)
         sn.node().remove(uid)
-        self.requested[i] -= pv.vec
-        self.non_zero[i, 0] -= pv.non_zero[0]
-        self.non_zero[i, 1] -= pv.non_zero[1]
-        self.pod_count[i] -= 1
+        self._count(i, pv, -1)
         self.changes.append(i)
         sn.state = hash((sn.state, "-", position))
         self._changed(i)
@@ -320,7 +348,7 @@ class ClusterState:
         self.probe_count += 1
         if pod.uid in node.pods or pod.uid in node.reserved:
             # This very pod is bound here already: the question is whether another one like it fits.
-            pod = dataclasses.replace(pod, uid=f"{pod.uid}~probe")
+            pod = pod.with_identity(uid=f"{pod.uid}~probe")
         rec = node.probe(pod, allocations=False)  # only the verdict and the merged masks are read
         if not rec.result.admit and not rec.decisions:
             return False, 0, -1

@@ -14,7 +14,6 @@ created at time 0 in file order. A mix file lists pod shapes with weights:
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 import json
 import random
@@ -230,13 +229,23 @@ def generate(shapes: Sequence[Shape], count: int, seed: int) -> Workload:
     """`count` pods drawn from the weighted shapes with a seeded generator; each pod its own group."""
     check_count(count, MAX_GENERATED_PODS, "--generate", "pods", "lower it (a few thousand pods show the same "
                 "behaviour)")
+    from numalign.cluster.resources import pod_shape
+    from numalign.k8s.qos import get_pod_qos
+    from numalign.kubelet.admission.predicate import held_requests
+
+    for s in shapes:
+        # What the scheduler and the kubelet memoise from a pod's spec, worked out once per shape and handed
+        # to its copies (Pod.with_identity) rather than once per generated pod.
+        pod_shape(s.pod)
+        get_pod_qos(s.pod)
+        held_requests(s.pod)
     rng = random.Random(seed)
     weights = [s.weight for s in shapes]
     groups = []
     for i in range(count):
         s = rng.choices(shapes, weights)[0]
         name = f"{s.name}-{i}"
-        pod = dataclasses.replace(s.pod, name=name, uid=f"gen-{seed}-{i}")
+        pod = s.pod.with_identity(name=name, uid=f"gen-{seed}-{i}")
         groups.append(WorkloadGroup(name, (pod,), s.placement))
     return Workload(groups, source=f"generated: {count} pods, seed {seed}, shapes "
                     + ", ".join(f"{s.name}:{s.weight:g}" for s in shapes))

@@ -6,8 +6,8 @@ Parsing of manifests (YAML/JSON, Lists, workload templates) lives in numalign.k8
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
 
 from numalign.k8s.dra.types import ContainerClaim, PodResourceClaim
 from numalign.k8s.quantity import Quantity
@@ -71,6 +71,23 @@ class Pod:
     def has_pod_spec_resources(self) -> bool:
         """pod.spec.resources is present (then it alone decides the QoS class)."""
         return self.pod_requests is not None or self.pod_limits is not None
+
+    def with_identity(self, *, name: str | None = None, uid: str | None = None) -> Pod:
+        """This pod under another name and/or uid (a controller's next copy, a generated pod of a shape),
+        keeping what was memoised from its spec. A memo is an instance __dict__ entry named
+        `_numalign_*` beside the frozen fields (the QoS class, numalign.k8s.qos; the requests,
+        numalign.kubelet.admission.predicate; the simulator's shape key, numalign.cluster.resources):
+        each reads the spec alone, never the name, namespace or uid, so it holds for the copy too and
+        is not computed again for each of 20,000 generated pods."""
+        copy = replace(self, name=self.name if name is None else name, uid=self.uid if uid is None else uid)
+        for key, value in self.__dict__.items():
+            if key.startswith(MEMO_PREFIX):
+                copy.__dict__[key] = value
+        return copy
+
+
+# The prefix of the spec-derived memos a Pod keeps in its instance __dict__ (Pod.with_identity).
+MEMO_PREFIX: Final = "_numalign_"
 
 
 def pod_to_manifest(pod: Pod) -> dict[str, Any]:

@@ -35,6 +35,7 @@ def _state(allocs: list[tuple[int, int]]) -> ClusterState:
     st = ClusterState(Cluster("t", (NodePool("p", len(allocs), gpu_node(), example_config()),)))
     for i, (cpu, mem) in enumerate(allocs):
         st.alloc[i, 0], st.alloc[i, 1] = cpu, mem
+        st.alloc_of[i][0], st.alloc_of[i][1] = cpu, mem
     return st
 
 
@@ -137,6 +138,46 @@ def test_exact_visits_nodes_round_the_list_from_the_start_index(start: int) -> N
     assert sched._rejected_by_kubelet == refused
 
 
+@pytest.mark.parametrize("start", [0, 3, 120, 199])
+def test_exact_asks_the_unknown_nodes_it_meets_and_then_walks_as_on_known_answers(start: int) -> None:
+    """exact's filter with answers missing: it asks the kubelet of each unknown node among the first k + 1
+    candidates (and further, past refusals), and the result is the node-by-node walk over every answer
+    known; nodes beyond the search stay unasked."""
+    st = _state([(64000, 1 << 40)] * 200)
+    sched = ExactScheduler(st, 7)
+    pv = _pod(st, 1000, 1 << 30)
+    rng = np.random.default_rng(start)
+    mask = rng.random(200) < 0.9
+    truth = rng.random(200) < 0.5  # what each node's kubelet answers
+    valid, ok, _numa = st.answers(pv)
+    valid[:] = rng.random(200) < 0.5  # half the answers are known already
+    ok[:] = truth
+    ok[~valid] = ~truth[~valid]  # an unknown node's stale entry says the opposite
+    unknown = set(np.flatnonzero(~valid).tolist())
+    asked: list[int] = []
+
+    def probe(i: int, pod: object, shape: PodVector) -> tuple[bool, int]:
+        assert not valid[i] and shape is pv
+        asked.append(i)
+        valid[i], ok[i] = True, truth[i]
+        return bool(truth[i]), 1
+
+    st.probe = probe  # type: ignore[method-assign,assignment]
+    sched.next_start = start
+    idx, processed = sched.feasible(None, pv, mask)  # type: ignore[arg-type]
+    k = num_feasible_nodes_to_find(0, 200)
+    walk = [(start + j) % 200 for j in range(200)]
+    passing = [j for j, i in enumerate(walk) if mask[i] and truth[i]]
+    expected_processed = passing[k] if len(passing) > k else 200
+    assert idx.tolist() == [walk[j] for j in passing[:k]] and processed == expected_processed
+    refused = sum(1 for j in range(expected_processed) if mask[walk[j]] and not truth[walk[j]])
+    assert sched._rejected_by_kubelet == refused
+    # Asked: every node passing the other filters whose answer was unknown, up to the (k+1)th admitting
+    # node (which stops the search), each once.
+    reached = expected_processed + 1 if len(passing) > k else 200
+    assert sorted(asked) == sorted(i for i in walk[:reached] if mask[i] and i in unknown)
+
+
 def test_fit_counts_overhead_hugepages_devices_and_the_pods_limit() -> None:
     from numalign.k8s.manifest import pods_from_yaml
 
@@ -193,6 +234,10 @@ def test_cached_filter_and_scores_equal_the_vector_forms_as_nodes_change() -> No
             assert sched.candidates(pv, np.ones(len(st.nodes), dtype=np.bool_)).tolist() == st.fit_mask(pv).tolist()
             expected = (sched.fit_scores(pv, every) + sched.balanced_scores(pv, every)).tolist()
             assert sched.scores(pod, pv, every).tolist() == expected, (strategy, step)
+            # The Python copies the per-node updates read hold what the arrays hold.
+            assert (st.requested_of, st.non_zero_of, st.pods_of) == (
+                st.requested.tolist(), st.non_zero.tolist(), st.pod_count.tolist())
+            assert (st.alloc_of, st.max_pods_of) == (st.alloc.tolist(), st.max_pods.tolist())
             if bound and rng.random() < 0.25:
                 node, uid = bound.pop(rng.randrange(len(bound)))
                 st.remove(node, uid)
