@@ -608,10 +608,11 @@ func admitArea(raw json.RawMessage) (any, error) {
 				res, over := admitWithin(ctx, h, attrs)
 				if over != nil { // the merge is not run: the case ends here (admit_merge_budget.go)
 					steps = append(steps, map[string]any{"merge_over_budget": over.permutations})
-					return map[string]any{"steps": steps, "metrics": counted.answer()}, nil
+					return map[string]any{"steps": steps, "metrics": finalPass(ctx, tm, cpuM, dm, machine, state, counted)}, nil
 				}
 				if !res.Admit {
 					out["admit"], out["reason"], out["message"] = false, res.Reason, res.Message
+					recordAdmissionRejection(res.Reason) // admit_rejections.go
 					break
 				}
 			}
@@ -669,7 +670,33 @@ func admitArea(raw json.RawMessage) (any, error) {
 			return nil, fmt.Errorf("admit case: unknown step op %q", s.Op)
 		}
 	}
-	return map[string]any{"steps": steps, "metrics": counted.answer()}, nil
+	return map[string]any{"steps": steps, "metrics": finalPass(ctx, tm, cpuM, dm, machine, state, counted)}, nil
+}
+
+// finalPass is the case's metrics (admit_metrics.go) once the kubelet's next stale-state pass has run
+// (staleStatePass, not counted): the CPU manager's gauges then count what numalign's count at once.
+func finalPass(ctx context.Context, tm topologymanager.Manager, cpuM cpuManager, dm *devicemanager.ManagerImpl,
+	machine *cMachineInfo, state *pods, counted *caseMetrics) map[string]map[string]float64 {
+	staleStatePass(ctx, tm, dm, state, counted)
+	numaOf := map[int]int{}
+	for _, node := range machine.Topology {
+		for _, core := range node.Cores {
+			for _, cpu := range core.Threads {
+				numaOf[cpu] = node.Id
+			}
+		}
+	}
+	held := cpuset.New()
+	for _, ctrs := range cpuM.State().GetCPUAssignments() {
+		for _, set := range ctrs {
+			held = held.Union(set)
+		}
+	}
+	exclusive := map[int]int{}
+	for _, cpu := range held.UnsortedList() {
+		exclusive[numaOf[cpu]]++
+	}
+	return counted.answer(exclusive)
 }
 
 // startErrors is a manager's refusal to start. The policies walk their options map, so with several
@@ -737,16 +764,10 @@ func containerAnswer(tm topologymanager.Manager, cpuM cpuManager, memM memoryMan
 	return out
 }
 
-// heldAnswer is what the managers hold after a step, as their state and checkpoint files say, once the
-// kubelet's own stale-state pass has run: a rejected pod is terminal, and what its admission allocated
-// before the rejection (a plugin's Allocate failing for a later container) stays until the next
-// removeStaleState (the CPU and memory managers, at the next pod's hints or Allocate, and the CPU
-// manager's reconcile loop) and UpdateAllocatedDevices (the device manager); numalign releases it at
-// once (docs/fidelity.md). The pass is the one the next admission makes first: the Topology Manager's
-// admit handler for a pod of no requests, which no step admits, and UpdateAllocatedDevices, which that
-// admission reaches only under a policy other than none.
-func heldAnswer(ctx context.Context, tm topologymanager.Manager, cpuM cpuManager, memM memoryManager,
-	dm *devicemanager.ManagerImpl, state *pods, counted *caseMetrics) map[string]any {
+// staleStatePass is the pass the kubelet's next admission makes first (see heldAnswer); what it counts
+// is the harness's, not the case's.
+func staleStatePass(ctx context.Context, tm topologymanager.Manager, dm *devicemanager.ManagerImpl, state *pods,
+	counted *caseMetrics) {
 	probe := &v1.Pod{}
 	probe.Name, probe.Namespace, probe.UID = "stale-state-pass", "default", "stale-state-pass"
 	probe.Spec.Containers = []v1.Container{{Name: "pass", Image: "pause"}}
@@ -758,6 +779,19 @@ func heldAnswer(ctx context.Context, tm topologymanager.Manager, cpuM cpuManager
 	state.admitting = nil
 	state.mu.Unlock()
 	updateAllocatedDevices(dm)
+}
+
+// heldAnswer is what the managers hold after a step, as their state and checkpoint files say, once the
+// kubelet's own stale-state pass has run: a rejected pod is terminal, and what its admission allocated
+// before the rejection (a plugin's Allocate failing for a later container) stays until the next
+// removeStaleState (the CPU and memory managers, at the next pod's hints or Allocate, and the CPU
+// manager's reconcile loop) and UpdateAllocatedDevices (the device manager); numalign releases it at
+// once (docs/fidelity.md). The pass is the one the next admission makes first: the Topology Manager's
+// admit handler for a pod of no requests, which no step admits, and UpdateAllocatedDevices, which that
+// admission reaches only under a policy other than none.
+func heldAnswer(ctx context.Context, tm topologymanager.Manager, cpuM cpuManager, memM memoryManager,
+	dm *devicemanager.ManagerImpl, state *pods, counted *caseMetrics) map[string]any {
+	staleStatePass(ctx, tm, dm, state, counted)
 
 	cpus := map[string]any{"default": cpuM.State().GetDefaultCPUSet().String()}
 	cpuEntries := map[string]map[string]string{}

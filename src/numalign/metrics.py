@@ -129,6 +129,20 @@ MEM_PINNING_ERRORS = "kubelet_memory_manager_pinning_errors_total"
 DP_REGISTRATION = "kubelet_device_plugin_registration_total"
 DP_ALLOC_DURATION = "kubelet_device_plugin_alloc_duration_seconds"
 ADMISSION_REJECTIONS = "kubelet_admission_rejections_total"
+# 1.36 on, registered only with the gate PodLevelResourceManagers on. Labels: resource_name (cpu, memory) and
+# source (node, pod) or assignment_type (node_exclusive, pod_exclusive, pod_shared). 1.36 names them without
+# the kubelet_ prefix (no subsystem) and the assignments family without _total; 1.37 with both.
+RM_ALLOCATIONS = "kubelet_resource_manager_allocations_total"
+RM_ALLOCATION_ERRORS = "kubelet_resource_manager_allocation_errors_total"
+RM_ASSIGNMENTS = "kubelet_resource_manager_container_assignments_total"
+RM_ALLOCATIONS_136 = "resource_manager_allocations_total"
+RM_ALLOCATION_ERRORS_136 = "resource_manager_allocation_errors_total"
+RM_ASSIGNMENTS_136 = "resource_manager_container_assignments"
+_RM_ALLOCATIONS_DOC = "Number of exclusive resource allocations performed by a resource manager."
+_RM_ERRORS_DOC = "Number of errors encountered during exclusive resource allocation."
+_RM_ASSIGNMENTS_DOC = "Number of containers with a specific type of resource assignment."
+RM_136_NAMES = {RM_ALLOCATIONS: RM_ALLOCATIONS_136, RM_ALLOCATION_ERRORS: RM_ALLOCATION_ERRORS_136,
+                RM_ASSIGNMENTS: RM_ASSIGNMENTS_136}
 PR_REQUESTS = "kubelet_pod_resources_endpoint_requests_total"
 PR_REQUESTS_LIST = "kubelet_pod_resources_endpoint_requests_list"
 PR_REQUESTS_ALLOCATABLE = "kubelet_pod_resources_endpoint_requests_get_allocatable"
@@ -137,21 +151,36 @@ PR_ERRORS_LIST = "kubelet_pod_resources_endpoint_errors_list"
 PR_ERRORS_ALLOCATABLE = "kubelet_pod_resources_endpoint_errors_get_allocatable"
 PR_ERRORS_GET = "kubelet_pod_resources_endpoint_errors_get"
 
-# The rejection reasons kubelet.go's recordAdmissionRejection labels by name (of those numalign can
-# produce); any other OutOf<resource> counts as OutOfExtendedResources, anything else as Other.
-_NAMED_REJECTIONS = frozenset({"OutOfcpu", "OutOfmemory", "OutOfephemeral-storage", "OutOfpods", "Evicted",
-                               "TopologyAffinityError", "SMTAlignmentError", "UnexpectedAdmissionError"})
+# The rejection reasons kubelet.go's recordAdmissionRejection labels by name (its admissionRejectionReasons),
+# per release: any other OutOf<resource> counts as OutOfExtendedResources, anything else as Other (e.g. the
+# CPU manager's SMTAlignmentError, which no release lists).
+_NAMED_REJECTIONS = frozenset({
+    "AppArmor", "PodOSSelectorNodeLabelDoesNotMatch", "PodOSNotSupported", "InvalidNodeInfo",
+    "InitContainerRestartPolicyForbidden", "SupplementalGroupsPolicyNotSupported", "UnexpectedAdmissionError",
+    "UnknownReason", "UnexpectedPredicateFailureType", "OutOfcpu", "OutOfmemory", "OutOfephemeral-storage",
+    "OutOfpods", "node(s) had taints that the pod didn't tolerate", "Evicted", "SysctlForbidden",
+    "TopologyAffinityError", "NodeShutdown",
+})
+# Reasons a later release added to the list, by the release that added them.
+_NAMED_REJECTIONS_SINCE: tuple[tuple[tuple[int, int], frozenset[str]], ...] = (
+    ((1, 34), frozenset({"PodLevelResourcesNotSupported", "VolumeAttachmentLimitExceeded"})),
+    ((1, 35), frozenset({"PodFeatureUnsupported"})),
+)
+NEWEST_RELEASE = (1, 37)
 
 
-def rejection_label(reason: str) -> str:
-    """The `reason` label of ADMISSION_REJECTIONS for a rejection's reason."""
-    if reason in _NAMED_REJECTIONS:
+def rejection_label(reason: str, release: tuple[int, int] = NEWEST_RELEASE) -> str:
+    """The `reason` label of ADMISSION_REJECTIONS for a rejection's reason at kubelet `release` (major, minor)."""
+    if reason in _NAMED_REJECTIONS or any(release >= since and reason in named
+                                          for since, named in _NAMED_REJECTIONS_SINCE):
         return reason
     return "OutOfExtendedResources" if reason.startswith("OutOf") else "Other"
 
 
 LABELLED = frozenset({
     ALIGNED_COUNT, ALIGNED_FAILURE, CPU_PER_NUMA, DP_REGISTRATION, DP_ALLOC_DURATION, ADMISSION_REJECTIONS,
+    RM_ALLOCATIONS, RM_ALLOCATION_ERRORS, RM_ASSIGNMENTS, RM_ALLOCATIONS_136, RM_ALLOCATION_ERRORS_136,
+    RM_ASSIGNMENTS_136,
     PR_REQUESTS, PR_REQUESTS_LIST, PR_REQUESTS_ALLOCATABLE, PR_REQUESTS_GET, PR_ERRORS_LIST,
     PR_ERRORS_ALLOCATABLE, PR_ERRORS_GET,
 })
@@ -179,6 +208,12 @@ KUBELET_METRICS: tuple[tuple[str, str, str, tuple[float, ...]], ...] = (
     (DP_ALLOC_DURATION, "histogram", "Duration in seconds to serve a device plugin Allocation request. Broken down "
      "by resource name.", DEFAULT_BUCKETS),
     (ADMISSION_REJECTIONS, "counter", "Cumulative number pod admission rejections by the Kubelet.", ()),
+    (RM_ALLOCATIONS, "counter", _RM_ALLOCATIONS_DOC, ()),
+    (RM_ALLOCATIONS_136, "counter", _RM_ALLOCATIONS_DOC, ()),
+    (RM_ALLOCATION_ERRORS, "counter", _RM_ERRORS_DOC, ()),
+    (RM_ALLOCATION_ERRORS_136, "counter", _RM_ERRORS_DOC, ()),
+    (RM_ASSIGNMENTS, "counter", _RM_ASSIGNMENTS_DOC, ()),
+    (RM_ASSIGNMENTS_136, "counter", _RM_ASSIGNMENTS_DOC, ()),
     (PR_REQUESTS, "counter", "Cumulative number of requests to the PodResource endpoint. Broken down by server "
      "api version.", ()),
     (PR_REQUESTS_LIST, "counter", "Number of requests to the PodResource List endpoint.", ()),

@@ -66,3 +66,21 @@ def test_a_plugin_answering_with_no_container_response() -> None:
         allocate(["nic1", "nic2"])
     with pytest.raises(PluginError, match="nic3 failed to reset"):  # a refusal comes first, as in the stub
         allocate(["nic1", "nic3"])
+
+
+def test_after_a_map_order_step_each_sides_allocate_count_is_the_calls_its_plugins_saw() -> None:
+    """Each side counts the Allocate calls its own plugins received (the duration histogram's count per
+    resource); every other metric must be equal."""
+    nic = [{"call": "Allocate", "devices": ["nic10", "nic3"]}]
+    gpu = [{"call": "Allocate", "devices": ["gpu0"]}]
+    step = {"admit": False, "reason": "UnexpectedAdmissionError", "message": REFUSED}
+    durations = "kubelet_device_plugin_alloc_duration_seconds"
+
+    def answer(calls: dict[str, Any], counted: dict[str, int], reason: str = "UnexpectedAdmissionError") -> Any:
+        return {"steps": [{**step, "pluginCalls": calls}],
+                "metrics": {"kubelet_admission_rejections_total": {f"reason={reason}": 1}, durations: counted}}
+
+    theirs = answer({"nic": nic, "gpu": gpu}, {"resource_name=nic": 1, "resource_name=gpu": 1})
+    assert admit.equivalent(answer({"nic": nic}, {"resource_name=nic": 1}), theirs)
+    assert not admit.equivalent(answer({"nic": nic}, {}), theirs)  # a call not counted
+    assert not admit.equivalent(answer({"nic": nic}, {"resource_name=nic": 1}, "Other"), theirs)

@@ -112,7 +112,7 @@ class AgentCore:
         runs = self.require_runs().of(node.pods)
         self.source.publish(pods=pods_view(node, self.dra, runs=runs), allocatable=allocatable_view(node, runs),
                             inactive=inactive_view(self.require_book().inactive_pods()))
-        self._update_cpu_gauges(node)
+        node.cm.sync_metrics()  # the managers' counters and gauges, as the kubelet's after each change
         if self.options.nrt_file is not None:
             self._write_nrt(node, self.options.nrt_file)
 
@@ -141,14 +141,3 @@ class AgentCore:
             self._nrt_written = data
         except NumalignError as e:
             log.error("cannot write the NodeResourceTopology file: %s", e)
-
-    def _update_cpu_gauges(self, node: Node) -> None:
-        # The static policy's gauges are pure functions of its state, so we set them from the state
-        # after every change rather than tracking the kubelet's incremental Add()s.
-        if not node.cpu.pins:
-            return  # the none policy keeps no gauges (the kubelet's are the static policy's)
-        available = len(node.cpu.get_available_cpus())
-        self.metrics.set(m.CPU_SHARED_POOL, available * 1000.0)
-        self.metrics.set(m.CPU_EXCLUSIVE, float(len(node.cpu.get_allocatable_cpus()) - available))
-        for numa, count in node.cpu.allocated_per_numa().items():
-            self.metrics.set(m.CPU_PER_NUMA, float(count), numa_node=str(numa))

@@ -34,6 +34,8 @@ def render_text(metrics: Metrics) -> bytes:
 
 def collect(metrics: Metrics) -> Iterator[Metric]:
     for name, kind, doc, buckets, values, hist in metrics.families():
+        if not (hist if kind == "histogram" else values):
+            continue  # a labelled family without a series (or one the release lacks): client_golang omits it
         m = _family(name, kind, f"[ALPHA] {doc}")
         if kind == "histogram":
             for key, h in hist.items():

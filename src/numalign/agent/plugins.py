@@ -7,7 +7,7 @@ import logging
 
 from numalign import metrics as m
 from numalign.agent.core import AgentCore
-from numalign.agent.endpoints import TimedEndpoint, check_topology
+from numalign.agent.endpoints import check_topology
 from numalign.agent.events import DevicesReported, PluginRegistered
 from numalign.agent.executor import Executor
 from numalign.k8s.deviceplugin import Device
@@ -30,9 +30,8 @@ class PluginListener:
         if core.stopping.is_set():
             return  # shutting down: the final save has been or is being made
         with core.lock:
-            wrapped = TimedEndpoint(resource, endpoint, core.metrics)
-            core.endpoints[resource] = wrapped
-            core.require_node().devices.register_endpoint(resource, wrapped)
+            core.endpoints[resource] = endpoint
+            core.require_node().devices.register_endpoint(resource, endpoint)
             self.executor.dispatch(PluginRegistered(resource))
             log.info("device plugin %s registered", resource)
             core.write_status()

@@ -22,6 +22,7 @@ from numalign.k8s.previews import NUMA_ALLOCATION_STRATEGY, Previews
 from numalign.k8s.quantity import Quantity, QuantityFormat
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
 from numalign.kubelet.cpumanager.manager import new_cpu_manager_policy
+from numalign.kubelet.cpumanager.policy_static import StaticPolicy
 from numalign.kubelet.cpumanager.topology import CPUTopology
 from numalign.kubelet.devicemanager.manager import DeviceManager
 from numalign.kubelet.dramanager.manager import DRAManager
@@ -46,11 +47,25 @@ _PUBLISHED: tuple[tuple[str, tuple[tuple[str, str], ...], str, str], ...] = (
     (m.ALIGNED_FAILURE, _PHYSICAL_CPU, "cpu", "aligned_physical_cpu_failures_total"),
     (m.ALIGNED_COUNT, _UNCORE_CACHE, "cpu", "aligned_uncore_cache_total"),
 )
-# The managers' counters an admission moves (a probe puts them back).
+# The managers' counters and gauges an admission moves (a probe puts them back).
 _COUNTERS = ("pinning_requests_total", "pinning_errors_total", "aligned_physical_cpu_total",
-             "aligned_physical_cpu_failures_total", "aligned_uncore_cache_total")
+             "aligned_physical_cpu_failures_total", "aligned_uncore_cache_total", "shared_pool_size_millicores",
+             "exclusive_cpu_allocation_count", "exclusive_allocations_total", "exclusive_blocks_total")
+# 1.36 on, with the alpha gate PodLevelResourceManagers: the resource_manager_* series of node-level
+# allocations (a pod's containers each given their own; numalign models no pod-level pool): the family, its
+# labels, the provider and its attribute, under 1.37's names (1.36's: metrics.RM_136_NAMES).
+_RESOURCE_MANAGERS: tuple[tuple[str, tuple[tuple[str, str], ...], str, str], ...] = (
+    (m.RM_ALLOCATIONS, (("resource_name", "cpu"), ("source", "node")), "cpu", "exclusive_allocations_total"),
+    (m.RM_ALLOCATIONS, (("resource_name", "memory"), ("source", "node")), "memory", "exclusive_blocks_total"),
+    (m.RM_ALLOCATION_ERRORS, (("resource_name", "cpu"), ("source", "node")), "cpu", "pinning_errors_total"),
+    (m.RM_ALLOCATION_ERRORS, (("resource_name", "memory"), ("source", "node")), "memory", "pinning_errors_total"),
+    (m.RM_ASSIGNMENTS, (("assignment_type", "node_exclusive"), ("resource_name", "cpu")), "cpu",
+     "exclusive_allocations_total"),
+    (m.RM_ASSIGNMENTS, (("assignment_type", "node_exclusive"), ("resource_name", "memory")), "memory",
+     "exclusive_allocations_total"),
+)
 
-Counters = list[tuple[object, str, int]]
+Counters = list[tuple[object, str, int | dict[int, int]]]
 
 
 class ContainerManager:
@@ -73,6 +88,7 @@ class ContainerManager:
             startup.gates,
             metrics,
             option_maturity=startup.behaviours.topology_option_maturity,
+            release=startup.behaviours.version.minor_key,
         )
         # GetNodeAllocatableReservation against the node's capacity (cadvisor's NumCores and
         # MemoryCapacity), so percentage eviction thresholds resolve.
@@ -134,6 +150,15 @@ class ContainerManager:
         self._cpuset_texts: dict[frozenset[int], tuple[tuple[int, ...], str]] = {}  # see allocation()
         # The providers' pinning counters at the last sync_metrics (metrics only grow).
         self._synced_counts: tuple[int, ...] = ()  # in _PUBLISHED order
+        # The static CPU policy's gauges at the last sync_metrics (shared pool, exclusive, per NUMA node).
+        self._synced_gauges: tuple[int, int, tuple[tuple[int, int], ...]] | None = None
+        self._synced_registrations: dict[str, int] = {}  # the device manager's, at the last sync_metrics
+        # What this kubelet publishes of the resource_manager_* families (none before 1.36 or without the gate).
+        release = startup.behaviours.version.minor_key
+        self._resource_managers: tuple[tuple[str, tuple[tuple[str, str], ...], str, str], ...] = ()
+        if release >= (1, 36) and startup.gates.get("PodLevelResourceManagers", False):
+            self._resource_managers = tuple((name if release >= (1, 37) else m.RM_136_NAMES[name], labels, p, attr)
+                                            for name, labels, p, attr in _RESOURCE_MANAGERS)
 
     def register_static_plugins(self) -> None:
         """The machine's devices, served by in-process plugins that register at once."""
@@ -185,9 +210,13 @@ class ContainerManager:
 
     # ---- the managers' counters --------------------------------------------------------------------
     def counters(self) -> Counters:
-        """The managers' counters, plain attributes of pure code (see sync_metrics)."""
-        return [(p, name, int(getattr(p, name))) for p in (self.cpu, self.memory) for name in _COUNTERS
-                if hasattr(p, name)]
+        """The managers' counters and gauges, plain attributes of pure code (see sync_metrics)."""
+        saved: Counters = [(p, name, int(getattr(p, name))) for p in (self.cpu, self.memory) for name in _COUNTERS
+                           if hasattr(p, name)]
+        per_numa = getattr(self.cpu, "allocation_per_numa", None)
+        if per_numa is not None:  # the per-NUMA gauge's series: a probe may add a node's
+            saved.append((self.cpu, "allocation_per_numa", dict(per_numa)))
+        return saved
 
     @staticmethod
     def set_counters(saved: Counters) -> None:
@@ -195,7 +224,20 @@ class ContainerManager:
             setattr(provider, name, value)
 
     def sync_metrics(self) -> None:
-        """Providers count pinning and alignment as plain attributes (pure code); publish the deltas."""
+        """Providers count pinning and alignment as plain attributes (pure code); publish the deltas, and
+        the static CPU policy's gauges and the device manager's registrations and Allocate calls."""
+        self._sync_device_metrics()
+        cpu = self.cpu
+        if isinstance(cpu, StaticPolicy):
+            # The kubelet's none policy never sets them: they stay at zero.
+            gauges = (cpu.shared_pool_size_millicores, cpu.exclusive_cpu_allocation_count,
+                      tuple(sorted(cpu.allocation_per_numa.items())))
+            if gauges != self._synced_gauges:
+                self._synced_gauges = gauges
+                self.metrics.set(m.CPU_SHARED_POOL, float(gauges[0]))
+                self.metrics.set(m.CPU_EXCLUSIVE, float(gauges[1]))
+                for node, count in gauges[2]:
+                    self.metrics.set(m.CPU_PER_NUMA, float(count), numa_node=str(node))
         providers = {"cpu": self.cpu, "memory": self.memory}
         counts = tuple(int(getattr(providers[p], attr, 0)) for _, _, p, attr in _PUBLISHED)
         # A metric already reached the count it was synced with, and metrics never go down: only a count
@@ -208,3 +250,26 @@ class ContainerManager:
                 delta = now - int(self.metrics.value(name, **series))
                 if delta > 0:
                     self.metrics.inc(name, float(delta), **series)
+        for name, labels, p, attr in self._resource_managers:
+            # a series exists from its first count (upstream makes none at zero)
+            series = dict(labels)
+            delta = int(getattr(providers[p], attr, 0)) - int(self.metrics.value(name, **series))
+            if delta > 0:
+                self.metrics.inc(name, float(delta), **series)
+
+    def _sync_device_metrics(self) -> None:
+        devices = self.devices
+        if devices.registrations_total != self._synced_registrations:  # a plugin (re)registered since
+            self._synced_registrations = dict(devices.registrations_total)
+            for resource, count in devices.registrations_total.items():
+                delta = count - int(self.metrics.value(m.DP_REGISTRATION, resource_name=resource))
+                if delta > 0:
+                    self.metrics.inc(m.DP_REGISTRATION, float(delta), resource_name=resource)
+        durations = devices.allocate_durations
+        if durations:
+            # Calls made on another thread append while this drains: take what is there now, in order.
+            taken = durations[:len(durations)]
+            del durations[:len(taken)]
+            for resource, seconds in taken:
+                self.metrics.observe(m.DP_ALLOC_DURATION, seconds, resource_name=resource)
+

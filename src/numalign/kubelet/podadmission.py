@@ -244,7 +244,8 @@ class PodAdmission:
 
     def _count_rejection(self, result: AdmitResult) -> None:
         """The one place a rejection is counted: once its answer is final (calls made, if any)."""
-        self.metrics.inc(m.ADMISSION_REJECTIONS, reason=m.rejection_label(result.reason))
+        label = m.rejection_label(result.reason, self.kubelet_version.minor_key)
+        self.metrics.inc(m.ADMISSION_REJECTIONS, reason=label)
 
     def _record(self, pod: Pod, decisions: tuple[ContainerDecision, ...], result: AdmitResult,
                 allocations: Mapping[str, ContainerAllocation]) -> DecisionRecord:

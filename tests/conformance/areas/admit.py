@@ -43,6 +43,9 @@ _MI = 1 << 20
 _GI = 1 << 30
 _RESOURCES = ("example.com/gpu", "example.com/nic")
 DEVICE_SHARE = 0.5  # the share of cases with device plugins (each case with them costs the harness ~60 ms)
+# Cases at 1.36 on whose kubelet turns the alpha gate PodLevelResourceManagers on (drawn last, so the
+# other cases are the ones seeds gave before).
+RESOURCE_MANAGERS_SHARE = 0.25
 FAILING_SHARE = 0.6  # of the cases with devices, those where a plugin's Allocate fails for some devices
 EIGHT_NUMA_SHARE = 0.15  # the share of cases on machines of 8 NUMA nodes (their merges: merge_budget.py)
 
@@ -287,6 +290,14 @@ def generate(rng: random.Random, version: str) -> dict[str, Any]:
             # One device resource only: a container of two would make which plugin is asked first (a Go
             # map's order upstream) change the calls made and, with devices left taken, later answers.
             rng.choice(devices)["emptyAllocate"] = True
+    if int(version.split(".")[1]) >= 36 and rng.random() < RESOURCE_MANAGERS_SHARE:
+        # The alpha gate PodLevelResourceManagers registers the resource_manager_* metrics (1.36 on), which
+        # count the managers' node-level allocations too; numalign does not model pod-level resource
+        # managers (refuse_unmodelled), so these cases' pods keep their resources at container level.
+        case["config"].setdefault("featureGates", {})["PodLevelResourceManagers"] = True
+        for s in steps:
+            if s["op"] == "admit":
+                s["pod"]["spec"].pop("resources", None)
     return case
 
 
@@ -300,11 +311,39 @@ def equivalent(ours: Any, theirs: Any) -> bool:
         return any(str(t) in str(ours["start_error"]) for t in texts)
     if (isinstance(ours, dict) and isinstance(theirs, dict) and set(ours) == set(theirs)
             and "steps" in ours and set(ours) <= {"steps", "metrics"}):
-        # the kubelet metrics the case's admissions counted (metrics_answer): equal, no map order in them
-        return ours.get("metrics") == theirs.get("metrics") and len(ours["steps"]) == len(theirs["steps"]) and all(
-            a == b or _map_order_step(a, b)
-            for a, b in zip(ours["steps"], map(_file_written_at_once, theirs["steps"]), strict=True))
+        if len(ours["steps"]) != len(theirs["steps"]):
+            return False
+        by_map_order = False
+        for a, b in zip(ours["steps"], map(_file_written_at_once, theirs["steps"]), strict=True):
+            if a != b:
+                if not _map_order_step(a, b):
+                    return False
+                by_map_order = True
+        return _metrics_equal(ours, theirs, by_map_order)
     return bool(ours == theirs)
+
+
+def _metrics_equal(ours: dict[str, Any], theirs: dict[str, Any], by_map_order: bool) -> bool:
+    """The kubelet metrics the case's admissions counted (metrics_answer) are equal. Where a step matched
+    only because the device manager walked a container's resources in another Go map order, the plugins
+    were asked other Allocate calls: each side's Allocate count per resource must then be the calls its
+    plugins saw (the steps' pluginCalls, compared above), the rest equal."""
+    if not by_map_order or "metrics" not in ours:  # (both have it or neither: their keys are the same)
+        return bool(ours.get("metrics") == theirs.get("metrics"))
+    a, b = dict(ours.get("metrics") or {}), dict(theirs.get("metrics") or {})
+    made_a, made_b = a.pop(m.DP_ALLOC_DURATION, {}), b.pop(m.DP_ALLOC_DURATION, {})
+    return a == b and made_a == _allocate_calls(ours["steps"]) and made_b == _allocate_calls(theirs["steps"])
+
+
+def _allocate_calls(steps: Sequence[Any]) -> dict[str, int]:
+    """Allocate calls per resource over a case's steps, as the duration histogram's series count them."""
+    out: dict[str, int] = {}
+    for step in steps:
+        for resource, calls in (step.get("pluginCalls") or {}).items() if isinstance(step, dict) else ():
+            made = sum(1 for c in calls if c.get("call") == "Allocate")
+            if made:
+                out[f"resource_name={resource}"] = out.get(f"resource_name={resource}", 0) + made
+    return out
 
 
 def _file_written_at_once(step: Any) -> Any:
@@ -482,18 +521,30 @@ def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
     return {"steps": steps, "metrics": metrics_answer(node)}
 
 
-# The kubelet metrics the managers count at admission, compared (area_admit.go's comparedMetrics).
+# The kubelet metrics the managers count at admission and kubelet.go's admission rejections, compared
+# (admit_metrics.go's comparedMetrics), and the CPU manager's gauges.
 COMPARED_METRICS = frozenset({
     m.TM_ADMISSION_REQUESTS, m.TM_ADMISSION_ERRORS, m.TM_ADMISSION_DURATION, m.ALIGNED_COUNT, m.ALIGNED_FAILURE,
     m.CPU_PINNING_REQUESTS, m.CPU_PINNING_ERRORS, m.MEM_PINNING_REQUESTS, m.MEM_PINNING_ERRORS,
+    m.DP_REGISTRATION, m.DP_ALLOC_DURATION, m.ADMISSION_REJECTIONS, m.CPU_SHARED_POOL, m.CPU_EXCLUSIVE,
+    m.CPU_PER_NUMA, m.RM_ALLOCATIONS, m.RM_ALLOCATION_ERRORS, m.RM_ASSIGNMENTS, *m.RM_136_NAMES.values(),
 })
+# A per-NUMA gauge series whose node holds no exclusive CPU now: it exists, its value (the count it last
+# had, which upstream's Go map order decides) is not compared (admit_metrics.go's keptAtZero).
+KEPT_AT_ZERO = -1.0
 
 
 def metrics_answer(node: Node) -> dict[str, dict[str, float]]:
-    """The node's counters as the harness answers them (admit_metrics.go): per family, each series by its
+    """The node's metrics as the harness answers them (admit_metrics.go): per family, each series by its
     labels ("name=value" joined by ",", sorted), a histogram by its sample count; families without a
     series left out."""
     node.cm.sync_metrics()
+    held: dict[int, int] = {}  # the exclusive CPUs each NUMA node holds now, each CPU once
+    for cpu in frozenset[int]().union(*(node.cpu.get_exclusive_cpus(uid, c.name)
+                                        for uid, pod in node.pods.items() for c in pod.all_containers())):
+        info = node.cpu.topology.info(cpu)
+        numa = info.numa_node if info is not None else -1
+        held[numa] = held.get(numa, 0) + 1
     out: dict[str, dict[str, float]] = {}
     for fam in node.metrics.families():
         if fam.name not in COMPARED_METRICS:
@@ -501,6 +552,8 @@ def metrics_answer(node: Node) -> dict[str, dict[str, float]]:
         got = {",".join(sorted(f"{k}={v}" for k, v in key)): counts[-1] for key, counts in fam.hist.items()} \
             if fam.kind == "histogram" else {",".join(sorted(f"{k}={v}" for k, v in key)): v
                                              for key, v in fam.values.items()}
+        if fam.name == m.CPU_PER_NUMA:
+            got = {k: v if held.get(int(k.removeprefix("numa_node=")), 0) else KEPT_AT_ZERO for k, v in got.items()}
         if got:
             out[fam.name] = got
     return out

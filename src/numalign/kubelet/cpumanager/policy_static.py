@@ -170,8 +170,18 @@ class StaticPolicy:
         self.aligned_physical_cpu_total = 0
         self.aligned_physical_cpu_failures_total = 0
         self.aligned_uncore_cache_total = 0
+        # The CPU manager's gauges as the kubelet moves them: set at Start from the state, then moved by each
+        # allocation and release (so an app container reusing an init container's CPUs counts them twice,
+        # as upstream's updateMetricsOnAllocate does). allocation_per_numa is the per-NUMA gauge's series:
+        # every update sets the nodes holding exclusive CPUs now and leaves a node that holds none at the
+        # count it last had (upstream's updateAllocationPerNUMAMetric); _held_per_numa is what each node holds.
         self.shared_pool_size_millicores = 0
         self.exclusive_cpu_allocation_count = 0
+        self.allocation_per_numa: dict[int, int] = {}
+        self._held_per_numa: dict[int, int] = {}
+        # Containers given exclusive CPUs (not those found in the state already): 1.36's resource_manager_*
+        # counters of node-level allocations and exclusive assignments.
+        self.exclusive_allocations_total = 0
 
     # ---- state lifecycle ------------------------------------------------------------------------
 
@@ -184,9 +194,28 @@ class StaticPolicy:
         self.state.policy_name = POLICY_NAME
         self.cpus_to_reuse = {}
         self.shared_pool_size_millicores = len(self.get_available_cpus()) * 1000
-        self.exclusive_cpu_allocation_count = sum(
-            len(c) for ctrs in self.state.entries.values() for c in ctrs.values()
-        )
+        self.recount_exclusive()
+        self.exclusive_cpu_allocation_count = sum(self._held_per_numa.values())
+
+    def recount_exclusive(self) -> None:
+        """What each NUMA node holds exclusively (the CPUs assigned, each once), from the state; the
+        per-NUMA gauge updated as the kubelet's initializeMetrics does it (the policy's Start)."""
+        held: frozenset[int] = frozenset().union(*(c for ctrs in self.state.entries.values() for c in ctrs.values()))
+        self._held_per_numa = {}
+        self._count_held(held, 1)
+
+    def _count_held(self, cpus: Iterable[int], step: int) -> None:
+        """Move what the NUMA nodes of `cpus` hold by `step` each, then set the per-NUMA gauge's nodes
+        that hold any (a CPU the topology lacks, which a validated state never holds, under node -1 as
+        upstream's CPUNUMANodeID answers)."""
+        held = self._held_per_numa
+        for cpu in cpus:
+            info = self.topology.info(cpu)
+            node = info.numa_node if info is not None else -1
+            held[node] = held.get(node, 0) + step
+        for node, count in held.items():
+            if count > 0:
+                self.allocation_per_numa[node] = count
 
     def snapshot(self) -> CPUManagerState:
         return self.state.copy()
@@ -337,10 +366,15 @@ class StaticPolicy:
             self._take,
         )
         self.state.default_cpu_set = self.state.default_cpu_set - result
-        self.state.entries.setdefault(pod.uid, {})[container.name] = result
+        siblings = self.state.entries.setdefault(pod.uid, {})
+        # CPUs reused from an init container of the pod are held already; another pod's never are.
+        new = result.difference(*siblings.values()) if siblings else result
+        siblings[container.name] = result
         self._update_cpus_to_reuse(pod, container, result)
         self.exclusive_cpu_allocation_count += len(result)
         self.shared_pool_size_millicores -= len(result) * 1000
+        self._count_held(new, 1)
+        self.exclusive_allocations_total += 1
         if self.topology.check_alignment_uncore(result):
             self.aligned_uncore_cache_total += 1
 
@@ -384,6 +418,7 @@ class StaticPolicy:
         self.state.default_cpu_set = self.state.default_cpu_set | released
         self.exclusive_cpu_allocation_count -= len(released)
         self.shared_pool_size_millicores += len(released) * 1000
+        self._count_held(released, -1)
 
     def remove_stale_state(
         self, active_pods: Iterable[Pod], pending_pod: Pod | None = None

@@ -154,6 +154,7 @@ def apply_resize(policy: StaticPolicy, pod_uid: str, container: str, requested: 
     delta = len(after) - len(current)
     policy.exclusive_cpu_allocation_count += delta
     policy.shared_pool_size_millicores -= delta * 1000
+    policy.recount_exclusive()
     return ResizedCPUs(current, after, baseline)
 
 

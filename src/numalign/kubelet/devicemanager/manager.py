@@ -26,8 +26,9 @@ or pausing with its lock released: numalign.kubelet.podadmission); `allocate` ma
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Generator, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from numalign.core.hint import TopologyHint
@@ -106,10 +107,16 @@ class AllocateCall:
     endpoint: Endpoint
     device_ids: tuple[str, ...]
     per_numa: DevicesPerNUMA
+    # Where the call's duration goes, (resource, seconds): the device manager's allocate_durations.
+    durations: list[tuple[str, float]] = field(compare=False, repr=False)
 
     def make(self) -> ContainerAllocateResponse:
-        """The plugin's Allocate (raises PluginError)."""
-        return self.endpoint.allocate(list(self.device_ids))
+        """The plugin's Allocate (raises PluginError), timed as the kubelet times it, answered or not."""
+        start = time.monotonic()
+        try:
+            return self.endpoint.allocate(list(self.device_ids))
+        finally:
+            self.durations.append((self.resource, time.monotonic() - start))
 
 
 # An allocation's steps: the Allocate calls it yields, each answered with the plugin's response.
@@ -159,6 +166,10 @@ class DeviceManager:
         self.allocated: dict[str, set[str]] = {}
         self.pod_devices = PodDevices()
         self.devices_to_reuse: dict[str, dict[str, set[str]]] = {}
+        # The kubelet's device plugin metrics, published by ContainerManager.sync_metrics: registrations
+        # per resource, and each Allocate call's duration not yet published (a probe makes no call).
+        self.registrations_total: dict[str, int] = {}
+        self.allocate_durations: list[tuple[str, float]] = []
 
     # -- plugins and inventory -------------------------------------------------------------------
 
@@ -172,6 +183,7 @@ class DeviceManager:
         """Register an in-process plugin and feed it one ListAndWatch update (CLI, simulation).
         `endpoint_options` go to StaticEndpoint (options, preferred_fn, allocate_fn)."""
         endpoint = StaticEndpoint(resource, devices, **endpoint_options)
+        self.registrations_total[resource] = self.registrations_total.get(resource, 0) + 1
         self.register_endpoint(resource, endpoint)
         self.update_devices(resource, devices)
         return endpoint
@@ -397,7 +409,9 @@ class DeviceManager:
                 raise AllocationError(f"unknown Device Plugin {resource}")
             if info.endpoint is None or info.stopped:
                 # Upstream's endpoint refuses the call at once (it prints the endpoint struct with %v; we
-                # name the resource), and allocatedDevices is rolled back to what podDevices records.
+                # name the resource), and allocatedDevices is rolled back to what podDevices records. The
+                # refused call is timed all the same.
+                self.allocate_durations.append((resource, 0.0))
                 self.allocated = self.pod_devices.devices()
                 raise AllocationError(f"endpoint {resource} has been stopped")
             devs = sorted_ids(picked)
@@ -406,7 +420,8 @@ class DeviceManager:
             # (podadmission) must not see them free when a pass rebuilds allocatedDevices from podDevices.
             self.pod_devices.insert(pod.uid, container.name, resource, per_numa, None)
             try:
-                resp = yield AllocateCall(pod.uid, container.name, resource, info.endpoint, tuple(devs), per_numa)
+                resp = yield AllocateCall(pod.uid, container.name, resource, info.endpoint, tuple(devs), per_numa,
+                                          self.allocate_durations)
             except EmptyAllocateError as e:
                 # Upstream returns without rolling allocatedDevices back: the devices stay taken until an
                 # UpdateAllocatedDevices finds a pod to forget (the rejected one, if it holds any others).

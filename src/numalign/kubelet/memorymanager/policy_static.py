@@ -114,6 +114,10 @@ class MemoryManagerStatic:
         self._allocatable = self._compute_allocatable()
         self.pinning_requests_total = 0
         self.pinning_errors_total = 0
+        # Containers given exclusive memory and the blocks (one per resource) they got: 1.36's
+        # resource_manager_* counters of node-level allocations and exclusive assignments.
+        self.exclusive_allocations_total = 0
+        self.exclusive_blocks_total = 0
 
     @classmethod
     def for_machine(
@@ -242,6 +246,8 @@ class MemoryManagerStatic:
         self._update_pod_reusable_memory(pod, container, blocks)
         self.assignments.setdefault(pod.uid, {})[container.name] = clone_blocks(blocks)
         self._update_init_containers_memory_blocks(pod, container, blocks)
+        self.exclusive_allocations_total += 1
+        self.exclusive_blocks_total += len(blocks)
 
     def _update_pod_reusable_memory(self, pod: Pod, container: Container, blocks: Iterable[Block]) -> None:
         for uid in [u for u in self._reusable if u != pod.uid]:

@@ -34,8 +34,10 @@ class TopologyManager:
         gates: Mapping[str, bool] | None = None,
         metrics: m.Metrics | None = None,
         option_maturity: Mapping[str, Maturity] | None = None,
+        release: tuple[int, int] = m.NEWEST_RELEASE,
     ) -> None:
         self.metrics = metrics or m.Metrics()
+        self.release = release  # the kubelet release whose rejection labels admit counts under
         self.numa = numa
         self.policy_name = policy
         self.scope_name = scope
@@ -96,7 +98,7 @@ class TopologyManager:
         kubelet does; return the full record (the Topology Manager used alone, without a Node)."""
         outcome = self.decide(pod)
         if not outcome.result.admit:
-            self.metrics.inc(m.ADMISSION_REJECTIONS, reason=m.rejection_label(outcome.result.reason))
+            self.metrics.inc(m.ADMISSION_REJECTIONS, reason=m.rejection_label(outcome.result.reason, self.release))
         return DecisionRecord(
             pod=pod.key,
             pod_uid=pod.uid,
