@@ -149,5 +149,58 @@ def test_a_named_claim_no_node_can_allocate_pins_nothing(tmp_path: Path, capsys:
     assert (pool["exact"], pool["limitedBy"]) == (0, {"cannot allocate all claims": 3})
     assert doc["runs"][0]["sharedClaims"] == [{"claim": "default/gpus-and-cpus", "allocated": "none", "devices": [],
                                                "everyNode": False, "nodes": []}]
-    assert any(line.startswith("  shared claim default/gpus-and-cpus: every copy shares it, but no node can allocate")
-               for line in text)
+    assert ("  shared claim default/gpus-and-cpus: every copy shares it, but no node takes the first copy (the "
+            "claim allocated and the copy admitted): nothing fits (LIMITED BY says why)") in text
+
+
+def test_a_first_copy_the_kubelet_rejects_gives_the_claim_back_and_the_next_choice_takes_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from numalign.cluster.state import ClusterState
+
+    machine, slices = str(NV / "dgx-h100-machine.yaml"), str(NV / "dgx-h100-resourceslice.yaml")
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump({"kind": "Cluster", "name": "mix", "pools": [
+        {"name": "strict", "count": 5, "machine": machine, "resourceSlices": slices,
+         "kubelet": {"topologyManagerPolicy": "single-numa-node"}},
+        {"name": "loose", "count": 1, "machine": machine, "resourceSlices": slices,
+         "kubelet": {"topologyManagerPolicy": "none"}}]}), encoding="utf-8")
+    pod = yaml.safe_load(json.dumps(POD))  # 120 CPUs: more than one NUMA node of a DGX H100 holds
+    pod["spec"]["containers"][0]["resources"].update({"requests": {"cpu": "120", "memory": "8Gi"},
+                                                      "limits": {"cpu": "120", "memory": "8Gi"}})
+    first_copies: list[tuple[str, bool]] = []
+    admit = ClusterState.admit
+
+    def recording(self: ClusterState, i: int, p: Any, pv: Any) -> Any:
+        rec = admit(self, i, p, pv)
+        # the first copy's admissions up to the one admitted: the claim's pinning (counting comes after)
+        if p.name == "pod-copy-0" and not any(admitted for _, admitted in first_copies):
+            first_copies.append((self.nodes[i].name, bool(rec.result.admit)))
+        return rec
+
+    monkeypatch.setattr(ClusterState, "admit", recording)
+    _text, doc = _capacity(capsys, "--cluster", str(cluster), str(_pod_file(tmp_path, CLAIM, pod)))
+    # the scheduler's first choice is a strict node, whose kubelet refuses the copy (TopologyAffinityError);
+    # nothing stays allocated there, every strict node (one state) is passed over, and loose-0 takes it
+    assert first_copies[0][0].startswith("strict-") and first_copies[0][1] is False
+    assert first_copies[-1] == ("loose-0", True)
+    by_pool = {p["pool"]: p for p in doc["runs"][0]["byPool"]}
+    assert (by_pool["loose"]["exact"], by_pool["strict"]["limitedBy"]) == (1, {NOT_AVAILABLE: 5})
+    assert doc["runs"][0]["sharedClaims"][0]["node"] == "loose-0"
+
+
+def test_a_first_copy_every_kubelet_rejects_pins_nothing_and_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump({"kind": "Cluster", "name": "strict", "pools": [{
+        "name": "strict", "count": 2, "machine": str(NV / "dgx-h100-machine.yaml"),
+        "resourceSlices": str(NV / "dgx-h100-resourceslice.yaml"),
+        "kubelet": {"topologyManagerPolicy": "single-numa-node"}}]}), encoding="utf-8")
+    pod = yaml.safe_load(json.dumps(POD))
+    pod["spec"]["containers"][0]["resources"].update({"requests": {"cpu": "120", "memory": "8Gi"},
+                                                      "limits": {"cpu": "120", "memory": "8Gi"}})
+    text, doc = _capacity(capsys, "--cluster", str(cluster), str(_pod_file(tmp_path, CLAIM, pod)))
+    (pool,) = doc["runs"][0]["byPool"]
+    assert (pool["exact"], pool["limitedBy"]) == (0, {"TopologyAffinityError": 2})
+    assert doc["runs"][0]["sharedClaims"][0]["allocated"] == "none"
+    assert ("  shared claim gpu-test3/single-gpu: every copy shares it, but no node takes the first copy (the "
+            "claim allocated and the copy admitted): nothing fits (LIMITED BY says why)") in text

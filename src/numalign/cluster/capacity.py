@@ -68,8 +68,8 @@ class SharedClaimPin:
     def text(self) -> str:
         """One line: how the claim was allocated and where it pins the copies."""
         if self.allocated == "none":
-            return (f"shared claim {self.claim}: every copy shares it, but no node can allocate it for the first "
-                    "copy: nothing fits (LIMITED BY says why)")
+            return (f"shared claim {self.claim}: every copy shares it, but no node takes the first copy (the "
+                    "claim allocated and the copy admitted): nothing fits (LIMITED BY says why)")
         how = ("allocated in the input (status.allocation)" if self.allocated == "input" else
                f"allocated once, for the first copy, on {self.node}")
         devices = f" ({', '.join(self.devices)})" if self.devices else ""

@@ -435,3 +435,71 @@ def test_a_v1beta1_request_misspelled_is_named_where_it_was_written() -> None:
     with pytest.raises(InvalidInputError, match=r'in version "v1beta1" .* unknown field '
                                                 r'"spec\.devices\.requests\[0\]\.tolerations\[0\]\.efect"'):
         _read(claim)
+
+
+_NAME_IN = {"key": "metadata.name", "operator": "In", "values": ["node-1"]}
+_INVALID = 'in.yaml: document 1: ResourceClaim.resource.k8s.io "c" is invalid: status.allocation.nodeSelector'
+
+
+def _allocated(selector: object) -> dict[str, Any]:
+    claim = _claim({"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]})
+    claim["status"] = {"allocation": {"devices": {"results": [
+        {"request": "r", "driver": "gpu.example.com", "pool": "p", "device": "gpu-0"}]}, "nodeSelector": selector}}
+    return claim
+
+
+@pytest.mark.parametrize(("selector", "expected"), [
+    ({"nodeSelectorTerm": [{"matchFields": [_NAME_IN]}]},
+     'in.yaml: document 1: ResourceClaim in version "v1" cannot be handled as a ResourceClaim: strict decoding '
+     'error: unknown field "status.allocation.nodeSelector.nodeSelectorTerm" (remove it or correct its '
+     'spelling; expected one of nodeSelectorTerms)'),
+    ({"nodeSelectorTerms": [{"matchField": [_NAME_IN]}]},
+     'in.yaml: document 1: ResourceClaim in version "v1" cannot be handled as a ResourceClaim: strict decoding '
+     'error: unknown field "status.allocation.nodeSelector.nodeSelectorTerms[0].matchField" (remove it or '
+     'correct its spelling; expected one of matchExpressions, matchFields)'),
+    ({"nodeSelectorTerms": []},
+     f"{_INVALID}.nodeSelectorTerms: Required value: must have at least one node selector term"),
+    ({"nodeSelectorTerms": [{"matchFields": [{**_NAME_IN, "operator": "Foo"}]}]},
+     f'{_INVALID}.nodeSelectorTerms[0].matchFields[0].operator: Unsupported value: "Foo": supported values: '
+     '"In", "NotIn"'),
+    ({"nodeSelectorTerms": [{"matchFields": [{**_NAME_IN, "key": "metadata.uid"}]}]},
+     f'{_INVALID}.nodeSelectorTerms[0].matchFields[0].key: Unsupported value: "metadata.uid": supported values: '
+     '"metadata.name" (select other nodes by label under matchExpressions)'),
+    ({"nodeSelectorTerms": [{"matchFields": [{**_NAME_IN, "values": ["a", "b"]}]}]},
+     f"{_INVALID}.nodeSelectorTerms[0].matchFields[0].values: Required value: must be only one value when "
+     "`operator` is 'In' or 'NotIn' for node field selector (one term per node name)"),
+    ({"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "Within", "values": ["r1"]}]}]},
+     f'{_INVALID}.nodeSelectorTerms[0].matchExpressions[0].operator: Unsupported value: "Within": supported '
+     'values: "DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn"'),
+    ({"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "Exists", "values": ["r1"]}]}]},
+     f"{_INVALID}.nodeSelectorTerms[0].matchExpressions[0].values: Forbidden: may not be specified when "
+     "`operator` is 'Exists' or 'DoesNotExist' (remove the values)"),
+    ({"nodeSelectorTerms": [{"matchExpressions": [{"key": "gen", "operator": "Gt", "values": ["x"]}]}]},
+     f'{_INVALID}.nodeSelectorTerms[0].matchExpressions[0].values[0]: Invalid value: "x": must be an integer'),
+])
+def test_an_allocations_node_selector_the_api_server_refuses_is_refused_not_matched_to_no_node(
+        selector: object, expected: str) -> None:
+    # read silently, each of these matched no node: `capacity` counted 0 copies, `simulate` placed none
+    with pytest.raises(InvalidInputError) as err:
+        _read(_allocated(selector))
+    assert str(err.value) == expected
+
+
+def test_a_valid_allocation_node_selector_and_a_slices_are_read() -> None:
+    _pods, objects = _read(_allocated({"nodeSelectorTerms": [
+        {"matchFields": [_NAME_IN]},
+        {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]},
+                              {"key": "gen", "operator": "Gt", "values": ["3"]},
+                              {"key": "spare", "operator": "DoesNotExist"}]}]}))
+    allocation = objects.claims["default/c"].allocation
+    assert allocation is not None and allocation.node_selector is not None
+    assert [len(t.match_fields) + len(t.match_expressions) for t in allocation.node_selector.terms] == [1, 3]
+    fabric = json.loads(json.dumps(SLICE))
+    del fabric["spec"]["nodeName"]
+    fabric["spec"]["nodeSelector"] = {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "rack", "operator": "NotIn", "values": ["r2"]}]}]}
+    _pods, objects = _read(fabric)
+    assert objects.slices[0].node_selector is not None
+    fabric["spec"]["nodeSelector"] = {"nodeSelectorTerms": []}
+    with pytest.raises(InvalidInputError, match=r"spec\.nodeSelector\.nodeSelectorTerms: Required value"):
+        _read(fabric)

@@ -444,24 +444,78 @@ def _counters(raw: object, path: str) -> dict[str, Quantity]:
 
 
 def _node_selector(raw: object, path: str) -> t.NodeSelector | None:
+    """A core NodeSelector (a slice's, an allocation's), validated as the API server's ValidateNodeSelector
+    does and decoded strictly: a selector it would refuse matches nothing here, so reading one silently
+    would count no node (or every node) instead of naming the mistake."""
     if raw is None:
         return None
     obj = _mapping(raw, path)
+    _known_fields(obj, _NODE_SELECTOR_FIELDS, path)
+    raw_terms = obj.get("nodeSelectorTerms")
+    if not raw_terms:
+        raise _FieldError(f"{path}.nodeSelectorTerms",
+                          "Required value: must have at least one node selector term")
     terms = []
-    for i, term in enumerate(_list(obj.get("nodeSelectorTerms"), f"{path}.nodeSelectorTerms", 100)):
-        tm = _mapping(term, f"{path}.nodeSelectorTerms[{i}]")
+    for i, term in enumerate(_list(raw_terms, f"{path}.nodeSelectorTerms", 100)):
+        term_path = f"{path}.nodeSelectorTerms[{i}]"
+        tm = _mapping(term, term_path)
+        _known_fields(tm, _NODE_SELECTOR_TERM_FIELDS, term_path)
         groups = []
         for key in ("matchExpressions", "matchFields"):
             reqs = []
-            for j, req in enumerate(_list(tm.get(key), f"{path}.nodeSelectorTerms[{i}].{key}", 100)):
-                r = _mapping(req, f"{path}.nodeSelectorTerms[{i}].{key}[{j}]")
-                reqs.append(t.NodeSelectorRequirement(
-                    key=_req_str(r.get("key"), f"{path}.nodeSelectorTerms[{i}].{key}[{j}].key"),
-                    operator=_req_str(r.get("operator"), f"{path}.nodeSelectorTerms[{i}].{key}[{j}].operator"),
-                    values=tuple(_str_list(r.get("values"), f"{path}.nodeSelectorTerms[{i}].{key}[{j}].values"))))
+            for j, req in enumerate(_list(tm.get(key), f"{term_path}.{key}", 100)):
+                req_path = f"{term_path}.{key}[{j}]"
+                r = _mapping(req, req_path)
+                _known_fields(r, _NODE_SELECTOR_REQUIREMENT_FIELDS, req_path)
+                requirement = t.NodeSelectorRequirement(
+                    key=_req_str(r.get("key"), f"{req_path}.key"),
+                    operator=_req_str(r.get("operator"), f"{req_path}.operator"),
+                    values=tuple(_str_list(r.get("values"), f"{req_path}.values")))
+                (_field_requirement if key == "matchFields" else _label_requirement)(requirement, req_path)
+                reqs.append(requirement)
             groups.append(tuple(reqs))
         terms.append(t.NodeSelectorTerm(match_expressions=groups[0], match_fields=groups[1]))
     return t.NodeSelector(terms=tuple(terms))
+
+
+_NODE_SELECTOR_FIELDS: Final = frozenset(("nodeSelectorTerms",))
+_NODE_SELECTOR_TERM_FIELDS: Final = frozenset(("matchExpressions", "matchFields"))
+_NODE_SELECTOR_REQUIREMENT_FIELDS: Final = frozenset(("key", "operator", "values"))
+_LABEL_OPERATORS: Final = ("DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn")
+
+
+def _label_requirement(req: t.NodeSelectorRequirement, path: str) -> None:
+    """ValidateNodeSelectorRequirement: the operator and the values it takes."""
+    if req.operator in ("In", "NotIn"):
+        if not req.values:
+            raise _FieldError(f"{path}.values", "Required value: must be specified when `operator` is 'In' or "
+                                                "'NotIn' (list the label values to match)")
+    elif req.operator in ("Exists", "DoesNotExist"):
+        if req.values:
+            raise _FieldError(f"{path}.values", "Forbidden: may not be specified when `operator` is 'Exists' or "
+                                                "'DoesNotExist' (remove the values)")
+    elif req.operator in ("Gt", "Lt"):
+        if len(req.values) != 1:
+            raise _FieldError(f"{path}.values", "Required value: must be specified single value when `operator` "
+                                                "is 'Lt' or 'Gt'")
+        if not req.values[0].lstrip("-").isdigit():
+            raise _FieldError(f"{path}.values[0]", f"Invalid value: {go_quote(req.values[0])}: must be an integer")
+    else:
+        raise _FieldError(f"{path}.operator", f"Unsupported value: {go_quote(req.operator)}: supported values: "
+                                              f"{', '.join(go_quote(o) for o in _LABEL_OPERATORS)}")
+
+
+def _field_requirement(req: t.NodeSelectorRequirement, path: str) -> None:
+    """ValidateNodeFieldSelectorRequirement: metadata.name only, In or NotIn one name."""
+    if req.key != "metadata.name":
+        raise _FieldError(f"{path}.key", f"Unsupported value: {go_quote(req.key)}: supported values: "
+                                         '"metadata.name" (select other nodes by label under matchExpressions)')
+    if req.operator not in ("In", "NotIn"):
+        raise _FieldError(f"{path}.operator", f'Unsupported value: {go_quote(req.operator)}: supported values: "In", '
+                                              '"NotIn"')
+    if len(req.values) != 1:
+        raise _FieldError(f"{path}.values", "Required value: must be only one value when `operator` is 'In' or "
+                                            "'NotIn' for node field selector (one term per node name)")
 
 
 # ---- DeviceClass selectors and claim specs ------------------------------------------------------------
@@ -604,6 +658,8 @@ def allocation_from_dict(raw: object) -> t.DeviceAllocationResult | None:
         return _allocation(raw)
     except _FieldError as e:
         raise ValueError(str(e)) from None
+    except UnknownFieldError as e:
+        raise ValueError(f"{e.path}: unknown field ({e.fix})") from None
 
 
 def _allocation(raw: object) -> t.DeviceAllocationResult | None:
