@@ -204,3 +204,17 @@ def test_a_first_copy_every_kubelet_rejects_pins_nothing_and_says_so(
     assert doc["runs"][0]["sharedClaims"][0]["allocated"] == "none"
     assert ("  shared claim gpu-test3/single-gpu: every copy shares it, but no node takes the first copy (the "
             "claim allocated and the copy admitted): nothing fits (LIMITED BY says why)") in text
+
+
+def test_an_allocation_selecting_the_hostname_label_reaches_that_node(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # every kubelet labels its node kubernetes.io/hostname; a pool's labels cannot hold it (before: no node)
+    claim = {**CLAIM, "status": {"allocation": {
+        "devices": {"results": [{"request": "gpu", "driver": "gpu.nvidia.com", "pool": "dgx-h100-01",
+                                 "device": "gpu-5"}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": ["dgx-1"]}]}]}}}}
+    _text, doc = _capacity(capsys, "--cluster", str(_cluster(tmp_path)), str(_pod_file(tmp_path, claim, POD)))
+    (pool,) = doc["runs"][0]["byPool"]
+    assert (pool["exact"], pool["limitedBy"]) == (13, {"Insufficient cpu": 1, NOT_AVAILABLE: 2})
+    assert doc["runs"][0]["sharedClaims"][0]["nodes"] == ["dgx-1"]

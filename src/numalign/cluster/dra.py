@@ -58,6 +58,7 @@ STAND_IN = "numalign-pool-node"  # the node name a pool's slices are published f
 # The DynamicResources filter's words for a node an allocated claim's node selector does not reach
 # (dynamicresources.go Filter, every release 1.34-1.37).
 NOT_AVAILABLE = "resourceclaim not available on the node"
+_HOSTNAME = "kubernetes.io/hostname"  # the label the kubelet gives its node (cluster/dumps.py HOSTNAME_LABEL)
 
 
 @dataclass(frozen=True)
@@ -150,8 +151,12 @@ class ClusterDRA:
         return self._matching([allocation.node_selector])
 
     def _matching(self, selectors: Sequence[NodeSelector]) -> frozenset[int]:
+        """The nodes every selector matches, on each node's labels: its pool's and, as the kubelet labels
+        every node, kubernetes.io/hostname (its name; a nodes dump's own value is the same unless the
+        kubelet ran with --hostname-override), which a pool's labels cannot hold."""
         return frozenset(sn.index for sn in self.state.nodes
-                         if all(node_matches(NodeInfo(sn.name, dict(sn.pool.labels)), None, False, sel)
+                         if all(node_matches(NodeInfo(sn.name, {**sn.pool.labels, _HOSTNAME: sn.name}), None, False,
+                                             sel)
                                 for sel in selectors))
 
     def _reach(self, i: int, allocation: DeviceAllocationResult) -> tuple[frozenset[int] | None, bool]:
