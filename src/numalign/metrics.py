@@ -53,9 +53,30 @@ class Metrics:
 
     def inc(self, name: str, amount: float = 1.0, **labels: str) -> None:
         key = tuple(sorted(labels.items())) if labels else ()  # every admission counts: skip the empty sort
+        self.inc_series(name, key, amount)
+
+    def inc_series(self, name: str, key: LabelKey, amount: float = 1.0) -> None:
+        """inc, the series given by its label pairs already sorted (callers counting the same series at
+        every admission keep its key)."""
         with self._lock:
-            fam = self._fam(name, "counter")
-            fam.values[key] = fam.values.get(key, 0.0) + amount
+            fam = self._families.get(name)
+            if fam is None or fam.kind != "counter":
+                raise KeyError(f"metric {name!r} is not a registered counter")
+            values = fam.values
+            values[key] = values.get(key, 0.0) + amount
+
+    def catch_up(self, name: str, key: LabelKey, count: int) -> None:
+        """Raise a counter series to `count` when it is below it (a counter kept elsewhere as a plain
+        integer, published here): what inc(name, count - value) does when that is positive."""
+        with self._lock:
+            fam = self._families.get(name)
+            if fam is None or fam.kind != "counter":
+                raise KeyError(f"metric {name!r} is not a registered counter")
+            values = fam.values
+            now = values.get(key, 0.0)
+            delta = count - int(now)
+            if delta > 0:
+                values[key] = now + float(delta)
 
     def init_series(self, name: str, **labels: str) -> None:
         """Create a zero-valued series (the kubelet pre-initialises some label sets)."""

@@ -46,11 +46,18 @@ class _Counter:
             return 0 if self.single_numa else 1  # {nil, not preferred}: single-numa-node drops it
         if not self.single_numa:
             return len(hints)
-        return sum(1 for h in hints if h.preferred and (h.mask is None or h.mask.bit_count() == 1))
+        kept = 0  # a plain loop: this runs per provider per admission, inside numalign's timed side
+        for h in hints:
+            if h.preferred and (h.mask is None or h.mask.bit_count() == 1):
+                kept += 1
+        return kept
 
-    def seen(self, hints: ProviderHints, last: bool) -> None:
-        for resource_hints in (hints or {}).values():
-            self.pending *= self.length(resource_hints)
+    def seen(self, hints: ProviderHints | ProviderAnswer, last: bool) -> None:
+        """Count one provider's lists (an explicit answer: every value a list or None)."""
+        if hints:
+            for resource_hints in hints.values():
+                assert not isinstance(resource_hints, ImplicitHints)
+                self.pending *= self.length(resource_hints)
         if not last:
             return
         n, self.pending = self.pending, 1
@@ -62,7 +69,11 @@ class _Counter:
 
 
 def _explicit(answer: ProviderAnswer) -> bool:
-    return not any(isinstance(h, ImplicitHints) for h in (answer or {}).values())
+    if answer:
+        for h in answer.values():
+            if isinstance(h, ImplicitHints):
+                return False
+    return True
 
 
 class _Counted:
@@ -77,6 +88,17 @@ class _Counted:
         self._counter = counter
         self._last = last
         self.name = inner.name
+        # The inner provider's implicit answers, looked up once (None: it gives explicit lists only).
+        self._implicit = getattr(inner, "implicit_topology_hints", None)
+        self._implicit_pod = getattr(inner, "implicit_pod_topology_hints", None)
+        steps = getattr(inner, "allocate_steps", None)
+        if steps is not None:
+            self.allocate_steps = steps
+
+    # The device manager's steps (SteppedProvider), read by the scope with getattr(p, "allocate_steps",
+    # None): an instance attribute where the inner provider has them, else this None, so that the look-up
+    # never falls through to __getattr__ (an AttributeError raised and caught per provider per admission).
+    allocate_steps: Any = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -98,21 +120,23 @@ class _Counted:
         return hints
 
     def implicit_topology_hints(self, pod: Pod, container: Container) -> ProviderAnswer:
-        implicit = getattr(self._inner, "implicit_topology_hints", None)
+        implicit = self._implicit
         if implicit is None:
             return self.get_topology_hints(pod, container)
         answer: ProviderAnswer = implicit(pod, container)
-        counted = answer if _explicit(answer) else self._inner.get_topology_hints(pod, container)
-        self._counter.seen(_as_hints(counted), self._last)
+        # An explicit answer is counted as it is (its lists are upstream's); an implicit one from the
+        # provider's explicit lists for the same state.
+        self._counter.seen(answer if _explicit(answer) else _as_hints(self._inner.get_topology_hints(pod, container)),
+                           self._last)
         return answer
 
     def implicit_pod_topology_hints(self, pod: Pod) -> ProviderAnswer:
-        implicit = getattr(self._inner, "implicit_pod_topology_hints", None)
+        implicit = self._implicit_pod
         if implicit is None:
             return self.get_pod_topology_hints(pod)
         answer: ProviderAnswer = implicit(pod)
-        counted = answer if _explicit(answer) else self._inner.get_pod_topology_hints(pod)
-        self._counter.seen(_as_hints(counted), self._last)
+        self._counter.seen(answer if _explicit(answer) else _as_hints(self._inner.get_pod_topology_hints(pod)),
+                           self._last)
         return answer
 
 

@@ -70,6 +70,12 @@ class _UnreadMetrics(m.Metrics):
     def inc(self, name: str, amount: float = 1.0, **labels: str) -> None:
         pass
 
+    def inc_series(self, name: str, key: m.LabelKey, amount: float = 1.0) -> None:
+        pass
+
+    def catch_up(self, name: str, key: m.LabelKey, count: int) -> None:
+        pass
+
     def init_series(self, name: str, **labels: str) -> None:
         pass
 

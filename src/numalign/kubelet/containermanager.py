@@ -227,7 +227,7 @@ class ContainerManager:
         """Providers count pinning and alignment as plain attributes (pure code); publish the deltas, and
         the static CPU policy's gauges and the device manager's registrations and Allocate calls."""
         self._sync_device_metrics()
-        cpu = self.cpu
+        cpu, memory = self.cpu, self.memory
         if isinstance(cpu, StaticPolicy):
             # The kubelet's none policy never sets them: they stay at zero.
             gauges = (cpu.shared_pool_size_millicores, cpu.exclusive_cpu_allocation_count,
@@ -238,24 +238,24 @@ class ContainerManager:
                 self.metrics.set(m.CPU_EXCLUSIVE, float(gauges[1]))
                 for node, count in gauges[2]:
                     self.metrics.set(m.CPU_PER_NUMA, float(count), numa_node=str(node))
-        providers = {"cpu": self.cpu, "memory": self.memory}
-        counts = tuple(int(getattr(providers[p], attr, 0)) for _, _, p, attr in _PUBLISHED)
-        # A metric already reached the count it was synced with, and metrics never go down: only a count
-        # that changed since can publish anything.
-        before = self._synced_counts or (None,) * len(counts)
-        self._synced_counts = counts
-        for (name, labels, _, _), now, then in zip(_PUBLISHED, counts, before, strict=True):
-            if now != then:
-                series = dict(labels)
-                delta = now - int(self.metrics.value(name, **series))
-                if delta > 0:
-                    self.metrics.inc(name, float(delta), **series)
+        # In _PUBLISHED order; read as attributes (every admission syncs; most change nothing).
+        counts = (int(cpu.pinning_requests_total), int(cpu.pinning_errors_total),
+                  int(memory.pinning_requests_total), int(memory.pinning_errors_total),
+                  int(getattr(cpu, "aligned_physical_cpu_total", 0)),
+                  int(getattr(cpu, "aligned_physical_cpu_failures_total", 0)),
+                  int(getattr(cpu, "aligned_uncore_cache_total", 0)))
+        before = self._synced_counts
+        if counts != before:
+            # A metric already reached the count it was synced with, and metrics never go down: only a
+            # count that changed since can publish anything.
+            self._synced_counts = counts
+            for i, (name, labels, _, _) in enumerate(_PUBLISHED):
+                now = counts[i]
+                if not before or now != before[i]:
+                    self.metrics.catch_up(name, labels, now)
         for name, labels, p, attr in self._resource_managers:
             # a series exists from its first count (upstream makes none at zero)
-            series = dict(labels)
-            delta = int(getattr(providers[p], attr, 0)) - int(self.metrics.value(name, **series))
-            if delta > 0:
-                self.metrics.inc(name, float(delta), **series)
+            self.metrics.catch_up(name, labels, int(getattr(cpu if p == "cpu" else memory, attr, 0)))
 
     def _sync_device_metrics(self) -> None:
         devices = self.devices
@@ -272,4 +272,3 @@ class ContainerManager:
             del durations[:len(taken)]
             for resource, seconds in taken:
                 self.metrics.observe(m.DP_ALLOC_DURATION, seconds, resource_name=resource)
-

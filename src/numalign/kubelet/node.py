@@ -258,20 +258,22 @@ class Node:
             self.tm.remove_pod(pod)
         return rec
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[Transaction]:
+    def transaction(self) -> contextlib.AbstractContextManager[Transaction]:
         """Changes made inside are written at the end, all or none (see numalign.kubelet.nodestate). Nested
         transactions join the outer one. A failed write leaves `failure` set and this Node as the disk
         is; an exception inside discards the changes (the disk is read again)."""
         if self._tx is not None:
-            yield self._tx
-            return
+            return _Joined(self._tx)
+        if self.store is None:  # nothing to lock, read again or write: every admission of a simulated node
+            return _InMemory(self)
+        return self._stored_transaction()
+
+    @contextlib.contextmanager
+    def _stored_transaction(self) -> Iterator[Transaction]:
         store = self.store
+        assert store is not None
         tx = self._tx = Transaction()
         try:
-            if store is None:  # nothing to lock, read again or write
-                yield tx
-                return
             with store.lock():
                 if store.changed():
                     log.info("state %s: changed by another process; reading it again", store.name)
@@ -319,3 +321,32 @@ class Node:
     def allocation(self, pod_uid: str, container: str) -> ContainerAllocation:
         """What the container holds now (GetCPUs, GetMemory, GetDevices)."""
         return self.cm.allocation(pod_uid, container)
+
+
+class _Joined:
+    """A transaction inside another: it joins the outer one (which writes at its end)."""
+
+    def __init__(self, tx: Transaction) -> None:
+        self.tx = tx
+
+    def __enter__(self) -> Transaction:
+        return self.tx
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class _InMemory:
+    """The transaction of a node without a store: nothing to lock, read again or write, only the node's
+    current transaction set for its length (a class, not a generator: every admission and removal of an
+    in-memory node opens one)."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    def __enter__(self) -> Transaction:
+        tx = self.node._tx = Transaction()
+        return tx
+
+    def __exit__(self, *exc: object) -> None:
+        self.node._tx = None

@@ -7,6 +7,8 @@ uncore_cache one when the CPUs it gave share an uncore cache (updateMetricsOnAll
 
 from __future__ import annotations
 
+import pytest
+
 from numalign import metrics as m
 from numalign.k8s.kubeletconfig_read import config_from_yaml
 from numalign.k8s.pod import Container, Pod
@@ -73,3 +75,33 @@ def test_an_allocation_within_one_uncore_cache_is_counted_and_a_probe_counts_not
     assert cpus is not None
     assert n.cpu.topology.check_alignment_uncore(cpus)  # 2 CPUs of one core: one uncore cache
     assert n.metrics.value(m.ALIGNED_COUNT, **UNCORE_CACHE) == 1
+
+
+def test_a_counter_kept_elsewhere_is_published_as_inc_would_publish_it() -> None:
+    # ContainerManager.sync_metrics raises the pinning and alignment series to the providers' plain counts
+    # (Metrics.catch_up) and the scopes count alignment by a kept series key (Metrics.inc_series): the
+    # values are the ones inc(name, delta, **labels) gives, and a count never goes down.
+    by_inc, by_key = m.Metrics(), m.Metrics()
+    key = tuple(sorted(UNCORE_CACHE.items()))
+    for count in (0, 2, 1, 5):
+        delta = count - int(by_inc.value(m.ALIGNED_COUNT, **UNCORE_CACHE))
+        if delta > 0:
+            by_inc.inc(m.ALIGNED_COUNT, float(delta), **UNCORE_CACHE)
+        by_key.catch_up(m.ALIGNED_COUNT, key, count)
+        assert by_key.value(m.ALIGNED_COUNT, **UNCORE_CACHE) == by_inc.value(m.ALIGNED_COUNT, **UNCORE_CACHE)
+    assert by_key.value(m.ALIGNED_COUNT, **UNCORE_CACHE) == 5.0
+    by_key.inc_series(m.ALIGNED_COUNT, key)
+    by_inc.inc(m.ALIGNED_COUNT, scope="container", boundary="uncore_cache")
+    assert by_key.families() == by_inc.families()
+    with pytest.raises(KeyError, match="is not a registered counter"):
+        by_key.catch_up(m.TM_ADMISSION_DURATION, (), 1)  # a histogram is not a counter
+
+
+def test_the_pinning_counters_follow_each_admission_and_removal() -> None:
+    n = node()
+    for i in range(3):
+        assert n.admit(pod(f"g{i}", 2)).result.admit
+        n.remove(f"uid-g{i}")
+    assert n.metrics.value(m.CPU_PINNING_REQUESTS) == 3.0
+    assert n.metrics.value(m.MEM_PINNING_REQUESTS) == 0.0  # memory manager None: no pinning counted
+    assert n._tx is None  # every in-memory transaction ended

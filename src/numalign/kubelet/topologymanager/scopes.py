@@ -49,6 +49,8 @@ class Scope:
         # The policy whose merges merge_memo keys were made for, and that key (the policy may be replaced).
         self._memo_policy: Policy | None = None
         self._memo_key: object = None
+        # The alignment counters' series of this scope (labels sorted as Metrics keys them).
+        self._aligned_key: m.LabelKey = (("boundary", "numa_node"), ("scope", self.name))
 
     # --- the Store interface
     def get_affinity(self, pod_uid: str, container_name: str) -> TopologyHint:
@@ -151,8 +153,7 @@ class Scope:
 
     def _count_alignment(self, ok: bool) -> None:
         if is_alignment_guaranteed(self.policy):
-            name = m.ALIGNED_COUNT if ok else m.ALIGNED_FAILURE
-            self.metrics.inc(name, scope=self.name, boundary="numa_node")
+            self.metrics.inc_series(m.ALIGNED_COUNT if ok else m.ALIGNED_FAILURE, self._aligned_key)
 
 
 class NoneScope(Scope):
