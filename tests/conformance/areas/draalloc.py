@@ -167,6 +167,40 @@ def generate(rng: random.Random, version: str) -> dict[str, Any]:
             "slices": slices, "classes": classes, "claims": claims, "allocated": allocated}
 
 
+def _distinct_case(name: str, request: dict[str, Any], attribute: str, values: list[str]) -> dict[str, Any]:
+    """One pool of GPUs whose `attribute` takes `values` in device order, and one claim of one request under
+    distinctAttribute. DRAConsumableCapacity on, so that 1.34 and 1.35 take the generation that has the
+    constraint (their default one calls it an empty constraint)."""
+    devices = [{"name": f"gpu-{i}", "attributes": {attribute: {"string": v}}} for i, v in enumerate(values)]
+    return {
+        "gate_overrides": {"DRAConsumableCapacity": True}, "node": {"name": "node-a", "labels": {}},
+        "slices": [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+                    "spec": {"driver": "gpu.example.com", "pool": {"name": "gpus", "generation": 1,
+                                                                   "resourceSliceCount": 1},
+                             "nodeName": "node-a", "devices": devices}}],
+        "classes": [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": _meta("gpu"),
+                     "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}],
+        "claims": [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": _meta("c0", "default"),
+                    "spec": {"devices": {"requests": [{"name": "r0", "exactly": {"deviceClassName": "gpu", **request}}],
+                                         "constraints": [{"distinctAttribute": attribute}]}}}],
+        "allocated": [],
+    }
+
+
+def named_cases(version: str) -> list[tuple[str, dict[str, Any], str]]:
+    """Cases run by name after the generated ones (the generated ones reach them now and then: seed 3,
+    dra-alloc-407 and -504 at 1.37).
+
+    distinct-every-device: three devices of one request under distinctAttribute, the values a, b, a, c.
+    1.37 compares a device with every device added before it (gpu-0, gpu-1, gpu-3); 1.34-1.36 keep one
+    value per request, its last device's, so gpu-2 is compared with gpu-1's b only and taken.
+    distinct-all-names: allocationMode All over a, b, a: the constraint fails at gpu-2 in 1.37, an error
+    naming it; 1.36 compares gpu-2 with b only and allocates the three."""
+    root = "resource.kubernetes.io/pcieRoot"
+    return [("distinct-every-device", _distinct_case("every", {"count": 3}, root, ["a", "b", "a", "c"]), "20s"),
+            ("distinct-all-names", _distinct_case("all", {"allocationMode": "All"}, root, ["a", "b", "a"]), "20s")]
+
+
 def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
     return answer(dict(case, version=version), version)
 

@@ -343,7 +343,8 @@ class Allocator:
                 elif c.distinct_attribute is not None and self.generation.knows_consumable_capacity:
                     constraints.append(DistinctAttributeConstraint(
                         frozenset(c.requests), c.distinct_attribute, list_types=f.list_types_in_constraints,
-                        by_identity=not self.generation.distinct_compares_values))
+                        by_identity=not self.generation.distinct_compares_values,
+                        every_device=self.generation.distinct_keeps_every_device))
                 else:
                     raise AllocatorError(f"claim {claim.key}, constraint #{i}: empty constraint (unsupported "
                                          "constraint type?)")
@@ -1125,7 +1126,7 @@ def _constraint_state(c: Constraint) -> object:
         if c.count == 0:
             return 0
         return c.count, c.first if not c.list_types else c.intersection
-    return c.count, frozenset(c.seen.items())
+    return c.count, tuple(c.added) if c.every_device else frozenset(c.seen.items())
 
 
 class _MaxSizeExceededError(Exception):

@@ -44,6 +44,10 @@ class Generation:
     # 1.35+: distinctAttribute compares attribute values. 1.34 compares their pointers, so two devices never
     # share a value (only a device allocated twice, through shared allocations, repeats its own).
     distinct_compares_values: bool = True
+    # 1.37: distinctAttribute compares a device with every device added before it (a list of their
+    # attributes). 1.34-1.36 keep one attribute per request name, the request's last device's, so a device
+    # is compared with each request's last device only, and removing one forgets the request's value.
+    distinct_keeps_every_device: bool = False
     # 1.36+: after a device of an `All` subrequest the search goes on with the same subrequest. 1.34 and 1.35
     # drop the subrequest's index there (allocateOne(deviceIndices{claim, request, device + 1})), so the
     # rest is searched as the request's first subrequest: with a first subrequest of one device, an `All`
@@ -127,7 +131,7 @@ _G35_NEW: Final = replace(_G35, counter_slices_for_every_node=True)
 _G36_NEW: Final = replace(_G35_NEW, searches_combinations=True, sorts_pools=True, knows_consumable_capacity=True,
                           node_slices_first=True)
 _G37: Final = Generation("", frozenset(), reports_invalid_pools=True, rolls_back_rejected_devices=True,
-                         cel_error_names_device=True, rounds_in_step_format=True)
+                         cel_error_names_device=True, rounds_in_step_format=True, distinct_keeps_every_device=True)
 _G37_NEW: Final = replace(_G37, searches_combinations=True, sorts_pools=True, knows_consumable_capacity=True,
                           node_slices_first=True)
 

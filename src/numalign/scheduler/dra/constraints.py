@@ -6,11 +6,14 @@ devices' sets must keep a non-empty intersection. Upstream narrows that intersec
 added and does not widen it again when a device is removed while backtracking (only the count goes
 down); numalign does the same, so it backtracks into the same answers.
 distinctAttribute (with DRAConsumableCapacity): the named requests' devices have pairwise different values
-(with DRAListTypeAttributes: pairwise disjoint sets).
+(with DRAListTypeAttributes: pairwise disjoint sets). What a new device is compared with differs by release:
+1.34-1.36 keep one value per request name (the request's last device's, dropped when any of its devices is
+removed), so a new device is compared with each request's last device only; 1.37 keeps every device's value.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from numalign.k8s.dra.types import Device, DeviceAttribute
@@ -79,9 +82,23 @@ class DistinctAttributeConstraint:
     # 1.34 compares the values' pointers (`attribute.IntValue == attr.IntValue`), so only the same device's
     # attribute (a device allocated twice) is a duplicate; 1.35 compares the values.
     by_identity: bool = False
-    # request name -> the attribute its (last) device brought, as upstream keys them.
+    # 1.37: every added device's attribute, in the order added (removed last first, as the search
+    # backtracks). Before: only `seen`.
+    every_device: bool = False
+    # request name -> the attribute its (last) device brought, as 1.34-1.36 key them.
     seen: dict[str, DeviceAttribute] = field(default_factory=dict)
+    added: list[DeviceAttribute] = field(default_factory=list)
     count: int = 0
+
+    def _earlier(self) -> Iterable[DeviceAttribute]:
+        return self.added if self.every_device else self.seen.values()
+
+    def _keep(self, request: str, attr: DeviceAttribute) -> None:
+        if self.every_device:
+            self.added.append(attr)
+        else:
+            self.seen[request] = attr
+        self.count += 1
 
     def add(self, request: str, subrequest: str, driver: str, device: Device) -> bool:
         if not matches_request(self.requests, request, subrequest):
@@ -90,17 +107,15 @@ class DistinctAttributeConstraint:
         if attr is None:
             return False
         if self.count == 0:
-            self.seen[request] = attr
-            self.count = 1
+            self._keep(request, attr)  # the first device needs no comparison (1.37: none to compare with)
             return True
         if self.list_types:
             values = frozenset(attr.values)
-            if any(other.kind == attr.kind and values & frozenset(other.values) for other in self.seen.values()):
+            if any(other.kind == attr.kind and values & frozenset(other.values) for other in self._earlier()):
                 return False
-            self.seen[request] = attr
-            self.count += 1
+            self._keep(request, attr)
             return True
-        for other in self.seen.values():
+        for other in self._earlier():
             if attr.is_list:
                 return False  # "Distinct attribute type unknown" upstream
             if self.by_identity:
@@ -109,13 +124,15 @@ class DistinctAttributeConstraint:
                 continue
             if not other.is_list and other.kind == attr.kind and other.values == attr.values:
                 return False
-        self.seen[request] = attr
-        self.count += 1
+        self._keep(request, attr)
         return True
 
     def remove(self, request: str, subrequest: str) -> None:
         if matches_request(self.requests, request, subrequest):
-            self.seen.pop(request, None)
+            if self.every_device:
+                self.added.pop()
+            else:
+                self.seen.pop(request, None)
             self.count -= 1
 
 
