@@ -419,7 +419,9 @@ class Allocator:
                             continue
                     elif not self._selectable(key, data, candidate):
                         continue
-                    if self.features.consumable_capacity and not self._capacity_fits(sub, candidate):
+                    if self.features.consumable_capacity and not (
+                            self._fits_when_free(sub, candidate) if self.generation.all_mode_static_capacity
+                            else self._capacity_fits(sub, candidate)):
                         continue
                     data.all_devices.append(candidate)
         data.num_devices = len(data.all_devices)
@@ -461,7 +463,7 @@ class Allocator:
         if len(self.results[ci]) + data.num_devices - di > ALLOCATION_RESULTS_MAX_SIZE:
             raise _MaxSizeExceededError
         if all_mode:
-            undo = self._allocate_device(ci, ri, si, data.all_devices[di], must=True)
+            undo = self._allocate_device(ci, ri, si, data.all_devices[di], must=True, di=di)
             if undo is None:
                 return False
             return self._descend(undo, ci, ri, si if self.generation.all_mode_keeps_subrequest else 0, di + 1,
@@ -513,7 +515,7 @@ class Allocator:
                         continue
                     if self.features.consumable_capacity and not self._capacity_fits(request, candidate):
                         continue
-                undo = self._allocate_device(ci, ri, si, candidate, must=False, data=data, free=True)
+                undo = self._allocate_device(ci, ri, si, candidate, must=False, data=data, free=True, di=di)
                 if undo is None:
                     continue
                 if combinations:
@@ -593,8 +595,10 @@ class Allocator:
         allocating = self._allocating
         holders = frozenset((d, frozenset(h)) for d, h in allocating.items() if h and d in devices) if len(
             allocating) < len(devices) else frozenset((d, frozenset(h)) for d in devices if (h := allocating.get(d)))
+        # (1.34 checks the capacity of a device it may not take itself: every share counts there)
+        every_share = self.generation.capacity_check_at_request_index
         shares = frozenset((d, frozenset(c.items())) for d, c in self._allocating_capacity.items()
-                           if d in devices) if self._allocating_capacity else frozenset()
+                           if every_share or d in devices) if self._allocating_capacity else frozenset()
         counters = frozenset(
             (pool, name, frozenset((n, q) for n, q in used.items() if not q.is_zero()))
             for pool, sets in self._consumed_counters.items() if pool in counter_pools
@@ -621,7 +625,7 @@ class Allocator:
             for c in data.all_devices:
                 devices.add(c.device_id)
                 if c.device.consumes_counters:
-                    counter_pools.add(c.pool.pool)
+                    counter_pools.add(self._counters_key(c.pool))
             for pi, pool in enumerate(self.pools):
                 if pool.is_incomplete or pool.is_invalid:
                     continue
@@ -635,7 +639,7 @@ class Allocator:
                     d = pool.slices[sli].devices[dvi]
                     devices.add((pool.driver, pool.pool, d.name))
                     if d.consumes_counters:
-                        counter_pools.add(pool.pool)
+                        counter_pools.add(self._counters_key(pool))
         found = frozenset(devices), frozenset(counter_pools)
         self._reachable_cache[(ci, ri)] = found
         return found
@@ -845,15 +849,41 @@ class Allocator:
         return found
 
     def _capacity_fits(self, request: DeviceSubRequest, c: Candidate) -> bool:
-        if not c.device.capacity:  # nothing to consume: only a request naming a capacity (not defined) fails
+        return self._fits(request, c.device_id, c.device)
+
+    def _fits(self, request: DeviceSubRequest, device_id: DeviceID, device: Device) -> bool:
+        if not device.capacity:  # nothing to consume: only a request naming a capacity (not defined) fails
             return not (request.capacity and request.capacity.requests)
-        consumed = self.allocated.capacity.get(c.device_id, {})
+        consumed = self.allocated.capacity.get(device_id, {})
         try:
             return request_fits(consumed, request.capacity.requests if request.capacity else None,
-                                c.device.capacity, self._allocating_capacity.get(c.device_id),
+                                device.capacity, self._allocating_capacity.get(device_id),
                                 self.generation.rounds_in_step_format)
         except CapacityNotDefinedError:
             return False
+
+    def _fits_when_free(self, request: DeviceSubRequest, c: Candidate) -> bool:
+        """Whether the request fits the device's capacity with nothing of it consumed (1.37's list of a
+        request's `All` devices: a device whose capacity others use up stays in the list, and taking it
+        then fails)."""
+        if not c.device.capacity:
+            return not (request.capacity and request.capacity.requests)
+        try:
+            return request_fits({}, request.capacity.requests if request.capacity else None, c.device.capacity,
+                                None, self.generation.rounds_in_step_format)
+        except CapacityNotDefinedError:
+            return False
+
+    def _fits_at_request_index(self, request: DeviceSubRequest, c: Candidate, di: int) -> bool:
+        """1.34's capacity check when it takes a device: the device at the request's device index in the
+        taken device's slice is checked (its capacity, and what other claims and this search consume of
+        it), not the device itself. Past the slice's end kube-scheduler panics (the named difference
+        dra-134-capacity-index); numalign checks the device itself there."""
+        devices = c.slice.devices
+        if di >= len(devices):
+            return self._capacity_fits(request, c)
+        other = devices[di]
+        return self._fits(request, (c.slice.driver, c.slice.pool.name, other.name), other)
 
     # ---- selection -------------------------------------------------------------------------------------
 
@@ -978,11 +1008,12 @@ class Allocator:
 
     def _allocate_device(
         self, ci: int, ri: int, si: int, c: Candidate, *, must: bool, data: _RequestData | None = None,
-        free: bool = False,
+        free: bool = False, di: int = 0,
     ) -> _Undo | None:
         """The device taken for the request, and what `_undo` needs to give it back; None where it cannot be
         taken. `data`: the request's, where the caller has it; `free`: the caller's scan found the device
-        not in use (its test is the same as, or for admin access stricter than, the one here)."""
+        not in use (its test is the same as, or for admin access stricter than, the one here); `di`: how
+        many devices the request has taken before this one."""
         if data is None:
             data = self.requests[(ci, ri, si)]
         request = data.request
@@ -1035,7 +1066,11 @@ class Allocator:
         share_id: str | None = None
         shared_before = c.device_id in self._allocating_capacity
         if f.consumable_capacity:
-            if not (self._fits_statically(data, c) if not multiple else self._capacity_fits(request, c)):
+            if self.generation.capacity_check_at_request_index:
+                fits = self._fits_at_request_index(request, c, di)
+            else:
+                fits = self._fits_statically(data, c) if not multiple else self._capacity_fits(request, c)
+            if not fits:
                 if rollback:
                     holders.discard(ci)
                     for constraint in constraints:
@@ -1082,7 +1117,8 @@ class Allocator:
     def _take_counters(self, c: Candidate) -> bool:
         """checkAvailableCounters: consume the device's counters if every counter set still has them."""
         pool = c.pool
-        available = self._available_counters.get(pool.pool)
+        key = self._counters_key(pool)
+        available = self._available_counters.get(key)
         if available is None:
             available = {name: dict(cs.counters) for name, cs in pool.counter_sets.items()}
             for s in [*pool.slices, *pool.slices_not_targeting_node]:
@@ -1097,8 +1133,8 @@ class Allocator:
                         for name, q in consumption.counters.items():
                             if name in counters:
                                 counters[name] = counters[name] - q
-            self._available_counters[pool.pool] = available
-        consumed = self._consumed_counters.setdefault(pool.pool, {})
+            self._available_counters[key] = available
+        consumed = self._consumed_counters.setdefault(key, {})
         for consumption in c.device.consumes_counters:
             add_into(consumed.setdefault(consumption.counter_set, {}), consumption.counters)
         for set_name, counters in available.items():
@@ -1109,8 +1145,13 @@ class Allocator:
                     return False
         return True
 
+    def _counters_key(self, pool: Pool) -> str:
+        """How the counters available and consumed are kept: by pool name until 1.36 (two drivers' pools of
+        one name share the counters of the first one the search met), by driver and pool from 1.37."""
+        return f"{pool.driver}/{pool.pool}" if self.generation.counters_by_pool_id else pool.pool
+
     def _give_back_counters(self, c: Candidate) -> None:
-        consumed = self._consumed_counters.get(c.pool.pool, {})
+        consumed = self._consumed_counters.get(self._counters_key(c.pool), {})
         for consumption in c.device.consumes_counters:
             subtract_from(consumed.setdefault(consumption.counter_set, {}), consumption.counters)
 

@@ -70,6 +70,10 @@ class Generation:
     # (stable; incubating before 1.36) ignores capacity requests and calls distinctAttribute an empty
     # constraint.
     knows_consumable_capacity: bool = False
+    # 1.34's experimental generation, taking a device, checks the capacity of the device at the request's
+    # device index in that device's slice (CmpRequestOverCapacity(request, slice, r.deviceIndex)), not of
+    # the device; its scan before checked the device itself. (Past the slice's end it panics.)
+    capacity_check_at_request_index: bool = False
     # 1.34's experimental generation names the request, not the subrequest, when a subrequest asks for
     # capacity with DRAConsumableCapacity off.
     capacity_error_names_subrequest: bool = True
@@ -82,6 +86,13 @@ class Generation:
     # 1.37.1+: a claim over 32 devices is refused at the request that crosses the limit ("claim C, request R:
     # adding N devices exceeds the claim limit of 32, with M already accounted for").
     claim_limit_per_request: bool = False
+    # 1.37: the devices listed for an `All` request are those whose capacity fits the request with nothing
+    # consumed; a device others' shares have used up stays listed, and taking it fails. Before, the list
+    # left out devices without enough capacity left.
+    all_mode_static_capacity: bool = False
+    # 1.37: shared counters are kept per driver and pool (PoolID); before, per pool name, so pools of one name
+    # from two drivers drew on one set of counters (the first pool's the search met).
+    counters_by_pool_id: bool = False
     # 1.37: a request rounded up to a validRange step keeps the step's form ("3G"), not binary SI.
     rounds_in_step_format: bool = False
     # 1.37: a CEL runtime error names the device ("selector #0 on device D/P/N: ...") and, for a missing
@@ -131,7 +142,8 @@ _G35_NEW: Final = replace(_G35, counter_slices_for_every_node=True)
 _G36_NEW: Final = replace(_G35_NEW, searches_combinations=True, sorts_pools=True, knows_consumable_capacity=True,
                           node_slices_first=True)
 _G37: Final = Generation("", frozenset(), reports_invalid_pools=True, rolls_back_rejected_devices=True,
-                         cel_error_names_device=True, rounds_in_step_format=True, distinct_keeps_every_device=True)
+                         cel_error_names_device=True, rounds_in_step_format=True, distinct_keeps_every_device=True,
+                         all_mode_static_capacity=True, counters_by_pool_id=True)
 _G37_NEW: Final = replace(_G37, searches_combinations=True, sorts_pools=True, knows_consumable_capacity=True,
                           node_slices_first=True)
 
@@ -140,7 +152,8 @@ RELEASES: Final[Mapping[int, Release]] = {
     33: Release(33, (replace(_G34, name="structured (1.33 has a single implementation)", supported=_ALL),)),
     34: Release(34, (replace(_G34, name="stable"), replace(_G34, name="incubating", supported=_BASIC),
                      replace(_G34, name="experimental", supported=_MORE | {"DeviceStatus"},
-                             knows_consumable_capacity=True, capacity_error_names_subrequest=False)),
+                             knows_consumable_capacity=True, capacity_error_names_subrequest=False,
+                             capacity_check_at_request_index=True)),
                 device_status_is_feature=True),
     35: Release(35, (replace(_G35, name="stable", all_mode_keeps_subrequest=False,
                              validates_under_previous_key=True),

@@ -137,3 +137,33 @@ def test_from_136_a_second_all_subrequest_gets_its_own_devices(version: str) -> 
     assert _devices(answer(_two_drivers_case([]), version)) == ["nic-0", "nic-1"]
     out = answer(_two_drivers_case([{"cel": {"expression": 'device.attributes["x"].missing == 1'}}]), version)
     assert out["outcome"] == "error" and "CEL runtime error" in out["message"], out
+
+
+def _capacity_case(first_has_memory: bool) -> dict[str, Any]:
+    """One slice: gpu-0 (no capacity, or memory only), then gpu-1 (shared, 10G of bandwidth in 1G steps); one
+    request for 3G of bandwidth."""
+    shared = {"allowMultipleAllocations": True, "capacity": {"bandwidth": {
+        "value": "10G", "requestPolicy": {"default": "1G", "validRange": {"min": "1G", "step": "1G"}}}}}
+    s = _slice("a", "node-a", ["gpu-0", "gpu-1"], count=1)
+    s["spec"]["devices"][1].update(shared)
+    if first_has_memory:
+        s["spec"]["devices"][0].update({"capacity": {"memory": {"value": "80Gi"}}})
+    case = _case({"capacity": {"requests": {"bandwidth": "3G"}}}, [s])
+    case["gate_overrides"] = {"DRAConsumableCapacity": True}
+    return case
+
+
+def test_134_checks_the_capacity_of_the_device_at_the_requests_index() -> None:
+    # The scan passes over gpu-0 (no bandwidth) and takes gpu-1, whose capacity check then reads the slice's
+    # device at the request's device index, 0: gpu-0, without bandwidth, so gpu-1 cannot be taken either
+    # (conformance seed 8, dra-alloc-191 at 1.34.4).
+    for first_has_memory in (False, True):
+        out = answer(_capacity_case(first_has_memory), "1.34.4")
+        assert (out["outcome"], out["message"]) == ("unschedulable", "cannot allocate all claims")
+
+
+@pytest.mark.parametrize("version", ["1.35.4", "1.36.3", "1.37.2"])
+def test_135_and_later_check_the_capacity_of_the_device_taken(version: str) -> None:
+    out = answer(_capacity_case(False), version)
+    assert _devices(out) == ["gpu-1"]
+    assert out["claims"][0][0]["shared"] is True
