@@ -22,12 +22,10 @@ from __future__ import annotations
 import copyreg
 import functools
 import hashlib
-import importlib.metadata
 import importlib.util
 import itertools
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -261,8 +259,9 @@ def run_sweep(cluster: Cluster, workload: Workload, specs: Sequence[RunSpec], se
     if dask is not None:
         _on_dask(dask, tasks, finished, connect_timeout, placed)
     elif jobs > 1 and len(tasks) > 1:
+        # Imported here: a run in this process (--jobs 1, the default for one run) needs no worker pool.
         import multiprocessing
-        from concurrent.futures import FIRST_COMPLETED, wait
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
         context = multiprocessing.get_context()
         channel = context.SimpleQueue() if placed is not None else None
@@ -302,6 +301,8 @@ def numalign_version() -> str:
     """This process's numalign: the release and a digest of the package's source, so two checkouts of
     one release that differ still tell apart (a worker deciding with other code would give other
     results under the same seed)."""
+    import importlib.metadata  # asked only of --dask runs: importing it is 30-80 ms of every command's start
+
     try:
         release = importlib.metadata.version("numalign")
     except importlib.metadata.PackageNotFoundError:
