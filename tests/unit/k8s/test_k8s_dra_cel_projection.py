@@ -117,3 +117,26 @@ def test_a_runtime_error_is_shared_with_its_cost() -> None:
         with pytest.raises(CELRuntimeError, match="no such key: model") as exc:
             device_matches(compiled, variables)
         assert exc.value.cost > 0
+
+
+
+def test_all_memos_together_hold_at_most_the_process_cap() -> None:
+    """serve keeps 4,096 compiled selectors of 4,096 answers each: together their memos stay within
+    _MEMO_TOTAL answers (every memo is started again at the cap), and an answer given after that is the
+    one evaluated before."""
+    import numalign.k8s.dra.cel as cel
+
+    selectors = cel._MEMO_TOTAL // cel._MEMO_SIZE + 2
+    compiled = [compile_selector(f'device.attributes["gpu.example.com"].id >= {i}', ALL) for i in range(selectors)]
+    variables = [device_variables(DRIVER, {"id": DeviceAttribute("int", (n,))}, {}, None, ALL)
+                 for n in range(cel._MEMO_SIZE)]
+    first = [device_matches(c, variables[n]) for c in compiled for n in (0, 7)]
+    most = 0
+    for c in compiled:
+        for v in variables:
+            device_matches(c, v)
+            most = max(most, cel.memo_answers())
+    assert most == cel._MEMO_TOTAL  # reached, never passed
+    assert cel.memo_answers() < cel._MEMO_TOTAL
+    assert sum(len(c.memo) for c in compiled) <= cel.memo_answers()
+    assert [device_matches(c, variables[n]) for c in compiled for n in (0, 7)] == first

@@ -322,6 +322,12 @@ def device_key(
 
 
 _MEMO_SIZE: Final = 4096  # answers kept per selector (a memo that fills is started again)
+# Answers kept by all selectors together. compile_selector keeps 4,096 selectors, so without this a
+# long-lived process (serve) could hold 4,096 x 4,096 answers (gigabytes); at the cap every memo is
+# started again. An answer is the same whether a memo gave it or not, so this only costs time.
+_MEMO_TOTAL: Final = 1 << 16
+_memo_state: list[int] = [0]  # the answers all memos hold now (a list: a module global mypyc can update)
+_memoized: list[CompiledSelector] = []  # the selectors whose memo holds answers
 
 
 def evaluate(compiled: CompiledSelector, device: dict[str, Any],
@@ -340,13 +346,33 @@ def evaluate(compiled: CompiledSelector, device: dict[str, Any],
             found = (value, cost, None)
         except CELRuntimeError as exc:
             found = (None, exc.cost, str(exc))
-        if len(compiled.memo) >= _MEMO_SIZE:
-            compiled.memo.clear()
-        compiled.memo[key] = found
+        _remember(compiled, key, found)
     value, cost, error = found
     if error is not None:
         raise CELRuntimeError(error, cost)
     return value, cost
+
+
+def _remember(compiled: CompiledSelector, key: tuple[object, ...], found: tuple[Any, int, str | None]) -> None:
+    """Keep an answer within both bounds: the selector's and the process's."""
+    memo = compiled.memo
+    if len(memo) >= _MEMO_SIZE:
+        _memo_state[0] -= len(memo)
+        memo.clear()
+    if _memo_state[0] >= _MEMO_TOTAL:
+        for held in _memoized:
+            held.memo.clear()
+        _memoized.clear()
+        _memo_state[0] = 0
+    if not memo:  # at most one entry per answer kept since the last start: bounded as the answers are
+        _memoized.append(compiled)
+    memo[key] = found
+    _memo_state[0] += 1
+
+
+def memo_answers() -> int:
+    """The answers all selectors' memos hold (bounded by _MEMO_TOTAL)."""
+    return _memo_state[0]
 
 
 def _evaluate(compiled: CompiledSelector, device: dict[str, Any], limit: int) -> tuple[Any, int]:
