@@ -160,8 +160,10 @@ def _local_manifest(built: Path, paths: list[Path]) -> dict[str, Any]:
     manifest: dict[str, Any] = json.loads((built / MANIFEST).read_text())
     manifest["build"] = str(built)
     for entry in [*manifest["modules"].values(), *manifest["imports"]]:
-        st = (PACKAGE / entry["source"]).stat()
-        entry["size"], entry["mtime_ns"] = st.st_size, st.st_mtime_ns
+        src = PACKAGE / entry["source"]
+        st = src.stat()
+        if hashlib.sha256(src.read_bytes()).hexdigest() == entry["sha256"]:  # else: edited since; the
+            entry["size"], entry["mtime_ns"] = st.st_size, st.st_mtime_ns  # loader's hash check says so
     return manifest
 
 
@@ -247,8 +249,6 @@ def build() -> int:
                 return made
         else:
             say(f"up to date ({len(paths)} modules compiled, {final})")
-        if digest(paths) != name:  # an edit meanwhile: the build may not be these sources'
-            return _fail("a compiled source changed during the build; run scripts/setup again")
         _activate(final, paths)
     _prune(root, name)
     return 0
@@ -264,6 +264,9 @@ def _build(paths: list[Path], root: Path, final: Path) -> int | None:
     log = root / f"{final.name}.log"
     say(f"compiling {len(paths)} modules with mypyc into {final} (a few minutes the first time; log {log})")
     started = time.monotonic()
+    # The manifest records the sources as read now, before the build: an edit meanwhile must show up as
+    # a change (below), never as a build that claims the edited text.
+    manifest = _manifest(final.name, paths)
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
@@ -273,28 +276,12 @@ def _build(paths: list[Path], root: Path, final: Path) -> int | None:
         shutil.rmtree(work, ignore_errors=True)
         return _fail(f"the mypyc build failed (see {log})")
     log.write_text(out.getvalue())
+    if digest(paths) != final.name:  # an edit during the build: the libraries may hold either text
+        shutil.rmtree(work, ignore_errors=True)
+        return _fail("a compiled source changed during the build; run scripts/setup again")
     lib = work / "lib"
-    manifest: dict[str, Any] = {
-        "digest": final.name,
-        "python": sys.version.split()[0],
-        "soabi": sysconfig.get_config_var("SOABI"),
-        "modules": {},
-        "shared": {},
-        "imports": [],  # read by mypyc, not compiled: the loader checks them as it checks the modules
-    }
-    for p in imported(paths):
-        st = p.stat()
-        manifest["imports"].append({
-            "source": str(p.relative_to(PACKAGE)), "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
-            "size": st.st_size, "mtime_ns": st.st_mtime_ns})
     for p in paths:
-        mod = module_name(p)
-        so = _one(lib, mod)
-        st = p.stat()
-        manifest["modules"][mod] = {
-            "source": str(p.relative_to(PACKAGE)), "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
-            "size": st.st_size, "mtime_ns": st.st_mtime_ns, "library": str(so.relative_to(lib)),
-        }
+        manifest["modules"][module_name(p)]["library"] = str(_one(lib, module_name(p)).relative_to(lib))
     # The group's shared library, which the modules' shims import: a top-level module named after the
     # group, or, when the group is one module, the module's name with __mypyc beside it.
     for so in lib.rglob("*__mypyc*.so"):
@@ -307,6 +294,23 @@ def _build(paths: list[Path], root: Path, final: Path) -> int | None:
     shutil.rmtree(work, ignore_errors=True)
     say(f"done: {len(paths)} modules compiled in {time.monotonic() - started:.0f} s")
     return None
+
+
+def _manifest(name: str, paths: list[Path]) -> dict[str, Any]:
+    """What the build is made from: each compiled source and each numalign source it imports, by text."""
+    def entry(p: Path) -> dict[str, Any]:
+        st = p.stat()
+        return {"source": str(p.relative_to(PACKAGE)), "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
+                "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+    return {
+        "digest": name,
+        "python": sys.version.split()[0],
+        "soabi": sysconfig.get_config_var("SOABI"),
+        "modules": {module_name(p): entry(p) for p in paths},
+        "shared": {},
+        "imports": [entry(p) for p in imported(paths)],  # read by mypyc, not compiled: checked as modules are
+    }
 
 
 def _one(lib: Path, mod: str) -> Path:

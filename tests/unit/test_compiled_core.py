@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import numalign
 from numalign import _compiled
 
@@ -248,3 +250,29 @@ def test_the_cache_keeps_recent_builds_and_those_in_use(tmp_path: Path) -> None:
     assert not (cache / "build12.log").exists() and not (cache / "build05.log").exists()
     assert (cache / "build13.log").exists()
     assert (cache / ".build-killed").is_dir()
+
+
+def test_a_source_edited_during_the_build_leaves_no_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build reads the sources while it runs: an edit meanwhile discards it (nothing enters the
+    cache under the old text's digest), and setup says to run again."""
+    script = _compile_script()
+    package = tmp_path / "src" / "numalign"
+    shutil.copytree(SRC, package, ignore=shutil.ignore_patterns("__pycache__"))
+    listed = tmp_path / "compiled-modules"
+    listed.write_text("core/bitmask.py\ncore/hint.py\n")
+    monkeypatch.setattr(script, "PACKAGE", package)
+    monkeypatch.setattr(script, "LIST", listed)
+    monkeypatch.setattr(script.sys, "prefix", str(tmp_path / "venv"))
+    monkeypatch.setenv("NUMALIGN_BUILD_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("NUMALIGN_REQUIRE_COMPILED", raising=False)
+
+    def edit_while_building(paths: list[Path], work: Path) -> None:
+        hint = package / "core" / "hint.py"
+        hint.write_text(hint.read_text() + "\n# edited during the build\n")
+        (work / "lib").mkdir()
+
+    monkeypatch.setattr(script, "_mypyc", edit_while_building)
+    monkeypatch.setattr(script.shutil, "which", lambda _: "/usr/bin/cc")
+    assert script.build() == 0  # pure Python, said on one line
+    assert [p.name for p in (tmp_path / "cache").iterdir() if p.is_dir() and not p.name.startswith(".")] == []
+    assert not (tmp_path / "venv" / "numalign-compiled" / "ACTIVE").exists()
