@@ -56,15 +56,12 @@ def non_zero_requests(pod: Pod) -> tuple[int, int]:
             amount(RESOURCE_MEMORY, req.get(RESOURCE_MEMORY, Quantity(0))))
 
 
-_SHAPE_MEMO: Final = "_numalign_shape"  # a spec-derived memo (numalign.k8s.pod.MEMO_PREFIX)
-
-
 def pod_shape(pod: Pod) -> tuple[object, ...]:
     """shape_key, memoised on the pod beside its frozen fields (as compute_pod_qos keeps the QoS class):
     the scheduler asks for it on every cycle, and Pod.with_identity hands it on to a pod's copies."""
-    key: tuple[object, ...] | None = pod.__dict__.get(_SHAPE_MEMO)
+    key = pod.memo.shape
     if key is None:
-        key = pod.__dict__[_SHAPE_MEMO] = shape_key(pod)
+        key = pod.memo.shape = shape_key(pod)
     return key
 
 

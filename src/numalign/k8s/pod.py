@@ -7,11 +7,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Any
 
 from numalign.k8s.dra.types import ContainerClaim, PodResourceClaim
 from numalign.k8s.quantity import Quantity
 from numalign.k8s.resources import is_pod_level_resource
+
+
+class PodMemo:
+    """What admission works out from a pod once and asks for again: its QoS class (k8s/qos.py), its
+    requests in the scheduler's units (kubelet/admission/predicate.py) and its shape for the cluster
+    scheduler (cluster/state.py). A Pod is frozen, so none of them goes stale. Declared attributes
+    rather than entries in the instance __dict__: a class compiled by mypyc (scripts/compiled-modules)
+    has no __dict__."""
+
+    def __init__(self) -> None:
+        self.qos: str | None = None  # a k8s.qos.QOSClass (a str)
+        self.fit: dict[str, int] | None = None
+        self.shape: tuple[object, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -28,6 +41,11 @@ class Container:
     @property
     def is_sidecar(self) -> bool:
         return self.is_init and self.restart_policy == "Always"
+
+    def __reduce__(self) -> tuple[type[Container], tuple[object, ...]]:
+        # Pickled as a constructor call (simulate's --jobs and --dask send pods to other processes):
+        # mypyc's compiled class is otherwise restored field by field through the frozen __setattr__.
+        return Container, (self.name, self.requests, self.limits, self.restart_policy, self.is_init, self.claims)
 
 
 @dataclass(frozen=True)
@@ -49,6 +67,18 @@ class Pod:
     resource_claims: tuple[PodResourceClaim, ...] = ()
     # Where the pod came from (file and document index), for error messages and reports.
     source: str = ""
+    # Admission's memos (PodMemo): not part of the pod's value, so equality, hash, repr and
+    # dataclasses.replace() leave them out (a replaced pod starts with empty ones).
+    memo: PodMemo = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Set here, not by a default_factory: mypyc's compiled dataclass leaves an init=False field unset.
+        object.__setattr__(self, "memo", PodMemo())
+
+    def __reduce__(self) -> tuple[type[Pod], tuple[object, ...]]:
+        # As Container's: a constructor call, the memos computed again on the other side.
+        return Pod, (self.name, self.namespace, self.uid, self.init_containers, self.containers, self.overhead,
+                     self.status_qos_class, self.pod_requests, self.pod_limits, self.resource_claims, self.source)
 
     def all_containers(self) -> Iterator[Container]:
         """Init containers (sidecars included) in spec order, then app containers: kubelet order."""
@@ -74,20 +104,14 @@ class Pod:
 
     def with_identity(self, *, name: str | None = None, uid: str | None = None) -> Pod:
         """This pod under another name and/or uid (a controller's next copy, a generated pod of a shape),
-        keeping what was memoised from its spec. A memo is an instance __dict__ entry named
-        `_numalign_*` beside the frozen fields (the QoS class, numalign.k8s.qos; the requests,
+        keeping what was memoised from its spec (Pod.memo: the QoS class, numalign.k8s.qos; the requests,
         numalign.kubelet.admission.predicate; the simulator's shape key, numalign.cluster.resources):
         each reads the spec alone, never the name, namespace or uid, so it holds for the copy too and
         is not computed again for each of 20,000 generated pods."""
         copy = replace(self, name=self.name if name is None else name, uid=self.uid if uid is None else uid)
-        for key, value in self.__dict__.items():
-            if key.startswith(MEMO_PREFIX):
-                copy.__dict__[key] = value
+        mine, theirs = self.memo, copy.memo
+        theirs.qos, theirs.fit, theirs.shape = mine.qos, mine.fit, mine.shape
         return copy
-
-
-# The prefix of the spec-derived memos a Pod keeps in its instance __dict__ (Pod.with_identity).
-MEMO_PREFIX: Final = "_numalign_"
 
 
 def pod_to_manifest(pod: Pod) -> dict[str, Any]:

@@ -11,7 +11,7 @@ kubelet only ever sees defaulted pods: `limits: {cpu: 2, memory: 1Gi}` alone is 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Final
+from typing import Final, cast
 
 from numalign.errors import InvalidInputError
 from numalign.k8s.pod import Pod
@@ -47,21 +47,16 @@ def get_pod_qos(pod: Pod) -> QOSClass:
     return compute_pod_qos(pod)
 
 
-_QOS_MEMO = "_numalign_qos"
-
-
 def compute_pod_qos(pod: Pod) -> QOSClass:
     """ComputePodQOS over every container: init containers (sidecars included) and app containers.
 
-    Memoised on the pod: a Pod is frozen and every provider asks for its class several times per
-    admission. The memo lives in the instance __dict__ (as functools.cached_property does), outside
-    the dataclass fields, so equality, repr and dataclasses.replace() ignore it.
+    Memoised on the pod (Pod.memo): a Pod is frozen and every provider asks for its class several
+    times per admission.
     """
-    memo: QOSClass | None = pod.__dict__.get(_QOS_MEMO)
-    if memo is None:
-        memo = _compute_pod_qos(pod)
-        pod.__dict__[_QOS_MEMO] = memo
-    return memo
+    memo = pod.memo
+    if memo.qos is None:
+        memo.qos = _compute_pod_qos(pod)
+    return cast(QOSClass, memo.qos)
 
 
 def _compute_pod_qos(pod: Pod) -> QOSClass:

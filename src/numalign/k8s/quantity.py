@@ -158,8 +158,10 @@ class Quantity:
 
     def __init__(self, nanos: int, fmt: QuantityFormat = QuantityFormat.DECIMAL_SI) -> None:
         """Build from an integer count of nano-units (10^-9). Prefer parse()/from_int()."""
-        _SET_NANOS(self, int(nanos))
-        _SET_FORMAT(self, fmt if type(fmt) is QuantityFormat else QuantityFormat(fmt))
+        # object.__setattr__ past the refusing __setattr__: the slot's own setter in Python, and in the
+        # compiled core (mypyc turns this very form, inside the class, into a native attribute store).
+        object.__setattr__(self, "_nanos", int(nanos))
+        object.__setattr__(self, "_format", fmt if type(fmt) is QuantityFormat else QuantityFormat(fmt))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Quantity is immutable")
@@ -170,11 +172,13 @@ class Quantity:
     # ---- construction -------------------------------------------------------------------------
 
     @classmethod
-    def parse(cls, text: str | int | float, where: str = "quantity") -> Quantity:
+    def parse(cls, text: object, where: str = "quantity") -> Quantity:
         """Parse a quantity as the API server does. `where` names the field in error messages.
 
         ints are exact; floats (what YAML makes of `cpu: 0.5`) are read from the text Go's JSON
-        encoder would write for them, as the API server does.
+        encoder would write for them, as the API server does. `text` is typed object: whatever a manifest
+        holds gets here, and the compiled core checks a narrower type at the call, before this
+        function's own one-line refusal could run.
         """
         if isinstance(text, bool) or not isinstance(text, str | int | float):
             raise InvalidInputError(
@@ -355,17 +359,10 @@ class Quantity:
         return f"Quantity({str(self)!r})"
 
 
-# Slot setters: Quantity blocks attribute assignment, so its own code writes through the descriptors.
-_SET_NANOS: Final = Quantity.__dict__["_nanos"].__set__
-_SET_FORMAT: Final = Quantity.__dict__["_format"].__set__
-
-
 def _make(nanos: int, fmt: QuantityFormat) -> Quantity:
-    """Trusted constructor (int nanos, a QuantityFormat) for the hot paths: arithmetic and parsing."""
-    q = object.__new__(Quantity)
-    _SET_NANOS(q, nanos)
-    _SET_FORMAT(q, fmt)
-    return q
+    """The constructor the hot paths (arithmetic, parsing) call: a plain constructor call, since a class
+    compiled by mypyc (scripts/compiled-modules) cannot be made with object.__new__."""
+    return Quantity(nanos, fmt)
 
 
 # Quantities are immutable, so parsing the same text twice may return the same object; manifests

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from numalign.cluster.resources import pod_shape, shape_key
-from numalign.k8s.pod import MEMO_PREFIX, Container, Pod
+from numalign.k8s.pod import Container, Pod
 from numalign.k8s.qos import QOSClass, compute_pod_qos
 from numalign.k8s.quantity import Quantity
 from numalign.kubelet.admission.predicate import held_requests
@@ -26,12 +26,12 @@ def test_a_copy_keeps_the_spec_memos_and_they_are_its_own_answers() -> None:
     assert (copy.name, copy.uid, copy.namespace) == ("train-7", "u-7", "default")
     assert dataclasses.replace(copy, name=pod.name, uid=pod.uid) == pod
     # Handed on, not worked out again ...
-    assert copy.__dict__[f"{MEMO_PREFIX}qos"] is qos
+    assert copy.memo.qos is qos
     assert held_requests(copy) is requests
     assert pod_shape(copy) is shape
     # ... and equal to what a pod built afresh with the copy's identity answers.
     fresh = dataclasses.replace(pod, name="train-7", uid="u-7")
-    assert not any(k.startswith(MEMO_PREFIX) for k in fresh.__dict__)
+    assert (fresh.memo.qos, fresh.memo.fit, fresh.memo.shape) == (None, None, None)
     assert compute_pod_qos(fresh) is QOSClass.GUARANTEED is qos
     assert dict(held_requests(fresh)) == dict(requests) == {"cpu": 2500, "memory": (1 << 30) + (64 << 20),
                                                            "nvidia.com/gpu": 1}
@@ -43,4 +43,5 @@ def test_only_the_name_or_only_the_uid_changes() -> None:
     assert pod.with_identity(uid="u-2") == dataclasses.replace(pod, uid="u-2")
     assert pod.with_identity(name="other") == dataclasses.replace(pod, name="other")
     # Without memos on the original there is nothing to hand on: the copy works its own out.
-    assert not any(k.startswith(MEMO_PREFIX) for k in pod.with_identity(uid="u-3").__dict__)
+    bare = pod.with_identity(uid="u-3").memo
+    assert (bare.qos, bare.fit, bare.shape) == (None, None, None)

@@ -102,7 +102,7 @@ def test_invalid_quantities_name_the_field_and_grammar(text: str) -> None:
 @pytest.mark.parametrize("value", [True, None, [1], {"a": 1}, float("nan"), float("inf")])
 def test_non_quantity_values_are_rejected(value: object) -> None:
     with pytest.raises(InvalidInputError, match=r"limits\.memory"):
-        Quantity.parse(value, "limits.memory")  # type: ignore[arg-type]
+        Quantity.parse(value, "limits.memory")
 
 
 @pytest.mark.parametrize(

@@ -756,7 +756,7 @@ def _quantity(obj: object, path: str) -> Quantity:
     if obj is None:
         raise _FieldError(path, "Required value")
     try:
-        return Quantity.parse(obj, where=path)  # type: ignore[arg-type]
+        return Quantity.parse(obj, where=path)
     except InvalidInputError as exc:
         raise _FieldError(path, f"Invalid value: {quote(obj)}: {str(exc).removeprefix(path + ': ')}") from None
 

@@ -65,9 +65,6 @@ class InsufficientResource:
                 "capacity": self.capacity, "short": self.short}
 
 
-_FIT_MEMO: Final = "_numalign_fit_requests"
-
-
 def fit_requests(pod: Pod) -> dict[str, int]:
     """The pod's requests in the scheduler's units (PodRequests: init containers, sidecars, overhead,
     pod-level resources), zero requests left out. A fresh dict each call (callers may change it)."""
@@ -77,14 +74,14 @@ def fit_requests(pod: Pod) -> dict[str, int]:
 def held_requests(pod: Pod) -> Mapping[str, int]:
     """fit_requests, shared: memoised on the pod as compute_pod_qos is (a Pod is frozen), since
     admission asks for a pod's requests when it is admitted and again while it holds them."""
-    memo: dict[str, int] | None = pod.__dict__.get(_FIT_MEMO)
+    memo = pod.memo.fit
     if memo is None:
         memo = {}
         for name, q in pod_requests(pod).items():
             value = amount(name, q)
             if value > 0:
                 memo[name] = value
-        pod.__dict__[_FIT_MEMO] = memo
+        pod.memo.fit = memo
     return memo
 
 
