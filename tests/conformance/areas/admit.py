@@ -490,6 +490,10 @@ def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
         try:
             rec = node.admit(pod, allocations=False)  # the answer reads node.allocation() below
         except merge_budget.OverBudgetError as e:  # upstream's merge is not run: the case ends here on both sides
+            # What the aborted admission allocated before this merge (earlier containers' CPUs) the harness's
+            # final stale-state pass frees upstream (area_admit.go's finalPass); numalign frees it as it
+            # frees a rejected pod's, so the CPU manager's gauges compare.
+            node.cm.release_pod(pod)
             steps.append({"merge_over_budget": e.permutations})
             return {"steps": steps, "metrics": metrics_answer(node)}
         except AllocationError as e:
