@@ -30,6 +30,7 @@ from numalign.k8s.deviceplugin import ContainerAllocateResponse
 from numalign.k8s.deviceplugin import Device as PluginDevice
 from numalign.k8s.kubeletconfig_read import config_from_dict
 from numalign.k8s.manifest import pod_from_dict
+from numalign.k8s.pod import Pod
 from numalign.kubelet.devicemanager.endpoint import StaticEndpoint
 from numalign.kubelet.devicemanager.pod_devices import device_sort_key
 from numalign.machine.cadvisor import machine_from_cadvisor, machine_to_cadvisor
@@ -507,22 +508,42 @@ def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
         if calls:
             out["pluginCalls"] = calls
         if rec.result.admit:
-            ctrs: dict[str, Any] = {}
-            for c in pod.all_containers():
-                a = node.allocation(pod.uid, c.name)
-                hint = node.tm.get_affinity(pod.uid, c.name)
-                ctrs[c.name] = {
-                    "affinity": {"mask": hint.nodes(), "preferred": hint.preferred},
-                    "cpus": list(a.cpus) if a.exclusive else None,
-                    "memory": sorted(({"numa": sorted(b.numa_nodes), "type": b.type, "size": b.size}
-                                      for b in a.memory), key=lambda b: str(b["type"])),
-                    "devices": {res: sorted(ids) for res, ids in a.devices.items()},
-                }
-            out["containers"] = ctrs
+            out["containers"] = containers_answer(node, pod)
         if case.get("held"):
             out["held"] = held(node)
         steps.append(out)
     return {"steps": steps, "metrics": metrics_answer(node)}
+
+
+def containers_answer(node: Node, pod: Pod) -> dict[str, Any]:
+    """What each container of an admitted pod holds (area_admit.go's containerAnswer): its affinity, its
+    exclusive CPUs (None in the shared pool), its memory blocks and its devices, as `node.allocation` tells
+    them. Read from the managers' own queries, as the harness reads the Go managers' (GetCPUs, GetMemory,
+    GetDevices): this runs per admission inside numalign's timed side, and `node.allocation` also builds what
+    the answer does not compare (the shared pool's ids and text, each device's NUMA nodes);
+    tests/unit/test_conformance_admit_answer.py holds the two equal."""
+    ctrs: dict[str, Any] = {}
+    uid, tm, cpu, memory, devices = pod.uid, node.tm, node.cpu, node.memory, node.devices
+    for c in pod.all_containers():
+        name = c.name
+        hint = tm.get_affinity(uid, name)
+        own = cpu.get_cpu_set(uid, name)
+        blocks = memory.get_memory(uid, name) or ()
+        mem = [{"numa": sorted(b.numa_affinity), "type": b.type, "size": b.size} for b in blocks]
+        if len(mem) > 1:
+            mem.sort(key=_block_type)
+        devs = devices.get_container_devices(uid, name)
+        ctrs[name] = {
+            "affinity": {"mask": hint.nodes(), "preferred": hint.preferred},
+            "cpus": sorted(own) if own is not None else None,
+            "memory": mem,
+            "devices": {res: sorted(ids) for res, ids in sorted(devs.items())} if devs else {},
+        }
+    return ctrs
+
+
+def _block_type(block: dict[str, Any]) -> str:
+    return str(block["type"])
 
 
 # The kubelet metrics the managers count at admission and kubelet.go's admission rejections, compared
@@ -570,7 +591,10 @@ def _plugin_calls(node: Node, seen: dict[str, int]) -> dict[str, list[dict[str, 
         ep = info.endpoint
         if not isinstance(ep, StaticEndpoint):
             continue
-        new, seen[resource] = ep.calls[seen.get(resource, 0):], len(ep.calls)
+        done = seen.get(resource, 0)
+        if len(ep.calls) == done:
+            continue  # most admissions call no plugin: nothing to copy (this runs per step, timed)
+        new, seen[resource] = ep.calls[done:], len(ep.calls)
         made: list[dict[str, Any]] = []
         for call, args in new:
             if call == "Allocate":
