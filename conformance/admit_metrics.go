@@ -56,10 +56,15 @@ var comparedMetrics = map[string]bool{
 	"kubelet_resource_manager_allocations_total":           true,
 	"kubelet_resource_manager_allocation_errors_total":     true,
 	"kubelet_resource_manager_container_assignments_total": true,
-	gaugeSharedPool: true,
-	gaugeExclusive:  true,
-	gaugePerNUMA:    true,
+	// 1.37 on, while PodLevelResources is on (compat_admit_plr_k8s137.go)
+	podLevelAdmissions: true,
+	gaugeSharedPool:    true,
+	gaugeExclusive:     true,
+	gaugePerNUMA:       true,
 }
+
+// kubelet.go's count of admitted pods by how their resources are set (1.37 on).
+const podLevelAdmissions = "kubelet_pod_level_resources_admission_total"
 
 // The CPU manager's gauges (the static policy sets them; see the file's comment).
 const (
@@ -114,6 +119,7 @@ func gatherMetrics() metricValues {
 // caseMetrics is one case's share of the registry's values.
 type caseMetrics struct {
 	resourceManagers bool // the case's kubelet exposes the resource_manager_* families
+	podLevel         bool // the case's kubelet exposes kubelet_pod_level_resources_admission_total
 	start            metricValues
 	excluded         metricValues    // what the harness's own admissions added
 	probed           map[string]bool // series ("family\x00labels") that only the harness's admissions created
@@ -131,7 +137,8 @@ func startCaseMetrics() *caseMetrics {
 	kubeletmetrics.CPUManagerSharedPoolSizeMilliCores.Set(0)
 	kubeletmetrics.CPUManagerExclusiveCPUsAllocationCount.Set(0)
 	rm := startResourceManagerMetrics()
-	return &caseMetrics{resourceManagers: rm, start: gatherMetrics(), excluded: metricValues{}, probed: map[string]bool{}}
+	podLevel := startPodLevelAdmissionMetrics()
+	return &caseMetrics{resourceManagers: rm, podLevel: podLevel, start: gatherMetrics(), excluded: metricValues{}, probed: map[string]bool{}}
 }
 
 // notCounted runs one of the harness's own admissions: what it adds is not the case's.
@@ -164,6 +171,9 @@ func (c *caseMetrics) answer(exclusive map[int]int) map[string]map[string]float6
 	for fam, series := range gatherMetrics() {
 		if strings.Contains(fam, "resource_manager_") && !c.resourceManagers {
 			continue // registered by the harness for every case; a kubelet without the gate has none
+		}
+		if fam == podLevelAdmissions && !c.podLevel {
+			continue // the same, for PodLevelResources
 		}
 		got := map[string]float64{}
 		if gauges[fam] {

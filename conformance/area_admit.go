@@ -623,6 +623,9 @@ func admitArea(raw json.RawMessage) (any, error) {
 			}
 			state.mu.Unlock()
 			if out["admit"] == true {
+				recordPodLevelAdmission(pod) // compat_admit_plr_*.go: HandlePodAdditions counts the admitted pod
+			}
+			if out["admit"] == true {
 				for _, ctr := range allContainers(pod) {
 					id := containerID(pod, ctr.Name)
 					cpuAddContainer(cpuM, pod, ctr, id)

@@ -150,6 +150,10 @@ MEM_PINNING_ERRORS = "kubelet_memory_manager_pinning_errors_total"
 DP_REGISTRATION = "kubelet_device_plugin_registration_total"
 DP_ALLOC_DURATION = "kubelet_device_plugin_alloc_duration_seconds"
 ADMISSION_REJECTIONS = "kubelet_admission_rejections_total"
+# 1.37 on, registered only while PodLevelResources is on (beta, on by default since 1.34): kubelet.go counts
+# each pod it admits, labelled config_mode (pod_and_container_level, pod_level, container_level, or "" when
+# neither sets a resource) and qos_class (its QoS class in lower case).
+POD_LEVEL_ADMISSIONS = "kubelet_pod_level_resources_admission_total"
 # 1.36 on, registered only with the gate PodLevelResourceManagers on. Labels: resource_name (cpu, memory) and
 # source (node, pod) or assignment_type (node_exclusive, pod_exclusive, pod_shared). 1.36 names them without
 # the kubelet_ prefix (no subsystem) and the assignments family without _total; 1.37 with both.
@@ -200,8 +204,8 @@ def rejection_label(reason: str, release: tuple[int, int] = NEWEST_RELEASE) -> s
 
 LABELLED = frozenset({
     ALIGNED_COUNT, ALIGNED_FAILURE, CPU_PER_NUMA, DP_REGISTRATION, DP_ALLOC_DURATION, ADMISSION_REJECTIONS,
-    RM_ALLOCATIONS, RM_ALLOCATION_ERRORS, RM_ASSIGNMENTS, RM_ALLOCATIONS_136, RM_ALLOCATION_ERRORS_136,
-    RM_ASSIGNMENTS_136,
+    POD_LEVEL_ADMISSIONS, RM_ALLOCATIONS, RM_ALLOCATION_ERRORS, RM_ASSIGNMENTS, RM_ALLOCATIONS_136,
+    RM_ALLOCATION_ERRORS_136, RM_ASSIGNMENTS_136,
     PR_REQUESTS, PR_REQUESTS_LIST, PR_REQUESTS_ALLOCATABLE, PR_REQUESTS_GET, PR_ERRORS_LIST,
     PR_ERRORS_ALLOCATABLE, PR_ERRORS_GET,
 })
@@ -229,6 +233,8 @@ KUBELET_METRICS: tuple[tuple[str, str, str, tuple[float, ...]], ...] = (
     (DP_ALLOC_DURATION, "histogram", "Duration in seconds to serve a device plugin Allocation request. Broken down "
      "by resource name.", DEFAULT_BUCKETS),
     (ADMISSION_REJECTIONS, "counter", "Cumulative number pod admission rejections by the Kubelet.", ()),
+    (POD_LEVEL_ADMISSIONS, "counter", "Number of pods admitted by the kubelet, by how their resources are set "
+     "(pod_and_container_level, pod_level, container_level, or empty) and their QoS class.", ()),
     (RM_ALLOCATIONS, "counter", _RM_ALLOCATIONS_DOC, ()),
     (RM_ALLOCATIONS_136, "counter", _RM_ALLOCATIONS_DOC, ()),
     (RM_ALLOCATION_ERRORS, "counter", _RM_ERRORS_DOC, ()),

@@ -32,6 +32,7 @@ from numalign.core.decision import AdmitResult, ContainerAllocation, ContainerDe
 from numalign.errors import InvalidInputError, PluginError
 from numalign.k8s.deviceplugin import ContainerAllocateResponse
 from numalign.k8s.pod import Pod
+from numalign.k8s.qos import get_pod_qos
 from numalign.k8s.version import KubeletVersion
 from numalign.kubelet.admission.handlers import AdmitHandlers
 from numalign.kubelet.containermanager import ContainerManager
@@ -66,6 +67,9 @@ class PodAdmission:
         self.node, self.cm, self.handlers, self.metrics = node, cm, handlers, metrics
         self.gates, self.kubelet_version = gates, kubelet_version
         self.probe_metrics = m.Metrics()  # what probes count, read by nobody
+        # kubelet.go counts each pod it admits by how its resources are set from 1.37 on, the family
+        # registered only while PodLevelResources is on.
+        self.count_pod_level = kubelet_version.minor_key >= (1, 37) and gates.get("PodLevelResources", False)
         # Admitted pods whose plugin Allocate calls are in flight (decide .. commit); not recorded.
         self.reserved: dict[str, Plan] = {}
 
@@ -203,6 +207,8 @@ class PodAdmission:
             self._count_rejection(result)
             return self._record(pod, decisions, result, {})
         cm.start_pod(pod)
+        if self.count_pod_level:
+            self.metrics.inc_series(m.POD_LEVEL_ADMISSIONS, _pod_level_series(pod))
         rec = self._record(pod, decisions, result, cm.allocations(pod) if allocations else {})
         self._keep(pod, rec)
         return rec
@@ -261,6 +267,18 @@ class PodAdmission:
             cm = self.cm
             self.node.allocations[pod.uid] = recorded_allocation(pod, cm.cpu, cm.memory, cm.devices)
         self.node.records[pod.uid] = rec
+
+
+def _pod_level_series(pod: Pod) -> m.LabelKey:
+    """The POD_LEVEL_ADMISSIONS series of an admitted pod (kubelet_pods.go's recordPodLevelResourcesAdmission):
+    whether spec.resources names a pod-level resource, whether any container or init container sets a
+    request or a limit of any resource, and the QoS class."""
+    pod_level = pod.has_pod_level_resources
+    container_level = any(c.requests or c.limits for c in pod.init_containers) or any(
+        c.requests or c.limits for c in pod.containers)
+    mode = ("pod_and_container_level" if container_level else "pod_level") if pod_level else (
+        "container_level" if container_level else "")
+    return (("config_mode", mode), ("qos_class", get_pod_qos(pod).lower()))
 
 
 _R = TypeVar("_R")

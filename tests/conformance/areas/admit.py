@@ -553,6 +553,7 @@ COMPARED_METRICS = frozenset({
     m.CPU_PINNING_REQUESTS, m.CPU_PINNING_ERRORS, m.MEM_PINNING_REQUESTS, m.MEM_PINNING_ERRORS,
     m.DP_REGISTRATION, m.DP_ALLOC_DURATION, m.ADMISSION_REJECTIONS, m.CPU_SHARED_POOL, m.CPU_EXCLUSIVE,
     m.CPU_PER_NUMA, m.RM_ALLOCATIONS, m.RM_ALLOCATION_ERRORS, m.RM_ASSIGNMENTS, *m.RM_136_NAMES.values(),
+    m.POD_LEVEL_ADMISSIONS,
 })
 # A per-NUMA gauge series whose node holds no exclusive CPU now: it exists, its value (the count it last
 # had, which upstream's Go map order decides) is not compared (admit_metrics.go's keptAtZero).

@@ -9,7 +9,9 @@ publishes them, every release 1.33-1.37 (the conformance admit area compares the
 - the device manager counts a plugin's registration and times each Allocate call per resource;
 - kubelet.go labels a rejection by its reason only when its release lists the reason;
 - with the gate PodLevelResourceManagers (1.36 on) the resource_manager_* families count the node-level
-  exclusive allocations, their errors and the containers given them (1.36 without the kubelet_ prefix)."""
+  exclusive allocations, their errors and the containers given them (1.36 without the kubelet_ prefix);
+- from 1.37, while PodLevelResources is on, kubelet.go counts each admitted pod by how its resources are set
+  and its QoS class."""
 
 from __future__ import annotations
 
@@ -192,3 +194,40 @@ def test_with_pod_level_resource_managers_the_node_level_allocations_are_counted
         plain = Node(MACHINE, config_from_yaml(RM_CONFIG.replace("featureGates: {PodLevelResourceManagers: true}\n",
                                                                   gates)), kubelet_version=KubeletVersion.parse(v))
         assert plain.admit(pod("a", 2)).result.admit and rm_series(plain) == {}
+
+
+def pod_level_series(n: Node) -> dict[str, float]:
+    return {",".join(f"{k}={v}" for k, v in key): v for f in n.metrics.families()
+            if f.name == m.POD_LEVEL_ADMISSIONS for key, v in f.values.items()}
+
+
+def test_from_1_37_each_admitted_pod_is_counted_by_how_its_resources_are_set() -> None:
+    def spec_level(name: str, cpus: int, containers: tuple[Container, ...]) -> Pod:
+        return Pod(name=name, uid=f"uid-{name}", containers=containers, pod_requests=res(cpus), pod_limits=res(cpus))
+
+    n = Node(MACHINE, config_from_yaml(CONFIG.format(cpu="static", tm="none")),
+             kubelet_version=KubeletVersion.parse("1.37"))
+    assert pod_level_series(n) == {}
+    assert n.probe(pod("probed", 2)).result.admit and pod_level_series(n) == {}  # a probe admits nobody
+    assert n.admit(pod("g1", 2)).result.admit and n.admit(pod("g2", 1)).result.admit
+    assert n.admit(Pod(name="be", uid="uid-be", containers=(Container("app"),))).result.admit
+    # a GPU alone is a container-level resource of a BestEffort pod
+    gpu_only = Container("app", requests={"example.com/gpu": Quantity.from_int(1)},
+                         limits={"example.com/gpu": Quantity.from_int(1)})
+    n.devices.add_static_plugin("example.com/gpu", [PluginDevice("gpu0", "Healthy", (0,))])
+    assert n.admit(Pod(name="gpu", uid="uid-gpu", containers=(gpu_only,))).result.admit
+    assert n.admit(spec_level("pl", 2, (Container("app"),))).result.admit
+    assert n.admit(spec_level("both", 2, (Container("app", requests=res(1), limits=res(1)),))).result.admit
+    assert not n.admit(pod("big", 500)).result.admit  # a rejected pod is not counted
+    assert pod_level_series(n) == {
+        "config_mode=container_level,qos_class=guaranteed": 2.0,
+        "config_mode=,qos_class=besteffort": 1.0,
+        "config_mode=container_level,qos_class=besteffort": 1.0,
+        "config_mode=pod_level,qos_class=guaranteed": 1.0,
+        "config_mode=pod_and_container_level,qos_class=guaranteed": 1.0,
+    }
+    # before 1.37, or with the gate off, the kubelet has no such family
+    for v, gates in (("1.36", ""), ("1.37", "featureGates: {PodLevelResources: false}\n")):
+        plain = Node(MACHINE, config_from_yaml(CONFIG.format(cpu="static", tm="none") + gates),
+                     kubelet_version=KubeletVersion.parse(v))
+        assert plain.admit(pod("a", 2)).result.admit and pod_level_series(plain) == {}
