@@ -233,6 +233,12 @@ def build() -> int:
     paths = modules()
     if not paths:
         return _fail(f"{LIST} lists no module")
+    try:  # mypyc ships with mypy, which only the [test] extra brings; scripts/setup adds it when missing
+        import mypy.version  # noqa: F401
+        import mypyc  # noqa: F401
+    except ImportError:
+        return _fail(f"mypy (mypyc) is not installed in {sys.prefix}; install it there "
+                     f"({sys.prefix}/bin/python -m pip install mypy) and run scripts/setup again")
     root = cache()
     name = digest(paths)
     final = root / name

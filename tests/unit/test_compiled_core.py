@@ -276,3 +276,23 @@ def test_a_source_edited_during_the_build_leaves_no_build(tmp_path: Path, monkey
     assert script.build() == 0  # pure Python, said on one line
     assert [p.name for p in (tmp_path / "cache").iterdir() if p.is_dir() and not p.name.startswith(".")] == []
     assert not (tmp_path / "venv" / "numalign-compiled" / "ACTIVE").exists()
+
+
+def test_setup_without_mypy_says_so_in_one_line_and_runs_as_python(tmp_path: Path) -> None:
+    """`scripts/run` installs numalign without the [test] extra: an environment without mypy (mypyc)
+    gets one line and pure Python (exit 0), or exit 1 under NUMALIGN_REQUIRE_COMPILED=1, never a
+    traceback (before: ModuleNotFoundError from the digest, and scripts/run stopped)."""
+    code = ("import runpy, sys; sys.modules['mypy'] = None; sys.modules['mypyc'] = None; "
+            "sys.prefix = sys.argv[1]; runpy.run_path(sys.argv[2], run_name='__main__')")
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMALIGN_PURE", "NUMALIGN_REQUIRE_COMPILED")}
+    env["NUMALIGN_BUILD_CACHE"] = str(tmp_path / "cache")
+    argv = [sys.executable, "-c", code, str(tmp_path / "venv"), str(ROOT / "scripts" / "compile.py")]
+    lenient = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert lenient.returncode == 0
+    assert lenient.stderr.count("\n") == 1 and "Traceback" not in lenient.stderr
+    assert "mypy (mypyc) is not installed" in lenient.stderr and "pure Python" in lenient.stderr
+    assert not (tmp_path / "cache").exists()  # nothing half-made
+    strict = subprocess.run(argv, capture_output=True, text=True, env={**env, "NUMALIGN_REQUIRE_COMPILED": "1"},
+                            timeout=120)
+    assert strict.returncode == 1 and strict.stderr.count("\n") == 1
+    assert "error: mypy (mypyc) is not installed" in strict.stderr
