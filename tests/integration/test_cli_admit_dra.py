@@ -198,3 +198,29 @@ def test_a_snapshot_keeps_the_dra_objects_and_its_pci_devices_give_the_numa_node
     places = doc["pods"][0]["dra"]["alignment"]["devices"]
     assert [(d["device"], d["numaNode"], d["numaFrom"]) for d in places] == [
         ("gpu.example.com/worker-1/gpu-0", 0, "pciBusID"), ("gpu.example.com/worker-1/gpu-1", 1, "pciBusID")]
+
+
+def test_a_device_with_only_its_drivers_bus_id_is_unknown_and_the_line_names_the_attributes(tmp_path: Path) -> None:
+    # An older NVIDIA slice names the bus in the driver's domain (pcieBusID), not resource.kubernetes.io/pciBusID:
+    # the GPU at 0000:17:00.0 is on the built-in machine, but nothing tells numalign which device it is.
+    objects = [
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+         "spec": {"driver": "gpu.nvidia.com", "nodeName": "node-a",
+                  "pool": {"name": "node-a", "generation": 1, "resourceSliceCount": 1},
+                  "devices": [{"name": "gpu-0", "attributes": {"type": {"string": "gpu"},
+                                                               "pcieBusID": {"string": "0000:17:00.0"}}}]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.nvidia.com"},
+         "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "one"},
+         "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+         "spec": {"resourceClaims": [{"name": "g", "resourceClaimName": "one"}],
+                  "containers": [{"name": "c", "resources": {"limits": {"cpu": "2", "memory": "1Gi"},
+                                                             "claims": [{"name": "g"}]}}]}},
+    ]
+    path = tmp_path / "nvidia.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    p = run("admit", str(path))
+    assert p.returncode == 0, p.stderr
+    assert ("dra alignment: unknown: c: DRA devices on NUMA ? (no numaNode attribute, and no pciBusID or pcieRoot "
+            "attribute this machine lists); pinned CPUs on NUMA 0; memory on NUMA 0\n") in p.stdout

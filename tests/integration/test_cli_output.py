@@ -192,7 +192,7 @@ def test_pods_table_and_wide(status_dir: Path, capsys: pytest.CaptureFixture[str
     router = next(line.split() for line in wide if line.startswith("net "))
     assert router[6:] == ["started", "hugepages-1Gi=4Gi@0", "0000:18:00.0,0000:18:00.1", "pods.yaml"]
     assert "    router: cpus 5-6,69-70 (exclusive); hugepages-1Gi 4Gi on NUMA 0; memory 4Gi on NUMA 0; " \
-           "intel.com/sriov_netdevice 0000:18:00.0 0000:18:00.1" in wide
+           "intel.com/sriov_netdevice 0000:18:00.0 0000:18:00.1 (NUMA 0)" in wide  # the devices' NUMA, as admit
 
 
 def _wait_line(proc: subprocess.Popen[str]) -> str:

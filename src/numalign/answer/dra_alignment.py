@@ -60,7 +60,9 @@ class ContainerDRAAlignment:
         cpus = f"pinned CPUs on NUMA {_ids(self.cpus)}" if self.cpus else "CPUs from the shared pool"
         mem = f"memory on NUMA {_ids(self.memory)}" if self.memory else "memory not pinned"
         name = self.container if self.verdict == pod_verdict else f"{self.container} ({self.verdict})"
-        why = (" (a device without the numaNode attribute, its PCI address not on this machine)"
+        # Name the attributes looked for (resource.kubernetes.io/...): a slice with only the driver's own
+        # bus-id attribute (an older `pcieBusID`) is unknown although the device is on the machine.
+        why = (" (no numaNode attribute, and no pciBusID or pcieRoot attribute this machine lists)"
                if self.verdict == UNKNOWN else "")
         return f"{name}: {dev}{why}; {cpus}; {mem}"
 

@@ -300,15 +300,28 @@ def unknown_gate_warnings(
     """Gates numalign does not model are accepted with a warning. numalign holds no list of every
     kubelet gate, so it says only what it knows: the gate changes nothing here (a near-miss of a
     modelled gate is named, since a misspelt gate leaves that gate at its default). `known`: the
-    modelled gates (numalign.kubelet.versions.KNOWN_GATES, which the CLI passes)."""
+    modelled gates (numalign.kubelet.versions.KNOWN_GATES, which the CLI passes).
+
+    The gates that are no near-miss share one warning: an OpenShift kubelet.conf carries the cluster's
+    whole gate set (dozens), which one line each, repeating the modelled list, buried the answer."""
     out = []
+    unmodelled = []
     for name in gates:
         if name in known:
             continue
         guess = next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.85)), None)
-        hint = f"; did you mean {go_quote(guess)}?" if guess else ""
+        if guess is None:
+            unmodelled.append(go_quote(name))
+            continue
         out.append(
             f"{where}: feature gate {go_quote(name)} is not modelled by numalign and has no effect here "
-            f"(numalign models {', '.join(known)}){hint}"
+            f"(numalign models {', '.join(known)}); did you mean {go_quote(guess)}?"
         )
+    if unmodelled:
+        names = unmodelled[0] if len(unmodelled) == 1 else f"{', '.join(unmodelled[:-1])} and {unmodelled[-1]}"
+        subject = "feature gate" if len(unmodelled) == 1 else f"{len(unmodelled)} feature gates"
+        verb = "is" if len(unmodelled) == 1 else "are"
+        has = "has" if len(unmodelled) == 1 else "have"
+        out.insert(0, f"{where}: {subject} {names} {verb} not modelled by numalign and {has} no effect here "
+                      f"(numalign models {', '.join(known)})")
     return out

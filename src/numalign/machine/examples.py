@@ -92,7 +92,8 @@ def dual_socket() -> Machine:
 
 
 def epyc_nps4() -> Machine:
-    """2 x 64-core SMT2 EPYC (Milan-like) in NPS4: 8 NUMA nodes, L3 per 8-core CCX, 256 CPUs."""
+    """2 x 64-core SMT2 EPYC (Milan-like) in NPS4: 8 NUMA nodes, L3 per 8-core CCX, 256 CPUs, a GPU on
+    NUMA nodes 1, 3, 5 and 7, four SR-IOV RDMA functions on nodes 0 and 4."""
     lay = _Layout(2, 4, 16, 2, 8, 64 * GiB, {HUGE_2M: 1024, HUGE_1G: 8})
 
     def dist(i: int, j: int) -> int:

@@ -4,7 +4,8 @@ a container's alignment with these four, so a headline never says one thing whil
 - `aligned`: everything pinned (exclusive CPUs, pinned memory, devices) on the NUMA nodes it should be;
 - `NOT aligned`: something pinned is apart (a DRA device off its CPUs' and memory's NUMA node, a
   container spread over more NUMA nodes or sockets than it needs);
-- `unknown`: a device's NUMA node is not known (no numaNode attribute, its PCI address not on the machine);
+- `unknown`: a device's NUMA node is not known (no numaNode attribute, no pciBusID or pcieRoot attribute
+  the machine lists);
 - `nothing pinned`: nothing to align (shared-pool CPUs, memory not pinned, no NUMA-bound device).
 
 Here, below answer/ (which decides the verdicts) and cluster/ (which counts them), because the report

@@ -83,6 +83,19 @@ def test_gate_warning_never_claims_the_kubelet_refuses(gate: str) -> None:
     assert "has no effect here" in message
 
 
+def test_many_unmodelled_gates_share_one_warning() -> None:
+    # An OpenShift kubelet.conf names the cluster's whole gate set: one line for all, a near-miss apart.
+    gates = {"RotateKubeletServerCertificate": True, "APIPriorityAndFairness": True,
+             "CPUManagerPolicyAlphaOption": True, "DownwardAPIHugePages": True, "PodLevelResources": True}
+    listed, near_miss = unknown_gate_warnings(gates, "kubelet.conf: featureGates")
+    assert listed.startswith('kubelet.conf: featureGates: 3 feature gates "RotateKubeletServerCertificate", '
+                             '"APIPriorityAndFairness" and "DownwardAPIHugePages" are not modelled by numalign '
+                             "and have no effect here (numalign models CPUManagerPolicyAlphaOptions")
+    assert listed.count("numalign models") == 1 and "PodLevelResources" in listed  # only in the modelled list
+    assert near_miss.startswith('kubelet.conf: featureGates: feature gate "CPUManagerPolicyAlphaOption" is not')
+    assert near_miss.endswith('; did you mean "CPUManagerPolicyAlphaOptions"?')
+
+
 def test_a_misspelt_modelled_gate_is_named() -> None:
     (message,) = unknown_gate_warnings({"CPUManagerPolicyAlphaOption": True}, "--feature-gates")
     assert message.endswith('; did you mean "CPUManagerPolicyAlphaOptions"?')

@@ -69,9 +69,10 @@ def register(sub: Any) -> None:
                    "for more): the kubelet's eviction manager then rejects BestEffort pods (MemoryPressure "
                    "alone) or every pod, with reason Evicted. numalign observes no usage; by default none")
     p.add_argument("--details", action="store_true",
-                   help="text: print every pod's whole decision record and every resource free on every NUMA node; "
-                   "by default past 10 pods each pod gets a few lines, identical rejections are named once, free "
-                   "capacity is shown for the resources a pod asks for, and no line passes 200 characters")
+                   help="text: print every pod's whole decision record, every resource free on every NUMA node, "
+                   "and every line whole; by default any line (a why: too, even for one pod) is cut at 200 "
+                   "characters, ending '(+N chars; --details)', past 10 pods each pod gets a few lines, identical "
+                   "rejections are named once, and free capacity is shown for the resources a pod asks for")
     p.add_argument("--exit-code", action="store_true",
                    help="exit 1 when any pod is rejected (as git diff --exit-code), so a script can ask "
                    "\"would it fit?\"; without it admit exits 0 whatever the decisions")

@@ -109,9 +109,19 @@ def _print_containers(pods: list[dict[str, Any]]) -> None:
                 size = binary_quantity(b["size"]) if isinstance(b.get("size"), int) else b.get("size")
                 parts.append(f"{b['type']} {size} on NUMA {','.join(map(str, b['numa_nodes']))}")
             for res, devs in sorted(a.get("devices", {}).items()):
-                parts.append(f"{res} {' '.join(sorted(devs))}")
+                parts.append(f"{res} {' '.join(sorted(devs))}{_device_numa(devs)}")
             print(f"    {cname}: " + "; ".join(parts))
             _print_runtime((p.get("runtime") or {}).get(cname) or {})
+
+
+def _device_numa(devs: Any) -> str:
+    """` (NUMA 0)` after a resource's device ids, as `numalign admit` prints them: the NUMA nodes the
+    plugin reported for them (`none` when it reported no topology). The status file keeps each id's
+    nodes (id -> nodes); a bare id list carries none to show."""
+    if not isinstance(devs, dict):
+        return ""
+    numa = sorted({int(n) for nodes in devs.values() if nodes for n in nodes})
+    return f" (NUMA {format_cpuset(numa) if numa else 'none'})"
 
 
 def _print_runtime(rt: dict[str, Any]) -> None:
