@@ -51,7 +51,9 @@ class Metrics:
             raise KeyError(f"metric {name!r} is not a registered {kind}")
         return fam
 
-    def inc(self, name: str, amount: float = 1.0, **labels: str) -> None:
+    # `amount: float | int`, not `float`: mypyc 2.4 cannot write the signature text of a method whose
+    # native float argument has a default beside **kwargs (the same values are accepted).
+    def inc(self, name: str, amount: float | int = 1.0, **labels: str) -> None:
         key = tuple(sorted(labels.items())) if labels else ()  # every admission counts: skip the empty sort
         self.inc_series(name, key, amount)
 
@@ -121,6 +123,42 @@ class Metrics:
         with self._lock:
             return [Family(f.name, f.kind, f.doc, f.buckets, dict(f.values), {k: list(v) for k, v in f.hist.items()})
                     for f in self._families.values()]
+
+
+class UnreadMetrics(Metrics):
+    """Metrics nobody reads (the cluster simulator's kubelets): every update is dropped, every value is 0
+    (so sync_metrics publishes nothing). Here, not beside its user: a class interpreted Python defines
+    cannot derive from the compiled Metrics."""
+
+    def __init__(self) -> None:  # no families: nothing is kept
+        pass
+
+    def inc(self, name: str, amount: float | int = 1.0, **labels: str) -> None:
+        pass
+
+    def inc_series(self, name: str, key: LabelKey, amount: float = 1.0) -> None:
+        pass
+
+    def catch_up(self, name: str, key: LabelKey, count: int) -> None:
+        pass
+
+    def init_series(self, name: str, **labels: str) -> None:
+        pass
+
+    def set(self, name: str, value: float, **labels: str) -> None:
+        pass
+
+    def add(self, name: str, amount: float, **labels: str) -> None:
+        pass
+
+    def observe(self, name: str, value: float, **labels: str) -> None:
+        pass
+
+    def value(self, name: str, **labels: str) -> float:
+        return 0.0
+
+    def families(self) -> list[Family]:
+        return []
 
 
 class Family(NamedTuple):

@@ -61,41 +61,8 @@ class Taint:
     effect: str = "NoSchedule"
 
 
-class _UnreadMetrics(m.Metrics):
-    """Metrics nobody reads: every update is dropped, every value is 0 (so sync_metrics publishes nothing)."""
-
-    def __init__(self) -> None:  # no families: nothing is kept
-        pass
-
-    def inc(self, name: str, amount: float = 1.0, **labels: str) -> None:
-        pass
-
-    def inc_series(self, name: str, key: m.LabelKey, amount: float = 1.0) -> None:
-        pass
-
-    def catch_up(self, name: str, key: m.LabelKey, count: int) -> None:
-        pass
-
-    def init_series(self, name: str, **labels: str) -> None:
-        pass
-
-    def set(self, name: str, value: float, **labels: str) -> None:
-        pass
-
-    def add(self, name: str, amount: float, **labels: str) -> None:
-        pass
-
-    def observe(self, name: str, value: float, **labels: str) -> None:
-        pass
-
-    def value(self, name: str, **labels: str) -> float:
-        return 0.0
-
-    def families(self) -> list[m.Family]:
-        return []
-
-
-UNREAD_METRICS: Final = _UnreadMetrics()
+# Metrics nobody reads: every update dropped (metrics.UnreadMetrics, compiled with Metrics).
+UNREAD_METRICS: Final = m.UnreadMetrics()
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,13 @@ class AdmitResult:
     reason: str = ""
     message: str = ""
 
+    def __init__(self, admit: bool, reason: str = "", message: str = "") -> None:
+        # Written out, as for every record of an admission below: the dataclass decorator's generated
+        # __init__ is interpreted Python even in the compiled core (mypyc keeps one written here native).
+        object.__setattr__(self, "admit", admit)
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "message", message)
+
     @classmethod
     def admitted(cls) -> AdmitResult:
         return _ADMITTED if cls is AdmitResult else cls(True)  # a value: one instance serves every admission
@@ -179,6 +186,10 @@ class ProviderRecord:
     provider: str
     hints: ProviderAnswer  # explicit lists, or implicit ones on large machines (see providers/implicit)
 
+    def __init__(self, provider: str, hints: ProviderAnswer) -> None:
+        object.__setattr__(self, "provider", provider)
+        object.__setattr__(self, "hints", hints)
+
     def to_dict(self) -> dict[str, Any]:
         return {"provider": self.provider, "hints": provider_answer_to_json(self.hints)}
 
@@ -195,6 +206,17 @@ class ContainerDecision:
     allocation_error: str | None = None
     # Implicit merges only: the candidates that became the best so far, then the winner (bounded).
     considered: tuple[TopologyHint, ...] = ()
+
+    def __init__(self, container: str, providers: tuple[ProviderRecord, ...], merged: TopologyHint | None,
+                 admit: bool, explanation: tuple[str, ...] = (), allocation_error: str | None = None,
+                 considered: tuple[TopologyHint, ...] = ()) -> None:
+        object.__setattr__(self, "container", container)
+        object.__setattr__(self, "providers", providers)
+        object.__setattr__(self, "merged", merged)
+        object.__setattr__(self, "admit", admit)
+        object.__setattr__(self, "explanation", explanation)
+        object.__setattr__(self, "allocation_error", allocation_error)
+        object.__setattr__(self, "considered", considered)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -219,6 +241,11 @@ class MemoryBlock:
     size: int
     numa_nodes: tuple[int, ...]
 
+    def __init__(self, type: str, size: int, numa_nodes: tuple[int, ...]) -> None:
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "size", size)
+        object.__setattr__(self, "numa_nodes", numa_nodes)
+
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "size": self.size, "numa_nodes": list(self.numa_nodes)}
 
@@ -237,6 +264,15 @@ class ContainerAllocation:
     memory: tuple[MemoryBlock, ...] = ()
     devices: Mapping[str, Mapping[str, tuple[int, ...] | None]] = field(default_factory=dict)
     cpus_text: str = ""
+
+    def __init__(self, cpus: tuple[int, ...] = (), exclusive: bool = False, memory: tuple[MemoryBlock, ...] = (),
+                 devices: Mapping[str, Mapping[str, tuple[int, ...] | None]] | None = None,
+                 cpus_text: str = "") -> None:
+        object.__setattr__(self, "cpus", cpus)
+        object.__setattr__(self, "exclusive", exclusive)
+        object.__setattr__(self, "memory", memory)
+        object.__setattr__(self, "devices", {} if devices is None else devices)
+        object.__setattr__(self, "cpus_text", cpus_text)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -258,6 +294,18 @@ class DecisionRecord:
     decisions: tuple[ContainerDecision, ...]
     result: AdmitResult
     allocations: Mapping[str, ContainerAllocation] = field(default_factory=dict)
+
+    def __init__(self, pod: str, pod_uid: str, policy: str, scope: str, options: Mapping[str, str],
+                 decisions: tuple[ContainerDecision, ...], result: AdmitResult,
+                 allocations: Mapping[str, ContainerAllocation] | None = None) -> None:
+        object.__setattr__(self, "pod", pod)
+        object.__setattr__(self, "pod_uid", pod_uid)
+        object.__setattr__(self, "policy", policy)
+        object.__setattr__(self, "scope", scope)
+        object.__setattr__(self, "options", options)
+        object.__setattr__(self, "decisions", decisions)
+        object.__setattr__(self, "result", result)
+        object.__setattr__(self, "allocations", {} if allocations is None else allocations)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -79,6 +79,12 @@ class Transaction:
     failure: CheckpointError | None = None
     removed: list[str] = field(default_factory=list)
 
+    def __init__(self, failure: CheckpointError | None = None, removed: list[str] | None = None) -> None:
+        # Written out: the dataclass decorator's __init__ is interpreted even in the compiled core, and
+        # every admission and removal opens a transaction.
+        self.failure = failure
+        self.removed = [] if removed is None else removed
+
     def outcome(self, records: Sequence[DecisionRecord], admitted: Collection[str]) -> list[DecisionRecord]:
         """The records as they stand after the commit: an admission whose write failed (its pod is
         not in `admitted`, the uids of the pods on disk) is reported with the real reason, as the kubelet reports

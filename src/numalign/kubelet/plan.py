@@ -33,6 +33,15 @@ class Plan:
     reloads: int = 0  # the node's reload count at the decision: a reload since drops the plan
     steps: CallSteps[DecisionRecord] | None = None
 
+    def __init__(self, pod: Pod, outcome: DecisionRecord | None, calls: tuple[AllocateCall, ...] = (),
+                 reloads: int = 0, steps: CallSteps[DecisionRecord] | None = None) -> None:
+        # Written out: the dataclass decorator's __init__ is interpreted even in the compiled core.
+        object.__setattr__(self, "pod", pod)
+        object.__setattr__(self, "outcome", outcome)
+        object.__setattr__(self, "calls", calls)
+        object.__setattr__(self, "reloads", reloads)
+        object.__setattr__(self, "steps", steps)
+
     @property
     def settled(self) -> bool:
         return not self.calls

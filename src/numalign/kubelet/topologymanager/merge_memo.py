@@ -33,10 +33,30 @@ MAX_ENTRIES = 4096  # emptied when full (the next admissions fill it again)
 # longer ones (8 NUMA nodes listed explicitly: 255 masks a provider) would make keys of tens of KB.
 MAX_HINTS = 96
 _memo: dict[Hashable, Merged] = {}
+# Each policy key as a small number, the same for equal keys: a memo key holds the number, so a look-up
+# hashes and compares no policy options (a dataclass whose __hash__ and __eq__ run as Python).
+# Numbers are never given twice (a scope keeps its policy's), so emptying the table when full is safe.
+_policy_numbers: dict[Hashable, int] = {}
+_next_number = 0
 
 
-def policy_key(policy: Policy) -> Hashable | None:
-    """What a merge depends on besides the answers; None for a policy whose merge reads more."""
+def policy_key(policy: Policy) -> int | None:
+    """What a merge depends on besides the answers, as a number equal for equal policies; None for a
+    policy whose merge reads more."""
+    global _next_number
+    key = _policy_description(policy)
+    if key is None:
+        return None
+    number = _policy_numbers.get(key)
+    if number is None:
+        if len(_policy_numbers) >= MAX_ENTRIES:
+            _policy_numbers.clear()
+        number = _policy_numbers[key] = _next_number
+        _next_number += 1
+    return number
+
+
+def _policy_description(policy: Policy) -> Hashable | None:
     if type(policy) not in _PURE:
         return None
     numa = getattr(policy, "numa", None)

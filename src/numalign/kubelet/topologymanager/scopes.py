@@ -33,6 +33,11 @@ class ScopeOutcome:
     result: AdmitResult
     decisions: list[ContainerDecision] = field(default_factory=list)
 
+    def __init__(self, result: AdmitResult, decisions: list[ContainerDecision] | None = None) -> None:
+        # Written out: the dataclass decorator's __init__ is interpreted even in the compiled core.
+        self.result = result
+        self.decisions = [] if decisions is None else decisions
+
 
 class Scope:
     """Bookkeeping shared by every scope: hints per (pod UID, container) and the container map."""
@@ -48,7 +53,7 @@ class Scope:
         self._lock = threading.Lock()
         # The policy whose merges merge_memo keys were made for, and that key (the policy may be replaced).
         self._memo_policy: Policy | None = None
-        self._memo_key: object = None
+        self._memo_key: int | None = None
         # The alignment counters' series of this scope (labels sorted as Metrics keys them).
         self._aligned_key: m.LabelKey = (("boundary", "numa_node"), ("scope", self.name))
 
