@@ -108,7 +108,8 @@ def kubelet_config_mapping(text: str, source: str, note: Callable[[str], None]) 
             got = f"{len(docs)} document(s): {', '.join(_describe(d) for d in docs[:5]) or 'nothing'}"
         raise ConfigError(
             f"{source}: not a KubeletConfiguration: got {got}; expected {FORMS}; pass the kubelet's config "
-            "file (on a node usually /var/lib/kubelet/config.yaml)"
+            "file (on a node usually /var/lib/kubelet/config.yaml; on OpenShift "
+            "/etc/kubernetes/kubelet.conf, which KubeletConfigs and PerformanceProfiles are rendered into)"
         )
     if len(found) > 1:
         raise ConfigError(

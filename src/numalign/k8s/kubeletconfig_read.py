@@ -85,7 +85,8 @@ def config_from_dict(obj: Mapping[str, Any], source: str = "<kubelet config>") -
         raise ConfigError(
             f"{source}: not a KubeletConfiguration: got apiVersion {api_version!r}, kind {kind!r}; "
             f"expected apiVersion: {API_VERSION} and kind: {KIND}; pass the kubelet's config file "
-            "(on a node usually /var/lib/kubelet/config.yaml)"
+            "(on a node usually /var/lib/kubelet/config.yaml; on OpenShift "
+            "/etc/kubernetes/kubelet.conf, which KubeletConfigs and PerformanceProfiles are rendered into)"
         )
     changes: dict[str, Any] = {}
     for key, (attr, reader) in _FILE_FIELDS.items():

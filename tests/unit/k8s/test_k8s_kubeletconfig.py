@@ -381,3 +381,18 @@ def test_split_kubelet_args() -> None:
         split_kubelet_args(["--reserved-cpus"])
     with pytest.raises(ConfigError, match="expected --flag=value"):
         split_kubelet_args(["static"])
+
+
+def test_a_performance_profile_is_refused_naming_the_file_openshift_renders_it_into() -> None:
+    # An OpenShift user's first guess is the PerformanceProfile; the node's kubelet.conf holds its result.
+    from numalign.k8s.kubeletconfig_forms import kubelet_config_mapping
+
+    profile = ("apiVersion: performance.openshift.io/v2\nkind: PerformanceProfile\nmetadata: {name: p}\n"
+               "spec: {cpu: {reserved: 0-1, isolated: 2-63}, numa: {topologyPolicy: single-numa-node}}\n")
+    with pytest.raises(ConfigError) as info:
+        kubelet_config_mapping(profile, "pp.yaml", lambda _: None)
+    message = str(info.value)
+    assert message.startswith("pp.yaml: not a KubeletConfiguration: got apiVersion 'performance.openshift.io/v2', "
+                              "kind 'PerformanceProfile'")
+    assert "on OpenShift /etc/kubernetes/kubelet.conf, which KubeletConfigs and PerformanceProfiles are rendered" \
+           in message and "\n" not in message
