@@ -289,13 +289,32 @@ class DefaultScheduler:
 
 
 def _first(flags: BoolArray, start: int, count: int) -> IntArray:
-    """The indices of the first `count` true flags met going from `start` round the list, in that order."""
-    found: IntArray = np.flatnonzero(flags[start:])[:count]
-    if start:
-        found += start
-        if len(found) < count:
-            found = np.concatenate((found, np.flatnonzero(flags[:start])[:count - len(found)]))
-    return found
+    """The indices of the first `count` true flags met going from `start` round the list, in that order.
+
+    Read window by window (the first twice the count wide, each next twice the last): a filter wants
+    its k + 1 first feasible nodes (501 of 10,000 at most), usually found within the first window, and
+    reading every flag to the end of the list cost 20-30 us a pod at 10,000 nodes."""
+    n = len(flags)
+    width = max(2 * count, _FIRST_WINDOW)
+    parts: list[IntArray] = []
+    got = 0
+    for low, high in ((start, n), (0, start)):
+        pos = low
+        while pos < high and got < count:
+            stop = min(pos + width, high)
+            found: IntArray = np.flatnonzero(flags[pos:stop])[:count - got]
+            if len(found):
+                parts.append(found + pos)
+                got += len(found)
+            pos = stop
+            width *= 2
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.intp)
+
+
+# The first window _first reads (flags): small enough to be cheap, wide enough for a few feasible nodes.
+_FIRST_WINDOW: Final = 256
 
 
 class ExactScheduler(DefaultScheduler):

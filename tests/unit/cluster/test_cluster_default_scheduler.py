@@ -245,3 +245,20 @@ def test_cached_filter_and_scores_equal_the_vector_forms_as_nodes_change() -> No
                 sel = sched.select(pod, pv, np.ones(len(st.nodes), dtype=np.bool_))
                 if sel.node is not None and st.admit(sel.node, pod, pv).result.admit:
                     bound.append((sel.node, pod.uid))
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 300, 2500])
+def test_first_feasible_nodes_round_the_list_as_a_walk_finds_them(size: int) -> None:
+    # _first reads the flags window by window; the answer is a walk from `start` round the list, taking the
+    # first `count` set flags, whatever the windows (dense, sparse, wrapping, fewer set than wanted).
+    from numalign.cluster.schedulers import _first
+
+    rng = np.random.default_rng(size)
+    for density in (0.0, 0.01, 0.3, 1.0):
+        flags = rng.random(size) < density
+        for start in sorted({0, size // 2, max(size - 1, 0)}):
+            for count in (1, 5, 257, 3000):
+                walk = [(start + j) % size for j in range(size) if flags[(start + j) % size]][:count]
+                got = _first(flags, start, count)
+                assert got.dtype == np.intp
+                assert got.tolist() == walk
