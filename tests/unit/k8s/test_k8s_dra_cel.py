@@ -250,3 +250,44 @@ def test_repetition_chains_are_not_nesting_and_pass_upstreams_250_levels(chain: 
 def test_the_evaluated_cost_is_cel_gos(expression: str, cost: int) -> None:
     device = device_variables("gpu.example.com", {"model": DeviceAttribute("string", ("h100",))}, {}, None, ALL)
     assert evaluate(compile_selector(expression, ALL), device)[1] == cost
+
+
+def test_a_new_objects_compile_answers_the_api_servers_checks_without_a_program() -> None:
+    """Reading an object checks its selectors as the API server does: the error, the estimated cost and
+    the output type are a stored object's, and no program is built or kept (the allocator evaluates the
+    stored compile)."""
+    expression = 'device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].numa == 1'
+    created = compile_selector(expression, ALL, new_object=True)
+    stored = compile_selector(expression, ALL)
+    assert created.error is None and created.program is None and created.paths is None
+    assert (created.max_cost, created.output_type) == (stored.max_cost, stored.output_type)
+    assert device_matches(stored, _device()) is True
+    with pytest.raises(CELRuntimeError, match="not compiled for evaluation"):
+        evaluate(created, _device())
+
+
+def test_a_compiled_selector_keeps_its_program_not_the_parsed_expression() -> None:
+    """Thousands of compiled selectors stay cached: each keeps what evaluating needs, not the parsed
+    expression's nodes (every object kept is walked by each full collection of Python's collector)."""
+    import gc
+    import types
+
+    from numalign.k8s.dra.cel.ast import Expr
+
+    compiled = compile_selector('device.attributes["gpu.example.com"].model in ["h100", "h200"] && '
+                                'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0', ALL)
+    seen: set[int] = set()
+    stack: list[object] = [compiled]
+    kinds: set[type] = set()
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, type) or type(obj).__name__ == "module":
+            continue
+        seen.add(id(obj))
+        kinds.add(type(obj))
+        if isinstance(obj, types.FunctionType):  # what it closes over, not its module's globals
+            stack.extend(cell.cell_contents for cell in obj.__closure__ or ())
+            stack.extend(obj.__defaults__ or ())
+        else:
+            stack.extend(gc.get_referents(obj))
+    assert compiled.program is not None and Expr not in kinds

@@ -48,17 +48,19 @@ class CELFeatures:
 
 @dataclass(frozen=True)
 class CompiledSelector:
-    """A compiled expression, or the compile error as upstream's Detail ("compilation failed: ...")."""
+    """A compiled expression, or the compile error as upstream's Detail ("compilation failed: ...").
+
+    Only what evaluating needs is kept (the program, not the parsed expression it was made from): the
+    cache below holds thousands of these, and every object they keep is walked by each full collection
+    of Python's garbage collector (with the parsed expressions kept, a fifth of the CPU replaying the
+    recorded allocator vectors). A new object's compile answers the API server's checks (the error, the
+    estimated cost, the output type) and has no program: the allocator evaluates a stored object's."""
 
     expression: str
     error: str | None
     max_cost: int
     output_type: str | None = None
-    root: Expr | None = None
-    functions: Mapping[int, str] | None = None
     minor: int = DEFAULT_MINOR
-    # library calls (not the standard functions): call id -> the parameter types of the matched overloads
-    guarded: Mapping[int, tuple[tuple[_t.Type, ...], ...]] | None = None
     program: Node | None = None
     # the paths of `device` the expression reads (None: it reads more), and the answers per their values
     paths: tuple[Path, ...] | None = None
@@ -105,10 +107,11 @@ def compile_selector(expression: str, features: CELFeatures = CELFeatures(), *,
     out = checked.types[parsed.expr.id]
     if out.kind not in env.outputs:
         return CompiledSelector(expression, f"must evaluate to bool or the unknown type, not {out.type_name()}", 0)
-    guards = _guards(env, checked)
-    program = compile_program(parsed.expr, dict(checked.functions), guards, features.minor)
-    return CompiledSelector(expression, None, estimate(parsed.expr, checked, features.minor), out.type_name(),
-                            parsed.expr, dict(checked.functions), features.minor, guards, program,
+    max_cost = estimate(parsed.expr, checked, features.minor)
+    if new_object:  # validation only: no program to build and keep
+        return CompiledSelector(expression, None, max_cost, out.type_name(), features.minor)
+    program = compile_program(parsed.expr, dict(checked.functions), _guards(env, checked), features.minor)
+    return CompiledSelector(expression, None, max_cost, out.type_name(), features.minor, program,
                             device_paths(parsed.expr))
 
 
@@ -377,7 +380,7 @@ def memo_answers() -> int:
 
 def _evaluate(compiled: CompiledSelector, device: dict[str, Any], limit: int) -> tuple[Any, int]:
     if compiled.program is None:
-        raise CELRuntimeError(compiled.error or "not compiled")
+        raise CELRuntimeError(compiled.error or "not compiled for evaluation (a new object's compile is checked only)")
     meter = Meter(limit)
     try:
         value = compiled.program({"device": device}, meter)
