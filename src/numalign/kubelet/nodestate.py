@@ -104,7 +104,7 @@ def nothing() -> Iterator[None]:
 def recorded_allocation(pod: Pod, cpu: CPUPolicy, memory: MemoryPolicy, devices: DeviceManager) -> RecordedAllocation:
     """What the kubelet files must hold for `pod`, per container: exclusive CPUs, memory blocks, devices."""
     out: list[tuple[str, RecordedContainer]] = []
-    for c in pod.all_containers():
+    for c in pod.init_containers + pod.containers:
         own = cpu.get_cpu_set(pod.uid, c.name)
         blocks = memory.get_memory(pod.uid, c.name) or []
         devs = devices.get_container_devices(pod.uid, c.name) or {}

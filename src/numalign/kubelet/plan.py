@@ -8,15 +8,53 @@ run`), and commit hands the answer back, giving the next Plan or the record.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from numalign.core.decision import DecisionRecord
 from numalign.errors import PluginError
 from numalign.k8s.pod import Pod
 from numalign.kubelet.devicemanager.manager import AllocateCall
-from numalign.kubelet.topologymanager.provider import CallSteps
+from numalign.kubelet.topologymanager.provider import CallSteps, PluginCall
+
+_R = TypeVar("_R")
+
+
+class Run(Generic[_R]):
+    """Steps between plugin calls (CallSteps) driven from outside: `start`, then `send` each call's answer
+    or `throw` its error; each gives the next call, or None once the steps have ended, their value then
+    in `result`.
+
+    The value is not taken from the generator's end: a compiled generator that returns a value ends by
+    raising a StopIteration that carries it, and catching that costs some 2-3 us (more than most of an
+    admission's merge). Here the steps' value is kept by a wrapper that then waits at one more yield, and
+    `next(steps, None)` runs it to its end without raising anything."""
+
+    def __init__(self, steps: CallSteps[_R]) -> None:
+        self.result: _R | None = None
+        self._steps = self._kept(steps)
+
+    def _kept(self, steps: CallSteps[_R]) -> Generator[PluginCall | None, Any, None]:
+        self.result = yield from steps
+        yield None  # plugin calls are never None: the driver's sign that the steps ended
+
+    def start(self) -> PluginCall | None:
+        return self._next(next(self._steps, None))
+
+    def send(self, answer: Any) -> PluginCall | None:
+        return self._next(self._steps.send(answer))
+
+    def throw(self, error: BaseException) -> PluginCall | None:
+        return self._next(self._steps.throw(error))
+
+    def _next(self, call: PluginCall | None) -> PluginCall | None:
+        if call is None:
+            next(self._steps, None)  # past the last yield: the wrapper ends, raising nothing
+        return call
+
+    def close(self) -> None:
+        self._steps.close()
 
 
 @dataclass(frozen=True)
@@ -31,10 +69,10 @@ class Plan:
     outcome: DecisionRecord | None  # the record, once settled
     calls: tuple[AllocateCall, ...] = ()
     reloads: int = 0  # the node's reload count at the decision: a reload since drops the plan
-    steps: CallSteps[DecisionRecord] | None = None
+    steps: Run[DecisionRecord] | None = None
 
     def __init__(self, pod: Pod, outcome: DecisionRecord | None, calls: tuple[AllocateCall, ...] = (),
-                 reloads: int = 0, steps: CallSteps[DecisionRecord] | None = None) -> None:
+                 reloads: int = 0, steps: Run[DecisionRecord] | None = None) -> None:
         # Written out: the dataclass decorator's __init__ is interpreted even in the compiled core.
         object.__setattr__(self, "pod", pod)
         object.__setattr__(self, "outcome", outcome)

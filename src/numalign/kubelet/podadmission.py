@@ -38,7 +38,7 @@ from numalign.kubelet.admission.handlers import AdmitHandlers
 from numalign.kubelet.containermanager import ContainerManager
 from numalign.kubelet.devicemanager.manager import AllocateCall
 from numalign.kubelet.nodestate import NodeStore, Transaction, recorded_allocation
-from numalign.kubelet.plan import Plan
+from numalign.kubelet.plan import Plan, Run
 from numalign.kubelet.state import AllocationRecord
 from numalign.kubelet.topologymanager.provider import CallSteps
 from numalign.kubelet.versions import refuse_unmodelled
@@ -79,7 +79,7 @@ class PodAdmission:
         answers (allocation()); for callers that read only the verdict, as the simulator does for every
         pod it binds."""
         with self.node.transaction() as tx:
-            plan = self._advance(pod, self._steps(pod, allocations=allocations), self.node.reloads)
+            plan = self._advance(pod, Run(self._steps(pod, allocations=allocations)), self.node.reloads)
             while not plan.settled:
                 try:
                     responses, error = plan.make_calls()
@@ -94,7 +94,7 @@ class PodAdmission:
         (Plan.make_calls, then commit), so it need not hold up other admissions. A plan with no call left
         is settled: an admitted pod is recorded already (and commit hands its record back)."""
         with self.node.transaction() as tx:
-            plan = self._advance(pod, self._steps(pod), self.node.reloads)
+            plan = self._advance(pod, Run(self._steps(pod)), self.node.reloads)
         return self._written(plan, tx)
 
     def commit(self, plan: Plan, responses: Sequence[Any] = (),
@@ -132,21 +132,21 @@ class PodAdmission:
         failed = AdmitResult.from_allocation_error(None, str(tx.failure))
         return Plan(plan.pod, self._record(plan.pod, (), failed, {}), (), plan.reloads)
 
-    def _advance(self, pod: Pod, steps: CallSteps[DecisionRecord] | None, reloads: int,
+    def _advance(self, pod: Pod, steps: Run[DecisionRecord] | None, reloads: int,
                  responses: Sequence[Any] | None = None, error: PluginError | None = None) -> Plan:
         """Run the admission's steps to the next plugin call (a paused plan, reserved) or the end (a settled
         one): from the start (responses None), or with the last call's answer or error."""
         assert steps is not None
         self.reserved.pop(pod.uid, None)  # not among the "other pods" of its own predicate check
-        try:
-            if responses is None:
-                call = next(steps)
-            elif error is not None:
-                call = steps.throw(error)
-            else:
-                call = steps.send(responses[0])
-        except StopIteration as done:
-            record: DecisionRecord = done.value
+        if responses is None:
+            call = steps.start()
+        elif error is not None:
+            call = steps.throw(error)
+        else:
+            call = steps.send(responses[0])
+        if call is None:
+            record = steps.result
+            assert record is not None
             return Plan(pod, record, (), reloads)
         plan = Plan(pod, None, (cast("AllocateCall", call),), reloads, steps)
         self.reserved[pod.uid] = plan
@@ -244,7 +244,7 @@ class PodAdmission:
         count once the pod holds some), the pods held and those waiting on a plugin's Allocate."""
         devices = self.cm.devices
         holds = devices.pod_devices.has_pod(pod.uid) and any(
-            devices.get_container_devices(pod.uid, c.name) for c in pod.all_containers())
+            devices.get_container_devices(pod.uid, c.name) for c in pod.init_containers + pod.containers)
         allocatable = self.handlers.allocatable(devices.healthy, devices.allocated if holds else {})
         return self.handlers.after_topology(pod, allocatable, self.node.pods, self.reserved_pods)
 
@@ -287,10 +287,8 @@ _R = TypeVar("_R")
 def _answered_blank(steps: CallSteps[_R]) -> _R:
     """A probe's steps: each plugin Allocate call taken as answered with an empty container response,
     never made (what the pod would hold does not depend on the answer)."""
-    try:
-        next(steps)
-        while True:
-            steps.send(ContainerAllocateResponse())
-    except StopIteration as done:
-        result: _R = done.value
-        return result
+    run = Run(steps)
+    call = run.start()
+    while call is not None:
+        call = run.send(ContainerAllocateResponse())
+    return cast("_R", run.result)

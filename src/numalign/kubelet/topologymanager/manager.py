@@ -70,7 +70,7 @@ class TopologyManager:
 
     def remove_pod(self, pod: Pod) -> None:
         """Release everything a pod holds: every provider's allocation, then its stored hints."""
-        for c in pod.all_containers():
+        for c in pod.init_containers + pod.containers:
             for p in self.providers:
                 p.remove_container(pod.uid, c.name)
         self.scope.forget_pod(pod.uid)

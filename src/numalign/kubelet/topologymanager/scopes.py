@@ -161,11 +161,15 @@ class Scope:
             self.metrics.inc_series(m.ALIGNED_COUNT if ok else m.ALIGNED_FAILURE, self._aligned_key)
 
 
+# Containers are walked as `pod.init_containers + pod.containers`: Pod.all_containers' order (init
+# containers, sidecars included, then app containers) as one tuple, not a generator made per loop.
+
+
 class NoneScope(Scope):
     name = "none"
 
     def admit_steps(self, pod: Pod) -> CallSteps[ScopeOutcome]:
-        for c in pod.all_containers():
+        for c in pod.init_containers + pod.containers:
             failed = yield from self._allocate(pod, c)
             if failed is not None:
                 d = ContainerDecision(c.name, (), None, False, (), failed.message)
@@ -178,7 +182,7 @@ class ContainerScope(Scope):
 
     def admit_steps(self, pod: Pod) -> CallSteps[ScopeOutcome]:
         out = ScopeOutcome(AdmitResult.admitted())
-        for c in pod.all_containers():
+        for c in pod.init_containers + pod.containers:
             hints = self._provider_answers(pod, c)
             d = self._merge(c.name, hints)
             if not d.admit:
@@ -211,7 +215,7 @@ class PodScope(Scope):
             self.metrics.inc(m.TM_ADMISSION_ERRORS)
             return ScopeOutcome(AdmitResult.topology_affinity_error(), [d])
         assert d.merged is not None
-        for c in pod.all_containers():
+        for c in pod.init_containers + pod.containers:
             self.set_topology_hint(pod.uid, c.name, d.merged)
             failed = yield from self._allocate(pod, c)
             if failed is not None:
