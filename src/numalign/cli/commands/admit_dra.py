@@ -10,6 +10,7 @@ The hooks admit.py calls: `load` (pods and DRA objects from the same files), `DR
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,7 @@ def load(pod_files: list[Path], replicas: int | None, notes: list[str],
     from numalign.cli.options.podargs import expansion_notes
     from numalign.k8s.dra.documents import EXPECTED_WITH_DRA, pods_and_dra_from_documents
     from numalign.k8s.manifest import SUPPORTED_KINDS, Expansion
+    from numalign.k8s.podfields import unknown_pod_field_warnings
 
     pods: list[Pod] = []
     objects = DRAObjects()
@@ -62,6 +64,8 @@ def load(pod_files: list[Path], replicas: int | None, notes: list[str],
         docs = load_documents(f, "the manifest", EXPECTED_WITH_DRA)
         found, dra = pods_and_dra_from_documents(docs, source_name(f), expand_replicas=expansion,
                                                  skipped=skipped)
+        for message in unknown_pod_field_warnings(docs, source_name(f)):  # after the reader's own errors
+            print(f"warning: {message}", file=sys.stderr)
         notes.extend(skipped)
         notes.extend(expansion_notes(source_name(f), expansion))
         if not found and not len(dra):
