@@ -437,7 +437,10 @@ def test_upstream_stub_plugin_registers_and_serves_a_manifest_pod(stub_layout: L
             assert entry["runtime"]["main"]["mounts"] == [
                 {"container_path": f"/tmp/{picked}", "host_path": f"/tmp/{picked}", "read_only": False}
             ]
-            assert stub.prestart_requests == [[picked]]  # pre_start_required: before the container starts
+            # pre_start_required: before the container starts, which is after admission and off the agent's
+            # lock (docs/node-agent.md): waited for, as "admitted" can be written first (a failure at load 10).
+            wait_for(lambda: stub.prestart_requests, "PreStartContainer of the admitted pod")
+            assert stub.prestart_requests == [[picked]]
 
             # Init-container devices are reused by the app container: must_include carries them and
             # the size is the app container's whole request (upstream devicesToAllocate).
