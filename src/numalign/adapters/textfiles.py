@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import sys
+from collections.abc import Callable
 from os import PathLike
 from pathlib import Path
 from typing import Any, Final
@@ -94,9 +95,17 @@ def load_document(
 
 
 def load_pods(
-    path: str | PathLike[str], *, expand_replicas: bool | Expansion = False, skipped: list[str] | None = None
+    path: str | PathLike[str], *, expand_replicas: bool | Expansion = False, skipped: list[str] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> list[Pod]:
     """The pods of a manifest file (or stdin for `-`), as k8s.manifest reads them; with `skipped`,
-    objects of other kinds are noted there instead of being an error."""
+    objects of other kinds are noted there instead of being an error; with `warn`, each unknown field
+    of a pod (k8s.podfields: a misspelt `resources`) is said there."""
     docs = load_documents(path, "the manifest", EXPECTED_MANIFEST)
-    return pods_from_documents(docs, source_name(path), expand_replicas=expand_replicas, skipped=skipped)
+    pods = pods_from_documents(docs, source_name(path), expand_replicas=expand_replicas, skipped=skipped)
+    if warn is not None:
+        from numalign.k8s.podfields import unknown_pod_field_warnings
+
+        for message in unknown_pod_field_warnings(docs, source_name(path)):
+            warn(message)
+    return pods

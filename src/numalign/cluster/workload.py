@@ -163,6 +163,9 @@ def load_workload(
                                     "`numalign admit` takes them")
         groups.extend(found)
         if notes is not None:
+            from numalign.k8s.podfields import unknown_pod_field_warnings  # a misspelt `resources`, as admit says
+
+            notes.extend(unknown_pod_field_warnings(docs, str(path)))
             notes.extend(f"{path}: {line}" for line in expansion.expanded[said[0]:])
             notes.extend((skipped or [])[said[1]:])  # these name their document already
     _unique(groups)

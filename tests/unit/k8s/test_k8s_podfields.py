@@ -93,3 +93,19 @@ def test_admit_warns_on_stderr_and_still_answers(tmp_path: Path, capsys: pytest.
     assert err.splitlines() == [
         f'warning: {path}: document 1: Pod ml/p: unknown field "spec.containers[0].resource" (ignored, as the kubelet '
         'ignores it; kubectl apply refuses it, so the answer is for the pod without it); did you mean "resources"?']
+
+
+def test_the_other_readers_of_pod_files_say_it_too(tmp_path: Path) -> None:
+    # nrt and run read through load_pods(warn=...); simulate and capacity through load_workload's notes.
+    from numalign.adapters.textfiles import load_pods
+    from numalign.cluster.workload import load_workload
+
+    path = tmp_path / "pod.yaml"
+    path.write_text(POD)
+    said: list[str] = []
+    (pod,) = load_pods(path, warn=said.append)
+    assert pod.name == "p" and len(said) == 1 and 'did you mean "resources"?' in said[0]
+    notes: list[str] = []
+    load_workload([path], notes=notes)
+    assert [n for n in notes if "unknown field" in n] == said
+    assert load_pods(path) and load_workload([path]).groups  # without warn or notes: read as before, silently

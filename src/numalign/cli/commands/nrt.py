@@ -106,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
     pods = []
     for f in args.pods:
         expansion = Expansion(args.replicas)
-        pods.extend(load_pods(Path(f), expand_replicas=expansion))
+        pods.extend(load_pods(Path(f), expand_replicas=expansion,
+                              warn=lambda m: print(f"numalign nrt: warning: {m}", file=sys.stderr)))
         for line in expansion_notes(f, expansion):
             print(f"numalign nrt: {line}", file=sys.stderr)
     from numalign.adapters.statedir.directory import state_directory

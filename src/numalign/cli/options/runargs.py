@@ -9,6 +9,7 @@ import argparse
 import dataclasses
 import os
 import re
+import sys
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -114,7 +115,7 @@ def build_pod(
                 f"{args.pod}: {', '.join(given)} given with a manifest; expected requests either from "
                 "POD.yaml or from flags; drop the flags or the manifest"
             )
-        pods = load_pods(args.pod)
+        pods = load_pods(args.pod, warn=lambda m: print(f"numalign run: warning: {m}", file=sys.stderr))
         if len(pods) != 1:
             raise InvalidInputError(f"{args.pod}: {len(pods)} pods; expected exactly one Pod; keep one in the file")
         pod = pods[0]
