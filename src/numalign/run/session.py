@@ -86,9 +86,14 @@ class RunNode:
         runs = RunProcesses(store, alive)
         node = Node(self.machine, self.config, store=store, ended_pods=runs.ended,
                     adapt_memory_to_host=True, kubelet_version=self.kubelet_version, previews=self.previews)
-        for change in node.memory.host_changes:
-            log.warning("state %s: this host's memory changed since the state was written (%s); the memory "
-                        "manager's state was rebuilt around what runs hold", self.state_dir, change)
+        if node.memory.host_changes:
+            # One line: the changes per NUMA node and what became of the held blocks belong together. The
+            # cause may be the run's own configuration as well as the host (a run with --system-reserved
+            # after one without reads as a host whose memory shrank).
+            log.warning("state %s: its memory manager state was written for other memory than this host and "
+                        "kubelet configuration give now (%s): the host's memory or the reserved memory "
+                        "(--reserved-memory, --system-reserved, --kube-reserved) changed; the state was rebuilt "
+                        "around what runs hold", self.state_dir, "; ".join(node.memory.host_changes))
         resources = {r: [Device(d.id, d.health, d.numa_nodes) for d in ds]
                      for r, ds in self.machine.devices_by_resource().items()}
         resources.update({r: list(ds) for r, ds in self.devices.items()})
