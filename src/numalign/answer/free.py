@@ -7,8 +7,10 @@ Units: CPUs (count) per NUMA node, millicores per node; bytes for memory and hug
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import TypeVar
 
 from numalign.k8s.resources import RESOURCE_CPU
 from numalign.kubelet.admission.allocatable import RESOURCE_PODS
@@ -46,6 +48,27 @@ def _by_amount(holdings: list[Holding]) -> tuple[Holding, ...]:
     return tuple(sorted(holdings, key=lambda h: (-h.amount, h.pod, h.container)))
 
 
+_T = TypeVar("_T", int, str)
+
+
+def _each_once(containers: list[tuple[str, str]], ids: Callable[[str, str], AbstractSet[_T]]
+               ) -> Iterator[tuple[str, str, AbstractSet[_T]]]:
+    """Each container with the ids it holds, an id a later container of the same pod holds too counted
+    for that one only: the CPU and device managers hand an init container's exclusive CPUs and devices on
+    to the app containers after it (cpusToReuse, devicesToReuse) while the init container's assignment
+    stays in their state, so counting both would show more held than the node has given."""
+    taken: dict[str, set[_T]] = {}
+    out = []
+    for uid, name in reversed(containers):  # kubelet order reversed: app containers first
+        seen = taken.setdefault(uid, set())
+        got = ids(uid, name)
+        own = got - seen
+        seen |= got
+        if own:
+            out.append((uid, name, own))
+    yield from reversed(out)
+
+
 def numa_capacity(node: Node) -> list[FreeCapacity]:
     """Per NUMA node: exclusive CPUs, memory and hugepages (Static policy), devices."""
     out: list[FreeCapacity] = []
@@ -64,10 +87,8 @@ def _cpu(node: Node, numa: int, keys: dict[str, str], containers: list[tuple[str
     mine = node.machine.cpus_on(numa)
     allocatable = node.cpu.get_allocatable_cpus() & mine
     held = []
-    for uid, name in containers:
-        n = len(node.cpu.get_exclusive_cpus(uid, name) & mine)
-        if n:
-            held.append(Holding(keys[uid], uid, name, n))
+    for uid, name, ids in _each_once(containers, lambda uid, name: node.cpu.get_exclusive_cpus(uid, name) & mine):
+        held.append(Holding(keys[uid], uid, name, len(ids)))
     yield FreeCapacity(numa, RESOURCE_CPU, len(allocatable), len(node.cpu.get_available_cpus() & mine),
                        _by_amount(held))
 
@@ -97,11 +118,12 @@ def _devices(node: Node, numa: int, keys: dict[str, str], containers: list[tuple
             continue
         free = here - node.devices.allocated.get(resource, set())
         held = []
-        for uid, name in containers:
-            got = (node.devices.get_container_devices(uid, name) or {}).get(resource, {})
-            n = len(set(got) & here)
-            if n:
-                held.append(Holding(keys[uid], uid, name, n))
+
+        def ids(uid: str, name: str, resource: str = resource, here: set[str] = here) -> set[str]:
+            return set((node.devices.get_container_devices(uid, name) or {}).get(resource, {})) & here
+
+        for uid, name, got in _each_once(containers, ids):
+            held.append(Holding(keys[uid], uid, name, len(got)))
         yield FreeCapacity(numa, resource, len(here), len(free), _by_amount(held))
 
 
