@@ -174,8 +174,14 @@ def pods_from_object(
         name = obj.get("metadata", {}).get("name") if isinstance(obj.get("metadata"), Mapping) else None
         skipped.append(f"{where}: {kind}{f' {name}' if isinstance(name, str) else ''} skipped (no pod template)")
         return []
+    if kind is None or kind == "":
+        raise InvalidInputError(
+            f"{where}: kind: the document has no kind; expected a Pod, a List or a workload "
+            f"({', '.join(SUPPORTED_KINDS)}) with apiVersion and kind set (a machine file goes to --machine, "
+            "a kubelet configuration to --config)"
+        )
     raise InvalidInputError(
-        f"{where}: kind: unsupported kind {kind!r}; supported kinds: {', '.join(SUPPORTED_KINDS)}"
+        f"{where}: kind: unsupported kind {quote(kind)}; supported kinds: {', '.join(SUPPORTED_KINDS)}"
     )
 
 

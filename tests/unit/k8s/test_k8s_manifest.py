@@ -208,6 +208,7 @@ def test_bad_quantity_in_a_deployment_names_the_template_path() -> None:
         ("kind: Deployment\nmetadata: {name: d}\nspec: {}\n", "spec.template: missing the Deployment's pod template"),
         ("kind: List\nitems: {a: 1}\n", "items: expected a list"),
         ("kind: List\nitems:\n- kind: Secret\n", "document 1: items[0]: kind: unsupported kind 'Secret'"),
+        ("cpus: 4\nmemory: 1Gi\n", "kind: the document has no kind; expected a Pod, a List or a workload"),
     ],
 )
 def test_errors(text: str, expected: str) -> None:
