@@ -253,8 +253,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     targets = list(dict.fromkeys(harness.target(v) for v in wanted))
     harness.ensure_built(targets)
     tallies: list[Tally] = []
-    for target in targets:
-        tallies += run_version(target, args.areas or sorted(AREAS), args.cases, args.seed, args.allow)
+    areas = args.areas or sorted(AREAS)
+    for n, target in enumerate(targets, start=1):
+        # Said before each release: its areas take minutes at load, and nothing else prints until the end.
+        print(f"conformance: kubelet {target} ({n} of {len(targets)}): {len(areas)} area(s) x {args.cases} cases, "
+              "numalign and the Go harness", file=sys.stderr, flush=True)
+        tallies += run_version(target, areas, args.cases, args.seed, args.allow)
     status = report(tallies, sys.stdout)
     for target in targets:
         for line in harness.substitutions(target):
