@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import stat
@@ -27,7 +28,8 @@ def _devices() -> list[Device]:
     return [Device("gpu0", HEALTHY, (0,)), Device("gpu1", HEALTHY, (1,)), Device("gpu2", HEALTHY, None)]
 
 
-def test_grpc_register_then_list_and_watch_feeds_callbacks(kubelet: FakeKubelet, sock_dir: Path) -> None:
+def test_grpc_register_then_list_and_watch_feeds_callbacks(kubelet: FakeKubelet, sock_dir: Path,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
     plugin = DevicePlugin(
         GPU,
         _devices(),
@@ -70,6 +72,8 @@ def test_grpc_register_then_list_and_watch_feeds_callbacks(kubelet: FakeKubelet,
         plugin.stop()
     kubelet.wait_for(lambda: kubelet.disconnected == [GPU], "disconnect after the plugin stops")
     assert kubelet.server.endpoint(GPU) is None
+    said = [r for r in caplog.records if r.levelno >= logging.WARNING and "disconnected" in r.getMessage()]
+    assert len(said) == 1, said  # once, by the plugin's client (the registration server said it again before)
 
 
 def test_grpc_sockets_are_0600_and_stale_sockets_are_cleaned(

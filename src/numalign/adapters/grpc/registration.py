@@ -345,7 +345,9 @@ class RegistrationServer:
             if current:
                 del self._clients[client.resource]
         if current:
-            log.warning("device plugin %s disconnected: %s", client.resource, reason)
+            # The client said it at warning level already (plugin_client: the same words), just before
+            # calling this; a second warning printed every disconnect twice.
+            log.debug("device plugin %s disconnected: %s", client.resource, reason)
             self._notify(lambda x: x.on_disconnect(client.resource))
 
     def _notify(self, report: Callable[[RegistrationListener], None]) -> None:
