@@ -277,10 +277,10 @@ def _build_pod(
     if not isinstance(raw_init, list):
         raise InvalidInputError(f"{where}: {path}.initContainers: expected a list, got {_type_name(raw_init)}")
     init = tuple(
-        _container(c, f"{path}.initContainers[{i}]", where, is_init=True) for i, c in enumerate(raw_init)
+        _container(c, path, "initContainers", i, where, is_init=True) for i, c in enumerate(raw_init)
     )
     apps = tuple(
-        _container(c, f"{path}.containers[{i}]", where, is_init=False) for i, c in enumerate(raw_containers)
+        _container(c, path, "containers", i, where, is_init=False) for i, c in enumerate(raw_containers)
     )
     seen: set[str] = set()
     for c in (*init, *apps):
@@ -291,8 +291,10 @@ def _build_pod(
             )
         seen.add(c.name)
     overhead = _resource_list(spec.get("overhead"), f"{path}.overhead", where)
-    resource_claims = pod_resource_claims(spec.get("resourceClaims"), f"{path}.resourceClaims", where)
-    check_container_claims((*init, *apps), resource_claims, path, where)
+    raw_claims = spec.get("resourceClaims")
+    resource_claims = () if raw_claims is None else pod_resource_claims(raw_claims, f"{path}.resourceClaims", where)
+    if resource_claims or any(c.claims for c in init) or any(c.claims for c in apps):
+        check_container_claims((*init, *apps), resource_claims, path, where)
     pod_requests, pod_limits = _pod_level_resources(spec.get("resources"), f"{path}.resources", where)
     return Pod(
         name=name,
@@ -331,35 +333,88 @@ def _pod_level_resources(
     return requests, limits
 
 
-def _container(obj: object, path: str, where: str, *, is_init: bool) -> Container:
-    if not isinstance(obj, Mapping):
-        raise InvalidInputError(f"{where}: {path}: expected a container mapping, got {_type_name(obj)}")
+def _container(obj: object, spec_path: str, member: str, index: int, where: str, *, is_init: bool) -> Container:
+    """One container of spec.<field>[index]. Its path in messages is built only for a message: every pod
+    read reads its containers (a few f-strings each, about a tenth of a pod's read)."""
+    if type(obj) is not dict and not isinstance(obj, Mapping):
+        raise InvalidInputError(f"{where}: {spec_path}.{member}[{index}]: expected a container mapping, "
+                                f"got {_type_name(obj)}")
     name = obj.get("name")
     if not isinstance(name, str) or not name:
-        raise InvalidInputError(f"{where}: {path}.name: every container needs a name (non-empty string)")
-    resources = _mapping(obj.get("resources"), where, f"{path}.resources")
-    limits = _resource_list(resources.get("limits"), f"{path}.resources.limits", where)
-    requests = _resource_list(resources.get("requests"), f"{path}.resources.requests", where)
+        raise InvalidInputError(f"{where}: {spec_path}.{member}[{index}].name: every container needs a name "
+                                "(non-empty string)")
+    raw = obj.get("resources")
+    resources = raw if type(raw) is dict else _mapping(raw, where, f"{spec_path}.{member}[{index}].resources")
+    requests, limits = _container_resources(resources, spec_path, member, index, where)
+    restart_policy = obj.get("restartPolicy")
+    if restart_policy is not None:
+        path = f"{spec_path}.{member}[{index}]"
+        restart_policy = _optional_str(restart_policy, where, f"{path}.restartPolicy")
+        if is_init and restart_policy is not None and restart_policy not in _INIT_RESTART_POLICIES:
+            raise InvalidInputError(
+                f"{where}: {path}.restartPolicy: unsupported value {restart_policy!r}; expected \"Always\" "
+                "(a sidecar) or leave it out"
+            )
+    raw_claims = resources.get("claims")
+    claims = () if raw_claims is None else container_claims(
+        raw_claims, f"{spec_path}.{member}[{index}].resources.claims", where)
+    return Container(name, requests, limits, restart_policy, is_init, claims)
+
+
+def _container_resources(
+    resources: Mapping[str, Any], spec_path: str, member: str, index: int, where: str
+) -> tuple[dict[str, Quantity], dict[str, Quantity]]:
+    """A container's requests (defaulted from its limits) and limits, validated. Containers of a few
+    shapes are read over and over (every pod of a workload, every generated pod of a shape): the answer
+    for the same texts is kept (_VALIDATED, bounded) and handed out as fresh dicts of the same Quantities
+    (immutable). Only texts are keys: 1, 1.0 and true hash alike but do not read alike."""
+    raw_limits, raw_requests = resources.get("limits"), resources.get("requests")
+    key: tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] | None = None
+    if (raw_limits is None or type(raw_limits) is dict) and (raw_requests is None or type(raw_requests) is dict):
+        limit_texts, request_texts = _text_items(raw_limits), _text_items(raw_requests)
+        if limit_texts is not None and request_texts is not None:
+            key = (limit_texts, request_texts)
+            known = _VALIDATED.get(key)
+            if known is not None:
+                return dict(known[0]), dict(known[1])
+    path = f"{spec_path}.{member}[{index}].resources"
+    limits = _resource_list(raw_limits, f"{path}.limits", where)
+    requests = _resource_list(raw_requests, f"{path}.requests", where)
     # SetDefaults_Pod: a limit without a request requests the limit.
     for resource, limit in limits.items():
         requests.setdefault(resource, limit)
-    _validate_requirements(requests, limits, f"{path}.resources", where)
-    restart_policy = _optional_str(obj.get("restartPolicy"), where, f"{path}.restartPolicy")
-    if is_init and restart_policy is not None and restart_policy not in _INIT_RESTART_POLICIES:
-        raise InvalidInputError(
-            f"{where}: {path}.restartPolicy: unsupported value {restart_policy!r}; expected \"Always\" "
-            "(a sidecar) or leave it out"
-        )
-    return Container(
-        name=name, requests=requests, limits=limits, restart_policy=restart_policy, is_init=is_init,
-        claims=container_claims(resources.get("claims"), f"{path}.resources.claims", where),
-    )
+    _validate_requirements(requests, limits, path, where)
+    if key is not None:
+        if len(_VALIDATED) >= _VALIDATED_KEPT:
+            _VALIDATED.clear()
+        _VALIDATED[key] = (dict(requests), dict(limits))
+    return requests, limits
+
+
+def _text_items(obj: dict[str, Any] | None) -> tuple[tuple[str, str], ...] | None:
+    """The (name, text) pairs of a resource list whose names and quantities are all strings, in order;
+    None when one is not (such a list is read and validated every time)."""
+    if not obj:
+        return ()
+    items: list[tuple[str, str]] = []
+    for name, value in obj.items():
+        if type(name) is not str or type(value) is not str:
+            return None
+        items.append((name, value))
+    return tuple(items)
+
+
+# (limits' texts, requests' texts) -> (requests, limits) of a container read and validated before.
+_VALIDATED: dict[
+    tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]], tuple[dict[str, Quantity], dict[str, Quantity]]
+] = {}
+_VALIDATED_KEPT = 1024
 
 
 def _resource_list(obj: object, path: str, where: str) -> dict[str, Quantity]:
     if obj is None:
         return {}
-    if not isinstance(obj, Mapping):
+    if type(obj) is not dict and not isinstance(obj, Mapping):
         raise InvalidInputError(
             f"{where}: {path}: expected a mapping of resource name to quantity (e.g. cpu: 500m), "
             f"got {_type_name(obj)}"
@@ -484,7 +539,7 @@ def _mapping(
         if required:
             raise InvalidInputError(f"{where}: {path}: missing{' ' + what if what else ''} (expected a mapping)")
         return {}
-    if not isinstance(obj, Mapping):
+    if type(obj) is not dict and not isinstance(obj, Mapping):  # a plain dict without the ABC's check
         raise InvalidInputError(f"{where}: {path}: expected a mapping, got {_type_name(obj)}")
     return obj
 

@@ -28,7 +28,7 @@ from numalign.kubelet.cpumanager.options import (
     validate_static_policy_options,
 )
 from numalign.kubelet.cpumanager.state import CPUManagerState, validate_state
-from numalign.kubelet.cpumanager.take import TakeOptions, allocate_cpus, smt_alignment_error, take_by_topology
+from numalign.kubelet.cpumanager.take import TakeOptions, allocate_cpus_kept, smt_alignment_error, take_by_topology
 from numalign.kubelet.cpumanager.topology import CPUTopology
 from numalign.kubelet.topologymanager.provider import (
     DEFAULT_IMPLICIT_FROM_NODES,
@@ -163,6 +163,9 @@ class StaticPolicy:
         self.reserved_cpus: frozenset[int] = reserved
         self.reserved_physical_cpus: frozenset[int] = frozenset(physical)
         self.state = CPUManagerState(POLICY_NAME, frozenset(), {})
+        # get_available_cpus' answer and the default set it was made from
+        self._available: frozenset[int] = frozenset()
+        self._available_from: frozenset[int] | None = None
         self.cpus_to_reuse: dict[str, frozenset[int]] = {}
         # Kubelet metrics this policy updates (see spec §8).
         self.pinning_requests_total = 0
@@ -236,8 +239,14 @@ class StaticPolicy:
     # ---- pools ----------------------------------------------------------------------------------
 
     def get_available_cpus(self) -> frozenset[int]:
-        """defaultCpuSet minus reserved: what exclusive allocations can take."""
-        return self.state.default_cpu_set - self.reserved_cpus
+        """defaultCpuSet minus reserved: what exclusive allocations can take. Kept for the default set it
+        was made from (a frozenset, replaced, never changed, on every allocation and release): hints and
+        Allocate ask for it per container, and the same object keeps its hash for their memos' keys."""
+        default = self.state.default_cpu_set
+        if default is not self._available_from:
+            self._available = default - self.reserved_cpus
+            self._available_from = default
+        return self._available
 
     def get_allocatable_cpus(self) -> frozenset[int]:
         return self.topology.details.cpus() - self.reserved_cpus
@@ -357,7 +366,7 @@ class StaticPolicy:
             self._update_cpus_to_reuse(pod, container, existing)
             return
         hint = self.affinity.get_affinity(pod.uid, container.name) if self.affinity else _NO_AFFINITY
-        result = allocate_cpus(
+        result = allocate_cpus_kept(
             self.topology,
             num_cpus,
             hint.mask,

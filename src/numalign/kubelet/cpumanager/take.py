@@ -28,6 +28,7 @@ __all__ = [
     "TakeOptions",
     "aligned_cpus",
     "allocate_cpus",
+    "allocate_cpus_kept",
     "not_enough_cpus",
     "smt_alignment_error",
     "standard_deviation",
@@ -129,3 +130,34 @@ def allocate_cpus(
         result = take_by_topology(topo, aligned, min(num_cpus, len(aligned)), options, numa_affinity.bit_count())
     rest = take_by_topology(topo, allocatable - result, num_cpus - len(result), options)
     return result | rest
+
+
+# allocate_cpus' answers kept per topology (topo.derived[_ALLOCATED]), as generate_cpu_topology_hints'
+# are: the same request on the same free CPUs gets the same CPUs, and a node (or a fleet's nodes of one
+# machine) meets the same free sets again and again. Bounded: cleared when full.
+_ALLOCATED = "allocate_cpus"
+ALLOCATED_KEPT = 1024
+
+
+def allocate_cpus_kept(
+    topo: CPUTopology,
+    num_cpus: int,
+    numa_affinity: int | None,
+    available: frozenset[int],
+    reusable: frozenset[int],
+    options: TakeOptions,
+) -> frozenset[int]:
+    """allocate_cpus, answered from what it answered before for the same arguments (it is a pure function
+    of them; a request it refuses raises every time and is not kept)."""
+    memo: dict[tuple[int, int | None, frozenset[int], frozenset[int], TakeOptions], frozenset[int]] | None
+    memo = topo.derived.get(_ALLOCATED)
+    if memo is None:
+        memo = topo.derived[_ALLOCATED] = {}
+    key = (num_cpus, numa_affinity, available, reusable, options)
+    got = memo.get(key)
+    if got is None:
+        got = allocate_cpus(topo, num_cpus, numa_affinity, available, reusable, options)
+        if len(memo) >= ALLOCATED_KEPT:
+            memo.clear()
+        memo[key] = got
+    return got

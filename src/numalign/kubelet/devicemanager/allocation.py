@@ -29,6 +29,15 @@ class AllocationRequest:
     required: int
     reusable: set[str]
 
+    def __init__(self, pod_uid: str, container_name: str, resource: str, required: int, reusable: set[str]) -> None:
+        # Written out: a dataclass's generated __init__ runs as interpreted Python in the compiled core
+        # (one request per device resource per admission); these stores are native there.
+        object.__setattr__(self, "pod_uid", pod_uid)
+        object.__setattr__(self, "container_name", container_name)
+        object.__setattr__(self, "resource", resource)
+        object.__setattr__(self, "required", required)
+        object.__setattr__(self, "reusable", reusable)
+
 
 def _q(s: str) -> str:
     """Go's %q for the printable strings Kubernetes names are made of."""

@@ -22,8 +22,7 @@ are the 1.35 ones restricted to those nodes (a narrowest mask never needs a devi
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from numalign.core.bitmask import iterate_bitmasks
@@ -59,32 +58,79 @@ def generate_device_topology_hints(
 ) -> list[TopologyHint]:
     """Upstream generateDeviceTopologyHints: every mask over the machine's NUMA nodes with enough
     reusable+available devices, Preferred where the mask is as narrow as the machine allows."""
-    # Upstream passes sets: a repeated id counts once.
-    available, reusable = list(dict.fromkeys(available)), list(dict.fromkeys(reusable))
-    # Devices are counted by their node mask; distinct masks are few (about one per NUMA node).
-    all_masks = Counter(device_numa_mask(d) for d in all_devices.values())
+    # Devices are counted by their node mask; distinct masks are few (about one per NUMA node). Plain
+    # loops over small lists: this runs for every container asking for a device, per admission.
+    all_masks = _mask_counts(all_devices.values())
     # A reusable device without TopologyInfo (or unknown to the inventory: Go reads a zero Device)
-    # is skipped; every other reusable device must touch the mask.
-    reusable_masks = Counter(
-        device_numa_mask(dev) for d in reusable if (dev := all_devices.get(d)) is not None and dev.topology is not None
-    )
-    num_reusable = sum(reusable_masks.values())
-    available_masks = Counter(device_numa_mask(all_devices.get(d)) for d in available)
+    # is skipped; every other reusable device must touch the mask. Upstream passes sets: a repeated id
+    # counts once.
+    reusable_masks: list[int] = []
+    num_reusable = 0
+    for d in _distinct(reusable):
+        dev = all_devices.get(d)
+        if dev is not None and dev.topology is not None:
+            m = device_numa_mask(dev)
+            if m not in reusable_masks:
+                reusable_masks.append(m)
+            num_reusable += 1
+    available_masks = _mask_counts([all_devices.get(d) for d in _distinct(available)])
 
     min_affinity_size = len(numa_nodes)
     candidates: list[int] = []
-    for mask in iterate_bitmasks(list(numa_nodes)):
+    for mask in _all_masks(numa_nodes):
         count = mask.bit_count()
-        if count < min_affinity_size and sum(n for m, n in all_masks.items() if m & mask) >= request:
-            min_affinity_size = count
-
-        if any(not (m & mask) for m in reusable_masks):
+        if count < min_affinity_size:
+            total = 0
+            for m, n in all_masks:
+                if m & mask:
+                    total += n
+            if total >= request:
+                min_affinity_size = count
+        touches_every_reusable = True
+        for m in reusable_masks:
+            if not m & mask:
+                touches_every_reusable = False
+                break
+        if not touches_every_reusable:
             continue
-        num_matching = num_reusable + sum(n for m, n in available_masks.items() if m & mask)
+        num_matching = num_reusable
+        for m, n in available_masks:
+            if m & mask:
+                num_matching += n
         if num_matching >= request:
             candidates.append(mask)
 
     return [hint_of(m, m.bit_count() == min_affinity_size) for m in candidates]
+
+
+def _distinct(ids: Collection[str]) -> Collection[str]:
+    return ids if isinstance(ids, (set, frozenset)) else set(ids)
+
+
+def _mask_counts(devices: Iterable[Device | None]) -> list[tuple[int, int]]:
+    """(node mask, devices with it) for each distinct mask, in first-seen order."""
+    counts: dict[int, int] = {}
+    for d in devices:
+        m = device_numa_mask(d)
+        counts[m] = counts.get(m, 0) + 1
+    return list(counts.items())
+
+
+def _all_masks(numa_nodes: Sequence[int]) -> list[int]:
+    """iterate_bitmasks over the nodes, kept per node list (a machine has one or two: all its nodes, and
+    those hosting a resource's devices from 1.36)."""
+    key = tuple(numa_nodes)
+    masks = _MASKS.get(key)
+    if masks is None:
+        masks = list(iterate_bitmasks(list(key)))
+        if len(_MASKS) >= _MASKS_KEPT:
+            _MASKS.clear()
+        _MASKS[key] = masks
+    return masks
+
+
+_MASKS: dict[tuple[int, ...], list[int]] = {}
+_MASKS_KEPT = 64
 
 
 # A hint generator with generate_device_topology_hints' signature: upstream's explicit lists, or
@@ -149,11 +195,8 @@ def resource_hint_steps(
 ) -> _H | list[TopologyHint] | None:
     """Steps a-e of resource_topology_hints with the hint list built by `generate` (kubelet 1.36+:
     over_device_nodes, see the module docstring)."""
-    if over_device_nodes:
-        return resource_hint_steps(
-            numa_nodes, all_devices, over_device_numa_nodes(generate),
-            allocated=allocated, available=available, reusable=reusable, request=request,
-        )
+    if over_device_nodes:  # what over_device_numa_nodes(generate) does, without a wrapper per call
+        numa_nodes = device_numa_nodes(numa_nodes, all_devices)
     # a. No device reports NUMA nodes: no preference.
     if not device_has_topology_alignment(all_devices):
         return None

@@ -110,6 +110,17 @@ class AllocateCall:
     # Where the call's duration goes, (resource, seconds): the device manager's allocate_durations.
     durations: list[tuple[str, float]] = field(compare=False, repr=False)
 
+    def __init__(self, pod_uid: str, container_name: str, resource: str, endpoint: Endpoint,
+                 device_ids: tuple[str, ...], per_numa: DevicesPerNUMA, durations: list[tuple[str, float]]) -> None:
+        # Written out, as AllocationRequest's (one call per device resource per admission).
+        object.__setattr__(self, "pod_uid", pod_uid)
+        object.__setattr__(self, "container_name", container_name)
+        object.__setattr__(self, "resource", resource)
+        object.__setattr__(self, "endpoint", endpoint)
+        object.__setattr__(self, "device_ids", device_ids)
+        object.__setattr__(self, "per_numa", per_numa)
+        object.__setattr__(self, "durations", durations)
+
     def make(self) -> ContainerAllocateResponse:
         """The plugin's Allocate (raises PluginError), timed as the kubelet times it, answered or not."""
         start = time.monotonic()
@@ -226,6 +237,14 @@ class DeviceManager:
 
     def is_device_plugin_resource(self, resource: str) -> bool:
         return resource in self.healthy or resource in self.allocated
+
+    def _asks_for_devices(self, container: Container) -> bool:
+        """The container limits a device plugin resource (Allocate and the hints look at those only). A
+        plain loop: the compiled core runs it natively, where any() over a generator builds one per call."""
+        for resource in container.limits:  # noqa: SIM110
+            if resource in self.healthy or resource in self.allocated:
+                return True
+        return False
 
     def get_capacity(self, now: float) -> DeviceCapacity:
         """GetCapacity: drops resources whose endpoint is missing or stopped for longer than the
@@ -369,8 +388,13 @@ class DeviceManager:
         devices; a regular init container's devices become reusable, a sidecar's do not. Each plugin
         Allocate call is yielded where the kubelet makes it, for the caller to make (see the module)."""
         reuse = self.devices_to_reuse.setdefault(pod.uid, {})
-        for uid in [u for u in self.devices_to_reuse if u != pod.uid]:
-            del self.devices_to_reuse[uid]
+        if len(self.devices_to_reuse) > 1:
+            for uid in [u for u in self.devices_to_reuse if u != pod.uid]:
+                del self.devices_to_reuse[uid]
+        if not self._asks_for_devices(container) and container.name not in self.pod_devices.devs.get(pod.uid, {}):
+            # Most containers: no device plugin resource and nothing held, so nothing is allocated and the
+            # reuse bookkeeping below (what podDevices holds for the container) has nothing to move.
+            return
         for init in pod.init_containers:
             if init.name == container.name:
                 yield from self._allocate_container_resources(pod, container, reuse)
