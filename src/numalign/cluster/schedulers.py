@@ -73,7 +73,7 @@ _SHAPES_KEPT: Final = 64
 
 @dataclass(frozen=True)
 class _Needs:
-    """What _row reads of a pod shape, as Python numbers."""
+    """What _update_rows reads of a pod shape, as Python numbers."""
 
     fit: tuple[tuple[int, int], ...]  # (resource column, amount) NodeResourcesFit checks
     non_zero: tuple[int, int]
@@ -150,9 +150,7 @@ class DefaultScheduler:
                 found.fit = st.fit_mask(pv)
                 found.score = self._base_scores(pv, np.arange(len(st.nodes)))
             elif self.scoring == "LeastAllocated" and self._all_positive():
-                row, need = self._row, _needs(pv)
-                for i in set(changed):
-                    found.fit[i], found.score[i] = row(need, i)
+                self._update_rows(_needs(pv), set(changed), found)
             else:
                 rows = np.unique(np.array(changed, dtype=np.int64))
                 found.fit[rows] = st.fit_mask(pv, rows)
@@ -160,31 +158,40 @@ class DefaultScheduler:
             found.seen = seen
         return found
 
-    def _row(self, need: _Needs, i: int) -> tuple[bool, int]:
-        """One node's NodeResourcesFit filter and LeastAllocated + BalancedAllocation score, in Python
+    def _update_rows(self, need: _Needs, nodes: set[int], rows: _ShapeRows) -> None:
+        """These nodes' NodeResourcesFit filter and LeastAllocated + BalancedAllocation score, in Python
         numbers: the same operations, in the same order and precision (float64), as the vector forms
         (fit_mask, fit_scores' LeastAllocated fast path and balanced_scores' with every allocatable
         positive), which cost more in numpy's per-call overhead than they compute for a few nodes. The
-        node's amounts are read from the state's Python copies of the arrays (ClusterState.alloc_of ...)."""
+        node's amounts are read from the state's Python copies of the arrays (ClusterState.alloc_of ...).
+        One loop with the shape's needs read once: 1.4 million rows in a run of 200,000 pods."""
         st = self.state
-        alloc, requested = st.alloc_of[i], st.requested_of[i]
-        fits = st.pods_of[i] + 1 <= st.max_pods_of[i]
-        if fits:
-            for c, amount in need.fit:
-                if alloc[c] - requested[c] < amount:
-                    fits = False
-                    break
-        alloc_cpu, alloc_mem = alloc[0], alloc[1]
-        non_zero = st.non_zero_of[i]
-        used_cpu, used_mem = non_zero[0] + need.non_zero[0], non_zero[1] + need.non_zero[1]
-        score = ((0 if used_cpu > alloc_cpu else (alloc_cpu - used_cpu) * MAX_NODE_SCORE // alloc_cpu)
-                 + (0 if used_mem > alloc_mem else (alloc_mem - used_mem) * MAX_NODE_SCORE // alloc_mem)) // 2
+        alloc_of, requested_of, non_zero_of = st.alloc_of, st.requested_of, st.non_zero_of
+        pods_of, max_pods_of = st.pods_of, st.max_pods_of
+        fit_needs = need.fit
+        need_cpu, need_mem = need.non_zero
         cpu, mem = need.cpu, need.memory
-        if cpu or mem:
-            f_cpu = min(float(requested[0] + cpu) / float(alloc_cpu), 1.0)
-            f_mem = min(float(requested[1] + mem) / float(alloc_mem), 1.0)
-            score += int((1 - abs((f_cpu - f_mem) / 2)) * MAX_NODE_SCORE)
-        return fits, score
+        balanced = bool(cpu or mem)
+        fit, score = rows.fit, rows.score
+        for i in nodes:
+            alloc, requested = alloc_of[i], requested_of[i]
+            fits = pods_of[i] + 1 <= max_pods_of[i]
+            if fits:
+                for c, amount in fit_needs:
+                    if alloc[c] - requested[c] < amount:
+                        fits = False
+                        break
+            alloc_cpu, alloc_mem = alloc[0], alloc[1]
+            non_zero = non_zero_of[i]
+            used_cpu, used_mem = non_zero[0] + need_cpu, non_zero[1] + need_mem
+            total = ((0 if used_cpu > alloc_cpu else (alloc_cpu - used_cpu) * MAX_NODE_SCORE // alloc_cpu)
+                     + (0 if used_mem > alloc_mem else (alloc_mem - used_mem) * MAX_NODE_SCORE // alloc_mem)) // 2
+            if balanced:
+                f_cpu = min(float(requested[0] + cpu) / float(alloc_cpu), 1.0)
+                f_mem = min(float(requested[1] + mem) / float(alloc_mem), 1.0)
+                total += int((1 - abs((f_cpu - f_mem) / 2)) * MAX_NODE_SCORE)
+            fit[i] = fits
+            score[i] = total
 
     # -- filtering ----------------------------------------------------------------------------------
     def candidates(self, pv: PodVector, placement_mask: BoolArray) -> BoolArray:

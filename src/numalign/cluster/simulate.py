@@ -299,7 +299,6 @@ def _alignment(state: ClusterState, bound: dict[str, tuple[int, str]]) -> NUMAAl
 
     hist: Counter[int] = Counter()
     guaranteed = single = fewest = 0
-    cpu_numa_of: dict[str, dict[int, int]] = {}
     zones_of: dict[str, list[dict[str, int]]] = {}
     least: dict[tuple[str, tuple[object, ...]], int] = {}
     # A CPU set's NUMA nodes, per set: every container in the shared pool holds the same large set (the
@@ -311,35 +310,26 @@ def _alignment(state: ClusterState, bound: dict[str, tuple[int, str]]) -> NUMAAl
         if get_pod_qos(pod) is not QOSClass.GUARANTEED:
             continue
         guaranteed += 1
-        node = sn.node()
-        cpu_numa = cpu_numa_of.get(sn.pool.name)
-        if cpu_numa is None:
-            cpu_numa = {c.id: c.numa_node for c in node.machine.cpus if c.numa_node is not None}
-            cpu_numa_of[sn.pool.name] = cpu_numa
-        numa: set[int] = set()  # every NUMA node its CPUs (shared pool included), memory and devices use
-        pinned: set[int] = set()  # the same without the shared pool: what the kubelet placed for it
-        # What Node.allocation answers, read from the managers directly (it builds the container's
-        # whole answer, sorted ids and records, for the three sets read here).
-        for c in pod.all_containers():
-            own = node.cpu.get_cpu_set(uid, c.name)  # exclusive CPUs, or None: the shared pool
-            held = own if own is not None else node.cpu.cpus_for_container(uid, c.name)
-            known = numa_of_set.get(id(held))
-            if known is None or known[0] is not held or len(numa_of_set) > 4096:
-                if len(numa_of_set) > 4096:
-                    numa_of_set.clear()
-                known = (held, frozenset(cpu_numa[cpu] for cpu in held if cpu in cpu_numa))
-                numa_of_set[id(held)] = known
-            cpus = known[1]
-            numa.update(cpus)
-            if own is not None:
-                pinned.update(cpus)
-            for block in node.memory.get_memory(uid, c.name) or ():
-                numa.update(block.numa_affinity)
-                pinned.update(block.numa_affinity)
-            for ids in (node.devices.get_container_devices(uid, c.name) or {}).values():
-                for dev in ids.values():
-                    numa.update(dev.topology or ())
-                    pinned.update(dev.topology or ())
+        # What the kubelet placed for the pod (its exclusive CPUs, memory and devices), read at its
+        # admission (ClusterState._note_held); every NUMA node it uses adds the shared pool's as it is now.
+        pinned, shared = state.held[uid]
+        numa = pinned
+        if shared:
+            node = sn.node()
+            cpu_numa = state.cpu_numa(sn)
+            pool: set[int] = set()
+            for c in pod.all_containers():
+                if node.cpu.get_cpu_set(uid, c.name) is not None:
+                    continue
+                held = node.cpu.cpus_for_container(uid, c.name)
+                known = numa_of_set.get(id(held))
+                if known is None or known[0] is not held:
+                    if len(numa_of_set) > 4096:
+                        numa_of_set.clear()
+                    known = (held, frozenset(cpu_numa[cpu] for cpu in held if cpu in cpu_numa))
+                    numa_of_set[id(held)] = known
+                pool.update(known[1])
+            numa = pinned | pool
         hist[len(numa)] += 1
         single += len(numa) == 1
         key = (sn.pool.name, sn.pods[uid][1].key)

@@ -25,6 +25,7 @@ from numalign.cluster.resources import node_allocatable, non_zero_requests, pod_
 from numalign.cluster.workload import Placement
 from numalign.core.decision import DecisionRecord
 from numalign.k8s.pod import Pod
+from numalign.k8s.qos import QOSClass, get_pod_qos
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
 from numalign.kubelet.admission.predicate import fit_requests
 from numalign.kubelet.node import Node
@@ -103,7 +104,7 @@ class ClusterState:
         self.pod_count: IntArray = np.zeros(n, dtype=np.int64)
         self.max_pods: IntArray = np.array([sn.pool.max_pods for sn in self.nodes], dtype=np.int64)
         # The same amounts per node as Python numbers, kept beside the arrays, for readers of one node at a
-        # time (the schedulers' per-node updates, schedulers._row): numpy's per-element reads cost more
+        # time (the schedulers' per-node updates, schedulers._update_rows): numpy's per-element reads cost more
         # than the arithmetic done with them. Both change together, in admit, remove and _add_resource only.
         self.alloc_of: list[list[int]] = self.alloc.tolist()
         self.requested_of: list[list[int]] = self.requested.tolist()
@@ -119,6 +120,10 @@ class ClusterState:
         # For the kubelet's answers: the NUMA nodes each cached admission depends on (see _changed).
         self._needs: dict[tuple[object, ...], npt.NDArray[np.object_]] = {}
         self._cpu_numa: dict[str, dict[int, int]] = {}
+        # Per bound Guaranteed pod: the NUMA nodes of its exclusive CPUs, memory and devices, and whether
+        # a container of it runs in the shared pool (_note_held; the NUMA alignment report reads them).
+        self.held: dict[str, tuple[frozenset[int], bool]] = {}
+        self._held_answers: dict[tuple[frozenset[int], bool], tuple[frozenset[int], bool]] = {}
         self.probe_count = 0
         # The nodes whose requested amounts or pod count changed (admit, remove), in order, and a count
         # of resource columns added: what a scheduler's per-shape filter and scores need to recompute.
@@ -219,8 +224,11 @@ class ClusterState:
             self._count(i, pv, 1)
             self.changes.append(i)
             sn.state = hash((sn.state, "+", pv.key))
-            if self._answers:  # only the exact and nrt schedulers keep answers to invalidate
-                self._changed(i, self._footprint(sn, pod))
+            guaranteed = get_pod_qos(pod) is QOSClass.GUARANTEED
+            if guaranteed or self._answers:
+                footprint = self._note_held(sn, pod, guaranteed)
+                if self._answers:  # only the exact and nrt schedulers keep answers to invalidate
+                    self._changed(i, footprint)
         return rec
 
     def _count(self, i: int, pv: PodVector, sign: int) -> None:
@@ -241,36 +249,55 @@ class ClusterState:
         row[1] += sign * pv.non_zero[1]
         self.pods_of[i] += sign
 
-    def _footprint(self, sn: SimNode, pod: Pod) -> int:
-        """The NUMA nodes whose kubelet-side state the admitted pod changed: its exclusive CPUs, memory
-        blocks and devices (-1: all of them, for a device without NUMA affinity). A pod in the shared
-        pool with none of those changes no provider's state at all."""
+    def _note_held(self, sn: SimNode, pod: Pod, guaranteed: bool) -> int:
+        """What the admitted pod holds on its node, read once at its admission: the NUMA nodes whose
+        kubelet-side state it changed (its footprint, returned: its exclusive CPUs, memory blocks and
+        devices; -1: all of them, for a device without NUMA affinity; a pod in the shared pool with none
+        of those changes no provider's state at all) and, for a Guaranteed pod, what the NUMA alignment
+        report reads (`held`). What a pod holds stays as its admission left it until it is removed (the
+        regular init containers' memory is given back when the pod's containers start, inside the
+        admission), so the report at the end of the run reads the same as it would from the managers
+        then, less the shared pool, which changes with every exclusive allocation and is read then."""
         node = sn.node()
-        cpu_numa = self._cpu_numa.get(sn.pool.name)
-        if cpu_numa is None:
-            cpu_numa = {c.id: c.numa_node for c in node.machine.cpus if c.numa_node is not None}
-            self._cpu_numa[sn.pool.name] = cpu_numa
+        cpu_numa = self.cpu_numa(sn)
         # Read from the managers directly, not through Node.allocation: that builds the container's
-        # whole answer (sorted CPU ids, block and device records) for the three sets read here, once
-        # per admission of an exact run.
+        # whole answer (sorted CPU ids, block and device records) for the three sets read here.
         mask = 0
+        no_topology = shared = False
+        pinned: set[int] = set()  # the NUMA ids, -1 included, of what the kubelet placed for the pod
         uid = pod.uid
         for c in pod.all_containers():
             exclusive = node.cpu.get_cpu_set(uid, c.name)
-            if exclusive is not None:
+            if exclusive is None:
+                shared = True
+            else:
                 for cpu in exclusive:
                     if cpu in cpu_numa:
-                        mask |= _bit(cpu_numa[cpu])
+                        pinned.add(cpu_numa[cpu])
             for block in node.memory.get_memory(uid, c.name) or ():
-                for n in block.numa_affinity:
-                    mask |= _bit(n)
+                pinned.update(block.numa_affinity)
             for ids in (node.devices.get_container_devices(uid, c.name) or {}).values():
                 for dev in ids.values():
                     if dev.topology is None:
-                        return -1
-                    for n in dev.topology:
-                        mask |= _bit(n)
-        return mask
+                        no_topology = True
+                    else:
+                        pinned.update(dev.topology)
+        for n in pinned:
+            mask |= _bit(n)
+        if guaranteed:
+            # Few distinct answers (one NUMA node or a few, shared pool or not): one object each, so
+            # 200,000 pods hold 200,000 references rather than as many sets.
+            answer = (frozenset(pinned), shared)
+            self.held[uid] = self._held_answers.setdefault(answer, answer)
+        return -1 if no_topology else mask
+
+    def cpu_numa(self, sn: SimNode) -> dict[int, int]:
+        """Each CPU's NUMA node on the node's pool's machine (as its kubelet sees it)."""
+        cpu_numa = self._cpu_numa.get(sn.pool.name)
+        if cpu_numa is None:
+            cpu_numa = {c.id: c.numa_node for c in sn.node().machine.cpus if c.numa_node is not None}
+            self._cpu_numa[sn.pool.name] = cpu_numa
+        return cpu_numa
 
     def _changed(self, i: int, footprint: int = -1) -> None:
         """Invalidate node i's cached answers the change can affect.
@@ -303,6 +330,7 @@ class ClusterState:
     def remove(self, i: int, uid: str) -> None:
         sn = self.nodes[i]
         _pod, pv = sn.pods.pop(uid)
+        self.held.pop(uid, None)
         position = list(sn.node().pods).index(uid)
         sn.node().remove(uid)
         self._count(i, pv, -1)

@@ -167,11 +167,12 @@ def test_exact_keeps_only_answers_a_change_cannot_affect(monkeypatch: pytest.Mon
     from numalign.cluster.state import ClusterState
 
     cluster, workload = example_cluster(), example_workload(seed, count=150)
+    changed = ClusterState._changed
     for scheduler in ("exact", "nrt"):
         spec = RunSpec(scheduler, "LeastNUMANodes" if scheduler == "exact" else "LeastAllocated", flags)
         kept = run_one(cluster, workload, spec, seed)
         with monkeypatch.context() as m:
-            m.setattr(ClusterState, "_footprint", lambda self, sn, pod: -1)
+            m.setattr(ClusterState, "_changed", lambda self, i, footprint=-1: changed(self, i, -1))
             asked_again = run_one(cluster, workload, spec, seed)
         assert kept == asked_again
 
@@ -272,3 +273,50 @@ def test_exact_keeps_an_answer_no_provider_hinted_for_across_aligned_admissions(
     fresh = ClusterState(cluster)
     assert fresh.admit(0, pinned, fresh.vector(pinned)).result.admit
     assert fresh.probe(0, web, fresh.vector(web)) == (True, int(state.answers(state.vector(web))[2][0]))
+
+
+def test_what_a_pod_holds_read_at_admission_is_what_the_managers_hold_at_the_end() -> None:
+    """The NUMA alignment report reads each Guaranteed pod's exclusive CPUs, memory and devices as its
+    admission left them (ClusterState.held): the same NUMA nodes the managers give at the end of a run,
+    after later admissions and removals on the same nodes, and whether it has a container in the shared pool."""
+    import random
+
+    import numpy as np
+
+    from numalign.cluster.schedulers import DefaultScheduler
+    from numalign.cluster.state import ClusterState
+    from numalign.k8s.qos import QOSClass, get_pod_qos
+
+    st = ClusterState(example_cluster())
+    sched = DefaultScheduler(st, 5)
+    rng = random.Random(5)
+    shapes = [s.pod for s in example_shapes()[0]]
+    bound: list[tuple[int, Pod]] = []
+    for step in range(400):
+        if bound and rng.random() < 0.2:
+            i, gone = bound.pop(rng.randrange(len(bound)))
+            st.remove(i, gone.uid)
+            assert gone.uid not in st.held
+            continue
+        pod = rng.choice(shapes).with_identity(name=f"p{step}", uid=f"u{step}")
+        pv = st.vector(pod)
+        sel = sched.select(pod, pv, np.ones(len(st.nodes), dtype=np.bool_))
+        if sel.node is not None and st.admit(sel.node, pod, pv).result.admit:
+            bound.append((sel.node, pod))
+    guaranteed = [(i, p) for i, p in bound if get_pod_qos(p) is QOSClass.GUARANTEED]
+    assert len(guaranteed) > 20 and any(st.held[p.uid][0] for _i, p in guaranteed)
+    for i, pod in guaranteed:
+        node = st.nodes[i].node()
+        numa_of = {c.id: c.numa_node for c in node.machine.cpus if c.numa_node is not None}
+        pinned: set[int] = set()
+        shared = False
+        for c in pod.all_containers():
+            own = node.cpu.get_cpu_set(pod.uid, c.name)
+            shared = shared or own is None
+            pinned.update(numa_of[cpu] for cpu in own or () if cpu in numa_of)
+            for block in node.memory.get_memory(pod.uid, c.name) or ():
+                pinned.update(block.numa_affinity)
+            for ids in (node.devices.get_container_devices(pod.uid, c.name) or {}).values():
+                for dev in ids.values():
+                    pinned.update(dev.topology or ())
+        assert st.held[pod.uid] == (frozenset(pinned), shared), pod.name

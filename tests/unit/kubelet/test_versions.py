@@ -94,3 +94,26 @@ def test_the_138_preview_no_longer_knows_in_place_pod_vertical_scaling() -> None
     assert str(err.value).startswith("--feature-gates: unrecognized feature gate: InPlacePodVerticalScaling; ")
     assert "removed in 1.38" in str(err.value)
     assert "TopologyManagerPolicyOptions" in kv.locked_gates(preview)
+
+
+def test_a_start_is_kept_per_machine_config_version_and_previews_and_a_refusal_is_not() -> None:
+    # Kubelets built from the same four objects (a simulated pool) share one start-up; a refused
+    # configuration is refused again on every start, and an equal but distinct configuration starts anew.
+    import dataclasses
+
+    from numalign.k8s.kubeletconfig import KubeletConfig
+    from numalign.k8s.previews import NO_PREVIEWS
+    from numalign.kubelet.startup import start
+    from numalign.machine.examples import example
+
+    machine, config = example("dual-socket"), KubeletConfig()
+    first = start(machine, config, DEFAULT, NO_PREVIEWS)
+    assert start(machine, config, DEFAULT, NO_PREVIEWS) is first
+    again = start(machine, dataclasses.replace(config), DEFAULT, NO_PREVIEWS)
+    assert again is not first and again == first
+    old = start(machine, config, KubeletVersion(1, 35, 0), NO_PREVIEWS)
+    assert old.behaviours.version == KubeletVersion(1, 35, 0)
+    refused = dataclasses.replace(config, feature_gates={"InPlacePodVerticalScaling": False})
+    for _ in range(2):
+        with pytest.raises(ConfigError):
+            start(machine, refused, DEFAULT, NO_PREVIEWS)

@@ -9,7 +9,7 @@ kubelet's `memory_manager_state` file holds (memorymanager.checkpoint reads and 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from numalign.core.bitmask import mask_of, mask_string
 from numalign.core.hint import TopologyHint
@@ -64,13 +64,40 @@ _Gen = Callable[[Mapping[int, NUMANodeState], Requested, ReusableMemory | None],
 
 
 def numa_memory_of(machine: Machine) -> list[NUMANodeMemory]:
-    """The memory facts the policy needs from the machine model, in cadvisor's node order."""
+    """The memory facts the policy needs from the machine model, in cadvisor's node order.
+
+    Kept per machine object (frozen, as the facts are): a simulated pool builds its 1,000 (10,000)
+    memory managers from one machine."""
+    known = _NUMA_MEMORY.get(id(machine))
+    if known is not None and known[0] is machine:
+        return list(known[1])
     out: list[NUMANodeMemory] = []
     for node_id in machine.cadvisor_numa_order():
         node = machine.node(node_id)
         pages = tuple(HugePagesInfo(size // 1024, count) for size, count in sorted(node.hugepages.items()))
         out.append(NUMANodeMemory(node.id, node.memory_bytes, pages))
+    if len(_NUMA_MEMORY) >= _KEPT:
+        _NUMA_MEMORY.clear()
+    _NUMA_MEMORY[id(machine)] = (machine, tuple(out))  # the machine held, so its id stays its own
     return out
+
+
+def _default_state(nodes: tuple[NUMANodeMemory, ...], reserved: dict[int, dict[str, int]]) -> NUMANodeMap:
+    """getDefaultMachineState of these nodes and reservations, kept per their values: the same map for
+    every manager of a pool, which only reads it (a manager's own state is a clone of it)."""
+    key = (nodes, tuple(sorted((n, tuple(sorted(r.items()))) for n, r in reserved.items())))
+    known = _DEFAULT_STATES.get(key)
+    if known is None:
+        known = default_machine_state(nodes, reserved)
+        if len(_DEFAULT_STATES) >= _KEPT:
+            _DEFAULT_STATES.clear()
+        _DEFAULT_STATES[key] = known
+    return known
+
+
+_NUMA_MEMORY: dict[int, tuple[Machine, tuple[NUMANodeMemory, ...]]] = {}
+_DEFAULT_STATES: dict[tuple[object, ...], NUMANodeMap] = {}
+_KEPT: Final = 64
 
 
 class MemoryManagerStatic:
@@ -106,7 +133,9 @@ class MemoryManagerStatic:
         self._nodes = tuple(nodes)
         self._reserved = {n: dict(r) for n, r in reserved.items()}
         self.affinity = affinity
-        self.machine_state: NUMANodeMap = self.default_machine_state()
+        # The empty machine's state, shared and never changed (see _default_state): handed out as clones.
+        self._default = _default_state(self._nodes, self._reserved)
+        self.machine_state: NUMANodeMap = clone_machine_state(self._default)
         self.assignments: ContainerMemoryAssignments = {}
         # podUID -> mask_string -> resource -> bytes left by regular init containers; only the pod
         # being admitted is kept (upstream initContainersReusableMemory).
@@ -135,13 +164,13 @@ class MemoryManagerStatic:
     # ---- state lifecycle ------------------------------------------------------------------------
 
     def default_machine_state(self) -> NUMANodeMap:
-        return default_machine_state(self._nodes, self._reserved)
+        return clone_machine_state(self._default)
 
     def start(self, machine_state: NUMANodeMap | None = None,
               assignments: ContainerMemoryAssignments | None = None) -> None:
         """Policy Start: adopt a restored state after validateState (CheckpointError on mismatch)."""
         assignments = clone_assignments(assignments or {})
-        default = self.default_machine_state()
+        default = self._default  # read only: validate_state and rebuild_state answer with clones
         self.host_changes = []
         try:
             self.machine_state = validate_state(machine_state or {}, assignments, default)

@@ -75,6 +75,19 @@ def test_new_requires_system_reserved_memory() -> None:
     MemoryManagerStatic([NUMANodeMemory(0, GB), NUMANodeMemory(1, GB)], {0: {}, 1: {"memory": 512 * MB}})
 
 
+def test_managers_of_one_machine_share_its_default_state_but_never_each_others() -> None:
+    # The empty machine's state is worked out once per (nodes, reservations) and shared by the managers
+    # built from them (a simulated pool's); each manager allocates on its own copy.
+    a, b = manager(4 * GB, 2), manager(4 * GB, 2)
+    p = pod("pod1", [ctn("container1", "1Gi", "1Gi")])
+    a.allocate(p, p.containers[0])
+    a.start()  # Start again from an empty state: the default one, untouched by a's allocation
+    assert a.snapshot() == b.snapshot()
+    b.allocate(p, p.containers[0])
+    assert manager(4 * GB, 2).machine_state == a.default_machine_state() == b.default_machine_state()
+    assert b.machine_state[0].memory_map[HP1G].free == GB and a.machine_state[0].memory_map[HP1G].free == 2 * GB
+
+
 def test_non_guaranteed_pods_get_no_hints_and_no_memory() -> None:
     m = manager(4 * GB, 2)
     p = pod("pod1", [ctn("container1", "1Gi", "1Gi", burstable=True)])
