@@ -179,6 +179,20 @@ class DeviceResult:
     share_id: str | None = None
     consumed_capacity: ConsumedCapacity | None = None
 
+    # Written out: the decorator's generated __init__ runs as interpreted Python even where this module is
+    # compiled (scripts/compiled-modules), several times slower than a native one; the decorator keeps it.
+    def __init__(self, request: str, parent_request: str, device_id: DeviceID, device: Device,
+                 slice: ResourceSlice, admin_access: bool | None = None, share_id: str | None = None,
+                 consumed_capacity: ConsumedCapacity | None = None) -> None:
+        self.request = request
+        self.parent_request = parent_request
+        self.device_id = device_id
+        self.device = device
+        self.slice = slice
+        self.admin_access = admin_access
+        self.share_id = share_id
+        self.consumed_capacity = consumed_capacity
+
     @property
     def request_name(self) -> str:
         return f"{self.parent_request}/{self.request}" if self.parent_request else self.request

@@ -23,7 +23,7 @@ from cel_expr_python import cel as _cel_cpp
 from cel_expr_python.ext import ext_bindings, ext_optional
 
 from numalign.k8s.dra.cel import types as _t
-from numalign.k8s.dra.cel.ast import Expr, read_parsed
+from numalign.k8s.dra.cel.ast import Expr, Parsed, read_parsed
 from numalign.k8s.dra.cel.checker import Checked, check
 from numalign.k8s.dra.cel.cost import estimate
 from numalign.k8s.dra.cel.decls import STANDARD_FUNCTIONS, Environment, environment
@@ -94,10 +94,9 @@ def compile_selector(expression: str, features: CELFeatures = CELFeatures(), *,
                      new_object: bool = False) -> CompiledSelector:
     """CompileCELExpression. `new_object`: as the API server checks an object being created (the
     previous minor's environment); otherwise as for a stored object and the allocator."""
-    try:
-        parsed = read_parsed(_PARSER.compile(expression, disable_check=True).serialize())
-    except RuntimeError as exc:
-        return CompiledSelector(expression, "compilation failed: " + _cpp_error(str(exc)), 0)
+    parsed = _parse(expression)
+    if isinstance(parsed, str):
+        return CompiledSelector(expression, parsed, 0)
     env = environment(features.minor, features.consumable_capacity, features.list_type_attributes,
                       stored=not new_object)
     checked = check(parsed.expr, env)
@@ -113,6 +112,18 @@ def compile_selector(expression: str, features: CELFeatures = CELFeatures(), *,
     program = compile_program(parsed.expr, dict(checked.functions), _guards(env, checked), features.minor)
     return CompiledSelector(expression, None, max_cost, out.type_name(), features.minor, program,
                             device_paths(parsed.expr))
+
+
+# A selector is compiled twice close together: as a new object when its object is read (the API server's
+# checks) and as a stored one when the allocator evaluates it. Parsing, the same for both, is kept for the
+# last few texts only: a parsed expression is many small objects (see CompiledSelector).
+@functools.lru_cache(maxsize=64)
+def _parse(expression: str) -> Parsed | str:
+    """The parsed expression, or the compile error (upstream's "compilation failed: ...")."""
+    try:
+        return read_parsed(_PARSER.compile(expression, disable_check=True).serialize())
+    except RuntimeError as exc:
+        return "compilation failed: " + _cpp_error(str(exc))
 
 
 def _guards(env: Environment, checked: Checked) -> dict[int, tuple[tuple[_t.Type, ...], ...]]:
