@@ -225,12 +225,15 @@ class ImplicitMerger:
         nodes = bits_of(d)
         n = len(nodes)
         up_closed = all(self._up_closed(s) for s in self.sources)
+        sole = self._sole_constraint() if up_closed else None
         order = [c for c in range(b, 0, -1) if c <= n] + list(range(max(b, 0) + 1, n + 1))
         for c in order:
 
-            def prune(inc: int, allowed: int) -> bool:
+            def prune(inc: int, allowed: int, c: int = c) -> bool:
                 if not self._can_contain(inc):
                     return False
+                if sole is not None and not sole.bound(inc, allowed, c):
+                    return False  # R is sole's upward part: its own bound says no count-c member is here
                 # R is upward closed: a member below `allowed` puts `allowed` itself in R
                 return not up_closed or self.member(allowed)
 
@@ -238,6 +241,24 @@ class ImplicitMerger:
             if best is not None:
                 return self._fold(None, best, False)
         return None
+
+    def _sole_constraint(self) -> ImplicitHints | None:
+        """The one implicit list whose upward part over D is R, when every other list offers D alone
+        (nil hints: no preference): then m is in R iff m is in that part, so the list's own bound
+        (ImplicitHints.bound, optimistic) may cut the search. Without it a nearly full 64-node machine
+        walked every count-B mask below the few that can hold the request (C(64, 4) = 635,376 of them,
+        a membership test each: minutes for one pod)."""
+        d = self.default
+        sole: ImplicitHints | None = None
+        for src, opts in zip(self.sources, self._options, strict=True):
+            if opts == {d}:
+                if isinstance(src, ImplicitHints):
+                    if sole is not None or src.top != d or src.extras or src.up_pass is None:
+                        return None
+                    sole = src
+                continue
+            return None
+        return sole
 
     def _search(
         self, nodes: Sequence[int], c: int, leaf: Callable[[int], bool], prune: Callable[[int, int], bool]

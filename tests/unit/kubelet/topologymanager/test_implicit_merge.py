@@ -127,3 +127,47 @@ def test_the_record_summarises_implicit_lists_without_listing_them() -> None:
         "implicit": True, "label": "cpu", "nodes": [0, 1, 2], "narrowest_count": 1, "preferred_counts": [1],
         "listed": [{"mask": [3], "preferred": False}]}}
     assert got.hint == TopologyHint(0b001, True)
+
+
+def _free_cpu_list(free: dict[int, int], request: int, top: int, calls: list[int]) -> ImplicitHints:
+    """A CPU-like implicit list: a mask passes when its free capacity covers the request (never preferred,
+    so the merge takes the non-preferred path); `calls` counts the predicate's evaluations."""
+    sums = NodeSums(free)
+
+    def up_pass(m: int) -> bool:
+        calls.append(m)
+        return sums.sum(m) >= request
+
+    def up_bound(inc: int, allowed: int, size: int) -> bool:
+        return sums.topk(allowed, size) >= request
+
+    narrowest = next(k for k in range(1, len(free) + 1) if sums.topk(top, k) >= request)
+    return ImplicitHints(top=top, up_pass=up_pass, is_preferred=lambda m: False, min_count=narrowest,
+                         up_bound=up_bound)
+
+
+def test_a_sole_implicit_list_beside_nil_hints_merges_as_the_reference_does() -> None:
+    # Every other list says "no preference" (a nil hint): R is the implicit list's own upward part, and
+    # its bound cuts the non-preferred search without changing the winner.
+    for n, free, request in [(5, {0: 1, 1: 3, 2: 0, 3: 2, 4: 4}, 6), (6, {0: 2, 1: 2, 2: 2, 3: 0, 4: 1, 5: 5}, 7),
+                             (4, {0: 1, 1: 1, 2: 1, 3: 1}, 3)]:
+        numa = NUMAInfo.create(list(range(n)))
+        fam = _free_cpu_list(free, request, (1 << n) - 1, [])
+        explicit = [TopologyHint(m, False) for m in iterate_bitmasks(list(range(n))) if fam.in_up(m)]
+        nil = (TopologyHint(None, True),)
+        want = ref_merge_lists([list(nil), explicit], numa, False)
+        assert ImplicitMerger([nil, fam], numa, False).merge() == want
+
+
+def test_a_nearly_full_64_node_machine_merges_without_walking_every_mask() -> None:
+    # 21 pods of 40 CPUs left 8 CPUs free on one node of each 3-node group and node 63 whole: the narrowest
+    # mask holding 40 CPUs has 4 nodes and includes node 63, numerically after the 595,665 four-node masks
+    # without it; the other list's only hint is a non-preferred nil (no NUMA preference, not preferred). Before,
+    # each of those masks was tested (minutes for one admission); the CPU list's bound cuts them.
+    free = {n: (8 if n % 3 == 2 else 0) for n in range(63)} | {63: 16}
+    calls: list[int] = []
+    numa = NUMAInfo.create(list(range(64)))
+    fam = _free_cpu_list(free, 40, (1 << 64) - 1, calls)
+    got = ImplicitMerger([(TopologyHint(None, False),), fam], numa, False).merge()
+    assert got == TopologyHint(mask_of((2, 5, 8, 63)), False)
+    assert len(calls) < 5_000
