@@ -121,7 +121,7 @@ def _device_numa(devs: Any) -> str:
     if not isinstance(devs, dict):
         return ""
     numa = sorted({int(n) for nodes in devs.values() if nodes for n in nodes})
-    return f" (NUMA {format_cpuset(numa) if numa else 'none'})"
+    return f" (NUMA {','.join(map(str, numa)) if numa else 'none'})"  # 0,1 as admit and the memory part say
 
 
 def _print_runtime(rt: dict[str, Any]) -> None:
