@@ -124,7 +124,7 @@ def test_all_memos_together_hold_at_most_the_process_cap() -> None:
     """serve keeps 4,096 compiled selectors of 4,096 answers each: together their memos stay within
     _MEMO_TOTAL answers (every memo is started again at the cap), and an answer given after that is the
     one evaluated before."""
-    import numalign.k8s.dra.cel as cel
+    from numalign.k8s.dra.cel import selector as cel
 
     selectors = cel._MEMO_TOTAL // cel._MEMO_SIZE + 2
     compiled = [compile_selector(f'device.attributes["gpu.example.com"].id >= {i}', ALL) for i in range(selectors)]

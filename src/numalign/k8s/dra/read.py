@@ -531,7 +531,7 @@ def _selectors(raw: object, path: str) -> tuple[t.DeviceSelector, ...]:
             raise _FieldError(expr_path, f"Too long: may not be more than {t.CEL_SELECTOR_EXPRESSION_MAX_LENGTH} bytes")
         # Imported here: the CEL engine loads cel-cpp and protobuf, which reading pods without DRA
         # objects (every plain `numalign admit`) must not pay for.
-        from numalign.k8s.dra.cel import CELFeatures, compile_selector, cost_error
+        from numalign.k8s.dra.cel.selector import CELFeatures, compile_selector, cost_error
         from numalign.k8s.version import DEFAULT
 
         minor = _API_SERVER_MINOR.get()

@@ -25,7 +25,7 @@ from itertools import compress, islice
 from operator import not_
 from typing import Any, Final, NamedTuple
 
-from numalign.k8s.dra import cel
+from numalign.k8s.dra.cel import selector as cel
 from numalign.k8s.dra.types import (
     ALLOCATION_RESULTS_MAX_SIZE,
     Device,

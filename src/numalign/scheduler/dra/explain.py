@@ -282,7 +282,7 @@ class _Selectors:
         key = (expression, device_id)
         found = self.results.get(key)
         if found is None:
-            from numalign.k8s.dra import cel
+            from numalign.k8s.dra.cel import selector as cel
 
             compiled = cel.compile_selector(expression, self.features)
             variables = self.variables.get(device_id)
