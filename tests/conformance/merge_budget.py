@@ -58,8 +58,11 @@ class _Counter:
             for resource_hints in hints.values():
                 assert not isinstance(resource_hints, ImplicitHints)
                 self.pending *= self.length(resource_hints)
-        if not last:
-            return
+        if last:
+            self.close()
+
+    def close(self) -> None:
+        """The last provider has answered: the merge's permutations are spent, or the case ends."""
         n, self.pending = self.pending, 1
         if n <= 1:
             return  # one permutation (or none) is free, as in the harness (a resourceless probe spends nothing)
@@ -126,14 +129,19 @@ class _Counted:
             return self.get_topology_hints(pod, container)
         answer: ProviderAnswer = implicit(pod, container)
         counter = self._counter
-        if not answer:  # no resource this provider aligns (most containers): nothing to count
-            if self._last:
-                counter.seen(None, True)
-            return answer
-        # An explicit answer is counted as it is (its lists are upstream's); an implicit one from the
-        # provider's explicit lists for the same state.
-        counter.seen(answer if _explicit(answer) else _as_hints(self._inner.get_topology_hints(pod, container)),
-                     self._last)
+        if answer:
+            # An explicit answer is counted as it is (its lists are upstream's), here without a call per
+            # list; an implicit one from the provider's explicit lists for the same state.
+            pending = counter.pending
+            for hints in answer.values():
+                if isinstance(hints, ImplicitHints):
+                    counter.seen(_as_hints(self._inner.get_topology_hints(pod, container)), self._last)
+                    return answer
+                pending *= counter.length(hints)
+            counter.pending = pending
+        # (an empty answer, most containers': no resource this provider aligns, nothing to count)
+        if self._last:
+            counter.close()
         return answer
 
     def implicit_pod_topology_hints(self, pod: Pod) -> ProviderAnswer:

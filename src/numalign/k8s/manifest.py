@@ -276,12 +276,9 @@ def _build_pod(
     raw_init = spec.get("initContainers") or []
     if not isinstance(raw_init, list):
         raise InvalidInputError(f"{where}: {path}.initContainers: expected a list, got {_type_name(raw_init)}")
-    init = tuple(
-        _container(c, path, "initContainers", i, where, is_init=True) for i, c in enumerate(raw_init)
-    )
-    apps = tuple(
-        _container(c, path, "containers", i, where, is_init=False) for i, c in enumerate(raw_containers)
-    )
+    # lists then tuples, not tuple(generator): a generator is an object per call in the compiled core
+    init = tuple([_container(c, path, "initContainers", i, where, is_init=True) for i, c in enumerate(raw_init)])
+    apps = tuple([_container(c, path, "containers", i, where, is_init=False) for i, c in enumerate(raw_containers)])
     seen: set[str] = set()
     for c in (*init, *apps):
         if c.name in seen:
@@ -290,12 +287,15 @@ def _build_pod(
                 "one name space, rename one of them"
             )
         seen.add(c.name)
-    overhead = _resource_list(spec.get("overhead"), f"{path}.overhead", where)
+    raw_overhead = spec.get("overhead")
+    overhead = {} if raw_overhead is None else _resource_list(raw_overhead, f"{path}.overhead", where)
     raw_claims = spec.get("resourceClaims")
     resource_claims = () if raw_claims is None else pod_resource_claims(raw_claims, f"{path}.resourceClaims", where)
     if resource_claims or any(c.claims for c in init) or any(c.claims for c in apps):
         check_container_claims((*init, *apps), resource_claims, path, where)
-    pod_requests, pod_limits = _pod_level_resources(spec.get("resources"), f"{path}.resources", where)
+    raw_resources = spec.get("resources")
+    pod_requests, pod_limits = (None, None) if raw_resources is None else _pod_level_resources(
+        raw_resources, f"{path}.resources", where)
     return Pod(
         name=name,
         namespace=namespace,

@@ -480,6 +480,7 @@ def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
         return {"start_error": str(e)}
     merge_budget.install(node.tm, case["config"]["topologyManagerPolicy"])
     seen: dict[str, int] = {}  # each plugin's calls answered in earlier steps
+    plugins = _static_plugins(node)  # the steps register none
     steps: list[dict[str, Any]] = []
     for s in case["steps"]:
         if s["op"] == "delete":
@@ -504,7 +505,7 @@ def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
         if rec.result.reason == KUBELET_HANGS:
             return _hangs(rec.result.message, version)
         out: dict[str, Any] = {"admit": rec.result.admit, "reason": rec.result.reason, "message": rec.result.message}
-        calls = _plugin_calls(node, seen)
+        calls = _plugin_calls(plugins, seen)
         if calls:
             out["pluginCalls"] = calls
         if rec.result.admit:
@@ -585,13 +586,16 @@ def metrics_answer(node: Node) -> dict[str, dict[str, float]]:
     return out
 
 
-def _plugin_calls(node: Node, seen: dict[str, int]) -> dict[str, list[dict[str, Any]]]:
+def _static_plugins(node: Node) -> list[tuple[str, StaticEndpoint]]:
+    """The node's in-process device plugins by resource name, in order (the harness's stubs)."""
+    return [(resource, info.endpoint) for resource, info in sorted(node.devices.endpoints.items())
+            if isinstance(info.endpoint, StaticEndpoint)]
+
+
+def _plugin_calls(plugins: list[tuple[str, StaticEndpoint]], seen: dict[str, int]) -> dict[str, list[dict[str, Any]]]:
     """What each device plugin was asked since the last step (area_admit.go's pluginCalls), ids sorted."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for resource, info in sorted(node.devices.endpoints.items()):
-        ep = info.endpoint
-        if not isinstance(ep, StaticEndpoint):
-            continue
+    for resource, ep in plugins:
         done = seen.get(resource, 0)
         if len(ep.calls) == done:
             continue  # most admissions call no plugin: nothing to copy (this runs per step, timed)

@@ -326,10 +326,14 @@ class DeviceManager:
         over_device_nodes: bool = False,
     ) -> ListOrImplicit | None:
         """resource_topology_hints, implicit on machines with many NUMA nodes."""
-        implicit = len(numa_nodes) >= self.implicit_from_nodes
-        gen = resource_topology_hints_implicit if implicit else resource_topology_hints
-        return gen(numa_nodes, all_devices, allocated=allocated, available=available, reusable=reusable,
-                   request=request, over_device_nodes=over_device_nodes)
+        # Each called by name (a native call in the compiled core, where a chosen function held in a
+        # variable is called generically, keywords and all): this runs per device resource per admission.
+        if len(numa_nodes) >= self.implicit_from_nodes:
+            return resource_topology_hints_implicit(numa_nodes, all_devices, allocated=allocated, available=available,
+                                                    reusable=reusable, request=request,
+                                                    over_device_nodes=over_device_nodes)
+        return resource_topology_hints(numa_nodes, all_devices, allocated=allocated, available=available,
+                                       reusable=reusable, request=request, over_device_nodes=over_device_nodes)
 
     def _container_hints(self, pod: Pod, container: Container, gen: _Gen[_D]) -> dict[str, _D | None]:
         self.update_allocated_devices()

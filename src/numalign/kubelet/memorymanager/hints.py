@@ -14,7 +14,7 @@ from itertools import combinations
 
 from numalign.core.bitmask import bits_of, is_narrower, mask_of, mask_string
 from numalign.core.hint import TopologyHint, hint_of
-from numalign.kubelet.memorymanager.state import Block, NUMANodeState
+from numalign.kubelet.memorymanager.state import Block, MemoryTable, NUMANodeState
 
 # The container's (or pod's) request per resource, bytes.
 Requested = Mapping[str, int]
@@ -58,13 +58,21 @@ def calculate_hints(
 ) -> MemoryHints:
     """Upstream calculateHints. Masks come from IterateBitMasks over the sorted NUMA ids; preferred
     means the mask size equals the smallest size whose *allocatable* totals cover the request."""
+    # Plain loops and lists throughout: this runs for every Guaranteed container admitted, and the compiled
+    # core runs them natively (zip(strict=True), generators and set methods go through generic calls).
     nodes = sorted(machine_state)
     resources = sorted(requested)
-    tables = [[machine_state[n].table(r) for n in nodes] for r in resources]
+    states = [machine_state[n] for n in nodes]
+    tables: list[list[MemoryTable]] = []
+    allocatable: list[int] = []
+    for r in resources:
+        ts = [st.table(r) for st in states]
+        tables.append(ts)
+        for t in ts:
+            allocatable.append(t.allocatable)
     # Which masks' allocatable totals cover the request, and the smallest such size, depend only on the
     # allocatable bytes (fixed for a node) and the request: kept per those, as every admission asks.
-    key = (tuple(nodes), tuple((r, requested[r]) for r in resources),
-           tuple(t.allocatable for ts in tables for t in ts))
+    key = (tuple(nodes), tuple([(r, requested[r]) for r in resources]), tuple(allocatable))
     found = _COVERING.get(key)
     if found is None:
         found = _covering(nodes, [requested[r] for r in resources], [[t.allocatable for t in ts] for ts in tables])
@@ -74,25 +82,36 @@ def calculate_hints(
     candidates, min_affinity_size = found
     grouped: set[int] = set()  # nodes in a multi-NUMA group
     busy: set[int] = set()
-    for n in nodes:
-        st = machine_state[n]
+    for i, n in enumerate(nodes):
+        st = states[i]
         if len(st.cells) > 1:
             grouped.add(n)
         if st.number_of_assignments:
             busy.add(n)
-    # Per resource: the request and each node's free bytes (one list lookup per node in the loop below).
-    free = [(r, requested[r], {n: t.free for n, t in zip(nodes, ts, strict=True)})
-            for r, ts in zip(resources, tables, strict=True)]
+    # Per resource: the request and each node's free bytes (one dict lookup per node in the loop below).
+    free: list[tuple[str, int, dict[int, int]]] = []
+    for j, r in enumerate(resources):
+        ts = tables[j]
+        column: dict[int, int] = {}
+        for i, n in enumerate(nodes):
+            column[n] = ts[i].free
+        free.append((r, requested[r], column))
     single = len(free) == 1 and not reusable
-    if single:
-        need, column = free[0][1], free[0][2]
+    need, column = (free[0][1], free[0][2]) if single else (0, {})
     masks: list[int] = []
     for mask_bits, mask in candidates:
         if len(mask_bits) == 1:
             if mask_bits[0] in grouped:
                 continue  # the node belongs to a multi-NUMA group
-        elif busy and not busy.isdisjoint(mask_bits) and violates_grouping(machine_state, mask_bits):
-            continue  # (a mask over unused nodes cannot violate the grouping)
+        elif busy:
+            # (a mask over unused nodes cannot violate the grouping)
+            touches_busy = False
+            for n in mask_bits:
+                if n in busy:
+                    touches_busy = True
+                    break
+            if touches_busy and violates_grouping(machine_state, mask_bits):
+                continue
         if single:  # one resource, no reusable memory: the common case, without the general loop
             total = 0
             for n in mask_bits:
@@ -113,9 +132,26 @@ def calculate_hints(
 
     hints: MemoryHints = {}
     if masks:
+        listed = _hint_list(masks, min_affinity_size)
         for r in resources:
-            hints[r] = [hint_of(m, m.bit_count() == min_affinity_size) for m in masks]
+            hints[r] = list(listed)
     return hints
+
+
+def _hint_list(masks: list[int], min_affinity_size: int) -> tuple[TopologyHint, ...]:
+    """The hints of `masks`, preferred when as narrow as `min_affinity_size`, kept per (masks, size): a
+    node's free state comes back to the same few mask lists again and again."""
+    key = (tuple(masks), min_affinity_size)
+    got = _HINT_LISTS.get(key)
+    if got is None:
+        got = tuple([hint_of(m, m.bit_count() == min_affinity_size) for m in masks])
+        if len(_HINT_LISTS) >= COVERING_KEPT:
+            _HINT_LISTS.clear()
+        _HINT_LISTS[key] = got
+    return got
+
+
+_HINT_LISTS: dict[tuple[tuple[int, ...], int], tuple[TopologyHint, ...]] = {}
 
 
 # calculateHints' masks whose allocatable bytes cover a request, per (NUMA ids, request, allocatable).
