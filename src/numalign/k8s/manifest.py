@@ -23,6 +23,7 @@ Pure: reading manifest files is adapters.textfiles.load_pods.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ from numalign.k8s.resources import (
     RESOURCE_EPHEMERAL_STORAGE,
     RESOURCE_MEMORY,
     hugepage_size_from_resource_name,
+    is_dns1123_subdomain,
     is_extended_resource_name,
     is_hugepage_resource_name,
     is_integer_resource_name,
@@ -75,6 +77,13 @@ SUPPORTED_KINDS: Final = ("Pod", "List (and PodList, <Kind>List)", *WORKLOAD_TEM
 EXPECTED_MANIFEST: Final = "Kubernetes manifests (YAML or JSON) of kind " + ", ".join(SUPPORTED_KINDS)
 _STANDARD_CONTAINER_RESOURCES: Final = frozenset({RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE})
 _INIT_RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
+# validation.IsDNS1123Label: a namespace, a container's name.
+_DNS1123_LABEL_RE: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+_DNS1123_LABEL_MAX: Final = 63
+_SUBDOMAIN_RULE: Final = ("a lowercase RFC 1123 subdomain: at most 253 characters of a-z, 0-9, '-' and '.', "
+                          "starting and ending with a letter or digit, e.g. 'web-0'")
+_LABEL_RULE: Final = ("a lowercase RFC 1123 label: at most 63 characters of a-z, 0-9 and '-', starting and "
+                      "ending with a letter or digit, e.g. 'main'")
 
 
 # Offered every object of a kind that is not a pod or a workload; returns True when it took it (the DRA
@@ -151,6 +160,7 @@ def pods_from_object(
         kind = "Pod"  # a bare pod spec with metadata, as people write in tests
     if kind == "Pod":
         pod = pod_from_dict(obj, where)
+        check_names(pod, where, "spec")
         if isinstance(expand_replicas, Expansion) and expand_replicas.replicas is not None \
                 and not expand_replicas.bare_pod_noted:
             expand_replicas.bare_pod_noted = True
@@ -238,10 +248,11 @@ def _workload_pods(obj: Mapping[str, Any], kind: str, where: str, expand_replica
     pods = []
     for i in range(count):
         name = f"{workload}-{i}"
-        pods.append(
-            _build_pod(template_spec, f"{path}.spec", where, name=name, namespace=namespace,
-                       uid=pod_uid(namespace, name), qos=None)
-        )
+        pod = _build_pod(template_spec, f"{path}.spec", where, name=name, namespace=namespace,
+                         uid=pod_uid(namespace, name), qos=None)
+        if i == 0:  # the copies differ only by the index in their names
+            check_names(pod, where, f"{path}.spec", name_path="metadata.name (the pods' names: NAME-0, NAME-1, ...)")
+        pods.append(pod)
     return pods
 
 
@@ -564,3 +575,27 @@ def _pod_name(metadata: Mapping[str, Any], where: str) -> str:
     if generate:
         return generate + "0"  # deterministic stand-in for the API server's random suffix
     raise InvalidInputError(f"{where}: metadata.name: a Pod needs a name (or metadata.generateName)")
+
+
+def check_names(pod: Pod, where: str, spec_path: str, name_path: str = "metadata.name") -> None:
+    """The names the API server's ValidatePodCreate checks (and the kubelet, reading a static pod): the pod's
+    a DNS-1123 subdomain, its namespace's and each container's a DNS-1123 label.
+    A manifest's only: the pod record read back holds what passed here. Decided: refused, not read, since
+    the uid is derived from namespace/name (pod "a/b" in "x" and pod "b" in "x/a" were one pod) and names
+    reach the terminal, the logs and PodResources as written (a newline forged a log line)."""
+    if not is_dns1123_subdomain(pod.name):
+        raise InvalidInputError(f"{where}: {name_path}: invalid pod name {quote(pod.name)}: expected "
+                                f"{_SUBDOMAIN_RULE}, as the API server requires; rename it")
+    if not _is_label(pod.namespace):
+        raise InvalidInputError(f"{where}: metadata.namespace: invalid namespace {quote(pod.namespace)}: expected "
+                                f"{_LABEL_RULE}, as the API server requires; correct it")
+    for member, containers in (("initContainers", pod.init_containers), ("containers", pod.containers)):
+        for i, c in enumerate(containers):  # (a name used twice is refused where the pod is built)
+            if not _is_label(c.name):
+                raise InvalidInputError(f"{where}: {spec_path}.{member}[{i}].name: invalid container name "
+                                        f"{quote(c.name)}: expected {_LABEL_RULE}, as the API server requires; "
+                                        "rename it")
+
+
+def _is_label(value: str) -> bool:
+    return len(value) <= _DNS1123_LABEL_MAX and _DNS1123_LABEL_RE.match(value) is not None
