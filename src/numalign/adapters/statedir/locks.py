@@ -69,7 +69,8 @@ def _open_lock(path: Path) -> int:
     except OSError as e:
         raise CheckpointError(
             f"cannot open the lock file {path}: {e.strerror or e}; expected a writable state directory; "
-            "fix the directory's permissions, or use --dry-run to only read it"
+            "fix the directory's permissions; to only read it, use `numalign pods --state-dir` or "
+            "`numalign admit --dry-run` (remove, resize and serve write there)"
         ) from e
 
 

@@ -70,3 +70,14 @@ def test_pods_on_a_directory_whose_lock_is_a_fifo_exits_with_one_line(tmp_path: 
     assert done.returncode == 3
     (line,) = done.stderr.splitlines()
     assert str(path) in line and "FIFO" in line and "Traceback" not in done.stderr
+
+
+def test_a_lock_file_that_cannot_be_opened_names_the_read_only_commands(tmp_path: Path) -> None:
+    # remove, resize and serve have no --dry-run: the fix names what does read a directory it cannot write
+    (tmp_path / OWNER_LOCK_FILE).symlink_to(tmp_path / "elsewhere")  # O_NOFOLLOW refuses it, as a read-only fs
+    with pytest.raises(CheckpointError) as err:
+        acquire_owner(tmp_path, "remove")
+    message = str(err.value)
+    assert message.startswith(f"cannot open the lock file {tmp_path / OWNER_LOCK_FILE}: ")
+    assert "`numalign pods --state-dir`" in message and "`numalign admit --dry-run`" in message
+    assert "or use --dry-run to only read it" not in message
