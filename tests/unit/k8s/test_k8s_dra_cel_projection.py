@@ -140,3 +140,16 @@ def test_all_memos_together_hold_at_most_the_process_cap() -> None:
     assert cel.memo_answers() < cel._MEMO_TOTAL
     assert sum(len(c.memo) for c in compiled) <= cel.memo_answers()
     assert [device_matches(c, variables[n]) for c in compiled for n in (0, 7)] == first
+
+
+def test_a_selector_whose_memo_refills_is_kept_once() -> None:
+    """A selector evaluated on more distinct devices than its memo holds starts its memo again each time it
+    fills; the process's list of selectors holding answers names it once, however often (it grew by one
+    entry a refill before: without bound in a long-lived serve)."""
+    from numalign.k8s.dra.cel import selector as cel
+
+    compiled = compile_selector('device.attributes["gpu.example.com"].id >= 5', ALL)
+    for n in range(3 * cel._MEMO_SIZE + 10):
+        device_matches(compiled, device_variables(DRIVER, {"id": DeviceAttribute("int", (n,))}, {}, None, ALL))
+    assert list(cel._memoized.values()).count(compiled) == 1
+    assert len(cel._memoized) <= cel.memo_answers()

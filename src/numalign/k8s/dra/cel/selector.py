@@ -335,7 +335,9 @@ _MEMO_SIZE: Final = 4096  # answers kept per selector (a memo that fills is star
 # started again. An answer is the same whether a memo gave it or not, so this only costs time.
 _MEMO_TOTAL: Final = 1 << 16
 _memo_state: list[int] = [0]  # the answers all memos hold now (a list: a module global mypyc can update)
-_memoized: list[CompiledSelector] = []  # the selectors whose memo holds answers
+# The selectors whose memo holds answers since the last start, each once (by id: the entry holds it alive).
+# A list grew by one entry each time a full selector's memo refilled, for the life of a serve.
+_memoized: dict[int, CompiledSelector] = {}
 
 
 def evaluate(compiled: CompiledSelector, device: dict[str, Any],
@@ -368,12 +370,12 @@ def _remember(compiled: CompiledSelector, key: tuple[object, ...], found: tuple[
         _memo_state[0] -= len(memo)
         memo.clear()
     if _memo_state[0] >= _MEMO_TOTAL:
-        for held in _memoized:
+        for held in _memoized.values():
             held.memo.clear()
         _memoized.clear()
         _memo_state[0] = 0
-    if not memo:  # at most one entry per answer kept since the last start: bounded as the answers are
-        _memoized.append(compiled)
+    if not memo:  # one entry per selector holding answers since the last start: bounded as the answers are
+        _memoized[id(compiled)] = compiled
     memo[key] = found
     _memo_state[0] += 1
 
