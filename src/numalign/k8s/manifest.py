@@ -23,7 +23,6 @@ Pure: reading manifest files is adapters.textfiles.load_pods.
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from typing import Any, Final
 
 from numalign.errors import InvalidInputError
 from numalign.k8s.documents import parse_documents
+from numalign.k8s.dra.names import dns_label_problem
 from numalign.k8s.dra.podclaims import check_container_claims, container_claims, pod_resource_claims
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.qos import QOSClass
@@ -77,9 +77,6 @@ SUPPORTED_KINDS: Final = ("Pod", "List (and PodList, <Kind>List)", *WORKLOAD_TEM
 EXPECTED_MANIFEST: Final = "Kubernetes manifests (YAML or JSON) of kind " + ", ".join(SUPPORTED_KINDS)
 _STANDARD_CONTAINER_RESOURCES: Final = frozenset({RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE})
 _INIT_RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
-# validation.IsDNS1123Label: a namespace, a container's name.
-_DNS1123_LABEL_RE: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-_DNS1123_LABEL_MAX: Final = 63
 _SUBDOMAIN_RULE: Final = ("a lowercase RFC 1123 subdomain: at most 253 characters of a-z, 0-9, '-' and '.', "
                           "starting and ending with a letter or digit, e.g. 'web-0'")
 _LABEL_RULE: Final = ("a lowercase RFC 1123 label: at most 63 characters of a-z, 0-9 and '-', starting and "
@@ -598,4 +595,5 @@ def check_names(pod: Pod, where: str, spec_path: str, name_path: str = "metadata
 
 
 def _is_label(value: str) -> bool:
-    return len(value) <= _DNS1123_LABEL_MAX and _DNS1123_LABEL_RE.match(value) is not None
+    """validation.IsDNS1123Label (a namespace, a container's name): the DRA names' check, one rule."""
+    return dns_label_problem(value) is None
