@@ -153,6 +153,33 @@ def test_malformed_pod_manifest_uses_the_same_words(capsys: pytest.CaptureFixtur
     assert "(not valid YAML or JSON); expected Kubernetes manifests" in msg and "fix the syntax" in msg
 
 
+@pytest.mark.parametrize(("text", "where", "escape"), [
+    # YAML: go-yaml (and libyaml) refuse every surrogate escape, a pair too; PyYAML's pure loader took
+    # each half as a character, and printing the pod's annotation (or a CEL selector) then crashed.
+    ('apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {a: "x\\ud83c\\udf89"}\n', "line 5, column 22",
+     "\\ud83c"),
+    # JSON joins a pair into one character; an unpaired half is refused where it is, not at the pair
+    ('{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "annotations": {"a": "\\ud83d\\ude00", '
+     '"b": "\\udc00"}}}', "line 1, column 106", "\\udc00"),
+])
+def test_a_surrogate_escape_is_refused_in_one_line_naming_where(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, where: str, escape: str
+) -> None:
+    pod = tmp_path / "pod.json"
+    pod.write_text(text + POD.split("metadata: {name: p}\n", 1)[1] if text.startswith("api") else text)
+    for command in (["admit", str(pod)], ["admit", "--machine", str(pod)], ["nrt", str(pod)]):
+        msg = error_of(capsys, *command)
+        assert f"{pod}: {where}: found invalid Unicode character escape code {escape} (a UTF-16 surrogate" in msg
+        assert "write the character itself (UTF-8)" in msg
+    # a JSON pair is one character, read as such
+    ok = tmp_path / "ok.json"
+    ok.write_text(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "annotations": {
+        "a": "\U0001F600"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}, ensure_ascii=True))
+    assert "\\ud83d\\ude00" in ok.read_text()
+    assert main(["admit", str(ok), "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["admitted"] == 1
+
+
 # ---- 3. a manifest given as a machine ----------------------------------------------------------
 
 

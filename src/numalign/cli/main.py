@@ -106,6 +106,10 @@ def build_parser(only: str | None = None, *, lazy: bool = False) -> argparse.Arg
         mod.register(sub)
     for command in sub.choices.values():
         add_logging_args(command, top_level=False)
+        # Also after the command, where the internal-error line's "rerun with --debug" lands it
+        # (`numalign admit pod.yaml --debug`); SUPPRESS keeps a `numalign --debug admit` given first.
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help="show tracebacks for errors")
         if command.epilog is None:
             command.epilog = EXIT_CODES_HELP
             command.formatter_class = _Formatter

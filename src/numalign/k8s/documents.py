@@ -6,6 +6,7 @@ is worded. Pure: text in, data out; adapters.textfiles reads the files (or stdin
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import yaml
@@ -30,6 +31,13 @@ def parse_documents(
         check_nesting(text, source, expected)
     except InvalidInputError as exc:
         raise error(str(exc)) from None
+    docs = _parse(text, source, expected, error)
+    if ("\\u" in text or "\\U" in text) and _has_surrogate(docs):
+        raise error(surrogate_message(text, source, expected))
+    return docs
+
+
+def _parse(text: str, source: str, expected: str, error: type[InvalidInputError]) -> list[Any]:
     json_error: json.JSONDecodeError | None = None
     try:
         if text.lstrip().startswith(("{", "[")):
@@ -44,6 +52,7 @@ def parse_documents(
         try:
             # Parsed again by the pure-Python loader only to word the error: libyaml's marks and phrases
             # differ from PyYAML's, and the messages stay the same whichever PyYAML build is installed.
+            # (Where it succeeds, libyaml refused a surrogate escape, which parse_documents refuses too.)
             return list(yaml.load_all(text, Loader=yaml.SafeLoader))
         except yaml.YAMLError as exc:
             raise error(syntax_error_message(json_error or exc, source, expected)) from None
@@ -51,6 +60,52 @@ def parse_documents(
         if isinstance(exc, InvalidInputError):
             raise
         raise error(number_error_message(exc, source, expected)) from None
+
+
+# A \\uXXXX (or \\U0000XXXX) escape of a UTF-16 surrogate, D800-DFFF: half of a character, not one.
+_SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)([dD][89a-fA-F][0-9a-fA-F]{2})")
+
+
+def _has_surrogate(value: Any) -> bool:
+    """Whether a string anywhere in the documents holds a lone surrogate. PyYAML's pure loader decodes
+    each \\uD83C of a pair on its own and JSON keeps an unpaired one: such a string cannot be written out
+    as UTF-8 (every later print or encode of it failed with a traceback)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if not v.isascii() and any("\ud800" <= ch <= "\udfff" for ch in v):
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
+
+
+def surrogate_message(text: str, source: str, expected: str) -> str:
+    """Where the first surrogate escape is. Kubernetes' YAML decoder (go-yaml, as libyaml) refuses every
+    one, a pair too, with this phrase; decided: an unpaired one in JSON is refused as well, where Go's JSON
+    decoder would put U+FFFD in its place and so change the string silently."""
+    pairs_decode = text.lstrip().startswith(("{", "["))  # JSON joins a high and a low surrogate into one
+    found = _SURROGATE_ESCAPE.search(text)
+    while pairs_decode and found is not None and found.group(1)[1] in "89abAB":
+        low = _SURROGATE_ESCAPE.match(text, found.end())
+        if low is None or low.group(1)[1] not in "cdefCDEF":
+            break
+        found = _SURROGATE_ESCAPE.search(text, low.end())  # a pair is one character: look further on
+    at = ""
+    escape = ""
+    if found is not None:
+        line = text.count("\n", 0, found.start()) + 1
+        column = found.start() - (text.rfind("\n", 0, found.start()) + 1) + 1
+        at, escape = f" line {line}, column {column}:", f" {found.group(0)}"
+    return (
+        f"{source}:{at} found invalid Unicode character escape code{escape} (a UTF-16 surrogate, half of a "
+        f"character; not valid YAML or JSON); expected {expected}; write the character itself (UTF-8), or "
+        "one escape of its code point, e.g. \\U0001F600 in YAML (JSON: a high and a low surrogate together)"
+    )
 
 
 def number_error_message(exc: ValueError, source: str, expected: str) -> str:

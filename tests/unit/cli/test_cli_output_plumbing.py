@@ -55,3 +55,26 @@ def test_emit_prints_the_same_document_as_json_and_yaml() -> None:
     emit(doc, "json", stream=as_json)
     emit(doc, "yaml", stream=as_yaml)
     assert json.loads(as_json.getvalue()) == yaml.safe_load(as_yaml.getvalue()) == {"b": [1, 2], "a": {"nested": None}}
+
+
+@pytest.mark.parametrize("where", ["after", "before"])
+def test_debug_works_where_the_internal_error_line_says_to_add_it(
+    where: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The internal-error line says "rerun with --debug"; appended to the command as typed, argparse
+    refused it ("unrecognized arguments: --debug") since only `numalign --debug COMMAND` was accepted."""
+    import numalign.cli.commands.discover as discover
+    from numalign.cli.main import main
+    from numalign.cli.output import EXIT_ERROR
+
+    def boom(args: argparse.Namespace) -> int:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(discover, "run", boom)
+    assert main(["discover", "--machine", "dual-socket"]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert err.startswith("numalign discover: internal error: RuntimeError: a bug;") and "rerun with --debug" in err
+    argv = ["discover", "--machine", "dual-socket", "--debug"] if where == "after" else \
+        ["--debug", "discover", "--machine", "dual-socket"]
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(argv)
