@@ -68,6 +68,34 @@ class AllocatedDevice:
     consumed_capacity: Mapping[str, Quantity] | None = None
     preallocated: bool = False
 
+    def __init__(
+        self, claim: str, request: str, driver: str, pool: str, device: str,
+        attributes: Mapping[str, DeviceAttribute] | None = None, capacity: Mapping[str, Quantity] | None = None,
+        admin_access: bool | None = None, share_id: str | None = None,
+        consumed_capacity: Mapping[str, Quantity] | None = None, preallocated: bool = False,
+    ) -> None:
+        # Written out: the dataclass decorator's __init__ runs as interpreted Python even in the compiled
+        # core (object.__setattr__ field by field, about 3 us); mypyc makes these stores native. An answer
+        # of 64 devices makes 64 of them.
+        object.__setattr__(self, "claim", claim)
+        object.__setattr__(self, "request", request)
+        object.__setattr__(self, "driver", driver)
+        object.__setattr__(self, "pool", pool)
+        object.__setattr__(self, "device", device)
+        object.__setattr__(self, "attributes", {} if attributes is None else attributes)
+        object.__setattr__(self, "capacity", {} if capacity is None else capacity)
+        object.__setattr__(self, "admin_access", admin_access)
+        object.__setattr__(self, "share_id", share_id)
+        object.__setattr__(self, "consumed_capacity", consumed_capacity)
+        object.__setattr__(self, "preallocated", preallocated)
+
+    def __reduce__(self) -> tuple[type[AllocatedDevice], tuple[object, ...]]:
+        # Pickled as a constructor call: mypyc's compiled class is otherwise restored field by field
+        # through the frozen __setattr__, which refuses.
+        return AllocatedDevice, (self.claim, self.request, self.driver, self.pool, self.device, self.attributes,
+                                 self.capacity, self.admin_access, self.share_id, self.consumed_capacity,
+                                 self.preallocated)
+
     @property
     def device_id(self) -> str:
         return f"{self.driver}/{self.pool}/{self.device}"
@@ -107,6 +135,17 @@ class ClaimAllocation:
     allocation: DeviceAllocationResult
     devices: tuple[AllocatedDevice, ...]
     preallocated: bool = False
+
+    def __init__(self, claim: ResourceClaim, allocation: DeviceAllocationResult, devices: tuple[AllocatedDevice, ...],
+                 preallocated: bool = False) -> None:
+        # Written out, as AllocatedDevice's (one a claim allocated).
+        object.__setattr__(self, "claim", claim)
+        object.__setattr__(self, "allocation", allocation)
+        object.__setattr__(self, "devices", devices)
+        object.__setattr__(self, "preallocated", preallocated)
+
+    def __reduce__(self) -> tuple[type[ClaimAllocation], tuple[object, ...]]:
+        return ClaimAllocation, (self.claim, self.allocation, self.devices, self.preallocated)
 
     def allocated_claim(self) -> ResourceClaim:
         """The claim with status.allocation set, as the scheduler writes it."""
@@ -411,22 +450,25 @@ def _where_for_message(message: str, claims: Sequence[ResourceClaim], classes: M
 
 
 def _allocated(claim: ResourceClaim, results: list[DeviceResult]) -> ClaimAllocation:
-    # Built without the frozen models' generated __init__ (types.built, every field given): an answer of
-    # 64 devices made 128 of them field by field.
+    # The API results built without the frozen model's generated __init__ (types.built, every field given);
+    # the AllocatedDevices by their written-out one, positionally: an answer of 64 devices makes 128.
     api_results = []
     devices = []
+    key = claim.key
     for r in results:
         driver, pool, device = r.device_id
         name = r.request_name
+        admin_access = r.admin_access
+        share_id = r.share_id
+        consumed = r.consumed_capacity
         api_results.append(built(
             DeviceRequestAllocationResult, request=name, driver=driver, pool=pool, device=device,
-            admin_access=r.admin_access, share_id=r.share_id, consumed_capacity=r.consumed_capacity))
-        capacity = r.device.capacity
-        devices.append(built(
-            AllocatedDevice, claim=claim.key, request=name, driver=driver, pool=pool, device=device,
-            attributes=r.device.attributes, capacity={k: v.value for k, v in capacity.items()} if capacity else {},
-            admin_access=r.admin_access, share_id=r.share_id, consumed_capacity=r.consumed_capacity,
-            preallocated=False))
+            admin_access=admin_access, share_id=share_id, consumed_capacity=consumed))
+        d = r.device
+        capacity = d.capacity
+        devices.append(AllocatedDevice(key, name, driver, pool, device, d.attributes,
+                                       {k: v.value for k, v in capacity.items()} if capacity else {},
+                                       admin_access, share_id, consumed, False))
     return ClaimAllocation(claim, DeviceAllocationResult(tuple(api_results)), tuple(devices))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import pickle
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,17 @@ def test_the_example_gets_two_gpus_on_one_numa_node() -> None:
     assert allocation is not None
     assert [r.device_id for r in allocation.results] == [("gpu.example.com", "node-a", "gpu-1"),
                                                          ("gpu.example.com", "node-a", "gpu-2")]
+
+
+def test_an_answer_and_the_objects_it_was_made_from_pickle_as_they_are() -> None:
+    """simulate's --jobs and --dask send claims, slices and answers to other processes: compiled, the frozen
+    models are pickled as constructor calls (a compiled class's field-by-field restore is refused)."""
+    claim, objects = _example()
+    result = allocate_claims([claim], objects.slices, objects.classes)
+    assert isinstance(result, AllocationResult)
+    sent = pickle.loads(pickle.dumps((result.claims, objects)))
+    assert sent == (result.claims, objects)
+    assert [d.numa_node for d in sent[0][0].devices] == [1, 1]
 
 
 def test_an_allocated_claim_keeps_its_devices_and_holds_them_for_others() -> None:
