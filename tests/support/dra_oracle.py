@@ -42,8 +42,11 @@ def answer(case: Mapping[str, Any], version: str | None = None) -> dict[str, Any
     node = case["node"]
     # The vectors name the minor; they were recorded from 1.36.2 (the README), whose patch matters.
     version = version or RECORDED.get(case["version"], case["version"])
-    result = allocate_claims(claims, slices, classes, node=node["name"], node_labels=node.get("labels") or {},
-                             allocated=held, version=version, gates=case.get("gate_overrides") or None)
+    try:
+        result = allocate_claims(claims, slices, classes, node=node["name"], node_labels=node.get("labels") or {},
+                                 allocated=held, version=version, gates=case.get("gate_overrides") or None)
+    except InvalidInputError as exc:  # gates the scheduler of `version` refuses at start-up
+        return {"outcome": "gates", "message": str(exc)}
     if isinstance(result, AllocationFailure):
         if result.message.endswith(TIMEOUT_TEXT):
             if result.stopped_by == "work":  # numalign's bound on its own work, not the scheduler's 10 s

@@ -39,6 +39,7 @@ from numalign.k8s.dra.types import (
 from numalign.k8s.quantity import Quantity
 from numalign.scheduler.dra.capacity import (
     CapacityNotDefinedError,
+    CapacityRequestError,
     ConsumedCapacity,
     add_into,
     consumed_from_request,
@@ -253,6 +254,7 @@ class Allocator:
     ) -> None:
         self.features = features
         self.generation = features.generation
+        self._capacity_rules = features.capacity_rules
         # read for every device the search takes: kept here rather than looked up through the generation
         self._searches_combinations = self.generation.searches_combinations
         self._invalid_pool_aborts = self.generation.invalid_pool_aborts
@@ -433,10 +435,14 @@ class Allocator:
                             continue
                     elif not self._selectable(key, data, candidate):
                         continue
-                    if self.features.consumable_capacity and not (
-                            self._fits_when_free(sub, candidate) if self.generation.all_mode_static_capacity
-                            else self._capacity_fits(sub, candidate)):
-                        continue
+                    if self.features.consumable_capacity:
+                        try:
+                            if not (self._fits_when_free(sub, candidate) if self.generation.all_mode_static_capacity
+                                    else self._capacity_fits(sub, candidate)):
+                                continue
+                        except CapacityRequestError as e:  # 1.37 names the device without its driver and pool
+                            raise AllocatorError(f"claim {claim.key}, request {name}: checking capacity for device "
+                                                 f"{device.name}: {e}") from None
                     data.all_devices.append(candidate)
         data.num_devices = len(data.all_devices)
         return data
@@ -527,7 +533,7 @@ class Allocator:
                 if not known[at]:
                     if not self._selectable(key, data, candidate):
                         continue
-                    if self.features.consumable_capacity and not self._capacity_fits(request, candidate):
+                    if self.features.consumable_capacity and not self._scan_fits(ci, request, candidate):
                         continue
                 undo = self._allocate_device(ci, ri, si, candidate, must=False, data=data, free=True, di=di)
                 if undo is None:
@@ -754,8 +760,11 @@ class Allocator:
             return False  # the scan reports it when it gets there, unless the device is in use by then
         f = self.features
         multiple = f.consumable_capacity and bool(device.allow_multiple_allocations)
-        if f.consumable_capacity and not multiple and not self._capacity_fits(request, candidate):
-            return None
+        try:
+            if f.consumable_capacity and not multiple and not self._capacity_fits(request, candidate):
+                return None
+        except CapacityRequestError:
+            return False  # the scan reports it when it gets there, as for a selector's error
         if not f.partitionable_devices and device.consumes_counters:
             return None
         if (f.device_taints and device.taints and _taint_prevents(device, request)
@@ -865,14 +874,21 @@ class Allocator:
     def _capacity_fits(self, request: DeviceSubRequest, c: Candidate) -> bool:
         return self._fits(request, c.device_id, c.device)
 
+    def _scan_fits(self, ci: int, request: DeviceSubRequest, c: Candidate) -> bool:
+        """_capacity_fits where the scan looks at a device: 1.37's capacity errors abort there."""
+        try:
+            return self._fits(request, c.device_id, c.device)
+        except CapacityRequestError as e:
+            raise AllocatorError(f"claim {self.claims[ci].key}, request {request.name}: checking capacity for "
+                                 f"device {device_id_text(c.device_id)}: {e}") from None
+
     def _fits(self, request: DeviceSubRequest, device_id: DeviceID, device: Device) -> bool:
         if not device.capacity:  # nothing to consume: only a request naming a capacity (not defined) fails
             return not (request.capacity and request.capacity.requests)
         consumed = self.allocated.capacity.get(device_id, {})
         try:
             return request_fits(consumed, request.capacity.requests if request.capacity else None,
-                                device.capacity, self._allocating_capacity.get(device_id),
-                                self.generation.rounds_in_step_format)
+                                device.capacity, self._allocating_capacity.get(device_id), self._capacity_rules)
         except CapacityNotDefinedError:
             return False
 
@@ -884,7 +900,7 @@ class Allocator:
             return not (request.capacity and request.capacity.requests)
         try:
             return request_fits({}, request.capacity.requests if request.capacity else None, c.device.capacity,
-                                None, self.generation.rounds_in_step_format)
+                                None, self._capacity_rules)
         except CapacityNotDefinedError:
             return False
 
@@ -1083,7 +1099,11 @@ class Allocator:
             if self.generation.capacity_check_at_request_index:
                 fits = self._fits_at_request_index(request, c, di)
             else:
-                fits = self._fits_statically(data, c) if not multiple else self._capacity_fits(request, c)
+                try:  # where a device known to be selectable skipped the scan's own check (_known)
+                    fits = self._fits_statically(data, c) if not multiple else self._capacity_fits(request, c)
+                except CapacityRequestError as e:
+                    raise AllocatorError(f"claim {self.claims[ci].key}, request {request.name}: checking capacity "
+                                         f"for device {device_id_text(c.device_id)}: {e}") from None
             if not fits:
                 if rollback:
                     holders.discard(ci)
@@ -1094,7 +1114,7 @@ class Allocator:
                 return None
             if multiple:
                 consumed = consumed_from_request(request.capacity.requests if request.capacity else None,
-                                                 c.device.capacity, self.generation.rounds_in_step_format)
+                                                 c.device.capacity, self._capacity_rules)
                 share_id = _SHARE_PENDING  # named once the search has succeeded (`_name_shares`)
                 add_into(self._allocating_capacity.setdefault(c.device_id, {}), consumed)
         result = DeviceResult(request.name, base if sub else "", c.device_id, c.device, c.slice,

@@ -95,6 +95,10 @@ class Generation:
     counters_by_pool_id: bool = False
     # 1.37: a request rounded up to a validRange step keeps the step's form ("3G"), not binary SI.
     rounds_in_step_format: bool = False
+    # 1.37: a capacity request that cannot be represented (past int64; not whole thousandths on
+    # DRAFractionalCapacityRange's path) or a negative consumed capacity aborts the allocation ("claim C,
+    # request R: checking capacity for device D: capacity "c": ..."); before, it passed or skipped the device.
+    capacity_errors_abort: bool = False
     # 1.37: a CEL runtime error names the device ("selector #0 on device D/P/N: ...") and, for a missing
     # key, suggests optional chaining.
     cel_error_names_device: bool = False
@@ -143,7 +147,7 @@ _G36_NEW: Final = replace(_G35_NEW, searches_combinations=True, sorts_pools=True
                           node_slices_first=True)
 _G37: Final = Generation("", frozenset(), reports_invalid_pools=True, rolls_back_rejected_devices=True,
                          cel_error_names_device=True, rounds_in_step_format=True, distinct_keeps_every_device=True,
-                         all_mode_static_capacity=True, counters_by_pool_id=True)
+                         all_mode_static_capacity=True, counters_by_pool_id=True, capacity_errors_abort=True)
 _G37_NEW: Final = replace(_G37, searches_combinations=True, sorts_pools=True, knows_consumable_capacity=True,
                           node_slices_first=True)
 
@@ -166,8 +170,9 @@ RELEASES: Final[Mapping[int, Release]] = {
                      replace(_G36_NEW, name="experimental", supported=_MORE | {"ListTypeAttributes"})),
                 timeout_is_error=True),
     37: Release(37, (replace(_G37, name="stable", supported=_BASIC),
-                     replace(_G37_NEW, name="incubating", supported=_MORE),
-                     replace(_G37_NEW, name="experimental", supported=_MORE | {"ListTypeAttributes"})),
+                     replace(_G37_NEW, name="incubating", supported=_MORE | {"FractionalCapacityRange"}),
+                     replace(_G37_NEW, name="experimental",
+                             supported=_MORE | {"FractionalCapacityRange", "ListTypeAttributes"})),
                 list_types_in_constraints=True, timeout_is_error=True),
 }
 

@@ -27,7 +27,7 @@ from typing import Any, Final
 from numalign.k8s.dra.types import Device, DeviceAttribute, DeviceClass, DeviceSubRequest, ResourceClaim, ResourceSlice
 from numalign.limits import go_quote
 from numalign.scheduler.dra.allocator import CEL_COST_PER_WORK, DEFAULT_WORK_BOUND, AllocatedState, DeviceID
-from numalign.scheduler.dra.capacity import CapacityNotDefinedError, request_fits
+from numalign.scheduler.dra.capacity import CapacityNotDefinedError, CapacityRequestError, request_fits
 from numalign.scheduler.dra.constraints import matches_request
 from numalign.scheduler.dra.features import Features
 from numalign.scheduler.dra.pools import NodeInfo, Pool, gather_pools, node_matches
@@ -350,8 +350,8 @@ def _tainted(device: Device, sub: DeviceSubRequest) -> bool:
 def _capacity_fits(sub: DeviceSubRequest, device: Device, consumed: Mapping[str, Any], features: Features) -> bool:
     try:
         return request_fits(consumed, sub.capacity.requests if sub.capacity else None, device.capacity, None,
-                            features.generation.rounds_in_step_format)
-    except CapacityNotDefinedError:
+                            features.capacity_rules)
+    except (CapacityNotDefinedError, CapacityRequestError):
         return False
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Final
 from numalign.errors import InvalidInputError
 from numalign.k8s.version import DEFAULT, NEWEST_PATCH, KubeletVersion
 from numalign.scheduler.dra.behaviours import Generation, Release, release
+from numalign.scheduler.dra.capacity import CapacityRules
 
 if TYPE_CHECKING:
     from numalign.k8s.dra.cel import CELFeatures
@@ -34,8 +35,15 @@ _GATES: Final[Mapping[str, tuple[tuple[int, bool], ...]]] = {
     "DRADeviceBindingConditions": ((34, False), (36, True)),
     "DRAConsumableCapacity": ((34, False), (36, True)),
     "DRAListTypeAttributes": ((36, False),),
+    # Beta in 1.37 with two specs: off, and on only for a minimum compatibility version of 1.37, which a
+    # 1.37 scheduler does not have by default (it keeps compatibility with 1.36): off, as the real
+    # DefaultFeatureGate of 1.37.2 answers.
+    "DRAFractionalCapacityRange": ((37, False),),
 }
 DRA_GATES: Final = tuple(_GATES)
+# gate -> the gates it needs on (kube_features.go's dependencies, checked at start-up from 1.37). Only those
+# the generated cases can break are listed; DynamicResourceAllocation is on and locked from 1.35.
+_DEPENDS_ON: Final[Mapping[str, tuple[str, ...]]] = {"DRAFractionalCapacityRange": ("DRAConsumableCapacity",)}
 
 
 def minor_of(version: str | KubeletVersion) -> int:
@@ -68,6 +76,7 @@ class Features:
     device_binding_and_status: bool = False
     consumable_capacity: bool = False
     list_type_attributes: bool = False
+    fractional_capacity_range: bool = False
     # Which release's allocator and scheduler (behaviours.py names what changed between releases).
     minor: int = 37
     patch: int | None = None  # None: the newest modelled patch of `minor`
@@ -94,6 +103,13 @@ class Features:
         DRAResourceClaimDeviceStatus, on by default, was supported by experimental only)."""
         return self.release.generation(self.enabled(), self.allocators)
 
+    @functools.cached_property
+    def capacity_rules(self) -> CapacityRules:
+        """How this release's allocator rounds and checks capacity requests (capacity.py)."""
+        g = self.generation
+        return CapacityRules(step_format=g.rounds_in_step_format, fractional=self.fractional_capacity_range,
+                             strict=g.capacity_errors_abort)
+
     @property
     def implementation(self) -> str:
         return self.generation.name
@@ -110,6 +126,7 @@ class Features:
             "PartitionableDevices": self.partitionable_devices, "DeviceTaints": self.device_taints,
             "DeviceBindingAndStatus": self.device_binding_and_status, "ConsumableCapacity": self.consumable_capacity,
             "ListTypeAttributes": self.list_types_in_constraints, "DeviceStatus": self.device_status_34,
+            "FractionalCapacityRange": self.fractional_capacity_range,
         }
         return frozenset(name for name, on in names.items() if on)
 
@@ -118,14 +135,26 @@ def features_for(version: str | KubeletVersion = DEFAULT_VERSION, gates: Mapping
     """The allocator features the scheduler of `version` passes (AllocatorFeatures), from the gates'
     defaults with `gates` overriding them."""
     values = gate_defaults(version)
+    parsed = version if isinstance(version, KubeletVersion) else KubeletVersion.parse(version, "version")
+    minor = parsed.minor
     for name, value in (gates or {}).items():
         if name not in values:
             raise InvalidInputError(
                 f"feature gate {name!r} is not a DRA gate numalign follows; expected one of {', '.join(DRA_GATES)}"
             )
+        first = _GATES[name][0][0]
+        if minor < first:  # kube-scheduler refuses to start with a gate its release does not register
+            raise InvalidInputError(f"feature gate {name!r} is not known to kube-scheduler 1.{minor} (it arrives "
+                                    f"in 1.{first}); remove it, or decide as 1.{first} or later")
         values[name] = value
-    parsed = version if isinstance(version, KubeletVersion) else KubeletVersion.parse(version, "version")
-    minor = parsed.minor
+    for name, needs in _DEPENDS_ON.items():
+        off = [n for n in needs if not values[n]]
+        if minor >= _GATES[name][0][0] and values[name] and off:
+            # the scheduler refuses these gates at start-up (featuregate's dependency check, 1.37+)
+            raise InvalidInputError(
+                f"{name} is enabled, but depends on features that are disabled: [{' '.join(off)}]; "
+                f"turn {name} off or {' and '.join(off)} on"
+            )
     return Features(
         admin_access=values["DRAAdminAccess"],
         prioritized_list=values["DRAPrioritizedList"],
@@ -134,6 +163,7 @@ def features_for(version: str | KubeletVersion = DEFAULT_VERSION, gates: Mapping
         device_binding_and_status=values["DRADeviceBindingConditions"] and values["DRAResourceClaimDeviceStatus"],
         consumable_capacity=values["DRAConsumableCapacity"],
         list_type_attributes=values["DRAListTypeAttributes"],
+        fractional_capacity_range=values["DRAFractionalCapacityRange"],
         minor=minor,
         patch=parsed.patch,
         device_status_34=release(minor).device_status_is_feature and values["DRAResourceClaimDeviceStatus"],
