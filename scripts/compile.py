@@ -192,8 +192,8 @@ def _activate(built: Path, paths: list[Path]) -> None:
 def _prune(root: Path, keep: str) -> None:
     """Keep the KEEP_BUILDS most recently used builds (keep, this setup's, among them) that were used in
     the last KEEP_DAYS days; drop the others. A build whose lock another setup holds (building or naming
-    it) is left alone. A build some other environment still names but that is dropped makes that
-    environment run as Python, saying so, until its next setup."""
+    it), or that a running numalign holds in use, is left alone. A build some other environment still
+    names but that is dropped makes that environment run as Python, saying so, until its next setup."""
     found: list[tuple[float, Path]] = []
     for entry in root.iterdir():
         if entry.is_dir() and not entry.name.startswith(".") and entry.name != keep:
@@ -206,14 +206,16 @@ def _prune(root: Path, keep: str) -> None:
     for rank, (used, entry) in enumerate(found, start=1):
         if rank < KEEP_BUILDS and used >= horizon:
             continue
-        with _locked(root / f"{entry.name}.lock", wait=False) as held:
-            if held:
+        # A running numalign holds <build>.inuse shared (numalign._compiled) and may import more of it.
+        with _locked(root / f"{entry.name}.lock", wait=False) as held, \
+                _locked(root / f"{entry.name}.inuse", wait=False) as unused:
+            if held and unused:
                 shutil.rmtree(entry, ignore_errors=True)
                 with contextlib.suppress(OSError):
                     (root / f"{entry.name}.log").unlink()
     # Lock files stay while their build may be wanted (unlinking one another setup waits on would let a
     # third lock a new file beside it); a lock whose build is long gone goes.
-    for lock in root.glob("*.lock"):
+    for lock in [*root.glob("*.lock"), *root.glob("*.inuse")]:
         with contextlib.suppress(OSError):
             if not (root / lock.stem).exists() and lock.stat().st_mtime < horizon - KEEP_DAYS * 86400:
                 lock.unlink()

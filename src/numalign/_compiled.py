@@ -34,6 +34,7 @@ PACKAGE = Path(__file__).resolve().parent
 STATUS = "pure Python: no compiled core built (scripts/setup builds it)"
 MODULES: frozenset[str] = frozenset()
 LIBRARIES: Path | None = None  # the directory the compiled libraries load from, when they do
+_IN_USE: int | None = None  # the descriptor holding the build's shared "in use" lock for the process's life
 
 
 class _Finder(MetaPathFinder):
@@ -101,7 +102,7 @@ def install() -> None:
         STATUS = f"pure Python: src/numalign/{changed} changed since the core was compiled; run scripts/setup"
         return
     built = Path(manifest.get("build") or where)  # the shared cache's build, or the manifest's own directory
-    if not (built / "manifest.json").is_file():
+    if not _hold_in_use(built) or not (built / "manifest.json").is_file():
         STATUS = f"pure Python: the compiled core's build {built} is gone (pruned from the cache); run scripts/setup"
         return
     libraries = {name: built / entry["library"] for name, entry in modules.items()}
@@ -110,3 +111,29 @@ def install() -> None:
     MODULES = frozenset(modules)
     LIBRARIES = built
     STATUS = f"compiled core ({len(modules)} modules, mypyc)"
+
+
+def _hold_in_use(built: Path) -> bool:
+    """Take a shared lock on <build>.inuse beside the build, kept until the process ends: a long-running
+    process (serve, simulate) imports some compiled modules late, and scripts/compile.py's prune leaves a
+    build alone while anyone holds it. False when the prune holds it (the build is being removed). Where
+    the lock cannot be made (a read-only cache), the build is used without it, as before."""
+    global _IN_USE
+    import fcntl
+
+    try:
+        fd = os.open(built.parent / f"{built.name}.inuse", os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return False
+    except OSError:
+        os.close(fd)
+        return True
+    if _IN_USE is not None:
+        os.close(_IN_USE)
+    _IN_USE = fd
+    return True

@@ -252,6 +252,48 @@ def test_the_cache_keeps_recent_builds_and_those_in_use(tmp_path: Path) -> None:
     assert (cache / ".build-killed").is_dir()
 
 
+def test_a_build_a_running_numalign_holds_is_not_pruned(tmp_path: Path) -> None:
+    """review L2: serve imports some compiled modules late; the prune must not remove them under it."""
+    import fcntl
+
+    script = _compile_script()
+    cache = tmp_path / "cache"
+    now = 2_000_000_000.0
+    for name in ("old", "held", "current"):
+        (cache / name).mkdir(parents=True)
+        (cache / name / "manifest.json").write_text("{}")
+    weeks = now - (script.KEEP_DAYS + 1) * 86400
+    for name in ("old", "held"):  # both unused by any setup for weeks: pruned unless in use
+        os.utime(cache / name / "manifest.json", (weeks, weeks))
+    saved = _compiled._IN_USE
+    try:
+        assert _compiled._hold_in_use(cache / "held")  # as install() does for the build it loads
+        holder = _compiled._IN_USE
+        import time as time_module
+
+        real_time = time_module.time
+        try:
+            script.time.time = lambda: now
+            script._prune(cache, keep="current")
+        finally:
+            script.time.time = real_time
+        assert sorted(p.name for p in cache.iterdir() if p.is_dir()) == ["current", "held"]
+        # the prune's own exclusive try is what the holder's shared lock refuses
+        with (cache / "held.inuse").open("a") as other, pytest.raises(BlockingIOError):
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert holder is not None
+        os.close(holder)
+        _compiled._IN_USE = None
+        script.time.time = lambda: now
+        try:
+            script._prune(cache, keep="current")
+        finally:
+            script.time.time = real_time
+        assert sorted(p.name for p in cache.iterdir() if p.is_dir()) == ["current"]
+    finally:
+        _compiled._IN_USE = saved
+
+
 def test_a_source_edited_during_the_build_leaves_no_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The build reads the sources while it runs: an edit meanwhile discards it (nothing enters the
     cache under the old text's digest), and setup says to run again."""
