@@ -317,16 +317,13 @@ def _device(raw: object, path: str, per_device: bool) -> t.Device:
     name = obj.get("name")
     if type(name) is not str or not name:
         name = _req_str(name, f"{path}.name")
-    return t.built(
-        t.Device,
-        name=_name(name, f"{path}.name", n.dns_label_problem),
-        attributes=attributes, capacity=capacity,
-        consumes_counters=tuple(consumes), node_name=node_name, node_selector=node_selector, all_nodes=all_nodes,
-        allow_multiple_allocations=None if multiple is None else _bool(multiple, f"{path}.allowMultipleAllocations"),
-        taints=tuple(taints), binds_to_node=False if binds is None else _bool(binds, f"{path}.bindsToNode"),
-        binding_conditions=() if conditions is None else tuple(_str_list(conditions, f"{path}.bindingConditions")),
-        binding_failure_conditions=() if failures is None else tuple(_str_list(
-            failures, f"{path}.bindingFailureConditions")),
+    return t.Device(  # positional: a slice's many devices are read on every run
+        _name(name, f"{path}.name", n.dns_label_problem), attributes, capacity, tuple(consumes), node_name,
+        node_selector, all_nodes,
+        None if multiple is None else _bool(multiple, f"{path}.allowMultipleAllocations"), tuple(taints),
+        False if binds is None else _bool(binds, f"{path}.bindsToNode"),
+        () if conditions is None else tuple(_str_list(conditions, f"{path}.bindingConditions")),
+        () if failures is None else tuple(_str_list(failures, f"{path}.bindingFailureConditions")),
     )
 
 
@@ -346,7 +343,7 @@ def _scalar_attribute(raw: object) -> t.DeviceAttribute | None:
         ((kind, value),) = raw.items()
         if kind != "version" and _SCALAR_TYPES.get(kind) is type(value) and (
                 type(value) is not str or len(value) <= t.DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH):
-            return t.built(t.DeviceAttribute, kind=kind, values=(value,), is_list=False)
+            return t.DeviceAttribute(kind, (value,), False)  # type: ignore[arg-type]
     return None
 
 

@@ -31,7 +31,6 @@ from numalign.k8s.dra.types import (
     DRAObjects,
     ResourceClaim,
     ResourceSlice,
-    built,
 )
 from numalign.k8s.pod import Pod
 from numalign.k8s.quantity import Quantity
@@ -450,8 +449,8 @@ def _where_for_message(message: str, claims: Sequence[ResourceClaim], classes: M
 
 
 def _allocated(claim: ResourceClaim, results: list[DeviceResult]) -> ClaimAllocation:
-    # The API results built without the frozen model's generated __init__ (types.built, every field given);
-    # the AllocatedDevices by their written-out one, positionally: an answer of 64 devices makes 128.
+    # Both built by their written-out __init__ (here and in k8s/dra/types.py), positionally: an answer of 64
+    # devices makes 128.
     api_results = []
     devices = []
     key = claim.key
@@ -461,9 +460,7 @@ def _allocated(claim: ResourceClaim, results: list[DeviceResult]) -> ClaimAlloca
         admin_access = r.admin_access
         share_id = r.share_id
         consumed = r.consumed_capacity
-        api_results.append(built(
-            DeviceRequestAllocationResult, request=name, driver=driver, pool=pool, device=device,
-            admin_access=admin_access, share_id=share_id, consumed_capacity=consumed))
+        api_results.append(DeviceRequestAllocationResult(name, driver, pool, device, admin_access, share_id, consumed))
         d = r.device
         capacity = d.capacity
         devices.append(AllocatedDevice(key, name, driver, pool, device, d.attributes,
