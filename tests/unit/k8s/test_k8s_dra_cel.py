@@ -291,3 +291,27 @@ def test_a_compiled_selector_keeps_its_program_not_the_parsed_expression() -> No
         else:
             stack.extend(gc.get_referents(obj))
     assert compiled.program is not None and Expr not in kinds
+
+
+@pytest.mark.parametrize(
+    ("expression", "answer"),
+    [
+        # net/url refuses what urllib raised ValueError on (an internal error reached the user), or took
+        ('url("http://[::1").getHost() == ""', 'parse "http://[::1": missing \']\' in host'),
+        ('url("http://a:abc/").getHost() == "a"', 'parse "http://a:abc/": invalid port ":abc" after host'),
+        ('isURL("http://[::1") || isURL("http://a:abc/")', False),
+        # Go's Port() is the digits as written; urllib raised ValueError past 65535
+        ('url("http://a:99999/x").getPort() == "99999"', True),
+        ('url("http://u:p@[::1]:8443/x?y=:z").getPort() == "8443"', True),
+        ('url("http://[::1]/x").getPort() == "" && url("https://x").getHost() == "x"', True),
+    ],
+)
+def test_url_functions_parse_as_net_url_does(expression: str, answer: bool | str) -> None:
+    compiled = compile_selector(expression, ALL)
+    assert compiled.error is None
+    if isinstance(answer, bool):
+        assert device_matches(compiled, _device()) is answer
+    else:
+        with pytest.raises(CELRuntimeError) as raised:
+            device_matches(compiled, _device())
+        assert str(raised.value) == f"URL parse error during conversion from string: {answer}"
