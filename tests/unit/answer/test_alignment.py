@@ -63,9 +63,11 @@ def test_cli_json_and_text_carry_answers(tmp_path: Path) -> None:
     assert rejected[0]["answer"]["wouldFitIf"][0]["verified"] is True
     assert "alignment" in pods[0]
     text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    # 600 pods: a few lines per pod, the 155 rejections of the same shape named once each, a summary first.
+    # 600 pods: a few lines per pod, the 155 rejections of the same shape in a row on one line, a summary first.
     assert "REJECTED: OutOfcpu: Node didn't have enough resource" in text and "  would fit if " in text
-    assert text.count("REJECTED: OutOfcpu (as default/web-444, the same pod shape)") == 155
+    assert text.count("REJECTED: OutOfcpu (as default/web-444, the same pod shape)") == 1
+    assert "\npods default/web-445 to default/web-599 (155 in a row): REJECTED: OutOfcpu (as default/web-444, " \
+        "the same pod shape)\n" in text
     lines = text.splitlines()
     at = lines.index("444/600 pods admitted")
     assert lines[at + 1] == "  OutOfcpu: 156 pods (default/web-444 and 155 more of its shape)"

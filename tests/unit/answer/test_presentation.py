@@ -63,7 +63,10 @@ def test_past_the_full_record_count_each_pod_gets_a_few_lines_and_one_shape_one_
     doc = _document(pods)
     text = doc.text_lines(details=False)
     same = [line for line in text if line.endswith("(as default/p0, the same pod shape)")]
-    assert len(same) == FULL_RECORDS_UP_TO and len(doc.to_dict()["pods"]) == FULL_RECORDS_UP_TO + 1
+    # the repeats in a row share one line naming the first and the last
+    assert same == [f"pods default/p1 to default/p{FULL_RECORDS_UP_TO} ({FULL_RECORDS_UP_TO} in a row): REJECTED: "
+                    f"{doc.pods[0].record.result.reason} (as default/p0, the same pod shape)"]
+    assert len(doc.to_dict()["pods"]) == FULL_RECORDS_UP_TO + 1
     # --details: every record whole, and the document unchanged
     detailed = doc.text_lines(details=True)
     assert sum(1 for line in detailed if line.startswith("pod default/p")) == FULL_RECORDS_UP_TO + 1

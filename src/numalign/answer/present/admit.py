@@ -205,19 +205,35 @@ class AdmitDocument:
         if compact:
             out.append("")
         first_rejected: dict[tuple[object, ...], str] = {}  # (reason, message, shape) -> the first such pod
+        # Repeats of one rejection in a row share a line: 3,000 replicas on a full node were 2,890 lines
+        # saying the same thing, between the summary and the end of the answer.
+        run: list[str] = []  # the pods of the current run of repeats, in order
+        run_of: tuple[object, ...] | None = None
+
+        def end_run() -> None:
+            if run and run_of is not None:
+                reason, as_pod = run_of[0], first_rejected[run_of]
+                who = f"pod {run[0]}" if len(run) == 1 else f"pods {run[0]} to {run[-1]} ({len(run)} in a row)"
+                out.append(f"{who}: REJECTED: {reason} (as {as_pod}, the same pod shape)")
+                run.clear()
+
         for answer in self.pods:
             rec, pod = answer.record, answer.pod
             if dra is not None and dra.unschedulable(pod):
+                end_run()
                 head, *why = dra.verdict_lines(pod, details)
                 out += [("" if compact else "\n") + head, *(line if details else clip(line) for line in why)]
                 continue
             if not rec.result.admit and not details:
                 same = (rec.result.reason, rec.result.message, pod_shape(pod))
                 if same in first_rejected:
-                    out.append(f"pod {rec.pod}: REJECTED: {rec.result.reason} (as {first_rejected[same]}, "
-                               "the same pod shape)")
+                    if same != run_of:
+                        end_run()
+                    run_of = same
+                    run.append(rec.pod)
                     continue
                 first_rejected[same] = rec.pod
+            end_run()
             dra_lines = dra.text_lines(pod) if dra is not None else []
             if compact:
                 assert answer.extra is not None, "a pod the kubelet saw has its answer"
@@ -225,4 +241,5 @@ class AdmitDocument:
                 continue
             out.append("")
             out += [line if details else clip(line) for line in [*answer.full_lines(details), *dra_lines]]
+        end_run()
         return out

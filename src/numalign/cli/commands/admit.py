@@ -72,7 +72,8 @@ def register(sub: Any) -> None:
                    help="text: print every pod's whole decision record, every resource free on every NUMA node, "
                    "and every line whole; by default any line (a why: too, even for one pod) is cut at 200 "
                    "characters, ending '(+N chars; --details)', past 10 pods each pod gets a few lines, identical "
-                   "rejections are named once, and free capacity is shown for the resources a pod asks for")
+                   "rejections are named once (repeats in a row share one line), and free capacity is shown for the "
+                   "resources a pod asks for")
     p.add_argument("--exit-code", action="store_true",
                    help="exit 1 when any pod is rejected (as git diff --exit-code), so a script can ask "
                    "\"would it fit?\"; without it admit exits 0 whatever the decisions")
