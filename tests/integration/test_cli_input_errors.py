@@ -402,6 +402,31 @@ def test_replay_of_no_scenarios_is_an_error(capsys: pytest.CaptureFixture[str], 
         assert "0/0" not in capsys.readouterr().out
 
 
+def test_replay_of_a_file_that_is_no_json_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A manifest given to replay printed an error and a result line per line of it (700,000 for a large
+    one): a file whose first 20 lines, or all lines, are not JSON is refused in one line, nothing printed."""
+    manifest = tmp_path / "pods.yaml"
+    manifest.write_text(POD * 10)
+    for extra in (["--check"], [], ["-o", "json"]):
+        msg = error_of(capsys, "replay", str(manifest), *extra)
+        assert msg == (f"numalign replay: error: replay: {manifest}: its first 20 lines are not JSON (line 1: "
+                       'Expecting value at column 1); expected a JSON-lines file of scenarios, one {"scenario": '
+                       '..., "result": ...} per line; check that this is the file you meant')
+        assert capsys.readouterr().out == ""
+    short = tmp_path / "short.yaml"
+    short.write_text(POD)
+    assert "replay: " + str(short) + ": none of its 8 lines is JSON (line 1:" in error_of(capsys, "replay", str(short))
+    # a bad line among scenarios is still named on its own, and the rest still runs
+    mixed = tmp_path / "mixed.jsonl"
+    line = (Path(os.environ.get("NUMALIGN_SHARED", "../shared")) / "oracle" / "merge_vectors.jsonl")
+    scenario = line.read_text().splitlines()[0] if line.is_file() else '{"kind": "merge", "policy": "none", ' \
+        '"numa_nodes": [0], "providers": []}'
+    mixed.write_text("not json\n" + scenario + "\n")
+    assert main(["replay", str(mixed)]) == EXIT_INVALID
+    captured = capsys.readouterr()
+    assert captured.err.count("error:") == 1 and f"{mixed}:1: not valid JSON" in captured.err
+    assert len(captured.out.splitlines()) == 2
+
 def test_machine_tarball_that_is_not_an_archive(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     fake = tmp_path / "x.tar.gz"
     fake.write_text("not an archive\n")

@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING, Any
 from numalign.cli.commands.summaries import SUMMARIES
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator
 
     from numalign.replay.runner import ReplayOutcome
 
 MAX_LISTED_DIFFERENCES = 5
+# Leading lines that are not JSON before the file is taken for something else (a YAML manifest, a log).
+NOT_JSON_LINES = 20
 
 
 def register(sub: Any) -> None:
@@ -25,7 +27,8 @@ def register(sub: Any) -> None:
         description="Read one scenario per line ({'scenario':..., 'result':...} or a bare scenario), "
         "print one result per line; with --check compare with each line's result. A line that cannot be "
         "replayed (bad JSON, a field of the wrong type or out of range) is named on stderr with its line number "
-        "and field, its result is {'input_error': ...}, the rest of the file still runs, and the exit status is 2.",
+        "and field, its result is {'input_error': ...}, the rest of the file still runs, and the exit status is 2; "
+        "a file whose first 20 lines (or all) are none of them JSON is refused in one line.",
     )
     p.add_argument("file", help="JSON-lines file of scenarios, or - for standard input")
     p.add_argument("--check", action="store_true", help="compare with recorded results; exit 1 on any difference")
@@ -48,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
     version = REPLAY_DEFAULT if args.kubelet_version is None else resolve(args.kubelet_version, "--kubelet-version")
     if args.file == "-":
         source = "<stdin>"
-        return _run(replay_lines(bounded_lines(sys.stdin), source, version), args.check, source, args.output)
+        outcomes = _refuse_non_json(replay_lines(bounded_lines(sys.stdin), source, version), source)
+        return _run(outcomes, args.check, source, args.output)
     path = Path(args.file)
     if not path.exists():
         raise InvalidInputError(f"replay: file {str(path)!r} not found; pass a JSON-lines file of scenarios")
@@ -58,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
         )
     try:
         with path.open(encoding="utf-8") as fh:
-            return _run(replay_lines(bounded_lines(fh), str(path), version), args.check, str(path), args.output)
+            outcomes = _refuse_non_json(replay_lines(bounded_lines(fh), str(path), version), str(path))
+            return _run(outcomes, args.check, str(path), args.output)
     except UnicodeDecodeError as exc:
         # Lines are decoded as they are read, so this can come after some results were printed.
         raise InvalidInputError(
@@ -69,6 +74,35 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInputError(
             f"replay: {path}: cannot read the scenarios: {exc.strerror}; make it readable by this user"
         ) from None
+
+
+def _refuse_non_json(outcomes: Iterable[ReplayOutcome], source: str) -> Iterator[ReplayOutcome]:
+    """The outcomes, unless the file's first NOT_JSON_LINES lines (or all of a shorter file's) are none of
+    them JSON: then it is no scenarios file (a pod manifest given by mistake printed an error line and a
+    result line for each of its 700,000 lines), refused in one line before anything is printed."""
+    import re
+
+    from numalign.errors import InvalidInputError
+
+    held: list[ReplayOutcome] = []
+    it = iter(outcomes)
+    for o in it:
+        if o.error is None or "not valid JSON (" not in o.error:
+            yield from held
+            yield o
+            yield from it
+            return
+        held.append(o)
+        if len(held) == NOT_JSON_LINES:
+            break
+    if held:
+        why = re.search(r"not valid JSON \((.*?)\);", held[0].error or "")
+        which = (f"its first {len(held)} lines are not" if len(held) == NOT_JSON_LINES
+                 else f"none of its {len(held)} lines is" if len(held) > 1 else "its one line is not")
+        raise InvalidInputError(
+            f"replay: {source}: {which} JSON (line {held[0].line_no}: {why.group(1) if why else 'not valid'}); "
+            'expected a JSON-lines file of scenarios, one {"scenario": ..., "result": ...} per line; check that '
+            "this is the file you meant")
 
 
 def _run(outcomes: Iterable[ReplayOutcome], check: bool, source: str, output: str) -> int:
