@@ -52,8 +52,13 @@ class AgentDRA:
         from numalign.k8s.dra.read import checked_as
 
         docs = load_documents(path, "the manifest", EXPECTED_WITH_DRA)
+        # Other kinds beside the pods and DRA objects (the Namespace of NVIDIA's quickstart specs) are
+        # skipped with a log line, as admit notes them: refusing them made the whole file invalid.
+        skipped: list[str] = []
         with checked_as(self.node.kubelet_version.minor):
-            pods, objects = pods_and_dra_from_documents(docs, source_name(path))
+            pods, objects = pods_and_dra_from_documents(docs, source_name(path), skipped=skipped)
+        for note in skipped:
+            log.info("%s", note)
         self.by_file[path] = objects
         self._given_changed()
         return pods

@@ -45,6 +45,21 @@ def test_list_reports_the_claims_devices(node_a: Agent, layout: Layout) -> None:
     assert len(main.cpu_ids) == 4  # the kubelet's own answer is unchanged
 
 
+def test_a_namespace_beside_the_pods_is_skipped_as_admit_skips_it(
+    node_a: Agent, layout: Layout, caplog: pytest.LogCaptureFixture
+) -> None:
+    """NVIDIA's quickstart specs begin with their Namespace: serve refused the whole file ("unsupported kind
+    'Namespace'"), so none of its pods ran, where admit notes the Namespace and admits the pods."""
+    caplog.set_level("INFO", logger="numalign.agent.dra")
+    namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: default}\n---\n"
+    layout.write_manifest("trainer.yaml", namespace + EXAMPLE.read_text())
+    wait_pod(layout, "trainer", "admitted")
+    (main,) = _list(layout)["trainer"].containers
+    assert len(main.dynamic_resources) == 1 and not node_a.faults.get("invalid_manifest")
+    skipped = "document 1: Namespace default skipped (no pod template)"
+    assert any(r.getMessage().endswith(skipped) for r in caplog.records)
+
+
 def test_a_claim_that_cannot_be_allocated_is_a_fault(node_a: Agent, layout: Layout) -> None:
     layout.write_manifest("trainer.yaml", EXAMPLE.read_text().replace('model == "h100"', 'model == "h200"'))
     wait_pod(layout, "trainer", "admitted")
