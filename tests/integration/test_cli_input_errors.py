@@ -180,6 +180,17 @@ def test_a_surrogate_escape_is_refused_in_one_line_naming_where(
     assert json.loads(capsys.readouterr().out)["summary"]["admitted"] == 1
 
 
+def test_the_surrogate_check_walks_each_yaml_alias_once(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Nine anchors of nine aliases each are 9**9 strings walked alias by alias (the check hung on such a
+    file holding any \\u escape); each shared list is walked once, and the file gets its own error."""
+    levels = ["a: &a [x, x, x, x, x, x, x, x, x]"] + [
+        f"{b}: &{b} [{', '.join(['*' + a] * 9)}]" for a, b in zip("abcdefgh", "bcdefghi", strict=True)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join([*levels, 'j: "\\u00e9"', ""]))
+    msg = error_of(capsys, "admit", str(bomb))
+    assert "document 1: kind: the document has no kind" in msg
+
+
 # ---- 3. a manifest given as a machine ----------------------------------------------------------
 
 

@@ -71,16 +71,15 @@ def _has_surrogate(value: Any) -> bool:
     each \\uD83C of a pair on its own and JSON keeps an unpaired one: such a string cannot be written out
     as UTF-8 (every later print or encode of it failed with a traceback)."""
     stack = [value]
+    seen: set[int] = set()  # YAML aliases share one object: walked once, or nine anchors of nine are 9**9
     while stack:
         v = stack.pop()
         if isinstance(v, str):
             if not v.isascii() and any("\ud800" <= ch <= "\udfff" for ch in v):
                 return True
-        elif isinstance(v, dict):
-            stack.extend(v.keys())
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
+        elif isinstance(v, (dict, list)) and id(v) not in seen:
+            seen.add(id(v))
+            stack.extend([*v.keys(), *v.values()] if isinstance(v, dict) else v)
     return False
 
 
