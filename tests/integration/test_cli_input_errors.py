@@ -330,6 +330,27 @@ def test_the_large_machine_refusal_hint_works_as_printed(capsys: pytest.CaptureF
     assert "overridden by --topology-manager-policy-options" in out
 
 
+def test_capacitys_large_machine_refusal_names_the_pool_and_the_cluster_file_fix(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """capacity has no --policy-option, which the refusal told to use: it names the pool and what to write
+    under it in the cluster file, and that works as printed."""
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(POD)
+    pools = "kind: Cluster\nname: two\npools:\n- {name: small, count: 1, machine: dual-socket}\n" \
+        "- name: big\n  count: 1\n  machine: snc-16\n"
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(pools)
+    msg = error_of(capsys, "capacity", str(pod), "--cluster", str(cluster))
+    assert msg == ("numalign capacity: error: unsupported on machines with more than 8 NUMA Nodes; pool big (machine "
+                   "of 16 NUMA nodes) needs the topology manager policy option max-allowable-numa-nodes=16: in the "
+                   "cluster file, under the pool, write `kubelet: {topologyManagerPolicyOptions: "
+                   '{max-allowable-numa-nodes: "16"}}` (docs/cluster-format.md)')
+    cluster.write_text(pools + '  kubelet: {topologyManagerPolicyOptions: {max-allowable-numa-nodes: "16"}}\n')
+    assert main(["capacity", str(pod), "--cluster", str(cluster)]) == 0
+    assert "max-allowable-numa-nodes=16" in capsys.readouterr().out
+
+
 def test_config_file_replaces_the_builtin_example(capsys: pytest.CaptureFixture[str],
                                                   files: dict[str, Path]) -> None:
     assert main(["admit", str(files["pod"]), "--config", str(files["config"]), "--output", "json"]) == 0

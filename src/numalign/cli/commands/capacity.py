@@ -12,6 +12,7 @@ from numalign.cli.options.clusterargs import ClusterSource, add_cluster_args, lo
 
 if TYPE_CHECKING:
     from numalign.cluster.workload import Placement
+    from numalign.core.policies.startup import StartupError
     from numalign.k8s.pod import Pod
 
 
@@ -70,6 +71,7 @@ def answer(request: CapacityRequest) -> int:
     from numalign.cluster.capacity_document import CapacityDocument, CapacityRun
     from numalign.cluster.model import pool_documents
     from numalign.cluster.simulate import RunSpec
+    from numalign.core.policies.startup import StartupError
 
     cluster = load_cluster_arg(request.cluster)
     pod, placement, source, wanted, dra_objects = _pod(request)
@@ -78,7 +80,11 @@ def answer(request: CapacityRequest) -> int:
     versions: list[str | None] = list(request.kubelet_versions) or [None]
     sets: list[str | None] = list(request.preview_sets) or [None]
     combos = [RunSpec("default", kubelet_version=v, previews=p) for v in versions for p in sets]
-    counts = [(spec, count_capacity(spec.cluster(cluster), pod, placement, running, dra_objects)) for spec in combos]
+    try:
+        counts = [(spec, count_capacity(spec.cluster(cluster), pod, placement, running, dra_objects))
+                  for spec in combos]
+    except StartupError as exc:
+        raise _in_the_cluster_file(exc, cluster) from None
     runs = tuple(CapacityRun(spec.kubelet_version, spec.previews, tuple(c.pools), c.shared) for spec, c in counts)
     notes = version_notes(cluster, list(request.kubelet_versions))
     doc = CapacityDocument(cluster.name, cluster.node_count, source, notes,
@@ -88,6 +94,25 @@ def answer(request: CapacityRequest) -> int:
     else:
         print("\n".join(doc.text_lines(pool_lines(cluster))))
     return 0
+
+
+def _in_the_cluster_file(exc: StartupError, cluster: Any) -> StartupError:
+    """A pool's kubelet would not start. Its fix named `--policy-option`, which capacity does not take:
+    the pool's settings are in the cluster file, so say which pool and what to write there."""
+    import re
+
+    from numalign.core.policies.startup import StartupError
+
+    limit = re.search(r"this machine has (\d+); ", exc.fix)
+    if limit is None or "max-allowable-numa-nodes" not in exc.fix:
+        return exc
+    nodes = int(limit.group(1))
+    pools = [p.name for p in cluster.pools if len(p.machine.numa_nodes) == nodes]
+    which = f"pool {pools[0]}" if len(pools) == 1 else "the pool"
+    return StartupError(exc.kubelet_message, (
+        f"{which} (machine of {nodes} NUMA nodes) needs the topology manager policy option "
+        f"max-allowable-numa-nodes={nodes}: in the cluster file, under the pool, write `kubelet: "
+        f'{{topologyManagerPolicyOptions: {{max-allowable-numa-nodes: "{nodes}"}}}}` (docs/cluster-format.md)'))
 
 
 def _pod(request: CapacityRequest) -> tuple[Pod, Placement, str, int | None, Any]:
