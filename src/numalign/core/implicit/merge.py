@@ -27,6 +27,18 @@ Theory of operation (the ranking is the closed form of upstream's HintMerger, se
    narrowest hint of the list defining B, with D from every other list), so the search ends at B.
 3. Nothing non-empty: {D, non-preferred}, as upstream.
 
+The work bound (MERGE_WORK_BOUND). Step 2 is exact but not polynomial: when two or more lists
+constrain the merge, membership asks whether the nodes outside m can be shared among the lists so
+that each keeps enough (a partition problem: with CPUs and memory free only on the same 40 of 64
+nodes, proving that a mask without capacity is no intersection tries ~C(40, 20) shares), and no
+per-list bound is sound for an intersection. So step 2 counts its own work (search steps, membership
+tests, cover steps) and past the bound stops with one line naming the lists, the node count and the
+fix (InvalidInputError), as the DRA search stops at its own bound. It is a deliberate difference
+(docs/fidelity.md): the kubelet's merge would answer after walking the product of its hint lists of
+up to 2^N masks each; at 8 NUMA nodes or fewer (upstream's default max-allowable-numa-nodes) the
+whole search stays far below the bound (at most 2^8 membership tests of at most L^8 cover steps for
+a handful of lists L in practice; none of the conformance cases comes near it).
+
 single-numa-node only ever sees preferred single-node hints, at most N per list, so its policy turns
 implicit lists into those explicit lists and merges them as listed (core/policies/single_numa_node.py).
 core.merge.merge_filtered is the one caller of this merger for best-effort and restricted.
@@ -36,12 +48,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from itertools import product
+from typing import Final
 
 from numalign.core.bitmask import bits_of
 from numalign.core.hint import TopologyHint
 from numalign.core.implicit.closest import search_closest
 from numalign.core.implicit.hints import HintList, ImplicitHints, search_masks
 from numalign.core.numa import NUMAInfo
+from numalign.errors import InvalidInputError
+
+# numalign's bound on its own work in one non-preferred merge (search steps, membership tests and cover
+# steps). Pure Python spends about 3-5 us a unit (a few seconds) and, with the masks each step keeps,
+# about 80 MB at the bound. See the module docstring.
+MERGE_WORK_BOUND: Final = 1_000_000
 
 
 def max_of_min_affinity_counts(lists: Iterable[HintList | Sequence[TopologyHint]]) -> int:
@@ -67,8 +86,12 @@ class ImplicitMerger:
 
     MAX_CONSIDERED = 16
 
-    def __init__(self, sources: Sequence[HintList], numa: NUMAInfo, use_closest: bool) -> None:
+    def __init__(
+        self, sources: Sequence[HintList], numa: NUMAInfo, use_closest: bool, work_bound: int = MERGE_WORK_BOUND
+    ) -> None:
         self.sources = list(sources)
+        self.work_bound = work_bound
+        self.work = 0  # units of the non-preferred search spent so far (see MERGE_WORK_BOUND)
         self.numa = numa
         self.use_closest = use_closest
         self.default = numa.default_affinity_mask
@@ -180,7 +203,29 @@ class ImplicitMerger:
             hit = self._member_cache[m] = self._member(m)
         return hit
 
+    def _charge(self, units: int) -> None:
+        """Count the non-preferred search's work; past the bound stop the merge with one line."""
+        self.work += units
+        if self.work > self.work_bound:
+            raise InvalidInputError(self._bound_text())
+
+    def _bound_text(self) -> str:
+        constraining = [
+            (s.label or "implicit") if isinstance(s, ImplicitHints) else f"{len(s)} listed hints"
+            for s, opts in zip(self.sources, self._options, strict=True)
+            if isinstance(s, ImplicitHints) or opts != {self.default}
+        ]
+        n = self.default.bit_count()
+        return (
+            f"Topology Manager merge over {n} NUMA nodes: no preferred placement, and ranking the "
+            f"intersections of {len(constraining)} constraining hint lists ({', '.join(constraining)}) "
+            f"stopped at numalign's work bound ({self.work_bound:,} steps; the kubelet would walk every "
+            f"permutation of lists of up to 2^{n} masks); fix: topologyManagerPolicy single-numa-node (or none), "
+            f"or a pod whose requests fit fewer NUMA nodes"
+        )
+
     def _member(self, m: int) -> bool:
+        self._charge(1)
         d = self.default
         rigid: list[list[int]] = []  # per list: rigid option masks containing m (ANDed with D)
         opts: set[int]
@@ -215,8 +260,9 @@ class ImplicitMerger:
                 if i not in use_flex:
                     states = _minimal({s & t for s in states for t in choices})
             absorbers = [f for i, f in enumerate(flex) if i in use_flex and f is not None]
+            self._charge(len(states))
             for s in sorted(states, key=int.bit_count):
-                if _cover(s & ~m, absorbers):
+                if _cover(s & ~m, absorbers, self._charge):
                     return True
         return False
 
@@ -230,6 +276,7 @@ class ImplicitMerger:
         for c in order:
 
             def prune(inc: int, allowed: int, c: int = c) -> bool:
+                self._charge(1)
                 if not self._can_contain(inc):
                     return False
                 if sole is not None and not sole.bound(inc, allowed, c):
@@ -237,7 +284,11 @@ class ImplicitMerger:
                 # R is upward closed: a member below `allowed` puts `allowed` itself in R
                 return not up_closed or self.member(allowed)
 
-            best = self._search(nodes, c, self.member, prune)
+            def leaf(m: int) -> bool:
+                self._charge(1)
+                return self.member(m)
+
+            best = self._search(nodes, c, leaf, prune)
             if best is not None:
                 return self._fold(None, best, False)
         return None
@@ -289,9 +340,10 @@ def _minimal(masks: Iterable[int]) -> list[int]:
     return out
 
 
-def _cover(rest: int, absorbers: Sequence[ImplicitHints]) -> bool:
+def _cover(rest: int, absorbers: Sequence[ImplicitHints], charge: Callable[[int], None]) -> bool:
     """Can the nodes of `rest` be shared among the lists' upward parts so that each list's top minus
-    its share still passes? (Shares may be disjoint: the parts are upward closed.)"""
+    its share still passes? (Shares may be disjoint: the parts are upward closed.) `charge` counts
+    each step against the merge's work bound (this search is exponential in the worst case)."""
     if rest == 0:
         return True
     if not absorbers:
@@ -306,18 +358,27 @@ def _cover(rest: int, absorbers: Sequence[ImplicitHints]) -> bool:
         return False
     nodes.sort(key=lambda x: len(takers[x]))
     shares = [0] * len(absorbers)
-    failed: set[tuple[int, tuple[int, ...]]] = set()
+    # Memory per step is what bounds this search's memory: a failed state is one int (the shares side
+    # by side; the nodes placed so far are their union, so the index j needs no room), and the tests
+    # below call the lists' predicates without their memo (every step would add a mask to it).
+    width = rest.bit_length()
+    failed: set[int] = set()
+    tops = [a.top for a in absorbers]
+    passes = [_predicate(a) for a in absorbers]
 
     def place(j: int) -> bool:
         if j == len(nodes):
             return True
-        key = (j, tuple(shares))
+        charge(1)
+        key = 0
+        for sh in shares:
+            key = key << width | sh
         if key in failed:
             return False
         bit = 1 << nodes[j]
         for i in takers[nodes[j]]:
-            a = absorbers[i]
-            if a.in_up(a.top & ~(shares[i] | bit)):
+            kept = tops[i] & ~(shares[i] | bit)
+            if kept and passes[i](kept):
                 shares[i] |= bit
                 if place(j + 1):
                     return True
@@ -327,3 +388,8 @@ def _cover(rest: int, absorbers: Sequence[ImplicitHints]) -> bool:
 
     return place(0)
 
+
+def _predicate(a: ImplicitHints) -> Callable[[int], bool]:
+    """The upward part's own test (an absorber has one: its top passes)."""
+    assert a.up_pass is not None
+    return a.up_pass

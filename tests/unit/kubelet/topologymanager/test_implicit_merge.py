@@ -12,10 +12,10 @@ from numalign.core.decision import provider_answer_to_json
 from numalign.core.hint import DONT_CARE, TopologyHint
 from numalign.core.implicit.closest import search_closest
 from numalign.core.implicit.hints import ImplicitHints, NodeSums, search_masks
-from numalign.core.implicit.merge import ImplicitMerger
+from numalign.core.implicit.merge import MERGE_WORK_BOUND, ImplicitMerger
 from numalign.core.merge import merge_lists
 from numalign.core.numa import NUMAInfo
-from numalign.errors import ConfigError
+from numalign.errors import ConfigError, InvalidInputError
 
 
 def up(n: int, *generators: tuple[int, ...]) -> list[int]:
@@ -171,3 +171,57 @@ def test_a_nearly_full_64_node_machine_merges_without_walking_every_mask() -> No
     got = ImplicitMerger([(TopologyHint(None, False),), fam], numa, False).merge()
     assert got == TopologyHint(mask_of((2, 5, 8, 63)), False)
     assert len(calls) < 5_000
+
+
+def _sum_list(free: dict[int, int], request: int, top: int) -> ImplicitHints:
+    """A provider-like implicit list: a mask passes when its free capacity covers the request, and the
+    narrowest masks are preferred (upstream's minAffinitySize rule)."""
+    sums = NodeSums(free)
+    narrowest = next((k for k in range(1, len(free) + 1) if sums.topk(top, k) >= request), len(free))
+    return ImplicitHints(top=top, up_pass=lambda m: sums.sum(m) >= request,
+                         is_preferred=lambda m: m.bit_count() == narrowest, min_count=narrowest,
+                         pref_sizes=frozenset({narrowest}),
+                         up_bound=lambda inc, allowed, size: sums.topk(allowed, size) >= request, label="cpu")
+
+
+def test_constraining_lists_on_small_machines_merge_as_the_reference_far_below_the_work_bound() -> None:
+    # Two or three lists constrain the merge (no per-list bound is sound for their intersections): the
+    # answer is the reference's, and the work counted is a tiny part of the bound, so at 8 NUMA nodes or
+    # fewer the bound never decides.
+    import random
+
+    rng = random.Random(7)
+    most = 0
+    for n, lists in [(8, 2)] * 25 + [(5, 3)] * 15:
+        numa = NUMAInfo.create(list(range(n)))
+        fams = []
+        for _ in range(lists):
+            free = {x: rng.choice((0, 0, 1, 2, 3)) for x in range(n)}
+            if not any(free.values()):
+                free[rng.randrange(n)] = 1
+            fams.append(_sum_list(free, rng.randint(1, sum(free.values())), (1 << n) - 1))
+        explicit = [[TopologyHint(m, f.is_preferred(m)) for m in iterate_bitmasks(list(range(n))) if f.in_up(m)]
+                    for f in fams]
+        merger = ImplicitMerger(fams, numa, False)
+        assert merger.merge() == ref_merge_lists(explicit, numa, False)
+        most = max(most, merger.work)
+    assert most < MERGE_WORK_BOUND // 1000
+
+
+def test_two_lists_needing_the_same_nodes_stop_at_the_work_bound_with_one_line() -> None:
+    # CPUs and memory free only on the same 40 of 64 nodes, each request needing about half of them: no
+    # 21-node mask is preferred in both lists, and proving that a mask without free capacity is no
+    # intersection of the two lists tries ~C(40, 20) shares of the other nodes. Before the bound one
+    # admission ran without end; now it stops at the bound, naming it, the lists and the fix.
+    free = {n: (1 if n >= 24 else 0) for n in range(64)}
+    numa = NUMAInfo.create(list(range(64)))
+    merger = ImplicitMerger([_sum_list(free, 20, (1 << 64) - 1), _sum_list(free, 21, (1 << 64) - 1)], numa, False,
+                            work_bound=20_000)
+    with pytest.raises(InvalidInputError) as e:
+        merger.merge()
+    assert str(e.value).startswith("Topology Manager merge over 64 NUMA nodes: no preferred placement, and ranking "
+                                   "the intersections of 2 constraining hint lists (cpu, cpu) stopped at numalign's "
+                                   "work bound (20,000 steps;")
+    assert "; fix: topologyManagerPolicy single-numa-node" in str(e.value)
+    assert "\n" not in str(e.value)
+    assert merger.work == 20_001
