@@ -21,6 +21,14 @@ def test_simulate_with_no_files_prints_the_comparison(capsys: pytest.CaptureFixt
     row = next(line for line in out.splitlines() if line.startswith("kubelet rejections"))
     default_rej, nrt_rej, exact_rej = (int(v) for v in row.split()[2:5])
     assert default_rej > nrt_rej == exact_rej == 0
+    # each reason's most frequent message follows the table, under the run that got it, with its node and pod
+    lines = out.splitlines()
+    at = lines.index("kubelet rejections, the most frequent message of each reason (with the node and pod that gave "
+                     "it first):")
+    assert lines[at + 1] == "  default single-numa-node:"
+    assert lines[at + 2].startswith("    TopologyAffinityError (")
+    assert lines[at + 2].endswith(": Resources cannot be allocated with Topology locality")
+    assert ", node cpu-" in lines[at + 2] or ", node gpu-" in lines[at + 2]
 
 
 def test_simulate_json_csv_and_a_cluster_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,6 +19,9 @@ RunResult
   unschedulableReasons   {filter reasons, comma-joined: pods}
   kubeletRejections      {kubelet reason (TopologyAffinityError, ...): rejections}; every rejection
   rejections      their sum
+  kubeletRejectionMessages   {kubelet reason: RejectionExample}: the reason's most frequent message, the
+                  node and pod that gave it first, its rejections and the reason's rejections with
+                  other messages (cluster/rejections.py; counts per message are bounded, not per pod)
   rejectedPods    pods rejected at least once by the kubelet of the node the scheduler chose
   retries         pods recreated by their controller after a rejection (and scheduled again)
   failed          pods given up after maxRetries rejections
@@ -54,6 +57,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+from numalign.cluster.rejections import RejectionExample
 
 SCHEMA_VERSION: Final = 2  # of simulate's document; docs/changelog.md lists what each version changed
 
@@ -172,6 +177,7 @@ class RunResult:
     preexisting_rejected: int = 0
     numa_occupancy: dict[str, dict[int, float]] = field(default_factory=dict)
     dra: Any = None  # cluster.dra.DRAFigures when the workload has pods with claims
+    rejection_examples: dict[str, RejectionExample] = field(default_factory=dict)
 
     @property
     def rejections(self) -> int:
@@ -187,6 +193,7 @@ class RunResult:
             "failed": self.failed, "deleted": self.deleted,
             "rejections": self.rejections, "rejectedPods": self.rejected_pods, "retries": self.retries,
             "kubeletRejections": dict(self.kubelet_rejections),
+            "kubeletRejectionMessages": {k: v.to_dict() for k, v in self.rejection_examples.items()},
             "unschedulableReasons": dict(self.unschedulable_reasons),
             "alignment": {"guaranteed": al.guaranteed, "singleNumaNode": al.single_numa,
                           "share": _round(al.share), "fewest": al.fewest, "fewestShare": _round(al.fewest_share),
@@ -221,6 +228,7 @@ class RunResult:
             d.get("preexisting", 0), d.get("preexistingRejected", 0),
             {pool: {int(k): float(v) for k, v in per.items()} for pool, per in (d.get("numaOccupancy") or {}).items()},
             _dra_from_dict(d.get("dra")),
+            {k: RejectionExample.from_dict(v) for k, v in (d.get("kubeletRejectionMessages") or {}).items()},
         )
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from numalign.cluster.model import Cluster
 from numalign.cluster.occupancy import numa_occupancy
+from numalign.cluster.rejections import RejectionTally
 from numalign.cluster.result import NUMAAlignment, ResourceFigures, RunConfig, RunResult
 from numalign.cluster.schedulers import SCORING_STRATEGIES, DefaultScheduler, ExactScheduler
 from numalign.cluster.state import ClusterState, PodVector
@@ -137,6 +138,7 @@ def _run(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int, max_ret
     queue: deque[_Pending] = deque()
     waiting: dict[str, tuple[_Pending, str]] = {}  # uid -> (pod, reason) for unschedulable pods
     rejections: Counter[str] = Counter()
+    messages = RejectionTally()  # one message per reason for the report, bounded (cluster/rejections.py)
     rejected_pods: set[str] = set()
     gave_up: list[_Pending] = []
     retries = failed = deleted = done = 0
@@ -184,6 +186,7 @@ def _run(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int, max_ret
                     progress(done)
                 continue
             rejections[rec.result.reason] += 1
+            messages.add(rec.result.reason, rec.result.message, state.nodes[sel.node].name, pod.key)
             rejected_pods.add(_origin(item))
             if item.attempt >= max_retries:
                 failed += 1
@@ -231,6 +234,7 @@ def _run(cluster: Cluster, workload: Workload, spec: RunSpec, seed: int, max_ret
         unschedulable=len(waiting),
         unschedulable_reasons=dict(sorted(reasons.items())),
         kubelet_rejections=dict(sorted(rejections.items())),
+        rejection_examples=messages.examples(),
         rejected_pods=len(rejected_pods),
         retries=retries,
         failed=failed,

@@ -12,6 +12,7 @@ from numalign.cluster.examples import example_cluster, example_shapes, example_w
 from numalign.cluster.model import Cluster, NodePool, example_config
 from numalign.cluster.result import RunResult, SimulationResult
 from numalign.cluster.simulate import RunSpec, run_one
+from numalign.cluster.state import ClusterState
 from numalign.cluster.sweep import Sweep, run_sweep, sweep_from_dict
 from numalign.cluster.workload import Event, Workload, WorkloadGroup, load_timeline
 from numalign.errors import InvalidInputError
@@ -71,6 +72,16 @@ def test_retries_are_bounded() -> None:
     r = run_one(cluster, wl, RunSpec("default"), 3, max_retries=2)
     assert r.placed == 0 and r.failed == 2 and r.rejected_pods == 2
     assert r.retries == 4 and r.kubelet_rejections == {"TopologyAffinityError": 6}
+    # the reason's words come with it: the message, the node and pod that gave it first, how many gave it
+    (example,) = r.rejection_examples.values()
+    assert list(r.rejection_examples) == ["TopologyAffinityError"]
+    assert (example.message, example.pod, example.rejections, example.other) == (
+        "Resources cannot be allocated with Topology locality", "t/two-gpu-0", 6, 0)
+    assert example.node in {sn.name for sn in ClusterState(cluster, set()).nodes}
+    assert r.to_dict()["kubeletRejectionMessages"] == {"TopologyAffinityError": {
+        "message": "Resources cannot be allocated with Topology locality", "node": example.node,
+        "pod": "t/two-gpu-0", "rejections": 6, "otherMessages": 0}}
+    assert RunResult.from_dict(r.to_dict()) == r
     exact = run_one(cluster, wl, RunSpec("exact"), 3, max_retries=2)
     assert exact.unschedulable == 2 and exact.rejections == 0
     (reason,) = exact.unschedulable_reasons

@@ -243,6 +243,17 @@ def _table(sim: SimulationResult, cluster: Cluster) -> None:
                 print(f"    {n} pod(s): {reason}")
             for why, n in (r.dra.why if r.dra is not None else {}).items():
                 print(f"      why (DRA), {n} pod(s): {why}")
+    if any(r.rejection_examples for r in sim.runs):
+        # the reason's words, so a scheduler's author need not re-run `admit` on the node to learn why
+        print("\nkubelet rejections, the most frequent message of each reason (with the node and pod that gave it "
+              "first):")
+        for r in sim.runs:
+            if r.rejection_examples:
+                print(f"  {r.config.label}:")
+            for reason, ex in r.rejection_examples.items():
+                total = ex.rejections + ex.other
+                share = f"{ex.rejections}" if not ex.other else f"{ex.rejections} of {total}"
+                print(f"    {reason} ({share}), node {ex.node}, pod {ex.pod}: {ex.message}")
     for r in sim.runs:
         if r.dra is not None and r.dra.map_order_pods:
             print(f"\ndra map order ({r.config.label}): {r.dra.map_order_pods} placed pod(s) got devices another "
