@@ -93,6 +93,12 @@ def terminal_picture(view: NodeView, *, color: bool = False) -> str:
         pad = " " * (width - widths[0])
         lines.append(f"{f'NUMA {node.id}'.rjust(label_w)}  {rows[0]}{pad}  {tail}")
         lines += [f"{' ' * label_w}  {r}" for r in rows[1:]]
-    for i, name in enumerate(owners.names):
+    for i, name in enumerate(owners.names[:len(_LETTERS)]):
         lines.append(f"  {_paint(_letter(i), _ANSI[i % len(_ANSI)], color)}  {name}")
+    # Past the letters every container is `#`: one line says how many, not one line each (830 pods on
+    # numa-64 printed 770 lines of `#  hpc/svc-NNN c` under the picture); the pods table names them.
+    rest = owners.names[len(_LETTERS):]
+    if rest:
+        more = f"{rest[0]} ... {rest[-1]}" if len(rest) > 2 else ", ".join(rest)
+        lines.append(f"  #  {len(rest)} more containers ({more})")
     return "\n".join(lines) + "\n"

@@ -198,3 +198,17 @@ def test_pods_of_a_state_directory_mark_reserved_cpus_and_draw_app_containers_ov
     # picture gives CPU 5 to router, as the text does.
     router = next(line.split()[0] for line in lines if line.strip().endswith("net/dpdk-router router"))
     assert cells[5] == router
+
+
+def test_containers_past_the_letters_share_one_legend_line() -> None:
+    """Past the 61 letters every container is drawn `#`: the legend said so once per container (830 pods
+    on numa-64: 770 lines of `#  hpc/svc-NNN c`); one line now counts them and names the first and last."""
+    node = Node(example("numa-64"), static_node_config(options="max-allowable-numa-nodes: \"64\"", reserved="0"))
+    records = [node.admit(_pod(f"p{i:03d}", "2")) for i in range(70)]
+    view = node_view_from_records(node.machine, [r.to_dict() for r in records])
+    lines = terminal_picture(view).splitlines()
+    legend = [line for line in lines if line.startswith("  ") and not line.startswith("  NUMA")]
+    assert len(legend) == 62 and legend[-2] == "  9  t/p060 c"
+    assert legend[-1] == "  #  9 more containers (t/p061 c ... t/p069 c)"
+    cells = [line.split()[2] for line in lines[1:] if line.strip().startswith("NUMA")]
+    assert "#: more" in lines[0] and any("#" in c for c in cells)
