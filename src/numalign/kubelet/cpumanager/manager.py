@@ -136,7 +136,13 @@ def new_cpu_manager_policy(
             behaviours=behaviours,
         )
     except ConfigError as e:
-        raise ConfigError(f"new static policy error: {e}") from None
+        text = f"new static policy error: {e}"
+        if not explicit and count > topology.num_cpus:
+            # upstream's words end there (an empty set: takeByTopology refused); say what fits and the fix
+            text += (f"; kubeReserved.cpu + systemReserved.cpu ({reserved_cpu}) round up to {count} CPUs, more than "
+                     f"this machine's {topology.num_cpus}: reserve at most {topology.num_cpus} (lower kubeReserved or "
+                     "systemReserved cpu), or name the CPUs to reserve with reservedSystemCPUs")
+        raise ConfigError(text) from None
 
 
 # upstream: var _ Policy = &nonePolicy{} (and &staticPolicy{})

@@ -80,3 +80,18 @@ def test_static_reservation_rules() -> None:
         new_cpu_manager_policy(
             "static", topo, reserved_cpu=Quantity.parse("1"), policy_options={"align-by-socket": "true"}
         )
+
+
+def test_reserving_more_cpus_than_the_machine_has_says_how_many_fit_and_the_fix() -> None:
+    # upstream's words (an empty set: takeByTopology refused the count), then what fits and the fix (review-2 L3)
+    topo = CPUTopology.from_machine(example())
+    with pytest.raises(ConfigError) as e:
+        new_cpu_manager_policy("static", topo, reserved_cpu=Quantity.parse("200"))
+    assert str(e.value) == (
+        "new static policy error: [cpumanager] unable to reserve the required amount of CPUs (size of  did not "
+        f"equal 200); kubeReserved.cpu + systemReserved.cpu (200) round up to 200 CPUs, more than this machine's "
+        f"{topo.num_cpus}: reserve at most {topo.num_cpus} (lower kubeReserved or systemReserved cpu), or name the "
+        "CPUs to reserve with reservedSystemCPUs")
+    # within the machine, or named with reservedSystemCPUs: it starts
+    assert isinstance(new_cpu_manager_policy("static", topo, reserved_cpu=Quantity.parse(str(topo.num_cpus))),
+                      StaticPolicy)
