@@ -12,6 +12,8 @@ Written atomically after every change, read by `numalign pods`. Layout (JSON, so
      "manifests": {file: {"status": "ok"|"invalid", "error": str|null, "pods": [uid, ...]}},
      "resources": {resource: {"healthy": [...], "unhealthy": [...], "connected": bool,
                                "reported": bool}},
+     "plugin_devices": {resource: {device id: [NUMA node, ...] | null}} (the plugins' devices with the
+                    NUMA nodes their TopologyInfo names, null: none; `pods` draws these, not the machine's),
      "faults": {kind: count}, "fault_log": [last messages],
      "draUnallocatable": {uid: {"pod", "message", "why": [reasons]}} (pods run without their DRA claims;
                     absent when none),
@@ -118,9 +120,16 @@ def plugin_documents(node: Node, book: PodBook, endpoints: Mapping[str, Endpoint
         }
         for r in sorted(set(node.devices.healthy) | set(node.devices.unhealthy) | set(endpoints))
     }
+    # The devices as the plugins reported them, with their NUMA nodes: serve's devices are the plugins',
+    # never the machine file's, so `numalign pods` draws these on the NUMA nodes (not in its -o json).
+    devices = {
+        r: {d: None if dev.topology is None else list(dev.topology)
+            for d, dev in sorted(node.devices.all_devices.get(r, {}).items())}
+        for r in resources
+    }
     # Connected plugins' sockets, so `numalign run` sharing the directory can ask them for Allocate too.
     sockets = {r: s for r in sorted(endpoints) if (s := _socket_of(endpoints[r])) is not None}
-    return {"resources": resources, "plugin_sockets": sockets}
+    return {"resources": resources, "plugin_devices": devices, "plugin_sockets": sockets}
 
 
 def machine_document(node: Node) -> dict[str, Any]:

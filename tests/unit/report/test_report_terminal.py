@@ -212,3 +212,30 @@ def test_containers_past_the_letters_share_one_legend_line() -> None:
     assert legend[-1] == "  #  9 more containers (t/p061 c ... t/p069 c)"
     cells = [line.split()[2] for line in lines[1:] if line.strip().startswith("NUMA")]
     assert "#: more" in lines[0] and any("#" in c for c in cells)
+
+
+def test_pods_of_a_serve_draw_its_plugins_devices_not_the_machine_files(tmp_path: Path) -> None:
+    # serve's devices are its plugins' (status file `plugin_devices`): the picture counts those per NUMA node
+    # (held of reported), and none of the machine file's own devices (newcomer F8)
+    node = Node(example("dual-socket"), static_node_config(reserved="0"))
+    spec = {"containers": [{"name": "c", "resources": {"limits": {"cpu": "2", "memory": "1Gi",
+                                                                   "nvidia.com/gpu": "1"}}}]}
+    rec = node.admit(pod_from_dict({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "g", "namespace": "t"},
+                                    "spec": spec}, "test"))
+    assert rec.result.admit
+    given = node.devices.get_container_devices(rec.pod_uid, "c")
+    assert given is not None
+    (held,) = given["nvidia.com/gpu"]
+    state = tmp_path / "state"
+    state.mkdir()
+    pods = {rec.pod_uid: {"namespace": "t", "name": "g", "uid": rec.pod_uid, "status": "admitted",
+                          "allocations": rec.to_dict()["allocations"]}}
+    write_status(state, {"pods": pods, "manifests": {}, "resources": {}, "faults": {},
+                         "machine": machine_to_dict(node.machine), "reserved_cpus": "0",
+                         # the held one on NUMA 1, another on 1 and 9 (no such node), one without topology
+                         "plugin_devices": {"nvidia.com/gpu": {held: [1], "other": [1, 9], "loose": None}}})
+    out = subprocess.run([*EXE, "pods", "--state-dir", str(state)], capture_output=True, text=True, check=True,
+                         env=_env(), timeout=60).stdout
+    lines = {line.split("  ")[0]: line for line in out.splitlines() if line.startswith("NUMA ")}
+    assert lines["NUMA 1"].endswith("gpu 1/2")
+    assert [k for k, v in lines.items() if "gpu" in v or "sriov" in v] == ["NUMA 1"]

@@ -11,6 +11,7 @@ from numalign.cli.commands.summaries import SUMMARIES
 
 if TYPE_CHECKING:
     from numalign.cli.commands.pods_request import PodsRequest, StateFilesNode
+    from numalign.machine.topology import Machine
     from numalign.report.view import NodeView
 
 
@@ -174,5 +175,30 @@ def _view(request: PodsRequest, doc: dict[str, Any]) -> NodeView | None:
         machine = machine_from_dict(doc["machine"], f"{Path(str(request.state_dir)) / 'numalign_status.json'}: machine")
     else:
         return None
+    devices = doc.get("plugin_devices")
+    if isinstance(devices, dict):  # serve's devices are its plugins', never the machine file's
+        machine = with_plugin_devices(machine, devices)
     return node_view_from_status(machine, doc, title=f"numalign pods: {machine.name}",
                                  notes=[f"from the agent's state in {request.state_dir}"])
+
+
+def with_plugin_devices(machine: Machine, devices: dict[Any, Any]) -> Machine:
+    """The machine with the devices the agent's plugins reported (status file `plugin_devices`) in place of
+    its own: each on the NUMA nodes of its TopologyInfo that the machine has (none: drawn on no node).
+    An entry of the wrong shape is left out: the picture is a view, the pods and their devices are read
+    from the pod entries."""
+    import dataclasses
+
+    from numalign.machine.topology import Device
+
+    ids = set(machine.numa_ids())
+    out: list[Device] = []
+    for resource, by_id in sorted(devices.items(), key=lambda kv: str(kv[0])):
+        if not isinstance(resource, str) or not isinstance(by_id, dict):
+            continue
+        for device_id, numa in sorted(by_id.items(), key=lambda kv: str(kv[0])):
+            if not isinstance(device_id, str) or not (numa is None or isinstance(numa, list)):
+                continue
+            nodes = tuple(sorted({n for n in numa or () if isinstance(n, int) and n in ids}))
+            out.append(Device(device_id, resource, nodes or None))
+    return dataclasses.replace(machine, devices=tuple(out))
