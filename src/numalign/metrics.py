@@ -7,6 +7,7 @@ Every admission updates it, so it stays free of prometheus_client (about 0.1 s t
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -57,28 +58,52 @@ class Metrics:
         key = tuple(sorted(labels.items())) if labels else ()  # every admission counts: skip the empty sort
         self.inc_series(name, key, amount)
 
+    # The updates every admission makes take the lock with acquire/release rather than `with`: the
+    # compiled core runs a `with` as two looked-up method calls besides the lock's own, some 0.1 us each
+    # time, and an admission updates several series.
     def inc_series(self, name: str, key: LabelKey, amount: float = 1.0) -> None:
         """inc, the series given by its label pairs already sorted (callers counting the same series at
         every admission keep its key)."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             fam = self._families.get(name)
             if fam is None or fam.kind != "counter":
                 raise KeyError(f"metric {name!r} is not a registered counter")
             values = fam.values
             values[key] = values.get(key, 0.0) + amount
+        finally:
+            lock.release()
 
     def catch_up(self, name: str, key: LabelKey, count: int) -> None:
         """Raise a counter series to `count` when it is below it (a counter kept elsewhere as a plain
         integer, published here): what inc(name, count - value) does when that is positive."""
-        with self._lock:
-            fam = self._families.get(name)
-            if fam is None or fam.kind != "counter":
-                raise KeyError(f"metric {name!r} is not a registered counter")
-            values = fam.values
-            now = values.get(key, 0.0)
-            delta = count - int(now)
-            if delta > 0:
-                values[key] = now + float(delta)
+        lock = self._lock
+        lock.acquire()
+        try:
+            self._catch_up(name, key, count)
+        finally:
+            lock.release()
+
+    def catch_up_all(self, counts: list[tuple[str, LabelKey, int]]) -> None:
+        """catch_up of each (name, series, count), under one hold of the lock."""
+        lock = self._lock
+        lock.acquire()
+        try:
+            for name, key, count in counts:
+                self._catch_up(name, key, count)
+        finally:
+            lock.release()
+
+    def _catch_up(self, name: str, key: LabelKey, count: int) -> None:
+        fam = self._families.get(name)
+        if fam is None or fam.kind != "counter":
+            raise KeyError(f"metric {name!r} is not a registered counter")
+        values = fam.values
+        now = values.get(key, 0.0)
+        delta = count - int(now)
+        if delta > 0:
+            values[key] = now + float(delta)
 
     def init_series(self, name: str, **labels: str) -> None:
         """Create a zero-valued series (the kubelet pre-initialises some label sets)."""
@@ -87,8 +112,18 @@ class Metrics:
             fam.values.setdefault(tuple(sorted(labels.items())), 0.0)
 
     def set(self, name: str, value: float, **labels: str) -> None:
-        with self._lock:
-            self._fam(name, "gauge").values[tuple(sorted(labels.items()))] = value
+        self.set_all([(name, tuple(sorted(labels.items())) if labels else (), value)])
+
+    def set_all(self, values: list[tuple[str, LabelKey, float]]) -> None:
+        """set of each (gauge, series given by its sorted label pairs, value), under one hold of the lock
+        (the CPU manager's gauges change together)."""
+        lock = self._lock
+        lock.acquire()
+        try:
+            for name, key, value in values:
+                self._fam(name, "gauge").values[key] = value
+        finally:
+            lock.release()
 
     def add(self, name: str, amount: float, **labels: str) -> None:
         with self._lock:
@@ -97,17 +132,28 @@ class Metrics:
             fam.values[key] = fam.values.get(key, 0.0) + amount
 
     def observe(self, name: str, value: float, **labels: str) -> None:
-        key = tuple(sorted(labels.items())) if labels else ()
-        with self._lock:
+        self.observe_series(name, tuple(sorted(labels.items())) if labels else (), value)
+
+    def observe_series(self, name: str, key: LabelKey, value: float) -> None:
+        """observe, the series given by its sorted label pairs. A series keeps per bucket the observations
+        that fall in it and not in a smaller one (one count to raise, found by bisection, not one per
+        bucket at or above the value); `families` and `value` answer cumulative counts, as the
+        exposition shows them."""
+        lock = self._lock
+        lock.acquire()
+        try:
             fam = self._fam(name, "histogram")
+            buckets = fam.buckets
             h = fam.hist.get(key)
             if h is None:
-                h = fam.hist[key] = [0.0] * (len(fam.buckets) + 2)
-            for i, bound in enumerate(fam.buckets):
-                if value <= bound:
-                    h[i] += 1
+                h = fam.hist[key] = [0.0] * (len(buckets) + 2)
+            i = bisect_left(buckets, value)  # the first bound >= value (len(buckets): only +Inf holds it)
+            if i < len(buckets) and value <= buckets[i]:  # (NaN is in no bucket, as before)
+                h[i] += 1
             h[-2] += value
             h[-1] += 1
+        finally:
+            lock.release()
 
     def value(self, name: str, **labels: str) -> float:
         """Current value of a counter/gauge series (0 when absent); histogram: its count."""
@@ -119,10 +165,23 @@ class Metrics:
             return fam.values.get(key, 0.0)
 
     def families(self) -> list[Family]:
-        """A consistent copy of every family, for an exposition (agent.exposition renders it)."""
+        """A consistent copy of every family, for an exposition (agent.exposition renders it); a histogram's
+        bucket counts cumulative (each bucket counts every observation at or below its bound)."""
         with self._lock:
-            return [Family(f.name, f.kind, f.doc, f.buckets, dict(f.values), {k: list(v) for k, v in f.hist.items()})
+            return [Family(f.name, f.kind, f.doc, f.buckets, dict(f.values),
+                           {k: _cumulative(v) for k, v in f.hist.items()})
                     for f in self._families.values()]
+
+
+def _cumulative(counts: list[float]) -> list[float]:
+    """A histogram series as kept (per bucket, the observations in it alone; then sum and count) with
+    its bucket counts made cumulative."""
+    out = list(counts)
+    running = 0.0
+    for i in range(len(out) - 2):
+        running += out[i]
+        out[i] = running
+    return out
 
 
 class UnreadMetrics(Metrics):
@@ -142,16 +201,25 @@ class UnreadMetrics(Metrics):
     def catch_up(self, name: str, key: LabelKey, count: int) -> None:
         pass
 
+    def catch_up_all(self, counts: list[tuple[str, LabelKey, int]]) -> None:
+        pass
+
     def init_series(self, name: str, **labels: str) -> None:
         pass
 
     def set(self, name: str, value: float, **labels: str) -> None:
         pass
 
+    def set_all(self, values: list[tuple[str, LabelKey, float]]) -> None:
+        pass
+
     def add(self, name: str, amount: float, **labels: str) -> None:
         pass
 
     def observe(self, name: str, value: float, **labels: str) -> None:
+        pass
+
+    def observe_series(self, name: str, key: LabelKey, value: float) -> None:
         pass
 
     def value(self, name: str, **labels: str) -> float:

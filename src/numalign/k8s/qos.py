@@ -16,7 +16,6 @@ from typing import Final, cast
 from numalign.errors import InvalidInputError
 from numalign.k8s.pod import Pod
 from numalign.k8s.quantity import Quantity
-from numalign.k8s.requests import container_requests
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY
 
 
@@ -38,6 +37,7 @@ class QOSClass(StrEnum):
 
 # isSupportedQoSComputeResource
 SUPPORTED_QOS_COMPUTE_RESOURCES: Final = frozenset({RESOURCE_CPU, RESOURCE_MEMORY})
+_QOS_RESOURCES: Final = (RESOURCE_CPU, RESOURCE_MEMORY)
 
 
 def get_pod_qos(pod: Pod) -> QOSClass:
@@ -74,17 +74,23 @@ def _compute_pod_qos(pod: Pod) -> QOSClass:
         if pod.pod_limits and not set(limits).issuperset(SUPPORTED_QOS_COMPUTE_RESOURCES):
             is_guaranteed = False
     else:
-        for container in pod.all_containers():
-            for name, quantity in container_requests(container).items():
-                if name in SUPPORTED_QOS_COMPUTE_RESOURCES and quantity.sign() > 0:
-                    requests[name] = requests[name] + quantity if name in requests else quantity
-            limits_found: set[str] = set()
-            for name, quantity in container.limits.items():
-                if name in SUPPORTED_QOS_COMPUTE_RESOURCES and quantity.sign() > 0:
-                    limits_found.add(name)
-                    limits[name] = limits[name] + quantity if name in limits else quantity
+        # Only cpu and memory count: looked up by name in each container (its requests after API
+        # defaulting, as container_requests gives them, without building them all).
+        for container in pod.init_containers + pod.containers:
+            own, own_limits = container.requests, container.limits
+            limits_found = 0
+            for name in _QOS_RESOURCES:
+                asked = own.get(name)
+                if asked is None:
+                    asked = own_limits.get(name)  # a limit without a request requests the limit
+                if asked is not None and asked.sign() > 0:
+                    requests[name] = requests[name] + asked if name in requests else asked
+                limit = own_limits.get(name)
+                if limit is not None and limit.sign() > 0:
+                    limits_found += 1
+                    limits[name] = limits[name] + limit if name in limits else limit
             # Every container must limit both cpu and memory for the pod to be Guaranteed.
-            if not limits_found.issuperset(SUPPORTED_QOS_COMPUTE_RESOURCES):
+            if limits_found < len(_QOS_RESOURCES):
                 is_guaranteed = False
     if not requests and not limits:
         return QOSClass.BEST_EFFORT

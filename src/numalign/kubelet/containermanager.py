@@ -47,6 +47,17 @@ _PUBLISHED: tuple[tuple[str, tuple[tuple[str, str], ...], str, str], ...] = (
     (m.ALIGNED_FAILURE, _PHYSICAL_CPU, "cpu", "aligned_physical_cpu_failures_total"),
     (m.ALIGNED_COUNT, _UNCORE_CACHE, "cpu", "aligned_uncore_cache_total"),
 )
+# The CPU_PER_NUMA series of each NUMA node, made once (sync_metrics sets them whenever CPUs are pinned).
+_NUMA_NODE_SERIES: dict[int, m.LabelKey] = {}
+
+
+def _numa_node_series(node: int) -> m.LabelKey:
+    key = _NUMA_NODE_SERIES.get(node)
+    if key is None:
+        key = _NUMA_NODE_SERIES[node] = (("numa_node", str(node)),)
+    return key
+
+
 # The managers' counters and gauges an admission moves (a probe puts them back).
 _COUNTERS = ("pinning_requests_total", "pinning_errors_total", "aligned_physical_cpu_total",
              "aligned_physical_cpu_failures_total", "aligned_uncore_cache_total", "shared_pool_size_millicores",
@@ -237,10 +248,11 @@ class ContainerManager:
             # Compared as they are (a dict compares without the sort), sorted only to publish a change.
             if synced is None or pool != synced[0] or exclusive != synced[1] or per_numa != synced[2]:
                 self._synced_gauges = (pool, exclusive, dict(per_numa))
-                self.metrics.set(m.CPU_SHARED_POOL, float(pool))
-                self.metrics.set(m.CPU_EXCLUSIVE, float(exclusive))
+                gauges: list[tuple[str, m.LabelKey, float]] = [(m.CPU_SHARED_POOL, (), float(pool)),
+                                                               (m.CPU_EXCLUSIVE, (), float(exclusive))]
                 for node, count in sorted(per_numa.items()):
-                    self.metrics.set(m.CPU_PER_NUMA, float(count), numa_node=str(node))
+                    gauges.append((m.CPU_PER_NUMA, _numa_node_series(node), float(count)))
+                self.metrics.set_all(gauges)  # one hold of the metrics' lock for all of them
         # In _PUBLISHED order; read as attributes (every admission syncs; most change nothing).
         counts = (int(cpu.pinning_requests_total), int(cpu.pinning_errors_total),
                   int(memory.pinning_requests_total), int(memory.pinning_errors_total),
@@ -252,13 +264,16 @@ class ContainerManager:
             # A metric already reached the count it was synced with, and metrics never go down: only a
             # count that changed since can publish anything.
             self._synced_counts = counts
+            changed: list[tuple[str, m.LabelKey, int]] = []
             for i, (name, labels, _, _) in enumerate(_PUBLISHED):
                 now = counts[i]
                 if not before or now != before[i]:
-                    self.metrics.catch_up(name, labels, now)
-        for name, labels, p, attr in self._resource_managers:
+                    changed.append((name, labels, now))
+            self.metrics.catch_up_all(changed)
+        if self._resource_managers:
             # a series exists from its first count (upstream makes none at zero)
-            self.metrics.catch_up(name, labels, int(getattr(cpu if p == "cpu" else memory, attr, 0)))
+            self.metrics.catch_up_all([(name, labels, int(getattr(cpu if p == "cpu" else memory, attr, 0)))
+                                       for name, labels, p, attr in self._resource_managers])
 
     def _sync_device_metrics(self) -> None:
         devices = self.devices
@@ -274,4 +289,4 @@ class ContainerManager:
             taken = durations[:len(durations)]
             del durations[:len(taken)]
             for resource, seconds in taken:
-                self.metrics.observe(m.DP_ALLOC_DURATION, seconds, resource_name=resource)
+                self.metrics.observe_series(m.DP_ALLOC_DURATION, (("resource_name", resource),), seconds)

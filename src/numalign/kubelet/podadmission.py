@@ -41,6 +41,7 @@ from numalign.kubelet.nodestate import NodeStore, Transaction, recorded_allocati
 from numalign.kubelet.plan import Plan, Run
 from numalign.kubelet.state import AllocationRecord
 from numalign.kubelet.topologymanager.provider import CallSteps
+from numalign.kubelet.topologymanager.scopes import ScopeOutcome
 from numalign.kubelet.versions import refuse_unmodelled
 
 
@@ -77,17 +78,22 @@ class PodAdmission:
         """Decide, make each call and hand its answer back, in one transaction. allocations=False: the
         record (the one returned and the one kept) leaves out what the pod holds, which the node still
         answers (allocation()); for callers that read only the verdict, as the simulator does for every
-        pod it binds."""
+        pod it binds.
+
+        The steps of decide and commit as plain calls (_admitted), each plugin call made where it comes:
+        nothing else runs between them here, so no plan is paused, reserved or resumed."""
+        scope = self.cm.tm.scope
         with self.node.transaction() as tx:
-            plan = self._advance(pod, Run(self._steps(pod, allocations=allocations)), self.node.reloads)
-            while not plan.settled:
-                try:
-                    responses, error = plan.make_calls()
-                    plan = self._advance(pod, plan.steps, plan.reloads, responses, error)
-                except BaseException:  # not a plugin's refusal (a bug in its client): nothing stays held
-                    self._abandon(plan)
-                    raise
-        return tx.outcome([plan.record], self.node.pods)[0]
+            calls = scope.plugin_calls
+            try:
+                record = self._admitted(pod, allocations)
+            except BaseException:
+                # Past a plugin call, as a paused admission abandoned (not a plugin's refusal: a bug in its
+                # client, or in what ran after it): nothing stays held.
+                if scope.plugin_calls != calls and pod.uid not in self.node.pods:
+                    self.cm.release_pod(pod)
+                raise
+        return tx.outcome([record], self.node.pods)[0]
 
     def decide(self, pod: Pod) -> Plan:
         """Decide as `admit` does up to the first device plugin Allocate call, which is left to the caller
@@ -200,8 +206,18 @@ class PodAdmission:
     def _steps(self, pod: Pod, *, allocations: bool = True) -> CallSteps[DecisionRecord]:
         """The admission, in the callers' transactions, as steps between the plugin calls: the verdict,
         then the record; an admitted pod is kept, a rejection counted once, with its final reason."""
-        cm = self.cm
         decisions, result = yield from self._verdict_steps(pod)
+        return self._settled(pod, decisions, result, allocations)
+
+    def _admitted(self, pod: Pod, allocations: bool) -> DecisionRecord:
+        """_steps as plain calls, each plugin call made at once (admit)."""
+        decisions, result = self._verdict(pod)
+        return self._settled(pod, decisions, result, allocations)
+
+    def _settled(self, pod: Pod, decisions: tuple[ContainerDecision, ...], result: AdmitResult,
+                 allocations: bool) -> DecisionRecord:
+        """The record of an admission whose verdict is final; the pod kept, or its rejection counted."""
+        cm = self.cm
         cm.sync_metrics()
         if not result.admit:
             self._count_rejection(result)
@@ -216,6 +232,21 @@ class PodAdmission:
     def _verdict_steps(self, pod: Pod) -> CallSteps[tuple[tuple[ContainerDecision, ...], AdmitResult]]:
         """The kubelet's admit handlers in order, up to the first rejection; an admitted pod holds what the
         managers gave it, a rejected one nothing."""
+        early = self._before_topology(pod)
+        if early is not None:
+            return (), early
+        outcome = yield from self.cm.tm.decide_steps(pod)
+        return self._after_topology(pod, outcome)
+
+    def _verdict(self, pod: Pod) -> tuple[tuple[ContainerDecision, ...], AdmitResult]:
+        """_verdict_steps as plain calls, each plugin call made at once."""
+        early = self._before_topology(pod)
+        if early is not None:
+            return (), early
+        return self._after_topology(pod, self.cm.tm.decide(pod))
+
+    def _before_topology(self, pod: Pod) -> AdmitResult | None:
+        """The handlers before the Topology Manager's: their rejection, or None."""
         if pod.uid in self.node.pods or pod.uid in self.reserved:
             raise InvalidInputError(
                 f"pod {pod.key} (uid {pod.uid}) is already admitted on this node; give the new pod another "
@@ -225,13 +256,14 @@ class PodAdmission:
         if pod.has_pod_level_resources and not self.gates.get("PodLevelResources", False):
             # The kubelet's isPodLevelResourcesSupported admit handler; numalign checks it first (the
             # kubelet may run the Topology Manager's handler before it, with the same final verdict).
-            refusal = AdmitResult(False, "PodLevelResourcesNotSupported", "PodLevelResources feature gate is disabled")
-            return (), refusal
+            return AdmitResult(False, "PodLevelResourcesNotSupported", "PodLevelResources feature gate is disabled")
         refuse_unmodelled(pod, self.gates, self.kubelet_version)  # KEP-5526: say so rather than guess
         early = self.handlers.before_topology(pod)
-        if not early.admit:
-            return (), early
-        outcome = yield from self.cm.tm.decide_steps(pod)
+        return None if early.admit else early
+
+    def _after_topology(self, pod: Pod, outcome: ScopeOutcome) -> tuple[tuple[ContainerDecision, ...], AdmitResult]:
+        """The predicate handler after the Topology Manager admitted the pod; a rejected pod releases what
+        it was given."""
         result = outcome.result
         if result.admit:
             result = self._fit(pod)

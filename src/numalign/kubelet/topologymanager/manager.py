@@ -19,10 +19,11 @@ from numalign.core.policies import PolicyName
 from numalign.core.policies.options import Maturity
 from numalign.core.policies.startup import start_policy
 from numalign.k8s.pod import Container, Pod
-from numalign.kubelet.topologymanager.provider import CallSteps, HintProvider, make_calls_now
+from numalign.kubelet.topologymanager.provider import CallSteps, HintProvider
 from numalign.kubelet.topologymanager.scopes import Scope, ScopeOutcome, make_scope
 
 log = logging.getLogger("numalign.kubelet.topologymanager.manager")
+_NO_LABELS: m.LabelKey = ()
 
 class TopologyManager:
     def __init__(
@@ -79,16 +80,23 @@ class TopologyManager:
     def decide(self, pod: Pod) -> ScopeOutcome:
         """The Topology Manager admit handler's verdict and per-container decisions; an admitted pod holds
         what the providers allocated. The kubelet's rejection count is its caller's (Node, or admit).
-        Plugin calls are made at once."""
-        return make_calls_now(self.decide_steps(pod))
+        Plugin calls are made at once (Scope.admit: decide_steps as plain calls)."""
+        t0 = self._started()
+        return self._ended(pod, self.scope.admit(pod), t0)
 
     def decide_steps(self, pod: Pod) -> CallSteps[ScopeOutcome]:
         """decide, as steps between the plugin calls a provider's Allocate makes (Scope.admit_steps)."""
-        self.metrics.inc(m.TM_ADMISSION_REQUESTS)
-        t0 = time.perf_counter()
+        t0 = self._started()
         outcome = yield from self.scope.admit_steps(pod)
+        return self._ended(pod, outcome, t0)
+
+    def _started(self) -> float:
+        self.metrics.inc_series(m.TM_ADMISSION_REQUESTS, _NO_LABELS)
+        return time.perf_counter()
+
+    def _ended(self, pod: Pod, outcome: ScopeOutcome, t0: float) -> ScopeOutcome:
         elapsed_ms = int((time.perf_counter() - t0) * 1000)  # the kubelet observes whole milliseconds
-        self.metrics.observe(m.TM_ADMISSION_DURATION, float(elapsed_ms))
+        self.metrics.observe_series(m.TM_ADMISSION_DURATION, _NO_LABELS, float(elapsed_ms))
         if not outcome.result.admit:
             log.info("pod %s rejected: %s: %s", pod.key, outcome.result.reason, outcome.result.message)
         return outcome

@@ -87,11 +87,20 @@ def answers_key(answers: Sequence[ProviderAnswer]) -> tuple[object, ...] | None:
                 count += len(hints)
                 if count > MAX_HINTS:
                     return None
-                items.append((resource, tuple([(h.mask, h.preferred) for h in hints])))
+                items.append((resource, tuple([_hint_code(h) for h in hints])))
             else:
                 return None
         out.append(tuple(items))
     return tuple(out)
+
+
+def _hint_code(h: TopologyHint) -> int:
+    """A hint as one int, distinct for distinct hints: a mask's bits shifted left by one, the low bit
+    preferred; -1 / -2 for no mask (not) preferred. A key of ints hashes and compares faster than one of
+    (mask, preferred) pairs."""
+    if h.mask is None:
+        return -2 if h.preferred else -1
+    return (h.mask << 1) | (1 if h.preferred else 0)
 
 
 def lookup(key: Hashable) -> Merged | None:

@@ -6,7 +6,9 @@ when a later one fails (the kubelet doesn't either), and policy none only calls 
 `admit_steps` is the admission as steps between the plugin calls a provider's Allocate makes (the
 device manager's, SteppedProvider): each is yielded where the kubelet makes it and its answer sent back,
 so a failing call ends the admission there, before any later provider or container is looked at, as
-upstream's loop returns. `admit` makes the calls at once.
+upstream's loop returns. `admit` makes the calls at once, as plain calls: the same steps without a
+generator between them (every admission of `Node.admit` takes it, and most make no plugin call at all,
+so the generators' frames and their hand-offs would be all they paid for).
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ from numalign.core.decision import AdmitResult, ContainerDecision, ProviderRecor
 from numalign.core.hint import TopologyHint
 from numalign.core.implicit.hints import ProviderAnswer
 from numalign.core.policies import Policy, PolicyName, is_alignment_guaranteed
-from numalign.errors import AllocationError, ConfigError
+from numalign.errors import AllocationError, ConfigError, PluginError
 from numalign.k8s.pod import Container, Pod
 from numalign.kubelet.topologymanager import merge_memo
-from numalign.kubelet.topologymanager.provider import CallSteps, HintProvider, make_calls_now
+from numalign.kubelet.topologymanager.provider import CallSteps, HintProvider, PluginCall
 
 NO_AFFINITY = TopologyHint(None, False)
+_NO_LABELS: m.LabelKey = ()
 
 
 @dataclass
@@ -56,11 +59,19 @@ class Scope:
         self._memo_key: int | None = None
         # The alignment counters' series of this scope (labels sorted as Metrics keys them).
         self._aligned_key: m.LabelKey = (("boundary", "numa_node"), ("scope", self.name))
+        # Plugin calls `admit` has made (counted before each is made): Node.admit tells by it whether an
+        # admission that raised had reached a call (what it then releases; podadmission).
+        self.plugin_calls = 0
 
     # --- the Store interface
     def get_affinity(self, pod_uid: str, container_name: str) -> TopologyHint:
-        with self._lock:
-            return self._hints.get(pod_uid, {}).get(container_name, NO_AFFINITY)
+        # Without the lock: two dict reads, each whole under the GIL, see the stored hint or none (the
+        # writers' lock keeps a pod's map from being dropped between a set's two steps); every provider
+        # asks at each container's Allocate.
+        pod_hints = self._hints.get(pod_uid)
+        if pod_hints is None:
+            return NO_AFFINITY
+        return pod_hints.get(container_name, NO_AFFINITY)
 
     def set_topology_hint(self, pod_uid: str, container_name: str, hint: TopologyHint) -> None:
         with self._lock:
@@ -98,8 +109,8 @@ class Scope:
 
     # --- admission
     def admit(self, pod: Pod) -> ScopeOutcome:
-        """The admission with every plugin call made at once."""
-        return make_calls_now(self.admit_steps(pod))
+        """The admission with every plugin call made at once (admit_steps' steps as plain calls)."""
+        raise NotImplementedError
 
     def admit_steps(self, pod: Pod) -> CallSteps[ScopeOutcome]:
         raise NotImplementedError
@@ -121,9 +132,37 @@ class Scope:
                 return AdmitResult.from_allocation_error(e.reason, str(e))
         return None
 
+    def _allocate_now(self, pod: Pod, container: Container) -> AdmitResult | None:
+        """_allocate with each plugin call made at once."""
+        for p in self.providers:
+            try:
+                steps = getattr(p, "allocate_steps", None)
+                if steps is None:
+                    p.allocate(pod, container)
+                else:
+                    self._make_calls(steps(pod, container))
+            except AllocationError as e:
+                return AdmitResult.from_allocation_error(e.reason, str(e))
+        return None
+
+    def _make_calls(self, steps: CallSteps[None]) -> None:
+        """Run a provider's Allocate steps, making each plugin call as it comes and handing its answer (or
+        its PluginError) back, as make_calls_now does. Started with next(steps, None), which ends steps
+        that make no call (most containers) without raising StopIteration: catching one costs more than
+        the rest of this."""
+        call: PluginCall | None = next(steps, None)  # plugin calls are never None
+        while call is not None:
+            self.plugin_calls += 1
+            try:
+                answer = call.make()
+            except PluginError as e:
+                call = _thrown(steps, e)
+            else:
+                call = _sent(steps, answer)
+
     def _merge(self, container_name: str, hints: Sequence[ProviderAnswer]) -> ContainerDecision:
         names = self._provider_names()
-        records = tuple(ProviderRecord(n, h) for n, h in zip(names, hints, strict=True))
+        records = tuple([ProviderRecord(n, h) for n, h in zip(names, hints, strict=True)])
         policy = self.policy
         if policy is not self._memo_policy:
             self._memo_policy, self._memo_key = policy, merge_memo.policy_key(policy)
@@ -165,6 +204,10 @@ class Scope:
 # containers, sidecars included, then app containers) as one tuple, not a generator made per loop.
 
 
+# Each scope's admission is written twice over the same parts: admit_steps (a generator, pausing at each
+# plugin call) and admit (plain calls, each plugin call made at once); only the Allocate step differs.
+
+
 class NoneScope(Scope):
     name = "none"
 
@@ -172,9 +215,19 @@ class NoneScope(Scope):
         for c in pod.init_containers + pod.containers:
             failed = yield from self._allocate(pod, c)
             if failed is not None:
-                d = ContainerDecision(c.name, (), None, False, (), failed.message)
-                return ScopeOutcome(failed, [d])
+                return _none_failed(c, failed)
         return ScopeOutcome(AdmitResult.admitted())
+
+    def admit(self, pod: Pod) -> ScopeOutcome:
+        for c in pod.init_containers + pod.containers:
+            failed = self._allocate_now(pod, c)
+            if failed is not None:
+                return _none_failed(c, failed)
+        return ScopeOutcome(AdmitResult.admitted())
+
+
+def _none_failed(c: Container, failed: AdmitResult) -> ScopeOutcome:
+    return ScopeOutcome(failed, [ContainerDecision(c.name, (), None, False, (), failed.message)])
 
 
 class ContainerScope(Scope):
@@ -183,46 +236,109 @@ class ContainerScope(Scope):
     def admit_steps(self, pod: Pod) -> CallSteps[ScopeOutcome]:
         out = ScopeOutcome(AdmitResult.admitted())
         for c in pod.init_containers + pod.containers:
-            hints = self._provider_answers(pod, c)
-            d = self._merge(c.name, hints)
-            if not d.admit:
-                self._count_alignment(False)
-                self.metrics.inc(m.TM_ADMISSION_ERRORS)
-                out.decisions.append(d)
-                out.result = AdmitResult.topology_affinity_error()
+            d = self._hinted(pod, c, out)
+            if d is None:
                 return out
-            assert d.merged is not None
-            self.set_topology_hint(pod.uid, c.name, d.merged)
             failed = yield from self._allocate(pod, c)
-            if failed is not None:
-                self.metrics.inc(m.TM_ADMISSION_ERRORS)
-                out.decisions.append(_with_error(d, failed))
-                out.result = failed
+            if not self._allocated(d, failed, out):
                 return out
-            self._count_alignment(True)
-            out.decisions.append(d)
         return out
+
+    def admit(self, pod: Pod) -> ScopeOutcome:
+        out = ScopeOutcome(AdmitResult.admitted())
+        for c in pod.init_containers + pod.containers:
+            d = self._hinted(pod, c, out)
+            if d is None or not self._allocated(d, self._allocate_now(pod, c), out):
+                return out
+        return out
+
+    def _hinted(self, pod: Pod, c: Container, out: ScopeOutcome) -> ContainerDecision | None:
+        """The container's merge, its hint stored for its Allocate; None when the merge rejects it (`out`
+        then holds the rejection)."""
+        d = self._merge(c.name, self._provider_answers(pod, c))
+        if not d.admit:
+            self._count_alignment(False)
+            self.metrics.inc_series(m.TM_ADMISSION_ERRORS, _NO_LABELS)
+            out.decisions.append(d)
+            out.result = AdmitResult.topology_affinity_error()
+            return None
+        assert d.merged is not None
+        self.set_topology_hint(pod.uid, c.name, d.merged)
+        return d
+
+    def _allocated(self, d: ContainerDecision, failed: AdmitResult | None, out: ScopeOutcome) -> bool:
+        """The container's decision once its Allocate is over: False when it failed (`out` then holds the
+        failure)."""
+        if failed is not None:
+            self.metrics.inc_series(m.TM_ADMISSION_ERRORS, _NO_LABELS)
+            out.decisions.append(_with_error(d, failed))
+            out.result = failed
+            return False
+        self._count_alignment(True)
+        out.decisions.append(d)
+        return True
 
 
 class PodScope(Scope):
     name = "pod"
 
     def admit_steps(self, pod: Pod) -> CallSteps[ScopeOutcome]:
-        hints = self._provider_answers(pod, None)
-        d = self._merge("", hints)
+        d = self._pod_hinted(pod)
         if not d.admit:
-            self._count_alignment(False)
-            self.metrics.inc(m.TM_ADMISSION_ERRORS)
-            return ScopeOutcome(AdmitResult.topology_affinity_error(), [d])
-        assert d.merged is not None
+            return self._rejected(d)
         for c in pod.init_containers + pod.containers:
-            self.set_topology_hint(pod.uid, c.name, d.merged)
+            self._hint_container(pod, c, d)
             failed = yield from self._allocate(pod, c)
             if failed is not None:
-                self.metrics.inc(m.TM_ADMISSION_ERRORS)
-                return ScopeOutcome(failed, [_with_error(d, failed, c.name)])
+                return self._failed(d, failed, c)
+        return self._admitted(d)
+
+    def admit(self, pod: Pod) -> ScopeOutcome:
+        d = self._pod_hinted(pod)
+        if not d.admit:
+            return self._rejected(d)
+        for c in pod.init_containers + pod.containers:
+            self._hint_container(pod, c, d)
+            failed = self._allocate_now(pod, c)
+            if failed is not None:
+                return self._failed(d, failed, c)
+        return self._admitted(d)
+
+    def _pod_hinted(self, pod: Pod) -> ContainerDecision:
+        return self._merge("", self._provider_answers(pod, None))
+
+    def _rejected(self, d: ContainerDecision) -> ScopeOutcome:
+        self._count_alignment(False)
+        self.metrics.inc_series(m.TM_ADMISSION_ERRORS, _NO_LABELS)
+        return ScopeOutcome(AdmitResult.topology_affinity_error(), [d])
+
+    def _hint_container(self, pod: Pod, c: Container, d: ContainerDecision) -> None:
+        assert d.merged is not None
+        self.set_topology_hint(pod.uid, c.name, d.merged)
+
+    def _failed(self, d: ContainerDecision, failed: AdmitResult, c: Container) -> ScopeOutcome:
+        self.metrics.inc_series(m.TM_ADMISSION_ERRORS, _NO_LABELS)
+        return ScopeOutcome(failed, [_with_error(d, failed, c.name)])
+
+    def _admitted(self, d: ContainerDecision) -> ScopeOutcome:
         self._count_alignment(True)
         return ScopeOutcome(AdmitResult.admitted(), [d])
+
+
+def _sent(steps: CallSteps[None], answer: object) -> PluginCall | None:
+    """steps.send(answer): the next call, or None once the steps have ended."""
+    try:
+        return steps.send(answer)
+    except StopIteration:
+        return None
+
+
+def _thrown(steps: CallSteps[None], error: PluginError) -> PluginCall | None:
+    """steps.throw(error), as _sent."""
+    try:
+        return steps.throw(error)
+    except StopIteration:
+        return None
 
 
 def _with_error(d: ContainerDecision, failed: AdmitResult, container: str | None = None) -> ContainerDecision:
