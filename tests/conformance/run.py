@@ -57,6 +57,20 @@ def _upstream_times_out(theirs: Any) -> bool:
 
 _NIL_POINTER = "runtime error: invalid memory address or nil pointer dereference"
 
+# From this many NUMA nodes on, one walk of every mask (bitmask.IterateBitMasks: 2^N - 1 of them) is beyond
+# the harness's hang guard (20 s of CPU) however fast upstream walks them: 2^25 - 1 is 33.5 million masks.
+MASK_WALK_NUMA_NODES = 25
+
+
+def _mask_walk_hangs(case: dict[str, Any], ours: Any, theirs: Any) -> bool:
+    """An admit case where upstream used up its CPU-time bound ({"hang": true}) on a machine of
+    MASK_WALK_NUMA_NODES or more NUMA nodes whose kubelet walks masks (the memory manager's Static policy,
+    or a Topology Manager policy other than none: its hint providers), and numalign answered."""
+    config = case["config"]
+    walks = config.get("memoryManagerPolicy") == "Static" or config.get("topologyManagerPolicy") != "none"
+    return (theirs == {"hang": True} and not (isinstance(ours, dict) and ours.get("hang")) and walks
+            and len(case["machine"]["topology"]) >= MASK_WALK_NUMA_NODES)
+
 DELIBERATE: dict[str, tuple[str, Deliberate]] = {
     "dra-134-capacity-index": (
         "kube-scheduler 1.34 with the alpha gate DRAConsumableCapacity on checks a device's capacity, when it "
@@ -83,6 +97,14 @@ DELIBERATE: dict[str, tuple[str, Deliberate]] = {
         "faster per device, may finish such a search inside its 10 s filter timeout (docs/dra.md, the budget)",
         lambda area, version, case, ours, theirs: area == "dra-alloc" and isinstance(ours, dict)
         and ours.get("stoppedBy") == "work" and not _upstream_times_out(theirs),
+    ),
+    "mask-walk": (
+        "on machines of 25 or more NUMA nodes (the wide profile's 32 and 64) the kubelet walks every subset of "
+        "the NUMA nodes (bitmask.IterateBitMasks, 2^N - 1 masks: 4.3 billion on 32 nodes) where the memory "
+        "manager's Static policy finds a container's default hint (Topology Manager policy none) or a hint "
+        "provider lists its hints, and does not return for hours to centuries (the harness's hang guard); "
+        "numalign finds the same masks without walking them and answers (docs/fidelity.md)",
+        lambda area, version, case, ours, theirs: area == "admit" and _mask_walk_hangs(case, ours, theirs),
     ),
     "dra-1361-all-counters-panic": (
         "kube-scheduler 1.36.0 and 1.36.1 panic (nil pointer dereference) when a request for All devices meets "
@@ -142,7 +164,8 @@ def numalign_answer(area: Any, case: dict[str, Any], version: str) -> Any:
         return {"numalign_exception": f"{type(e).__name__}: {e}", "at": traceback.format_exc(limit=-2)}
 
 
-def run_version(target: str, areas: Sequence[str], cases: int, seed: int, allow: Sequence[str]) -> list[Tally]:
+def run_version(target: str, areas: Sequence[str], cases: int, seed: int, allow: Sequence[str],
+                wide: bool = False) -> list[Tally]:
     version = harness.version_of(target)
     minor = harness.minor_of(target)
     tallies: list[Tally] = []
@@ -150,15 +173,23 @@ def run_version(target: str, areas: Sequence[str], cases: int, seed: int, allow:
         area = AREAS[name]
         if minor not in area.MINORS:
             continue
-        # Seeded by minor: every patch of a minor answers the same cases.
-        rng = random.Random(f"{seed}/{name}/{minor}")
+        # Seeded by minor: every patch of a minor answers the same cases. The wide profile's cases are
+        # another series (an area without a wide generator answers its usual cases).
+        profile = wide and hasattr(area, "generate_wide")
+        rng = random.Random(f"{seed}/{name}/{minor}" + ("/wide" if profile else ""))
+        generate = area.generate_wide if profile else area.generate
         # An area over a fixed set of inputs (the sysfs dumps) has its cases, whatever --cases says.
         if hasattr(area, "fixed_cases"):
             generated = area.fixed_cases(version)
         else:
-            generated = [area.generate(rng, version) for _ in range(cases)]
+            generated = [generate(rng, version) for _ in range(cases)]
+        # A case may carry its own CPU-time bound in the harness (cpu_bound: the wide profile's machines
+        # where upstream walks 2^N masks, which would otherwise use up the default 20 s each).
+        bound = getattr(area, "cpu_bound", None)
         requests: list[dict[str, Any]] = [
-            {"id": f"{name}-{i}", "area": name, "case": c} for i, c in enumerate(generated)]
+            {"id": f"{name}-{i}", "area": name, "case": c,
+             **({"hang_after_cpu": b} if bound is not None and (b := bound(c)) is not None else {})}
+            for i, c in enumerate(generated)]
         # Named cases (a known upstream hang) come last, each with its own CPU-time bound in the harness.
         named: dict[str, str] = {}
         for case_name, case, cpu_bound in (area.named_cases(version) if hasattr(area, "named_cases") else []):
@@ -232,6 +263,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cases", type=int, default=None, help="cases per area and version (default 200)")
     p.add_argument("--quick", action="store_true", help="a smoke run: 30 cases per area and version (--cases wins)")
     p.add_argument("--seed", type=int, default=1, help="the generator's seed (default 1)")
+    p.add_argument("--wide", action="store_true",
+                   help="the wide profile: areas with a wider generator (admit, cpu, topology) draw from it, "
+                        "another series of cases per seed (machines of 12-64 NUMA nodes, max-allowable-numa-nodes, "
+                        "more CPU manager options, init containers and pod-level resources); not run by CI")
     p.add_argument("--allow", action="append", default=[], choices=sorted(DELIBERATE) or None,
                    help="skip a deliberate difference by name")
     args = p.parse_args(argv)
@@ -258,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Said before each release: its areas take minutes at load, and nothing else prints until the end.
         print(f"conformance: kubelet {target} ({n} of {len(targets)}): {len(areas)} area(s) x {args.cases} cases, "
               "numalign and the Go harness", file=sys.stderr, flush=True)
-        tallies += run_version(target, areas, args.cases, args.seed, args.allow)
+        tallies += run_version(target, areas, args.cases, args.seed, args.allow, args.wide)
     status = report(tallies, sys.stdout)
     for target in targets:
         for line in harness.substitutions(target):

@@ -31,6 +31,7 @@ from numalign.k8s.deviceplugin import Device as PluginDevice
 from numalign.k8s.kubeletconfig_read import config_from_dict
 from numalign.k8s.manifest import pod_from_dict
 from numalign.k8s.pod import Pod
+from numalign.k8s.quantity import Quantity
 from numalign.kubelet.devicemanager.endpoint import StaticEndpoint
 from numalign.kubelet.devicemanager.pod_devices import device_sort_key
 from numalign.machine.cadvisor import machine_from_cadvisor, machine_to_cadvisor
@@ -161,11 +162,11 @@ def _resources(rng: random.Random, per_numa_cpus: int, hugepages: list[str], dev
 
 
 def _pod(rng: random.Random, i: int, per_numa_cpus: int, hugepages: list[str], devices: list[str],
-         pod_level: bool = False) -> dict[str, Any]:
+         pod_level: bool = False, wide: bool = False) -> dict[str, Any]:
     qos = rng.choice(("guaranteed", "guaranteed", "guaranteed", "burstable", "besteffort"))
     inits: list[dict[str, Any]] = [
         {"name": f"init{j}", "resources": _resources(rng, per_numa_cpus, hugepages, devices, qos, init=True)}
-        for j in range(rng.choice((0, 0, 0, 1)))
+        for j in range(rng.choice((0, 0, 0, 1) if not wide else (0, 1, 2, 3)))
     ]
     ctrs: list[dict[str, Any]] = [
         {"name": f"c{j}", "resources": _resources(rng, per_numa_cpus, hugepages, devices, qos)}
@@ -179,17 +180,45 @@ def _pod(rng: random.Random, i: int, per_numa_cpus: int, hugepages: list[str], d
     spec: dict[str, Any] = {"containers": ctrs}
     if inits:
         spec["initContainers"] = inits
-    if pod_level and rng.random() < 0.15:
+    if pod_level and rng.random() < (0.15 if not wide else 0.4):
         # pod-level resources (PodLevelResources, on since 1.34): they decide the fit for cpu and memory
         res = {"cpu": str(rng.choice((1, 2, 4, 6))), "memory": str(rng.choice((1, 2, 4)) * _GI)}
         spec["resources"] = {"requests": dict(res), "limits": res}
+        if wide and rng.random() < 0.5:
+            _pod_level_over_containers(rng, spec, (*inits, *ctrs))
+            return _pod_object(i, spec)
         for c in (*inits, *ctrs):
             for key in ("requests", "limits"):
                 if key in c["resources"]:
                     c["resources"][key] = {n: q for n, q in c["resources"][key].items()
                                            if n not in ("cpu", "memory") and not n.startswith("hugepages")}
+    return _pod_object(i, spec)
+
+
+def _pod_object(i: int, spec: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"p{i}", "namespace": "default", "uid": f"uid-p{i}"}, "spec": spec}
+
+
+def _pod_level_over_containers(rng: random.Random, spec: dict[str, Any], ctrs: Sequence[dict[str, Any]]) -> None:
+    """Pod-level resources beside containers that keep their own cpu and memory (the wide profile), as the
+    API server admits them: the pod's requests at least each container's and the app containers' sum (with
+    the sidecars'), its limits equal to its requests (a Guaranteed pod when every container is)."""
+    def amount(c: dict[str, Any], name: str) -> int:  # millicores of cpu, bytes of memory
+        q = Quantity.parse(c["resources"].get("requests", c["resources"].get("limits", {})).get(name, "0"))
+        return q.milli_value() if name == "cpu" else q.value()
+
+    # at least what the containers need together: the ones that keep running, plus the largest of the
+    # init containers that run before them
+    running = [c for c in ctrs if not c["name"].startswith("init") or c.get("restartPolicy") == "Always"]
+    inits = [c for c in ctrs if c["name"].startswith("init") and c.get("restartPolicy") != "Always"]
+    cpu = sum(amount(c, "cpu") for c in running) + max([0, *(amount(c, "cpu") for c in inits)])
+    memory = sum(amount(c, "memory") for c in running) + max([0, *(amount(c, "memory") for c in inits)])
+    # whole CPUs (at least one), sometimes one more than needed
+    cpu = max(1000, -(-cpu // 1000) * 1000) + rng.choice((0, 0, 1000))
+    memory = max(memory, _GI) + rng.choice((0, 0, _GI))
+    res = {"cpu": f"{cpu // 1000}", "memory": str(memory)}
+    spec["resources"] = {"requests": dict(res), "limits": res}
 
 
 def named_cases(version: str) -> list[tuple[str, dict[str, Any], str]]:
@@ -260,8 +289,8 @@ def _hangs(message: str, version: str) -> dict[str, Any]:
     return {"hang": True, "message": message}
 
 
-def generate(rng: random.Random, version: str) -> dict[str, Any]:
-    machine, numas, per_numa_cpus = _machine(rng)
+def generate(rng: random.Random, version: str, wide: bool = False) -> dict[str, Any]:
+    machine, numas, per_numa_cpus = _wide_machine(rng) if wide else _machine(rng)
     sizes = {h["page_size"] for h in machine.get("hugepages") or []}
     hugepages = sorted(f"hugepages-{'2Mi' if size == 2048 else '1Gi'}" for size in sizes)
     devices = _devices(rng, numas) if rng.random() < DEVICE_SHARE else []
@@ -273,11 +302,11 @@ def generate(rng: random.Random, version: str) -> dict[str, Any]:
             steps.append({"op": "delete", "uid": live.pop(rng.randrange(len(live)))})
             continue
         # 1.33's kubelet refuses pod-level resources in an admit handler of its own (gate off), not wired here
-        pod = _pod(rng, i, per_numa_cpus, hugepages, resources, pod_level=not version.startswith("1.33"))
+        pod = _pod(rng, i, per_numa_cpus, hugepages, resources, pod_level=not version.startswith("1.33"), wide=wide)
         steps.append({"op": "admit", "pod": pod})
         live.append(pod["metadata"]["uid"])
-    case: dict[str, Any] = {"machine": machine, "config": _config(rng, numas, machine), "devices": devices,
-                            "steps": steps}
+    config = _wide_config(rng, numas, machine) if wide else _config(rng, numas, machine)
+    case: dict[str, Any] = {"machine": machine, "config": config, "devices": devices, "steps": steps}
     if devices and rng.random() < FAILING_SHARE:
         # A plugin whose Allocate fails for a request including one of these devices. Half of these cases
         # also answer what the managers hold after each step (their state and checkpoint files, after the
@@ -300,6 +329,71 @@ def generate(rng: random.Random, version: str) -> dict[str, Any]:
             if s["op"] == "admit":
                 s["pod"]["spec"].pop("resources", None)
     return case
+
+
+def generate_wide(rng: random.Random, version: str) -> dict[str, Any]:
+    """A case of the wide profile (scripts/conformance --wide; not run by CI): as generate's, with machines
+    of 16, 32 or 64 NUMA nodes in a third of the cases, the CPU manager's options drawn more often and
+    reserved CPUs as whole cores, max-allowable-numa-nodes, up to 3 init containers (sidecars among them),
+    and pod-level resources more often, half of them beside containers that keep their own cpu and memory."""
+    return generate(rng, version, wide=True)
+
+
+WIDE_NUMA_SHARE = 0.35  # of the wide profile's cases: machines of 16, 32 or 64 NUMA nodes
+
+
+def cpu_bound(case: dict[str, Any]) -> str | None:
+    """The harness's CPU-time bound for a case of 25 or more NUMA nodes (the wide profile's 32 and 64): 5 s.
+    Their admissions return in milliseconds, or never where upstream walks 2^N masks (the named difference
+    mask-walk), which the default 20 s would spend on each."""
+    return "5s" if len(case["machine"]["topology"]) >= 25 else None
+
+
+def _wide_machine(rng: random.Random) -> tuple[dict[str, Any], int, int]:
+    if rng.random() >= WIDE_NUMA_SHARE:
+        return _machine(rng)
+    # AMD EPYC in NPS4 over 4 or 8 sockets, Intel SNC over 8 sockets, CXL memory nodes: one core of one or
+    # two threads a node keeps the machine small enough to answer
+    numas = rng.choice((16, 16, 32, 64))
+    sockets = rng.choice((1, 2, 4)) if numas == 16 else rng.choice((2, 4, 8))
+    threads = rng.choice((1, 2))
+    spec = f"{sockets}s x {numas // sockets}n x 1c x {threads}t, {rng.choice((2, 4))}Gi/node"
+    if rng.random() < 0.3:
+        spec += ", hugepages-2Mi=64/node"
+    return machine_to_cadvisor(parse_shorthand(spec)), numas, threads
+
+
+def _wide_config(rng: random.Random, numas: int, machine: dict[str, Any]) -> dict[str, Any]:
+    cfg = _config(rng, numas, machine)
+    if cfg["cpuManagerPolicy"] == "static" and rng.random() < 0.6:
+        cfg["cpuManagerPolicyOptions"] = {o: "true" for o in CPU_MANAGER_POLICY_OPTIONS if rng.random() < 0.35}
+    if "reservedSystemCPUs" in cfg and rng.random() < 0.4:
+        # whole cores, as administrators reserve them: the first core of the first one or two NUMA nodes
+        nodes = machine["topology"][:rng.randint(1, 2)]
+        cpus = sorted(c for n in nodes for c in n["cores"][0]["thread_ids"])
+        cfg["reservedSystemCPUs"] = ",".join(str(c) for c in cpus)
+    if numas > 16 and cfg["memoryManagerPolicy"] == "Static" and rng.random() < 0.7:
+        # Static there walks 2^N masks upstream for a Guaranteed pod's default hint (the named difference
+        # mask-walk, 20 s of the harness's CPU a case): a few of these cases are enough
+        cfg["memoryManagerPolicy"] = "None"
+        del cfg["reservedMemory"]
+    hugepages_1gi = any(h["page_size"] == 1 << 20 for h in machine.get("hugepages") or [])
+    if cfg["memoryManagerPolicy"] == "Static" and hugepages_1gi and rng.random() < 0.5:
+        cfg["reservedMemory"][0]["limits"]["hugepages-1Gi"] = "1Gi"  # node 0's one 1Gi page
+    options = cfg.setdefault("topologyManagerPolicyOptions", {})
+    if numas > 8:
+        roll = rng.random()
+        if roll < 0.4 or numas > 16:
+            # the kubelet checks the NUMA count under any other policy; beyond 16 nodes the hint providers'
+            # masks (2^32) never end upstream, so these machines run without a Topology Manager policy
+            cfg["topologyManagerPolicy"] = "none" if roll < 0.9 else cfg["topologyManagerPolicy"]
+        elif roll < 0.85:
+            options["max-allowable-numa-nodes"] = str(numas)
+    elif rng.random() < 0.15:
+        options["max-allowable-numa-nodes"] = rng.choice(("8", "16"))
+    if not options:
+        del cfg["topologyManagerPolicyOptions"]
+    return cfg
 
 
 def equivalent(ours: Any, theirs: Any) -> bool:

@@ -26,11 +26,18 @@ NAME = "cpu"
 MINORS = ("1.33", "1.34", "1.35", "1.36", "1.37")
 
 
-def generate(rng: random.Random, version: str) -> dict[str, Any]:
-    sockets = rng.choice((1, 1, 2, 2, 2, 4))
-    numa_per_socket = rng.choice((1, 1, 2, 4)) if sockets < 4 else rng.choice((1, 2))
-    cores_per_numa = rng.randint(1, 6)
-    threads = rng.choice((1, 2, 2, 2, 4))
+def generate(rng: random.Random, version: str, wide: bool = False) -> dict[str, Any]:
+    if wide and rng.random() < WIDE_NUMA_SHARE:
+        nodes = rng.choice((16, 16, 32, 64))
+        sockets = rng.choice((1, 2, 4)) if nodes == 16 else rng.choice((2, 4, 8))
+        numa_per_socket = nodes // sockets
+        cores_per_numa = rng.randint(1, 2)
+        threads = rng.choice((1, 2))
+    else:
+        sockets = rng.choice((1, 1, 2, 2, 2, 4))
+        numa_per_socket = rng.choice((1, 1, 2, 4)) if sockets < 4 else rng.choice((1, 2))
+        cores_per_numa = rng.randint(1, 6)
+        threads = rng.choice((1, 2, 2, 2, 4))
     uncores_per_numa = rng.choice((1, 1, 2))
     adjacent = rng.random() < 0.5
     total_cores = sockets * numa_per_socket * cores_per_numa
@@ -55,13 +62,18 @@ def generate(rng: random.Random, version: str) -> dict[str, Any]:
     # The kubelet refuses the static policy without reserved CPUs (NewManager), before the policy
     # exists: every case reserves some, as a set (reservedSystemCPUs) or as a count.
     case: dict[str, Any] = {"cpus": rows, "reserved_cpus": None, "num_reserved": 0}
-    count = rng.randint(1, min(4, max(1, len(all_cpus) - 1)))
-    if rng.random() < 0.5:
+    count = rng.randint(1, min(4 if not wide else 8, max(1, len(all_cpus) - 1)))
+    if wide and rng.random() < 0.3:
+        # whole cores, as administrators reserve them: the first `count` cores in id order
+        core_ids = sorted({r[3] for r in rows})
+        cores = set(core_ids[:min(count, len(core_ids) - 1)])  # some core left unreserved
+        case["reserved_cpus"] = sorted(r[0] for r in rows if r[3] in cores) or [all_cpus[0]]
+    elif rng.random() < 0.5:
         case["reserved_cpus"] = sorted(rng.sample(all_cpus, count))
     else:
         case["num_reserved"] = count
     case["topology_manager_policy"] = rng.choice(("none", "best-effort", "restricted", "single-numa-node"))
-    options = {name: "true" for name in CPU_MANAGER_POLICY_OPTIONS if rng.random() < 0.25}
+    options = {name: "true" for name in CPU_MANAGER_POLICY_OPTIONS if rng.random() < (0.25 if not wide else 0.4)}
     case["options"] = options
     case["gates"] = {"CPUManagerPolicyAlphaOptions": True} if rng.random() < 0.5 else {}
     steps: list[dict[str, Any]] = []
@@ -82,6 +94,16 @@ def generate(rng: random.Random, version: str) -> dict[str, Any]:
         live.append(pod)
     case["steps"] = steps
     return case
+
+
+WIDE_NUMA_SHARE = 0.35  # of the wide profile's cases: machines of 16, 32 or 64 NUMA nodes
+
+
+def generate_wide(rng: random.Random, version: str) -> dict[str, Any]:
+    """A case of the wide profile (scripts/conformance --wide; not run by CI): as generate's, with machines
+    of 16, 32 or 64 NUMA nodes (1-2 cores each) in a third of the cases, up to 8 reserved CPUs (whole cores
+    in some), and each of the static policy's options drawn more often."""
+    return generate(rng, version, wide=True)
 
 
 def equivalent(ours: Any, theirs: Any) -> bool:

@@ -83,11 +83,15 @@ def _pod(rng: random.Random, uid: str, numas: int, providers: int) -> dict[str, 
     }
 
 
-def generate(rng: random.Random, version: str) -> dict[str, Any]:
+def generate(rng: random.Random, version: str, wide: bool = False) -> dict[str, Any]:
     per_socket = rng.choice((1, 2, 2, 4))
     sockets = rng.choice((1, 2, 2, 2, 4)) if per_socket < 4 else rng.choice((1, 2))
     numas = per_socket * sockets
-    if rng.random() < 0.06:
+    if wide and rng.random() < WIDE_NUMA_SHARE:
+        # 12 or 16 nodes (4 sockets of 3 or 4, EPYC in NPS4 over 4 sockets, 2 sockets of 8 under SNC)
+        per_socket, sockets = rng.choice(((3, 4), (4, 4), (8, 2)))
+        numas = per_socket * sockets
+    elif rng.random() < 0.06:
         numas = rng.choice((9, 10))  # beyond the default limit of 8
     case: dict[str, Any] = {
         "numa_nodes": list(range(numas)),
@@ -100,6 +104,8 @@ def generate(rng: random.Random, version: str) -> dict[str, Any]:
         options["prefer-closest-numa-nodes"] = rng.choice(("true", "true", "true", "false", "1", "yes"))
     if numas > 8 or rng.random() < 0.1:
         options["max-allowable-numa-nodes"] = rng.choice(("10", "16", "8", "10", "0", "many"))
+        if wide and numas > 10 and rng.random() < 0.8:
+            options["max-allowable-numa-nodes"] = str(rng.choice((numas, 16, 64)))
     if rng.random() < 0.02:
         options["unknown-option"] = "true"
     case["options"] = options
@@ -122,6 +128,16 @@ def generate(rng: random.Random, version: str) -> dict[str, Any]:
         live.append(pod)
     case["steps"] = steps
     return case
+
+
+WIDE_NUMA_SHARE = 0.4  # of the wide profile's cases: machines of 12 or 16 NUMA nodes
+
+
+def generate_wide(rng: random.Random, version: str) -> dict[str, Any]:
+    """A case of the wide profile (scripts/conformance --wide; not run by CI): as generate's, with machines
+    of 12 or 16 NUMA nodes (distances of 2 or 4 sockets) in 40% of the cases, most of them allowed by
+    max-allowable-numa-nodes."""
+    return generate(rng, version, wide=True)
 
 
 def equivalent(ours: Any, theirs: Any) -> bool:

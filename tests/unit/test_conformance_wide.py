@@ -1,0 +1,109 @@
+"""scripts/conformance --wide: the admit and cpu areas' wider generators (machines of 16-64 NUMA nodes,
+more options, init containers and pod-level resources), kept apart from the default cases CI runs, and
+the named difference mask-walk (upstream walking 2^N NUMA masks on 32 and 64 nodes)."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from conformance.areas import admit, cpu, topology
+
+from conformance import run
+from numalign.k8s.manifest import pod_from_dict
+from numalign.k8s.quantity import Quantity
+from numalign.k8s.requests import pod_requests
+from numalign.machine.cadvisor import machine_to_cadvisor
+from numalign.machine.shorthand import parse_shorthand
+
+
+def _cases(area: Any, wide: bool, n: int = 150, minor: str = "1.37") -> list[dict[str, Any]]:
+    rng = random.Random(f"3/{area.NAME}/{minor}")
+    gen = area.generate_wide if wide else area.generate
+    return [gen(rng, f"{minor}.2") for _ in range(n)]
+
+
+def _admit_numas(case: dict[str, Any]) -> int:
+    return len(case["machine"]["topology"])
+
+
+def test_the_default_cases_stay_within_8_numa_nodes_and_the_wide_ones_reach_16_32_and_64() -> None:
+    assert max(_admit_numas(c) for c in _cases(admit, wide=False)) <= 8
+    assert {_admit_numas(c) for c in _cases(admit, wide=True)} >= {16, 32, 64}
+    assert max(len({r[1] for r in c["cpus"]}) for c in _cases(cpu, wide=False)) <= 8
+    assert {len({r[1] for r in c["cpus"]}) for c in _cases(cpu, wide=True)} >= {16, 32, 64}
+    assert max(len(c["numa_nodes"]) for c in _cases(topology, wide=False)) <= 10
+    assert {len(c["numa_nodes"]) for c in _cases(topology, wide=True)} >= {12, 16}
+
+
+def test_a_wide_machine_beyond_8_nodes_starts_only_where_the_kubelet_can_answer() -> None:
+    # beyond 8 nodes the Topology Manager needs max-allowable-numa-nodes under any policy but none; beyond
+    # 16 the hint providers would walk 2^32 masks, so those machines run with policy none (or are refused)
+    for case in _cases(admit, wide=True, n=300):
+        numas, cfg = _admit_numas(case), case["config"]
+        allowed = int(cfg.get("topologyManagerPolicyOptions", {}).get("max-allowable-numa-nodes", "8"))
+        if numas > 16 and cfg["topologyManagerPolicy"] != "none":
+            assert allowed < numas  # a start-up refusal, cheap on both sides
+        if numas > 8 and allowed >= numas:
+            assert numas == 16
+
+
+def test_wide_pod_level_resources_cover_the_containers_that_keep_their_own() -> None:
+    # the API server refuses pod-level requests below what the containers need together
+    seen = 0
+    for case in _cases(admit, wide=True, n=300):
+        for step in case["steps"]:
+            spec = step.get("pod", {}).get("spec", {})
+            pod_level = spec.get("resources")
+            if not pod_level:
+                continue
+            # what the containers need together (component-helpers' PodRequests without the pod's own)
+            bare = {**step["pod"], "spec": {k: v for k, v in spec.items() if k != "resources"}}
+            need = pod_requests(pod_from_dict(bare, "case pod"))
+            if "cpu" in need:
+                seen += 1
+                for name in ("cpu", "memory"):
+                    assert Quantity.parse(pod_level["requests"][name]) >= need[name]
+                assert pod_level["requests"] == pod_level["limits"]
+    assert seen >= 10
+
+
+def test_the_wide_profile_is_a_series_of_its_own_and_leaves_the_default_cases_unchanged() -> None:
+    # generate(wide=False) is the function CI's cases come from: the same draws as before the profile
+    default = _cases(admit, wide=False, n=40)
+    again = [admit.generate(rng, "1.37.2") for rng in [random.Random("3/admit/1.37")] for _ in range(40)]
+    assert json.dumps(default) == json.dumps(again)
+    assert json.dumps(_cases(admit, wide=True, n=40)) != json.dumps(default)
+
+
+def _many_numa_case(numas: int) -> dict[str, Any]:
+    machine = machine_to_cadvisor(parse_shorthand(f"4s x {numas // 4}n x 1c x 2t, 4Gi/node"))
+    res = {"cpu": "2", "memory": str(1 << 30)}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p0", "namespace": "default", "uid": "u0"},
+           "spec": {"containers": [{"name": "c0", "image": "pause",
+                                    "resources": {"requests": dict(res), "limits": res}}]}}
+    config = {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0", "systemReserved": {"memory": "256Mi"},
+              "evictionHard": {"memory.available": "100Mi"}, "maxPods": 110, "memoryManagerPolicy": "Static",
+              "reservedMemory": [{"numaNode": 0, "limits": {"memory": "356Mi"}}],
+              "topologyManagerPolicy": "none", "topologyManagerScope": "container"}
+    return {"machine": machine, "config": config, "devices": [], "steps": [{"op": "admit", "pod": pod}]}
+
+
+def test_numalign_answers_where_the_kubelet_walks_every_mask_of_32_nodes() -> None:
+    # memory manager Static under Topology Manager policy none: the container's default hint is the best of
+    # calculateHints' masks, which upstream walks (2^32 - 1 of them; the 1.37.2 harness answered this shape
+    # {"hang": true}); numalign finds the narrowest node that holds the memory without walking them
+    case = _many_numa_case(32)
+    ours = admit.numalign(case, "1.37.2")
+    c0 = ours["steps"][0]["containers"]["c0"]
+    assert ours["steps"][0]["admit"] is True
+    assert c0["memory"] == [{"numa": [0], "type": "memory", "size": 1 << 30}]
+    hanging = run.DELIBERATE["mask-walk"][1]
+    assert hanging("admit", "1.37.2", case, ours, {"hang": True})
+    assert not hanging("admit", "1.37.2", case, ours, ours)  # only where upstream did not answer
+    assert not hanging("admit", "1.37.2", case, {"hang": True}, {"hang": True})
+    assert not hanging("admit", "1.37.2", _many_numa_case(16), ours, {"hang": True})  # 16 nodes: upstream answers
+    no_walk = {**case, "config": {**case["config"], "memoryManagerPolicy": "None"}}
+    assert not hanging("admit", "1.37.2", no_walk, ours, {"hang": True})  # nothing walks masks there
+    assert admit.cpu_bound(case) == "5s" and admit.cpu_bound(_many_numa_case(16)) is None
