@@ -595,7 +595,7 @@ def url(text: str) -> Opaque:
         parsed = urllib.parse.urlsplit(text)
     except ValueError:  # an unbalanced [ or ] in the host: Go's parseHost says which, below
         parsed = None
-    problem = _go_host_problem(text)
+    problem = "empty url" if not text else _go_host_problem(text)
     if problem is not None or parsed is None:
         raise CelError(f"URL parse error during conversion from string: parse {go_quote(text)}: "
                        f"{problem or 'invalid IPv6 host'}")
@@ -645,17 +645,30 @@ def url_part(u: Opaque, part: str) -> Any:
         return host[colon + 1:] if colon >= 0 and _valid_optional_port(host[colon:]) else ""
     if part == "getEscapedPath":
         return p.path
-    return dict(urllib.parse.parse_qs(p.query).items())
+    return dict(urllib.parse.parse_qs(p.query, keep_blank_values=True).items())  # Go's Query(): `b` -> [""]
 
 
 def ip(text: str) -> Opaque:
+    # The Kubernetes IP library refuses a zone and an IPv4-mapped IPv6 address with texts of its own
+    # (the mapped one was read as an IPv6 address: `isIP("::ffff:1.2.3.4")` answered true).
+    if "%" in text and _parses(text.split("%", 1)[0]):
+        raise CelError(f"IP address {go_quote(text)} with zone value is not allowed")
     try:
-        if "%" in text:
-            raise ValueError(text)
-        return Opaque("net.IP", ipaddress.ip_address(text))
+        addr = ipaddress.ip_address(text)
     except ValueError:
         raise CelError(f"IP Address {go_quote(text)} parse error during conversion from string: "
                        f"ParseAddr({go_quote(text)}): unable to parse IP") from None
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        raise CelError(f"IPv4-mapped IPv6 address {go_quote(text)} is not allowed")
+    return Opaque("net.IP", addr)
+
+
+def _parses(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def is_ip(text: str) -> bool:

@@ -175,6 +175,12 @@ def equal(a: Any, b: Any) -> bool:
         if not isinstance(b, Quantity):
             raise CelError(NO_SUCH_OVERLOAD)
         return a.cmp(b) == 0
+    if isinstance(a, Opaque):
+        # IP and URL Equal: by value (an IP's address, a URL's parts), never by identity; another type is
+        # "no such overload", as for the other Kubernetes types.
+        if not isinstance(b, Opaque) or a.type_name != b.type_name:
+            raise CelError(NO_SUCH_OVERLOAD)
+        return bool(a.value == b.value)
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
