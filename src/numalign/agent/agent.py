@@ -147,7 +147,7 @@ class Agent:
         with core.lock:
             core.node = node
             core.runs = runs
-            core.dra = AgentDRA(opts.machine, node, opts.node_name)
+            core.dra = AgentDRA(opts.machine, node, opts.node_name, core)
             core.book = PodBook(NodeReader(node), node.pods, previous, wait_for_plugins=opts.wait_for_device_plugins,
                                 node_name=opts.node_name, mirror_names=opts.mirror_pod_names,
                                 reserve=opts.parallel_allocate, start_backoff=opts.start_backoff,

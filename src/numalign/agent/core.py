@@ -123,6 +123,7 @@ class AgentCore:
         doc = {**pods_document(book, node), **plugin_documents(node, book, self.endpoints),
                "faults": dict(sorted(self.faults.items())), "fault_log": list(self.fault_log),
                **({"draUnallocatable": self.dra.unallocatable()} if self.dra is not None and self.dra.failed else {}),
+               **({"draAllocating": waiting} if self.dra is not None and (waiting := self.dra.allocating()) else {}),
                **self._machine_doc, "kubeletVersion": str(node.kubelet_version),
                **({"previews": node.previews.to_dict()} if node.previews else {})}
         try:

@@ -17,6 +17,8 @@ Written atomically after every change, read by `numalign pods`. Layout (JSON, so
      "faults": {kind: count}, "fault_log": [last messages],
      "draUnallocatable": {uid: {"pod", "message", "why": [reasons]}} (pods run without their DRA claims;
                     absent when none),
+     "draAllocating": [pod keys] (admitted pods whose claims serve's allocation thread has yet to
+                    allocate, in admission order; absent when none),
      "machine": the machine file (machine.fileformat), "reserved_cpus": cpuset}   (pictures in `pods`)
 """
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -34,9 +35,16 @@ def _list(layout: Layout) -> dict[str, pr.PodResources]:
     return {p.name: p for p in reply.pod_resources}
 
 
+def _wait_claims(layout: Layout, pod: str) -> None:
+    """The claims are allocated on serve's allocation thread, after the pod's admission."""
+    wait_for(lambda: pod in _list(layout) and _list(layout)[pod].containers[0].dynamic_resources,
+             f"{pod}'s claims")
+
+
 def test_list_reports_the_claims_devices(node_a: Agent, layout: Layout) -> None:
     layout.write_manifest("trainer.yaml", EXAMPLE.read_text())
     wait_pod(layout, "trainer", "admitted")
+    _wait_claims(layout, "trainer")
     (main,) = _list(layout)["trainer"].containers
     (claim,) = main.dynamic_resources
     assert (claim.claim_name, claim.claim_namespace) == ("two-gpus", "default")
@@ -54,6 +62,7 @@ def test_a_namespace_beside_the_pods_is_skipped_as_admit_skips_it(
     namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: default}\n---\n"
     layout.write_manifest("trainer.yaml", namespace + EXAMPLE.read_text())
     wait_pod(layout, "trainer", "admitted")
+    _wait_claims(layout, "trainer")
     (main,) = _list(layout)["trainer"].containers
     assert len(main.dynamic_resources) == 1 and not node_a.faults.get("invalid_manifest")
     skipped = "document 1: Namespace default skipped (no pod template)"
@@ -126,6 +135,7 @@ def test_a_graceful_restart_keeps_the_static_pods_claims(layout: Layout) -> None
     try:
         layout.write_manifest("trainer.yaml", EXAMPLE.read_text())
         wait_pod(layout, "trainer", "admitted")
+        _wait_claims(layout, "trainer")
         assert _claims(layout, "trainer") == [("two-gpus", TRAINER_DEVICES)]
     finally:
         first.stop()
@@ -157,6 +167,7 @@ def test_a_kill_9_of_serve_keeps_the_static_pods_claims(layout: Layout) -> None:
             # Static pods are named <name>-<node name>, as the kubelet names them.
             wait_pod(layout, "trainer-node-a", "admitted", timeout=20)
             wait_for(lambda: layout.pr_socket.is_socket(), "the PodResources socket", timeout=10)
+            _wait_claims(layout, "trainer-node-a")
             assert _claims(layout, "trainer-node-a") == [("two-gpus", TRAINER_DEVICES)], run
             if run == "first":
                 proc.send_signal(signal.SIGKILL)
@@ -174,6 +185,7 @@ def test_a_kill_9_of_serve_keeps_the_static_pods_claims(layout: Layout) -> None:
 def test_a_manifest_changed_to_a_version_without_claims_frees_its_devices(node_a: Agent, layout: Layout) -> None:
     layout.write_manifest("trainer.yaml", EXAMPLE.read_text())
     wait_pod(layout, "trainer", "admitted")
+    _wait_claims(layout, "trainer")
     assert _claims(layout, "trainer") == [("two-gpus", TRAINER_DEVICES)]
     plain = EXAMPLE.read_text().replace("  resourceClaims:\n  - name: gpus\n    resourceClaimName: two-gpus\n", "")
     plain = plain.replace("      claims:\n      - name: gpus\n", "")
@@ -184,3 +196,47 @@ def test_a_manifest_changed_to_a_version_without_claims_frees_its_devices(node_a
     wait_pod(layout, "next", "admitted")
     wait_for(lambda: _claims(layout, "next"), "next's claim")
     assert _claims(layout, "next") == [("next-gpu", [TRAINER_DEVICES[0]])]
+
+
+def test_a_costly_claim_does_not_hold_back_the_next_manifest(node_a: Agent, layout: Layout) -> None:
+    """newcomer (session of 29 Nov): a claim whose search runs to its work bound (~10 s of CPU, 45 s at
+    load 12) kept every manifest dropped after it waiting. The allocation runs on a thread of its own now:
+    here it is held until the next manifest's pod is admitted, then let go (no timing involved)."""
+    import threading
+
+    life = node_a.core.dra.life
+    build = life._ledger_for
+    release = threading.Event()
+    started = threading.Event()
+
+    class Held:
+        def __init__(self, ledger: Any) -> None:
+            self.ledger = ledger
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.ledger, name)
+
+        def allocate(self, pod: Any, claims: Any = None) -> Any:
+            if pod.name == "trainer":
+                started.set()
+                assert release.wait(60), "the test never let the allocation go"
+            return self.ledger.allocate(pod, claims)
+
+    life._ledger_for = lambda view: Held(build(view))
+    life.set_given(life.given)
+    try:
+        layout.write_manifest("trainer.yaml", EXAMPLE.read_text())
+        wait_pod(layout, "trainer", "admitted")
+        wait_for(started.is_set, "trainer's allocation to start")
+        assert layout.status().get("draAllocating") == ["default/trainer"] or wait_for(
+            lambda: layout.status().get("draAllocating") == ["default/trainer"], "draAllocating")
+        layout.write_manifest("plain.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: plain}\nspec:\n"
+                              "  containers:\n  - name: main\n    image: x\n"
+                              "    resources: {limits: {cpu: '1', memory: 1Gi}}\n")
+        wait_pod(layout, "plain", "admitted")  # while trainer's allocation is still held
+        assert not release.is_set() and _claims(layout, "trainer") == []
+    finally:
+        release.set()
+    _wait_claims(layout, "trainer")
+    assert _claims(layout, "trainer") == [("two-gpus", TRAINER_DEVICES)]
+    wait_for(lambda: "draAllocating" not in layout.status(), "draAllocating gone")
