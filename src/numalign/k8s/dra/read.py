@@ -186,12 +186,14 @@ def _strict(obj: Mapping[str, Any], schema: _Schema, path: str) -> None:
     _known_fields(obj, known, path)
     for key, child in children.items():
         value = obj.get(key)
+        if value is None:  # (most are absent: no path made for them)
+            continue
         where = f"{path}.{key}" if path else key
-        if isinstance(value, Mapping):
+        if type(value) is dict or isinstance(value, Mapping):
             _strict(value, child, where)
         elif isinstance(value, list):
             for i, item in enumerate(value):
-                if isinstance(item, Mapping):
+                if type(item) is dict or isinstance(item, Mapping):
                     _strict(item, child, f"{where}[{i}]")
 
 

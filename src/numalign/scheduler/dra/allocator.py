@@ -20,7 +20,7 @@ import logging
 import sys
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import compress, islice
 from operator import not_
 from typing import Any, Final, NamedTuple
@@ -199,6 +199,30 @@ class DeviceResult:
         return f"{self.parent_request}/{self.request}" if self.parent_request else self.request
 
 
+class _BySelection:
+    """What requests of one class and selectors share (_RequestData.selection): each device's selection,
+    the answers by what the selectors read of a device, the devices they fail on per pool, those paths."""
+
+    def __init__(self) -> None:
+        self.matches: dict[DeviceID, bool] = {}
+        self.memo: dict[tuple[object, ...], bool] = {}
+        self.failing: dict[int, list[tuple[int, int]]] = {}
+        self.paths_known = False
+        self.paths: tuple[cel.Path, ...] | None = None
+
+
+class _BySignature:
+    """What requests alike in everything the scan's static checks read share (_RequestData.signature): each
+    device's static check and capacity fit, and the pools' scans (by pool, and for a restricted scan the
+    attribute and its value)."""
+
+    def __init__(self) -> None:
+        self.checks: dict[DeviceID, bool | None] = {}
+        self.fits: dict[DeviceID, bool] = {}
+        self.full: dict[int, _Plan] = {}
+        self.restricted: dict[tuple[int, str, object], _Plan] = {}
+
+
 @dataclass
 class _RequestData:
     request: DeviceSubRequest
@@ -212,6 +236,26 @@ class _RequestData:
     selection: tuple[object, ...] = ()
     signature: tuple[object, ...] = ()
     restricting: list[MatchAttributeConstraint] | None = None  # (_restriction)
+    # (kept per Allocate by those two, so a lookup by device is keyed by the device alone)
+    by_selection: _BySelection = field(default_factory=_BySelection)
+    by_signature: _BySignature = field(default_factory=_BySignature)
+
+    def __init__(self, request: DeviceSubRequest, parent: str | None, cls: DeviceClass | None,
+                 selection: tuple[object, ...], signature: tuple[object, ...], by_selection: _BySelection,
+                 by_signature: _BySignature) -> None:
+        # Written out, as every class made per Allocate here: the dataclass decorator's generated __init__
+        # runs as interpreted Python even in the compiled core, some 2-3 us each.
+        self.request = request
+        self.parent = parent
+        self.cls = cls
+        self.num_devices = 0
+        self.all_devices = []
+        self.selected_sub = 0
+        self.selection = selection
+        self.signature = signature
+        self.restricting = None
+        self.by_selection = by_selection
+        self.by_signature = by_signature
 
     @property
     def name(self) -> str:
@@ -237,6 +281,16 @@ class _Plan:
     known: Sequence[bool] = ()
     candidates: Sequence[Candidate] = ()  # per index in `at`
     ids: Sequence[DeviceID] = ()  # the candidates' device IDs
+
+    def __init__(self, positions: list[tuple[int, int]], at: Sequence[int], filtered: bool, known: Sequence[bool],
+                 candidates: Sequence[Candidate], ids: Sequence[DeviceID]) -> None:
+        # Written out, as _RequestData's.
+        self.positions = positions
+        self.at = at
+        self.filtered = filtered
+        self.known = known
+        self.candidates = candidates
+        self.ids = ids
 
 
 class Allocator:
@@ -264,7 +318,7 @@ class Allocator:
         self.budget = budget
         self.steps = 0  # allocateOne invocations, as upstream counts them
         self._cel_features = features.cel
-        self._cel_compile_features = replace(self._cel_features, minor=features.minor)
+        self._cel_compile_features = features.cel_compile
         self._compiled: dict[str, cel.CompiledSelector] = {}
         self.checks = 0  # devices considered: what the budget bounds
         self.work_bound = work_bound
@@ -285,22 +339,17 @@ class Allocator:
             gathered = [s for s in slices if s.node_name == node.name or not s.node_name
                         or (everywhere and s.shared_counters)]
         self.pools = gather_pools(gathered, node, features, slices)
-        self._matches: dict[tuple[DeviceID, tuple[object, ...]], bool] = {}
+        self._by_selection: dict[tuple[object, ...], _BySelection] = {}
+        self._by_signature: dict[tuple[object, ...], _BySignature] = {}
         self._cel_results: dict[tuple[str, DeviceID], bool] = {}
         self._cel_devices: dict[DeviceID, dict[str, Any]] = {}
         self._available_counters: dict[str, dict[str, dict[str, Quantity]]] = {}
         self._consumed_counters: dict[str, dict[str, dict[str, Quantity]]] = {}
         self._allocating: dict[DeviceID, set[int]] = {}
         self._position_index: dict[tuple[int, str], dict[object, list[tuple[int, int]]]] = {}
-        self._plans: dict[tuple[object, ...], _Plan] = {}
         self._visits: dict[tuple[int, int], int] = {}
-        self._static_fits: dict[tuple[DeviceID, tuple[object, ...]], bool] = {}
-        self._static_checks: dict[tuple[DeviceID, tuple[object, ...]], bool | None] = {}
-        self._selection_paths: dict[tuple[object, ...], tuple[cel.Path, ...] | None] = {}
-        self._selection_memo: dict[tuple[tuple[object, ...], tuple[object, ...]], bool] = {}
         self._failed: dict[tuple[object, ...], tuple[bool, int, int]] = {}
         self._reachable_cache: dict[tuple[int, int], tuple[frozenset[DeviceID], frozenset[str]]] = {}
-        self._failing: dict[tuple[tuple[object, ...], int], list[tuple[int, int]]] = {}
         self._allocating_capacity: dict[DeviceID, ConsumedCapacity] = {}
 
     # ---- Allocate ------------------------------------------------------------------------------------
@@ -411,10 +460,16 @@ class Allocator:
             raise AllocatorError(
                 f"claim {claim.key}, request {name}: could not retrieve device class {sub.device_class_name}: "
                 f'deviceclass.resource.k8s.io "{sub.device_class_name}" not found')
-        data = _RequestData(sub, parent, cls)
-        data.selection = (cls.name, tuple(s.expression for s in sub.selectors))
-        data.signature = (data.selection, bool(sub.admin_access), sub.tolerations,
-                          tuple(sorted(sub.capacity.requests.items())) if sub.capacity else None)
+        selection = (cls.name, tuple(s.expression for s in sub.selectors))
+        signature = (selection, bool(sub.admin_access), sub.tolerations,
+                     tuple(sorted(sub.capacity.requests.items())) if sub.capacity else None)
+        by_selection = self._by_selection.get(selection)
+        if by_selection is None:
+            by_selection = self._by_selection[selection] = _BySelection()
+        by_signature = self._by_signature.get(signature)
+        if by_signature is None:
+            by_signature = self._by_signature[signature] = _BySignature()
+        data = _RequestData(sub, parent, cls, selection, signature, by_selection, by_signature)
         if sub.allocation_mode == "ExactCount":
             data.num_devices = sub.count
             return data
@@ -459,7 +514,8 @@ class Allocator:
                 return self._next_request(ci + 1, 0)
             except _MaxSizeExceededError:
                 return False
-        data = self.requests[(ci, ri, si)]
+        key = (ci, ri, si)
+        data = self.requests[key]
         if not in_sub and data.parent is not None:
             all_exceeded = True
             for sub_index in range(len(claim.spec.requests[ri].first_available)):
@@ -489,7 +545,6 @@ class Allocator:
             return self._descend(undo, ci, ri, si if self.generation.all_mode_keeps_subrequest else 0, di + 1,
                                  in_sub, (0, 0, 0))
         admin = bool(request.admin_access)
-        key = (ci, ri, si)
         restriction = self._restriction(ci, data)
         budget = self.budget
         work_bound = self.work_bound
@@ -649,11 +704,11 @@ class Allocator:
             for pi, pool in enumerate(self.pools):
                 if pool.is_incomplete or pool.is_invalid:
                     continue
-                plan_key = (data.signature, pi, None, None)
-                plan = self._plans.get(plan_key)
+                plans = data.by_signature.full
+                plan = plans.get(pi)
                 if plan is None or not plan.filtered:
                     plan = self._filtered(pi, self._positions(pi, pool, None, key, data), pool, key, data)
-                    self._plans[plan_key] = plan
+                    plans[pi] = plan
                 for index in plan.at:
                     sli, dvi = plan.positions[index]
                     d = pool.slices[sli].devices[dvi]
@@ -664,7 +719,7 @@ class Allocator:
         self._reachable_cache[(ci, ri)] = found
         return found
 
-    def _restriction(self, ci: int, data: _RequestData) -> tuple[str, DeviceAttribute] | None:
+    def _restriction(self, ci: int, data: _RequestData) -> MatchAttributeConstraint | None:
         """A matchAttribute constraint of the claim that already holds a value for this request's devices:
         only devices with that value can be added, so the search visits only those (the same devices in
         the same order as upstream's scan; the others would fail the constraint with no other effect)."""
@@ -676,18 +731,26 @@ class Allocator:
                 and matches_request(c.requests, base, sub)]
         for c in restricting:
             if c.count > 0 and c.first is not None:
-                return c.attribute, c.first
+                return c  # (its attribute, and the value its first device brought)
         return None
 
-    def _plan(self, pi: int, pool: Pool, restriction: tuple[str, DeviceAttribute] | None, key: Key,
+    def _plan(self, pi: int, pool: Pool, restricting: MatchAttributeConstraint | None, key: Key,
               data: _RequestData) -> _Plan:
         """The scan of a pool for a request: its positions, and which of them need a look. The first scan
         looks at every position; from the second on (the search backtracks), the positions whose device
-        the request could never take are passed over (counted, not looked at)."""
-        wanted = None if restriction is None or restriction[1].is_list else (restriction[1].kind,
-                                                                               restriction[1].values)
-        plan_key = (data.signature, pi, restriction[0] if restriction else None, wanted)
-        plan = self._plans.get(plan_key)
+        the request could never take are passed over (counted, not looked at). Kept per request kind
+        (data.by_signature), by pool and, restricted, by the attribute and its value."""
+        restriction = None
+        if restricting is None:
+            plans: dict[Any, _Plan] = data.by_signature.full
+            plan_key: object = pi
+        else:
+            value = restricting.first
+            assert value is not None
+            restriction = (restricting.attribute, value)
+            plans = data.by_signature.restricted
+            plan_key = (pi, restricting.attribute, None if value.is_list else (value.kind, value.values))
+        plan = plans.get(plan_key)
         if plan is None:
             positions = self._positions(pi, pool, restriction, key, data)
             if restriction is None:  # every position: the same candidates for every request, once per pool
@@ -701,12 +764,11 @@ class Allocator:
                 by_slice = self._candidates(pi, pool)
                 candidates = [by_slice[sli][dvi] for sli, dvi in positions]
                 ids = [c.device_id for c in candidates]
-            plan = _Plan(positions, range(len(positions)), known=[False] * len(positions), candidates=candidates,
-                         ids=ids)
-            self._plans[plan_key] = plan
+            plan = _Plan(positions, range(len(positions)), False, [False] * len(positions), candidates, ids)
+            plans[plan_key] = plan
         elif not plan.filtered:
             plan = self._filtered(pi, plan.positions, pool, key, data)
-            self._plans[plan_key] = plan
+            plans[plan_key] = plan
         return plan
 
     def _candidates(self, pi: int, pool: Pool) -> list[list[Candidate]]:
@@ -725,23 +787,21 @@ class Allocator:
         known: list[bool] = []
         candidates: list[Candidate] = []
         by_slice = self._candidates(pi, pool)
-        checks = self._static_checks
-        signature = data.signature
+        checks = data.by_signature.checks
         for i, (sli, dvi) in enumerate(positions):
             candidate = by_slice[sli][dvi]
             # The same for every scan of this request's kind (the allocator's other state is not read):
             # the restricted scans of a pool look again at devices its full scan already checked.
-            check_key = (candidate.device_id, signature)
-            if check_key in checks:
-                look = checks[check_key]
+            device_id = candidate.device_id
+            if device_id in checks:
+                look = checks[device_id]
             else:
-                look = checks[check_key] = self._static_check(key, data, candidate)
+                look = checks[device_id] = self._static_check(key, data, candidate)
             if look is not None:
                 at.append(i)
                 known.append(look)
                 candidates.append(candidate)
-        return _Plan(positions, at, filtered=True, known=known, candidates=candidates,
-                     ids=[c.device_id for c in candidates])
+        return _Plan(positions, at, True, known, candidates, [c.device_id for c in candidates])
 
     def _static_check(self, key: Key, data: _RequestData, candidate: Candidate) -> bool | None:
         """None where the scan rejects this device for this request whatever the search has allocated, with
@@ -809,20 +869,20 @@ class Allocator:
     def _failing_positions(self, key: Key, pi: int, pool: Pool, data: _RequestData) -> list[tuple[int, int]]:
         """The devices of a pool on which the request's or its class's selectors fail (a CEL runtime error),
         once per request and pool; every other device's selection is cached by the same pass."""
-        found = self._failing.get((data.selection, pi))
+        failing = data.by_selection.failing
+        found = failing.get(pi)
         if found is None:
             found = []
-            matches = self._matches
-            selection = data.selection
+            matches = data.by_selection.matches
             for sli, in_slice in enumerate(self._candidates(pi, pool)):
                 for dvi, candidate in enumerate(in_slice):
-                    if (candidate.device_id, selection) in matches:
+                    if candidate.device_id in matches:
                         continue  # selected or not already, without an error (an error is never kept)
                     try:
                         self._selectable(key, data, candidate)
                     except AllocatorError:
                         found.append((sli, dvi))
-            self._failing[(data.selection, pi)] = found
+            failing[pi] = found
         return found
 
     def _group_positions(self, pool: Pool, name: str) -> dict[object, list[tuple[int, int]]]:
@@ -865,10 +925,10 @@ class Allocator:
     def _fits_statically(self, data: _RequestData, c: Candidate) -> bool:
         """_capacity_fits for a device without multiple allocations: only other pods' shares count, so the
         answer is the same all through the search."""
-        key = (c.device_id, data.signature)
-        found = self._static_fits.get(key)
+        fits = data.by_signature.fits
+        found = fits.get(c.device_id)
         if found is None:
-            found = self._static_fits[key] = self._capacity_fits(data.request, c)
+            found = fits[c.device_id] = self._capacity_fits(data.request, c)
         return found
 
     def _capacity_fits(self, request: DeviceSubRequest, c: Candidate) -> bool:
@@ -922,8 +982,9 @@ class Allocator:
         it fails again, in the words of the claim that asks)."""
         if not self.features.device_binding_and_status and c.device.binding_conditions:
             return False
-        cache_key = (c.device_id, data.selection)
-        found = self._matches.get(cache_key)
+        by_selection = data.by_selection
+        matches = by_selection.matches
+        found = matches.get(c.device_id)
         if found is not None:
             return found
         claim = self.claims[key[0]]
@@ -932,19 +993,18 @@ class Allocator:
         memo_key = None
         if paths is not None:
             d = c.device
-            found_key = cel.device_key(paths, c.slice.driver, d.attributes, d.capacity, d.allow_multiple_allocations)
-            memo_key = None if found_key is None else (data.selection, found_key)
-        selected = None if memo_key is None else self._selection_memo.get(memo_key)
+            memo_key = cel.device_key(paths, c.slice.driver, d.attributes, d.capacity, d.allow_multiple_allocations)
+        selected = None if memo_key is None else by_selection.memo.get(memo_key)
         if selected is None:
             selected = ((data.cls is None or self._selectors_match(claim, c, data.cls, data.cls.selectors))
                         and self._selectors_match(claim, c, None, data.request.selectors))
             if memo_key is not None:
-                self._selection_memo[memo_key] = selected
+                by_selection.memo[memo_key] = selected
         if not selected:
             result = False
         elif c.slice.per_device_node_selection:
             result = node_matches(self.node, c.device.node_name, c.device.all_nodes, c.device.node_selector)
-        self._matches[cache_key] = result
+        matches[c.device_id] = result
         return result
 
     def _selectable_under(self, under: Key, key: Key, data: _RequestData, c: Candidate) -> bool:
@@ -966,8 +1026,9 @@ class Allocator:
         """What of a device the class's and the request's selectors read, where each reads fixed paths
         and compiles: devices alike in those share one answer (a selector's error is not shared: its
         message names the device)."""
-        if data.selection in self._selection_paths:
-            return self._selection_paths[data.selection]
+        by_selection = data.by_selection
+        if by_selection.paths_known:
+            return by_selection.paths
         selectors = [*(data.cls.selectors if data.cls is not None else ()), *data.request.selectors]
         paths: set[cel.Path] | None = set()
         for selector in selectors:
@@ -978,7 +1039,8 @@ class Allocator:
             assert paths is not None
             paths.update(compiled.paths)
         found = None if paths is None else tuple(sorted(paths))
-        self._selection_paths[data.selection] = found
+        by_selection.paths = found
+        by_selection.paths_known = True
         return found
 
     def _compile(self, expression: str) -> cel.CompiledSelector:
@@ -1089,7 +1151,9 @@ class Allocator:
                 if rollback and took_counters:
                     self._give_back_counters(c)
                 return None
-        holders = self._allocating.setdefault(c.device_id, set())
+        holders = self._allocating.get(device_id)
+        if holders is None:
+            holders = self._allocating[device_id] = set()
         if not multiple:
             holders.add(ci)
         consumed: ConsumedCapacity | None = None

@@ -163,6 +163,18 @@ class AllocationResult:
     # what that order gives (map_order_note). Empty: no other order was found to change it.
     map_order: str = ""
 
+    def __init__(self, node: str, version: str, implementation: str, claims: tuple[ClaimAllocation, ...],
+                 map_order: str = "") -> None:
+        # Written out, as AllocatedDevice's (one an Allocate that succeeds).
+        object.__setattr__(self, "node", node)
+        object.__setattr__(self, "version", version)
+        object.__setattr__(self, "implementation", implementation)
+        object.__setattr__(self, "claims", claims)
+        object.__setattr__(self, "map_order", map_order)
+
+    def __reduce__(self) -> tuple[type[AllocationResult], tuple[object, ...]]:
+        return AllocationResult, (self.node, self.version, self.implementation, self.claims, self.map_order)
+
     @property
     def devices(self) -> tuple[AllocatedDevice, ...]:
         return tuple(d for c in self.claims for d in c.devices)

@@ -44,6 +44,16 @@ class MatchAttributeConstraint:
     intersection: tuple[str, frozenset[object]] | None = None
     count: int = 0
 
+    def __init__(self, requests: frozenset[str], attribute: str, list_types: bool = False) -> None:
+        # Written out: the dataclass decorator's generated __init__ runs as interpreted Python even in the
+        # compiled core; one is made for every constraint of every claim allocated.
+        self.requests = requests
+        self.attribute = attribute
+        self.list_types = list_types
+        self.first = None
+        self.intersection = None
+        self.count = 0
+
     def add(self, request: str, subrequest: str, driver: str, device: Device) -> bool:
         if not matches_request(self.requests, request, subrequest):
             return True
@@ -89,6 +99,18 @@ class DistinctAttributeConstraint:
     seen: dict[str, DeviceAttribute] = field(default_factory=dict)
     added: list[DeviceAttribute] = field(default_factory=list)
     count: int = 0
+
+    def __init__(self, requests: frozenset[str], attribute: str, list_types: bool = False, by_identity: bool = False,
+                 every_device: bool = False) -> None:
+        # Written out, as MatchAttributeConstraint's.
+        self.requests = requests
+        self.attribute = attribute
+        self.list_types = list_types
+        self.by_identity = by_identity
+        self.every_device = every_device
+        self.seen = {}
+        self.added = []
+        self.count = 0
 
     def _earlier(self) -> Iterable[DeviceAttribute]:
         return self.added if self.every_device else self.seen.values()

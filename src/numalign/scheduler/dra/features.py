@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final
 
 from numalign.errors import InvalidInputError
@@ -41,6 +41,10 @@ _GATES: Final[Mapping[str, tuple[tuple[int, bool], ...]]] = {
     "DRAFractionalCapacityRange": ((37, False),),
 }
 DRA_GATES: Final = tuple(_GATES)
+# minor_of's and features_for's answers kept at most (by version text: each Allocate asks, nearly always
+# with the same one; an input that is refused is never kept)
+_KEPT_MAX: Final = 64
+_MINORS: dict[str, int] = {}
 # gate -> the gates it needs on (kube_features.go's dependencies, checked at start-up from 1.37). Only those
 # the generated cases can break are listed; DynamicResourceAllocation is on and locked from 1.35.
 _DEPENDS_ON: Final[Mapping[str, tuple[str, ...]]] = {"DRAFractionalCapacityRange": ("DRAConsumableCapacity",)}
@@ -48,8 +52,15 @@ _DEPENDS_ON: Final[Mapping[str, tuple[str, ...]]] = {"DRAFractionalCapacityRange
 
 def minor_of(version: str | KubeletVersion) -> int:
     """"1.36", "1.36.2" or a KubeletVersion -> 36 (parsed and range-checked as every version is)."""
-    parsed = version if isinstance(version, KubeletVersion) else KubeletVersion.parse(version, "version")
-    return parsed.minor
+    if isinstance(version, KubeletVersion):
+        return version.minor
+    minor = _MINORS.get(version)
+    if minor is None:
+        minor = KubeletVersion.parse(version, "version").minor
+        if len(_MINORS) >= _KEPT_MAX:
+            _MINORS.clear()
+        _MINORS[version] = minor
+    return minor
 
 
 def gate_defaults(version: str | KubeletVersion) -> dict[str, bool]:
@@ -85,12 +96,17 @@ class Features:
     # Only these generations may be picked (upstream's EnableAllocators); empty: all of them.
     allocators: frozenset[str] = frozenset()
 
-    @property
+    @functools.cached_property
     def cel(self) -> CELFeatures:
         from numalign.k8s.dra.cel import CELFeatures  # the engine loads only where selectors run
 
         return CELFeatures(consumable_capacity=self.consumable_capacity,
                            list_type_attributes=self.list_type_attributes)
+
+    @functools.cached_property
+    def cel_compile(self) -> CELFeatures:
+        """`cel` at this release: what the allocator compiles selectors with."""
+        return replace(self.cel, minor=self.minor)
 
     # Asked for all through a search: worked out once (the fields are frozen).
     @functools.cached_property
@@ -131,9 +147,30 @@ class Features:
         return frozenset(name for name, on in names.items() if on)
 
 
+# features_for's answers by version text and gates: every Allocate asks, nearly always with the same
+# version and gates, and a Features is frozen (its generation, rules and CEL features worked out once,
+# then shared). Few are kept; an input that is refused is never kept.
+_FEATURES: dict[tuple[str, tuple[tuple[str, bool], ...]], Features] = {}
+
+
 def features_for(version: str | KubeletVersion = DEFAULT_VERSION, gates: Mapping[str, bool] | None = None) -> Features:
     """The allocator features the scheduler of `version` passes (AllocatorFeatures), from the gates'
     defaults with `gates` overriding them."""
+    key = None
+    if isinstance(version, str) and (not gates or all(type(v) is bool for v in gates.values())):
+        key = (version, tuple(sorted(gates.items())) if gates else ())
+        found = _FEATURES.get(key)
+        if found is not None:
+            return found
+    features = _features_for(version, gates)
+    if key is not None:
+        if len(_FEATURES) >= _KEPT_MAX:
+            _FEATURES.clear()
+        _FEATURES[key] = features
+    return features
+
+
+def _features_for(version: str | KubeletVersion, gates: Mapping[str, bool] | None) -> Features:
     values = gate_defaults(version)
     parsed = version if isinstance(version, KubeletVersion) else KubeletVersion.parse(version, "version")
     minor = parsed.minor
@@ -172,6 +209,6 @@ def features_for(version: str | KubeletVersion = DEFAULT_VERSION, gates: Mapping
 
 def dra_enabled(version: str | KubeletVersion = DEFAULT_VERSION, gates: Mapping[str, bool] | None = None) -> bool:
     """DynamicResourceAllocation: beta and off by default in 1.33, GA from 1.34."""
-    values = gate_defaults(version)
-    values.update(gates or {})
-    return values["DynamicResourceAllocation"]
+    if gates and "DynamicResourceAllocation" in gates:
+        return gates["DynamicResourceAllocation"]
+    return gate_defaults(version)["DynamicResourceAllocation"]

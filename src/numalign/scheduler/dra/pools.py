@@ -26,6 +26,12 @@ class NodeInfo:
     name: str
     labels: Mapping[str, str] = field(default_factory=dict)
 
+    def __init__(self, name: str, labels: Mapping[str, str] | None = None) -> None:
+        # Written out: the dataclass decorator's generated __init__ runs as interpreted Python even in the
+        # compiled core (one a node allocated on).
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "labels", {} if labels is None else labels)
+
 
 @dataclass
 class Pool:
@@ -40,6 +46,22 @@ class Pool:
     slices: list[ResourceSlice] = field(default_factory=list)  # DeviceSlicesTargetingNode
     slices_not_targeting_node: list[ResourceSlice] = field(default_factory=list)
     counter_sets: dict[str, CounterSet] = field(default_factory=dict)
+
+    def __init__(
+        self, driver: str, pool: str, is_incomplete: bool = False, is_invalid: bool = False,
+        missing_slices: bool = False, invalid_reason: str = "", slices: list[ResourceSlice] | None = None,
+        slices_not_targeting_node: list[ResourceSlice] | None = None, counter_sets: dict[str, CounterSet] | None = None,
+    ) -> None:
+        # Written out, as NodeInfo's (one a pool built).
+        self.driver = driver
+        self.pool = pool
+        self.is_incomplete = is_incomplete
+        self.is_invalid = is_invalid
+        self.missing_slices = missing_slices
+        self.invalid_reason = invalid_reason
+        self.slices = [] if slices is None else slices
+        self.slices_not_targeting_node = [] if slices_not_targeting_node is None else slices_not_targeting_node
+        self.counter_sets = {} if counter_sets is None else counter_sets
 
     @property
     def pool_id(self) -> str:

@@ -83,6 +83,20 @@ def test_every_version_allocates_the_example_with_its_own_implementation() -> No
     assert features_for("1.37", {"DRAListTypeAttributes": True}).implementation == "experimental"
 
 
+def test_features_are_worked_out_once_per_version_and_gates_and_a_refused_gate_stays_refused() -> None:
+    """Every Allocate asks features_for: the same version and gates (in any order) get the same frozen
+    Features back; gates that kube-scheduler refuses are refused on every ask (never kept)."""
+    gates = {"DRAListTypeAttributes": True, "DRAAdminAccess": False}
+    first = features_for("1.37", gates)
+    assert features_for("1.37", dict(reversed(gates.items()))) is first
+    assert first.implementation == "experimental" and not first.admin_access
+    assert features_for("1.37") is not first and features_for("1.37").implementation == "incubating"
+    assert features_for("1.36.3").minor == 36 and features_for("1.36.3").patch == 3
+    for _ in range(2):
+        with pytest.raises(InvalidInputError, match="DRAListTypeAttributes"):
+            features_for("1.35", {"DRAListTypeAttributes": True, "DRANoSuchGate": True})
+
+
 def test_a_claim_naming_a_missing_class_is_refused_as_the_scheduler_does() -> None:
     text = EXAMPLE.read_text().replace("deviceClassName: h100", "deviceClassName: h200")
     claim, objects = _example(text)
