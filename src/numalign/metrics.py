@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 LabelKey = tuple[tuple[str, str], ...]
 
@@ -241,46 +241,46 @@ class Family(NamedTuple):
     hist: dict[LabelKey, list[float]]
 
 
-TM_ADMISSION_REQUESTS = "kubelet_topology_manager_admission_requests_total"
-TM_ADMISSION_ERRORS = "kubelet_topology_manager_admission_errors_total"
-TM_ADMISSION_DURATION = "kubelet_topology_manager_admission_duration_ms"
-ALIGNED_COUNT = "kubelet_container_aligned_compute_resources_count"
-ALIGNED_FAILURE = "kubelet_container_aligned_compute_resources_failure_count"
-CPU_PINNING_REQUESTS = "kubelet_cpu_manager_pinning_requests_total"
-CPU_PINNING_ERRORS = "kubelet_cpu_manager_pinning_errors_total"
-CPU_SHARED_POOL = "kubelet_cpu_manager_shared_pool_size_millicores"
-CPU_EXCLUSIVE = "kubelet_cpu_manager_exclusive_cpu_allocation_count"
-CPU_PER_NUMA = "kubelet_cpu_manager_allocation_per_numa"
-MEM_PINNING_REQUESTS = "kubelet_memory_manager_pinning_requests_total"
-MEM_PINNING_ERRORS = "kubelet_memory_manager_pinning_errors_total"
-DP_REGISTRATION = "kubelet_device_plugin_registration_total"
-DP_ALLOC_DURATION = "kubelet_device_plugin_alloc_duration_seconds"
-ADMISSION_REJECTIONS = "kubelet_admission_rejections_total"
+TM_ADMISSION_REQUESTS: Final = "kubelet_topology_manager_admission_requests_total"
+TM_ADMISSION_ERRORS: Final = "kubelet_topology_manager_admission_errors_total"
+TM_ADMISSION_DURATION: Final = "kubelet_topology_manager_admission_duration_ms"
+ALIGNED_COUNT: Final = "kubelet_container_aligned_compute_resources_count"
+ALIGNED_FAILURE: Final = "kubelet_container_aligned_compute_resources_failure_count"
+CPU_PINNING_REQUESTS: Final = "kubelet_cpu_manager_pinning_requests_total"
+CPU_PINNING_ERRORS: Final = "kubelet_cpu_manager_pinning_errors_total"
+CPU_SHARED_POOL: Final = "kubelet_cpu_manager_shared_pool_size_millicores"
+CPU_EXCLUSIVE: Final = "kubelet_cpu_manager_exclusive_cpu_allocation_count"
+CPU_PER_NUMA: Final = "kubelet_cpu_manager_allocation_per_numa"
+MEM_PINNING_REQUESTS: Final = "kubelet_memory_manager_pinning_requests_total"
+MEM_PINNING_ERRORS: Final = "kubelet_memory_manager_pinning_errors_total"
+DP_REGISTRATION: Final = "kubelet_device_plugin_registration_total"
+DP_ALLOC_DURATION: Final = "kubelet_device_plugin_alloc_duration_seconds"
+ADMISSION_REJECTIONS: Final = "kubelet_admission_rejections_total"
 # 1.37 on, registered only while PodLevelResources is on (beta, on by default since 1.34): kubelet.go counts
 # each pod it admits, labelled config_mode (pod_and_container_level, pod_level, container_level, or "" when
 # neither sets a resource) and qos_class (its QoS class in lower case).
-POD_LEVEL_ADMISSIONS = "kubelet_pod_level_resources_admission_total"
+POD_LEVEL_ADMISSIONS: Final = "kubelet_pod_level_resources_admission_total"
 # 1.36 on, registered only with the gate PodLevelResourceManagers on. Labels: resource_name (cpu, memory) and
 # source (node, pod) or assignment_type (node_exclusive, pod_exclusive, pod_shared). 1.36 names them without
 # the kubelet_ prefix (no subsystem) and the assignments family without _total; 1.37 with both.
-RM_ALLOCATIONS = "kubelet_resource_manager_allocations_total"
-RM_ALLOCATION_ERRORS = "kubelet_resource_manager_allocation_errors_total"
-RM_ASSIGNMENTS = "kubelet_resource_manager_container_assignments_total"
-RM_ALLOCATIONS_136 = "resource_manager_allocations_total"
-RM_ALLOCATION_ERRORS_136 = "resource_manager_allocation_errors_total"
-RM_ASSIGNMENTS_136 = "resource_manager_container_assignments"
+RM_ALLOCATIONS: Final = "kubelet_resource_manager_allocations_total"
+RM_ALLOCATION_ERRORS: Final = "kubelet_resource_manager_allocation_errors_total"
+RM_ASSIGNMENTS: Final = "kubelet_resource_manager_container_assignments_total"
+RM_ALLOCATIONS_136: Final = "resource_manager_allocations_total"
+RM_ALLOCATION_ERRORS_136: Final = "resource_manager_allocation_errors_total"
+RM_ASSIGNMENTS_136: Final = "resource_manager_container_assignments"
 _RM_ALLOCATIONS_DOC = "Number of exclusive resource allocations performed by a resource manager."
 _RM_ERRORS_DOC = "Number of errors encountered during exclusive resource allocation."
 _RM_ASSIGNMENTS_DOC = "Number of containers with a specific type of resource assignment."
 RM_136_NAMES = {RM_ALLOCATIONS: RM_ALLOCATIONS_136, RM_ALLOCATION_ERRORS: RM_ALLOCATION_ERRORS_136,
                 RM_ASSIGNMENTS: RM_ASSIGNMENTS_136}
-PR_REQUESTS = "kubelet_pod_resources_endpoint_requests_total"
-PR_REQUESTS_LIST = "kubelet_pod_resources_endpoint_requests_list"
-PR_REQUESTS_ALLOCATABLE = "kubelet_pod_resources_endpoint_requests_get_allocatable"
-PR_REQUESTS_GET = "kubelet_pod_resources_endpoint_requests_get"
-PR_ERRORS_LIST = "kubelet_pod_resources_endpoint_errors_list"
-PR_ERRORS_ALLOCATABLE = "kubelet_pod_resources_endpoint_errors_get_allocatable"
-PR_ERRORS_GET = "kubelet_pod_resources_endpoint_errors_get"
+PR_REQUESTS: Final = "kubelet_pod_resources_endpoint_requests_total"
+PR_REQUESTS_LIST: Final = "kubelet_pod_resources_endpoint_requests_list"
+PR_REQUESTS_ALLOCATABLE: Final = "kubelet_pod_resources_endpoint_requests_get_allocatable"
+PR_REQUESTS_GET: Final = "kubelet_pod_resources_endpoint_requests_get"
+PR_ERRORS_LIST: Final = "kubelet_pod_resources_endpoint_errors_list"
+PR_ERRORS_ALLOCATABLE: Final = "kubelet_pod_resources_endpoint_errors_get_allocatable"
+PR_ERRORS_GET: Final = "kubelet_pod_resources_endpoint_errors_get"
 
 # The rejection reasons kubelet.go's recordAdmissionRejection labels by name (its admissionRejectionReasons),
 # per release: any other OutOf<resource> counts as OutOfExtendedResources, anything else as Other (e.g. the

@@ -287,20 +287,24 @@ def _build_pod(
     # lists then tuples, not tuple(generator): a generator is an object per call in the compiled core
     init = tuple([_container(c, path, "initContainers", i, where, is_init=True) for i, c in enumerate(raw_init)])
     apps = tuple([_container(c, path, "containers", i, where, is_init=False) for i, c in enumerate(raw_containers)])
+    every = init + apps
     seen: set[str] = set()
-    for c in (*init, *apps):
+    claimed = False  # some container uses a DRA claim (looked at in the same pass)
+    for c in every:
         if c.name in seen:
             raise InvalidInputError(
                 f"{where}: {path}: duplicate container name {c.name!r}; init and app containers share "
                 "one name space, rename one of them"
             )
         seen.add(c.name)
+        if c.claims:
+            claimed = True
     raw_overhead = spec.get("overhead")
     overhead = {} if raw_overhead is None else _resource_list(raw_overhead, f"{path}.overhead", where)
     raw_claims = spec.get("resourceClaims")
     resource_claims = () if raw_claims is None else pod_resource_claims(raw_claims, f"{path}.resourceClaims", where)
-    if resource_claims or any(c.claims for c in init) or any(c.claims for c in apps):
-        check_container_claims((*init, *apps), resource_claims, path, where)
+    if resource_claims or claimed:
+        check_container_claims(every, resource_claims, path, where)
     raw_resources = spec.get("resources")
     pod_requests, pod_limits = (None, None) if raw_resources is None else _pod_level_resources(
         raw_resources, f"{path}.resources", where)

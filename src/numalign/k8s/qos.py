@@ -80,12 +80,11 @@ def _compute_pod_qos(pod: Pod) -> QOSClass:
             own, own_limits = container.requests, container.limits
             limits_found = 0
             for name in _QOS_RESOURCES:
-                asked = own.get(name)
-                if asked is None:
-                    asked = own_limits.get(name)  # a limit without a request requests the limit
+                # (`in` and [], not .get: on a Mapping the compiled core calls .get by name)
+                limit = own_limits[name] if name in own_limits else None  # noqa: SIM401
+                asked = own[name] if name in own else limit  # noqa: SIM401 - a limit without a request requests the limit
                 if asked is not None and asked.sign() > 0:
                     requests[name] = requests[name] + asked if name in requests else asked
-                limit = own_limits.get(name)
                 if limit is not None and limit.sign() > 0:
                     limits_found += 1
                     limits[name] = limits[name] + limit if name in limits else limit

@@ -253,12 +253,19 @@ class ContainerManager:
                 for node, count in sorted(per_numa.items()):
                     gauges.append((m.CPU_PER_NUMA, _numa_node_series(node), float(count)))
                 self.metrics.set_all(gauges)  # one hold of the metrics' lock for all of them
-        # In _PUBLISHED order; read as attributes (every admission syncs; most change nothing).
+        # In _PUBLISHED order; read as attributes (every admission syncs; most change nothing). The static
+        # policy's read as its own (native reads in the compiled core), any other's looked up by name.
+        if isinstance(cpu, StaticPolicy):
+            physical, physical_failures, uncore = (cpu.aligned_physical_cpu_total,
+                                                   cpu.aligned_physical_cpu_failures_total,
+                                                   cpu.aligned_uncore_cache_total)
+        else:
+            physical, physical_failures, uncore = (int(getattr(cpu, "aligned_physical_cpu_total", 0)),
+                                                   int(getattr(cpu, "aligned_physical_cpu_failures_total", 0)),
+                                                   int(getattr(cpu, "aligned_uncore_cache_total", 0)))
         counts = (int(cpu.pinning_requests_total), int(cpu.pinning_errors_total),
                   int(memory.pinning_requests_total), int(memory.pinning_errors_total),
-                  int(getattr(cpu, "aligned_physical_cpu_total", 0)),
-                  int(getattr(cpu, "aligned_physical_cpu_failures_total", 0)),
-                  int(getattr(cpu, "aligned_uncore_cache_total", 0)))
+                  physical, physical_failures, uncore)
         before = self._synced_counts
         if counts != before:
             # A metric already reached the count it was synced with, and metrics never go down: only a

@@ -77,20 +77,26 @@ class AdmitHandlers:
         """requested_by(others' requests), kept from one admission to the next: only the pods admitted
         or removed since the last call are added or taken off (integers, so the sum is exact)."""
         total, counted = self._requested, self._counted
-        for uid, held in list(counted.items()):
-            if others.get(uid) is not held:
-                del counted[uid]
-                self._count(held, -1)
-        for uid, held in others.items():
-            if uid not in counted:
-                counted[uid] = held
-                self._count(held, 1)
+        gone: list[str] | None = None  # made only when a pod went (most admissions: none did)
+        for uid, held in counted.items():
+            if uid not in others or others[uid] is not held:  # (not .get: a Mapping's is called by name)
+                if gone is None:
+                    gone = []
+                gone.append(uid)
+        if gone is not None:
+            for uid in gone:
+                self._count(counted.pop(uid), False)
+        if len(counted) != len(others):  # every pod counted is in `others` now: equal sizes, the same pods
+            for uid, held in others.items():
+                if uid not in counted:
+                    counted[uid] = held
+                    self._count(held, True)
         return total
 
-    def _count(self, pod: Pod, sign: int) -> None:
+    def _count(self, pod: Pod, add: bool) -> None:
         total = self._requested
         for name, value in held_requests(pod).items():
-            now = total.get(name, 0) + sign * value
+            now = total.get(name, 0) + (value if add else -value)
             if now:
                 total[name] = now
             else:

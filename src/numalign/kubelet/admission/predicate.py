@@ -133,16 +133,18 @@ def _fits(request: Mapping[str, int], allocatable: Mapping[str, int], requested:
           pod_count: int) -> bool:
     """insufficient_resources found nothing: the same tests, without ordering the resources or building
     the failures (most pods fit; those that do not are looked at again in full)."""
-    if pod_count + 1 > allocatable.get(RESOURCE_PODS, 0):
+    # (`in` and [], not .get: on a Mapping the compiled core calls .get by name)
+    if pod_count + 1 > (allocatable[RESOURCE_PODS] if RESOURCE_PODS in allocatable else 0):  # noqa: SIM401
         return False
     for name, value in request.items():
         if name == RESOURCE_PODS:
             continue
-        cap = allocatable.get(name)
-        if cap is None:
-            if is_extended_resource_name(name):
-                continue  # removeMissingExtendedResources
+        if name in allocatable:
+            cap = allocatable[name]
+        elif is_extended_resource_name(name):
+            continue  # removeMissingExtendedResources
+        else:
             cap = 0
-        if value > 0 and value > cap - requested.get(name, 0):
+        if value > 0 and value > cap - (requested[name] if name in requested else 0):  # noqa: SIM401
             return False
     return True
