@@ -2,7 +2,7 @@
 (conformance/area_dracel.go), from 1.34 (1.33's package has another API).
 
 A case is an expression composed from atoms over the `device` variable and the libraries of the DRA
-environment (strings, lists, regex, semver, quantity, sets, optionals, cel.bind, macros), including
+environment (strings, lists, regex, semver, quantity, sets, optionals, cel.bind, macros, IP and CIDR), including
 expressions the type checker refuses, ones estimated over the cost limit, syntax errors and runtime
 errors, with a random device and the CEL features (DRAConsumableCapacity, DRAListTypeAttributes). The
 answer is what the API server says on create, the stored compile error, the output type, the estimated
@@ -73,10 +73,28 @@ _ATOMS = (
     '"abc".contains("b")', f"{_G}.index in [1, 2, 3]", "1.5 > 1", "[0, 1][2] == 1", '{"a": 1}["b"] == 1',
 )
 
+# The base environment's IP and CIDR libraries (k8s.io/apiserver 1.30), uint arithmetic.
+_NET_ATOMS = (
+    'cidr("10.0.0.0/8").containsIP("10.1.2.3")', 'cidr("10.0.0.0/8").containsIP(ip("11.0.0.1"))',
+    'cidr("10.0.0.0/8").containsCIDR("10.1.0.0/16")', 'cidr("2001:db8::/32").containsCIDR(cidr("2001:db8:1::/48"))',
+    'cidr("10.0.0.0/16").containsCIDR("10.0.0.0/8")', 'cidr("10.0.0.0/8").containsIP("2001:db8::1")',
+    'cidr("10.1.2.3/8").masked() == cidr("10.0.0.0/8")', 'cidr("10.0.0.0/8").prefixLength() == 8',
+    'cidr("10.0.0.1/24").ip() == ip("10.0.0.1")', 'string(cidr("2001:DB8::/32")) == "2001:db8::/32"',
+    'isCIDR("10.0.0.0/33")', 'isCIDR("10.0.0.0/08")', "isCIDR(device.driver)", "cidr(device.driver).prefixLength() > 0",
+    'cidr("::ffff:1.2.3.4/96").prefixLength() > 0', 'cidr("fe80::1%eth0/64").prefixLength() > 0',
+    'cidr("10.0.0.0").prefixLength() > 0', 'ip("224.0.0.1").isGlobalUnicast()', 'ip("10.0.0.1").isGlobalUnicast()',
+    'ip("255.255.255.255").isGlobalUnicast()', 'ip("fe80::1").isLinkLocalUnicast()',
+    'ip("169.254.1.1").isLinkLocalUnicast()', 'ip("ff02::1").isLinkLocalMulticast()',
+    'ip("224.0.0.251").isLinkLocalMulticast()', 'string(ip("2001:db8::1")) == "2001:db8::1"',
+    f'cidr("10.0.0.0/16").containsIP("10.0.0." + string({_G}.index))', 'cidr("1.2.3.4/8") == cidr("1.2.3.4/8")',
+    'type(cidr("1.0.0.0/8")) == type(cidr("2.0.0.0/8"))', "7u - 8u == 0u", "type(1u) == uint", "1u + 2u == 3u",
+    "18446744073709551615u + 1u > 0u", "2u * 9223372036854775808u > 0u",
+)
+
 
 def _compose(rng: random.Random, depth: int) -> str:
     if depth == 0 or rng.random() < 0.35:
-        return rng.choice(_ATOMS)
+        return rng.choice(_ATOMS) if rng.random() < 0.8 else rng.choice(_NET_ATOMS)
     a, b = _compose(rng, depth - 1), _compose(rng, depth - 1)
     shape = rng.randrange(6)
     if shape == 0:

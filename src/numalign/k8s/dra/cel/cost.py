@@ -401,6 +401,16 @@ class Coster:
             return _by_factor(self.node_size(args[0]), 2 * STRING_FACTOR), None
         if name == "ip" and args:
             return _by_factor(self.node_size(args[0]), STRING_FACTOR), None
+        if name in ("containsIP", "containsCIDR") and args:
+            # two address byte lists of 4 or 16 bytes compared; containsCIDR also masks and compares
+            # the bits; a string operand is parsed first
+            addr: Est = (4, 16)
+            est = _by_factor(_add(addr, addr), STRING_FACTOR)
+            if name == "containsCIDR":
+                est = _add(_add(est, _by_factor(addr, STRING_FACTOR)), ONE)
+            if oid in ("cidr_contains_ip_string", "cidr_contains_cidr_string"):
+                est = _add(est, _by_factor(self.node_size(args[0]), STRING_FACTOR))
+            return est, None
         if name in ("family", "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast",
                     "isGlobalUnicast", "masked", "prefixLength"):
             return ONE, None

@@ -1,6 +1,6 @@
 """The declarations of the DRA CEL environment: the `device` variable (kubernetes.DRADevice), the
 standard functions, and the libraries k8s.io/apiserver's base environment and the DRA environment add
-(strings, lists, regex, URLs, IPs, quantity, semver, sets, optional types, cel.bind, `includes`).
+(strings, lists, regex, URLs, IPs, CIDRs, quantity, semver, sets, optional types, cel.bind, `includes`).
 Each overload has cel-go's id (the cost model keys on some of them) and its parameter and result types.
 Gated options (allowMultipleAllocations with DRAConsumableCapacity from 1.34, `includes` with
 DRAListTypeAttributes from 1.36) are offered to a new object only with their gate on; a stored object,
@@ -189,12 +189,24 @@ def _kubernetes(minor: int, stored: bool, list_type_attributes: bool) -> dict[st
         "getEscapedPath": [_m("url_get_escaped_path", (t.URL,), _S)],
         "getQuery": [_m("url_get_query", (t.URL,), t.map_of(_S, ls))],
         # k8s IP library
-        "ip": [_g("string_to_ip", (_S,), t.IP)],
+        "ip": [_g("string_to_ip", (_S,), t.IP), _m("cidr_ip", (t.CIDR,), t.IP)],
         "isIP": [_g("is_ip", (_S,), _B)],
         "family": [_m("ip_family", (t.IP,), _I)],
         "isLoopback": [_m("ip_is_loopback", (t.IP,), _B)],
         "isUnspecified": [_m("ip_is_unspecified", (t.IP,), _B)],
         "ip.isCanonical": [_g("ip_is_canonical", (_S,), _B)],
+        "isLinkLocalMulticast": [_m("ip_is_link_local_multicast", (t.IP,), _B)],
+        "isLinkLocalUnicast": [_m("ip_is_link_local_unicast", (t.IP,), _B)],
+        "isGlobalUnicast": [_m("ip_is_global_unicast", (t.IP,), _B)],
+        "string": [_g("ip_to_string", (t.IP,), _S), _g("cidr_to_string", (t.CIDR,), _S)],
+        # k8s CIDR library (base environment 1.30)
+        "cidr": [_g("string_to_cidr", (_S,), t.CIDR)],
+        "isCIDR": [_g("is_cidr", (_S,), _B)],
+        "containsIP": [_m("cidr_contains_ip_string", (t.CIDR, _S), _B), _m("cidr_contains_ip_ip", (t.CIDR, t.IP), _B)],
+        "containsCIDR": [_m("cidr_contains_cidr_string", (t.CIDR, _S), _B),
+                         _m("cidr_contains_cidr", (t.CIDR, t.CIDR), _B)],
+        "prefixLength": [_m("cidr_prefix_length", (t.CIDR,), _I)],
+        "masked": [_m("cidr_masked", (t.CIDR,), t.CIDR)],
         # k8s quantity library (`sign` is declared, but not as a method of a quantity)
         "quantity": [_g("string_to_quantity", (_S,), _Q)],
         "isQuantity": [_g("is_quantity_string", (_S,), _B)],

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from numalign.k8s.dra.cel import library as lib
+from numalign.k8s.dra.cel import net
 from numalign.k8s.dra.cel.ast import Expr
 from numalign.k8s.dra.cel.types import Type
 from numalign.k8s.dra.cel.values import (
@@ -104,7 +105,7 @@ class Interpreter:
             return _quiet_equal(target, item)
         if name == "format":
             return _format(v[0], v[1])
-        fn = lib.FUNCTIONS.get(name)
+        fn = _FUNCTIONS.get(name)
         if fn is None:
             raise CelError(f"no such overload: {name}")
         try:
@@ -125,6 +126,15 @@ def cost_function(name: str, minor: int, member: bool = True) -> Callable[[list[
     if name in ("url", "lowerAscii", "upperAscii", "substring", "trim", "quantity", "isQuantity", "semver",
                 "isSemver", "startsWith", "endsWith", "strings.quote"):
         return lambda v, r: _ceil(size_of(v[0]) * STRING_FACTOR)
+    if name in ("cidr", "isIP", "isCIDR") or (name == "ip" and not member):  # parsing: a string traversal
+        return lambda v, r: _ceil(size_of(v[0]) * STRING_FACTOR)
+    if name in ("containsIP", "containsCIDR"):
+        # comparing address bytes up to the prefix (twice the CIDR's size), the inner CIDR's mask and
+        # bits for containsCIDR, and parsing a string operand
+        extra = name == "containsCIDR"
+        return lambda v, r: (_ceil(2 * net.size(v[0]) * STRING_FACTOR)
+                             + (_ceil(net.size(v[0]) * STRING_FACTOR) + 1 if extra else 0)
+                             + (_ceil(size_of(v[1]) * STRING_FACTOR) if isinstance(v[1], str) else 0))
     if name in ("replace", "split", "ip.isCanonical"):  # a traversal and the construction of a result
         return lambda v, r: _ceil(size_of(v[0]) * 2 * STRING_FACTOR)
     if name == "join":
@@ -166,6 +176,8 @@ def _go_type(v: Any) -> str:
 
 
 MAX_LIST_VALUES: Final = 48  # ResourceSliceMaxAttributeValuesPerDevice
+# library.py's functions, with net.py's `ip` (a CIDR's too) and `string` (of an IP or a CIDR) over them
+_FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {**lib.FUNCTIONS, **net.FUNCTIONS}
 
 
 def _quiet_equal(a: Any, b: Any) -> bool:

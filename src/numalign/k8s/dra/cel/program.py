@@ -91,7 +91,8 @@ class _Compiler:
         return getattr(self, "_" + e.kind)(e)  # type: ignore[no-any-return]
 
     def _lit(self, e: Expr) -> Node:
-        value = e.value
+        # a uint literal is a uint value (7u - 8u overflows; type(1u) is uint)
+        value = UInt(e.value) if e.lit_kind == "uint" else e.value
         return lambda s, m: value
 
     def _ident(self, e: Expr, observed: bool = True) -> Node:

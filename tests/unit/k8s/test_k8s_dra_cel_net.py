@@ -1,0 +1,64 @@
+"""The base environment's IP and CIDR libraries in DRA selectors (k8s.io/apiserver 1.30: in every DRA
+release), uint literals, and their costs; each answer and cost checked against the 1.36 harness."""
+
+from __future__ import annotations
+
+import pytest
+
+from numalign.k8s.dra.cel import CELFeatures, CELRuntimeError, compile_selector, device_variables, evaluate
+
+ALL = CELFeatures(consumable_capacity=True, list_type_attributes=True)
+
+
+def _run(expression: str, minor: int = 36) -> tuple[object, int]:
+    compiled = compile_selector(expression, CELFeatures(True, True, minor=minor))
+    assert compiled.error is None, compiled.error
+    value, cost = evaluate(compiled, device_variables("gpu.example.com", {}, {}, None, ALL))
+    return value, cost
+
+
+@pytest.mark.parametrize(
+    ("expression", "answer", "max_cost", "cost"),
+    [
+        ('cidr("10.0.0.0/8").containsIP("10.1.2.3")', True, 6, 3),
+        ('cidr("10.0.0.0/8").containsIP(ip("10.1.2.3"))', True, 6, 3),
+        ('cidr("10.0.0.0/8").containsCIDR("10.1.0.0/16")', True, 10, 6),
+        ('cidr("10.0.0.0/8").containsCIDR(cidr("10.1.0.0/16"))', True, 10, 6),
+        ('cidr("10.1.2.3/8").masked() == cidr("10.0.0.0/8")', True, 4, 4),
+        ('cidr("10.0.0.0/8").prefixLength() == 8', True, 3, 3),
+        ('cidr("10.0.0.0/8").ip() == ip("10.0.0.0")', True, 4, 4),
+        ('string(cidr("10.0.0.0/8")) == "10.0.0.0/8"', True, 3, 3),
+        ('isCIDR("10.0.0.0/8")', True, 1, 1),
+        ('ip("224.0.0.1").isGlobalUnicast()', False, 2, 2),
+        ('ip("fe80::1").isLinkLocalUnicast()', True, 2, 2),
+        ('ip("ff02::1").isLinkLocalMulticast()', True, 2, 2),
+        ('string(ip("2001:db8::1")) == "2001:db8::1"', True, 5, 5),
+    ],
+)
+def test_ip_and_cidr_functions_answer_and_cost_as_upstream(expression: str, answer: bool, max_cost: int,
+                                                           cost: int) -> None:
+    for minor in (34, 35, 36, 37):
+        assert compile_selector(expression, CELFeatures(True, True, minor=minor)).max_cost == max_cost
+        assert _run(expression, minor) == (answer, cost)
+
+
+def test_a_cidr_keeps_its_host_bits_and_refuses_what_netip_refuses() -> None:
+    assert _run('string(cidr("10.1.2.3/8")) == "10.1.2.3/8" && string(cidr("10.1.2.3/8").masked()) == "10.0.0.0/8"')[0]
+    assert _run('!isCIDR("10.0.0.0/08") && !isCIDR("10.0.0.0") && !isCIDR("::ffff:1.2.3.4/96")')[0]
+    errors = {
+        '10.0.0.0/33': 'netip.ParsePrefix("10.0.0.0/33"): prefix length out of range',
+        '10.0.0.0': 'netip.ParsePrefix("10.0.0.0"): no \'/\'',
+        '::ffff:1.2.3.4/96': 'IPv4-mapped IPv6 address "::ffff:1.2.3.4/96" is not allowed',
+    }
+    for text, tail in errors.items():
+        with pytest.raises(CELRuntimeError) as raised:
+            _run(f'cidr("{text}").prefixLength() > 0')
+        assert str(raised.value).startswith("network address parse error during conversion from string: ")
+        assert str(raised.value).endswith(tail)
+
+
+def test_uint_literals_are_unsigned() -> None:
+    compiled = compile_selector("7u - 8u == 0u", ALL)
+    with pytest.raises(CELRuntimeError, match=r"^unsigned integer overflow$"):
+        evaluate(compiled, device_variables("gpu.example.com", {}, {}, None, ALL))
+    assert _run("type(1u) == uint && 1u + 2u == 3u")[0] is True
