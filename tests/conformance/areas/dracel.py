@@ -2,11 +2,11 @@
 (conformance/area_dracel.go), from 1.34 (1.33's package has another API).
 
 A case is an expression composed from atoms over the `device` variable and the libraries of the DRA
-environment (strings, lists, regex, semver, quantity, sets, optionals, cel.bind, macros, IP and CIDR), including
-expressions the type checker refuses, ones estimated over the cost limit, syntax errors and runtime
-errors, with a random device and the CEL features (DRAConsumableCapacity, DRAListTypeAttributes). The
-answer is what the API server says on create, the stored compile error, the output type, the estimated
-cost and DeviceMatches' bool or error.
+environment (strings, lists, regex, semver, quantity, sets, optionals, cel.bind, macros, IP and CIDR,
+the lists extension), including expressions the type checker refuses, ones estimated over the cost
+limit, syntax errors and runtime errors, with a random device and the CEL features
+(DRAConsumableCapacity, DRAListTypeAttributes). The answer is what the API server says on create, the
+stored compile error, the output type, the estimated cost and DeviceMatches' bool or error.
 """
 
 from __future__ import annotations
@@ -91,10 +91,29 @@ _NET_ATOMS = (
     "18446744073709551615u + 1u > 0u", "2u * 9223372036854775808u > 0u",
 )
 
+# cel-go's lists extension (base environment 1.34: a new object from 1.35) and the optional library's
+# first/last, over constants and over the device's strings, with their costs.
+_S = 'device.driver.split(".")'
+_LIST_ATOMS = (
+    "[1, 2, 3].reverse() == [3, 2, 1]", "[1, 2, 3].slice(1, 2) == [2]", "[1, 2, 3].slice(2, 1) == [2]",
+    "[1, 2, 3].slice(1, 5).size() == 1", "[1, 2, 3].slice(-1, 2).size() == 1", "[3, 1, 2].sort() == [1, 2, 3]",
+    '["b", "a"].sort() == ["a", "b"]', "[[1], [2]].flatten() == [1, 2]", "lists.range(3) == [0, 1, 2]",
+    "lists.range(-3) == []", "lists.range(2000000).size() > 0", "[1, 2, 2].distinct() == [1, 2]",
+    "[1, 2].first().value() == 1", "[1, 2].last().value() == 2", "[].first().hasValue()",
+    '[dyn(1), dyn("a")].sort() == []',
+    "dyn([[1], [2]]).sort() == []", f'{_S}.sort()[0] == "com"', f"{_S}.distinct().size() == 3",
+    f'{_S}.slice(0, 1) == ["gpu"]', f'{_S}.reverse()[0] == "com"', "lists.range(size(device.driver)).size() == 15",
+    "dyn([[1, [2]], 3]).flatten(2) == [1, 2, 3]", "dyn([[1, [2]], 3]).flatten(-1) == [1, 2, 3]",
+    "[[1, 2], [3]].flatten().distinct().sort().reverse().slice(0, 2) == [3, 2]",
+    f'{_S}.first().orValue("") == "gpu"', f"lists.range({_G}.index).size() < 4",
+    f"[{_G}.index, 1].sort()[0] == 1", f'[{_G}.model, "a"].distinct().size() == 2',
+)
+
 
 def _compose(rng: random.Random, depth: int) -> str:
     if depth == 0 or rng.random() < 0.35:
-        return rng.choice(_ATOMS) if rng.random() < 0.8 else rng.choice(_NET_ATOMS)
+        pick = rng.random()
+        return rng.choice(_ATOMS if pick < 0.75 else _NET_ATOMS if pick < 0.87 else _LIST_ATOMS)
     a, b = _compose(rng, depth - 1), _compose(rng, depth - 1)
     shape = rng.randrange(6)
     if shape == 0:

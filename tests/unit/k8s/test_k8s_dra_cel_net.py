@@ -62,3 +62,40 @@ def test_uint_literals_are_unsigned() -> None:
     with pytest.raises(CELRuntimeError, match=r"^unsigned integer overflow$"):
         evaluate(compiled, device_variables("gpu.example.com", {}, {}, None, ALL))
     assert _run("type(1u) == uint && 1u + 2u == 3u")[0] is True
+
+
+@pytest.mark.parametrize(
+    ("expression", "answer", "max_cost", "cost"),
+    [
+        ("[1, 2, 3].reverse() == [3, 2, 1]", True, 35, 15),
+        ("[1, 2, 3].slice(1, 2) == [2]", True, 33, 13),
+        ("[3, 1, 2].sort() == [1, 2, 3]", True, 50, 30),
+        ("[[1], [2]].flatten() == [1, 2]", True, 54, 14),
+        ("lists.range(3) == [0, 1, 2]", True, 25, 15),
+        ("[1, 2, 2].distinct() == [1, 2]", True, 50, 30),
+        ("[1, 2].first().value() == 1", True, 13, 3),
+        ("[1, 2].last().value() == 2", True, 13, 3),
+    ],
+)
+def test_the_lists_extension_answers_and_costs_as_cel_go(expression: str, answer: bool, max_cost: int,
+                                                          cost: int) -> None:
+    for minor in (34, 35, 36, 37):
+        assert compile_selector(expression, CELFeatures(True, True, minor=minor)).max_cost == max_cost
+        assert _run(expression, minor) == (answer, cost)
+    # a base-environment library of 1.34 reaches new objects with 1.35 (compatibility version 1.34)
+    created = compile_selector(expression, CELFeatures(True, True, minor=34), new_object=True)
+    assert (created.error is None) is expression.startswith("[1, 2].")
+
+
+def test_lists_range_is_bounded_before_it_builds_anything() -> None:
+    # 1.34-1.36 (cel-go 0.26) would build the list and then stop on the cost (the harness hangs on
+    # this one); numalign stops first
+    for minor in (34, 36):
+        with pytest.raises(CELRuntimeError, match="actual cost limit exceeded"):
+            _run("lists.range(9000000000000000000).size() > 0", minor)
+    with pytest.raises(CELRuntimeError, match=r"^lists.range: size 2000000 exceeds maximum allowed \(1000000\)$"):
+        _run("lists.range(2000000).size() > 0", 37)
+    with pytest.raises(CELRuntimeError, match=r"^list elements must have the same type$"):
+        _run('[dyn(1), dyn("a")].sort() == []')
+    with pytest.raises(CELRuntimeError, match=r"^cannot slice\(2, 1\), start index must be less than or equal"):
+        _run("[1, 2, 3].slice(2, 1) == []")

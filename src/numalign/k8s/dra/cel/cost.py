@@ -305,6 +305,9 @@ class Coster:
         if oid in _SETS and len(args) == 2:
             est = _add(_by_factor(_mul(self.node_size(args[0]), self.node_size(args[1])), _SETS[oid]), ONE)
             return _add(est, arg_sum), None
+        ext = self._lists(oid, target, args) if target is not None or oid == "lists_range" else None
+        if ext is not None:
+            return _add(ext[0], arg_sum), ext[1]
         k8s = self._kubernetes(name, oid, target, args)
         if k8s is not None:
             return _add(k8s[0], arg_sum), k8s[1]
@@ -424,6 +427,32 @@ class Coster:
                 return ONE, None
         return None
 
+    def _lists(self, oid: str, target: Expr | None, args: list[Expr]) -> tuple[Est, Est] | None:
+        """cel-go's lists extension (v3) estimators: a call and a list allocation, plus the size of the
+        result (slice, reverse, lists.range), of the input times the depth (flatten) or of the input
+        squared (sort, distinct: O(n^2) comparisons, a tenth more for strings and bytes)."""
+        if oid == "lists_range" and len(args) == 1:
+            n = _int_literal(args[0], U64)
+            return _allocating(1.0, (n, n))
+        if target is None:
+            return None
+        sz = self.node_size(target)
+        if oid == "list_slice" and len(args) == 2:
+            start, end = _int_literal(args[0], 0), _int_literal(args[1], sz[1])
+            n = (end - start) % (1 << 64)  # uint64 arithmetic, as upstream
+            return _allocating(1.0, (n, n))
+        if oid == "list_reverse" and not args:
+            return _allocating(1.0, sz)
+        if oid in ("list_flatten", "list_flatten_int") and len(args) <= 1:
+            depth = _int_literal(args[0], U64) if args else 1
+            return _allocating(float(depth), sz)
+        if oid == "list_distinct" and not args:
+            return _allocating(2.0, _mul(sz, sz))
+        if oid.endswith("_sort") and oid.startswith("list_") and not args:
+            factor = 2.0 + (STRING_FACTOR if oid in ("list_string_sort", "list_bytes_sort") else 0.0)
+            return _allocating(factor, _mul(sz, sz))
+        return None
+
     @staticmethod
     def _replace(sz: Est, old: Est, new: Est) -> tuple[Est, Est]:
         count_max = retained_max = 0
@@ -503,6 +532,18 @@ _ORDERED_BY_SIZE: Final = frozenset({
     "less_string", "greater_string", "less_equals_string", "greater_equals_string", "less_bytes", "greater_bytes",
     "less_equals_bytes", "greater_equals_bytes", "equals", "not_equals"})
 _UNIT_EQUALITY: Final = frozenset({"kubernetes.Quantity", "kubernetes.Semver", "net.IP", "net.CIDR"})
+
+
+def _int_literal(e: Expr, default: int) -> int:
+    """nodeAsIntValue: an int literal (a negative one as 0), else the default."""
+    if e.kind == "lit" and e.lit_kind == "int":
+        return max(int(e.value), 0)
+    return default
+
+
+def _allocating(factor: float, size: Est) -> tuple[Est, Est]:
+    """estimateAllocatingListCall: the size times the factor, a call (1) and a list allocation (10)."""
+    return _add(_by_factor(size, factor), (11, 11)), size
 
 
 def estimate(root: Expr, checked: Checked, minor: int) -> int:

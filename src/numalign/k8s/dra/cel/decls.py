@@ -246,8 +246,18 @@ def _kubernetes(minor: int, stored: bool, list_type_attributes: bool) -> dict[st
     }
     out["_[_]"] = [_g("optional_list_index_int", (t.optional_of(t.list_of(A)), _I), t.optional_of(A)),
                    _g("optional_map_index_value", (t.optional_of(t.map_of(K, V)), K), t.optional_of(V))]
+    # the optional library (not pinned to a version): a list's first and last element
+    out["first"] = [_m("list_first", (t.list_of(A),), t.optional_of(A))]
+    out["last"] = [_m("list_last", (t.list_of(A),), t.optional_of(A))]
     if level >= 34:  # cel-go ext.Lists v3: `reverse` is declared for lists only
         out["reverse"] = [_m("list_reverse", (t.list_of(A),), t.list_of(A))]
+        out["slice"] = [_m("list_slice", (t.list_of(A), _I, _I), t.list_of(A))]
+        out["flatten"] = [_m("list_flatten", (t.list_of(t.list_of(A)),), t.list_of(A)),
+                          _m("list_flatten_int", (t.list_of(t.DYN), _I), t.list_of(t.DYN))]
+        out["sort"] = [_m(f"list_{x.name or x.kind}_sort", (t.list_of(x),), t.list_of(x))
+                       for x in (_I, _U, _D, _B, _DUR, _TS, _S, _Y)]
+        out["distinct"] = [_m("list_distinct", (t.list_of(A),), t.list_of(A))]
+        out["lists.range"] = [_g("lists_range", (_I,), t.list_of(_I))]
     # DRA 1.36: `includes`, for list-type attributes (and a scalar, which is its one value). It is
     # feature-gated: the API server offers it to new objects only with DRAListTypeAttributes on, while a
     # stored object (and the scheduler) always has it. From 1.37 it is the Kubernetes list library's.

@@ -9,8 +9,8 @@ import math
 from collections.abc import Callable
 from typing import Any, Final
 
+from numalign.k8s.dra.cel import extlists, net
 from numalign.k8s.dra.cel import library as lib
-from numalign.k8s.dra.cel import net
 from numalign.k8s.dra.cel.ast import Expr
 from numalign.k8s.dra.cel.types import Type
 from numalign.k8s.dra.cel.values import (
@@ -105,6 +105,8 @@ class Interpreter:
             return _quiet_equal(target, item)
         if name == "format":
             return _format(v[0], v[1])
+        if name == "lists.range":
+            return extlists.lists_range(v[0], self.minor)
         fn = _FUNCTIONS.get(name)
         if fn is None:
             raise CelError(f"no such overload: {name}")
@@ -117,6 +119,9 @@ class Interpreter:
 def cost_function(name: str, minor: int, member: bool = True) -> Callable[[list[Any], Any], int]:
     """The call cost of `name` (the Kubernetes library's CallCost, else cel-go's), chosen once per call
     site: the branches of Interpreter._call_cost, without re-testing the name on each evaluation."""
+    before = extlists.cost_before(name, minor) if minor >= 34 else None
+    if before is not None:  # the lists extension: known from the arguments, charged before the call
+        return lambda v, r: before(v)
     if name in ("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf") or (name == "includes" and minor >= 37):
         return lambda v, r: _traversal(v[0])
     if name in ("startsWith", "endsWith") and minor >= 37:  # cel-go 0.29: the prefix's size, not the string's
@@ -176,8 +181,9 @@ def _go_type(v: Any) -> str:
 
 
 MAX_LIST_VALUES: Final = 48  # ResourceSliceMaxAttributeValuesPerDevice
-# library.py's functions, with net.py's `ip` (a CIDR's too) and `string` (of an IP or a CIDR) over them
-_FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {**lib.FUNCTIONS, **net.FUNCTIONS}
+# library.py's functions, the lists extension's, and net.py's `ip` (a CIDR's too) and `string` (of an
+# IP or a CIDR) over them
+_FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {**lib.FUNCTIONS, **net.FUNCTIONS, **extlists.FUNCTIONS}
 
 
 def _quiet_equal(a: Any, b: Any) -> bool:
