@@ -82,7 +82,9 @@ class AgentDRA:
         objects = DRAObjects()
         for f in sorted(self.by_file):
             objects.merge(self.by_file[f])
-        self.life.set_given(objects)
+        if not _same_objects(objects, self.life.given):
+            # a manifest of pods only leaves the scheduler's view (and an allocation under way) as it is
+            self.life.set_given(objects)
 
     def pending(self, pods: list[Pod]) -> list[Pod]:
         """The admitted pods whose claims are still to be allocated, in admission order."""
@@ -108,7 +110,8 @@ class AgentDRA:
         if waiting:
             self._working = pod = waiting[0]
             ledger = self.life.ledger  # built here, under the lock, from the node's claims as they are now
-            threading.Thread(target=self._work, args=(pod, ledger), name="numalign-dra-allocate",
+            basis = (self.life.given, self.node.dra.snapshot())
+            threading.Thread(target=self._work, args=(pod, ledger, basis), name="numalign-dra-allocate",
                              daemon=True).start()
 
     def allocating(self) -> list[str]:
@@ -116,7 +119,7 @@ class AgentDRA:
         node = self.node
         return [p.key for p in self.pending(list(node.pods.values()))]
 
-    def _work(self, pod: Pod, ledger: Any) -> None:
+    def _work(self, pod: Pod, ledger: Any, basis: tuple[DRAObjects, tuple[Any, ...]]) -> None:
         """The allocation thread: one pod's claims allocated outside the lock, reserved under it."""
         outcome: Any
         try:
@@ -134,7 +137,11 @@ class AgentDRA:
             self._working = None
             if core.stopping.is_set():
                 return  # stop() has saved the state: nothing more is written
-            if self.node.pods.get(pod.uid) is pod and self.life.is_current(ledger):
+            given, held = basis
+            # Still the claims held and the objects given that the answer was computed from: another pod's
+            # admission or removal that held no claim does not make it stale (churn would starve it).
+            current = self.life.given is given and _same_items(held, self.node.dra.snapshot())
+            if self.node.pods.get(pod.uid) is pod and current:
                 if isinstance(outcome, Unallocatable):
                     self._failed(outcome, core.fault)
                 elif outcome is not None:
@@ -167,3 +174,14 @@ class AgentDRA:
             by_claim.setdefault(held.key, (held, []))[1].append(ClaimDevice(r.driver, r.pool, r.device))
         return tuple(DynamicResource(held.claim.name, held.claim.namespace, tuple(devices))
                      for held, devices in by_claim.values())
+
+
+def _same_items(a: tuple[Any, ...] | list[Any], b: tuple[Any, ...] | list[Any]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _same_objects(a: DRAObjects, b: DRAObjects) -> bool:
+    """The same objects read (by identity: a file read again is a change, whatever its text)."""
+    return (_same_items(a.slices, b.slices) and all(
+        x.keys() == y.keys() and all(x[k] is y[k] for k in x)
+        for x, y in ((a.classes, b.classes), (a.claims, b.claims), (a.templates, b.templates))))

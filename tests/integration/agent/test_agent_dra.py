@@ -208,6 +208,7 @@ def test_a_costly_claim_does_not_hold_back_the_next_manifest(node_a: Agent, layo
     build = life._ledger_for
     release = threading.Event()
     started = threading.Event()
+    calls: list[str] = []
 
     class Held:
         def __init__(self, ledger: Any) -> None:
@@ -218,6 +219,7 @@ def test_a_costly_claim_does_not_hold_back_the_next_manifest(node_a: Agent, layo
 
         def allocate(self, pod: Any, claims: Any = None) -> Any:
             if pod.name == "trainer":
+                calls.append(pod.name)
                 started.set()
                 assert release.wait(60), "the test never let the allocation go"
             return self.ledger.allocate(pod, claims)
@@ -235,8 +237,11 @@ def test_a_costly_claim_does_not_hold_back_the_next_manifest(node_a: Agent, layo
                               "    resources: {limits: {cpu: '1', memory: 1Gi}}\n")
         wait_pod(layout, "plain", "admitted")  # while trainer's allocation is still held
         assert not release.is_set() and _claims(layout, "trainer") == []
+        (layout.manifests / "plain.yaml").unlink()  # a pod without claims comes and goes meanwhile
+        wait_for(lambda: "plain" not in _list(layout), "plain removed")
     finally:
         release.set()
     _wait_claims(layout, "trainer")
     assert _claims(layout, "trainer") == [("two-gpus", TRAINER_DEVICES)]
+    assert calls == ["trainer"]  # review-3 H1: that churn did not make the answer stale (computed once)
     wait_for(lambda: "draAllocating" not in layout.status(), "draAllocating gone")

@@ -87,11 +87,6 @@ class ClaimLifecycle(Generic[OutcomeT]):
             self._built_at = self.manager.generation
         return self._ledger
 
-    def is_current(self, ledger: Ledger[OutcomeT]) -> bool:
-        """Whether `ledger` (taken from .ledger earlier) still sees the node's claims and the given objects
-        as they are: an answer it gave may be committed."""
-        return ledger is self._ledger and self._built_at == self.manager.generation
-
     def set_given(self, given: DRAObjects) -> None:
         """Other objects read (the agent's manifest directory changed)."""
         self.given = given
