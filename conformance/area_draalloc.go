@@ -16,8 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand"
-	"sort"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -26,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	dracel "k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/klog/v2"
 	resourcev1defaults "k8s.io/kubernetes/pkg/apis/resource/v1"
 )
 
@@ -80,7 +79,8 @@ func draAlloc(raw json.RawMessage) (any, error) {
 		classes[class.Name] = class
 	}
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: c.Node.Name, Labels: c.Node.Labels}}
-	// PreFilter: every class a pending claim names must exist (validateDeviceClass).
+	// PreFilter, request by request: every class a pending claim names must exist (validateDeviceClass),
+	// and a request with subrequests needs DRAPrioritizedList.
 	var pending []*resourceapi.ResourceClaim
 	for _, claim := range c.Claims {
 		if claim.Status.Allocation != nil {
@@ -91,6 +91,10 @@ func draAlloc(raw json.RawMessage) (any, error) {
 				if _, ok := classes[request.Exactly.DeviceClassName]; !ok {
 					return draVerdict("unschedulable", fmt.Sprintf("request %s: device class %s does not exist", request.Name, request.Exactly.DeviceClassName)), nil
 				}
+				continue
+			}
+			if len(request.FirstAvailable) > 0 && !gate("DRAPrioritizedList") {
+				return draVerdict("unschedulable", fmt.Sprintf("resource claim %s, request %s: has subrequests, but the DRAPrioritizedList feature is disabled", klog.KObj(claim), request.Name)), nil
 			}
 			for _, sub := range request.FirstAvailable {
 				if _, ok := classes[sub.DeviceClassName]; !ok {
@@ -101,7 +105,7 @@ func draAlloc(raw json.RawMessage) (any, error) {
 		pending = append(pending, claim)
 	}
 	tries := 1
-	if draAllocMapOrder && len(draPools(c.Slices)) > 1 {
+	if draAllocMapOrder && len(draPools(c.Slices, draSlicePool)) > 1 {
 		tries = draMapOrderTries
 	}
 	start := time.Now()
@@ -109,7 +113,7 @@ func draAlloc(raw json.RawMessage) (any, error) {
 		if i > 0 && time.Since(start) > draMapOrderBudget {
 			return nil, false
 		}
-		return draAllocOnce(c, draPoolOrder(c.Slices, i), pending, classes, node), true
+		return draAllocOnce(c, draPoolOrder(c.Slices, draSlicePool, i), pending, classes, node), true
 	})
 	if len(answers) == 1 {
 		return answers[0], nil
@@ -117,55 +121,9 @@ func draAlloc(raw json.RawMessage) (any, error) {
 	return map[string]any{"map_order": answers}, nil
 }
 
-// draMapOrderTries: how often a 1.34/1.35 case with more than one pool is allocated, each time with the
-// slices in another pool order. In the scheduler the slices come from the informer's cache in no fixed
-// order and GatherPools ranges over a map of pools, so any pool order can be searched; a small map
-// iterates as a rotation of its insertion order from a random slot (of 8), so one insertion order gives
-// the same iteration order in at least 3 of 8 runs with up to 6 pools. Every other try inserts the pools
-// sorted by driver and name (the order numalign searches: seen with a probability above 1 - (5/8)^64),
-// a quarter in the case's order, a quarter in random orders. A case whose allocations are slow
-// (long searches) stops trying after draMapOrderBudget, so that it stays inside the hang guard (-hang-after).
-const draMapOrderTries = 128
-
-const draMapOrderBudget = 8 * time.Second
-
-// draPools: the (driver, pool) pairs the slices publish, sorted.
-func draPools(slices []*resourceapi.ResourceSlice) []string {
-	set := map[string]bool{}
-	for _, s := range slices {
-		set[s.Spec.Driver+"\x00"+s.Spec.Pool.Name] = true
-	}
-	out := make([]string, 0, len(set))
-	for p := range set {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// draPoolOrder: the slices with their pools in the order of try i (see draMapOrderTries); a pool's
-// slices keep the case's order among themselves.
-func draPoolOrder(slices []*resourceapi.ResourceSlice, i int) []*resourceapi.ResourceSlice {
-	if i%4 == 1 {
-		return slices
-	}
-	pools := draPools(slices)
-	if i%4 == 3 {
-		rand.Shuffle(len(pools), func(a, b int) { pools[a], pools[b] = pools[b], pools[a] })
-	}
-	rank := map[string]int{}
-	for r, p := range pools {
-		rank[p] = r
-	}
-	out := append([]*resourceapi.ResourceSlice{}, slices...)
-	sort.SliceStable(out, func(a, b int) bool {
-		return rank[out[a].Spec.Driver+"\x00"+out[a].Spec.Pool.Name] < rank[out[b].Spec.Driver+"\x00"+out[b].Spec.Pool.Name]
-	})
-	return out
-}
-
-func draVerdict(outcome, message string) map[string]any {
-	return map[string]any{"outcome": outcome, "message": message}
+// draSlicePool: the (driver, pool) a slice publishes to.
+func draSlicePool(s *resourceapi.ResourceSlice) string {
+	return s.Spec.Driver + "\x00" + s.Spec.Pool.Name
 }
 
 func draAllocOnce(c draAllocCase, slices []*resourceapi.ResourceSlice, pending []*resourceapi.ResourceClaim, classes draClassLister, node *v1.Node) map[string]any {

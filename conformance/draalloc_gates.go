@@ -2,14 +2,7 @@
 
 package main
 
-import (
-	"time"
+import "time"
 
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/component-base/featuregate"
-)
-
-// The DynamicResources plugin's default filter timeout (DynamicResourcesFilterTimeoutDefault).
+// The DynamicResources plugin's default filter timeout (DynamicResourcesFilterTimeoutDefault; 1.33 has none).
 const draFilterTimeout = 10 * time.Second
-
-func gate(name string) bool { return utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(name)) }

@@ -22,3 +22,6 @@ func withGates(gates map[string]bool) (func(), error) {
 	}
 	return func() { _ = utilfeature.DefaultMutableFeatureGate.SetFromMap(before) }, nil
 }
+
+// gate: whether the named gate is on now (the release's default or the case's override).
+func gate(name string) bool { return utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(name)) }

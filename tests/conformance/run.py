@@ -94,7 +94,8 @@ DELIBERATE: dict[str, tuple[str, Deliberate]] = {
         "numalign stops a DRA search after 3,000,000 units of its own work (devices looked at, steps, failed "
         "states recognised: scheduler/dra/allocator.py DEFAULT_WORK_BOUND, about 10 s of pure Python at worst "
         "on the reference machine) and answers with the scheduler's timeout; the real allocator, some 10 times "
-        "faster per device, may finish such a search inside its 10 s filter timeout (docs/dra.md, the budget)",
+        "faster per device, may finish such a search inside its 10 s filter timeout (1.33 has none: upstream searches "
+        "on, past the harness's CPU guard if need be; docs/dra.md, the budget)",
         lambda area, version, case, ours, theirs: area == "dra-alloc" and isinstance(ours, dict)
         and ours.get("stoppedBy") == "work" and not _upstream_times_out(theirs),
     ),

@@ -20,7 +20,7 @@ from typing import Any
 from support.dra_oracle import answer
 
 NAME = "dra-alloc"
-MINORS = ("1.34", "1.35", "1.36", "1.37")
+MINORS = ("1.33", "1.34", "1.35", "1.36", "1.37")
 
 _DRIVERS = ("gpu.example.com", "nic.example.com", "dra.cpu")
 _MODELS = ("h100", "h200", "l4", "a100", "B200")
@@ -162,7 +162,14 @@ def generate(rng: random.Random, version: str) -> dict[str, Any]:
                               {"request": "req", "driver": s["spec"]["driver"], "pool": s["spec"]["pool"]["name"],
                                "device": d["name"]}]}}}})
     gates: dict[str, bool] = {}
-    if rng.random() < 0.3:
+    if minor == 33:
+        # DRA is beta and off by default in 1.33, its allocator's features alpha and off: the cluster turns
+        # DynamicResourceAllocation on, and each feature half of the time.
+        gates["DynamicResourceAllocation"] = True
+        for name in ("DRAAdminAccess", "DRAPrioritizedList", "DRAPartitionableDevices", "DRADeviceTaints"):
+            if rng.random() < 0.5:
+                gates[name] = True
+    elif rng.random() < 0.3:
         # 1.37's DRADeviceTaintRules (on) depends on DRADeviceTaints: turning that off is refused at start-up.
         # DRAPrioritizedList is locked on in 1.37.
         choices = ["DRAPartitionableDevices", "DRAConsumableCapacity"]
@@ -206,6 +213,9 @@ def named_cases(version: str) -> list[tuple[str, dict[str, Any], str]]:
     value per request, its last device's, so gpu-2 is compared with gpu-1's b only and taken.
     distinct-all-names: allocationMode All over a, b, a: the constraint fails at gpu-2 in 1.37, an error
     naming it; 1.36 compares gpu-2 with b only and allocates the three."""
+    minor = int(version.split(".")[1])
+    if minor == 33:
+        return _cases_133(minor)
     root = "resource.kubernetes.io/pcieRoot"
     # capacity-at-index: gpu-0 without capacity, then gpu-1 shared with 10G of bandwidth; a request for 3G.
     # 1.34, taking gpu-1, checks the capacity of the slice's device at the request's device index (0:
@@ -230,7 +240,36 @@ def named_cases(version: str) -> list[tuple[str, dict[str, Any], str]]:
         # 1.34 keeps counters per slice, from the device's own slice's counter sets (alpha there; not
         # modelled, as the generated cases have no counters at 1.34, docs/dra.md "Gaps")
         [("counters-per-driver", _same_pool_name_case(), "20s")] if version.split(".")[1] != "34" else []) + (
-        _capacity_cases(int(version.split(".")[1])))
+        _capacity_cases(int(version.split(".")[1]))) + _cases_133(minor)
+
+
+def _cases_133(minor: int) -> list[tuple[str, dict[str, Any], str]]:
+    """What 1.33 decides otherwise, at every release (1.33 has neither distinctAttribute nor consumable
+    capacity: the cases above are 1.34+).
+
+    all-keeps-devices: c-first asks for one odd GPU, c0 for All GPUs under matchAttribute pcieRoot (gpu-0 and
+    gpu-1 on root a, gpu-2 and gpu-3 on b). With c-first on gpu-1, c0 takes gpu-0 and finds gpu-1 in use; 1.33
+    keeps gpu-0 taken, so with c-first on gpu-3 c0 finds gpu-0 in use: unschedulable. 1.34+ give gpu-0 back
+    and then fail the constraint at gpu-2: an error naming it.
+    admin-same-device: one claim, a GPU and a GPU with admin access, two GPUs. 1.33 marks nothing for admin
+    access and gives both requests gpu-0; 1.34+ give the admin-access request gpu-1."""
+    root = "resource.kubernetes.io/pcieRoot"
+    gates = {"DynamicResourceAllocation": True} if minor == 33 else {}
+    keeps = _distinct_case("keeps", {"allocationMode": "All"}, root, ["a", "a", "b", "b"])
+    keeps["claims"][0]["spec"]["devices"]["constraints"] = [{"matchAttribute": root}]
+    for i, d in enumerate(keeps["slices"][0]["spec"]["devices"]):
+        d["attributes"]["odd"] = {"bool": i % 2 == 1}
+    odd = [{"cel": {"expression": 'device.attributes["gpu.example.com"].odd'}}]
+    keeps["claims"].insert(0, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                               "metadata": _meta("c-first", "default"), "spec": {"devices": {"requests": [
+                                   {"name": "r0", "exactly": {"deviceClassName": "gpu", "selectors": odd}}]}}})
+    keeps["gate_overrides"] = gates
+    admin = _distinct_case("admin", {}, root, ["a", "b"])
+    admin["claims"][0]["spec"]["devices"] = {"requests": [
+        {"name": "r0", "exactly": {"deviceClassName": "gpu"}},
+        {"name": "r1", "exactly": {"deviceClassName": "gpu", "adminAccess": True}}]}
+    admin["gate_overrides"] = dict(gates, DRAAdminAccess=True) if minor == 33 else {}
+    return [("all-keeps-devices", keeps, "20s"), ("admin-same-device", admin, "20s")]
 
 
 def _shared_bandwidth_case(name: str, requests: list[str], policy: dict[str, Any] | None, value: str = "10",

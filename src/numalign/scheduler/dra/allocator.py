@@ -312,10 +312,13 @@ class Allocator:
         # read for every device the search takes: kept here rather than looked up through the generation
         self._searches_combinations = self.generation.searches_combinations
         self._invalid_pool_aborts = self.generation.invalid_pool_aborts
+        self._admin_marks = self.generation.admin_access_marks_devices
+        self._all_gives_back = self.generation.all_mode_gives_back
         self.allocated = allocated
         self.classes = classes
         self.node = node
-        self.budget = budget
+        # (a release without a filter timeout, 1.33, searches on: only the work bound stops it)
+        self.budget = budget if features.release.has_filter_timeout else sys.maxsize
         self.steps = 0  # allocateOne invocations, as upstream counts them
         self._cel_features = features.cel
         self._cel_compile_features = features.cel_compile
@@ -542,8 +545,10 @@ class Allocator:
             undo = self._allocate_device(ci, ri, si, data.all_devices[di], must=True, di=di)
             if undo is None:
                 return False
-            return self._descend(undo, ci, ri, si if self.generation.all_mode_keeps_subrequest else 0, di + 1,
-                                 in_sub, (0, 0, 0))
+            next_si = si if self.generation.all_mode_keeps_subrequest else 0
+            if not self._all_gives_back:  # 1.33: the device stays taken whatever follows
+                return self._allocate_one(ci, ri, next_si, di + 1, in_sub, (0, 0, 0))
+            return self._descend(undo, ci, ri, next_si, di + 1, in_sub, (0, 0, 0))
         admin = bool(request.admin_access)
         restriction = self._restriction(ci, data)
         budget = self.budget
@@ -581,7 +586,7 @@ class Allocator:
                 candidate = candidates[at]
                 device_id = candidate.device_id
                 if admin:
-                    if ci in allocating.get(device_id, ()):
+                    if self._admin_marks and ci in allocating.get(device_id, ()):
                         continue
                 elif device_id in held or allocating.get(device_id):  # _in_use
                     continue
@@ -637,7 +642,8 @@ class Allocator:
             return self._allocate_one(ci, ri, 0, 0, False, (0, 0, 0))
         visits = self._visits.get((ci, ri), 0) + 1
         self._visits[(ci, ri)] = visits
-        if visits < 2:
+        # (where `All` devices stay taken, 1.33, a failed part of the search changed the state: it is searched)
+        if visits < 2 or not self._all_gives_back:
             return self._allocate_one(ci, ri, 0, 0, False, (0, 0, 0))
         state = self._search_state(ci, ri)
         failed = self._failed.get(state)
@@ -1117,7 +1123,7 @@ class Allocator:
         if free:
             pass
         elif admin:
-            if not multiple and ci in self._allocating.get(device_id, ()):
+            if self._admin_marks and not multiple and ci in self._allocating.get(device_id, ()):
                 return None
         elif device_id in self.allocated.devices or self._allocating.get(device_id):  # _in_use
             return None
@@ -1154,7 +1160,7 @@ class Allocator:
         holders = self._allocating.get(device_id)
         if holders is None:
             holders = self._allocating[device_id] = set()
-        if not multiple:
+        if not multiple and (self._admin_marks or not admin):
             holders.add(ci)
         consumed: ConsumedCapacity | None = None
         share_id: str | None = None
@@ -1194,7 +1200,8 @@ class Allocator:
         ci, c, base, sub, constraints, multiple, consumed, took_counters, shared_before, before = undo
         for constraint in constraints:
             constraint.remove(base, sub)
-        self._allocating[c.device_id].discard(ci)
+        if self._admin_marks or not self.results[ci][before].admin_access:  # (1.33 marks no admin access)
+            self._allocating[c.device_id].discard(ci)
         if multiple:
             rollback = self.generation.rolls_back_rejected_devices
             if consumed:

@@ -272,7 +272,7 @@ def _allocate(
         if claim.allocation is not None:
             state.add_claim(claim)
             continue
-        missing = _missing_class(claim, class_map)
+        missing = _missing_class(claim, class_map, features.prioritized_list)
         if missing:
             return fail(missing, "unschedulable", _where(claim))
         pending.append(claim)
@@ -318,9 +318,11 @@ def _failed(
     kind: Literal["unschedulable", "error"] = "error" if features.release.timeout_is_error else "unschedulable"
     by_work = isinstance(exc, SearchTimeoutError) and exc.by_work
     if by_work:
+        further = (f"to its 10 s filter timeout, about {budget.checks} device checks on the reference machine"
+                   if features.release.has_filter_timeout else
+                   f"to its end (kube-scheduler 1.{features.minor} has no filter timeout; this text is numalign's)")
         detail = (f"numalign stopped the search at its bound on its own work ({budget.work} units: devices looked "
-                  f"at, search steps; the scheduler searches on to its 10 s filter timeout, about {budget.checks} "
-                  "device checks on the reference machine, and may answer otherwise)")
+                  f"at, search steps; the scheduler searches on {further}, and may answer otherwise)")
     else:
         detail = (f"numalign stopped the search after {budget.checks} device checks (its bound in place of the "
                   "scheduler's 10 s filter timeout)")
@@ -427,9 +429,13 @@ def _only_node(slices: Sequence[ResourceSlice]) -> str:
     )
 
 
-def _missing_class(claim: ResourceClaim, classes: Mapping[str, DeviceClass]) -> str:
-    """PreFilter's validateDeviceClass, request by request."""
+def _missing_class(claim: ResourceClaim, classes: Mapping[str, DeviceClass], prioritized_list: bool) -> str:
+    """PreFilter's checks, request by request: validateDeviceClass, and a request with subrequests needs
+    DRAPrioritizedList (the pod is unschedulable before the allocator sees the claim)."""
     for request in claim.spec.requests:
+        if request.exactly is None and request.first_available and not prioritized_list:
+            return (f"resource claim {claim.key}, request {request.name}: has subrequests, but the "
+                    "DRAPrioritizedList feature is disabled")
         subs = [(request.name, request.exactly)] if request.exactly is not None else [
             (f"{request.name}/{s.name}", s) for s in request.first_available]
         for name, sub in subs:

@@ -6,7 +6,7 @@ enabled one. A change lands in experimental, and moves to incubating and stable 
 release can search in two ways depending on the gates. `Generation` is one generation of one release
 (what it supports and how it searches); `Release` is what the scheduler around it does (how it wires
 the gates, how it words a timeout). The allocator reads these records, never version numbers.
-The facts come from k8s.io/dynamic-resource-allocation v0.34.5, v0.35.2, v0.36.2, v0.37.0 and
+The facts come from k8s.io/dynamic-resource-allocation v0.33.13, v0.34.5, v0.35.2, v0.36.2, v0.37.0 and
 kube-scheduler's DynamicResources plugin of the same releases (docs/dra.md, "Versions").
 """
 
@@ -102,6 +102,15 @@ class Generation:
     # 1.37: a CEL runtime error names the device ("selector #0 on device D/P/N: ...") and, for a missing
     # key, suggests optional chaining.
     cel_error_names_device: bool = False
+    # 1.34+: a device an admin-access request takes is marked as being allocated for its claim, so the
+    # claim's other admin-access requests and every request without admin access (of any claim) pass over
+    # it. 1.33 marks nothing and checks no mark for admin access: such a request may take a device the same
+    # search took already, and a device it took stays free for the others.
+    admin_access_marks_devices: bool = True
+    # 1.34+: a device of an `All` request is given back when the rest of the search after it fails. 1.33
+    # keeps it: its mark, its place in the claim's constraints and its result stay (the result until an
+    # earlier device of the claim is given back), so the rest of the search finds it in use.
+    all_mode_gives_back: bool = True
 
 
 @dataclass(frozen=True)
@@ -118,6 +127,9 @@ class Release:
     timeout_is_error: bool = False
     # 1.34: DRAResourceClaimDeviceStatus was an allocator feature of its own (experimental only).
     device_status_is_feature: bool = False
+    # 1.34+: Filter bounds the allocation by a timeout (10 s by default). 1.33's has none: the search runs to
+    # its end, and only numalign's bound on its own work stops it.
+    has_filter_timeout: bool = True
 
     def generation(self, enabled: frozenset[str], allowed: frozenset[str] = frozenset()) -> Generation:
         """NewAllocator: the most stable generation that supports every enabled feature, among the
@@ -152,8 +164,11 @@ _G37_NEW: Final = replace(_G37, searches_combinations=True, sorts_pools=True, kn
                           node_slices_first=True)
 
 RELEASES: Final[Mapping[int, Release]] = {
-    # 1.33 has a single implementation; DRA is beta and off by default there.
-    33: Release(33, (replace(_G34, name="structured (1.33 has a single implementation)", supported=_ALL),)),
+    # 1.33 has a single implementation; DRA is beta and off by default there (k8s.io/dynamic-resource-allocation
+    # v0.33.13, kube-scheduler 1.33.13).
+    33: Release(33, (replace(_G34, name="structured (1.33 has a single implementation)", supported=_ALL,
+                             admin_access_marks_devices=False, all_mode_gives_back=False),),
+                has_filter_timeout=False),
     34: Release(34, (replace(_G34, name="stable"), replace(_G34, name="incubating", supported=_BASIC),
                      replace(_G34, name="experimental", supported=_MORE | {"DeviceStatus"},
                              knows_consumable_capacity=True, capacity_error_names_subrequest=False,
