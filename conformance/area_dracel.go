@@ -1,5 +1,3 @@
-//go:build !k8s133
-
 package main
 
 // The "dra-cel" area: a DRA device selector as the API server and the scheduler see it
@@ -16,7 +14,6 @@ import (
 	"fmt"
 	"strconv"
 
-	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apiserver/pkg/cel/environment"
 	dracel "k8s.io/dynamic-resource-allocation/cel"
@@ -56,7 +53,7 @@ func draCel(raw json.RawMessage) (any, error) {
 	switch {
 	case created.Error != nil:
 		answer["create"] = created.Error.Detail
-	case created.MaxCost > resourceapi.CELSelectorExpressionMaxCost:
+	case created.MaxCost > draCelMaxCost:
 		answer["create"] = "too complex, exceeds cost limit"
 	default:
 		answer["create"] = nil
@@ -92,18 +89,14 @@ func draCelCompile(expr string, f draCelFeatures, env environment.Type) dracel.C
 }
 
 func draCelInput(d draCelDevice) (dracel.Device, error) {
-	out := dracel.Device{
-		Driver:                   d.Driver,
-		AllowMultipleAllocations: d.AllowMultipleAllocations,
-		Attributes:               map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{},
-		Capacity:                 map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{},
-	}
+	attributes := map[draQualifiedName]draDeviceAttribute{}
+	capacity := map[draQualifiedName]draDeviceCapacity{}
 	for name, raw := range d.Attributes {
 		var one map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &one); err != nil || len(one) != 1 {
-			return out, fmt.Errorf("attribute %s: want one {kind: value}", name)
+			return dracel.Device{}, fmt.Errorf("attribute %s: want one {kind: value}", name)
 		}
-		var attr resourceapi.DeviceAttribute
+		var attr draDeviceAttribute
 		for kind, value := range one {
 			var err error
 			switch kind {
@@ -127,17 +120,17 @@ func draCelInput(d draCelDevice) (dracel.Device, error) {
 				err = draCelListAttribute(&attr, kind, value)
 			}
 			if err != nil {
-				return out, fmt.Errorf("attribute %s: %w", name, err)
+				return dracel.Device{}, fmt.Errorf("attribute %s: %w", name, err)
 			}
 		}
-		out.Attributes[resourceapi.QualifiedName(name)] = attr
+		attributes[draQualifiedName(name)] = attr
 	}
 	for name, value := range d.Capacity {
 		q, err := resource.ParseQuantity(value)
 		if err != nil {
-			return out, fmt.Errorf("capacity %s: %w", name, err)
+			return dracel.Device{}, fmt.Errorf("capacity %s: %w", name, err)
 		}
-		out.Capacity[resourceapi.QualifiedName(name)] = resourceapi.DeviceCapacity{Value: q}
+		capacity[draQualifiedName(name)] = draDeviceCapacity{Value: q}
 	}
-	return out, nil
+	return draCelDeviceOf(d.Driver, d.AllowMultipleAllocations, attributes, capacity)
 }

@@ -1,5 +1,6 @@
 """The "dra-cel" area: DRA device selectors against k8s.io/dynamic-resource-allocation/cel
-(conformance/area_dracel.go), from 1.34 (1.33's package has another API).
+(conformance/area_dracel.go), 1.33-1.37 (1.33's package has no CEL features and no
+allowMultipleAllocations).
 
 A case is an expression composed from atoms over the `device` variable and the libraries of the DRA
 environment (strings, lists, regex, semver, quantity, sets, optionals, cel.bind, macros, IP and CIDR,
@@ -28,7 +29,7 @@ from numalign.k8s.dra.types import DeviceAttribute, DeviceCapacity
 from numalign.k8s.quantity import Quantity
 
 NAME = "dra-cel"
-MINORS = ("1.34", "1.35", "1.36", "1.37")
+MINORS = ("1.33", "1.34", "1.35", "1.36", "1.37")
 
 _G = 'device.attributes["gpu.example.com"]'
 _R = 'device.attributes["resource.kubernetes.io"]'
@@ -193,7 +194,8 @@ def _nested(rng: random.Random) -> str:
 def generate(rng: random.Random, version: str) -> dict[str, Any]:
     minor = int(version.split(".")[1])
     list_type = minor >= 36 and rng.random() < 0.3
-    consumable = rng.random() < (0.8 if minor >= 36 else 0.3)
+    # (1.33's package has no CEL features)
+    consumable = rng.random() < (0.8 if minor >= 36 else 0.3) and minor >= 34
     expr = _nested(rng) if rng.random() < 0.08 else _compose(rng, rng.randint(0, 3))
     return {
         "expr": expr,

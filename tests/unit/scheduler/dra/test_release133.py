@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from support.dra_oracle import answer
 
+from numalign.k8s.dra.cel import CELFeatures, compile_selector
 from numalign.k8s.dra.read import dra_object_from_dict
 from numalign.k8s.dra.types import DeviceClass, ResourceClaim, ResourceSlice
 from numalign.scheduler.dra.api import AllocationFailure, AllocationResult, allocate_claims
@@ -145,3 +146,15 @@ def test_133_only_the_work_bound_stops_a_search_and_says_so() -> None:
                               work_bound=1)
     assert isinstance(stopped, AllocationFailure) and stopped.stopped_by == "work"
     assert "kube-scheduler 1.33 has no filter timeout" in stopped.detail
+
+
+@pytest.mark.parametrize("expression", ['isSemver("v1.2", true)', 'semver("v1", true) == semver("1.0.0")'])
+def test_133_a_new_object_has_no_semver_normalize_argument(expression: str) -> None:
+    """The API server checks a new object in the previous minor's environment: at 1.33 the DRA package's own
+    semver library (version 0); version 1, with the normalize argument, is the base environment's from 1.33."""
+    new = compile_selector(expression, CELFeatures(minor=33), new_object=True)
+    assert new.error is not None
+    assert new.error.startswith("compilation failed: ERROR: <input>:1:")
+    assert "found no matching overload for" in new.error
+    for minor, new_object in ((33, False), (34, True)):  # stored at 1.33, new at 1.34: it compiles
+        assert compile_selector(expression, CELFeatures(minor=minor), new_object=new_object).error is None

@@ -221,8 +221,11 @@ def _kubernetes(minor: int, stored: bool, list_type_attributes: bool) -> dict[st
         "isLessThan": [_m("quantity_is_less_than", (_Q, _Q), _B), _m("semver_is_less_than", (_SV, _SV), _B)],
         "compareTo": [_m("quantity_compare_to", (_Q, _Q), _I), _m("semver_compare_to", (_SV, _SV), _I)],
         # k8s semver library
-        "semver": [_g("string_to_semver", (_S,), _SV), _g("string_bool_to_semver", (_S, _B), _SV)],
-        "isSemver": [_g("is_semver_string", (_S,), _B), _g("is_semver_string_bool", (_S, _B), _B)],
+        # (the normalize argument: semver library version 1, in the base environment from 1.33)
+        "semver": [_g("string_to_semver", (_S,), _SV)] + ([_g("string_bool_to_semver", (_S, _B), _SV)]
+                                                           if level >= 33 else []),
+        "isSemver": [_g("is_semver_string", (_S,), _B)] + ([_g("is_semver_string_bool", (_S, _B), _B)]
+                                                           if level >= 33 else []),
         "major": [_m("semver_major", (_SV,), _I)],
         "minor": [_m("semver_minor", (_SV,), _I)],
         "patch": [_m("semver_patch", (_SV,), _I)],
