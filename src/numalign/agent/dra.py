@@ -19,6 +19,7 @@ The status file lists the pods waiting for it (`draAllocating`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -70,13 +71,20 @@ class AgentDRA:
             pods, objects = pods_and_dra_from_documents(docs, source_name(path), skipped=skipped)
         for note in skipped:
             log.info("%s", note)
-        self.by_file[path] = objects
-        self._given_changed()
+        with self._locked():  # read outside the agent's lock, swapped in under it (review-3 M3)
+            self.by_file[path] = objects
+            self._given_changed()
         return pods
 
     def forget(self, path: str) -> None:
-        if self.by_file.pop(path, None) is not None:
-            self._given_changed()
+        with self._locked():
+            if self.by_file.pop(path, None) is not None:
+                self._given_changed()
+
+    def _locked(self) -> Any:
+        """The agent's lock, which refresh() and the allocation thread hold while they read the objects
+        given (none without an agent core)."""
+        return self._core.lock if self._core is not None else contextlib.nullcontext()
 
     def _given_changed(self) -> None:
         objects = DRAObjects()
