@@ -68,8 +68,10 @@ def generate_cpu_topology_hints(
 
     A pure function of the topology and its arguments: answers are kept per topology (shared by the
     nodes of one machine), as a fleet's nodes go through the same free sets again and again."""
-    avail = frozenset(available)
-    reusable_set = frozenset(reusable)
+    # The policy passes frozensets: taken as they are (frozenset() of one is a copy in the compiled core,
+    # with its hash to compute again for the memo's key).
+    avail = available if isinstance(available, frozenset) else frozenset(available)
+    reusable_set = reusable if isinstance(reusable, frozenset) else frozenset(reusable)
     memo: dict[tuple[frozenset[int], frozenset[int], int, bool], tuple[TopologyHint, ...]] | None
     memo = topo.derived.get(_HINTED)
     if memo is None:

@@ -81,6 +81,25 @@ def guaranteed_cpus(pod: Pod, container: Container) -> int:
     return q.value()
 
 
+# The free sets get_available_cpus has answered, one object per value (topo.derived[_FREE_SETS]): the hint
+# and Allocate memos key on that set, and a lookup that finds its own key object compares nothing, where
+# an equal set made again compares every CPU. Bounded: cleared when full.
+_FREE_SETS = "cpu_free_sets"
+FREE_SETS_KEPT = 4096
+
+
+def _interned(topology: CPUTopology, cpus: frozenset[int]) -> frozenset[int]:
+    table: dict[frozenset[int], frozenset[int]] | None = topology.derived.get(_FREE_SETS)
+    if table is None:
+        table = topology.derived[_FREE_SETS] = {}
+    got = table.get(cpus)
+    if got is None:
+        if len(table) >= FREE_SETS_KEPT:
+            table.clear()
+        table[cpus] = got = cpus
+    return got
+
+
 def pod_guaranteed_cpus(pod: Pod) -> int:
     """Upstream podGuaranteedCPUs: max(init peak, apps + sidecars), containers without a cpu key skipped."""
     init_peak = 0
@@ -244,7 +263,7 @@ class StaticPolicy:
         Allocate ask for it per container, and the same object keeps its hash for their memos' keys."""
         default = self.state.default_cpu_set
         if default is not self._available_from:
-            self._available = default - self.reserved_cpus
+            self._available = _interned(self.topology, default - self.reserved_cpus)
             self._available_from = default
         return self._available
 

@@ -60,6 +60,23 @@ class TakeOptions:
     # <= 1.37: kept combinations alias later ones (Go append); 1.38 hands each over as a copy
     go_slice_aliasing: bool = True
 
+    # Written out: the dataclass decorator's generated __eq__ and __hash__ run as interpreted Python in
+    # the compiled core, and allocate_cpus_kept hashes the options in its memo's key at every Allocate.
+    def fields(self) -> tuple[bool, ...]:
+        """Every field, in declaration order (what equality and the hash read)."""
+        return (self.full_pcpus_only, self.distribute_cpus_across_numa, self.distribute_cpus_across_cores,
+                self.prefer_align_cpus_by_uncorecache, self.align_by_socket, self.uncore_rounds_up,
+                self.distributed_by_socket, self.distributed_whole_groups, self.distributed_min_numas_from_hint,
+                self.go_slice_aliasing)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TakeOptions):
+            return NotImplemented
+        return self.fields() == other.fields()
+
+    def __hash__(self) -> int:
+        return hash(self.fields())
+
 
 def take_by_topology(
     topo: CPUTopology, available: Iterable[int], n: int, options: TakeOptions, min_numas_from_hint: int = 0

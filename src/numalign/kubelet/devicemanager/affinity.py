@@ -45,20 +45,21 @@ def filter_by_affinity(
         for node in dev.topology:
             per_node.setdefault(node, set()).add(d)
 
-    def group(node: int) -> int:
-        if _in_mask(mask, node):
-            return 0
-        return 2 if node == NODE_WITHOUT_TOPOLOGY else 1
-
-    nodes = sorted(per_node, key=lambda n: (group(n), len(per_node[n]), n))
+    # (group, free devices, node) per node, sorted: a plain loop, not a key closure (in the compiled core
+    # a nested function and its environment hold each other, a cycle only the garbage collector frees).
+    order: list[tuple[int, int, int]] = []
+    for node, ids in per_node.items():
+        group = 0 if _in_mask(mask, node) else 2 if node == NODE_WITHOUT_TOPOLOGY else 1
+        order.append((group, len(ids), node))
+    order.sort()
 
     aligned: list[str] = []
     unaligned: list[str] = []
     without: list[str] = []
     seen: set[str] = set()
     # A device on several nodes belongs to the group of the first node, in this order, that has it.
-    for node in nodes:
-        target = (aligned, unaligned, without)[group(node)]
+    for group, _, node in order:
+        target = aligned if group == 0 else unaligned if group == 1 else without
         for d in sorted_ids(per_node[node]):
             if d not in seen:
                 seen.add(d)

@@ -75,10 +75,23 @@ def generate_device_topology_hints(
             num_reusable += 1
     available_masks = _mask_counts([all_devices.get(d) for d in _distinct(available)])
 
+    # The hints depend only on these counts: kept per them, as a node's free devices come back to the
+    # same few counts admission after admission.
+    key = (tuple(numa_nodes), tuple(all_masks), tuple(reusable_masks), num_reusable, tuple(available_masks), request)
+    kept = _HINTED.get(key)
+    if kept is None:
+        kept = _hints(numa_nodes, all_masks, reusable_masks, num_reusable, available_masks, request)
+        if len(_HINTED) >= _HINTED_KEPT:
+            _HINTED.clear()
+        _HINTED[key] = kept
+    return list(kept)
+
+
+def _hints(numa_nodes: Sequence[int], all_masks: list[tuple[int, int]], reusable_masks: list[int],
+           num_reusable: int, available_masks: list[tuple[int, int]], request: int) -> tuple[TopologyHint, ...]:
     min_affinity_size = len(numa_nodes)
-    candidates: list[int] = []
-    for mask in _all_masks(numa_nodes):
-        count = mask.bit_count()
+    candidates: list[tuple[int, int]] = []
+    for mask, count in _all_masks(numa_nodes):
         if count < min_affinity_size:
             total = 0
             for m, n in all_masks:
@@ -98,9 +111,14 @@ def generate_device_topology_hints(
             if m & mask:
                 num_matching += n
         if num_matching >= request:
-            candidates.append(mask)
+            candidates.append((mask, count))
 
-    return [hint_of(m, m.bit_count() == min_affinity_size) for m in candidates]
+    return tuple([hint_of(m, count == min_affinity_size) for m, count in candidates])
+
+
+# generate_device_topology_hints' answers per (NUMA nodes, device masks and counts, request)
+_HINTED: dict[tuple[object, ...], tuple[TopologyHint, ...]] = {}
+_HINTED_KEPT = 4096
 
 
 def _distinct(ids: Collection[str]) -> Collection[str]:
@@ -116,20 +134,20 @@ def _mask_counts(devices: Iterable[Device | None]) -> list[tuple[int, int]]:
     return list(counts.items())
 
 
-def _all_masks(numa_nodes: Sequence[int]) -> list[int]:
-    """iterate_bitmasks over the nodes, kept per node list (a machine has one or two: all its nodes, and
-    those hosting a resource's devices from 1.36)."""
+def _all_masks(numa_nodes: Sequence[int]) -> list[tuple[int, int]]:
+    """iterate_bitmasks over the nodes with each mask's node count, kept per node list (a machine has one
+    or two: all its nodes, and those hosting a resource's devices from 1.36)."""
     key = tuple(numa_nodes)
     masks = _MASKS.get(key)
     if masks is None:
-        masks = list(iterate_bitmasks(list(key)))
+        masks = [(m, m.bit_count()) for m in iterate_bitmasks(list(key))]
         if len(_MASKS) >= _MASKS_KEPT:
             _MASKS.clear()
         _MASKS[key] = masks
     return masks
 
 
-_MASKS: dict[tuple[int, ...], list[int]] = {}
+_MASKS: dict[tuple[int, ...], list[tuple[int, int]]] = {}
 _MASKS_KEPT = 64
 
 

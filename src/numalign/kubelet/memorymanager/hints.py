@@ -80,6 +80,22 @@ def calculate_hints(
             _COVERING.clear()
         _COVERING[key] = found
     candidates, min_affinity_size = found
+    # The hints themselves depend, beyond that key, only on each node's free bytes, its cells and whether
+    # it holds an assignment (and on reusable memory, which only an init container's pod has): kept per
+    # those, as a node's state comes back to the same few values admission after admission.
+    state_key: tuple[object, ...] | None = None
+    if not reusable:
+        parts: list[object] = [key]
+        for i in range(len(states)):
+            st = states[i]
+            parts.append(tuple(st.cells))
+            parts.append(st.number_of_assignments != 0)
+            for ts in tables:
+                parts.append(ts[i].free)
+        state_key = tuple(parts)
+        kept = _HINTED.get(state_key)
+        if kept is not None:
+            return _as_hints(kept, resources)
     grouped: set[int] = set()  # nodes in a multi-NUMA group
     busy: set[int] = set()
     for i, n in enumerate(nodes):
@@ -130,9 +146,18 @@ def calculate_hints(
         if fits:
             masks.append(mask)
 
+    listed = _hint_list(masks, min_affinity_size) if masks else ()
+    if state_key is not None:
+        if len(_HINTED) >= COVERING_KEPT:
+            _HINTED.clear()
+        _HINTED[state_key] = listed
+    return _as_hints(listed, resources)
+
+
+def _as_hints(listed: tuple[TopologyHint, ...], resources: list[str]) -> MemoryHints:
+    """calculateHints' answer: the same list (a new one each) per resource, or {} when no mask fits."""
     hints: MemoryHints = {}
-    if masks:
-        listed = _hint_list(masks, min_affinity_size)
+    if listed:
         for r in resources:
             hints[r] = list(listed)
     return hints
@@ -152,6 +177,9 @@ def _hint_list(masks: list[int], min_affinity_size: int) -> tuple[TopologyHint, 
 
 
 _HINT_LISTS: dict[tuple[tuple[int, ...], int], tuple[TopologyHint, ...]] = {}
+# calculate_hints' answers without reusable memory, per (its covering key, each node's cells, busy flag and
+# free bytes per resource).
+_HINTED: dict[tuple[object, ...], tuple[TopologyHint, ...]] = {}
 
 
 # calculateHints' masks whose allocatable bytes cover a request, per (NUMA ids, request, allocatable).

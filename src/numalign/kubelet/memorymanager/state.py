@@ -38,6 +38,16 @@ class MemoryTable:
     reserved: int = 0
     free: int = 0
 
+    # Written out (here and in NUMANodeState and Block): the dataclass decorator's generated __init__ runs
+    # as interpreted Python in the compiled core, and tables and blocks are made at every allocation.
+    def __init__(self, total: int = 0, system_reserved: int = 0, allocatable: int = 0, reserved: int = 0,
+                 free: int = 0) -> None:
+        self.total = total
+        self.system_reserved = system_reserved
+        self.allocatable = allocatable
+        self.reserved = reserved
+        self.free = free
+
     def copy(self) -> MemoryTable:
         return MemoryTable(self.total, self.system_reserved, self.allocatable, self.reserved, self.free)
 
@@ -64,6 +74,12 @@ class NUMANodeState:
     memory_map: dict[str, MemoryTable] = field(default_factory=dict)
     cells: list[int] = field(default_factory=list)
 
+    def __init__(self, number_of_assignments: int = 0, memory_map: dict[str, MemoryTable] | None = None,
+                 cells: list[int] | None = None) -> None:
+        self.number_of_assignments = number_of_assignments
+        self.memory_map = {} if memory_map is None else memory_map
+        self.cells = [] if cells is None else cells
+
     def copy(self) -> NUMANodeState:
         return NUMANodeState(
             self.number_of_assignments,
@@ -89,6 +105,11 @@ class Block:
     numa_affinity: list[int]
     type: str
     size: int
+
+    def __init__(self, numa_affinity: list[int], type: str, size: int) -> None:
+        self.numa_affinity = numa_affinity
+        self.type = type
+        self.size = size
 
     def copy(self) -> Block:
         return Block(list(self.numa_affinity), self.type, self.size)

@@ -45,3 +45,20 @@ def test_allocate_gives_exactly_n_allocatable_cpus(topo: CPUTopology, data: st.D
         aligned = aligned_cpus(topo, mask, free, options.align_by_socket)
         # Aligned CPUs are taken first: the result holds min(n, |aligned|) of them.
         assert len(got & aligned) == min(n, len(aligned))
+
+
+def test_take_options_equality_and_hash_read_every_field() -> None:
+    # TakeOptions writes its __eq__ and __hash__ out (allocate_cpus_kept's memo key): each field must
+    # count, or two option sets that take differently would share memoised answers.
+    import dataclasses
+
+    base = TakeOptions()
+    names = [f.name for f in dataclasses.fields(TakeOptions)]
+    assert len(base.fields()) == len(names)
+    assert base == TakeOptions() and hash(base) == hash(TakeOptions())
+    for name in names:
+        other = dataclasses.replace(base, **{name: not getattr(base, name)})
+        assert other != base, name
+        assert other.fields() == tuple(getattr(other, n) for n in names)
+        assert {other: 1}.get(dataclasses.replace(base, **{name: not getattr(base, name)})) == 1
+    assert base != "not options"
