@@ -110,11 +110,31 @@ _LIST_ATOMS = (
     f"[{_G}.index, 1].sort()[0] == 1", f'[{_G}.model, "a"].distinct().size() == 2',
 )
 
+# Two-variable comprehensions (cel-go ext.TwoVarComprehensions, base environment 1.32), over lists of
+# constants and of the device's strings and over maps of constants (not over device.attributes: Go's map
+# order would make the cost of an early stop vary). The macros' own errors (a variable that is not a
+# name, twice the same) are unit-tested: beside a syntax error cel-go reports both, numalign's parser
+# (cel-cpp) only the syntax error (docs/dra.md).
+_COMPREHENSION_ATOMS = (
+    "[1, 2].all(i, v, i < v)", "[1, 2].exists(i, v, i == v)", "[1, 2].existsOne(i, v, i == 1)",
+    "[1, 2].exists_one(i, v, v == 2)", "[1, 2].transformList(i, v, i + v) == [1, 3]",
+    "[1, 2].transformList(i, v, i > 0, v) == [2]", '{"a": 1}.transformMap(k, v, v + 1) == {"a": 2}',
+    '{"a": 1, "b": 2}.transformMap(k, v, v > 1, v + 1) == {"b": 3}',
+    '{"a": 1}.transformMapEntry(k, v, {v: k}) == {1: "a"}',
+    '{"a": 1, "b": 1}.transformMapEntry(k, v, {v: k}).size() == 1',
+    f'{_S}.all(i, p, i < 3 && p != "")', f'{_S}.exists(i, p, i == 2 && p == "com")',
+    f'{_S}.transformList(i, p, p.size() > 3, i) == [1]', f'{_S}.transformMap(i, p, p).size() == 3',
+    f'{_S}.transformMapEntry(i, p, {{p: i}})["gpu"] == 0', '{"a": 1}.all(k, v, k == "a" && v == 1)',
+    "[1].all(@result, v, true)", "[1].exists(i, v, v)", "[1].exists(v, v)", "true && 1",
+    '{"a": "b"}.transformMap(k, v, 1).a == 1', "[[1, 2], [3]].transformList(i, l, l.size()).sum() == 3",
+)
+
 
 def _compose(rng: random.Random, depth: int) -> str:
     if depth == 0 or rng.random() < 0.35:
         pick = rng.random()
-        return rng.choice(_ATOMS if pick < 0.75 else _NET_ATOMS if pick < 0.87 else _LIST_ATOMS)
+        return rng.choice(_ATOMS if pick < 0.7 else _NET_ATOMS if pick < 0.8 else _LIST_ATOMS if pick < 0.9
+                          else _COMPREHENSION_ATOMS)
     a, b = _compose(rng, depth - 1), _compose(rng, depth - 1)
     shape = rng.randrange(6)
     if shape == 0:

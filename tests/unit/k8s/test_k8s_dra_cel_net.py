@@ -99,3 +99,45 @@ def test_lists_range_is_bounded_before_it_builds_anything() -> None:
         _run('[dyn(1), dyn("a")].sort() == []')
     with pytest.raises(CELRuntimeError, match=r"^cannot slice\(2, 1\), start index must be less than or equal"):
         _run("[1, 2, 3].slice(2, 1) == []")
+
+
+@pytest.mark.parametrize(
+    ("expression", "answer", "max_cost", "cost"),
+    [
+        ("[1, 2].all(i, v, i < v)", True, 23, 13),
+        ("[1, 2].exists(i, v, i == v)", False, 25, 15),
+        ("[1, 2].existsOne(i, v, i == 1)", True, 20, 8),
+        ("[1, 2].transformList(i, v, i + v) == [1, 3]", True, 62, 32),
+        ("[1, 2].transformList(i, v, i > 0, v) == [2]", True, 62, 19),
+        ('{"a": 1}.transformMap(k, v, v + 1) == {"a": 2}', True, 97, 7),
+        ('{"a": 1}.transformMap(k, v, v > 0, v + 1) == {"a": 2}', True, 99, 9),
+        ('{"a": 1}.transformMapEntry(k, v, {v: k}) == {1: "a"}', True, 126, 36),
+    ],
+)
+def test_two_variable_comprehensions_answer_and_cost_as_cel_go(expression: str, answer: bool, max_cost: int,
+                                                                cost: int) -> None:
+    for minor in (34, 35, 36, 37):
+        assert compile_selector(expression, CELFeatures(True, True, minor=minor)).max_cost == max_cost
+        assert compile_selector(expression, CELFeatures(True, True, minor=minor), new_object=True).error is None
+        assert _run(expression, minor) == (answer, cost)
+
+
+@pytest.mark.parametrize(
+    ("expression", "error"),
+    [
+        ("[1].all(i, i, true)", "ERROR: <input>:1:12: duplicate variable name: i"),
+        ("[1].all(i, 1, true)", "ERROR: <input>:1:12: argument must be a simple name"),
+        ("[1].exists(i, v, v)", "ERROR: <input>:1:18: expected type 'bool' but found 'int'"),
+        # cel-go checks `&&`/`||` argument by argument (the one-variable macros too)
+        ("[1].all(v, v)", "ERROR: <input>:1:12: expected type 'bool' but found 'int'"),
+        ("true && 1", "ERROR: <input>:1:9: expected type 'bool' but found 'int'"),
+    ],
+)
+def test_two_variable_macro_and_logical_errors_are_cel_gos(expression: str, error: str) -> None:
+    compiled = compile_selector(expression, ALL)
+    assert compiled.error is not None and compiled.error.startswith(f"compilation failed: {error}\n")
+
+
+def test_transform_map_entry_refuses_a_key_twice() -> None:
+    with pytest.raises(CELRuntimeError, match=r"^insert failed: key 1 already exists$"):
+        _run('{"a": 1, "b": 1}.transformMapEntry(k, v, {v: k}).size() == 1')

@@ -132,6 +132,17 @@ class _Checker:
 
     def resolve(self, e: Expr, name: str, fn: list[Overload], target: Expr | None, args: list[Expr]) -> None:
         arg_types = [self.get(a) for a in args]
+        if name in ("_&&_", "_||_") and target is None:
+            # cel-go checks the logical operators argument by argument: each one not a bool is
+            # "expected type 'bool'" where it stands, not a missing overload of the operator
+            mismatched = False
+            for a, ty in zip(args, arg_types, strict=True):
+                if not t.is_assignable(self.m, ty, t.BOOL):
+                    self.error(a, f"expected type 'bool' but found '{ty.fmt()}'")
+                    mismatched = True
+            self.out.overloads[e.id] = [fn[0].id]
+            self.set(e, t.ERROR if mismatched else t.BOOL)
+            return
         if target is not None:
             arg_types.insert(0, self.get(target))
         result: t.Type | None = None

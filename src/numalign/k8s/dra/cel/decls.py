@@ -249,6 +249,9 @@ def _kubernetes(minor: int, stored: bool, list_type_attributes: bool) -> dict[st
     }
     out["_[_]"] = [_g("optional_list_index_int", (t.optional_of(t.list_of(A)), _I), t.optional_of(A)),
                    _g("optional_map_index_value", (t.optional_of(t.map_of(K, V)), K), t.optional_of(V))]
+    # cel-go ext.TwoVarComprehensions (base environment 1.32): the insertion of transformMap(Entry)
+    out["cel.@mapInsert"] = [_g("@mapInsert_map_key_value", (t.map_of(K, V), K, V), t.map_of(K, V)),
+                             _g("@mapInsert_map_map", (t.map_of(K, V), t.map_of(K, V)), t.map_of(K, V))]
     # the optional library (not pinned to a version): a list's first and last element
     out["first"] = [_m("list_first", (t.list_of(A),), t.optional_of(A))]
     out["last"] = [_m("list_last", (t.list_of(A),), t.optional_of(A))]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from numalign.k8s.dra.cel import library as lib
-from numalign.k8s.dra.cel.values import NO_SUCH_OVERLOAD, CelError, Optional, equal, type_name
+from numalign.k8s.dra.cel.values import MISSING, NO_SUCH_OVERLOAD, CelError, Optional, equal, map_get, type_name
 
 CALL_COST: Final = 1
 LIST_CREATE_COST: Final = 10  # common.ListCreateBaseCost
@@ -130,7 +130,27 @@ def last(target: Any) -> Optional:
     return Optional(items[-1]) if items else Optional()
 
 
+def map_insert(target: Any, key: Any, *value: Any) -> dict[Any, Any]:
+    """cel.@mapInsert of the two-variable comprehensions: a key and its value, or every entry of a map;
+    a key already there is an error (types.InsertMapKeyValue)."""
+    if not isinstance(target, dict):
+        raise CelError(NO_SUCH_OVERLOAD)
+    if value:
+        entries = [(key, value[0])]
+    elif isinstance(key, dict):
+        entries = list(key.items())
+    else:
+        raise CelError(NO_SUCH_OVERLOAD)
+    out = dict(target)
+    for k, v in entries:
+        if map_get(out, k) is not MISSING:
+            raise CelError(f"insert failed: key {lib.to_string(k) if not isinstance(k, str) else k} already exists")
+        out[k] = v
+    return out
+
+
 FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
+    "cel.@mapInsert": map_insert,
     "slice": list_slice, "flatten": flatten, "sort": sort, "distinct": distinct, "reverse": reverse,
     "first": first, "last": last,
 }

@@ -20,6 +20,7 @@ from numalign.k8s.dra.cel.ast import Expr, Parsed, read_parsed
 from numalign.k8s.dra.cel.checker import Checked, check
 from numalign.k8s.dra.cel.cost import estimate
 from numalign.k8s.dra.cel.decls import STANDARD_FUNCTIONS, Environment, environment
+from numalign.k8s.dra.cel.macros import expand_two_variable_macros
 from numalign.k8s.dra.cel.program import Meter, Node, compile_program
 from numalign.k8s.dra.cel.projection import Path as Path  # re-exported: the paths a selector reads
 from numalign.k8s.dra.cel.projection import absent_key, device_paths, project, value_key
@@ -115,9 +116,13 @@ def compile_selector(expression: str, features: CELFeatures = CELFeatures(), *,
 def _parse(expression: str) -> Parsed | str:
     """The parsed expression, or the compile error (upstream's "compilation failed: ...")."""
     try:
-        return read_parsed(_PARSER.compile(expression, disable_check=True).serialize())
+        parsed = read_parsed(_PARSER.compile(expression, disable_check=True).serialize())
     except RuntimeError as exc:
         return "compilation failed: " + _cpp_error(str(exc))
+    errors = expand_two_variable_macros(parsed)
+    if errors:
+        return "compilation failed: " + _issues(expression, parsed.positions, errors)
+    return parsed
 
 
 def _guards(env: Environment, checked: Checked) -> dict[int, tuple[tuple[_t.Type, ...], ...]]:
