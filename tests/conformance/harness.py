@@ -7,12 +7,14 @@ checks) or another released patch (`1.34.2`, whose modfile conformance/build wri
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
 import subprocess
 import threading
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -131,9 +133,20 @@ def ensure_built(wanted: Sequence[str]) -> None:
 
 def answer(target: str, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The harness's answer to each request, in order; a hang restarts it after the hanging case."""
-    answers: list[dict[str, Any]] = []
-    while len(answers) < len(requests):
-        rest = requests[len(answers) :]
+    return [got for _, got in stream(target, iter(requests))]
+
+
+def stream(target: str, requests: Iterator[dict[str, Any]]
+           ) -> Generator[tuple[dict[str, Any], dict[str, Any]], None, None]:
+    """Each request with the harness's answer to it, in order, as they come: the requests are drawn from
+    the iterator only as far as the harness has read (pipe and scanner buffers ahead of it), and nothing is
+    kept once answered, so a run of many cases holds a few of them at a time (a list of every case and
+    answer grew a long run's memory past what a shared machine allows). A hang ({"hang": true}, exit
+    HANG_EXIT) restarts the harness with the requests it had been sent and not answered."""
+    pending: deque[dict[str, Any]] = deque()  # sent to a harness, not answered yet
+    failed: list[BaseException] = []  # what the generator of the requests raised
+    source = iter(requests)
+    while True:
         proc = subprocess.Popen(
             [str(binary(target))],
             stdin=subprocess.PIPE,
@@ -142,28 +155,55 @@ def answer(target: str, requests: Sequence[dict[str, Any]]) -> list[dict[str, An
             text=True,
         )
         assert proc.stdin is not None and proc.stdout is not None
+        resend = list(pending)  # what the harness before this one read and never answered
 
-        def feed(lines: Sequence[dict[str, Any]] = rest, stdin: IO[str] = proc.stdin) -> None:
+        def feed(stdin: IO[str] = proc.stdin, resend: list[dict[str, Any]] = resend) -> None:
             try:
-                for r in lines:
+                for r in resend:
+                    stdin.write(json.dumps(r) + "\n")
+                while True:
+                    try:
+                        r = next(source)
+                    except StopIteration:
+                        break
+                    except BaseException as e:  # the cases' generator failed: said after what was answered
+                        failed.append(e)
+                        break
+                    pending.append(r)  # before the write: a request the harness may read is pending
                     stdin.write(json.dumps(r) + "\n")
                 stdin.close()
-            except (BrokenPipeError, OSError):
-                pass  # the harness stopped after a hang; the rest goes to the next one
+            except (OSError, ValueError):
+                pass  # the harness stopped (after a hang: the rest goes to the next one)
 
         writer = threading.Thread(target=feed, daemon=True)
         writer.start()
         got = 0
-        for line in proc.stdout:
-            answers.append(json.loads(line))
-            got += 1
-        code = proc.wait()
-        writer.join()
+        read_all = False
+        try:
+            for line in proc.stdout:
+                reply = json.loads(line)
+                got += 1
+                yield pending.popleft(), reply
+            read_all = True
+        finally:
+            if not read_all:  # the caller stopped early (or failed): this harness is not needed any more
+                proc.kill()
+            code = proc.wait()
+            writer.join()
+            proc.stdout.close()
+            # the writer closed it, unless a write failed: the harness is gone, what was buffered is dropped
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+        if failed:
+            raise failed[0]
         if code == HANG_EXIT and got:
-            continue
-        if code != 0 or got != len(rest):
+            if pending:
+                continue
+            return
+        if code != 0 or pending:
             raise SystemExit(
-                f"conformance: the {target} harness ({binary(target)}) exited {code} after {got} of "
-                f"{len(rest)} cases; run it by hand on the case after the last answered one"
+                f"conformance: the {target} harness ({binary(target)}) exited {code} after {got} cases of "
+                f"its run, {len(pending)} sent and not answered; run it by hand on the case after the last "
+                "answered one"
             )
-    return answers
+        return

@@ -16,7 +16,7 @@ import random
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,16 +129,36 @@ class Difference:
 
 
 @dataclass
+class DifferenceClass:
+    """The cases that first differ at one place: how many, and the smallest (the reproduction printed).
+    Only the smallest is kept, so a long run with many differences holds one case per class."""
+    count: int
+    smallest: Difference
+
+
+@dataclass
 class Tally:
     version: str
     area: str
     cases: int = 0
     equal: int = 0
     allowed: int = 0
+    different: int = 0
     numalign_cpu_s: float = 0.0
     harness_wall_s: float = 0.0
-    differences: list[Difference] = field(default_factory=list)
+    classes: dict[str, DifferenceClass] = field(default_factory=dict)  # first difference -> its class
     named: dict[str, bool] = field(default_factory=dict)  # named case -> equal
+
+    def add_difference(self, d: Difference) -> None:
+        self.different += 1
+        where = first_difference(d.ours, d.theirs)
+        known = self.classes.get(where)
+        if known is None:
+            self.classes[where] = DifferenceClass(1, d)
+            return
+        known.count += 1
+        if d.size < known.smallest.size:
+            known.smallest = d
 
 
 def first_difference(ours: Any, theirs: Any, path: str = "") -> str:
@@ -165,6 +185,28 @@ def numalign_answer(area: Any, case: dict[str, Any], version: str) -> Any:
         return {"numalign_exception": f"{type(e).__name__}: {e}", "at": traceback.format_exc(limit=-2)}
 
 
+def _requests(name: str, area: Any, cases: int, seed: int, minor: str, version: str, wide: bool,
+              named: dict[str, str]) -> Iterator[dict[str, Any]]:
+    """The area's requests to the harness, generated one at a time as the harness reads them."""
+    # Seeded by minor: every patch of a minor answers the same cases. The wide profile's cases are
+    # another series (an area without a wide generator answers its usual cases).
+    profile = wide and hasattr(area, "generate_wide")
+    rng = random.Random(f"{seed}/{name}/{minor}" + ("/wide" if profile else ""))
+    generate = area.generate_wide if profile else area.generate
+    # An area over a fixed set of inputs (the sysfs dumps) has its cases, whatever --cases says.
+    generated: Iterable[dict[str, Any]] = (
+        area.fixed_cases(version) if hasattr(area, "fixed_cases") else (generate(rng, version) for _ in range(cases)))
+    # A case may carry its own CPU-time bound in the harness (cpu_bound: the wide profile's machines
+    # where upstream walks 2^N masks, which would otherwise use up the default 20 s each).
+    bound = getattr(area, "cpu_bound", None)
+    for i, c in enumerate(generated):
+        yield {"id": f"{name}-{i}", "area": name, "case": c,
+               **({"hang_after_cpu": b} if bound is not None and (b := bound(c)) is not None else {})}
+    # Named cases (a known upstream hang) come last, each with its own CPU-time bound in the harness.
+    for case_name, case, cpu_bound in (area.named_cases(version) if hasattr(area, "named_cases") else []):
+        yield {"id": f"{name}-{case_name}", "area": name, "case": case, "hang_after_cpu": cpu_bound}
+
+
 def run_version(target: str, areas: Sequence[str], cases: int, seed: int, allow: Sequence[str],
                 wide: bool = False) -> list[Tally]:
     version = harness.version_of(target)
@@ -174,37 +216,17 @@ def run_version(target: str, areas: Sequence[str], cases: int, seed: int, allow:
         area = AREAS[name]
         if minor not in area.MINORS:
             continue
-        # Seeded by minor: every patch of a minor answers the same cases. The wide profile's cases are
-        # another series (an area without a wide generator answers its usual cases).
-        profile = wide and hasattr(area, "generate_wide")
-        rng = random.Random(f"{seed}/{name}/{minor}" + ("/wide" if profile else ""))
-        generate = area.generate_wide if profile else area.generate
-        # An area over a fixed set of inputs (the sysfs dumps) has its cases, whatever --cases says.
-        if hasattr(area, "fixed_cases"):
-            generated = area.fixed_cases(version)
-        else:
-            generated = [generate(rng, version) for _ in range(cases)]
-        # A case may carry its own CPU-time bound in the harness (cpu_bound: the wide profile's machines
-        # where upstream walks 2^N masks, which would otherwise use up the default 20 s each).
-        bound = getattr(area, "cpu_bound", None)
-        requests: list[dict[str, Any]] = [
-            {"id": f"{name}-{i}", "area": name, "case": c,
-             **({"hang_after_cpu": b} if bound is not None and (b := bound(c)) is not None else {})}
-            for i, c in enumerate(generated)]
-        # Named cases (a known upstream hang) come last, each with its own CPU-time bound in the harness.
-        named: dict[str, str] = {}
-        for case_name, case, cpu_bound in (area.named_cases(version) if hasattr(area, "named_cases") else []):
-            generated.append(case)
-            named[f"{name}-{case_name}"] = case_name
-            requests.append({"id": f"{name}-{case_name}", "area": name, "case": case, "hang_after_cpu": cpu_bound})
-        tally = Tally(version=version, area=name, cases=len(generated))
+        named = {f"{name}-{case_name}": case_name
+                 for case_name, _, _ in (area.named_cases(version) if hasattr(area, "named_cases") else [])}
+        tally = Tally(version=version, area=name)
         t0 = time.perf_counter()
-        answers = harness.answer(target, requests)
-        tally.harness_wall_s = time.perf_counter() - t0
-        c0 = time.process_time()
-        ours_all = [numalign_answer(area, c, version) for c in generated]
-        tally.numalign_cpu_s = time.process_time() - c0
-        for req, got, ours in zip(requests, answers, ours_all, strict=True):
+        # Case by case as the harness answers: numalign answers each while the harness works on the next
+        # ones, and only the differences' smallest cases are kept (Tally.add_difference).
+        for req, got in harness.stream(target, _requests(name, area, cases, seed, minor, version, wide, named)):
+            tally.cases += 1
+            c0 = time.process_time()
+            ours = numalign_answer(area, req["case"], version)
+            tally.numalign_cpu_s += time.process_time() - c0
             theirs = got.get("answer", {"harness_error": got.get("error")})
             same = area.equivalent(ours, theirs) if hasattr(area, "equivalent") else ours == theirs
             if req["id"] in named:
@@ -215,15 +237,15 @@ def run_version(target: str, areas: Sequence[str], cases: int, seed: int, allow:
             if any(DELIBERATE[n][1](name, version, req["case"], ours, theirs) for n in allow):
                 tally.allowed += 1
                 continue
-            tally.differences.append(
-                Difference(name, version, req["id"], req["case"], ours, theirs, area.size(req["case"]))
-            )
+            tally.add_difference(
+                Difference(name, version, req["id"], req["case"], ours, theirs, area.size(req["case"])))
+        tally.harness_wall_s = time.perf_counter() - t0
         tallies.append(tally)
     return tallies
 
 
 def report(tallies: Sequence[Tally], out: Any) -> int:
-    total = sum(len(t.differences) for t in tallies)
+    total = sum(t.different for t in tallies)
     cases = sum(t.cases for t in tallies)
     print(f"conformance: {cases} cases, {total} differences", file=out)
     for t in tallies:
@@ -232,16 +254,14 @@ def report(tallies: Sequence[Tally], out: Any) -> int:
             extra += " (named: " + ", ".join(f"{n} {'equal' if ok else 'DIFFERENT'}" for n, ok in t.named.items()) + ")"
         print(
             f"  kubelet {t.version:<8} {t.area:<10} {t.cases:>5} cases  {t.equal:>5} equal  "
-            f"{len(t.differences):>4} different{extra}",
+            f"{t.different:>4} different{extra}",
             file=out,
         )
-    classes: dict[tuple[str, str, str], list[Difference]] = {}
-    for t in tallies:
-        for d in t.differences:
-            classes.setdefault((d.area, d.version, first_difference(d.ours, d.theirs)), []).append(d)
-    for (area, version, where), diffs in sorted(classes.items()):
-        smallest = min(diffs, key=lambda d: d.size)
-        print(f"\ndifference: {area} at {version}, first at {where}: {len(diffs)} cases", file=out)
+    classes = sorted((((t.area, t.version, where), cls) for t in tallies for where, cls in t.classes.items()),
+                     key=lambda item: item[0])
+    for (area, version, where), cls in classes:
+        smallest = cls.smallest
+        print(f"\ndifference: {area} at {version}, first at {where}: {cls.count} cases", file=out)
         print(f"  smallest ({smallest.case_id}): {json.dumps(smallest.case, separators=(',', ':'))}", file=out)
         print(f"  upstream: {json.dumps(smallest.theirs, separators=(',', ':'))}", file=out)
         print(f"  numalign: {json.dumps(smallest.ours, separators=(',', ':'))}", file=out)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import random
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -112,16 +113,17 @@ def test_a_hang_in_other_words_is_a_difference() -> None:
 def test_named_cases_are_asked_with_their_cpu_bound_and_reported_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[dict[str, Any]] = []
 
-    def answer(target: str, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        asked.extend(requests)
-        return [{"id": r["id"], "answer": {"hang": True} if "hang_after_cpu" in r else r["case"]} for r in requests]
+    def stream(target: str, requests: Iterator[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+        for r in requests:
+            asked.append(r)
+            yield r, {"id": r["id"], "answer": {"hang": True} if "hang_after_cpu" in r else r["case"]}
 
     area = SimpleNamespace(
         NAME="fake", MINORS=("1.37",), generate=lambda rng, v: {"n": rng.randint(0, 9)}, size=lambda c: 1,
         numalign=lambda c, v: {"hang": True} if c.get("named") else c,
         named_cases=lambda v: [("k8s-140730", {"named": True}, "2s"), ("other", {"named": False}, "1s")])
     monkeypatch.setitem(AREAS, "fake", area)
-    monkeypatch.setattr(harness, "answer", answer)
+    monkeypatch.setattr(harness, "stream", stream)
     (tally,) = run.run_version("1.37", ["fake"], 3, 1, [])
     assert [r.get("hang_after_cpu") for r in asked] == [None, None, None, "2s", "1s"]
     assert [r["id"] for r in asked[3:]] == ["fake-k8s-140730", "fake-other"]
