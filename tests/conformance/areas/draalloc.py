@@ -240,7 +240,8 @@ def named_cases(version: str) -> list[tuple[str, dict[str, Any], str]]:
         # 1.34 keeps counters per slice, from the device's own slice's counter sets (alpha there; not
         # modelled, as the generated cases have no counters at 1.34, docs/dra.md "Gaps")
         [("counters-per-driver", _same_pool_name_case(), "20s")] if version.split(".")[1] != "34" else []) + (
-        _capacity_cases(int(version.split(".")[1]))) + _cases_133(minor)
+        _capacity_cases(int(version.split(".")[1]))) + _cases_133(minor) + [
+        ("capacity-error-other-value", _capacity_error_case(), "20s")]
 
 
 def _cases_133(minor: int) -> list[tuple[str, dict[str, Any], str]]:
@@ -270,6 +271,23 @@ def _cases_133(minor: int) -> list[tuple[str, dict[str, Any], str]]:
         {"name": "r1", "exactly": {"deviceClassName": "gpu", "adminAccess": True}}]}
     admin["gate_overrides"] = dict(gates, DRAAdminAccess=True) if minor == 33 else {}
     return [("all-keeps-devices", keeps, "20s"), ("admin-same-device", admin, "20s")]
+
+
+def _capacity_error_case() -> dict[str, Any]:
+    """capacity-error-other-value: two GPUs under matchAttribute numaNode, each asking for -1 of bandwidth (a
+    claim stored before validation refused it); gpu-0 and gpu-2 (NUMA 0) have a validRange of at least 1G,
+    to which -1 rounds up, gpu-1 (NUMA 1) no policy, so -1 is what it would consume. 1.37 takes gpu-0, then
+    its scan checks gpu-1's capacity (another NUMA node, which the constraint would refuse) and aborts the
+    allocation on the negative value; before 1.37 the request passes over gpu-1 and gets gpu-2."""
+    case = _distinct_case("numa", {"count": 2, "capacity": {"requests": {"bandwidth": "-1"}}},
+                          "resource.kubernetes.io/numaNode", [])
+    case["claims"][0]["spec"]["devices"]["constraints"] = [{"matchAttribute": "resource.kubernetes.io/numaNode"}]
+    at_least = {"validRange": {"min": "1G"}}
+    case["slices"][0]["spec"]["devices"] = [
+        {"name": f"gpu-{i}", "attributes": {"resource.kubernetes.io/numaNode": {"int": numa}},
+         "capacity": {"bandwidth": {"value": "10G", **({} if numa else {"requestPolicy": at_least})}}}
+        for i, numa in enumerate((0, 1, 0))]
+    return case
 
 
 def _shared_bandwidth_case(name: str, requests: list[str], policy: dict[str, Any] | None, value: str = "10",

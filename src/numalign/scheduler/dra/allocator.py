@@ -221,6 +221,7 @@ class _BySignature:
         self.fits: dict[DeviceID, bool] = {}
         self.full: dict[int, _Plan] = {}
         self.restricted: dict[tuple[int, str, object], _Plan] = {}
+        self.capacity_failing: dict[int, list[tuple[int, int]]] = {}
 
 
 @dataclass
@@ -866,11 +867,38 @@ class Allocator:
         if positions is None:
             positions = groups[_ALWAYS]
         failing = self._failing_positions(key, pi, pool, data)
+        if self.features.consumable_capacity and self._capacity_rules.strict:
+            failing = failing + self._capacity_failing_positions(key, pi, pool, data)
         if failing:
-            # A selector that fails on a device fails the allocation when the scan reaches that device,
-            # whatever its attribute: those devices stay on the way.
+            # A selector that fails on a device, or (1.37) a capacity check that aborts, fails the allocation
+            # when the scan reaches that device, whatever its attribute: those devices stay on the way.
             positions = sorted(set(positions) | set(failing))
         return positions
+
+    def _capacity_failing_positions(self, key: Key, pi: int, pool: Pool, data: _RequestData) -> list[tuple[int, int]]:
+        """The devices of a pool that the request selects and whose capacity check aborts the allocation (1.37:
+        a request that cannot be represented, a negative capacity), once per request kind and pool: upstream's
+        scan checks every selected device's capacity, also one of another matchAttribute value. The check reads
+        nothing the search changes (what is consumed only decides a fit, after the abort's checks)."""
+        failing = data.by_signature.capacity_failing
+        found = failing.get(pi)
+        if found is None:
+            found = []
+            request = data.request
+            for sli, in_slice in enumerate(self._candidates(pi, pool)):
+                for dvi, candidate in enumerate(in_slice):
+                    if not candidate.device.capacity:
+                        continue  # nothing to check: no error
+                    try:
+                        if not self._selectable(key, data, candidate):
+                            continue
+                        self._fits(request, candidate.device_id, candidate.device)
+                    except AllocatorError:
+                        continue  # a selector's error: _failing_positions has it
+                    except CapacityRequestError:
+                        found.append((sli, dvi))
+            failing[pi] = found
+        return found
 
     def _failing_positions(self, key: Key, pi: int, pool: Pool, data: _RequestData) -> list[tuple[int, int]]:
         """The devices of a pool on which the request's or its class's selectors fail (a CEL runtime error),

@@ -94,3 +94,34 @@ def test_the_gate_needs_consumable_capacity_and_1_37() -> None:
         features_for("1.36", ON)
     assert features_for("1.37", ON).generation.name == "incubating"
     assert not features_for("1.37").fractional_capacity_range
+
+
+def _numa_case(request: str) -> dict[str, Any]:
+    """Three GPUs in device order NUMA 0, 1, 0: those of NUMA 0 with a validRange of at least 1G (to which a
+    negative request rounds up), gpu-1 without a policy; one claim of two GPUs under matchAttribute numaNode."""
+    at_least = {"validRange": {"min": "1G"}}
+    devices = [{"name": f"gpu-{i}", "attributes": {"resource.kubernetes.io/numaNode": {"int": numa}},
+                "capacity": {"bandwidth": {"value": "10G", **({} if numa else {"requestPolicy": at_least})}}}
+               for i, numa in enumerate((0, 1, 0))]
+    case = _case([request], None)
+    case["slices"][0]["spec"]["devices"] = devices
+    spec = case["claims"][0]["spec"]["devices"]
+    spec["requests"][0]["exactly"]["count"] = 2
+    spec["constraints"] = [{"matchAttribute": "resource.kubernetes.io/numaNode"}]
+    return case
+
+
+def test_137_aborts_on_the_capacity_of_a_device_the_match_attribute_would_refuse() -> None:
+    """With gpu-0 taken, the constraint holds NUMA 0; 1.37's scan still checks gpu-1's capacity (numalign's
+    search, which visits only NUMA 0 devices there, keeps the devices whose check aborts on its way)."""
+    assert answer(_numa_case("-1"), "1.37.2") == {"outcome": "error", "message": (
+        'claim default/c0, request gpu: checking capacity for device gpu.example.com/gpus/gpu-1: capacity '
+        '"bandwidth": capacity value is negative')}
+    # before 1.37 nothing aborts: gpu-1 fails the constraint and the request gets gpu-2
+    out = answer(_numa_case("-1"), "1.36.3")
+    assert out["outcome"] == "ok", out
+    assert [e["device"] for e in out["claims"][0]] == ["gpu-0", "gpu-2"]
+    # a request every device can represent: no abort at 1.37 either
+    out = answer(_numa_case("2G"), "1.37.2")
+    assert out["outcome"] == "ok", out
+    assert [e["device"] for e in out["claims"][0]] == ["gpu-0", "gpu-2"]
