@@ -7,15 +7,124 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
 from numalign.errors import InvalidInputError
-from numalign.limits import check_nesting
+from numalign.limits import check_nesting, go_quote
+
+
+class DuplicateKeyError(Exception):
+    """A key written twice in one mapping: `key`, the 1-based line (and column) of the second and the
+    line of the first. Raised by the loaders below, worded by duplicate_key_message."""
+
+    def __init__(self, key: object, line: int, column: int, first_line: int, json_form: bool) -> None:
+        super().__init__(key)
+        self.key, self.line, self.column, self.first_line, self.json_form = key, line, column, first_line, json_form
+
+
+class _UniqueKeys:
+    """A mixin for PyYAML's safe loaders: a key written twice in one mapping raises DuplicateKeyError.
+    PyYAML keeps the last value silently; Kubernetes' strict decoding (kubectl apply's default, go-yaml's
+    "key already set in map") refuses the file, and a pod whose `cpu:` is written twice would otherwise be
+    admitted with a number the user may not have meant. Keys a merge (`<<: *anchor`) brings in are not
+    duplicates: overriding them is what a merge is for."""
+
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        # The pairs as written: PyYAML deletes the '<<' pairs from this very list and puts the merged
+        # pairs before it in a new one. Kept on the node, as a merged anchor can be flattened before
+        # its own mapping is constructed.
+        if getattr(node, "written_pairs", None) is None:
+            node.written_pairs = node.value  # type: ignore[attr-defined]
+        super().flatten_mapping(node)  # type: ignore[misc]
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep)  # type: ignore[misc]
+        written = cast("list[tuple[yaml.Node, yaml.Node]]", getattr(node, "written_pairs", node.value))
+        # Cheap in the usual case: with no merge, a duplicate is the only way to end with fewer keys.
+        if len(mapping) < len(written) or written is not node.value:
+            first: dict[Any, int] = {}
+            for key_node, _ in written:
+                key = self.construct_object(key_node, deep)  # type: ignore[attr-defined]  # built: cached
+                mark = key_node.start_mark
+                if key in first:
+                    raise DuplicateKeyError(key, mark.line + 1, mark.column + 1, first[key], json_form=False)
+                first[key] = mark.line + 1
+        return mapping
+
 
 # libyaml's C loader when PyYAML was built with it (several times faster on large manifests).
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Fast: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_UniqueKeys, _Fast):  # type: ignore[misc,valid-type]
+    pass
+
+
+class _PureLoader(_UniqueKeys, yaml.SafeLoader):
+    pass
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object_pairs_hook: the object, or DuplicateKeyError (located afterwards by
+    _locate_json_duplicate: the hook is not told where the object is)."""
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        raise DuplicateKeyError(next(k for i, (k, _) in enumerate(pairs) if any(k == p[0] for p in pairs[:i])),
+                                0, 0, 0, json_form=True)
+    return obj
+
+
+def loads_json(text: str) -> Any:
+    """json.loads, refusing an object with a key written twice (DuplicateKeyError, located): Go's
+    encoding/json keeps the last silently, Kubernetes' strict decoding refuses it."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_object)
+    except DuplicateKeyError:
+        raise _locate_json_duplicate(text) from None
+
+
+# A JSON string or one structural character; in valid JSON every `"` inside a string is escaped.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:]')
+
+
+def _locate_json_duplicate(text: str) -> DuplicateKeyError:
+    """The first key written twice in one object of valid JSON text, in the order of the text (the error
+    path only: one pass, lines counted as it goes)."""
+    stack: list[dict[str, int] | None] = []  # per open bracket: an object's keys (line of each) or None
+    string: re.Match[str] | None = None  # the string token just before, a key if ':' follows
+    line, counted = 1, 0
+    for token in _JSON_TOKEN.finditer(text):
+        t = token.group()
+        if t == ":" and string is not None and stack and (keys := stack[-1]) is not None:
+            at = string.start()
+            line += text.count("\n", counted, at)
+            counted = at
+            key = json.loads(string.group()) if "\\" in string.group() else string.group()[1:-1]
+            if key in keys:
+                column = at - (text.rfind("\n", 0, at) + 1) + 1
+                return DuplicateKeyError(key, line, column, keys[key], json_form=True)
+            keys[key] = line
+        elif t in ("{", "["):
+            stack.append({} if t == "{" else None)
+        elif t in ("}", "]") and stack:
+            stack.pop()
+        string = token if t.startswith('"') else None
+    return DuplicateKeyError("?", 0, 0, 0, json_form=True)  # not reached: the hook found one
+
+
+def duplicate_key_message(exc: DuplicateKeyError, source: str, expected: str) -> str:
+    """One line in the words of Kubernetes' strict decoding (go-yaml for YAML, its JSON decoder for JSON)."""
+    key = go_quote(exc.key) if isinstance(exc.key, str) else str(exc.key)
+    at = f" line {exc.line}, column {exc.column}:" if exc.line else ""
+    problem = f"duplicate field {key}" if exc.json_form else f"key {key} already set in map"
+    first = f" (first on line {exc.first_line})" if exc.first_line else ""
+    return (
+        f"{source}:{at} {problem}{first}: a key written twice, which Kubernetes' strict decoding (kubectl "
+        f"apply) refuses and a lenient reader answers with the last value only; expected {expected}; keep "
+        "one of the two (merge their values, or rename the one that belongs elsewhere)"
+    )
 
 
 def parse_documents(
@@ -42,7 +151,7 @@ def _parse(text: str, source: str, expected: str, error: type[InvalidInputError]
     try:
         if text.lstrip().startswith(("{", "[")):
             try:
-                return [json.loads(text)]
+                return [loads_json(text)]
             except json.JSONDecodeError as exc:
                 json_error = exc  # maybe YAML flow style, which JSON does not take
         try:
@@ -53,9 +162,11 @@ def _parse(text: str, source: str, expected: str, error: type[InvalidInputError]
             # Parsed again by the pure-Python loader only to word the error: libyaml's marks and phrases
             # differ from PyYAML's, and the messages stay the same whichever PyYAML build is installed.
             # (Where it succeeds, libyaml refused a surrogate escape, which parse_documents refuses too.)
-            return list(yaml.load_all(text, Loader=yaml.SafeLoader))
+            return list(yaml.load_all(text, Loader=_PureLoader))
         except yaml.YAMLError as exc:
             raise error(syntax_error_message(json_error or exc, source, expected)) from None
+    except DuplicateKeyError as exc:
+        raise error(duplicate_key_message(exc, source, expected)) from None
     except ValueError as exc:  # not a syntax error: an integer of more than 4,300 digits
         if isinstance(exc, InvalidInputError):
             raise

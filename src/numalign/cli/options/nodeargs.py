@@ -214,8 +214,6 @@ def snapshot_errors_of(snap: Any, label: str) -> Iterator[None]:
 def load_devices_option(spec: str) -> dict[str, list[Device]]:
     """resource -> devices, from one `--devices` value: RESOURCE=FILE (the device list `numalign plugin
     --devices` takes) or FILE.json (a PodResources GetAllocatableResources answer)."""
-    import json
-
     from numalign.adapters.devicefile import EXPECTED, devices_from_allocatable
 
     if is_plugin_list(spec):
@@ -229,8 +227,12 @@ def load_devices_option(spec: str) -> dict[str, list[Device]]:
 
     # Before the parser: JSON nested thousands deep makes json.loads recurse past Python's stack.
     check_nesting(text, f"--devices {spec}", EXPECTED)
+    from numalign.k8s.documents import DuplicateKeyError, duplicate_key_message, loads_json
+
     try:
-        obj = json.loads(text)
+        obj = loads_json(text)
+    except DuplicateKeyError as e:
+        raise InvalidInputError(duplicate_key_message(e, f"--devices {spec}", EXPECTED)) from None
     except ValueError as e:
         raise InvalidInputError(
             f"--devices {spec}: not JSON ({e}); expected {EXPECTED}; for a YAML device list name its resource: "
