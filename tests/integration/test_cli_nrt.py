@@ -71,6 +71,22 @@ def test_nrt_of_a_state_directory_that_is_not_there_is_refused(tmp_path: Path,
     assert not (tmp_path / "nope").exists()
 
 
+@pytest.mark.parametrize("text", ["", "---\n---\n", '{"apiVersion": "v1", "kind": "List", "items": []}'])
+def test_nrt_of_a_pod_file_without_pods_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    text: str) -> None:
+    """An empty (or truncated) POD.yaml was answered with the node as it is and exit 0 (newcomer finding 2);
+    as `admit`, a file named to add pods that holds none is refused, nothing printed on stdout."""
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(text)
+    assert main(["nrt", str(pods)]) == 2
+    out = capsys.readouterr()
+    err = out.err.strip().splitlines()
+    assert out.out == "" and len(err) == 1
+    assert err[0].startswith(f"numalign nrt: error: {pods}: no Pod (or workload with a pod template) found; "
+                             "expected a manifest of kind Pod, ")
+    assert "is not empty" in err[0]
+
+
 def test_nrt_of_a_kubelets_own_state_directory_counts_what_its_checkpoints_hold(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A directory without numalign's pod record (a kubelet's /var/lib/kubelet, a copy): its pods are

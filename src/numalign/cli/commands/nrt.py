@@ -106,8 +106,20 @@ def run(args: argparse.Namespace) -> int:
     pods = []
     for f in args.pods:
         expansion = Expansion(args.replicas)
-        pods.extend(load_pods(Path(f), expand_replicas=expansion,
-                              warn=lambda m: print(f"numalign nrt: warning: {m}", file=sys.stderr)))
+        found = load_pods(Path(f), expand_replicas=expansion,
+                          warn=lambda m: print(f"numalign nrt: warning: {m}", file=sys.stderr))
+        if not found:
+            from numalign.adapters.textfiles import source_name
+            from numalign.errors import InvalidInputError
+            from numalign.k8s.manifest import SUPPORTED_KINDS
+
+            # As `admit`: a file named to add pods that holds none is a wrong or truncated file; printing
+            # the node as if it were empty answered a question the user did not ask, with exit 0.
+            raise InvalidInputError(
+                f"{source_name(f)}: no Pod (or workload with a pod template) found; expected a manifest of kind "
+                f"{', '.join(SUPPORTED_KINDS)}; check that the input is the one you meant and is not empty "
+                "(without POD.yaml, nrt exports the node as it is)")
+        pods.extend(found)
         for line in expansion_notes(f, expansion):
             print(f"numalign nrt: {line}", file=sys.stderr)
     from numalign.adapters.statedir.directory import state_directory
