@@ -320,7 +320,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     harness.ensure_built([minor])
     admissions = admissions_go.measure(str(harness.binary(minor)), version, run_once,
-                                       cases=2 if args.quick else 4, cycles=5 if args.quick else 20)
+                                       cases=2 if args.quick else 4, cycles=5 if args.quick else 20,
+                                       runs=args.runs)
     if not text:
         print(json.dumps({"schemaVersion": 1, "commands": [asdict(f) for f in cmd],
                           "againstGo": [asdict(f) for f in areas],
@@ -332,7 +333,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         verdict = "  met" if adm.met else "  MISSED"
         print(f"  {adm.numa_nodes:>2} NUMA nodes ({adm.machine}, {adm.policy}): {adm.admissions} admissions  numalign "
               f"{adm.numalign_per_s:,.0f}/s ({adm.numalign_cpu_s:.3f} s CPU)  Go {adm.go_per_s:,.0f}/s "
-              f"({adm.go_cpu_s:.3f} s CPU)  {adm.ratio:.1f}x  cases differing {adm.differing_cases}  "
+              f"({adm.go_cpu_s:.3f} s CPU)  {adm.ratio:.1f}x (median of {adm.runs} rounds {adm.ratio_median:.1f}x)  "
+              f"cases differing {adm.differing_cases}  "
               f"load {adm.load[0]}..{adm.load[1]}  {adm.target}{verdict}")
     return 0
 
