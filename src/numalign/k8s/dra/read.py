@@ -48,6 +48,31 @@ class _FieldError(Exception):
         super().__init__(f"{path}: {detail}")
 
 
+# Go's int64, the type of every integer field of these objects.
+_INT64_MIN: Final = -(1 << 63)
+_INT64_MAX: Final = (1 << 63) - 1
+_INDEX = re.compile(r"\[[^\]]*\]")
+
+
+class _DecodeError(Exception):
+    """An integer beyond int64: the API server's JSON decoder refuses the object before any validation
+    (encoding/json's UnmarshalTypeError, its field named by the Go struct holding it and the path of
+    field names from the object's root, without list indices or map keys)."""
+
+    def __init__(self, value: int, path: str, go_struct: str) -> None:
+        super().__init__(value)
+        self.value, self.fields, self.go_struct = value, _INDEX.sub("", path), go_struct
+
+    def message(self, api_version: object) -> str:
+        fields, go_struct = self.fields, self.go_struct
+        if api_version == V1BETA1:  # decoded in the version as written: v1beta1's own shape and struct names
+            fields = fields.replace(".exactly.", ".").replace("devices.attributes", "devices.basic.attributes")
+            go_struct = "DeviceRequest" if go_struct == "ExactDeviceRequest" else go_struct
+        # The number as written (kubectl's YAML-to-JSON step may print a YAML one in another form).
+        return (f"json: cannot unmarshal number {self.value} into Go struct field {go_struct}.{fields} of type "
+                f"int64 (write an integer from {_INT64_MIN} to {_INT64_MAX})")
+
+
 def dra_object_from_dict(obj: Mapping[str, Any], where: str) -> DRAObject:
     """One DRA object (its `kind` one of DRA_KINDS), defaulted and validated."""
     kind = str(obj.get("kind"))
@@ -104,6 +129,10 @@ def dra_object_from_dict(obj: Mapping[str, Any], where: str) -> DRAObject:
     except _FieldError as exc:
         label = f'{kind}.resource.k8s.io {go_quote(name) if isinstance(name, str) else "<unnamed>"}'
         raise InvalidInputError(f"{where}: {label} is invalid: {exc}") from None
+    except _DecodeError as exc:
+        version = str(api_version or "v1").rpartition("/")[2]
+        raise InvalidInputError(f'{where}: {kind} in version "{version}" cannot be handled as a {kind}: '
+                                f"{exc.message(api_version)}") from None
 
 
 def _unknown_field(where: str, kind: str, api_version: object, exc: UnknownFieldError) -> InvalidInputError:
@@ -229,8 +258,9 @@ def _slice(name: str, spec: Mapping[str, Any], source: str) -> t.ResourceSlice:
     _known_fields(pool_obj, _POOL_FIELDS, "spec.pool")
     pool = t.ResourcePool(
         name=_name(_req_str(pool_obj.get("name"), "spec.pool.name"), "spec.pool.name", n.pool_problem),
-        generation=_int(pool_obj.get("generation", 0), "spec.pool.generation", minimum=0),
-        resource_slice_count=_int(pool_obj.get("resourceSliceCount"), "spec.pool.resourceSliceCount", minimum=1),
+        generation=_int(pool_obj.get("generation", 0), "spec.pool.generation", "ResourcePool", minimum=0),
+        resource_slice_count=_int(pool_obj.get("resourceSliceCount"), "spec.pool.resourceSliceCount", "ResourcePool",
+                                  minimum=1),
     )
     node_name = _opt_str(spec.get("nodeName"), "spec.nodeName")
     if node_name:
@@ -344,7 +374,8 @@ def _scalar_attribute(raw: object) -> t.DeviceAttribute | None:
     if type(raw) is dict and len(raw) == 1:
         ((kind, value),) = raw.items()
         if kind != "version" and _SCALAR_TYPES.get(kind) is type(value) and (
-                type(value) is not str or len(value) <= t.DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH):
+                len(value) <= t.DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH if type(value) is str
+                else type(value) is not int or _INT64_MIN <= value <= _INT64_MAX):
             return t.DeviceAttribute(kind, (value,), False)  # type: ignore[arg-type]
     return None
 
@@ -358,7 +389,7 @@ def _attribute(raw: object, path: str) -> t.DeviceAttribute:
     for kind, scalar_key, list_key in _ATTRIBUTE_FIELDS:
         value = obj.get(scalar_key)
         if value is not None:
-            scalar = _scalar(kind, value, path)
+            scalar = _scalar(kind, value, path, scalar_key)
             if kind == "version":
                 _semver(scalar, f"{path}.{scalar_key}")
             found.append(t.DeviceAttribute(kind, (scalar,)))  # type: ignore[arg-type]
@@ -367,7 +398,7 @@ def _attribute(raw: object, path: str) -> t.DeviceAttribute:
             items = _list(values, path, t.RESOURCE_SLICE_MAX_ATTRIBUTE_VALUES_PER_DEVICE)
             if not items:
                 raise _FieldError(path, "Required value: a list value must not be empty")
-            scalars = tuple(_scalar(kind, v, path) for v in items)
+            scalars = tuple(_scalar(kind, v, path, list_key) for v in items)
             if kind == "version":
                 for i, v in enumerate(scalars):
                     _semver(v, f"{path}.{list_key}[{i}]")
@@ -399,8 +430,10 @@ def _qualified_name(name: str, path: str) -> None:
         raise _FieldError(f"{path}[{name if len(str(name)) <= 64 else str(name)[:64] + '...'}]", problem)
 
 
-def _scalar(kind: str, value: object, path: str) -> t.AttributeScalar:
+def _scalar(kind: str, value: object, path: str, field: str) -> t.AttributeScalar:
     if kind == "int" and isinstance(value, int) and not isinstance(value, bool):
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            raise _DecodeError(value, f"{path}.{field}", "DeviceAttribute")
         return value
     if kind == "bool" and isinstance(value, bool):
         return value
@@ -622,7 +655,8 @@ def _subrequest(raw: object, path: str, name: str, *, exact: bool) -> t.DeviceSu
                                             "is 'All'")
         count = 0
     else:
-        count = 1 if count_raw is None else _int(count_raw, f"{path}.count")
+        count = 1 if count_raw is None else _int(count_raw, f"{path}.count",
+                                                  "ExactDeviceRequest" if exact else "DeviceSubRequest")
         if count <= 0:
             raise _FieldError(f"{path}.count", f"Invalid value: {count}: must be greater than zero")
     admin = obj.get("adminAccess")
@@ -741,11 +775,13 @@ def _bool(obj: object, path: str) -> bool:
     return obj
 
 
-def _int(obj: object, path: str, *, minimum: int | None = None) -> int:
+def _int(obj: object, path: str, go_struct: str, *, minimum: int | None = None) -> int:
     if obj is None:
         raise _FieldError(path, "Required value")
     if isinstance(obj, bool) or not isinstance(obj, int):
         raise _FieldError(path, f"Invalid value: {quote(obj)}: expected an integer")
+    if not _INT64_MIN <= obj <= _INT64_MAX:
+        raise _DecodeError(obj, path, go_struct)
     if minimum is not None and obj < minimum:
         raise _FieldError(path, f"Invalid value: {obj}: must be greater than or equal to {minimum}")
     return obj
