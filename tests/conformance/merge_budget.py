@@ -24,6 +24,10 @@ from numalign.kubelet.topologymanager.provider import HintProvider
 # conformance/admit_merge_budget.go's mergeBudget: permutations per case.
 MERGE_BUDGET = 1_000_000
 
+# From this many NUMA nodes on, one walk of every mask (bitmask.IterateBitMasks: 2^N - 1 of them) is beyond
+# the harness's hang guard (20 s of CPU) however fast upstream walks them: 2^25 - 1 is 33.5 million masks.
+MASK_WALK_NUMA_NODES = 25
+
 
 class OverBudgetError(Exception):
     """The merge about to run walks `permutations` permutations upstream, beyond the case's budget."""
@@ -162,7 +166,16 @@ def _as_hints(answer: ProviderAnswer | ProviderHints) -> ProviderHints:
 
 
 def install(tm: TopologyManager, policy: str) -> None:
-    """Count the merges of `tm`'s providers against the budget (the last one added triggers the check)."""
+    """Count the merges of `tm`'s providers against the budget (the last one added triggers the check).
+
+    Not on MASK_WALK_NUMA_NODES or more NUMA nodes: there a merge of two or more permutations needs a
+    list of two or more hints, which upstream's providers make only by walking every mask (the CPU
+    manager's generateCPUTopologyHints, the memory manager's calculateHints, the device manager's
+    generateDeviceTopologyHints), so upstream hangs before any merge the budget could stop, and counting
+    its lists here would list 2^N masks too (on 32 NUMA nodes the device manager's list of 4.3 billion
+    masks filled the machine's 23 GB)."""
+    if len(tm.numa.nodes) >= MASK_WALK_NUMA_NODES:
+        return
     counter = _Counter(policy)
     providers = tm.scope.providers
     providers[:] = [_Counted(p, counter, i == len(providers) - 1) for i, p in enumerate(providers)]

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance import harness
+from conformance import harness, merge_budget
 from conformance.areas import AREAS
 
 # Deliberate differences: name -> (what and why, whether a case's difference is this one: area, release,
@@ -57,9 +57,7 @@ def _upstream_times_out(theirs: Any) -> bool:
 
 _NIL_POINTER = "runtime error: invalid memory address or nil pointer dereference"
 
-# From this many NUMA nodes on, one walk of every mask (bitmask.IterateBitMasks: 2^N - 1 of them) is beyond
-# the harness's hang guard (20 s of CPU) however fast upstream walks them: 2^25 - 1 is 33.5 million masks.
-MASK_WALK_NUMA_NODES = 25
+MASK_WALK_NUMA_NODES = merge_budget.MASK_WALK_NUMA_NODES
 
 
 def _mask_walk_hangs(case: dict[str, Any], ours: Any, theirs: Any) -> bool:

@@ -107,3 +107,29 @@ def test_numalign_answers_where_the_kubelet_walks_every_mask_of_32_nodes() -> No
     no_walk = {**case, "config": {**case["config"], "memoryManagerPolicy": "None"}}
     assert not hanging("admit", "1.37.2", no_walk, ours, {"hang": True})  # nothing walks masks there
     assert admit.cpu_bound(case) == "5s" and admit.cpu_bound(_many_numa_case(16)) is None
+
+
+def test_numalign_answers_a_32_node_case_under_a_topology_manager_policy_without_listing_every_mask() -> None:
+    # single-numa-node, pod scope, max-allowable-numa-nodes raised, GPUs on node 0: upstream's device
+    # manager walks 2^32 masks for the pod's GPU (mask-walk); the merge budget's count of upstream's lists
+    # listed them too (the 4.3 billion hints filled the machine's memory), and at 64 nodes the CPU
+    # manager's exhaustive generator refused (InvalidInputError). No merge is counted from 25 nodes on.
+    case = _many_numa_case(32)
+    case["config"] = {**case["config"], "memoryManagerPolicy": "None", "topologyManagerPolicy": "single-numa-node",
+                      "topologyManagerScope": "pod", "topologyManagerPolicyOptions": {"max-allowable-numa-nodes": "32"}}
+    case["config"].pop("reservedMemory")
+    case["devices"] = [{"resource": "example.com/gpu", "id": f"gpu{i}", "numa": [0], "unhealthy": False}
+                       for i in range(2)]
+    pod = case["steps"][0]["pod"]
+    for res in pod["spec"]["containers"][0]["resources"].values():
+        res.update({"cpu": "1", "example.com/gpu": "1"})  # CPU 0 is reserved: node 0 has one free
+    ours = admit.numalign(case, "1.37.2")
+    assert ours["steps"][0]["admit"] is True
+    c0 = ours["steps"][0]["containers"]["c0"]
+    assert c0["affinity"] == {"mask": [0], "preferred": True} and c0["devices"] == {"example.com/gpu": ["gpu0"]}
+    assert run.DELIBERATE["mask-walk"][1]("admit", "1.37.2", case, ours, {"hang": True})
+    wide = _many_numa_case(64)
+    wide["config"] = {**wide["config"], "topologyManagerPolicy": "best-effort",
+                      "topologyManagerPolicyOptions": {"max-allowable-numa-nodes": "64"}}
+    answered = admit.numalign(wide, "1.37.2")
+    assert answered["steps"][0]["admit"] is True and answered["steps"][0]["containers"]["c0"]["cpus"] is not None
