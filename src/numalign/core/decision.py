@@ -23,6 +23,10 @@ UNEXPECTED_ADMISSION_ERROR = "UnexpectedAdmissionError"
 # Not a kubelet reason: the kubelet never answers (its Allocate does not return, k/k #140730). numalign
 # reports such a pod as not admitted with this reason and says so instead of a verdict ("HANGS").
 KUBELET_HANGS = "KubeletHangs"
+# Not a kubelet reason either: the Topology Manager's merge stopped at numalign's own work bound
+# (core/implicit/merge.py, docs/fidelity.md), where the kubelet would walk every permutation of its hint
+# lists. The pod is rejected with it and the bound's line as the message; other pods are decided as ever.
+MERGE_WORK_BOUND = "TopologyMergeWorkBound"
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,10 @@ class AdmitResult:
     @classmethod
     def topology_affinity_error(cls) -> AdmitResult:
         return cls(False, TOPOLOGY_AFFINITY_ERROR, TOPOLOGY_AFFINITY_MESSAGE)
+
+    @classmethod
+    def merge_work_bound(cls, message: str) -> AdmitResult:
+        return cls(False, MERGE_WORK_BOUND, message)
 
     @classmethod
     def from_allocation_error(cls, reason: str | None, message: str) -> AdmitResult:

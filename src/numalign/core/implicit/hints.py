@@ -21,7 +21,9 @@ can instead hand the merge an `ImplicitHints`: the same set of hints, given as
 - `min_count`: the narrowest member's node count (upstream's per-list input to
   BestNonPreferredAffinityCount);
 - `up_bound(inc, allowed, size)`: an optimistic test used for pruning only: False must mean that no
-  member S of the upward part with inc <= S <= allowed and |S| == size exists.
+  member S of the upward part with inc <= S <= allowed and |S| == size exists;
+- `describe()`: optional, the list as a value (what the provider built it from), for the memory of
+  merges stopped at the work bound.
 
 The searches here never enumerate 2^N masks when bounds prune: they walk the nodes from the highest
 id down, trying "leave the node out" before "take it", so masks of one count come out in increasing
@@ -35,7 +37,7 @@ and top-k bounds the providers use cheap at 64 nodes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from numalign.core.hint import TopologyHint
@@ -62,6 +64,10 @@ class ImplicitHints:
     extras: tuple[TopologyHint, ...] = ()
     materialize: Callable[[], list[TopologyHint]] | None = None
     label: str = ""
+    # A value equal for equal lists (what the provider built the list from), asked only while the provider's
+    # state is the one the list was built on; None (or no describe) where the builder cannot say. Read only
+    # to remember merges that stopped at the work bound (topologymanager/merge_memo.py), never per merge.
+    describe: Callable[[], Hashable | None] | None = None
     _cache: dict[int, bool] = field(default_factory=dict, compare=False, repr=False)
 
     # --- membership --------------------------------------------------------------------------

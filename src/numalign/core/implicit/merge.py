@@ -33,7 +33,8 @@ that each keeps enough (a partition problem: with CPUs and memory free only on t
 nodes, proving that a mask without capacity is no intersection tries ~C(40, 20) shares), and no
 per-list bound is sound for an intersection. So step 2 counts its own work (search steps, membership
 tests, cover steps) and past the bound stops with one line naming the lists, the node count and the
-fix (InvalidInputError), as the DRA search stops at its own bound. It is a deliberate difference
+fix (MergeWorkBoundError), as the DRA search stops at its own bound; the Topology Manager's scopes
+turn it into that pod's rejection (reason MERGE_WORK_BOUND) and remember it (merge_memo). It is a deliberate difference
 (docs/fidelity.md): the kubelet's merge would answer after walking the product of its hint lists of
 up to 2^N masks each; at 8 NUMA nodes or fewer (upstream's default max-allowable-numa-nodes) the
 whole search stays far below the bound (at most 2^8 membership tests of at most L^8 cover steps for
@@ -48,7 +49,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from itertools import product
-from typing import Final
 
 from numalign.core.bitmask import bits_of
 from numalign.core.hint import TopologyHint
@@ -59,8 +59,14 @@ from numalign.errors import InvalidInputError
 
 # numalign's bound on its own work in one non-preferred merge (search steps, membership tests and cover
 # steps). Pure Python spends about 3-5 us a unit (a few seconds) and, with the masks each step keeps,
-# about 80 MB at the bound. See the module docstring.
-MERGE_WORK_BOUND: Final = 1_000_000
+# about 80 MB at the bound. See the module docstring. Read when a merger is made (not Final, so not inlined
+# by the compiled core): tests lower it to meet the bound in milliseconds.
+MERGE_WORK_BOUND = 1_000_000
+
+
+class MergeWorkBoundError(InvalidInputError):
+    """A merge stopped at numalign's work bound: an answer about this merge's lists alone (the scopes reject
+    the pod with it), not about the input as a whole. An InvalidInputError for callers of the merge itself."""
 
 
 def max_of_min_affinity_counts(lists: Iterable[HintList | Sequence[TopologyHint]]) -> int:
@@ -87,10 +93,10 @@ class ImplicitMerger:
     MAX_CONSIDERED = 16
 
     def __init__(
-        self, sources: Sequence[HintList], numa: NUMAInfo, use_closest: bool, work_bound: int = MERGE_WORK_BOUND
+        self, sources: Sequence[HintList], numa: NUMAInfo, use_closest: bool, work_bound: int | None = None
     ) -> None:
         self.sources = list(sources)
-        self.work_bound = work_bound
+        self.work_bound = MERGE_WORK_BOUND if work_bound is None else work_bound
         self.work = 0  # units of the non-preferred search spent so far (see MERGE_WORK_BOUND)
         self.numa = numa
         self.use_closest = use_closest
@@ -207,7 +213,7 @@ class ImplicitMerger:
         """Count the non-preferred search's work; past the bound stop the merge with one line."""
         self.work += units
         if self.work > self.work_bound:
-            raise InvalidInputError(self._bound_text())
+            raise MergeWorkBoundError(self._bound_text())
 
     def _bound_text(self) -> str:
         constraining = [

@@ -90,6 +90,9 @@ def cpu_topology_hints(
         up_bound=up_bound,
         materialize=lambda: generate_cpu_topology_hints(topo, avail_list, reusable_list, request, align_by_socket),
         label="cpu",
+        # what the list is made of (align-by-socket also reads the topology's sockets: not described)
+        describe=None if align_by_socket else lambda: ("cpu", top, tuple(sorted(avail.items())), reusable_mask, need,
+                                                       k),
     )
 
 

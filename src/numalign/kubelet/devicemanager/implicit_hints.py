@@ -95,6 +95,7 @@ def device_topology_hints(
         up_bound=up_bound,
         materialize=lambda: generate_device_topology_hints(nodes_list, all_devices, available, reusable, request),
         label="devices",
+        describe=lambda: ("devices", top, tuple(sorted(reusable_masks)), tuple(sorted(available_masks)), need, k),
     )
 
 

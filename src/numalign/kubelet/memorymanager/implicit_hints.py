@@ -122,6 +122,10 @@ def memory_topology_hints(
         extras=extras,
         materialize=materialize,
         label="memory",
+        # what the list is made of: the unused nodes' allocatable and free memory (the upward part), the extras
+        describe=lambda: ("memory", top, has_up, extras, min_count, k, tuple(
+            (r, requested[r], tuple((machine_state[n].table(r).allocatable, machine_state[n].table(r).free)
+                                    for n in unused)) for r in resources)),
     )
     return dict.fromkeys(resources, family)
 

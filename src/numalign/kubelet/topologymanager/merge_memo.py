@@ -10,6 +10,12 @@ the process whose policy is the same; the decision record is still built per con
 Not kept: implicit hint lists (5 NUMA nodes and more; their merge is a search, and they are not plain
 values), and policies other than upstream's four (the NUMA allocation preview scores the node's free
 state, which the answers do not hold).
+
+Refusals are kept apart: a merge that stopped at numalign's work bound (core/implicit/merge.py) spent
+seconds to learn it, and the same lists stop the same way. So its line is kept per (policy, provider
+names, answers), the implicit lists by what their provider built them from (ImplicitHints.describe):
+the same pod shape on the same node state is refused at once. Nothing is computed for it per merge
+until some merge has stopped at the bound.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 
 from numalign.core.hint import TopologyHint
-from numalign.core.implicit.hints import ProviderAnswer
+from numalign.core.implicit.hints import ImplicitHints, ProviderAnswer
 from numalign.core.policies import Policy
 from numalign.core.policies.best_effort import BestEffortPolicy, RestrictedPolicy
 from numalign.core.policies.none import NonePolicy
@@ -115,3 +121,38 @@ def keep(key: Hashable, merged: Merged) -> None:
 
 def clear() -> None:
     _memo.clear()
+    refusals.clear()
+
+
+# Merges stopped at the work bound: key -> the bound's line. Few: each cost the whole bound to find.
+MAX_REFUSALS = 256
+refusals: dict[Hashable, str] = {}
+
+
+def refusal_answers(answers: Sequence[ProviderAnswer]) -> tuple[object, ...] | None:
+    """The providers' answers as a value, implicit lists by their describe(); None when some implicit list
+    cannot describe itself (such a merge is not remembered: it costs its time again, with the same answer)."""
+    out: list[object] = []
+    for answer in answers:
+        if answer is None:
+            out.append(None)
+            continue
+        items: list[object] = []
+        for resource, hints in answer.items():
+            if hints is None:
+                items.append((resource, None))
+            elif isinstance(hints, ImplicitHints):
+                described = hints.describe() if hints.describe is not None else None
+                if described is None:
+                    return None
+                items.append((resource, "implicit", described))  # (three items: never an explicit list's pair)
+            else:
+                items.append((resource, tuple([_hint_code(h) for h in hints])))
+        out.append(tuple(items))
+    return tuple(out)
+
+
+def refuse(key: Hashable, line: str) -> None:
+    if len(refusals) >= MAX_REFUSALS:
+        refusals.clear()
+    refusals[key] = line

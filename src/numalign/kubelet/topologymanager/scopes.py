@@ -14,13 +14,14 @@ so the generators' frames and their hand-offs would be all they paid for).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 from numalign import metrics as m
 from numalign.core.decision import AdmitResult, ContainerDecision, ProviderRecord, explain
 from numalign.core.hint import TopologyHint
 from numalign.core.implicit.hints import ProviderAnswer
+from numalign.core.implicit.merge import MergeWorkBoundError
 from numalign.core.policies import Policy, PolicyName, is_alignment_guaranteed
 from numalign.errors import AllocationError, ConfigError, PluginError
 from numalign.k8s.pod import Container, Pod
@@ -191,11 +192,32 @@ class Scope:
                 if known is not None:
                     hint, admit, why, considered = known
                     return ContainerDecision(container_name, records, hint, admit, why, considered=considered)
-        res = policy.merge(hints)
+        # (a refusal is looked up only once some merge of the process stopped at the work bound)
+        refusal = self._refusal(names, hints) if merge_memo.refusals else None
+        if refusal is not None:
+            line = merge_memo.refusals.get(refusal)
+            if line is not None:
+                return ContainerDecision(container_name, records, None, False, (line,))
+        try:
+            res = policy.merge(hints)
+        except MergeWorkBoundError as e:
+            # This pod's merge alone: it is rejected with the bound's line (no merged hint: _rejection), and the
+            # same lists are refused from memory from now on instead of spending the bound again.
+            refusal = refusal or self._refusal(names, hints)
+            if refusal is not None:
+                merge_memo.refuse(refusal, str(e))
+            return ContainerDecision(container_name, records, None, False, (str(e),))
         why = explain(policy.name, names, res.lists, hints, res.hint, res.admit)
         if key is not None:
             merge_memo.keep(key, (res.hint, res.admit, why, res.considered))
         return ContainerDecision(container_name, records, res.hint, res.admit, why, considered=res.considered)
+
+    def _refusal(self, names: list[str], hints: Sequence[ProviderAnswer]) -> Hashable | None:
+        """The key of a merge stopped at the work bound (None: not remembered), as _merge's memo key."""
+        if self._memo_key is None:
+            return None
+        answers = merge_memo.refusal_answers(hints)
+        return None if answers is None else (self._memo_key, tuple(names), answers)
 
     def _provider_answers(self, pod: Pod, container: Container | None) -> list[ProviderAnswer]:
         """Every provider's answer; implicit lists from providers that can give them."""
@@ -276,7 +298,7 @@ class ContainerScope(Scope):
             self._count_alignment(False)
             self.metrics.inc_series(m.TM_ADMISSION_ERRORS, _NO_LABELS)
             out.decisions.append(d)
-            out.result = AdmitResult.topology_affinity_error()
+            out.result = _rejection(d)
             return None
         assert d.merged is not None
         self.set_topology_hint(pod.uid, c.name, d.merged)
@@ -326,7 +348,7 @@ class PodScope(Scope):
     def _rejected(self, d: ContainerDecision) -> ScopeOutcome:
         self._count_alignment(False)
         self.metrics.inc_series(m.TM_ADMISSION_ERRORS, _NO_LABELS)
-        return ScopeOutcome(AdmitResult.topology_affinity_error(), [d])
+        return ScopeOutcome(_rejection(d), [d])
 
     def _hint_container(self, pod: Pod, c: Container, d: ContainerDecision) -> None:
         assert d.merged is not None
@@ -339,6 +361,14 @@ class PodScope(Scope):
     def _admitted(self, d: ContainerDecision) -> ScopeOutcome:
         self._count_alignment(True)
         return ScopeOutcome(AdmitResult.admitted(), [d])
+
+
+def _rejection(d: ContainerDecision) -> AdmitResult:
+    """A merge's rejection: TopologyAffinityError, or, for a merge stopped at numalign's work bound (the one
+    merge with no merged hint: every policy's merge gives one), that bound's line."""
+    if d.merged is None:
+        return AdmitResult.merge_work_bound(d.explanation[0])
+    return AdmitResult.topology_affinity_error()
 
 
 def _sent(steps: CallSteps[None], answer: object) -> PluginCall | None:
