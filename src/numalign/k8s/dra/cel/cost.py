@@ -425,6 +425,10 @@ class Coster:
             lhs, rhs = self.type(args[0]), self.type(args[1])
             if t.exact(lhs, rhs) and lhs.name in _UNIT_EQUALITY:
                 return ONE, None
+            if t.exact(lhs, rhs) and lhs.name == t.URL.name:
+                # A traversal of the right side's size, as upstream (which sizes both sides by the right one)
+                right = self.compute_size(args[1])
+                return _by_factor((1, right[1] if right is not None else 1), STRING_FACTOR), None
         return None
 
     def _lists(self, oid: str, target: Expr | None, args: list[Expr]) -> tuple[Est, Est] | None:

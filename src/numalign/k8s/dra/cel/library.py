@@ -8,12 +8,12 @@ import functools
 import ipaddress
 import itertools
 import math
-import urllib.parse
 from collections.abc import Callable
 from typing import Any, Final
 
 import re2
 
+from numalign.k8s.dra.cel import gourl
 from numalign.k8s.dra.cel.values import (
     INT64_MAX,
     INT64_MIN,
@@ -591,61 +591,17 @@ def ordered_compare(a: Any, b: Any) -> int:
 
 
 def url(text: str) -> Opaque:
+    # As the Kubernetes URL library: url.ParseRequestURI's check, url.Parse's URL, compared by its String()
+    # form as cel-go's kubernetes.URL values are (gourl.py: Go's net/url, not urllib's reading).
     try:
-        parsed = urllib.parse.urlsplit(text)
-    except ValueError:  # an unbalanced [ or ] in the host: Go's parseHost says which, below
-        parsed = None
-    problem = "empty url" if not text else _go_host_problem(text)
-    if problem is not None or parsed is None:
-        raise CelError(f"URL parse error during conversion from string: parse {go_quote(text)}: "
-                       f"{problem or 'invalid IPv6 host'}")
-    if not text or (not parsed.scheme and not text.startswith("/")):
-        raise CelError(f"URL parse error during conversion from string: parse {go_quote(text)}: "
-                       "invalid URI for request")
-    return Opaque("kubernetes.URL", parsed)
-
-
-def _go_host_problem(text: str) -> str | None:
-    """What Go's url.ParseRequestURI (net/url parseHost) refuses in the host that urllib takes or raises
-    ValueError on (which reached the user as an internal error): a `[` without `]`, and a port that is
-    not digits. urllib checks a port only when asked for it, and then refuses one over 65535 Go keeps."""
-    scheme, sep, rest = text.partition("://")
-    if not sep or not scheme or "/" in scheme:
-        return None
-    host = rest.split("?", 1)[0].split("/", 1)[0].rpartition("@")[2]
-    if host.startswith("["):
-        end = host.rfind("]")
-        if end < 0:
-            return "missing ']' in host"
-        colon_port = host[end + 1:]
-    else:
-        colon = host.rfind(":")
-        colon_port = host[colon:] if colon >= 0 else ""
-    if not _valid_optional_port(colon_port):
-        return f"invalid port {go_quote(colon_port)} after host"
-    return None
-
-
-def _valid_optional_port(colon_port: str) -> bool:
-    """net/url validOptionalPort: empty, or `:` and ASCII digits only (any number of them)."""
-    return colon_port == "" or (colon_port[0] == ":" and all("0" <= c <= "9" for c in colon_port[1:]))
+        return Opaque("kubernetes.URL", gourl.parse(text))
+    except gourl.URLError as e:
+        raise CelError(f"URL parse error during conversion from string: parse {go_quote(text)}: {e}") from None
 
 
 def url_part(u: Opaque, part: str) -> Any:
-    p = u.value
-    if part == "getScheme":
-        return p.scheme
-    if part == "getHost":
-        return p.netloc.rpartition("@")[2]
-    if part == "getHostname":
-        return p.hostname or ""
-    if part == "getPort":  # Go's URL.Port(): the digits after the last colon, unchecked against 65535
-        host = p.netloc.rpartition("@")[2]
-        colon = host.rfind(":")
-        return host[colon + 1:] if colon >= 0 and _valid_optional_port(host[colon:]) else ""
-    if part == "getEscapedPath":
-        return p.path
-    return dict(urllib.parse.parse_qs(p.query, keep_blank_values=True).items())  # Go's Query(): `b` -> [""]
+    value: gourl.GoURL = u.value
+    return value.query() if part == "getQuery" else value.part(part)
 
 
 def ip(text: str) -> Opaque:
