@@ -65,12 +65,12 @@ def test_discover_reads_the_dump_extracted_and_archived_alike(
     cadvisor = json.loads(outputs[("--machine", "cadvisor")])
     text = outputs[("--machine", "text")]
     if name == "2ps3-2t":
-        assert machine["numa_nodes"] == [] and machine["cpus"] == [] and machine["cadvisor"]["num_cpus"] == 2
+        assert machine["numaNodes"] == [] and machine["cpus"] == [] and machine["cadvisor"]["numCPUs"] == 2
         assert cadvisor["topology"] == [] and cadvisor["num_cores"] == 2
         assert "no NUMA node: the kubelet counts 2 CPUs" in text
     else:
-        assert [n["id"] for n in machine["numa_nodes"]] == [-1]
-        assert {c["numa_node"] for c in machine["cpus"]} == {-1}
+        assert [n["id"] for n in machine["numaNodes"]] == [-1]
+        assert {c["numaNode"] for c in machine["cpus"]} == {-1}
         assert [n["node_id"] for n in cadvisor["topology"]] == [-1]
         assert "NUMA node -1  memory 0 B  CPUs 0-19" in text and "NUMA -1  " in text
     # The machine file reads back to the same machine file.

@@ -198,7 +198,7 @@ def test_snapshot_then_admit_on_it_uses_the_plugins_ids_and_never_writes(short_d
     assert hashlib.sha256((short_dir / "node.tgz").read_bytes()).hexdigest() == digest
     assert run("discover", "--machine", str(short_dir / "node.tgz"), "-o", "json").returncode == 0  # a sysfs dump
     shown = json.loads(run("discover", "--node", str(short_dir / "node.tgz"), "-o", "json").stdout)
-    assert [(d["id"], d["numa_nodes"]) for d in shown["devices"]] == [(u, [i // 2]) for i, u in enumerate(uuids)]
+    assert [(d["id"], d["numaNodes"]) for d in shown["devices"]] == [(u, [i // 2]) for i, u in enumerate(uuids)]
 
     # A setting the state was not written under: the kubelet's refusal, naming the snapshot's file.
     other = run("admit", "-", "--node", str(short_dir / "node.tgz"), "--cpu-manager-policy", "static",

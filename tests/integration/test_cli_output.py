@@ -76,7 +76,7 @@ def test_every_one_shot_command_prints_parseable_json_and_yaml(
         (["admit"], "pods"),
         (["replay", str(vectors)], "results"),
         (["replay", "--check", str(vectors)], "equal"),
-        (["discover", "--machine", "dual-socket"], "numa_nodes"),
+        (["discover", "--machine", "dual-socket"], "numaNodes"),
         (["pods", "--state-dir", str(status_dir)], "pods"),
         (["nrt"], "zones"),
         (["simulate", "--generate", "8", "--scheduler", "default", "-j", "1"], "runs"),

@@ -23,7 +23,8 @@ _CADVISOR_KEYS = ("num_cores", "topology")
 
 
 def is_cadvisor_machine_info(obj: Any) -> bool:
-    return isinstance(obj, Mapping) and all(k in obj for k in _CADVISOR_KEYS) and "numa_nodes" not in obj
+    return (isinstance(obj, Mapping) and all(k in obj for k in _CADVISOR_KEYS)
+            and "numa_nodes" not in obj and "numaNodes" not in obj)  # a machine file keeps cadvisor's counts
 
 
 def _map(obj: Any, where: str) -> Mapping[str, Any]:

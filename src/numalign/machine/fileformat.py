@@ -1,15 +1,19 @@
 """The machine description file (JSON or YAML), documented in docs/machine-format.md. Pure: text and
 dicts in, `Machine` out, and back; reading files is the adapters' job.
 
-`machine_from_dict(machine_to_dict(m)) == m` for every machine (lossless round trip).
+`machine_from_dict(machine_to_dict(m)) == m` for every machine (lossless round trip). numalign.machine/v2
+(written since) spells its field names as every command's document does, Kubernetes API camelCase
+(`numaNodes`, `memoryBytes`, `offlineCPUs`); numalign.machine/v1 files (snake_case: `numa_nodes`) are read
+as before. The readers below are written with v1's names and look each one up in the file's own spelling
+(`_Names`), so an error names the field as the file writes it.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Collection, Mapping
+from typing import Any, Final
 
 from numalign.errors import InvalidInputError
 from numalign.k8s.cpuset import format_cpuset, parse_cpuset
@@ -17,8 +21,43 @@ from numalign.limits import MAX_CPU_ID, MAX_NUMA_NODE_ID, MIN_NUMA_NODE_ID, quot
 from numalign.machine.topology import CPU, HEALTHY, CadvisorCounts, Device, DRADevice, Machine, NUMANode
 from numalign.validation import expect_int, expect_list, expect_mapping, expect_opt_int
 
-FORMAT = "numalign.machine/v1"
+FORMAT = "numalign.machine/v2"
+FORMAT_V1 = "numalign.machine/v1"
 EXPECTED_FILE = f"a machine file ({FORMAT}, as `numalign discover --output yaml` writes) or cadvisor MachineInfo JSON"
+
+# v1's snake_case field names -> v2's (camelCase, acronyms upper case as `reservedSystemCPUs`; `numaNode`
+# as answer/present/keys.py spells it in every other document). The other fields are one word in both.
+_CAMEL: Final = {
+    "numa_nodes": "numaNodes", "offline_cpus": "offlineCPUs", "dra_devices": "draDevices",
+    "memory_bytes": "memoryBytes", "numa_node": "numaNode", "pci_address": "pciAddress",
+    "memory_numa_nodes": "memoryNumaNodes", "pcie_root": "pcieRoot", "num_cpus": "numCPUs",
+    "num_cores": "numCores", "num_sockets": "numSockets", "memory_capacity": "memoryCapacity",
+    "num_physical_cores": "numPhysicalCores", "page_size": "pageSize", "num_pages": "numPages",
+}
+_SNAKE: Final = {v: k for k, v in _CAMEL.items()}
+
+
+class _Names:
+    """A field's name in the file's format: `n("numa_nodes")` is "numaNodes" in a v2 file."""
+
+    def __init__(self, v2: bool) -> None:
+        self.v2 = v2
+
+    def __call__(self, key: str) -> str:
+        return _CAMEL.get(key, key) if self.v2 else key
+
+    def fields(self, value: Any, where: str, keys: Collection[str]) -> Mapping[str, Any]:
+        """expect_mapping with the format's names; a field of the other format's spelling is named so."""
+        allowed = {self(k) for k in keys}
+        obj = expect_mapping(value, where)
+        other = _CAMEL if self.v2 else _SNAKE  # the other format's spelling -> this one's
+        for key in obj:
+            if key not in allowed and key in other and other[key] in allowed:
+                fmt, was = (FORMAT, FORMAT_V1) if self.v2 else (FORMAT_V1, FORMAT)
+                raise InvalidInputError(
+                    f"{where}: unknown key {quote(key)}: that is {was}'s spelling; this file is {fmt}, which spells "
+                    f"it {quote(other[key])}; write it so (or set format: {was} and use {was}'s names throughout)")
+        return expect_mapping(obj, where, allowed)
 
 _TOP_KEYS = {"format", "name", "numa_nodes", "cpus", "offline_cpus", "devices", "cadvisor", "dra_devices"}
 _CADVISOR_KEYS = {"num_cpus", "num_cores", "num_sockets", "distances", "memory_capacity", "num_physical_cores",
@@ -48,13 +87,13 @@ _SHIFT = {
 
 def machine_to_dict(m: Machine) -> dict[str, Any]:
     """The file form of a machine: plain JSON-able values, ids ascending."""
-    out: dict[str, Any] = {"format": FORMAT, "name": m.name, "numa_nodes": []}
+    out: dict[str, Any] = {"format": FORMAT, "name": m.name, "numaNodes": []}
     for n in m.numa_nodes:
-        out["numa_nodes"].append(
+        out["numaNodes"].append(
             {
                 "id": n.id,
                 "cpus": sorted(n.cpus),
-                "memory_bytes": n.memory_bytes,
+                "memoryBytes": n.memory_bytes,
                 "hugepages": {str(size): count for size, count in n.hugepages.items()},
                 "distances": None if n.distances is None else list(n.distances),
             }
@@ -65,47 +104,47 @@ def machine_to_dict(m: Machine) -> dict[str, Any]:
             "socket": c.socket,
             "die": c.die,
             "core": c.core,
-            "numa_node": c.numa_node,
+            "numaNode": c.numa_node,
             "l3": c.l3,
             "online": c.online,
         }
         for c in sorted(m.cpus, key=lambda c: c.id)
     ]
-    out["offline_cpus"] = format_cpuset(m.offline_cpus)
+    out["offlineCPUs"] = format_cpuset(m.offline_cpus)
     out["devices"] = [
         {
             "id": d.id,
             "resource": d.resource,
-            "numa_nodes": None if d.numa_nodes is None else list(d.numa_nodes),
-            "pci_address": d.pci_address,
+            "numaNodes": None if d.numa_nodes is None else list(d.numa_nodes),
+            "pciAddress": d.pci_address,
             "vendor": d.vendor,
             "class": d.device_class,
             "health": d.health,
-            **({"memory_numa_nodes": list(d.memory_numa_nodes)} if d.memory_numa_nodes else {}),
+            **({"memoryNumaNodes": list(d.memory_numa_nodes)} if d.memory_numa_nodes else {}),
         }
         for d in m.devices
     ]
     if m.cadvisor is not None:  # only machines read from cadvisor (sysfs, MachineInfo) carry it
         c = m.cadvisor
-        out["cadvisor"] = {"num_cpus": c.num_cpus, "num_cores": c.num_cores, "num_sockets": c.num_sockets,
+        out["cadvisor"] = {"numCPUs": c.num_cpus, "numCores": c.num_cores, "numSockets": c.num_sockets,
                            "distances": {str(k): list(v) for k, v in sorted(c.distances.items())},
-                           **({} if c.memory_capacity is None else {"memory_capacity": c.memory_capacity}),
-                           **({} if c.num_physical_cores is None else {"num_physical_cores": c.num_physical_cores}),
+                           **({} if c.memory_capacity is None else {"memoryCapacity": c.memory_capacity}),
+                           **({} if c.num_physical_cores is None else {"numPhysicalCores": c.num_physical_cores}),
                            **({} if c.hugepages is None else
-                              {"hugepages": [{"page_size": size, "num_pages": n} for size, n in c.hugepages]})}
+                              {"hugepages": [{"pageSize": size, "numPages": n} for size, n in c.hugepages]})}
     if m.dra_devices:  # only when there are any, so files of machines without them stay as they were
-        out["dra_devices"] = [
-            {"name": d.name, "driver": d.driver, "numa_node": d.numa_node, "pci_address": d.pci_address,
-             "pcie_root": d.pcie_root, "attributes": dict(d.attributes), "capacity": dict(d.capacity)}
+        out["draDevices"] = [
+            {"name": d.name, "driver": d.driver, "numaNode": d.numa_node, "pciAddress": d.pci_address,
+             "pcieRoot": d.pcie_root, "attributes": dict(d.attributes), "capacity": dict(d.capacity)}
             for d in m.dra_devices
         ]
     return out
 
 
-def _cadvisor(obj: Any, where: str) -> CadvisorCounts | None:
+def _cadvisor(obj: Any, where: str, k: _Names) -> CadvisorCounts | None:
     if obj is None:
         return None
-    c = expect_mapping(obj, where, _CADVISOR_KEYS)
+    c = k.fields(obj, where, _CADVISOR_KEYS)
     rows = expect_mapping(c.get("distances", {}), f"{where}.distances", None)
     distances = {}
     for key, row in rows.items():
@@ -115,40 +154,47 @@ def _cadvisor(obj: Any, where: str) -> CadvisorCounts | None:
             raise InvalidInputError(f"{where}.distances: key {quote(key)} is not a NUMA node id") from None
         distances[node] = tuple(expect_int(x, f"{where}.distances.{key}[{j}]", minimum=0)
                                 for j, x in enumerate(expect_list(row, f"{where}.distances.{key}")))
-    num_cpus, num_cores, num_sockets = (expect_int(c.get(k, 0), f"{where}.{k}", minimum=0)
-                                        for k in ("num_cpus", "num_cores", "num_sockets"))
-    capacity = c.get("memory_capacity")
-    physical = c.get("num_physical_cores")
+    num_cpus, num_cores, num_sockets = (expect_int(c.get(k(f), 0), f"{where}.{k(f)}", minimum=0)
+                                        for f in ("num_cpus", "num_cores", "num_sockets"))
+    capacity = c.get(k("memory_capacity"))
+    physical = c.get(k("num_physical_cores"))
     hugepages = None
+    size, pages = k("page_size"), k("num_pages")
     if c.get("hugepages") is not None:
         hugepages = tuple(
-            (expect_int(expect_mapping(hp, f"{where}.hugepages[{j}]", {"page_size", "num_pages"}).get("page_size"),
-                        f"{where}.hugepages[{j}].page_size", minimum=0),
-             expect_int(hp.get("num_pages", 0), f"{where}.hugepages[{j}].num_pages", minimum=0))
+            (expect_int(k.fields(hp, f"{where}.hugepages[{j}]", {"page_size", "num_pages"}).get(size),
+                        f"{where}.hugepages[{j}].{size}", minimum=0),
+             expect_int(hp.get(pages, 0), f"{where}.hugepages[{j}].{pages}", minimum=0))
             for j, hp in enumerate(expect_list(c.get("hugepages"), f"{where}.hugepages")))
     return CadvisorCounts(num_cpus, num_cores, num_sockets, distances,
-                          None if capacity is None else expect_int(capacity, f"{where}.memory_capacity", minimum=0),
-                          None if physical is None else expect_int(physical, f"{where}.num_physical_cores", minimum=0),
+                          None if capacity is None else expect_int(capacity, f"{where}.{k('memory_capacity')}",
+                                                                   minimum=0),
+                          None if physical is None else expect_int(physical, f"{where}.{k('num_physical_cores')}",
+                                                                   minimum=0),
                           hugepages)
 
 
 def machine_from_dict(obj: Any, source: str) -> Machine:
     """Validate and build a machine; every error names `source`, the field, what was found and what
     was expected."""
-    top = expect_mapping(obj, source, _TOP_KEYS)
-    fmt = top.get("format", FORMAT)
-    if fmt != FORMAT:
-        raise InvalidInputError(f"{source}: format {quote(fmt)} is not supported; expected {FORMAT!r}")
+    top = expect_mapping(obj, source)
+    # Without `format`, the spelling of the NUMA node list says which (files written by hand may omit it).
+    fmt = top.get("format", FORMAT if "numaNodes" in top else FORMAT_V1)
+    if fmt not in (FORMAT, FORMAT_V1):
+        raise InvalidInputError(f"{source}: format {quote(fmt)} is not supported; expected {FORMAT!r} (or the older "
+                                f"{FORMAT_V1!r})")
+    k = _Names(fmt == FORMAT)
+    top = k.fields(top, source, _TOP_KEYS)
     name = top.get("name", source)
     if not isinstance(name, str) or not name:
         raise InvalidInputError(f"{source}: name must be a non-empty string, got {quote(name)}")
-    raw_nodes = expect_list(top.get("numa_nodes"), f"{source}: numa_nodes", required=True)
+    raw_nodes = expect_list(top.get(k("numa_nodes")), f"{source}: {k('numa_nodes')}", required=True)
     raw_cpus = expect_list(top.get("cpus"), f"{source}: cpus", required=True)
-    cpus = tuple(_cpu(c, f"{source}: cpus[{i}]") for i, c in enumerate(raw_cpus))
+    cpus = tuple(_cpu(c, f"{source}: cpus[{i}]", k) for i, c in enumerate(raw_cpus))
     nodes = []
     for i, raw in enumerate(raw_nodes):
-        where = f"{source}: numa_nodes[{i}]"
-        n = expect_mapping(raw, where, _NODE_KEYS)
+        where = f"{source}: {k('numa_nodes')}[{i}]"
+        n = k.fields(raw, where, _NODE_KEYS)
         node_id = expect_int(n.get("id"), f"{where}.id", minimum=MIN_NUMA_NODE_ID, maximum=MAX_NUMA_NODE_ID)
         if "cpus" in n:
             node_cpus = _cpu_ids(n["cpus"], f"{where}.cpus")
@@ -167,24 +213,24 @@ def machine_from_dict(obj: Any, source: str) -> Machine:
             NUMANode(
                 id=node_id,
                 cpus=node_cpus,
-                memory_bytes=expect_int(n.get("memory_bytes", 0), f"{where}.memory_bytes"),
+                memory_bytes=expect_int(n.get(k("memory_bytes"), 0), f"{where}.{k('memory_bytes')}"),
                 hugepages=_hugepages(n.get("hugepages", {}), f"{where}.hugepages"),
                 distances=distances,
             )
         )
-    offline = top.get("offline_cpus", "")
-    offline_ids = _cpu_ids(offline, f"{source}: offline_cpus")
+    offline = top.get(k("offline_cpus"), "")
+    offline_ids = _cpu_ids(offline, f"{source}: {k('offline_cpus')}")
     devices = tuple(
-        _device(d, f"{source}: devices[{i}]")
+        _device(d, f"{source}: devices[{i}]", k)
         for i, d in enumerate(expect_list(top.get("devices", []), f"{source}: devices"))
     )
     dra_devices = tuple(
-        _dra_device(d, f"{source}: dra_devices[{i}]")
-        for i, d in enumerate(expect_list(top.get("dra_devices", []), f"{source}: dra_devices"))
+        _dra_device(d, f"{source}: {k('dra_devices')}[{i}]", k)
+        for i, d in enumerate(expect_list(top.get(k("dra_devices"), []), f"{source}: {k('dra_devices')}"))
     )
     try:
         return Machine(name=name, numa_nodes=tuple(nodes), cpus=cpus, devices=devices, offline_cpus=offline_ids,
-                       cadvisor=_cadvisor(top.get("cadvisor"), f"{source}: cadvisor"), dra_devices=dra_devices)
+                       cadvisor=_cadvisor(top.get("cadvisor"), f"{source}: cadvisor", k), dra_devices=dra_devices)
     except InvalidInputError as e:
         raise InvalidInputError(f"{source}: {e}") from None
 
@@ -251,13 +297,14 @@ def _hugepages(obj: Any, where: str) -> dict[int, int]:
     return out
 
 
-def _cpu(obj: Any, where: str) -> CPU:
-    c = expect_mapping(obj, where, _CPU_KEYS)
+def _cpu(obj: Any, where: str, k: _Names) -> CPU:
+    c = k.fields(obj, where, _CPU_KEYS)
+    numa_node = k("numa_node")
     for key in ("id", "socket", "core"):
         if key not in c:
-            raise InvalidInputError(f"{where}: missing {quote(key)}; a CPU needs id, socket, core and numa_node")
-    if "numa_node" not in c:
-        raise InvalidInputError(f"{where}: missing 'numa_node' (use null for a CPU no NUMA node lists)")
+            raise InvalidInputError(f"{where}: missing {quote(key)}; a CPU needs id, socket, core and {numa_node}")
+    if numa_node not in c:
+        raise InvalidInputError(f"{where}: missing {quote(numa_node)} (use null for a CPU no NUMA node lists)")
     online = c.get("online", True)
     if not isinstance(online, bool):
         raise InvalidInputError(f"{where}.online: expected true or false, got {quote(online)}")
@@ -265,7 +312,7 @@ def _cpu(obj: Any, where: str) -> CPU:
         id=expect_int(c["id"], f"{where}.id", minimum=0, maximum=MAX_CPU_ID),
         socket=expect_int(c["socket"], f"{where}.socket"),
         core=expect_int(c["core"], f"{where}.core"),
-        numa_node=expect_opt_int(c["numa_node"], f"{where}.numa_node", minimum=MIN_NUMA_NODE_ID,
+        numa_node=expect_opt_int(c[numa_node], f"{where}.{numa_node}", minimum=MIN_NUMA_NODE_ID,
                                   maximum=MAX_NUMA_NODE_ID),
         die=expect_int(c.get("die", 0), f"{where}.die"),
         l3=expect_opt_int(c.get("l3"), f"{where}.l3"),
@@ -279,8 +326,8 @@ def _opt_str(obj: Any, where: str) -> str | None:
     raise InvalidInputError(f"{where}: expected a string, got {quote(obj)}")
 
 
-def _device(obj: Any, where: str) -> Device:
-    d = expect_mapping(obj, where, _DEVICE_KEYS)
+def _device(obj: Any, where: str, k: _Names) -> Device:
+    d = k.fields(obj, where, _DEVICE_KEYS)
     dev_id = d.get("id")
     resource = d.get("resource")
     if not isinstance(dev_id, str) or not dev_id:
@@ -289,27 +336,28 @@ def _device(obj: Any, where: str) -> Device:
         raise InvalidInputError(
             f"{where}.resource: expected an extended resource name like 'nvidia.com/gpu', got {quote(resource)}"
         )
-    raw_nodes = d.get("numa_nodes")
+    numa_nodes, memory_numa_nodes = k("numa_nodes"), k("memory_numa_nodes")
+    raw_nodes = d.get(numa_nodes)
     nodes = (
         None
         if raw_nodes is None
         else tuple(
-            expect_int(x, f"{where}.numa_nodes[{i}]", minimum=MIN_NUMA_NODE_ID, maximum=MAX_NUMA_NODE_ID)
-            for i, x in enumerate(expect_list(raw_nodes, f"{where}.numa_nodes"))
+            expect_int(x, f"{where}.{numa_nodes}[{i}]", minimum=MIN_NUMA_NODE_ID, maximum=MAX_NUMA_NODE_ID)
+            for i, x in enumerate(expect_list(raw_nodes, f"{where}.{numa_nodes}"))
         )
     )
     health = d.get("health", HEALTHY)
     if not isinstance(health, str):
         raise InvalidInputError(f"{where}.health: expected a string such as 'Healthy', got {quote(health)}")
     memory_nodes = tuple(
-        expect_int(x, f"{where}.memory_numa_nodes[{i}]", minimum=0, maximum=MAX_NUMA_NODE_ID)
-        for i, x in enumerate(expect_list(d.get("memory_numa_nodes") or [], f"{where}.memory_numa_nodes"))
+        expect_int(x, f"{where}.{memory_numa_nodes}[{i}]", minimum=0, maximum=MAX_NUMA_NODE_ID)
+        for i, x in enumerate(expect_list(d.get(memory_numa_nodes) or [], f"{where}.{memory_numa_nodes}"))
     )
     return Device(
         id=dev_id,
         resource=resource,
         numa_nodes=nodes,
-        pci_address=_opt_str(d.get("pci_address"), f"{where}.pci_address"),
+        pci_address=_opt_str(d.get(k("pci_address")), f"{where}.{k('pci_address')}"),
         vendor=_opt_str(d.get("vendor"), f"{where}.vendor"),
         device_class=_opt_str(d.get("class"), f"{where}.class"),
         health=health,
@@ -317,10 +365,10 @@ def _device(obj: Any, where: str) -> Device:
     )
 
 
-def _dra_device(obj: Any, where: str) -> DRADevice:
+def _dra_device(obj: Any, where: str, k: _Names) -> DRADevice:
     """A DRA device: its name and driver are checked as the API server checks a ResourceSlice's (when
     machine/dra.py publishes it); here only the shapes."""
-    d = expect_mapping(obj, where, _DRA_DEVICE_KEYS)
+    d = k.fields(obj, where, _DRA_DEVICE_KEYS)
     name, driver = d.get("name"), d.get("driver")
     if not isinstance(name, str) or len(name) > 63 or not _DNS_LABEL.fullmatch(name):
         raise InvalidInputError(f"{where}.name: expected a device name such as 'gpu-0' (a lowercase RFC 1123 label, "
@@ -340,8 +388,9 @@ def _dra_device(obj: Any, where: str) -> DRADevice:
                                 f"{{memory: 80Gi}}, got {quote(capacity)}")
     return DRADevice(
         name=name, driver=driver,
-        numa_node=expect_opt_int(d.get("numa_node"), f"{where}.numa_node", minimum=0, maximum=MAX_NUMA_NODE_ID),
-        pci_address=_opt_str(d.get("pci_address"), f"{where}.pci_address"),
-        pcie_root=_opt_str(d.get("pcie_root"), f"{where}.pcie_root"),
+        numa_node=expect_opt_int(d.get(k("numa_node")), f"{where}.{k('numa_node')}", minimum=0,
+                                 maximum=MAX_NUMA_NODE_ID),
+        pci_address=_opt_str(d.get(k("pci_address")), f"{where}.{k('pci_address')}"),
+        pcie_root=_opt_str(d.get(k("pcie_root")), f"{where}.{k('pcie_root')}"),
         attributes=dict(attributes), capacity={k: str(v) for k, v in capacity.items()},
     )

@@ -155,7 +155,7 @@ def test_discover_report_of_this_host(browser: Browser, tmp_path: Path, shots: P
     page = tmp_path / "host.html"
     numalign("discover", "--report", str(page))
     _check_page(browser, page, shots / "report-host.png")
-    assert _texts(browser, ".numa-label") == [f"NUMA node {n['id']}" for n in machine["numa_nodes"]]
-    cpus = sorted(c for n in machine["numa_nodes"] for c in n["cpus"])
+    assert _texts(browser, ".numa-label") == [f"NUMA node {n['id']}" for n in machine["numaNodes"]]
+    cpus = sorted(c for n in machine["numaNodes"] for c in n["cpus"])
     assert sorted(map(int, _texts(browser, ".cpu-label"))) == cpus
     assert "no pods" in browser.evaluate("document.querySelector('#decisions').innerText")

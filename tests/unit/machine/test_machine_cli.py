@@ -47,7 +47,7 @@ def test_this_machine_and_a_sysfs_root(capsys: pytest.CaptureFixture[str], tmp_p
     assert main(["discover"]) == 0
     assert capsys.readouterr().out.startswith("machine ")
     assert main(["discover", "--sysfs-root", "/", "-o", "json"]) == 0
-    assert json.loads(capsys.readouterr().out)["numa_nodes"]
+    assert json.loads(capsys.readouterr().out)["numaNodes"]
     assert main(["discover", "--sysfs-root", str(tmp_path)]) == EXIT_INVALID
     err = capsys.readouterr().err
     assert err.startswith("numalign discover: error: ") and "no sys/ directory inside" in err

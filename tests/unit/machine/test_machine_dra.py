@@ -47,19 +47,19 @@ def test_slices_carry_the_standard_attributes() -> None:
     assert gpu2.attributes[ATTRIBUTE_PCI_BUS_ID].values == ("0000:16:00.0",)
     assert gpu2.attributes[ATTRIBUTE_PCIE_ROOT].values == ("pci0000:16",)
     assert str(gpu2.capacity["memory"].value) == "80Gi"
-    with pytest.raises(InvalidInputError, match=r"m.json: dra_devices\[0\].name: expected a device name"):
-        machine_from_dict({**machine_to_dict(m), "dra_devices": [
-            {"name": "GPU_0", "driver": "gpu.example.com", "numa_node": 0}]}, "m.json")
+    with pytest.raises(InvalidInputError, match=r"m.json: draDevices\[0\].name: expected a device name"):
+        machine_from_dict({**machine_to_dict(m), "draDevices": [
+            {"name": "GPU_0", "driver": "gpu.example.com", "numaNode": 0}]}, "m.json")
 
 
 def test_bad_dra_devices_are_refused_in_one_line() -> None:
     base = machine_to_dict(example("dual-socket"))
     with pytest.raises(InvalidInputError, match="names NUMA node 9"):
-        machine_from_dict({**base, "dra_devices": [{"name": "g", "driver": "gpu.example.com", "numa_node": 9}]}, "m")
-    with pytest.raises(InvalidInputError, match=r"dra_devices\[0\].driver: expected a DRA driver name"):
-        machine_from_dict({**base, "dra_devices": [{"name": "g", "driver": "gpu"}]}, "m")
+        machine_from_dict({**base, "draDevices": [{"name": "g", "driver": "gpu.example.com", "numaNode": 9}]}, "m")
+    with pytest.raises(InvalidInputError, match=r"draDevices\[0\].driver: expected a DRA driver name"):
+        machine_from_dict({**base, "draDevices": [{"name": "g", "driver": "gpu"}]}, "m")
     with pytest.raises(InvalidInputError, match="appears twice"):
-        machine_from_dict({**base, "dra_devices": [{"name": "g", "driver": "a.b"}] * 2}, "m")
+        machine_from_dict({**base, "draDevices": [{"name": "g", "driver": "a.b"}] * 2}, "m")
     with pytest.raises(InvalidInputError, match="expected ATTRIBUTE=VALUE"):
         parse_shorthand("1s x 2c, 8Gi/node, dra:nic.example.com=1/node{sriov}")
 

@@ -34,11 +34,47 @@ def test_examples_round_trip_through_text(name: str, fmt: str) -> None:
 
 def test_required_json_shape() -> None:
     d = machine_to_dict(example("dual-socket"))
-    node = d["numa_nodes"][0]
-    assert {"id", "cpus", "distances", "memory_bytes"} <= set(node)
-    assert node["cpus"] == sorted(node["cpus"]) and len(node["distances"]) == len(d["numa_nodes"])
-    assert {"id", "socket", "core", "numa_node"} <= set(d["cpus"][0])
+    assert d["format"] == "numalign.machine/v2"
+    node = d["numaNodes"][0]
+    assert {"id", "cpus", "distances", "memoryBytes"} <= set(node)
+    assert node["cpus"] == sorted(node["cpus"]) and len(node["distances"]) == len(d["numaNodes"])
+    assert {"id", "socket", "core", "numaNode"} <= set(d["cpus"][0])
     json.dumps(d)  # plain JSON values only
+
+
+def _v1(value: object) -> object:
+    """A v2 file as numalign.machine/v1 wrote it (snake_case field names; data maps keep their keys)."""
+    snake = {"numaNodes": "numa_nodes", "memoryBytes": "memory_bytes", "numaNode": "numa_node",
+             "offlineCPUs": "offline_cpus", "pciAddress": "pci_address", "memoryNumaNodes": "memory_numa_nodes",
+             "draDevices": "dra_devices", "pcieRoot": "pcie_root", "numCPUs": "num_cpus", "numCores": "num_cores",
+             "numSockets": "num_sockets", "memoryCapacity": "memory_capacity",
+             "numPhysicalCores": "num_physical_cores", "pageSize": "page_size", "numPages": "num_pages"}
+    if isinstance(value, dict):
+        return {snake.get(k, k): v if k in ("hugepages", "attributes", "capacity", "distances") and
+                isinstance(v, dict) else _v1(v) for k, v in value.items()}
+    return [_v1(v) for v in value] if isinstance(value, list) else value
+
+
+@pytest.mark.parametrize("name", ["gb200", "dual-socket"])
+def test_v1_files_are_still_read(name: str) -> None:
+    """Files discover wrote before v2 (snake_case) read as the same machine, with or without `format`."""
+    v1 = _v1(machine_to_dict(example(name)))
+    assert isinstance(v1, dict) and "numa_nodes" in v1 and v1["format"] == "numalign.machine/v2"
+    assert machine_from_dict({**v1, "format": "numalign.machine/v1"}, "old.yaml") == example(name)
+    assert machine_from_dict({k: v for k, v in v1.items() if k != "format"}, "old.yaml") == example(name)
+
+
+def test_a_field_in_the_other_formats_spelling_is_named() -> None:
+    d = machine_to_dict(example("dual-socket"))
+    d["numaNodes"][1]["memory_bytes"] = d["numaNodes"][1].pop("memoryBytes")
+    with pytest.raises(InvalidInputError, match=r"^f: numaNodes\[1\]: unknown key 'memory_bytes': that is "
+                       r"numalign.machine/v1's spelling; this file is numalign.machine/v2, which spells it "
+                       r"'memoryBytes'"):
+        machine_from_dict(d, "f")
+    d = machine_to_dict(example("dual-socket"))
+    d["cpus"][0]["numaNode"] = "x"
+    with pytest.raises(InvalidInputError, match=r"^f: cpus\[0\]\.numaNode: "):
+        machine_from_dict(d, "f")
 
 
 @settings(max_examples=60)
@@ -132,7 +168,7 @@ def test_machines_without_numa_nodes_round_trip() -> None:
 
 def test_text_parse_errors() -> None:
     with pytest.raises(InvalidInputError, match=r"^m\.json: line 1, column 2: Expecting property name .*"
-                       r"\(not valid JSON\); expected a machine file \(numalign\.machine/v1"):
+                       r"\(not valid JSON\); expected a machine file \(numalign\.machine/v2"):
         parse_machine_text("{oops", "m.json")
     with pytest.raises(InvalidInputError, match=r"^m\.yaml: line 2, column 1: expected ',' or '\]'.*"
                        r"\(not valid YAML or JSON\); expected a machine file .*; fix the syntax"):

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             from numalign.cli.output import emit
 
-            rows = [{"name": n, "numa_nodes": len(example(n).numa_nodes), "cpus": len(example(n).cpus)} for n in names]
+            rows = [{"name": n, "numaNodes": len(example(n).numa_nodes), "cpus": len(example(n).cpus)} for n in names]
             emit(rows, "yaml" if args.output == "yaml" else "json")
         return 0
     root = None
@@ -112,7 +112,12 @@ def run(args: argparse.Namespace) -> int:
         from numalign.machine.cadvisor import machine_to_cadvisor
 
         sys.stdout.write(json.dumps(machine_to_cadvisor(machine), indent=2) + "\n")
-    else:
+    elif args.output == "json":
+        from numalign.cli.output import emit
+        from numalign.machine.fileformat import machine_to_dict
+
+        emit(machine_to_dict(machine), "json")  # the machine file; docs/schemas/discover.schema.json
+    else:  # YAML in flow style per CPU and device, one line each, for a file people edit
         sys.stdout.write(machine_to_text(machine, args.output))
     return 0
 
