@@ -147,10 +147,26 @@ def test_invalid_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str
     # one line each (what, and where to read more), not argparse's usage block first
     lines = capsys.readouterr().err.splitlines()
     assert lines == [
-        "numalign: error: unrecognized arguments: --no-such-flag; see 'numalign --help'",
+        "numalign admit: error: unrecognized arguments: --no-such-flag; see 'numalign admit --help'",
         "numalign admit: error: argument -o/--output: invalid choice: 'xml' (choose from 'text', 'json', 'yaml'); "
         "see 'numalign admit --help'",
     ]
+
+
+def test_run_has_no_user_option_and_says_what_does_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """`sudo numalign run --user me ...` (newcomer finding 6) was "numalign: error: unrecognized arguments:
+    --user; see 'numalign --help'": the wrong command's help, and no word of the documented way (setpriv
+    inside COMMAND, docs/commands.md#run). Nothing ran."""
+    with pytest.raises(SystemExit) as usage:
+        main(["run", "--user", "alice", "--cpus", "1", "--memory", "1Gi", "--", "touch", "never"])
+    assert usage.value.code == EXIT_INVALID
+    out = capsys.readouterr()
+    (line,) = out.err.splitlines()
+    assert line.startswith("numalign run: error: unrecognized arguments: --user; numalign run has no option to "
+                           "change user: COMMAND runs as the user who ran numalign (root under sudo)")
+    assert "-- setpriv --reuid=$(id -u) --regid=$(id -g) --init-groups COMMAND" in line
+    assert line.endswith("; see 'numalign run --help'") and out.out == ""
+    assert not Path("never").exists()
 
 
 def test_log_lines_as_klog_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 from numalign.cli.commands.summaries import SUMMARIES
 from numalign.cli.output import (
@@ -135,7 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if at is not None and args_list[at] == "run" and "--" in args_list[at:]:
         cut = args_list.index("--", at)
         args_list, command_argv = args_list[:cut], args_list[cut + 1:]
-    args = parser.parse_args(args_list)
+    args, unknown = parser.parse_known_args(args_list)
+    if unknown:
+        _unrecognized(parser, getattr(args, "command", None), unknown)
     if command_argv is not None:
         args.command_argv = command_argv
     if args.command is None:
@@ -149,6 +151,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         restore_logging()
         if argv is None:
             _leave_the_heap_to_exit()
+
+
+# Options people reach for to run COMMAND as someone else (sudo -u, docker --user): numalign run has none.
+_RUN_AS: Final = frozenset({"--user", "--uid", "--group", "--gid", "--as-user", "--runas", "--run-as"})
+
+
+def _unrecognized(parser: argparse.ArgumentParser, command: str | None, unknown: list[str]) -> NoReturn:
+    """argparse's "unrecognized arguments", named by the command they were given to (argparse names the top
+    parser, `numalign: ... see 'numalign --help'`, whose help does not list the command's options)."""
+    prog = f"{parser.prog} {command}" if command else parser.prog
+    hint = ""
+    if command == "run" and any(a.split("=", 1)[0] in _RUN_AS for a in unknown):
+        hint = ("; numalign run has no option to change user: COMMAND runs as the user who ran numalign (root under "
+                "sudo), and keeps its CPUs, memory policy and cgroup across an exec, so drop privileges inside it: "
+                "sudo numalign run ... -- setpriv --reuid=$(id -u) --regid=$(id -g) --init-groups COMMAND")
+    parser.exit(2, f"{prog}: error: unrecognized arguments: {' '.join(unknown)}{hint}; see '{prog} --help'\n")
 
 
 def _leave_the_heap_to_exit() -> None:
