@@ -129,12 +129,41 @@ _COMPREHENSION_ATOMS = (
     '{"a": "b"}.transformMap(k, v, 1).a == 1', "[[1, 2], [3]].transformList(i, l, l.size()).sum() == 3",
 )
 
+# Conversions (cel-go's String.ConvertToType: one text for every string that does not convert), a
+# constant conversion that fails refusing the program itself ("program instantiation failed"), and the
+# duration/timestamp literal validators on literals of any type; %g for a double's string.
+_CONVERSION_ATOMS = (
+    'int("0x10") == 16', 'int(" 1") == 1', 'int("x") == 1', "uint(-1) == 1u", 'double("a") > 0.0',
+    'duration("bad") > duration("1s")', 'timestamp("bad") > timestamp(1)', 'bool("yes")', 'bool("T")',
+    'string(b"\\xff") == ""', "int(1e19) == 1", "uint(-1.0) == 1u", 'false && int("x") == 1',
+    '[int("x")].size() == 1', 'dyn(int("x")) == 1', "int(18446744073709551615u) == 1",
+    "int(device.driver) == 1", "uint(device.driver) == 1u", "double(device.driver) > 0.0",
+    "duration(device.driver) > duration(\"1s\")", "timestamp(device.driver) > timestamp(1)",
+    f'int(string({_G}.index) + " ") == 1', f'int("+" + string({_G}.index)) >= 0',
+    f'uint("+" + string({_G}.index)) >= 0u', f'double(string({_G}.index) + "e400") > 1.0',
+    f'double("0x1p-" + string({_G}.index)) < 2.0', 'double("-Inf" + device.driver.substring(0, 0)) < 0.0',
+    'double("1e400") > 1.0', 'double("0x1p-2") == 0.25', 'double("Infinity") > 0.0', 'double("nan") != 0.0',
+    'duration("--5s") > duration("1s")', 'duration("2562048h") > duration("1s")', 'duration(".5s") < duration("1s")',
+    f'duration(string({_G}.index) + "h1") > duration("1s")', f'duration(string({_G}.index) + ".5m") > duration("1s")',
+    "timestamp(253402300800) > timestamp(1)", "timestamp(-62135596801) > timestamp(1)",
+    f"timestamp({_G}.index * 100000000000) > timestamp(1)",
+    f'timestamp("2020-02-3" + string({_G}.index) + "T00:00:00Z") > timestamp(1)',
+    f'timestamp("0000-01-01T00:00:0" + string({_G}.index) + "Z") > timestamp(1)',
+    f'timestamp("2020-01-01T00:00:00.5" + string({_G}.index) + "+01:00") > timestamp(1)',
+    'timestamp("2020-02-30T00:00:00Z") > timestamp(1)', 'int("99999999999999999999") == 1',
+    'string(1000000.0) == "1e+06"', 'string(123456.0) == "123456"', 'string(0.00001) == "1e-05"',
+    f'string(double({_G}.index) * 1e6) == "3e+06"', f'string(double({_G}.index) / 1e5) == "3e-05"',
+    'string(duration("1.5s")) == "1.5s"', 'string(timestamp("2020-01-01T00:00:00.120Z")) == "2020-01-01T00:00:00.12Z"',
+    f'string(duration(string({_G}.index) + "ms")) == "0.003s"', "[].min() == 1", "[].max() == 1",
+    '["1", "x"].all(s, int(s) > 0)', f'[{_G}.index].min() == 1',
+)
+
 
 def _compose(rng: random.Random, depth: int) -> str:
     if depth == 0 or rng.random() < 0.35:
         pick = rng.random()
-        return rng.choice(_ATOMS if pick < 0.7 else _NET_ATOMS if pick < 0.8 else _LIST_ATOMS if pick < 0.9
-                          else _COMPREHENSION_ATOMS)
+        return rng.choice(_ATOMS if pick < 0.6 else _NET_ATOMS if pick < 0.7 else _LIST_ATOMS if pick < 0.8
+                          else _COMPREHENSION_ATOMS if pick < 0.9 else _CONVERSION_ATOMS)
     a, b = _compose(rng, depth - 1), _compose(rng, depth - 1)
     shape = rng.randrange(6)
     if shape == 0:
@@ -248,13 +277,6 @@ _URL_CASES = (
 )
 
 
-def named_cases(version: str) -> list[tuple[str, dict[str, Any], str]]:
-    """Cases run by name after the generated ones (run.py), each with its CPU-time bound in the harness."""
-    device: dict[str, Any] = {"driver": "gpu.example.com", "allow_multiple_allocations": None, "attributes": {},
-                              "capacity": {}}
-    return [(name, {"expr": expr, "features": {"consumable_capacity": False, "list_type_attributes": False},
-                    "device": device, "with_cost": True}, "20s") for name, expr in _URL_CASES]
-
 
 def _attribute(raw: dict[str, Any]) -> DeviceAttribute:
     ((kind, value),) = raw.items()
@@ -293,3 +315,39 @@ def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
 
 def size(case: dict[str, Any]) -> int:
     return len(case["expr"]) + len(case["device"]["attributes"]) * 5
+
+
+_NAMED_DEVICE: dict[str, Any] = {
+    "driver": "gpu.example.com", "allow_multiple_allocations": None,
+    "attributes": {"model": {"string": "h100"}, "index": {"int": 3},
+                   "driverVersion": {"version": "1.2.3"}, "resource.kubernetes.io/numaNode": {"int": 1}},
+    "capacity": {"memory": "80Gi"},
+}
+# Each gap closed against the real environment, by name (conformance/README.md): what the generated
+# cases reach only by chance.
+_NAMED = {
+    # a constant conversion that fails fails the program, even where it is never evaluated
+    "fold-conversion": 'false && int("x") == 1',
+    "fold-uint-negative": "uint(-1) == 1u",
+    "string-to-int-text": 'int(device.driver) == 1',
+    "string-to-int-hex": 'int("0x" + string(device.attributes["gpu.example.com"].index)) == 3',
+    "string-to-int-blank": 'int(" " + string(device.attributes["gpu.example.com"].index)) == 3',
+    "duration-literal-overflow": 'duration("2562048h") > duration("1s")',
+    "timestamp-literal-range": "timestamp(253402300800) > timestamp(1)",
+    "double-string-g": 'string(double(device.attributes["gpu.example.com"].index) * 1e6) == "3e+06"',
+    "empty-list-min": "[].min() == 1",
+}
+
+
+def named_cases(version: str) -> list[tuple[str, dict[str, Any], str]]:
+    """Cases run by name after the generated ones (run.py), each with its CPU-time bound in the harness:
+    the URL cases on a device without attributes, the others on _NAMED_DEVICE."""
+    minor = int(version.split(".")[1])
+    features = {"consumable_capacity": False, "list_type_attributes": False}
+    bare: dict[str, Any] = {"driver": "gpu.example.com", "allow_multiple_allocations": None, "attributes": {},
+                            "capacity": {}}
+    device = dict(_NAMED_DEVICE, allow_multiple_allocations=None if minor < 34 else False)
+    return ([(name, {"expr": expr, "features": features, "device": bare, "with_cost": True}, "20s")
+             for name, expr in _URL_CASES]
+            + [(name, {"expr": expr, "features": features, "device": device, "with_cost": True}, "20s")
+               for name, expr in _NAMED.items()])

@@ -191,6 +191,23 @@ def compare(a: Any, b: Any) -> int:
 # ---- conversions ----------------------------------------------------------------------------------
 
 
+def _conversion_error(target: str) -> CelError:
+    """String.ConvertToType's one text for every string that does not convert (cel-go 0.23-0.29): the
+    strconv/time error itself is not shown."""
+    return CelError(f"type conversion error from 'string' to '{target}'")
+
+
+def _syntax(pattern: str) -> Any:
+    """A fixed pattern on RE2 (linear in the text, as every pattern numalign runs on a CEL string)."""
+    return re2.compile(pattern, options=_RE2_OPTIONS)  # type: ignore[no-untyped-call]
+
+
+# strconv.ParseInt/ParseUint in base 10: ASCII digits only (Python's int() takes blanks, underscores and
+# other scripts' digits), a sign for ParseInt only
+_GO_INT: Final = _syntax(r"[+-]?[0-9]+")
+_GO_UINT: Final = _syntax(r"[0-9]+")
+
+
 def to_int(v: Any) -> int:
     k = _num_kind(v)
     if k == "int":
@@ -202,22 +219,12 @@ def to_int(v: Any) -> int:
             raise CelError("integer overflow")
         return int(v)
     if k == "string":
-        try:
-            return _parse_go_int(v)
-        except ValueError:
-            raise CelError(f'strconv.ParseInt: parsing {go_quote(v)}: invalid syntax') from None
+        if _GO_INT.fullmatch(v) is None or not INT64_MIN <= int(v) <= INT64_MAX:
+            raise _conversion_error("int")
+        return int(v)
     if k == "google.protobuf.Timestamp":
         return int(v.nanos // 1_000_000_000)
     raise CelError(NO_SUCH_OVERLOAD)
-
-
-def _parse_go_int(text: str) -> int:
-    if not text or text.strip() != text or "_" in text:
-        raise ValueError(text)
-    value = int(text, 10)
-    if value < INT64_MIN or value > INT64_MAX:
-        raise CelError(f"strconv.ParseInt: parsing {go_quote(text)}: value out of range")
-    return value
 
 
 def to_uint(v: Any) -> UInt:
@@ -231,12 +238,39 @@ def to_uint(v: Any) -> UInt:
             raise CelError("unsigned integer overflow")
         return UInt(int(v))
     if k == "string":
-        if not v.isdigit() or not v.isascii():
-            raise CelError(f"strconv.ParseUint: parsing {go_quote(v)}: invalid syntax")
-        if int(v) > UINT64_MAX:
-            raise CelError(f"strconv.ParseUint: parsing {go_quote(v)}: value out of range")
+        if _GO_UINT.fullmatch(v) is None or int(v) > UINT64_MAX:
+            raise _conversion_error("uint")
         return UInt(int(v))
     raise CelError(NO_SUCH_OVERLOAD)
+
+
+# strconv.ParseFloat's syntax: decimal (digits with an optional point and exponent), hexadecimal with a
+# binary exponent, and inf/infinity (signed) and nan in any case; underscores only after a base prefix
+_GO_DECIMAL_FLOAT: Final = _syntax(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_GO_HEX_FLOAT: Final = _syntax(r"([+-]?)0[xX](_?[0-9a-fA-F](?:_?[0-9a-fA-F])*\.?(?:[0-9a-fA-F](?:_?[0-9a-fA-F])*)?"
+                                  r"|\.[0-9a-fA-F](?:_?[0-9a-fA-F])*)[pP]([+-]?[0-9]+)")
+
+
+def parse_go_float(text: str) -> float | None:
+    """strconv.ParseFloat(text, 64), or None where it fails (a syntax error, or a finite number beyond
+    the double range: ErrRange)."""
+    lowered = text.lower()
+    unsigned = lowered[1:] if lowered[:1] in ("+", "-") else lowered
+    if unsigned in ("inf", "infinity"):
+        return -math.inf if lowered.startswith("-") else math.inf
+    if lowered == "nan":
+        return math.nan
+    if _GO_DECIMAL_FLOAT.fullmatch(text):
+        value = float(text)
+    else:
+        m = _GO_HEX_FLOAT.fullmatch(text)
+        if m is None:
+            return None
+        try:
+            value = float.fromhex(f"{m.group(1)}0x{m.group(2).replace('_', '')}p{m.group(3)}")
+        except OverflowError:
+            return None
+    return None if math.isinf(value) else value
 
 
 def to_double(v: Any) -> float:
@@ -244,15 +278,16 @@ def to_double(v: Any) -> float:
     if k in ("int", "uint", "double"):
         return float(v)
     if k == "string":
-        try:
-            return float(v.replace("_", "x") if "_" in v else v)
-        except ValueError:
-            raise CelError(f"strconv.ParseFloat: parsing {go_quote(v)}: invalid syntax") from None
+        value = parse_go_float(v)
+        if value is None:
+            raise _conversion_error("double")
+        return value
     raise CelError(NO_SUCH_OVERLOAD)
 
 
 def format_double(v: float) -> str:
-    """strconv.FormatFloat(v, 'g', -1, 64)."""
+    """fmt's %g (strconv.FormatFloat(v, 'g', -1, 64)): the shortest digits, in exponent form when the
+    decimal exponent is below -4 or at least 6 (string(1000000.0) is "1e+06")."""
     if math.isnan(v):
         return "NaN"
     if math.isinf(v):
@@ -264,7 +299,7 @@ def format_double(v: float) -> str:
     digits = mantissa.replace("-", "").replace(".", "").lstrip("0")
     exponent = int(exp) if exp else (len(mantissa.replace("-", "").split(".")[0]) - 1 if abs(v) >= 1 else
                                       -(len(mantissa.split(".")[1]) - len(mantissa.split(".")[1].lstrip("0")) + 1))
-    if exponent < -4 or exponent >= max(len(digits), 21):
+    if exponent < -4 or exponent >= 6:
         d = digits.rstrip("0") or "0"
         m = d[0] + ("." + d[1:] if len(d) > 1 else "")
         return f"{'-' if v < 0 else ''}{m}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
@@ -286,7 +321,56 @@ def to_string(v: Any) -> str:
             return str(v.decode("utf-8"))
         except UnicodeDecodeError:
             raise CelError("invalid UTF-8 in bytes, cannot convert to string") from None
+    if k == "google.protobuf.Timestamp":
+        return timestamp_text(v.nanos)
+    if k == "google.protobuf.Duration":
+        return duration_text(v.nanos)
     raise CelError(NO_SUCH_OVERLOAD)
+
+
+def shortest_fixed(v: float) -> str:
+    """strconv.FormatFloat(v, 'f', -1, 64): the shortest digits that read back as v, never an exponent."""
+    if v == 0:
+        return "-0" if math.copysign(1, v) < 0 else "0"
+    mantissa, _, exp = repr(abs(v)).partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = (whole + frac).lstrip("0") or "0"
+    point = len(whole) + (int(exp) if exp else 0) - (len(whole + frac) - len((whole + frac).lstrip("0")))
+    digits = digits.rstrip("0") or "0"
+    if point <= 0:
+        text = "0." + "0" * -point + digits
+    elif point >= len(digits):
+        text = digits + "0" * (point - len(digits))
+    else:
+        text = digits[:point] + "." + digits[point:]
+    return ("-" if v < 0 else "") + text
+
+
+def duration_text(nanos: int) -> str:
+    """A duration's string: Duration.Seconds() (whole seconds plus the rest, each through a double, as
+    Go truncates the division) in the shortest fixed form, then "s"."""
+    whole = abs(nanos) // 1_000_000_000 * (-1 if nanos < 0 else 1)
+    return shortest_fixed(float(whole) + float(nanos - whole * 1_000_000_000) / 1e9) + "s"
+
+
+def timestamp_text(nanos: int) -> str:
+    """A timestamp's string: RFC3339Nano in UTC (the fraction without its trailing zeros)."""
+    seconds, fraction = divmod(nanos, 1_000_000_000)
+    days, rest = divmod(seconds, 86400)
+    # civil date from days since 1970-01-01 (the inverse of _days_from_civil)
+    z = days + 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + (3 if mp < 10 else -9)
+    year = yoe + era * 400 + (month <= 2)
+    text = f"{year:04d}-{month:02d}-{day:02d}T{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    if fraction:
+        text += "." + f"{fraction:09d}".rstrip("0")
+    return text + "Z"
 
 
 def go_quote(s: str) -> str:
@@ -310,6 +394,69 @@ def go_quote(s: str) -> str:
 
 _DURATION_UNITS: Final = {"ns": 1, "us": 1000, "µs": 1000, "μs": 1000, "ms": 1_000_000, "s": 1_000_000_000,
                           "m": 60_000_000_000, "h": 3_600_000_000_000}
+_NANOS_LIMIT: Final = 1 << 63
+
+
+def parse_go_duration(text: str) -> int | None:
+    """time.ParseDuration in nanoseconds, or None where it fails: Go's grammar (one optional sign, then
+    numbers each with a unit; "0" alone) and its overflow checks, in Go's integer arithmetic (a fraction
+    is added through a double, as Go adds it)."""
+    s = text
+    neg = s[:1] == "-"
+    if s[:1] in ("-", "+"):
+        s = s[1:]
+    if s == "0":
+        return 0
+    if not s:
+        return None
+    total = 0
+    while s:
+        if not (s[0] == "." or "0" <= s[0] <= "9"):
+            return None
+        i = 0
+        whole = 0
+        while i < len(s) and "0" <= s[i] <= "9":
+            whole = whole * 10 + ord(s[i]) - 48
+            if whole > _NANOS_LIMIT:
+                return None  # leadingInt's overflow
+            i += 1
+        pre = i > 0
+        fraction, scale, post = 0, 1.0, False
+        if i < len(s) and s[i] == ".":
+            i += 1
+            start = i
+            overflow = False
+            while i < len(s) and "0" <= s[i] <= "9":
+                if not overflow:
+                    if fraction > (_NANOS_LIMIT - 1) // 10:
+                        overflow = True  # leadingFraction drops the digits it cannot hold
+                    else:
+                        fraction = fraction * 10 + ord(s[i]) - 48
+                        scale *= 10
+                i += 1
+            post = i > start
+        if not pre and not post:
+            return None
+        start = i
+        while i < len(s) and s[i] != "." and not "0" <= s[i] <= "9":
+            i += 1
+        unit = _DURATION_UNITS.get(s[start:i])
+        if unit is None:
+            return None  # a missing or unknown unit
+        s = s[i:]
+        if whole > _NANOS_LIMIT // unit:
+            return None
+        value = whole * unit
+        if fraction > 0:
+            value += int(float(fraction) * (float(unit) / scale))
+            if value > _NANOS_LIMIT:
+                return None
+        total += value
+        if total > _NANOS_LIMIT:
+            return None
+    if neg:
+        return -total
+    return None if total > _NANOS_LIMIT - 1 else total
 
 
 def to_duration(v: Any) -> Duration:
@@ -317,38 +464,86 @@ def to_duration(v: Any) -> Duration:
         return v
     if not isinstance(v, str):
         raise CelError(NO_SUCH_OVERLOAD)
-    text = v
-    sign = -1 if text.startswith("-") else 1
-    body = text.lstrip("+-")
-    if body == "0":
-        return Duration(0)
-    total = 0.0
-    import re as _re  # a fixed, linear pattern over bounded text: Python's re is safe here
-    parts = _re.findall(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)", body)
-    if not body or "".join(a + b for a, b in parts) != body:
-        raise CelError(f"time: invalid duration {go_quote(text)}")
-    for number, unit in parts:
-        total += float(number) * _DURATION_UNITS[unit]
-    return Duration(sign * int(total))
+    nanos = parse_go_duration(v)
+    if nanos is None:
+        raise _conversion_error("google.protobuf.Duration")
+    return Duration(nanos)
+
+
+# the range of a CEL timestamp: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z, in Unix seconds
+_MIN_UNIX: Final = -62135596800
+_MAX_UNIX: Final = 253402300799
+_DAYS_IN_MONTH: Final = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (year 0 included)."""
+    y = year - (month <= 2)
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def _leap(year: int) -> bool:
+    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+
+
+def parse_rfc3339(text: str) -> int | None:
+    """time.Parse(time.RFC3339, text) in Unix nanoseconds, or None where it fails: the fixed layout
+    2006-01-02T15:04:05, an optional fraction (to nanoseconds, further digits dropped), then Z or
+    +hh:mm/-hh:mm; each field in its range."""
+    if len(text) < 19 or not text.isascii():
+        return None
+
+    def number(part: str, low: int, high: int) -> int | None:
+        if not part.isdigit():
+            return None
+        n = int(part)
+        return n if low <= n <= high else None
+
+    year, month = number(text[0:4], 0, 9999), number(text[5:7], 1, 12)
+    if year is None or month is None:
+        return None
+    days = _DAYS_IN_MONTH[month - 1] + (1 if month == 2 and _leap(year) else 0)
+    day, hour = number(text[8:10], 1, days), number(text[11:13], 0, 23)
+    minute, second = number(text[14:16], 0, 59), number(text[17:19], 0, 59)
+    if day is None or hour is None or minute is None or second is None or (
+            text[4], text[7], text[10], text[13], text[16]) != ("-", "-", "T", ":", ":"):
+        return None
+    rest = text[19:]
+    nanos = 0
+    if len(rest) >= 2 and rest[0] == "." and rest[1].isdigit():
+        n = 1
+        while n < len(rest) and rest[n].isdigit():
+            n += 1
+        nanos = int(rest[1:n][:9].ljust(9, "0"))
+        rest = rest[n:]
+    offset = 0
+    if rest != "Z":
+        if len(rest) != 6 or rest[0] not in "+-" or rest[3] != ":":
+            return None
+        hours, minutes = number(rest[1:3], 0, 23), number(rest[4:6], 0, 59)
+        if hours is None or minutes is None:
+            return None
+        offset = (hours * 60 + minutes) * 60 * (-1 if rest[0] == "-" else 1)
+    seconds = _days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset
+    return seconds * 1_000_000_000 + nanos
 
 
 def to_timestamp(v: Any) -> Timestamp:
-    import datetime
     if isinstance(v, Timestamp):
         return v
     if isinstance(v, bool) or not isinstance(v, (int, str)):
         raise CelError(NO_SUCH_OVERLOAD)
-    if isinstance(v, int):
-        return Timestamp(v * 1_000_000_000)
-    try:
-        parsed = datetime.datetime.fromisoformat(v.replace("Z", "+00:00").replace("z", "+00:00"))
-        if parsed.tzinfo is None or "T" not in v.upper():
-            raise ValueError(v)
-    except ValueError:
-        raise CelError(f'parsing time {go_quote(v)} as "2006-01-02T15:04:05Z07:00": cannot parse') from None
-    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-    delta = parsed - epoch
-    return Timestamp((delta.days * 86400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000)
+    parsed = int(v) * 1_000_000_000 if isinstance(v, int) else parse_rfc3339(v)
+    if parsed is None:
+        raise _conversion_error("google.protobuf.Timestamp")
+    nanos = parsed
+    if not _MIN_UNIX <= nanos // 1_000_000_000 <= _MAX_UNIX:
+        raise CelError("timestamp overflow")
+    return Timestamp(nanos)
 
 
 # ---- strings (cel-go ext.Strings), in code points -----------------------------------------------------
@@ -501,7 +696,7 @@ def list_sum(items: list[Any]) -> Any:
 
 def list_min_max(items: list[Any], want: int, name: str) -> Any:
     if not items:
-        raise CelError(f"{name}(list) called on empty list")
+        raise CelError(f"{name} called on empty list")
     best = items[0]
     for x in items[1:]:
         if compare(x, best) == want:

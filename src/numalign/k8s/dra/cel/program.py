@@ -456,4 +456,31 @@ def compile_program(root: Expr, functions: dict[int, str], guarded: dict[int, tu
     return _Compiler(functions, guarded, minor).node(root)
 
 
-__all__ = ["Meter", "Node", "_contains", "compile_program"]
+def fold_error(root: Expr, functions: dict[int, str], guarded: dict[int, tuple[tuple[Type, ...], ...]],
+               minor: int) -> str | None:
+    """What cel-go's optimizer (decOptimize's constant type conversions) says when building the
+    program: a conversion of a constant that fails (int("x"), uint(-1), string(b"\\xff")) fails the
+    program itself, wherever it stands (`false && int("x") == 1` too), and so the compilation
+    ("program instantiation failed: ..."). The first one in the planner's order, operands before
+    their call; None when every constant conversion succeeds."""
+    compiler = _Compiler(functions, guarded, minor)
+
+    def walk(e: Expr) -> str | None:
+        children = [e.operand, *e.args, *(x for k, v, _ in e.entries for x in (k, v)), e.iter_range,
+                    e.accu_init, e.loop_cond, e.loop_step, e.result]
+        for child in children:
+            if child is not None:
+                found = walk(child)
+                if found is not None:
+                    return found
+        if (e.kind == "call" and e.name in _CONVERSIONS and e.operand is None and len(e.args) == 1
+                and _constant(e.args[0])):
+            try:
+                compiler.node(e)({}, Meter(1 << 62))
+            except CelError as exc:
+                return str(exc)
+        return None
+    return walk(root)
+
+
+__all__ = ["Meter", "Node", "_contains", "compile_program", "fold_error"]

@@ -21,7 +21,7 @@ from numalign.k8s.dra.cel.checker import Checked, check
 from numalign.k8s.dra.cel.cost import estimate
 from numalign.k8s.dra.cel.decls import STANDARD_FUNCTIONS, Environment, environment
 from numalign.k8s.dra.cel.macros import expand_two_variable_macros
-from numalign.k8s.dra.cel.program import Meter, Node, compile_program
+from numalign.k8s.dra.cel.program import Meter, Node, compile_program, fold_error
 from numalign.k8s.dra.cel.projection import Path as Path  # re-exported: the paths a selector reads
 from numalign.k8s.dra.cel.projection import absent_key, device_paths, project, value_key
 from numalign.k8s.dra.cel.values import CelError, CostLimitExceededError, DomainMap, to_bool_error
@@ -101,10 +101,14 @@ def compile_selector(expression: str, features: CELFeatures = CELFeatures(), *,
     out = checked.types[parsed.expr.id]
     if out.kind not in env.outputs:
         return CompiledSelector(expression, f"must evaluate to bool or the unknown type, not {out.type_name()}", 0)
+    guards = _guards(env, checked)
+    folded = fold_error(parsed.expr, checked.functions, guards, features.minor)
+    if folded is not None:  # the program is built before the cost is estimated
+        return CompiledSelector(expression, "program instantiation failed: " + folded, 0)
     max_cost = estimate(parsed.expr, checked, features.minor)
     if new_object:  # validation only: no program to build and keep
         return CompiledSelector(expression, None, max_cost, out.type_name(), features.minor)
-    program = compile_program(parsed.expr, dict(checked.functions), _guards(env, checked), features.minor)
+    program = compile_program(parsed.expr, dict(checked.functions), guards, features.minor)
     return CompiledSelector(expression, None, max_cost, out.type_name(), features.minor, program,
                             device_paths(parsed.expr))
 
@@ -169,7 +173,8 @@ def _validate(root: Expr, checked: Checked) -> list[tuple[int, str]]:
         name = checked.functions.get(e.id, "")
         if e.kind == "call" and e.args:
             arg = e.args[-1] if name == "matches" else e.args[0]
-            if arg.kind == "lit" and arg.lit_kind == "string":
+            # a duration or timestamp of any literal is evaluated (timestamp(253402300800) is refused)
+            if arg.kind == "lit" and (arg.lit_kind == "string" or name in ("duration", "timestamp")):
                 try:
                     if name == "matches":
                         library.regex(arg.value)
