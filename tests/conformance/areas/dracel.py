@@ -158,12 +158,47 @@ _CONVERSION_ATOMS = (
     '["1", "x"].all(s, int(s) > 0)', f'[{_G}.index].min() == 1',
 )
 
+# The strings extension's format() (version 2 in every release): each clause on the device's values and
+# on constants, lists and maps as CEL literals (a device's attribute map too: cel-go sorts its keys), the
+# locale's %f and %e, precisions that wrap, the compile-time check of a constant format string against a
+# literal list and the run-time errors of one it cannot check (dyn).
+_FORMAT_ATOMS = (
+    f'"%.2f".format([double({_G}.index) * 1000.5]) == "3,001.50"', f'"%e".format([double({_G}.index)]) != ""',
+    f'"%x-%X-%o-%b".format([{_G}.index + 250, {_G}.index + 250, {_G}.index, {_G}.index]) == "fd-FD-3-11"',
+    f'"%s".format([{_G}]).size() > 2', '"%s".format([device.attributes]).size() > 2',
+    '"%s".format([device.capacity]) == ""', f'"%d".format([{_G}.model]) == ""',
+    f'"%s".format([{_G}.model]) == "h100"', f'"%s".format([{_G}.driverVersion]) == ""',
+    f'"%f".format([{_G}.index]) == ""', f'"%e".format([{_G}.model]) == ""', '"%.3f".format([1.0]) == "1.000"',
+    '"%q".format([1]) == ""', '"%d %d".format([1]) == ""', '"%d".format([1, 2]) == ""', '"%".format([1]) == ""',
+    '"%s".format([semver("1.0.0")]) == ""', '"%d".format([1.5]) == ""', '"%x".format([[1]]) == ""',
+    '"%.f".format(dyn([1.5])) == ""', '"%.5".format(dyn([1.5])) == ""', '"%é".format(dyn([1])) == ""',
+    '"%d".format(dyn(["x"])) == ""', '"%b".format(dyn([1.5])) == ""', '"%o".format(dyn([true])) == ""',
+    '"%x".format(dyn([1.5])) == ""', '"%s".format(dyn([ip("10.0.0.1")])) == ""',
+    '"%s".format(dyn([{1.5: 1}])) == ""',
+    f'"%s".format([[{_G}.index, 1.5, "x\\"y", b"z", null, {{"k": true}}, int]]) == ""',
+    f'"%b %o %X".format([{_G}.index, -{_G}.index, device.driver]) != ""',
+    f'"%.300f".format([double({_G}.index)]).size() == 46',
+    f'"%.20e".format([double({_G}.index) / 7.0]).startsWith(" ")',
+    f'"%.256f|%.32768f".format([double({_G}.index) / 8.0, 0.1]) == ""',
+    '"%.99999999f".format([1.5]) == "%!(NOVERB)"', '"%f".format(["NaN"]) == "NaN"',
+    '"%e".format([-double("Infinity")]) == "    -∞"', '"%.0e".format([1e-300]) == ""',
+    f'"%s".format([duration(string({_G}.index) + ".5s")]) == "3.5s"',
+    '"%s|%s".format([timestamp("2021-06-01T12:00:00.5+02:00"), [timestamp("2021-06-01T12:00:00-00:30")]]) == ""',
+    f'"%s".format([[{_G}.index * 1000000, double({_G}.index) * 1e21, -0.0, double("NaN")]]) == ""',
+    f'"%s %s".format([double({_G}.index) * 1e6, double({_G}.index) / 1e5]) == "3e+06 3e-05"',
+    f'"%%%d%%".format([{_G}.index]) == "%3%"', f'"%s".format([{_G}.tags]) == ""', f'"%s".format([{_R}]) != ""',
+    f'"%.1f".format([double({_G}.index) / 12.0]) == "0.2"',
+    f'"%s".format([{_G}.index > 2, null, type({_G}.index)]) != ""', '"%s".format([b"\\xff"]) == ""',
+    'strings.quote("a\\u0001\\a") == ""',
+)
+
 
 def _compose(rng: random.Random, depth: int) -> str:
     if depth == 0 or rng.random() < 0.35:
         pick = rng.random()
-        return rng.choice(_ATOMS if pick < 0.6 else _NET_ATOMS if pick < 0.7 else _LIST_ATOMS if pick < 0.8
-                          else _COMPREHENSION_ATOMS if pick < 0.9 else _CONVERSION_ATOMS)
+        return rng.choice(_ATOMS if pick < 0.55 else _NET_ATOMS if pick < 0.65 else _LIST_ATOMS if pick < 0.75
+                          else _COMPREHENSION_ATOMS if pick < 0.83 else _CONVERSION_ATOMS if pick < 0.91
+                          else _FORMAT_ATOMS)
     a, b = _compose(rng, depth - 1), _compose(rng, depth - 1)
     shape = rng.randrange(6)
     if shape == 0:

@@ -119,18 +119,20 @@ def test_durations_parse_as_go_does(text: str, nanos: int | None) -> None:
 
 @pytest.mark.parametrize(
     ("text", "nanos"),
-    [("2020-01-01T00:00:00.120Z", 1_577_836_800_120_000_000), ("0001-01-01T00:00:00Z", -62_135_596_800 * 10**9),
-     ("2020-02-29T00:00:00-07:30", 1_582_961_400 * 10**9), ("1969-12-31T23:59:59.5Z", -500_000_000),
+    [("2020-01-01T00:00:00.120Z", (1_577_836_800_120_000_000, 0)),
+     ("0001-01-01T00:00:00Z", (-62_135_596_800 * 10**9, 0)),
+     ("2020-02-29T00:00:00-07:30", (1_582_961_400 * 10**9, -27000)), ("1969-12-31T23:59:59.5Z", (-500_000_000, 0)),
      ("2021-02-29T00:00:00Z", None), ("2020-01-01T24:00:00Z", None), ("2020-01-01 00:00:00Z", None),
      ("2020-01-01T00:00:00", None), ("2020-01-01T00:00:00+0100", None), ("2020-01-01T00:00Z", None)],
 )
-def test_timestamps_parse_as_gos_rfc3339_layout(text: str, nanos: int | None) -> None:
+def test_timestamps_parse_as_gos_rfc3339_layout(text: str, nanos: tuple[int, int] | None) -> None:
     assert parse_rfc3339(text) == nanos
 
 
 def test_timestamps_and_durations_print_as_cel_go() -> None:
     assert timestamp_text(1_577_836_800_120_000_000) == "2020-01-01T00:00:00.12Z"
     assert timestamp_text(-62_135_596_800 * 10**9) == "0001-01-01T00:00:00Z"
+    assert timestamp_text(1_582_961_400 * 10**9, -27000) == "2020-02-29T00:00:00-07:30"  # the offset read
     assert duration_text(-1_500_000_000) == "-1.5s"
     assert duration_text(3_600 * 10**9) == "3600s"
     assert duration_text(1) == "0.000000001s"

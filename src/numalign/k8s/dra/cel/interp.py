@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Final
 
-from numalign.k8s.dra.cel import extlists, net
+from numalign.k8s.dra.cel import extlists, net, strformat
 from numalign.k8s.dra.cel import library as lib
 from numalign.k8s.dra.cel.ast import Expr
 from numalign.k8s.dra.cel.types import Type
@@ -104,7 +104,7 @@ class Interpreter:
                 return False
             return _quiet_equal(target, item)
         if name == "format":
-            return _format(v[0], v[1])
+            return strformat.format_call(v[0], v[1])
         if name == "lists.range":
             return extlists.lists_range(v[0], self.minor)
         fn = _FUNCTIONS.get(name)
@@ -116,7 +116,8 @@ class Interpreter:
             raise CelError(NO_SUCH_OVERLOAD) from None
 
 
-def cost_function(name: str, minor: int, member: bool = True) -> Callable[[list[Any], Any], int]:
+def cost_function(name: str, minor: int, member: bool = True, string_overload: bool = False,
+                  overload: str | None = None) -> Callable[[list[Any], Any], int]:
     """The call cost of `name` (the Kubernetes library's CallCost, else cel-go's), chosen once per call
     site: the branches of Interpreter._call_cost, without re-testing the name on each evaluation."""
     before = extlists.cost_before(name, minor) if minor >= 34 else None
@@ -129,17 +130,19 @@ def cost_function(name: str, minor: int, member: bool = True) -> Callable[[list[
     if name == "matches" and not member and minor < 37:  # cel-go 0.26 costs the global form as O(1)
         return lambda v, r: 1
     if name in ("url", "lowerAscii", "upperAscii", "substring", "trim", "quantity", "isQuantity", "semver",
-                "isSemver", "startsWith", "endsWith", "strings.quote"):
+                "isSemver", "startsWith", "endsWith", "strings.quote", "format"):  # format: its format string
         return lambda v, r: _ceil(size_of(v[0]) * STRING_FACTOR)
     if name in ("cidr", "isIP", "isCIDR") or (name == "ip" and not member):  # parsing: a string traversal
         return lambda v, r: _ceil(size_of(v[0]) * STRING_FACTOR)
     if name in ("containsIP", "containsCIDR"):
         # comparing address bytes up to the prefix (twice the CIDR's size), the inner CIDR's mask and
         # bits for containsCIDR, and parsing a string operand
+        # (an argument that failed is charged as the overload the checker chose: size 1)
         extra = name == "containsCIDR"
         return lambda v, r: (_ceil(2 * net.size(v[0]) * STRING_FACTOR)
                              + (_ceil(net.size(v[0]) * STRING_FACTOR) + 1 if extra else 0)
-                             + (_ceil(size_of(v[1]) * STRING_FACTOR) if isinstance(v[1], str) else 0))
+                             + (_ceil(size_of(v[1]) * STRING_FACTOR) if isinstance(v[1], str) else
+                                1 if string_overload and isinstance(v[1], CelError) else 0))
     if name in ("replace", "split", "ip.isCanonical"):  # a traversal and the construction of a result
         return lambda v, r: _ceil(size_of(v[0]) * 2 * STRING_FACTOR)
     if name == "join":
@@ -155,12 +158,16 @@ def cost_function(name: str, minor: int, member: bool = True) -> Callable[[list[
         return lambda v, r: size_of(v[1]) if isinstance(v[1], list) else 1
     if name in ("_==_", "_!=_"):
         return lambda v, r: _ceil(min(size_of(v[0]), size_of(v[1])) * STRING_FACTOR)
+    # cel-go costs by the overload the checker chose when it chose one: a failed string operand costs as
+    # a string of size 1, not as the default call
+    texts = (str, bytes, CelError) if overload is not None and overload.endswith(("_string", "_bytes")) else (
+        str, bytes)
     if name in _RELATIONS:
         return lambda v, r: (_ceil(min(size_of(v[0]), size_of(v[1])) * STRING_FACTOR)
-                             if isinstance(v[0], (str, bytes)) else 1)
+                             if isinstance(v[0], texts) else 1)
     if name == "_+_":
         return lambda v, r: (_ceil((size_of(v[0]) + size_of(v[1])) * STRING_FACTOR)
-                             if isinstance(v[0], (str, bytes)) else 1)
+                             if isinstance(v[0], texts) else 1)
     if name == "contains":
         return lambda v, r: _ceil(size_of(v[0]) * STRING_FACTOR) * _ceil(size_of(v[1]) * STRING_FACTOR)
     if name in ("orValue", "or"):
@@ -261,40 +268,6 @@ def _contains(container: Any, item: Any) -> bool:
     if isinstance(container, dict):
         return map_get(container, item) is not MISSING
     raise CelError(NO_SUCH_OVERLOAD)
-
-
-def _format(fmt: str, args: list[Any]) -> str:
-    out: list[str] = []
-    i = n = 0
-    while i < len(fmt):
-        ch = fmt[i]
-        if ch != "%":
-            out.append(ch)
-            i += 1
-            continue
-        i += 1
-        if i >= len(fmt):
-            raise CelError("unexpected end of format string")
-        verb = fmt[i]
-        i += 1
-        if verb == "%":
-            out.append("%")
-            continue
-        if n >= len(args):
-            raise CelError(f"index {n} out of range")
-        v = args[n]
-        n += 1
-        if verb == "s":
-            out.append(v if isinstance(v, str) else lib.to_string(v) if not isinstance(v, (list, dict)) else str(v))
-        elif verb == "d":
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise CelError("error during formatting: decimal clause can only be used on integers")
-            out.append(str(int(v)))
-        elif verb == "f":
-            out.append(f"{float(v):.6f}")
-        else:
-            out.append(str(v))
-    return "".join(out)
 
 
 __all__ = ["Interpreter", "Quantity", "Semver", "size_of"]

@@ -108,9 +108,9 @@ def add(a: Any, b: Any) -> Any:
     ka, kb = _num_kind(a), _num_kind(b)
     if ka != kb:
         if ka == "google.protobuf.Timestamp" and kb == "google.protobuf.Duration":
-            return Timestamp(a.nanos + b.nanos)
+            return Timestamp(a.nanos + b.nanos, a.offset)
         if kb == "google.protobuf.Timestamp" and ka == "google.protobuf.Duration":
-            return Timestamp(a.nanos + b.nanos)
+            return Timestamp(a.nanos + b.nanos, b.offset)
         raise CelError(NO_SUCH_OVERLOAD)
     if ka == "int":
         return _int(a + b)
@@ -128,7 +128,7 @@ def arith(op: str, a: Any, b: Any) -> Any:
     if op == "_-_" and ka == kb == "google.protobuf.Timestamp":
         return Duration(a.nanos - b.nanos)
     if op == "_-_" and ka == "google.protobuf.Timestamp" and kb == "google.protobuf.Duration":
-        return Timestamp(a.nanos - b.nanos)
+        return Timestamp(a.nanos - b.nanos, a.offset)
     if op == "_-_" and ka == kb == "google.protobuf.Duration":
         return Duration(_int(a.nanos - b.nanos))
     if ka != kb or ka not in ("int", "uint", "double"):
@@ -322,7 +322,7 @@ def to_string(v: Any) -> str:
         except UnicodeDecodeError:
             raise CelError("invalid UTF-8 in bytes, cannot convert to string") from None
     if k == "google.protobuf.Timestamp":
-        return timestamp_text(v.nanos)
+        return timestamp_text(v.nanos, v.offset)
     if k == "google.protobuf.Duration":
         return duration_text(v.nanos)
     raise CelError(NO_SUCH_OVERLOAD)
@@ -353,9 +353,10 @@ def duration_text(nanos: int) -> str:
     return shortest_fixed(float(whole) + float(nanos - whole * 1_000_000_000) / 1e9) + "s"
 
 
-def timestamp_text(nanos: int) -> str:
-    """A timestamp's string: RFC3339Nano in UTC (the fraction without its trailing zeros)."""
-    seconds, fraction = divmod(nanos, 1_000_000_000)
+def timestamp_text(nanos: int, offset: int = 0) -> str:
+    """A timestamp's string: RFC3339Nano at the offset it was read with (the fraction without its
+    trailing zeros; Z for UTC)."""
+    seconds, fraction = divmod(nanos + offset * 1_000_000_000, 1_000_000_000)
     days, rest = divmod(seconds, 86400)
     # civil date from days since 1970-01-01 (the inverse of _days_from_civil)
     z = days + 719468
@@ -370,7 +371,19 @@ def timestamp_text(nanos: int) -> str:
     text = f"{year:04d}-{month:02d}-{day:02d}T{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
     if fraction:
         text += "." + f"{fraction:09d}".rstrip("0")
-    return text + "Z"
+    if offset == 0:
+        return text + "Z"
+    return text + f"{'-' if offset < 0 else '+'}{abs(offset) // 3600:02d}:{abs(offset) % 3600 // 60:02d}"
+
+
+_CEL_ESCAPES: Final = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+                       "\v": "\\v", "\\": "\\\\", '"': '\\"'}
+
+
+def cel_quote(s: str) -> str:
+    """strings.quote (cel-go's own, not strconv.Quote): the escapes \\a \\b \\f \\n \\r \\t \\v \\\\ \\"
+    only, every other character as it is (a control character too)."""
+    return '"' + "".join(_CEL_ESCAPES.get(ch, ch) for ch in s) + '"'
 
 
 def go_quote(s: str) -> str:
@@ -490,10 +503,10 @@ def _leap(year: int) -> bool:
     return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
 
 
-def parse_rfc3339(text: str) -> int | None:
-    """time.Parse(time.RFC3339, text) in Unix nanoseconds, or None where it fails: the fixed layout
-    2006-01-02T15:04:05, an optional fraction (to nanoseconds, further digits dropped), then Z or
-    +hh:mm/-hh:mm; each field in its range."""
+def parse_rfc3339(text: str) -> tuple[int, int] | None:
+    """time.Parse(time.RFC3339, text): Unix nanoseconds and the zone offset in seconds, or None where it
+    fails: the fixed layout 2006-01-02T15:04:05, an optional fraction (to nanoseconds, further digits
+    dropped), then Z or +hh:mm/-hh:mm; each field in its range."""
     if len(text) < 19 or not text.isascii():
         return None
 
@@ -529,7 +542,7 @@ def parse_rfc3339(text: str) -> int | None:
             return None
         offset = (hours * 60 + minutes) * 60 * (-1 if rest[0] == "-" else 1)
     seconds = _days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset
-    return seconds * 1_000_000_000 + nanos
+    return seconds * 1_000_000_000 + nanos, offset
 
 
 def to_timestamp(v: Any) -> Timestamp:
@@ -537,13 +550,13 @@ def to_timestamp(v: Any) -> Timestamp:
         return v
     if isinstance(v, bool) or not isinstance(v, (int, str)):
         raise CelError(NO_SUCH_OVERLOAD)
-    parsed = int(v) * 1_000_000_000 if isinstance(v, int) else parse_rfc3339(v)
+    parsed = (int(v) * 1_000_000_000, 0) if isinstance(v, int) else parse_rfc3339(v)
     if parsed is None:
         raise _conversion_error("google.protobuf.Timestamp")
-    nanos = parsed
+    nanos, offset = parsed
     if not _MIN_UNIX <= nanos // 1_000_000_000 <= _MAX_UNIX:
         raise CelError("timestamp overflow")
-    return Timestamp(nanos)
+    return Timestamp(nanos, offset)
 
 
 # ---- strings (cel-go ext.Strings), in code points -----------------------------------------------------
@@ -889,7 +902,7 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "lowerAscii": _typed(lower_ascii, S), "upperAscii": _typed(upper_ascii, S),
     "replace": _typed(replace, S, S, S, N), "split": _typed(split, S, S, N), "substring": _typed(substring, S, N, N),
     "trim": _typed(lambda s: s.strip(_SPACE), S), "join": _typed(join, L, S),
-    "strings.quote": _typed(lambda s: go_quote(s), S),
+    "strings.quote": _typed(lambda s: cel_quote(s), S),
     "contains": _typed(lambda s, x: x in s, S, S), "startsWith": _typed(lambda s, x: s.startswith(x), S, S),
     "endsWith": _typed(lambda s, x: s.endswith(x), S, S), "matches": _typed(matches, S, S),
     "find": _typed(find, S, S), "findAll": _typed(find_all, S, S, N),

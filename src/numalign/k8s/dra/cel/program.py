@@ -61,7 +61,37 @@ class Meter:
         self.limit = limit
 
 
+class _Failed:
+    """A comprehension's accumulator after a step failed: reading it is that error."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: CelError) -> None:
+        self.error = error
+
+
 Scope = dict[str, Any]
+
+
+class _Lazy:
+    """A comprehension's accumulator not yet read: its initial value, computed (and charged) once, in the
+    scope the comprehension started in, when first read."""
+
+    __slots__ = ("init", "scope", "value")
+
+    def __init__(self, init: Callable[[Scope, Meter], Any], scope: Scope) -> None:
+        self.init: Callable[[Scope, Meter], Any] | None = init
+        self.scope = scope
+        self.value: Any = None
+
+    def resolve(self, m: Meter) -> Any:
+        if self.init is not None:
+            init, self.init = self.init, None
+            try:
+                self.value = init(self.scope, m)
+            except CelError as exc:
+                self.value = _Failed(exc)
+        return self.value
 Node = Callable[[Scope, Meter], Any]
 
 
@@ -73,9 +103,10 @@ def _charge(m: Meter, n: int) -> None:
 
 class _Compiler:
     def __init__(self, functions: dict[int, str], guarded: dict[int, tuple[tuple[Type, ...], ...]],
-                 minor: int) -> None:
+                 minor: int, overloads: dict[int, list[str]] | None = None) -> None:
         self.functions = functions
         self.guarded = guarded
+        self.overloads = overloads or {}
         self.ops = Interpreter(functions, 0, minor, guarded)
 
     def node(self, e: Expr, observed: bool = True) -> Node:
@@ -105,6 +136,10 @@ class _Compiler:
                     if fallback is None:
                         raise CelError(f"no such attribute: {name}")
                     return fallback
+                if type(v) is _Lazy:
+                    v = v.resolve(m)
+                if type(v) is _Failed:
+                    raise v.error
                 return v
             return unobserved
 
@@ -117,6 +152,10 @@ class _Compiler:
             m.cost += 1
             if m.cost > m.limit:
                 raise CostLimitExceededError(LIMIT_TEXT)
+            if type(v) is _Lazy:
+                v = v.resolve(m)
+            if type(v) is _Failed:
+                raise v.error
             return v
         return ident
 
@@ -201,7 +240,8 @@ class _Compiler:
 
         def fold(s: Scope, m: Meter) -> Any:
             rng = rng_f(s, m)
-            value = init_f(s, m)
+            # cel-go initializes the accumulator when it is first read (cel.bind's value, if ever)
+            value = _Lazy(init_f, s)
             if isinstance(rng, dict):
                 items: list[Any] = list(rng)
             elif isinstance(rng, list):
@@ -216,12 +256,19 @@ class _Compiler:
                     inner[var2] = item if isinstance(rng, list) else rng[item]
                 else:
                     inner[var] = item
-                cond = cond_f(inner, m)
+                try:
+                    cond = cond_f(inner, m)
+                except CelError:
+                    cond = None
                 if cond is False:
                     break
-                if cond is not True:
-                    raise CelError(NO_SUCH_OVERLOAD)
-                inner[accu] = step_f(inner, m)
+                # cel-go's folder stops only at a false condition: a step that fails leaves an error as
+                # the accumulator and the loop goes on (each further step, and the result, read it and
+                # are charged), so the error is kept as a value
+                try:
+                    inner[accu] = step_f(inner, m)
+                except CelError as exc:
+                    inner[accu] = _Failed(exc)
             outer = dict(s)
             outer[accu] = inner[accu]
             return result_f(outer, m)
@@ -328,7 +375,12 @@ class _Compiler:
     def _function(self, e: Expr, name: str, args: list[Node]) -> Node:
         ops = self.ops
         guards = self.guarded.get(e.id)
-        cost = cost_function(name, self.ops.minor, e.operand is not None and not _qualified(name, e))
+        # one overload taking a string argument (containsIP/containsCIDR charge its parse by overload)
+        string_overload = (guards is not None and len(guards) == 1 and len(guards[0]) > 1
+                           and guards[0][1].kind == "string")
+        chosen = self.overloads.get(e.id, [])
+        cost = cost_function(name, self.ops.minor, e.operand is not None and not _qualified(name, e),
+                             string_overload, chosen[0] if len(chosen) == 1 else None)
         checks = _guard_checks(guards) if guards else None
         pattern = (e.args[-1] if name == "matches" else e.args[0]) if e.args else None
         precompiled = name in ("matches", "find", "findAll") and pattern is not None and pattern.kind == "lit"
@@ -353,8 +405,26 @@ class _Compiler:
                 return relation(lib.compare(a, b))
             return compare
 
+        varargs = len(args) >= 3
+
         def call(s: Scope, m: Meter) -> Any:
-            values, err = _evaluate(args, s, m)
+            if varargs:
+                # cel-go's evalVarArgs stops at the first failed argument: the rest are not evaluated,
+                # and the call, not seen with all its arguments, is not charged
+                values = []
+                for a in args:
+                    try:
+                        values.append(a(s, m))
+                    except CelError as exc:
+                        if len(values) + 1 < len(args):
+                            raise
+                        values.append(exc)
+                        if not precompiled:
+                            _charge(m, cost(values, exc))
+                        raise
+                err = None
+            else:
+                values, err = _evaluate(args, s, m)
             if err is not None:
                 # cel-go evaluates every argument, observes the call with the error it returns, and
                 # reports the first argument's error; a regex call with a constant pattern is
@@ -452,8 +522,9 @@ def _passes(checks: list[tuple[_Check, ...]], values: list[Any]) -> bool:
 
 
 def compile_program(root: Expr, functions: dict[int, str], guarded: dict[int, tuple[tuple[Type, ...], ...]],
-                    minor: int) -> Node:
-    return _Compiler(functions, guarded, minor).node(root)
+                    minor: int, overloads: dict[int, list[str]] | None = None) -> Node:
+    """`overloads`: the checker's overloads per call (a single one decides how cel-go costs the call)."""
+    return _Compiler(functions, guarded, minor, overloads).node(root)
 
 
 def fold_error(root: Expr, functions: dict[int, str], guarded: dict[int, tuple[tuple[Type, ...], ...]],

@@ -15,6 +15,7 @@ from typing import Any, Final
 from cel_expr_python import cel as _cel_cpp
 from cel_expr_python.ext import ext_bindings, ext_optional
 
+from numalign.k8s.dra.cel import strformat
 from numalign.k8s.dra.cel import types as _t
 from numalign.k8s.dra.cel.ast import Expr, Parsed, read_parsed
 from numalign.k8s.dra.cel.checker import Checked, check
@@ -108,7 +109,8 @@ def compile_selector(expression: str, features: CELFeatures = CELFeatures(), *,
     max_cost = estimate(parsed.expr, checked, features.minor)
     if new_object:  # validation only: no program to build and keep
         return CompiledSelector(expression, None, max_cost, out.type_name(), features.minor)
-    program = compile_program(parsed.expr, dict(checked.functions), guards, features.minor)
+    program = compile_program(parsed.expr, dict(checked.functions), guards, features.minor,
+                              {k: list(v) for k, v in checked.overloads.items()})
     return CompiledSelector(expression, None, max_cost, out.type_name(), features.minor, program,
                             device_paths(parsed.expr))
 
@@ -192,12 +194,25 @@ def _validate(root: Expr, checked: Checked) -> list[tuple[int, str]]:
             walk(value)
     walk(root)
     errors.extend(_homogeneous(root, checked))
+
+    def formats(e: Expr) -> None:  # the strings extension's validator, after the base environment's
+        if strformat.is_checked_format_call(e, checked.functions.get(e.id, "")):
+            found = strformat.check_format_call(e, checked.types)
+            if found is not None:
+                errors.append(found)
+        for child in (e.operand, e.iter_range, e.accu_init, e.loop_cond, e.loop_step, e.result, *e.args):
+            if child is not None:
+                formats(child)
+        for key, value, _ in e.entries:
+            formats(key)
+            formats(value)
+    formats(root)
     return errors
 
 
 def _homogeneous(root: Expr, checked: Checked) -> list[tuple[int, str]]:
     """cel-go's ValidateHomogeneousAggregateLiterals: the elements of a list literal, the keys and the
-    values of a map literal, each of one type (the list argument of `format` is exempt)."""
+    values of a map literal, each of one type (any literal under a `format` call is exempt)."""
     errors: list[tuple[int, str]] = []
 
     def same(items: list[tuple[Expr, bool]]) -> None:
@@ -215,18 +230,17 @@ def _homogeneous(root: Expr, checked: Checked) -> list[tuple[int, str]]:
     def walk(e: Expr, exempt: bool) -> None:
         if e.kind == "list" and not exempt:
             same([(x, i in e.optional_indices) for i, x in enumerate(e.args)])
-        elif e.kind == "map":
+        elif e.kind == "map" and not exempt:
             same([(k, False) for k, _, _ in e.entries])
             same([(v, o) for _, v, o in e.entries])
-        is_format = e.kind == "call" and checked.functions.get(e.id) == "format"
-        for child in (e.operand, e.iter_range, e.accu_init, e.loop_cond, e.loop_step, e.result):
+        # everything under a format() call is exempt, at any depth (inExemptFunction walks every parent)
+        inner = exempt or (e.kind == "call" and checked.functions.get(e.id) == "format")
+        for child in (e.operand, e.iter_range, e.accu_init, e.loop_cond, e.loop_step, e.result, *e.args):
             if child is not None:
-                walk(child, False)
-        for arg in e.args:
-            walk(arg, is_format)
+                walk(child, inner)
         for key, value, _ in e.entries:
-            walk(key, False)
-            walk(value, False)
+            walk(key, inner)
+            walk(value, inner)
     walk(root, False)
     return errors
 

@@ -30,10 +30,14 @@ class UInt(int):
 
 
 class Timestamp:
-    __slots__ = ("nanos",)
+    """An instant (Unix nanoseconds) and the zone offset it was read with (seconds east of UTC): Go keeps
+    a parsed time's offset, and a timestamp's string shows it; equality compares instants."""
 
-    def __init__(self, nanos: int) -> None:
+    __slots__ = ("nanos", "offset")
+
+    def __init__(self, nanos: int, offset: int = 0) -> None:
         self.nanos = nanos
+        self.offset = offset
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Timestamp) and other.nanos == self.nanos
