@@ -156,6 +156,17 @@ _CONVERSION_ATOMS = (
     'string(duration("1.5s")) == "1.5s"', 'string(timestamp("2020-01-01T00:00:00.120Z")) == "2020-01-01T00:00:00.12Z"',
     f'string(duration(string({_G}.index) + "ms")) == "0.003s"', "[].min() == 1", "[].max() == 1",
     '["1", "x"].all(s, int(s) > 0)', f'[{_G}.index].min() == 1',
+    # netip's parse errors through ip() and cidr(); Go's regexp refusing \C; the regex library's texts
+    f'ip("10.0.0.0" + string({_G}.index)).family() == 4', f'isIP("1.2.3." + string({_G}.index + 300))',
+    "ip(device.driver).family() == 4", f'ip("fe80::" + string({_G}.index) + "%").family() == 6',
+    f'ip("1::2::" + string({_G}.index)).family() == 6', f'ip("::ffff:1.2.3." + string({_G}.index)).family() == 6',
+    f'ip("12345::" + string({_G}.index)).family() == 6', f'isIP("1.2." + string({_G}.index))',
+    f'cidr("1.2.3." + string({_G}.index) + "/" + string({_G}.index * 20)).prefixLength() > 0',
+    'cidr(device.driver + "/8").prefixLength() > 0',
+    f'cidr("fe80::1%" + string({_G}.index) + "/64").prefixLength() > 0',
+    '"ab".matches(device.driver.substring(0, 0) + "a\\\\C")', '"ab".matches("\\\\C")', '"ab".find("\\\\C") == ""',
+    '"ab".find("[") == ""', f'"ab".find(device.driver.substring({_G}.index, {_G}.index) + "[") == ""',
+    '"ab".findAll("(" + device.driver.substring(0, 0)).size() == 0', '"a\\\\Cb".matches("\\\\Q\\\\C\\\\E")',
 )
 
 # The strings extension's format() (version 2 in every release): each clause on the device's values and
@@ -371,6 +382,16 @@ _NAMED = {
     "timestamp-literal-range": "timestamp(253402300800) > timestamp(1)",
     "double-string-g": 'string(double(device.attributes["gpu.example.com"].index) * 1e6) == "3e+06"',
     "empty-list-min": "[].min() == 1",
+    # format(): x/text's en_US printer, cel-go's precision-as-width for %e, the compile-time check
+    "format-fixed-locale": '"%.2f".format([double(device.attributes["gpu.example.com"].index) * 1000.5]) == "3,001.50"',
+    "format-scientific-width": '"%.20e".format([double(device.attributes["gpu.example.com"].index)]) == ""',
+    "format-constant-check": '"%d".format([1.5]) == ""',
+    "format-map-literal": '"%s".format([device.attributes["gpu.example.com"]]) == ""',
+    # a failed comprehension step leaves the error as the accumulator; the loop goes on, charged
+    "comprehension-error-goes-on": "[1, 1, 1].transformMapEntry(k, v, {v: k}).size() == 1 || true",
+    # netip's own words through ip(); Go's regexp refuses \C (RE2 takes it)
+    "ip-netip-error": 'ip("10.0.0.0" + string(device.attributes["gpu.example.com"].index)).family() == 4',
+    "regex-backslash-c": '"ab".matches(device.driver.substring(0, 0) + "a\\\\C")',
 }
 
 

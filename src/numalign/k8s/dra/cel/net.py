@@ -23,7 +23,7 @@ _Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 def _prefix_error(text: str, message: str) -> CelError:
     # parseCIDR wraps netip's error, and the conversion wraps it again: the phrase shows twice upstream
     phrase = "network address parse error during conversion from string"
-    return CelError(f"{phrase}: {phrase}: netip.ParsePrefix({lib.go_quote(text)}): {message}")
+    return CelError(f"{phrase}: {phrase}: netip.ParsePrefix({lib.go_strconv_quote(text)}): {message}")
 
 
 def parse_cidr(text: str) -> tuple[_Address, int]:
@@ -33,22 +33,20 @@ def parse_cidr(text: str) -> tuple[_Address, int]:
         raise _prefix_error(text, "no '/'")
     addr_text, bits_text = text[:slash], text[slash + 1:]
     try:
-        if "%" in addr_text:
-            raise ValueError(addr_text)
-        addr = ipaddress.ip_address(addr_text)
-    except ValueError:
-        if "%" in addr_text and ":" in addr_text:
-            raise _prefix_error(text, "IPv6 zones cannot be present in a prefix") from None
-        raise _prefix_error(text, f"ParseAddr({lib.go_quote(addr_text)}): unable to parse IP") from None
-    bad_bits = f"bad bits after slash: {lib.go_quote(bits_text)}"
+        addr, zone = lib.parse_netip_addr(addr_text)
+    except lib.NetipError as exc:
+        raise _prefix_error(text, str(exc)) from None
+    if zone:  # netip parses an IPv6 zone, then refuses it in a prefix
+        raise _prefix_error(text, "IPv6 zones cannot be present in a prefix")
+    bad_bits = f"bad bits after slash: {lib.go_strconv_quote(bits_text)}"
     if (len(bits_text) > 1 and not "1" <= bits_text[0] <= "9") or not bits_text.isascii() \
-            or not bits_text.isdigit():
+            or not bits_text.isdigit() or int(bits_text) >= 1 << 63:  # strconv.Atoi's range
         raise _prefix_error(text, bad_bits)
-    if len(bits_text) > 4 or int(bits_text) > addr.max_prefixlen:
+    if int(bits_text) > addr.max_prefixlen:
         raise _prefix_error(text, "prefix length out of range")
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         raise CelError("network address parse error during conversion from string: "
-                       f"IPv4-mapped IPv6 address {lib.go_quote(text)} is not allowed")
+                       f"IPv4-mapped IPv6 address {lib.go_strconv_quote(text)} is not allowed")
     return addr, int(bits_text)
 
 

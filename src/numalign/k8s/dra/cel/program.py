@@ -532,8 +532,9 @@ def fold_error(root: Expr, functions: dict[int, str], guarded: dict[int, tuple[t
     """What cel-go's optimizer (decOptimize's constant type conversions) says when building the
     program: a conversion of a constant that fails (int("x"), uint(-1), string(b"\\xff")) fails the
     program itself, wherever it stands (`false && int("x") == 1` too), and so the compilation
-    ("program instantiation failed: ..."). The first one in the planner's order, operands before
-    their call; None when every constant conversion succeeds."""
+    ("program instantiation failed: ..."); so does a constant pattern of find/findAll that does not
+    compile (the regex library's optimizer). The first one in the planner's order, operands before
+    their call; None when every constant succeeds."""
     compiler = _Compiler(functions, guarded, minor)
 
     def walk(e: Expr) -> str | None:
@@ -544,6 +545,13 @@ def fold_error(root: Expr, functions: dict[int, str], guarded: dict[int, tuple[t
                 found = walk(child)
                 if found is not None:
                     return found
+        if (e.kind == "call" and functions.get(e.id) in ("find", "findAll") and e.args
+                and e.args[0].kind == "lit" and isinstance(e.args[0].value, str)):
+            # the regex library compiles a constant pattern when the program is built
+            try:
+                lib.regex(e.args[0].value)
+            except CelError as exc:
+                return str(exc)
         if (e.kind == "call" and e.name in _CONVERSIONS and e.operand is None and len(e.args) == 1
                 and _constant(e.args[0])):
             try:

@@ -187,21 +187,21 @@ def _member_text(v: Any) -> str:
     quoted, doubles as Go's %.6f (not the locale's), timestamps and durations as their literals."""
     if isinstance(v, float):
         if math.isnan(v) or math.isinf(v):
-            return go_strconv_quote("NaN" if math.isnan(v) else "+Inf" if v > 0 else "-Inf")
+            return lib.go_strconv_quote("NaN" if math.isnan(v) else "+Inf" if v > 0 else "-Inf")
         return f"{v:.6f}"
     if isinstance(v, Timestamp):
-        return f"timestamp({go_strconv_quote(lib.timestamp_text(v.nanos, v.offset))})"
+        return f"timestamp({lib.go_strconv_quote(lib.timestamp_text(v.nanos, v.offset))})"
     if isinstance(v, Duration):
-        return f"duration({go_strconv_quote(lib.duration_text(v.nanos))})"
+        return f"duration({lib.go_strconv_quote(lib.duration_text(v.nanos))})"
     if isinstance(v, (list, dict)):
         return _as_string(v)
     text = _scalar_text(v)
     if text is None:
         raise FormatError(f"no formatting function for {type_name(v)}")
     if isinstance(v, str):
-        return go_strconv_quote(text)
+        return lib.go_strconv_quote(text)
     if isinstance(v, bytes):
-        return "b" + go_strconv_quote(text)
+        return "b" + lib.go_strconv_quote(text)
     return text
 
 
@@ -221,37 +221,10 @@ def _map_text(m: dict[Any, Any]) -> str:
         else:
             raise FormatError(f"no formatting function for map key of type {type_name(key)}")
         if isinstance(key, str):
-            key_text = go_strconv_quote(key_text)
+            key_text = lib.go_strconv_quote(key_text)
         pairs.append((key_text, _member_text(value)))
     pairs.sort(key=lambda p: p[0].encode("utf-8", "surrogatepass"))
     return "{" + ", ".join(f"{k}:{v}" for k, v in pairs) + "}"
-
-
-def go_strconv_quote(s: str) -> str:
-    """strconv.Quote: Go's escapes (\\a \\b \\f \\n \\r \\t \\v \\\\ \\"), \\xNN below a space and for DEL,
-    \\uNNNN/\\UNNNNNNNN for any other character Go does not print; printable characters as they are."""
-    out = ['"']
-    for ch in s:
-        code = ord(ch)
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        elif ch == " " or ch.isprintable():
-            out.append(ch)
-        elif 0xD800 <= code <= 0xDFFF:
-            out.append("\\ufffd")  # a lone surrogate is not UTF-8: Go sees the replacement character
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
-
-
-_GO_ESCAPES: Final = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
 
 
 # ---- golang.org/x/text/message in en_US: %f and %e ------------------------------------------------
@@ -401,5 +374,5 @@ def is_checked_format_call(e: Expr, function: str) -> bool:
             and e.operand.lit_kind == "string" and len(e.args) == 1 and e.args[0].kind == "list")
 
 
-__all__ = ["FormatError", "check_format_call", "format_call", "go_strconv_quote", "is_checked_format_call"]
+__all__ = ["FormatError", "check_format_call", "format_call", "is_checked_format_call"]
 
