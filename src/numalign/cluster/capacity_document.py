@@ -98,8 +98,8 @@ class CapacityDocument:
     def text_lines(self, pool_lines: Sequence[str]) -> list[str]:
         """The text: the header, the notes, the pools' settings (`pool_lines`, as simulate prints them), then
         a table per run."""
-        out = [f"cluster {self.cluster} ({self.nodes} nodes); pod {self.pod}", *(f"# {n}" for n in self.notes), "",
-               *pool_lines]
+        nodes = f"{self.nodes} node{'s' if self.nodes != 1 else ''}"
+        out = [f"cluster {self.cluster} ({nodes}); pod {self.pod}", *(f"# {n}" for n in self.notes), "", *pool_lines]
         for run in self.runs:
             if len(self.runs) > 1:
                 out += ["", f"== {run.heading()}"]

@@ -223,7 +223,8 @@ def _table(sim: SimulationResult, cluster: Cluster) -> None:
     tail = "" if said else f" ({sim.pods} pods); seed {sim.seed}"
     limit = shutil.get_terminal_size((TABLE_WIDTH, 24)).columns if sys.stdout.isatty() else TABLE_WIDTH
     limit = max(limit, 60)
-    print(textwrap.fill(f"cluster {sim.cluster} ({sim.nodes} nodes); workload {sim.workload}{tail}", limit,
+    nodes = f"{sim.nodes} node{'s' if sim.nodes != 1 else ''}"
+    print(textwrap.fill(f"cluster {sim.cluster} ({nodes}); workload {sim.workload}{tail}", limit,
                         subsequent_indent="  ", break_on_hyphens=False))
     print()
     for line in pool_lines(cluster):

@@ -25,6 +25,10 @@ def add_cluster_args(p: argparse.ArgumentParser, workload: bool = True) -> None:
     g.add_argument("--cluster", metavar="FILE|NAME", default="example",
                    help="a cluster.yaml (docs/cluster-format.md) or a built-in: "
                    + "; ".join(f"{k}: {v}" for k, v in DESCRIPTIONS.items()) + " (default: example)")
+    g.add_argument("--machine", metavar="FILE|NAME",
+                   help="a cluster of one node of this machine (anything `admit --machine` takes), with the kubelet "
+                   "configuration `admit` uses without --config; another configuration, or several nodes: a "
+                   "cluster.yaml (a pool's machine, count, kubeletConfig)")
     g.add_argument("--nodes", metavar="FILE", type=Path,
                    help="build the cluster from `kubectl get nodes -o json` (or -o yaml) instead (with --nrts for "
                    "NUMA zones); allocatable is each Node's status.allocatable")
@@ -59,11 +63,12 @@ class ClusterSource:
     nrts: Path | None = None
     pods_dump: Path | None = None
     overridden: bool = False
+    machine: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ClusterSource:
         overridden = bool(getattr(args, "kubelet_versions", None) or getattr(args, "kubelet_version", None))
-        return cls(args.cluster, args.nodes, args.nrts, args.pods_dump, overridden)
+        return cls(args.cluster, args.nodes, args.nrts, args.pods_dump, overridden, getattr(args, "machine", None))
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,8 @@ def load_cluster_arg(source: ClusterSource) -> Cluster:
     from numalign.cluster.examples import CLUSTERS, example_cluster
     from numalign.cluster.model import load_cluster
 
+    if source.machine is not None:
+        return _one_machine(source)
     if source.nodes is not None:
         from numalign.cluster.dumps import cluster_from_dumps
 
@@ -103,6 +110,26 @@ def load_cluster_arg(source: ClusterSource) -> Cluster:
     if not path.exists():
         return example_cluster(source.cluster)  # names the built-ins in its error
     return load_cluster(path)
+
+
+def _one_machine(source: ClusterSource) -> Cluster:
+    """`--machine M`: the cluster of one pool of one node of M, as a cluster.yaml with `machine: M` builds it
+    (the pool's kubelet configuration is admit's built-in example, fitted to the machine)."""
+    import re
+
+    from numalign.adapters.sysfs import load_machine
+    from numalign.cluster.model import cluster_from_dict
+
+    if source.nodes is not None or source.nrts is not None or source.cluster != "example":
+        given = "--nodes" if source.nodes is not None else "--nrts" if source.nrts is not None else "--cluster"
+        raise InvalidInputError(f"--machine {source.machine} and {given}: both say what the cluster is; give one (a "
+                                "cluster.yaml pool names its machine with `machine:`)")
+    spec = str(source.machine)
+    machine = load_machine(spec)  # its errors name --machine, as admit's do
+    name = str(machine.name)
+    pool = name if len(name) <= 63 and re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", name) else "machine"
+    return cluster_from_dict({"kind": "Cluster", "name": f"--machine {spec}",
+                              "pools": [{"name": pool, "count": 1, "machine": spec}]}, Path("--machine"))
 
 
 def version_notes(cluster: Cluster, versions: list[str]) -> list[str]:
