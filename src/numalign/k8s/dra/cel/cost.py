@@ -455,6 +455,10 @@ class Coster:
         if oid.endswith("_sort") and oid.startswith("list_") and not args:
             factor = 2.0 + (STRING_FACTOR if oid in ("list_string_sort", "list_bytes_sort") else 0.0)
             return _allocating(factor, _mul(sz, sz))
+        if oid.endswith("_sortByAssociatedKeys") and len(args) == 1:  # the keys' size, squared
+            keys = self.node_size(args[0])
+            factor = 2.0 + (STRING_FACTOR if oid.startswith(("list_string_", "list_bytes_")) else 0.0)
+            return _allocating(factor, _mul(keys, keys))
         return None
 
     @staticmethod

@@ -263,6 +263,9 @@ def _kubernetes(minor: int, stored: bool, list_type_attributes: bool) -> dict[st
         out["sort"] = [_m(f"list_{x.name or x.kind}_sort", (t.list_of(x),), t.list_of(x))
                        for x in (_I, _U, _D, _B, _DUR, _TS, _S, _Y)]
         out["distinct"] = [_m("list_distinct", (t.list_of(A),), t.list_of(A))]
+        # sortBy's expansion sorts its list by the keys it computed (macros.py)
+        out[SORT_BY_KEYS] = [_m(f"list_{x.name or x.kind}_sortByAssociatedKeys", (t.list_of(A), t.list_of(x)),
+                                t.list_of(A)) for x in (_I, _U, _D, _B, _DUR, _TS, _S, _Y)]
         out["lists.range"] = [_g("lists_range", (_I,), t.list_of(_I))]
     # DRA 1.36: `includes`, for list-type attributes (and a scalar, which is its one value). It is
     # feature-gated: the API server offers it to new objects only with DRAListTypeAttributes on, while a
@@ -270,6 +273,9 @@ def _kubernetes(minor: int, stored: bool, list_type_attributes: bool) -> dict[st
     if minor >= 36 and (stored or list_type_attributes):
         out["includes"] = [_m("dra_includes_dyn_dyn" if minor == 36 else "list_includes_dyn_dyn", (t.DYN, t.DYN), _B)]
     return out
+
+
+SORT_BY_KEYS: Final = "@sortByAssociatedKeys"
 
 
 def device_type(allow_multiple_allocations: bool, list_type_attributes: bool) -> t.Type:

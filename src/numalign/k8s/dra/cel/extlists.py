@@ -9,7 +9,6 @@ list; upstream would build it and then stop)."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -75,9 +74,217 @@ def sort(target: Any) -> list[Any]:
         raise CelError("list elements must be comparable")
     if any(type_name(x) != kind for x in items):
         raise CelError("list elements must have the same type")
-    # insertion order among equal keys: a stable sort (Go's sort.Slice is not; equal keys of one type
-    # are equal values, so the answer is the same)
-    return sorted(items, key=functools.cmp_to_key(lib.compare))
+    # in Go's order: elements that compare equal may still differ (-0.0 and 0.0)
+    return [items[i] for i in go_sort_indices(items)]
+
+
+class _GoSort:
+    """Go's sort.Slice over the positions of `keys` (pattern-defeating quicksort, not stable): cel-go sorts
+    a list's indices by their keys with it, so elements of equal keys come out in the order Go's
+    algorithm leaves them (its insertion sort up to 12 elements, which is stable; partitions, a
+    deterministic pattern breaker and a heapsort fallback beyond)."""
+
+    def __init__(self, keys: list[Any]) -> None:
+        self.keys = keys
+        self.idx = list(range(len(keys)))
+
+    def less(self, i: int, j: int) -> bool:
+        try:
+            return bool(lib.compare(self.keys[self.idx[i]], self.keys[self.idx[j]]) < 0)
+        except CelError:  # a comparison that fails (NaN) is not "less"
+            return False
+
+    def swap(self, i: int, j: int) -> None:
+        self.idx[i], self.idx[j] = self.idx[j], self.idx[i]
+
+    def insertion(self, a: int, b: int) -> None:
+        for i in range(a + 1, b):
+            j = i
+            while j > a and self.less(j, j - 1):
+                self.swap(j, j - 1)
+                j -= 1
+
+    def sift_down(self, lo: int, hi: int, first: int) -> None:
+        root = lo
+        while True:
+            child = 2 * root + 1
+            if child >= hi:
+                return
+            if child + 1 < hi and self.less(first + child, first + child + 1):
+                child += 1
+            if not self.less(first + root, first + child):
+                return
+            self.swap(first + root, first + child)
+            root = child
+
+    def heap(self, a: int, b: int) -> None:
+        hi = b - a
+        for i in range((hi - 1) // 2, -1, -1):
+            self.sift_down(i, hi, a)
+        for i in range(hi - 1, -1, -1):
+            self.swap(a, a + i)
+            self.sift_down(0, i, a)
+
+    def partition(self, a: int, b: int, pivot: int) -> tuple[int, bool]:
+        self.swap(a, pivot)
+        i, j = a + 1, b - 1
+        while i <= j and self.less(i, a):
+            i += 1
+        while i <= j and not self.less(j, a):
+            j -= 1
+        if i > j:
+            self.swap(j, a)
+            return j, True
+        self.swap(i, j)
+        i, j = i + 1, j - 1
+        while True:
+            while i <= j and self.less(i, a):
+                i += 1
+            while i <= j and not self.less(j, a):
+                j -= 1
+            if i > j:
+                break
+            self.swap(i, j)
+            i, j = i + 1, j - 1
+        self.swap(j, a)
+        return j, False
+
+    def partition_equal(self, a: int, b: int, pivot: int) -> int:
+        self.swap(a, pivot)
+        i, j = a + 1, b - 1
+        while True:
+            while i <= j and not self.less(a, i):
+                i += 1
+            while i <= j and self.less(a, j):
+                j -= 1
+            if i > j:
+                return i
+            self.swap(i, j)
+            i, j = i + 1, j - 1
+
+    def partial_insertion(self, a: int, b: int) -> bool:
+        i = a + 1
+        for _ in range(5):  # at most five out-of-order pairs shifted
+            while i < b and not self.less(i, i - 1):
+                i += 1
+            if i == b:
+                return True
+            if b - a < 50:  # no shifting on short ranges
+                return False
+            self.swap(i, i - 1)
+            if i - a >= 2:
+                for j in range(i - 1, 0, -1):
+                    if not self.less(j, j - 1):
+                        break
+                    self.swap(j, j - 1)
+            if b - i >= 2:
+                for j in range(i + 1, b):
+                    if not self.less(j, j - 1):
+                        break
+                    self.swap(j, j - 1)
+        return False
+
+    def break_patterns(self, a: int, b: int) -> None:
+        length = b - a
+        if length < 8:
+            return
+        state = length  # Go's xorshift, seeded with the length: the same swaps on every run
+        modulus = 1 << length.bit_length()
+        mask = (1 << 64) - 1
+        for idx in range(a + (length // 4) * 2 - 1, a + (length // 4) * 2 + 2):
+            state ^= (state << 13) & mask
+            state ^= state >> 7
+            state ^= (state << 17) & mask
+            other = state & (modulus - 1)
+            if other >= length:
+                other -= length
+            self.swap(idx, a + other)
+
+    def median(self, a: int, b: int, c: int, swaps: list[int]) -> int:
+        def order(x: int, y: int) -> tuple[int, int]:
+            if self.less(y, x):
+                swaps[0] += 1
+                return y, x
+            return x, y
+        a, b = order(a, b)
+        b, c = order(b, c)
+        a, b = order(a, b)
+        return b
+
+    def choose_pivot(self, a: int, b: int) -> tuple[int, int]:
+        """The pivot and a hint: 0 increasing, 1 decreasing, 2 unknown."""
+        n = b - a
+        swaps = [0]
+        i, j, k = a + n // 4, a + n // 4 * 2, a + n // 4 * 3
+        if n >= 8:
+            if n >= 50:  # Tukey's ninther
+                i = self.median(i - 1, i, i + 1, swaps)
+                j = self.median(j - 1, j, j + 1, swaps)
+                k = self.median(k - 1, k, k + 1, swaps)
+            j = self.median(i, j, k, swaps)
+        return j, 0 if swaps[0] == 0 else 1 if swaps[0] == 12 else 2
+
+    def pdqsort(self, a: int, b: int, limit: int) -> None:
+        balanced = partitioned = True
+        while True:
+            length = b - a
+            if length <= 12:
+                self.insertion(a, b)
+                return
+            if limit == 0:
+                self.heap(a, b)
+                return
+            if not balanced:
+                self.break_patterns(a, b)
+                limit -= 1
+            pivot, hint = self.choose_pivot(a, b)
+            if hint == 1:
+                i, j = a, b - 1
+                while i < j:
+                    self.swap(i, j)
+                    i, j = i + 1, j - 1
+                pivot = (b - 1) - (pivot - a)
+                hint = 0
+            if balanced and partitioned and hint == 0 and self.partial_insertion(a, b):
+                return
+            if a > 0 and not self.less(a - 1, pivot):
+                a = self.partition_equal(a, b, pivot)
+                continue
+            mid, partitioned = self.partition(a, b, pivot)
+            left, right = mid - a, b - mid
+            if left < right:
+                balanced = left >= length // 8
+                self.pdqsort(a, mid, limit)
+                a = mid + 1
+            else:
+                balanced = right >= length // 8
+                self.pdqsort(mid + 1, b, limit)
+                b = mid
+
+
+def go_sort_indices(keys: list[Any]) -> list[int]:
+    """The positions of `keys` in the order Go's sort.Slice puts them (by `<` on the keys)."""
+    sorter = _GoSort(keys)
+    sorter.pdqsort(0, len(keys), len(keys).bit_length())
+    return sorter.idx
+
+
+def sort_by_keys(target: Any, keys: Any) -> list[Any]:
+    """@sortByAssociatedKeys (sortBy's expansion): the list in the order of its keys, which must be
+    comparable and of one type."""
+    items, order = _list(target), _list(keys)
+    if len(items) != len(order):
+        raise CelError("@sortByAssociatedKeys() expected a list of the same size as the associated keys list, "
+                       f"but got {len(items)} and {len(order)} elements respectively")
+    if not items:
+        return items
+    kind = type_name(order[0])
+    if kind not in _COMPARABLE:
+        raise CelError("list elements must be comparable")
+    if any(type_name(k) != kind for k in order):
+        raise CelError("list elements must have the same type")
+    ranked = go_sort_indices(order)
+    return [items[i] for i in ranked]
 
 
 def distinct(target: Any) -> list[Any]:
@@ -152,6 +359,7 @@ def map_insert(target: Any, key: Any, *value: Any) -> dict[Any, Any]:
 FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "cel.@mapInsert": map_insert,
     "slice": list_slice, "flatten": flatten, "sort": sort, "distinct": distinct, "reverse": reverse,
+    "@sortByAssociatedKeys": sort_by_keys,
     "first": first, "last": last,
 }
 
@@ -200,6 +408,8 @@ def cost_before(name: str, minor: int) -> Callable[[list[Any]], int] | None:
         return _flatten_cost
     if name in ("sort", "distinct"):
         return lambda v: _self_compare(v[0])
+    if name == "@sortByAssociatedKeys":  # O(n^2) over the keys
+        return lambda v: _self_compare(v[1])
     if name == "lists.range":
         return lambda v: _range_cost(v, minor)
     return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from numalign.k8s.dra.cel.ast import BOOL, INT, Expr, Parsed
+from numalign.k8s.dra.cel.decls import SORT_BY_KEYS
 
 ACCUMULATOR: Final = "@result"
 _ACCUMULATORS: Final = frozenset({ACCUMULATOR, "__result__"})
@@ -113,6 +114,48 @@ def _nodes(root: Expr) -> list[Expr]:
             if x is not None:
                 stack.append(x)
     return out
+
+
+SORT_BY_INPUT: Final = "@__sortBy_input__"
+_SORT_BY_TARGETS: Final = frozenset({"list", "select", "ident", "comp", "call"})
+
+
+def _expand_sort_by(x: _Expander, e: Expr) -> None:
+    """cel-go's lists extension's sortBy macro: `l.sortBy(v, key)` binds l (an accumulator over an empty
+    range) and sorts it by `l.map(v, key)` (@sortByAssociatedKeys)."""
+    assert e.operand is not None
+    target = e.operand
+    if target.kind not in _SORT_BY_TARGETS:
+        x.errors.append((target.id, "sortBy can only be applied to a list, identifier, comprehension, call or "
+                                    "select expression"))
+        return
+    var = e.args[0]
+    if var.kind != "ident":
+        x.errors.append((var.id, "argument is not an identifier"))
+        return
+    if var.name in _ACCUMULATORS:
+        x.errors.append((var.id, "iteration variable overwrites accumulator variable"))
+        return
+    x.at = x.positions.get(e.id, 0)
+    keys = x.new("comp", iter_var=var.name, accu_var=ACCUMULATOR, iter_range=x.new("ident", name=SORT_BY_INPUT),
+                 accu_init=x.new("list"), loop_cond=x.lit(BOOL, True),
+                 loop_step=x.call("_+_", x.accu(), x.new("list", args=[e.args[1]])), result=x.accu())
+    result = x.new("call", name=SORT_BY_KEYS, operand=x.new("ident", name=SORT_BY_INPUT), args=[keys])
+    e.kind, e.name, e.operand, e.args = "comp", "", None, []
+    e.iter_var, e.iter_var2, e.accu_var = "#unused", "", SORT_BY_INPUT
+    e.iter_range, e.accu_init, e.loop_cond = x.new("list"), target, x.lit(BOOL, False)
+    e.loop_step, e.result = x.new("ident", name=SORT_BY_INPUT), result
+
+
+def expand_sort_by(parsed: Parsed) -> list[tuple[int, str]]:
+    """Rewrite each `sortBy` receiver call of two arguments (an environment with cel-go's lists
+    extension), innermost first; the errors of those cel-go's macro refuses."""
+    nodes = _nodes(parsed.expr)
+    expander = _Expander(parsed, nodes)
+    for e in reversed(nodes):
+        if e.kind == "call" and e.operand is not None and e.name == "sortBy" and len(e.args) == 2:
+            _expand_sort_by(expander, e)
+    return expander.errors
 
 
 def expand_two_variable_macros(parsed: Parsed) -> list[tuple[int, str]]:

@@ -425,6 +425,10 @@ class _Compiler:
                 err = None
             else:
                 values, err = _evaluate(args, s, m)
+            if err is not None and name == "@sortByAssociatedKeys":
+                # its binding takes errors as lists: cel-go panics and recovers with this text
+                raise CelError("internal error: interface conversion: *types.Err is not traits.Lister: "
+                               "missing method Add")
             if err is not None:
                 # cel-go evaluates every argument, observes the call with the error it returns, and
                 # reports the first argument's error; a regex call with a constant pattern is

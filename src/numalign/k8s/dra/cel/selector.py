@@ -20,8 +20,8 @@ from numalign.k8s.dra.cel import types as _t
 from numalign.k8s.dra.cel.ast import Expr, Parsed, read_parsed
 from numalign.k8s.dra.cel.checker import Checked, check
 from numalign.k8s.dra.cel.cost import estimate
-from numalign.k8s.dra.cel.decls import STANDARD_FUNCTIONS, Environment, environment
-from numalign.k8s.dra.cel.macros import expand_two_variable_macros
+from numalign.k8s.dra.cel.decls import SORT_BY_KEYS, STANDARD_FUNCTIONS, Environment, environment
+from numalign.k8s.dra.cel.macros import expand_sort_by, expand_two_variable_macros
 from numalign.k8s.dra.cel.program import Meter, Node, compile_program, fold_error
 from numalign.k8s.dra.cel.projection import Path as Path  # re-exported: the paths a selector reads
 from numalign.k8s.dra.cel.projection import absent_key, device_paths, project, value_key
@@ -90,11 +90,12 @@ def compile_selector(expression: str, features: CELFeatures = CELFeatures(), *,
                      new_object: bool = False) -> CompiledSelector:
     """CompileCELExpression. `new_object`: as the API server checks an object being created (the
     previous minor's environment); otherwise as for a stored object and the allocator."""
-    parsed = _parse(expression)
-    if isinstance(parsed, str):
-        return CompiledSelector(expression, parsed, 0)
     env = environment(features.minor, features.consumable_capacity, features.list_type_attributes,
                       stored=not new_object)
+    # sortBy is a macro of cel-go's lists extension: only an environment with it expands it
+    parsed = _parse(expression, SORT_BY_KEYS in env.functions)
+    if isinstance(parsed, str):
+        return CompiledSelector(expression, parsed, 0)
     checked = check(parsed.expr, env)
     errors = checked.errors or _validate(parsed.expr, checked)
     if errors:
@@ -119,13 +120,14 @@ def compile_selector(expression: str, features: CELFeatures = CELFeatures(), *,
 # checks) and as a stored one when the allocator evaluates it. Parsing, the same for both, is kept for the
 # last few texts only: a parsed expression is many small objects (see CompiledSelector).
 @functools.lru_cache(maxsize=64)
-def _parse(expression: str) -> Parsed | str:
-    """The parsed expression, or the compile error (upstream's "compilation failed: ...")."""
+def _parse(expression: str, sort_by: bool = False) -> Parsed | str:
+    """The parsed expression, or the compile error (upstream's "compilation failed: ..."); `sort_by`:
+    with the lists extension's sortBy macro."""
     try:
         parsed = read_parsed(_PARSER.compile(expression, disable_check=True).serialize())
     except RuntimeError as exc:
         return "compilation failed: " + _cpp_error(str(exc))
-    errors = expand_two_variable_macros(parsed)
+    errors = expand_two_variable_macros(parsed) + (expand_sort_by(parsed) if sort_by else [])
     if errors:
         return "compilation failed: " + _issues(expression, parsed.positions, errors)
     return parsed
