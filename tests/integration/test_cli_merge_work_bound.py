@@ -50,6 +50,8 @@ def test_admit_reports_the_pod_over_the_bound_as_a_rejection(files: tuple[Path, 
     text = capsys.readouterr().out
     assert "pod default/big: REJECTED: TopologyMergeWorkBound: Topology Manager merge over 64 NUMA nodes" in text
     assert "pod default/small-b: admitted" in text
+    # what would make it fit starts with the bound's own fix, checked by admitting it again
+    assert "    - topologyManagerPolicy none (--topology-manager-policy none): admitted;" in text
 
 
 def test_simulate_places_the_other_pods_and_counts_the_rejection(files: tuple[Path, Path], tmp_path: Path,

@@ -9,8 +9,9 @@ NUMA-managed resource of the rejected container). Candidates come in this order,
 MAX_TRIES re-admissions are run per rejected pod:
 
 1. configuration: another Topology Manager scope, then a weaker policy (single-numa-node ->
-   restricted -> best-effort); full-pcpus-only off for SMTAlignmentError; the node without its
-   conditions for Evicted; a pods limit one higher for OutOfpods;
+   restricted -> best-effort); single-numa-node, then none, for a merge stopped at numalign's work
+   bound; full-pcpus-only off for SMTAlignmentError; the node without its conditions for Evicted; a
+   pods limit one higher for OutOfpods;
 2. a smaller request: what the best NUMA node has free (or the node, for OutOf<r>), for the rejected
    container; for SMTAlignmentError the CPU count rounded up and down to whole cores;
 3. evictions: the pods holding the missing resource (on the NUMA node with the most of it free, or
@@ -33,7 +34,7 @@ from numalign.answer.free import FreeCapacity, node_capacity, numa_capacity
 from numalign.answer.rejected import ContainerAsk, Rejected
 from numalign.answer.shortfall import shortfalls
 from numalign.answer.why import current_failures, explain_rejection, limiting_resources
-from numalign.core.decision import DecisionRecord
+from numalign.core.decision import MERGE_WORK_BOUND, DecisionRecord
 from numalign.errors import NumalignError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.qos import QOSClass, get_pod_qos
@@ -168,6 +169,13 @@ def _config_changes(trial: _Trial, node: Node, rejected: Rejected) -> None:
             policy = WEAKER_POLICY[policy]
             if trial.run("topology-manager", f"topologyManagerPolicy {policy} (--topology-manager-policy {policy})",
                          functools.partial(_with_topology_manager, node, policy=policy), pod):
+                break
+    elif reason == MERGE_WORK_BOUND:
+        # The bound's own fix (its message names it): a policy whose merge numalign does not bound.
+        for policy in ("single-numa-node", "none"):
+            if policy != node.tm.policy_name and trial.run(
+                    "topology-manager", f"topologyManagerPolicy {policy} (--topology-manager-policy {policy})",
+                    functools.partial(_with_topology_manager, node, policy=policy), pod):
                 break
     elif reason == "SMTAlignmentError":
         trial.run("cpu-manager", "cpuManagerPolicyOptions without full-pcpus-only (a drain and kubelet restart)",
