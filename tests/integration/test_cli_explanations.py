@@ -106,3 +106,26 @@ def test_short_of_with_64_different_amounts_names_the_most_free_and_counts_the_r
     text = Shortfall("cpu", 100_000, per_numa, 100, 40_000, 1_024_000).text()
     assert text == ("cpu needs 100 exclusive CPUs (free: NUMA 35 35, NUMA 36 36, NUMA 37 37, NUMA 38 38, "
                     "NUMA 39 39, and 59 more NUMA nodes with 34 or less; the node 40 of 1024 allocatable)")
+
+
+def test_short_of_cpu_and_memory_the_change_of_both_is_tried(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A pod short of CPU and memory on a small node (the newcomer trial: the README's train.yaml on this
+    2-CPU host's snapshot) was told "none of the 1 change(s) tried admits it: ... requested cpu: 2 (not 24)":
+    the smaller CPU request alone fails on memory. The change giving up both is tried and verified."""
+    big = tmp_path / "big.yaml"
+    big.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: big, namespace: ml}\nspec:\n  containers:\n"
+                   "  - name: side\n    resources: {limits: {cpu: '1', memory: 1Gi}}\n"
+                   "  - name: main\n    resources: {limits: {cpu: '24', memory: 96Gi}}\n")
+    args = ["admit", str(big), "--machine", "1s x 4c, 16Gi/node", "--cpu-manager-policy", "none",
+            "--memory-manager-policy", "None", "--topology-manager-policy", "none"]
+    assert main([*args, "-o", "json"]) == 0
+    (answer,) = [p["answer"] for p in json.loads(capsys.readouterr().out)["pods"]]
+    assert answer["reason"] == "OutOfcpu"
+    single, both = answer["tried"]
+    assert single.startswith("container main requested cpu: ") and "memory" not in single
+    assert both.startswith("container main requested cpu: ") and ", memory: " in both and both.endswith(
+        "(not 96Gi)")
+    assert [s["change"] for s in answer["wouldFitIf"]] == [both]
+    assert main(args) == 0
+    assert f"    - {both}: admitted;" in capsys.readouterr().out

@@ -41,7 +41,7 @@ from numalign.k8s.qos import QOSClass, get_pod_qos
 from numalign.k8s.quantity import Quantity, QuantityFormat
 from numalign.k8s.resources import RESOURCE_CPU, RESOURCE_MEMORY, is_hugepage_resource_name
 from numalign.kubelet.admission.allocatable import RESOURCE_PODS
-from numalign.kubelet.admission.predicate import INSUFFICIENT_RESOURCE_PREFIX
+from numalign.kubelet.admission.predicate import INSUFFICIENT_RESOURCE_PREFIX, InsufficientResource
 from numalign.kubelet.node import Node
 
 MAX_TRIES = 8
@@ -225,10 +225,36 @@ def _fit_node(trial: _Trial, node: Node, rejected: Rejected, shown: Sequence[Fre
             trial.run("request", f"container {big.name} requested {first.resource}: {q} (not "
                       f"{big.requests[first.resource]})",
                       lambda: node, _with_request(pod, big.name, {first.resource: q}))
+    _fit_node_all(trial, node, rejected, failures)
     # Evictions: the pods requesting the resource, BestEffort-first, largest first, until enough.
     node_view = next((f for f in shown if f.numa_node is None and f.resource == first.resource), None)
     if node_view is not None:
         _evict_until(trial, node, pod, [(h.pod_uid, h.amount) for h in node_view.held_by], first.short)
+
+
+def _fit_node_all(trial: _Trial, node: Node, rejected: Rejected, failures: Sequence[InsufficientResource]) -> None:
+    """Short of several resources (24 CPUs and 96Gi on a 2-CPU, 23Gi node), the smaller request of the
+    first alone fails on the next: the change giving up every missing amount at once, each from the
+    container asking most of it, is tried too (without it the answer was "none of the changes tried")."""
+    short = [f for f in failures if f.resource != RESOURCE_PODS]
+    if len(short) < 2:
+        return
+    changed, asks = rejected.pod, dict[str, list[str]]()
+    for f in short:
+        big, most = None, 0
+        for c in rejected.containers:  # the first container asking most of it
+            if c.amounts.get(f.resource, 0) > most:
+                big, most = c, c.amounts[f.resource]
+        if big is None:
+            return
+        new = most - f.short
+        if new <= 0:
+            return  # nothing of it would be left to ask for: no smaller request can fit
+        q = _node_quantity(f.resource, new)
+        changed = _with_request(changed, big.name, {f.resource: q})
+        asks.setdefault(big.name, []).append(f"{f.resource}: {q} (not {big.requests[f.resource]})")
+    change = "; ".join(f"container {name} requested {', '.join(words)}" for name, words in asks.items())
+    trial.run("request", change, lambda: node, changed)
 
 
 # ---- 2 and 3 for NUMA-level rejections ------------------------------------------------------------
