@@ -159,3 +159,26 @@ def test_nan_parses_in_any_case() -> None:
 )
 def test_a_doubles_string_is_fmts_g(value: float, text: str) -> None:
     assert format_double(value) == text
+
+
+_LONG = 'lists.range(5000).map(x, "1").join("")'  # a 5,000-digit string, past Python's int() digit limit
+
+
+@pytest.mark.parametrize(
+    ("expression", "error"),
+    [
+        (f"int({_LONG}) == 1", "type conversion error from 'string' to 'int'"),
+        (f"uint({_LONG}) == 1u", "type conversion error from 'string' to 'uint'"),
+        (f'semver({_LONG} + ".0.0").major() > 0', f'strconv.ParseUint: parsing "{"1" * 5000}": value out of range'),
+        (f'("%." + {_LONG} + "f").format([1.0]) == ""',
+         "could not parse formatting clause: error while parsing precision: error while converting precision to "
+         f'integer: strconv.Atoi: parsing "{"1" * 5000}": value out of range'),
+    ],
+)
+def test_numbers_of_any_length_are_refused_in_upstreams_words(expression: str, error: str) -> None:
+    assert _runtime_error(expression) == error
+
+
+def test_leading_zeros_do_not_count_towards_the_range() -> None:
+    compiled = compile_selector('int(lists.range(5000).map(x, "0").join("") + "7") == 7', FEATURES)
+    assert evaluate(compiled, _device())[0] is True

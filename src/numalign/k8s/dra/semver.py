@@ -96,7 +96,8 @@ def _leading_zero(text: str) -> bool:
 def _uint(text: str) -> int:
     if not text:
         raise SemverError('strconv.ParseUint: parsing "": invalid syntax')
-    value = int(text)
+    # past 20 significant digits it is out of range (and Python's int() refuses over 4,300 digits)
+    value = 1 << 64 if len(text.lstrip("0")) > 20 else int(text)
     if value >= 1 << 64:
         raise SemverError(f"strconv.ParseUint: parsing {_q(text)}: value out of range")
     return value

@@ -230,6 +230,14 @@ _GO_INT: Final = _syntax(r"[+-]?[0-9]+")
 _GO_UINT: Final = _syntax(r"[0-9]+")
 
 
+def decimal_value(digits: str) -> int:
+    """The value of an ASCII digit string (an optional sign first) of any length: past 20 significant
+    digits it is only known to be beyond 64 bits (Python's int() refuses over 4,300 digits)."""
+    sign = -1 if digits[:1] == "-" else 1
+    significant = digits.lstrip("+-").lstrip("0") or "0"
+    return sign * (1 << 70 if len(significant) > 20 else int(significant))
+
+
 def to_int(v: Any) -> int:
     k = _num_kind(v)
     if k == "int":
@@ -241,9 +249,9 @@ def to_int(v: Any) -> int:
             raise CelError("integer overflow")
         return int(v)
     if k == "string":
-        if _GO_INT.fullmatch(v) is None or not INT64_MIN <= int(v) <= INT64_MAX:
+        if _GO_INT.fullmatch(v) is None or not INT64_MIN <= decimal_value(v) <= INT64_MAX:
             raise _conversion_error("int")
-        return int(v)
+        return decimal_value(v)
     if k == "google.protobuf.Timestamp":
         return int(v.nanos // 1_000_000_000)
     raise CelError(NO_SUCH_OVERLOAD)
@@ -260,9 +268,9 @@ def to_uint(v: Any) -> UInt:
             raise CelError("unsigned integer overflow")
         return UInt(int(v))
     if k == "string":
-        if _GO_UINT.fullmatch(v) is None or int(v) > UINT64_MAX:
+        if _GO_UINT.fullmatch(v) is None or decimal_value(v) > UINT64_MAX:
             raise _conversion_error("uint")
-        return UInt(int(v))
+        return UInt(decimal_value(v))
     raise CelError(NO_SUCH_OVERLOAD)
 
 

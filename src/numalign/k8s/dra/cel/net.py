@@ -40,14 +40,14 @@ def parse_cidr(text: str) -> tuple[_Address, int]:
         raise _prefix_error(text, "IPv6 zones cannot be present in a prefix")
     bad_bits = f"bad bits after slash: {lib.go_strconv_quote(bits_text)}"
     if (len(bits_text) > 1 and not "1" <= bits_text[0] <= "9") or not bits_text.isascii() \
-            or not bits_text.isdigit() or int(bits_text) >= 1 << 63:  # strconv.Atoi's range
+            or not bits_text.isdigit() or lib.decimal_value(bits_text) >= 1 << 63:  # strconv.Atoi's range
         raise _prefix_error(text, bad_bits)
-    if int(bits_text) > addr.max_prefixlen:
+    if lib.decimal_value(bits_text) > addr.max_prefixlen:
         raise _prefix_error(text, "prefix length out of range")
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         raise CelError("network address parse error during conversion from string: "
                        f"IPv4-mapped IPv6 address {lib.go_strconv_quote(text)} is not allowed")
-    return addr, int(bits_text)
+    return addr, lib.decimal_value(bits_text)
 
 
 def cidr(text: Any) -> Opaque:

@@ -78,12 +78,12 @@ def _interpolate(fmt: str, count: int, clause: Clause, runtime: bool) -> tuple[s
                     break
                 j += 1
             digits = fmt[start:j]
-            if not digits or int(digits) > INT64_MAX:
+            if not digits or lib.decimal_value(digits) > INT64_MAX:
                 reason = "invalid syntax" if not digits else "value out of range"
                 raise FormatError("could not parse formatting clause: error while parsing precision: error "
                                   f"while converting precision to integer: strconv.Atoi: parsing "
                                   f"{lib.go_quote(digits)}: {reason}")
-            precision = int(digits)
+            precision = lib.decimal_value(digits)
         verb = fmt[j]
         if verb not in "sdfebxXo":
             # Go reads the clause's byte: a character beyond ASCII shows as its first UTF-8 byte's rune
