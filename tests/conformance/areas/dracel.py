@@ -329,6 +329,9 @@ _URL_CASES = (
     ("url-escaped-path", 'url("https://example.com/path with spaces/").getEscapedPath() == "/path%20with%20spaces/"'),
     ("url-host-unescaped", 'url("http://a%C3%A9/").getHost() == "a\u00e9"'),
     ("url-query-bad-pairs", 'url("http://a/?a=%zz&b;c=1&d=+").getQuery() == {"d": [" "]}'),
+    # a bracketed host is netip.ParseAddr's, its zone included (review 4 F2)
+    ("url-bracket-host-zone", 'isURL("http://[fe80::1%25]/") || isURL("http://[1.2.3.4%25x]/")'),
+    ("url-bracket-host-netip-error", 'url("http://[v1.x]/p").getHostname() == ""'),
 )
 
 

@@ -51,6 +51,10 @@ def test_the_form_urls_are_compared_by_is_gos_string(text: str, form: bytes) -> 
         ("http://[::1/", "missing ']' in host"),
         ("http://x[::1]/", "invalid IP-literal"),
         ("http://[1.2.3.4]/", "invalid IP-literal"),
+        # a bracketed host is netip.ParseAddr's, with its words, its zone included
+        ("http://[fe80::1%25]/", 'invalid host: ParseAddr("fe80::1%"): zone must be a non-empty string'),
+        ("http://[1.2.3.4%25x]/", 'invalid host: ParseAddr("1.2.3.4%x"): unexpected character (at "%x")'),
+        ("http://[v1.x]/p", 'invalid host: ParseAddr("v1.x"): unexpected character (at "v1.x")'),
     ],
 )
 def test_what_parse_request_uri_refuses(text: str, error: str) -> None:

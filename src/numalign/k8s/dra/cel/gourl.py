@@ -253,16 +253,15 @@ def _host(scheme: bytes, host: bytes) -> bytes:
 
 
 def _ipv6_literal(literal: bytes) -> None:
-    """What a bracketed host must be: an IPv6 address (netip.ParseAddr), not an IPv4 one."""
-    import ipaddress
+    """What a bracketed host must be: an address netip.ParseAddr takes (its zone included), not IPv4."""
+    # (imported here: library imports this module)
+    from numalign.k8s.dra.cel.library import NetipError, parse_netip_addr
 
-    text = literal.decode("utf-8", "surrogateescape")
-    address, _, zone = text.partition("%")
     try:
-        addr = ipaddress.ip_address(address)
-    except ValueError:
-        raise URLError(f"invalid host: ParseAddr({_quote(literal)}): unable to parse IP") from None
-    if addr.version == 4 and not zone:
+        addr, _ = parse_netip_addr(literal.decode("utf-8", "replace"))
+    except NetipError as e:
+        raise URLError(f"invalid host: {e}") from None
+    if addr.version == 4:
         raise URLError("invalid IP-literal")
 
 
