@@ -329,9 +329,16 @@ _URL_CASES = (
     ("url-escaped-path", 'url("https://example.com/path with spaces/").getEscapedPath() == "/path%20with%20spaces/"'),
     ("url-host-unescaped", 'url("http://a%C3%A9/").getHost() == "a\u00e9"'),
     ("url-query-bad-pairs", 'url("http://a/?a=%zz&b;c=1&d=+").getQuery() == {"d": [" "]}'),
-    # a bracketed host is netip.ParseAddr's, its zone included (review 4 F2)
-    ("url-bracket-host-zone", 'isURL("http://[fe80::1%25]/") || isURL("http://[1.2.3.4%25x]/")'),
-    ("url-bracket-host-netip-error", 'url("http://[v1.x]/p").getHostname() == ""'),
+    # a bracketed host is netip.ParseAddr's, its zone included, with its words (review 4 F2)
+    ("url-bracket-ipv4-zone", 'isURL("http://[1.2.3.4%25x]/")'),
+    ("url-bracket-empty-zone", 'isURL("http://[fe80::1%25]/")'),
+    ("url-bracket-empty-zone-error", 'url("http://[fe80::1%25]/").getHost() == ""'),
+    ("url-bracket-ipv4-zone-error", 'url("http://[1.2.3.4%25x]/").getHost() == ""'),
+    ("url-bracket-trailing-colon", 'url("http://[::1:]/").getHost() == ""'),
+    ("url-bracket-leading-zero", 'url("http://[::ffff:01.2.3.4]/").getHost() == ""'),
+    ("url-bracket-two-double-colons", 'url("http://[1::2::3]/").getHost() == ""'),
+    ("url-bracket-missing-address", 'url("http://[a%2541]/").getHost() == ""'),
+    ("url-bracket-not-an-address", 'url("http://[v1.x]/p").getHostname() == ""'),
 )
 
 
