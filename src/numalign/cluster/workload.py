@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -181,16 +180,26 @@ def _unique(groups: list[WorkloadGroup]) -> None:
         seen.add(g.name)
 
 
+_TIMELINE_EXPECTED: Final = "JSON lines or CSV with time, op, name"
+
+
 def load_timeline(path: Path, workload: Workload) -> list[Event]:
     from numalign.adapters.textfiles import read_text_file
 
-    text = read_text_file(path, "the timeline", "JSON lines or CSV with time, op, name", InvalidInputError)
+    text = read_text_file(path, "the timeline", _TIMELINE_EXPECTED, InvalidInputError)
     rows: list[tuple[str, Mapping[str, Any]]] = []
     if text.lstrip().startswith("{"):
+        from numalign.k8s.documents import DuplicateKeyError, duplicate_key_message, loads_json
+
         for n, line in enumerate(text.splitlines(), start=1):
             if line.strip():
                 try:
-                    rows.append((f"{path}:{n}", json.loads(line)))
+                    rows.append((f"{path}:{n}", loads_json(line)))
+                except DuplicateKeyError as e:
+                    # As every other file users give (k8s/documents.py): {"op": "create", "op": "delete"} kept
+                    # the last silently. The line is the file's; the key's place within it is not worth a column.
+                    e.line = e.first_line = 0
+                    raise InvalidInputError(duplicate_key_message(e, f"{path}:{n}", _TIMELINE_EXPECTED)) from None
                 except (ValueError, RecursionError):  # RecursionError: a line nested thousands deep
                     raise InvalidInputError(f"{path}:{n}: not a JSON object; expected one "
                                             '{"time": 0, "op": "create", "name": "web"} per line') from None
@@ -199,6 +208,12 @@ def load_timeline(path: Path, workload: Workload) -> list[Event]:
         if reader.fieldnames is None or not {"time", "op", "name"} <= set(reader.fieldnames):
             raise InvalidInputError(f"{path}: expected a CSV header time,op,name (or JSON lines), got "
                                     f"{reader.fieldnames}")
+        seen: set[str] = set()
+        for column in reader.fieldnames:  # DictReader would keep the last such column's value silently
+            if column in seen:
+                raise InvalidInputError(f"{path}: CSV header column {quote(column)} written twice; expected "
+                                        f"{_TIMELINE_EXPECTED}; keep one of the two")
+            seen.add(column)
         rows = [(f"{path}:{n}", r) for n, r in enumerate(reader, start=2)]
     events = []
     for where, r in rows:

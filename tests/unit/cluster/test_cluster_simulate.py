@@ -117,6 +117,27 @@ spec:
         load_timeline(bad, wl)
 
 
+def test_a_timeline_key_or_column_written_twice_is_refused(tmp_path: Path) -> None:
+    """A timeline line whose op is written twice kept the last value silently (the pods deleted at 0 that
+    the user meant to create); refused as every other file users give refuses a key written twice."""
+    wl = Workload([WorkloadGroup("web", ())])
+    lines = tmp_path / "t.jsonl"
+    lines.write_text('{"time": 0, "op": "create", "name": "web"}\n{"time": 1, "op": "create", "name": "web", '
+                     '"op": "delete"}\n', encoding="utf-8")
+    with pytest.raises(InvalidInputError) as e:
+        load_timeline(lines, wl)
+    assert str(e.value).startswith(f'{lines}:2: duplicate field "op": a key written twice')
+    assert str(e.value).endswith("keep one of the two (merge their values, or rename the one that belongs elsewhere)")
+    table = tmp_path / "t.csv"
+    table.write_text("time,op,name,op\n0,create,web,delete\n", encoding="utf-8")
+    with pytest.raises(InvalidInputError, match=rf"^{table}: CSV header column 'op' written twice; expected JSON "
+                                                r"lines or CSV with time, op, name; keep one of the two$"):
+        load_timeline(table, wl)
+    lines.write_text('{"time": 0, "op": "create", "name": "web"}\n', encoding="utf-8")
+    table.write_text("time,op,name\n0,create,web\n", encoding="utf-8")
+    assert load_timeline(lines, wl) == load_timeline(table, wl) == [Event(0.0, "create", "web")]
+
+
 def test_sweep_runs_identically_in_worker_processes() -> None:
     cluster, workload = example_cluster(), example_workload(2, count=120)
     specs = Sweep(["default", "exact"], {}, {"topologyManagerPolicies": ["restricted", "best-effort"]}).specs()
