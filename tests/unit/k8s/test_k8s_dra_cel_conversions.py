@@ -141,7 +141,8 @@ def test_timestamps_and_durations_print_as_cel_go() -> None:
 @pytest.mark.parametrize(
     ("text", "value"),
     [("1.5", 1.5), ("-.5e1", -5.0), ("0x1p-2", 0.25), ("0x_1p0", 1.0), ("Infinity", math.inf), ("-inf", -math.inf),
-     ("1e-400", 0.0), ("1e400", None), ("1_0", None), (" 1", None), ("0x10", None), ("١", None), ("+nan", None)],
+     ("1e-400", 0.0), ("1e400", None), ("1_0", 10.0), ("1.4_000", 1.4), ("1e1_0", 1e10), ("1__0", None), ("1_", None),
+     (" 1", None), ("0x10", None), ("١", None), ("+nan", None)],
 )
 def test_doubles_parse_as_strconv_does(text: str, value: float | None) -> None:
     assert parse_go_float(text) == value

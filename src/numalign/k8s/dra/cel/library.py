@@ -274,11 +274,62 @@ def to_uint(v: Any) -> UInt:
     raise CelError(NO_SUCH_OVERLOAD)
 
 
-# strconv.ParseFloat's syntax: decimal (digits with an optional point and exponent), hexadecimal with a
-# binary exponent, and inf/infinity (signed) and nan in any case; underscores only after a base prefix
-_GO_DECIMAL_FLOAT: Final = _syntax(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
-_GO_HEX_FLOAT: Final = _syntax(r"([+-]?)0[xX](_?[0-9a-fA-F](?:_?[0-9a-fA-F])*\.?(?:[0-9a-fA-F](?:_?[0-9a-fA-F])*)?"
-                                  r"|\.[0-9a-fA-F](?:_?[0-9a-fA-F])*)[pP]([+-]?[0-9]+)")
+def _go_underscores_ok(s: str) -> bool:
+    """strconv's underscoreOK: each underscore between digits (or right after a base prefix)."""
+    saw = "^"
+    i = 1 if s[:1] in ("+", "-") else 0
+    hexadecimal = False
+    if len(s) >= i + 2 and s[i] == "0" and s[i + 1] in "bBoOxX":
+        saw, hexadecimal = "0", s[i + 1] in "xX"
+        i += 2
+    for ch in s[i:]:
+        if "0" <= ch <= "9" or (hexadecimal and ch in "abcdefABCDEF"):
+            saw = "0"
+        elif ch == "_":
+            if saw != "0":
+                return False
+            saw = "_"
+        elif saw == "_":
+            return False
+        else:
+            saw = "!"
+    return saw != "_"
+
+
+def _go_float_text(text: str) -> str | None:
+    """strconv.ParseFloat's syntax (readFloat): a sign, a decimal or 0x-hexadecimal mantissa with one
+    point, an exponent (e, or p for hexadecimal, which must have one) of one or more digits, underscores
+    between digits; the whole text. The same number in a form Python reads, or None."""
+    i = 1 if text[:1] in ("+", "-") else 0
+    hexadecimal = text[i:i + 2] in ("0x", "0X")
+    if hexadecimal:
+        i += 2
+    digits = "0123456789abcdefABCDEF" if hexadecimal else "0123456789"
+    saw_digits = saw_dot = False
+    while i < len(text):
+        ch = text[i]
+        if ch == "." and not saw_dot:
+            saw_dot = True
+        elif ch in digits:
+            saw_digits = True
+        elif ch != "_":
+            break
+        i += 1
+    if not saw_digits:
+        return None
+    if i < len(text) and text[i] in ("pP" if hexadecimal else "eE"):
+        i += 1
+        if i < len(text) and text[i] in "+-":
+            i += 1
+        if i >= len(text) or not "0" <= text[i] <= "9":
+            return None
+        while i < len(text) and ("0" <= text[i] <= "9" or text[i] == "_"):
+            i += 1
+    elif hexadecimal:
+        return None
+    if i != len(text) or ("_" in text and not _go_underscores_ok(text)):
+        return None
+    return text.replace("_", "")
 
 
 def parse_go_float(text: str) -> float | None:
@@ -290,16 +341,13 @@ def parse_go_float(text: str) -> float | None:
         return -math.inf if lowered.startswith("-") else math.inf
     if lowered == "nan":
         return math.nan
-    if _GO_DECIMAL_FLOAT.fullmatch(text):
-        value = float(text)
-    else:
-        m = _GO_HEX_FLOAT.fullmatch(text)
-        if m is None:
-            return None
-        try:
-            value = float.fromhex(f"{m.group(1)}0x{m.group(2).replace('_', '')}p{m.group(3)}")
-        except OverflowError:
-            return None
+    cleaned = _go_float_text(text)
+    if cleaned is None:
+        return None
+    try:
+        value = float.fromhex(cleaned) if cleaned.lstrip("+-")[:2] in ("0x", "0X") else float(cleaned)
+    except (OverflowError, ValueError):
+        return None
     return None if math.isinf(value) else value
 
 
