@@ -1,15 +1,17 @@
 """The "dra-alloc" area: a pod's ResourceClaims allocated on one node, against the real structured
-allocator as kube-scheduler's DynamicResources plugin drives it (conformance/area_draalloc.go), 1.34-1.37
-(1.34 and 1.35 range over a Go map of pools: the harness answers with every answer it saw, `equivalent`).
+allocator as kube-scheduler's DynamicResources plugin drives it (conformance/area_draalloc.go; 1.33:
+area_draalloc_k8s133.go), 1.33-1.37 (1.33-1.35 range over a Go map of pools: the harness answers with
+every answer it saw, `equivalent`).
 
 A case has the shape of the recorded vectors (../shared/oracle/dra): `gate_overrides`, `node`, `slices`,
 `classes`, `claims` (allocated together, as for one pod) and `allocated` (claims other pods hold), the
 objects as users and drivers write them (resource.k8s.io/v1, no defaults applied). Generated cases mix
 drivers, pools split over slices (some incomplete, some for other nodes, per-device node selection),
-partitionable devices and counter sets, consumable capacity and shared devices, taints, CEL selectors,
+partitionable devices and counter sets (in slices of their own; at 1.33 and 1.34 also beside the devices,
+where those releases read them), consumable capacity and shared devices, taints, CEL selectors,
 ExactCount/All requests, prioritized lists, admin access, matchAttribute/distinctAttribute constraints
-and held devices. The answer: the devices per claim, or the verdict (`unschedulable`, `error`,
-`timeout`) with the plugin's text.
+and held devices (whole, or a share of a shared one). The answer: the devices per claim, or the verdict
+(`unschedulable`, `error`, `timeout`) with the plugin's text.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
 
 
 def _device(rng: random.Random, driver: str, i: int, counters: bool, consumable: bool,
-            fractional: bool = False) -> dict[str, Any]:
+            fractional: bool = False, odd_counters: bool = False) -> dict[str, Any]:
     d: dict[str, Any] = {"name": f"{driver.split('.')[0]}-{i}", "attributes": {
         "index": {"int": i}, "model": {"string": rng.choice(_MODELS)},
         "resource.kubernetes.io/numaNode": {"int": rng.randrange(2)}}}
@@ -63,6 +65,9 @@ def _device(rng: random.Random, driver: str, i: int, counters: bool, consumable:
     if counters and rng.random() < 0.7:
         d["consumesCounters"] = [{"counterSet": rng.choice(("set-0", "set-0", "nope")),
                                   "counters": {"memory": {"value": rng.choice(("10Gi", "40Gi"))}}}]
+        if odd_counters and rng.random() < 0.15:
+            # a counter its set lacks: 1.33 refuses the device, 1.34 never checks it
+            d["consumesCounters"][0]["counters"]["cores"] = {"value": "2"}
     if rng.random() < 0.1:
         d["taints"] = [{"key": "maint", "effect": rng.choice(("NoSchedule", "NoExecute"))}]
     return d
@@ -75,23 +80,43 @@ def _slices(rng: random.Random, node: str, minor: int) -> list[dict[str, Any]]:
         for p in range(rng.randint(1, 2)):
             pool = f"{driver.split('.')[0]}-pool-{p}"
             count = rng.randint(1, 3)
-            counters = minor >= 35 and rng.random() < 0.25
+            # 1.35+: the counter sets in a slice of their own (1.33 and 1.34 read it as a device slice without
+            # devices, whose sets no device draws on); 1.33 and 1.34 also publish them beside the devices
+            # (`inline`), where their allocators read a device's counters from its own slice
+            counters = rng.random() < 0.25
+            inline = minor <= 34 and rng.random() < 0.3
             present = count if rng.random() < 0.9 else count - 1
             for s in range(present):
                 spec: dict[str, Any] = {"driver": driver, "pool": {"name": pool, "generation": 1,
                                                                    "resourceSliceCount": count + counters}}
                 where = rng.random()
-                if where < 0.75:
+                if where < 0.7:
                     spec["nodeName"] = node
-                elif where < 0.85:
+                elif where < 0.8:
                     spec["nodeName"] = "node-b"
-                elif where < 0.95:
+                elif where < 0.9:
                     spec["allNodes"] = True
+                elif where < 0.95:
+                    spec["nodeSelector"] = _zone_selector(rng)
                 else:
-                    spec["nodeSelector"] = {"nodeSelectorTerms": [{"matchExpressions": [
-                        {"key": "zone", "operator": "In", "values": [rng.choice(("a", "b"))]}]}]}
-                spec["devices"] = [_device(rng, driver, index + k, counters, minor >= 34, minor >= 37)
+                    spec["perDeviceNodeSelection"] = True  # (DRAPartitionableDevices: else left out)
+                if inline and rng.random() < 0.8:
+                    spec["sharedCounters"] = [{"name": "set-0", "counters": {"memory": {"value": rng.choice(
+                        ("80Gi", "40Gi", "20Gi"))}}}]
+                spec["devices"] = [_device(rng, driver, index + k, counters or inline, minor >= 34, minor >= 37,
+                                           odd_counters=minor <= 34)
                                    for k in range(rng.randint(1, 4))]
+                if spec.get("perDeviceNodeSelection"):
+                    for d in spec["devices"]:
+                        where = rng.random()
+                        if where < 0.5:
+                            d["nodeName"] = node
+                        elif where < 0.7:
+                            d["nodeName"] = "node-b"
+                        elif where < 0.85:
+                            d["allNodes"] = True
+                        else:
+                            d["nodeSelector"] = _zone_selector(rng)
                 index += len(spec["devices"])
                 out.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
                             "metadata": _meta(f"{node}-{pool}-{s}"), "spec": spec})
@@ -103,6 +128,11 @@ def _slices(rng: random.Random, node: str, minor: int) -> list[dict[str, Any]]:
                             "metadata": _meta(f"{node}-{pool}-counters"), "spec": spec})
     rng.shuffle(out)
     return out
+
+
+def _zone_selector(rng: random.Random) -> dict[str, Any]:
+    return {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "zone", "operator": "In", "values": [rng.choice(("a", "b"))]}]}]}
 
 
 def _request(rng: random.Random, name: str, classes: list[str], minor: int) -> dict[str, Any]:
@@ -155,13 +185,20 @@ def generate(rng: random.Random, version: str) -> dict[str, Any]:
     for h in range(rng.randint(0, 2) if mine else 0):
         s = rng.choice(mine)
         d = rng.choice(s["spec"]["devices"])
+        result = {"request": "req", "driver": s["spec"]["driver"], "pool": s["spec"]["pool"]["name"],
+                  "device": d["name"]}
+        if d.get("allowMultipleAllocations") and rng.random() < 0.7:
+            # a share another pod holds: counters count it from 1.36.2 only
+            result.update(shareID=f"6a2b0e4e-0000-4000-8000-00000000000{h}", consumedCapacity={"bandwidth": "1"})
         allocated.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                           "metadata": _meta(f"held-{h}", "other"),
                           "spec": {"devices": {"requests": [{"name": "req", "exactly": {"deviceClassName": "x"}}]}},
-                          "status": {"allocation": {"devices": {"results": [
-                              {"request": "req", "driver": s["spec"]["driver"], "pool": s["spec"]["pool"]["name"],
-                               "device": d["name"]}]}}}})
+                          "status": {"allocation": {"devices": {"results": [result]}}}})
     gates: dict[str, bool] = {}
+    partitions = any(s["spec"].get("sharedCounters") or s["spec"].get("perDeviceNodeSelection") for s in slices)
+    if minor in (34, 35) and partitions and rng.random() < 0.6:
+        # DRAPartitionableDevices is alpha there: on in most cases that have counters or per-device nodes
+        gates["DRAPartitionableDevices"] = True
     if minor == 33:
         # DRA is beta and off by default in 1.33, its allocator's features alpha and off: the cluster turns
         # DynamicResourceAllocation on, and each feature half of the time.
@@ -215,7 +252,7 @@ def named_cases(version: str) -> list[tuple[str, dict[str, Any], str]]:
     naming it; 1.36 compares gpu-2 with b only and allocates the three."""
     minor = int(version.split(".")[1])
     if minor == 33:
-        return _cases_133(minor)
+        return _cases_133(minor) + _counter_cases(minor)
     root = "resource.kubernetes.io/pcieRoot"
     # capacity-at-index: gpu-0 without capacity, then gpu-1 shared with 10G of bandwidth; a request for 3G.
     # 1.34, taking gpu-1, checks the capacity of the slice's device at the request's device index (0:
@@ -236,12 +273,12 @@ def named_cases(version: str) -> list[tuple[str, dict[str, Any], str]]:
         "shareID": "6a2b0e4e-0000-4000-8000-000000000001", "consumedCapacity": {"bandwidth": "8G"}})]
     return [("distinct-every-device", _distinct_case("every", {"count": 3}, root, ["a", "b", "a", "c"]), "20s"),
             ("distinct-all-names", _distinct_case("all", {"allocationMode": "All"}, root, ["a", "b", "a"]), "20s"),
-            ("capacity-at-index", capacity, "20s"), ("all-used-capacity", used, "20s")] + (
-        # 1.34 keeps counters per slice, from the device's own slice's counter sets (alpha there; not
-        # modelled, as the generated cases have no counters at 1.34, docs/dra.md "Gaps")
-        [("counters-per-driver", _same_pool_name_case(), "20s")] if version.split(".")[1] != "34" else []) + (
-        _capacity_cases(int(version.split(".")[1]))) + _cases_133(minor) + [
-        ("capacity-error-other-value", _capacity_error_case(), "20s")]
+            ("capacity-at-index", capacity, "20s"), ("all-used-capacity", used, "20s"),
+            # (1.34 reads each device's counters from its own slice: the counter slices' sets are never drawn on)
+            ("counters-per-driver", _same_pool_name_case(), "20s"),
+            *_capacity_cases(minor), *_cases_133(minor), *_counter_cases(minor),
+            ("capacity-error-other-value", _capacity_error_case(), "20s"),
+            ("counters-held-share", _held_share_case(), "20s")]
 
 
 def _cases_133(minor: int) -> list[tuple[str, dict[str, Any], str]]:
@@ -273,6 +310,59 @@ def _cases_133(minor: int) -> list[tuple[str, dict[str, Any], str]]:
     return [("all-keeps-devices", keeps, "20s"), ("admin-same-device", admin, "20s")]
 
 
+def _counter_cases(minor: int) -> list[tuple[str, dict[str, Any], str]]:
+    """Shared counters published beside the devices, as 1.33 and 1.34 take them (a slice with both is
+    refused by the API server from 1.35: these run at 1.33 and 1.34 only).
+
+    counters-in-own-slice: pool `gpus` of two slices, each with counter set set-0 of 10Gi; slice a has gpu-0
+    and gpu-1, slice b gpu-2, each consuming 10Gi of set-0; one claim for two GPUs. Each slice's devices
+    draw on their own slice's set: gpu-0 spends slice a's, gpu-1 does not fit, gpu-2 draws on slice b's.
+    counter-not-in-set: one slice with set-0 {memory: 20Gi}; gpu-0 consumes memory and `cores` (not in the
+    set), gpu-1 memory only; one claim for one GPU. 1.33 refuses gpu-0 (a counter its set lacks) and takes
+    gpu-1; 1.34 never checks a counter its set lacks: gpu-0.
+    counters-held-in-slice: slice a's gpu-0 held by another pod, so slice a's set is spent: 1.33 and 1.34
+    subtract what the slice's held devices consume; the claim for one GPU gets slice b's gpu-2."""
+    if minor > 34:
+        return []
+    gates = {"DRAPartitionableDevices": True} | ({"DynamicResourceAllocation": True} if minor == 33 else {})
+
+    def gpu(name: str, counters: dict[str, Any]) -> dict[str, Any]:
+        return {"name": name, "consumesCounters": [{"counterSet": "set-0", "counters": counters}]}
+
+    ten = {"memory": {"value": "10Gi"}}
+
+    def case(slices: dict[str, tuple[str, list[dict[str, Any]]]], count: int) -> dict[str, Any]:
+        base = _distinct_case("counters", {"count": count}, "resource.kubernetes.io/pcieRoot", [])
+        base["claims"][0]["spec"]["devices"].pop("constraints")
+        base["slices"] = [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+                           "spec": {"driver": "gpu.example.com", "pool": {"name": "gpus", "generation": 1,
+                                                                          "resourceSliceCount": len(slices)},
+                                    "nodeName": "node-a", "devices": devices, "sharedCounters": [
+                                        {"name": "set-0", "counters": {"memory": {"value": total}}}]}}
+                          for name, (total, devices) in slices.items()]
+        base["gate_overrides"] = gates
+        return base
+
+    own = case({"gpus-a": ("10Gi", [gpu("gpu-0", ten), gpu("gpu-1", ten)]), "gpus-b": ("10Gi", [gpu("gpu-2", ten)])},
+               2)
+    missing = case({"gpus": ("20Gi", [gpu("gpu-0", {**ten, "cores": {"value": "2"}}), gpu("gpu-1", ten)])}, 1)
+    held = case({"gpus-a": ("10Gi", [gpu("gpu-0", ten), gpu("gpu-1", ten)]), "gpus-b": ("10Gi", [gpu("gpu-2", ten)])},
+                1)
+    held["allocated"] = [_held("gpu.example.com", "gpus", "gpu-0", {})]
+    out = [("counters-in-own-slice", own, "20s"), ("counter-not-in-set", missing, "20s"),
+           ("counters-held-in-slice", held, "20s")]
+    if minor == 34:
+        # counters-every-share: three shared GPUs of 10G bandwidth, each consuming 10Gi of a 20Gi set; one
+        # claim for three shares of 1G. 1.34 takes the counters at every share (1.35+ once a device's capacity
+        # is in use): two shares of gpu-0 spend the set, no third share fits anywhere: unschedulable.
+        every = case({"gpus": ("20Gi", [dict(gpu(f"gpu-{i}", ten), allowMultipleAllocations=True, capacity={
+            "bandwidth": {"value": "10G"}}) for i in range(3)])}, 3)
+        every["claims"][0]["spec"]["devices"]["requests"][0]["exactly"]["capacity"] = {"requests": {"bandwidth": "1G"}}
+        every["gate_overrides"] = dict(gates, DRAConsumableCapacity=True)
+        out.append(("counters-every-share", every, "20s"))
+    return out
+
+
 def _capacity_error_case() -> dict[str, Any]:
     """capacity-error-other-value: two GPUs under matchAttribute numaNode, each asking for -1 of bandwidth (a
     claim stored before validation refused it); gpu-0 and gpu-2 (NUMA 0) have a validRange of at least 1G,
@@ -287,6 +377,29 @@ def _capacity_error_case() -> dict[str, Any]:
         {"name": f"gpu-{i}", "attributes": {"resource.kubernetes.io/numaNode": {"int": numa}},
          "capacity": {"bandwidth": {"value": "10G", **({} if numa else {"requestPolicy": at_least})}}}
         for i, numa in enumerate((0, 1, 0))]
+    return case
+
+
+def _held_share_case() -> dict[str, Any]:
+    """counters-held-share: a counter set of 10Gi (a slice of its own); shared gpu-0 and whole gpu-1 each
+    consume all of it, and another pod holds a share of gpu-0; one claim for a whole GPU. The counters count
+    shares from 1.36.2 on: gpu-1 does not fit (unschedulable); in 1.35 only devices held whole count, and
+    gpu-1 is taken. (1.34 never draws on another slice's counter set, but checks gpu-1's capacity as that of
+    the slice's first device, gpu-0, whose bandwidth the held share uses: unschedulable, capacity-at-index.)"""
+    case = _distinct_case("share", {"selectors": [{"cel": {"expression": "device.allowMultipleAllocations == false"}}]},
+                          "resource.kubernetes.io/pcieRoot", [])
+    case["claims"][0]["spec"]["devices"].pop("constraints")
+    memory = {"counterSet": "set-0", "counters": {"memory": {"value": "10Gi"}}}
+    spec = case["slices"][0]["spec"]
+    spec["pool"]["resourceSliceCount"] = 2
+    spec["devices"] = [{"name": "gpu-0", "allowMultipleAllocations": True, "capacity": {"bandwidth": {"value": "10G"}},
+                        "consumesCounters": [memory]}, {"name": "gpu-1", "consumesCounters": [memory]}]
+    case["slices"].append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": _meta("counters"),
+                           "spec": {k: v for k, v in spec.items() if k != "devices"} | {
+                               "sharedCounters": [{"name": "set-0", "counters": {"memory": {"value": "10Gi"}}}]}})
+    case["gate_overrides"] = {"DRAPartitionableDevices": True, "DRAConsumableCapacity": True}
+    case["allocated"] = [_held("gpu.example.com", "gpus", "gpu-0", {
+        "shareID": "6a2b0e4e-0000-4000-8000-000000000001", "consumedCapacity": {"bandwidth": "1G"}})]
     return case
 
 

@@ -315,6 +315,8 @@ class Allocator:
         self._invalid_pool_aborts = self.generation.invalid_pool_aborts
         self._admin_marks = self.generation.admin_access_marks_devices
         self._all_gives_back = self.generation.all_mode_gives_back
+        self._counters_per_slice = self.generation.counters_per_slice
+        self._counters_in_place = self.generation.counters_checked_in_place
         self.allocated = allocated
         self.classes = classes
         self.node = node
@@ -694,8 +696,8 @@ class Allocator:
 
     def _reachable(self, ci: int, ri: int) -> tuple[frozenset[DeviceID], frozenset[str]]:
         """The devices the search from request ri of claim ci on may look at beyond their static checks
-        (those its scans do not pass over, and those of its All requests), and the pools (by name, as the
-        counters are kept) whose counters such devices consume."""
+        (those its scans do not pass over, and those of its All requests), and the pools or slices (as the
+        counters are kept, _counters_key) whose counters such devices consume."""
         found = self._reachable_cache.get((ci, ri))
         if found is not None:
             return found
@@ -707,7 +709,7 @@ class Allocator:
             for c in data.all_devices:
                 devices.add(c.device_id)
                 if c.device.consumes_counters:
-                    counter_pools.add(self._counters_key(c.pool))
+                    counter_pools.add(self._counters_key(c.pool, c.slice))
             for pi, pool in enumerate(self.pools):
                 if pool.is_incomplete or pool.is_invalid:
                     continue
@@ -721,7 +723,7 @@ class Allocator:
                     d = pool.slices[sli].devices[dvi]
                     devices.add((pool.driver, pool.pool, d.name))
                     if d.consumes_counters:
-                        counter_pools.add(self._counters_key(pool))
+                        counter_pools.add(self._counters_key(pool, pool.slices[sli]))
         found = frozenset(devices), frozenset(counter_pools)
         self._reachable_cache[(ci, ri)] = found
         return found
@@ -832,7 +834,7 @@ class Allocator:
                 return None
         except CapacityRequestError:
             return False  # the scan reports it when it gets there, as for a selector's error
-        if not f.partitionable_devices and device.consumes_counters:
+        if not f.partitionable_devices and device.consumes_counters and self.generation.counters_off_rejects_device:
             return None
         if (f.device_taints and device.taints and _taint_prevents(device, request)
                 and (not device.consumes_counters or self.generation.rolls_back_rejected_devices)):
@@ -1158,12 +1160,18 @@ class Allocator:
         took_counters = False
         if device.consumes_counters:
             if not f.partitionable_devices:
-                return None
-            in_use_by_share = device_id in self.allocated.capacity or device_id in self._allocating_capacity
-            if not (multiple and in_use_by_share):
-                if not self._take_counters(c):
+                if self.generation.counters_off_rejects_device:
                     return None
-                took_counters = True
+            elif self._counters_in_place:  # 1.33: checked, nothing taken
+                if not self._counters_fit_in_place(c):
+                    return None
+            else:
+                in_use_by_share = self.generation.shares_skip_counters and (
+                    device_id in self.allocated.capacity or device_id in self._allocating_capacity)
+                if not (multiple and in_use_by_share):
+                    if not self._take_counters(c):
+                        return None
+                    took_counters = True
         # Where the generation rolls back a rejected device (1.36.3, 1.37), each rejection below gives back
         # what this call took; before, the counters (and on a capacity misfit the constraints and the
         # device's mark) stayed taken for the rest of the search.
@@ -1190,6 +1198,8 @@ class Allocator:
             holders = self._allocating[device_id] = set()
         if not multiple and (self._admin_marks or not admin):
             holders.add(ci)
+            if self._counters_in_place and device.consumes_counters and f.partitionable_devices:
+                self._mark_counters(c, add_into)  # what 1.33's next checks in this slice subtract
         consumed: ConsumedCapacity | None = None
         share_id: str | None = None
         shared_before = c.device_id in self._allocating_capacity
@@ -1230,6 +1240,8 @@ class Allocator:
             constraint.remove(base, sub)
         if self._admin_marks or not self.results[ci][before].admin_access:  # (1.33 marks no admin access)
             self._allocating[c.device_id].discard(ci)
+            if self._counters_in_place and c.device.consumes_counters and self.features.partitionable_devices:
+                self._mark_counters(c, subtract_from)
         if multiple:
             rollback = self.generation.rolls_back_rejected_devices
             if consumed:
@@ -1243,18 +1255,24 @@ class Allocator:
                             self._allocating_capacity[c.device_id] = {}
             if rollback and took_counters:
                 self._give_back_counters(c)
-        elif self.features.partitionable_devices and c.device.consumes_counters:
+        elif took_counters:
             self._give_back_counters(c)
         del self.results[ci][before:]
 
     def _take_counters(self, c: Candidate) -> bool:
         """checkAvailableCounters: consume the device's counters if every counter set still has them."""
         pool = c.pool
-        key = self._counters_key(pool)
+        key = self._counters_key(pool, c.slice)
         available = self._available_counters.get(key)
         if available is None:
-            available = {name: dict(cs.counters) for name, cs in pool.counter_sets.items()}
-            for s in [*pool.slices, *pool.slices_not_targeting_node]:
+            sources: Sequence[ResourceSlice]
+            if self._counters_per_slice:  # its own slice's counter sets, less its own slice's devices' use
+                available = {cs.name: dict(cs.counters) for cs in c.slice.shared_counters}
+                sources = (c.slice,)
+            else:
+                available = {name: dict(cs.counters) for name, cs in pool.counter_sets.items()}
+                sources = [*pool.slices, *pool.slices_not_targeting_node]
+            for s in sources:
                 for d in s.devices:
                     device_id = (s.driver, s.pool.name, d.name)
                     held = (self.allocated.holds(device_id) if self.generation.counters_see_shared_allocations
@@ -1278,13 +1296,55 @@ class Allocator:
                     return False
         return True
 
-    def _counters_key(self, pool: Pool) -> str:
-        """How the counters available and consumed are kept: by pool name until 1.36 (two drivers' pools of
-        one name share the counters of the first one the search met), by driver and pool from 1.37."""
+    def _counters_key(self, pool: Pool, s: ResourceSlice) -> str:
+        """How the counters available and consumed are kept: by slice name in 1.33 and 1.34 (each slice
+        publishes its own), by pool name in 1.35 and 1.36 (two drivers' pools of one name share the counters
+        of the first one the search met), by driver and pool from 1.37."""
+        if self._counters_per_slice:
+            return s.name
         return f"{pool.driver}/{pool.pool}" if self.generation.counters_by_pool_id else pool.pool
 
+    def _counters_fit_in_place(self, c: Candidate) -> bool:
+        """1.33's checkAvailableCapacity: every counter the device consumes is in its own slice's counter set
+        (a set or counter the slice lacks: the device does not fit), with at least as much left as the device
+        asks once the slice's devices that others hold or this search marked are taken off. Each consumption
+        is checked by itself, as upstream does; nothing is reserved."""
+        key = c.slice.name
+        available = self._available_counters.get(key)
+        if available is None:
+            s = c.slice
+            available = {cs.name: dict(cs.counters) for cs in s.shared_counters}
+            for d in s.devices:
+                if (s.driver, s.pool.name, d.name) not in self.allocated.devices:
+                    continue
+                for consumption in d.consumes_counters:
+                    counters = available.get(consumption.counter_set, {})
+                    for name, q in consumption.counters.items():
+                        if name in counters:
+                            counters[name] = counters[name] - q
+            self._available_counters[key] = available
+        marked = self._consumed_counters.get(key, {})
+        for consumption in c.device.consumes_counters:
+            counters = available.get(consumption.counter_set, {})
+            used = marked.get(consumption.counter_set, {})
+            for name, q in consumption.counters.items():
+                have = counters.get(name)
+                if have is None:
+                    return False
+                if name in used:
+                    have = have - used[name]
+                if have < q:
+                    return False
+        return True
+
+    def _mark_counters(self, c: Candidate, how: Any) -> None:
+        """1.33: what a device this search marked consumes of its slice's counter sets, added or taken off."""
+        marked = self._consumed_counters.setdefault(c.slice.name, {})
+        for consumption in c.device.consumes_counters:
+            how(marked.setdefault(consumption.counter_set, {}), consumption.counters)
+
     def _give_back_counters(self, c: Candidate) -> None:
-        consumed = self._consumed_counters.get(self._counters_key(c.pool), {})
+        consumed = self._consumed_counters.get(self._counters_key(c.pool, c.slice), {})
         for consumption in c.device.consumes_counters:
             subtract_from(consumed.setdefault(consumption.counter_set, {}), consumption.counters)
 

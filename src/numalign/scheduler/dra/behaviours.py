@@ -93,6 +93,26 @@ class Generation:
     # 1.37: shared counters are kept per driver and pool (PoolID); before, per pool name, so pools of one name
     # from two drivers drew on one set of counters (the first pool's the search met).
     counters_by_pool_id: bool = False
+    # 1.33, 1.34 (and 1.35's stable generation): a device draws on the counter sets published in its own slice,
+    # beside its devices, kept per slice (by the slice's name), and only that slice's allocated devices count
+    # against them. A slice with sharedCounters is an ordinary device slice: no pool-wide counter sets, no
+    # check that a device's counter set exists (one its slice lacks is never checked: the device fits).
+    # 1.35 on (incubating, experimental): counter sets in slices of their own, kept per pool.
+    counters_per_slice: bool = False
+    # 1.33: a device's counters are checked where it is taken, not reserved: each counter it consumes must be in
+    # its slice's counter set, with at least as much left as it asks, less what the slice's devices allocated
+    # and being allocated (marked: admin access marks none) consume; nothing is taken, so nothing given back.
+    counters_checked_in_place: bool = False
+    # Without DRAPartitionableDevices a slice with sharedCounters is not gathered (1.33; 1.35+ but 1.35's
+    # stable generation). 1.34 gathers it (and the devices published beside the counters) all the same.
+    counter_slices_need_partitionable: bool = True
+    # Without DRAPartitionableDevices a device that consumes counters cannot be taken (1.34+). 1.33 only leaves
+    # the counters unchecked.
+    counters_off_rejects_device: bool = True
+    # 1.35+: a shared device (consumable capacity) some of whose capacity is already in use takes no counters
+    # again. 1.34 takes its counters at every share (and, as it never gives a share's counters back, keeps them
+    # for the rest of the search).
+    shares_skip_counters: bool = True
     # 1.37: a request rounded up to a validRange step keeps the step's form ("3G"), not binary SI.
     rounds_in_step_format: bool = False
     # 1.37: a capacity request that cannot be represented (past int64; not whole thousandths on
@@ -152,8 +172,10 @@ _ALL: Final = _MORE | {"ListTypeAttributes", "DeviceStatus"}
 
 _G34: Final = Generation("", frozenset(), invalid_pool_aborts=True, counts_pool_on_every_node=False,
                          distinct_compares_values=False, all_mode_keeps_subrequest=False,
-                         validates_under_previous_key=True)
-_G35: Final = Generation("", frozenset(), reports_invalid_pools=True)
+                         validates_under_previous_key=True, counters_per_slice=True,
+                         counter_slices_need_partitionable=False, counters_see_shared_allocations=False,
+                         shares_skip_counters=False)
+_G35: Final = Generation("", frozenset(), reports_invalid_pools=True, counters_see_shared_allocations=False)
 _G35_NEW: Final = replace(_G35, counter_slices_for_every_node=True)
 _G36_NEW: Final = replace(_G35_NEW, searches_combinations=True, sorts_pools=True, knows_consumable_capacity=True,
                           node_slices_first=True)
@@ -167,7 +189,9 @@ RELEASES: Final[Mapping[int, Release]] = {
     # 1.33 has a single implementation; DRA is beta and off by default there (k8s.io/dynamic-resource-allocation
     # v0.33.13, kube-scheduler 1.33.13).
     33: Release(33, (replace(_G34, name="structured (1.33 has a single implementation)", supported=_ALL,
-                             admin_access_marks_devices=False, all_mode_gives_back=False),),
+                             admin_access_marks_devices=False, all_mode_gives_back=False,
+                             counters_checked_in_place=True, counter_slices_need_partitionable=True,
+                             counters_off_rejects_device=False),),
                 has_filter_timeout=False),
     34: Release(34, (replace(_G34, name="stable"), replace(_G34, name="incubating", supported=_BASIC),
                      replace(_G34, name="experimental", supported=_MORE | {"DeviceStatus"},
@@ -175,7 +199,8 @@ RELEASES: Final[Mapping[int, Release]] = {
                              capacity_check_at_request_index=True)),
                 device_status_is_feature=True),
     35: Release(35, (replace(_G35, name="stable", all_mode_keeps_subrequest=False,
-                             validates_under_previous_key=True),
+                             validates_under_previous_key=True, counters_per_slice=True,
+                             counter_slices_need_partitionable=False),
                      replace(_G35_NEW, name="incubating", supported=_BASIC, all_mode_keeps_subrequest=False,
                              validates_under_previous_key=True),
                      replace(_G35_NEW, name="experimental", supported=_MORE, knows_consumable_capacity=True,

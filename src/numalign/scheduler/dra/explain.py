@@ -326,7 +326,8 @@ def _request(
         device_id = (s.driver, s.pool.name, d.name)
         if (s.per_device_node_selection and not node_matches(node, d.node_name, d.all_nodes, d.node_selector)) or (
                 not features.device_binding_and_status and d.binding_conditions) or (
-                not features.partitionable_devices and d.consumes_counters):
+                not features.partitionable_devices and d.consumes_counters
+                and features.generation.counters_off_rejects_device):
             n_other += 1
         elif not admin and held(device_id):
             n_held += 1

@@ -116,8 +116,10 @@ def gather_pools(
     """GatherPools over the slices that may apply to `node` (its own and those without a node name)."""
     grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
     everywhere = features.generation.counter_slices_for_every_node
+    counters_need_gate = features.generation.counter_slices_need_partitionable
     for s in slices:
-        if not features.partitionable_devices and (s.per_device_node_selection or s.shared_counters):
+        if not features.partitionable_devices and (
+                s.per_device_node_selection or (s.shared_counters and counters_need_gate)):
             continue
         if s.shared_counters and everywhere:
             relevant = True
@@ -202,7 +204,7 @@ def _build_pool(
     held = (*slices, *all_for_pool)
     generation = features.generation
     key = (driver, name, features.partitionable_devices, generation.sorts_pools, generation.counts_pool_on_every_node,
-           len(slices), tuple(map(id, held)))
+           generation.counters_per_slice, len(slices), tuple(map(id, held)))
     found = _BUILT.get(key)
     if found is not None and all(a is b for a, b in zip(found[0], held, strict=True)):
         return found[1]
@@ -223,18 +225,20 @@ def _pool_of(
     device_slices: list[ResourceSlice] = []
     counter_slices: list[ResourceSlice] = []
     not_targeting: list[ResourceSlice] = []
+    # (where counters are kept per slice, a slice's counter sets are read from the slice a device is in)
+    separate = features.partitionable_devices and not features.generation.counters_per_slice
     for s in slices:
-        (counter_slices if features.partitionable_devices and s.shared_counters else device_slices).append(s)
+        (counter_slices if separate and s.shared_counters else device_slices).append(s)
     if len(slices) < len(all_for_pool):
         targeting = {s.name for s in slices}
         for s in all_for_pool:
             if s.name in targeting:
                 continue
-            (counter_slices if features.partitionable_devices and s.shared_counters else not_targeting).append(s)
+            (counter_slices if separate and s.shared_counters else not_targeting).append(s)
     invalid = _duplicate_device(device_slices)
     if invalid:
         return Pool(driver, name, is_invalid=True, invalid_reason=invalid)
-    if not features.partitionable_devices:
+    if not separate:
         return Pool(driver, name, slices=device_slices)
     counter_sets: dict[str, CounterSet] = {}
     for s in counter_slices:
