@@ -56,3 +56,32 @@ def test_a_v1_file_written_before_still_reads(tmp_path: Path, capsys: pytest.Cap
                    "cpus:\n- {id: 0, socket: 0, core: 0, numa_node: 0}\n- {id: 1, socket: 0, core: 1, numa_node: 0}\n")
     doc = discover(capsys, "--machine", str(old), "-o", "json")
     assert doc["numaNodes"][0]["memoryBytes"] == 1 << 30 and doc["cpus"][1]["numaNode"] == 0
+
+
+def test_the_few_line_form_in_camel_case_as_the_machine_file(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """The few-line machine form is written in the machine file's key style (camelCase); its older
+    snake_case names read as the same machine; one file mixing them is refused naming the spelling."""
+    camel = tmp_path / "camel.yaml"
+    camel.write_text("name: gpu-node\nsockets: 2\nnumaNodesPerSocket: 2\ncoresPerNumaNode: 4\nthreadsPerCore: 2\n"
+                     "memoryPerNumaNode: 64Gi\nhugepagesPerNumaNode: {1Gi: 4}\n"
+                     "devicesPerNumaNode: {nvidia.com/gpu: 2}\n"
+                     "draDevicesPerNumaNode: {gpu.example.com: {count: 1, attributes: {model: h100}}}\n")
+    snake = tmp_path / "snake.yaml"
+    snake.write_text("name: gpu-node\nsockets: 2\nnuma_nodes_per_socket: 2\ncores_per_numa_node: 4\n"
+                     "threads_per_core: 2\nmemory_per_numa_node: 64Gi\nhugepages_per_numa_node: {1Gi: 4}\n"
+                     "devices_per_numa_node: {nvidia.com/gpu: 2}\n"
+                     "dra_devices_per_numa_node: {gpu.example.com: {count: 1, attributes: {model: h100}}}\n")
+    doc = discover(capsys, "--machine", str(camel), "-o", "json")
+    assert doc == discover(capsys, "--machine", str(snake), "-o", "json")
+    assert len(doc["numaNodes"]) == 4 and len(doc["draDevices"]) == 4 and len(doc["devices"]) == 8
+    mixed = tmp_path / "mixed.yaml"
+    mixed.write_text("sockets: 1\ncoresPerNumaNode: 4\nmemory_per_numa_node: 8Gi\n")
+    assert main(["discover", "--machine", str(mixed)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"numalign discover: error: {mixed}: unknown keys ['memory_per_numa_node']; allowed: ")
+    assert line.endswith("write 'memoryPerNumaNode' (one spelling per file: camelCase, or the older snake_case)")
+    missing = tmp_path / "missing.yaml"
+    missing.write_text("sockets: 1\ncoresPerNumaNode: 4\n")
+    assert main(["discover", "--machine", str(missing)]) == 2
+    assert f"{missing}: memoryPerNumaNode is missing" in capsys.readouterr().err

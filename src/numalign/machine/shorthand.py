@@ -4,9 +4,10 @@ sockets x NUMA nodes per socket x cores per NUMA node x threads per core, then c
 per NUMA node (`256Gi/node`), hugepages per NUMA node (`hugepages-1Gi=16/node`), devices per NUMA node
 (`nvidia.com/gpu=2/node`), DRA devices per NUMA node (`dra:gpu.example.com=2/node{model=h100;
 capacity.memory=80Gi}`: a DRA driver's devices with their attributes and capacity) and a name
-(`name=gpu-node`). The same fields as a YAML mapping (`sockets`, `numa_nodes_per_socket`,
-`cores_per_numa_node`, `threads_per_core`, `memory_per_numa_node`, `hugepages_per_numa_node`,
-`devices_per_numa_node`, `dra_devices_per_numa_node`, `name`) make a machine file of a few lines.
+(`name=gpu-node`). The same fields as a YAML mapping (`sockets`, `numaNodesPerSocket`, `coresPerNumaNode`,
+`threadsPerCore`, `memoryPerNumaNode`, `hugepagesPerNumaNode`, `devicesPerNumaNode`, `draDevicesPerNumaNode`,
+`name`: camelCase as the machine file and cluster.yaml; the older snake_case names, `numa_nodes_per_socket`
+..., are read too) make a machine file of a few lines.
 
 The machine is laid out as Linux numbers real servers (machine/examples.py): first threads of every
 core, socket by socket, then their SMT siblings; one L3 per NUMA node; SLIT distances 10 (local), 11
@@ -16,7 +17,7 @@ core, socket by socket, then their SMT siblings; one L3 per NUMA node; SLIT dist
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from numalign.errors import InvalidInputError
@@ -34,6 +35,13 @@ _SHIFT = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40}
 _FIELDS = {"name", "sockets", "numa_nodes_per_socket", "cores_per_numa_node", "threads_per_core",
            "memory_per_numa_node", "hugepages_per_numa_node", "devices_per_numa_node", "dra_devices_per_numa_node"}
 _YAML_KEYS = {"s": "sockets", "n": "numa_nodes_per_socket", "c": "cores_per_numa_node", "t": "threads_per_core"}
+# The mapping form's names in the key style of the machine file and cluster.yaml; either spelling is read,
+# one per file, and messages name the fields as the file spells them.
+_CAMEL = {"numa_nodes_per_socket": "numaNodesPerSocket", "cores_per_numa_node": "coresPerNumaNode",
+          "threads_per_core": "threadsPerCore", "memory_per_numa_node": "memoryPerNumaNode",
+          "hugepages_per_numa_node": "hugepagesPerNumaNode", "devices_per_numa_node": "devicesPerNumaNode",
+          "dra_devices_per_numa_node": "draDevicesPerNumaNode"}
+_SNAKE = {v: k for k, v in _CAMEL.items()}
 
 
 def looks_like_shorthand(spec: str) -> bool:
@@ -83,24 +91,34 @@ def parse_shorthand(spec: str) -> Machine:
 
 def machine_from_shorthand(obj: Mapping[str, Any], source: str) -> Machine:
     """The machine of the mapping form (also what the one-line form is read into)."""
-    unknown = sorted(set(obj) - _FIELDS)
+    camel = any(k in _SNAKE for k in obj)
+
+    def n(field: str) -> str:  # the field as this file spells it
+        return _CAMEL.get(field, field) if camel else field
+
+    allowed = {n(f) for f in _FIELDS}
+    unknown = sorted(str(k) for k in obj if k not in allowed)
     if unknown:
-        raise InvalidInputError(f"{source}: unknown keys {unknown}; allowed: {', '.join(sorted(_FIELDS))}")
+        mixed = [k for k in unknown if k in _CAMEL or k in _SNAKE]
+        hint = (f"; write {', '.join(repr(_CAMEL.get(k) or _SNAKE[k]) for k in mixed)} (one spelling per file: "
+                "camelCase, or the older snake_case)") if mixed else ""
+        raise InvalidInputError(f"{source}: unknown keys {unknown}; allowed: {', '.join(sorted(allowed))}{hint}")
+    obj = {_SNAKE.get(k, k): v for k, v in obj.items()}
     sockets = _count(obj, "sockets", source, None)
-    per_socket = _count(obj, "numa_nodes_per_socket", source, 1)
-    cores = _count(obj, "cores_per_numa_node", source, None)
-    threads = _count(obj, "threads_per_core", source, 1)
+    per_socket = _count(obj, "numa_nodes_per_socket", source, 1, n)
+    cores = _count(obj, "cores_per_numa_node", source, None, n)
+    threads = _count(obj, "threads_per_core", source, 1, n)
     if "memory_per_numa_node" not in obj:
-        raise InvalidInputError(f"{source}: memory_per_numa_node is missing (a node without memory admits no "
+        raise InvalidInputError(f"{source}: {n('memory_per_numa_node')} is missing (a node without memory admits no "
                                 f"pod); expected a size such as 256Gi/node, as in {EXPECTED}")
-    memory = _size(obj["memory_per_numa_node"], f"{source}: memory_per_numa_node")
+    memory = _size(obj["memory_per_numa_node"], f"{source}: {n('memory_per_numa_node')}")
     raw_huge = obj.get("hugepages_per_numa_node") or {}
     raw_dev = obj.get("devices_per_numa_node") or {}
     if not isinstance(raw_huge, Mapping) or not isinstance(raw_dev, Mapping):
-        raise InvalidInputError(f"{source}: hugepages_per_numa_node and devices_per_numa_node: expected mappings "
-                                "such as {1Gi: 16} and {nvidia.com/gpu: 2}")
-    hugepages = {page_size_bytes(k, f"{source}: hugepages_per_numa_node"): _nonneg(v, f"{source}: hugepages {k}")
-                 for k, v in raw_huge.items()}
+        raise InvalidInputError(f"{source}: {n('hugepages_per_numa_node')} and {n('devices_per_numa_node')}: "
+                                "expected mappings such as {1Gi: 16} and {nvidia.com/gpu: 2}")
+    hugepages = {page_size_bytes(k, f"{source}: {n('hugepages_per_numa_node')}"):
+                 _nonneg(v, f"{source}: hugepages {k}") for k, v in raw_huge.items()}
     lay = _Layout(sockets, per_socket, cores, threads, cores, memory, hugepages)
 
     def dist(i: int, j: int) -> int:
@@ -111,14 +129,15 @@ def machine_from_shorthand(obj: Mapping[str, Any], source: str) -> Machine:
     bus = 0x10
     for node in range(sockets * per_socket):
         for resource, count in sorted(raw_dev.items()):
-            for _ in range(_nonneg(count, f"{source}: devices_per_numa_node {resource}")):
+            for _ in range(_nonneg(count, f"{source}: {n('devices_per_numa_node')} {resource}")):
                 addr = f"0000:{bus:02x}:00.0"
                 vendor, cls = (NVIDIA, CLASS_3D) if resource == "nvidia.com/gpu" else (None, CLASS_ETHERNET
                                                                                        if "net" in resource else None)
                 devices.append(Device(addr, str(resource), (node,), addr, vendor, cls))
                 bus += 1
-    dra_devices = dra_devices_per_numa_node(obj.get("dra_devices_per_numa_node") or {},
-                                            range(sockets * per_socket), bus, source)
+    dra_field = f"{source}: {n('dra_devices_per_numa_node')}"
+    dra_devices = dra_devices_per_numa_node(obj.get("dra_devices_per_numa_node") or {}, range(sockets * per_socket),
+                                            bus, dra_field)
     name = obj.get("name") or source
     try:
         return Machine(str(name), tuple(nodes), tuple(cpus), tuple(devices), dra_devices=dra_devices)
@@ -126,12 +145,13 @@ def machine_from_shorthand(obj: Mapping[str, Any], source: str) -> Machine:
         raise InvalidInputError(f"{source}: {e}") from None
 
 
-def _count(obj: Mapping[str, Any], key: str, source: str, default: int | None) -> int:
+def _count(obj: Mapping[str, Any], key: str, source: str, default: int | None,
+           n: Callable[[str], str] = str) -> int:
     value = obj.get(key, default)
     if value is None:
-        raise InvalidInputError(f"{source}: {key} is missing; expected a count >= 1, as in {EXPECTED}")
+        raise InvalidInputError(f"{source}: {n(key)} is missing; expected a count >= 1, as in {EXPECTED}")
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"{source}: {key}: expected a count >= 1, got {value!r}")
+        raise InvalidInputError(f"{source}: {n(key)}: expected a count >= 1, got {value!r}")
     return value
 
 
@@ -175,13 +195,14 @@ def _dra_properties(text: str, where: str) -> dict[str, Any]:
 def dra_devices_per_numa_node(raw: Any, numa_nodes: Iterable[int], bus: int, source: str) -> tuple[DRADevice, ...]:
     """DRA devices per NUMA node: {DRIVER: N} or {DRIVER: {count: N, attributes: {...}, capacity: {...}}};
     named after the driver's first label (gpu-0, gpu-1, ... across the machine), each on a PCI bus of
-    its own after the device plugins' devices."""
+    its own after the device plugins' devices. `source` names the field as its file spells it
+    (`m.yaml: draDevicesPerNumaNode`, a cluster pool's `...draDevices`)."""
     if not isinstance(raw, Mapping):
-        raise InvalidInputError(f"{source}: dra_devices_per_numa_node: expected a mapping such as "
+        raise InvalidInputError(f"{source}: expected a mapping such as "
                                 "{gpu.example.com: 2} or {gpu.example.com: {count: 2, attributes: {model: h100}}}")
     specs: list[tuple[str, int, Mapping[str, Any], Mapping[str, Any]]] = []
     for driver, value in sorted(raw.items()):
-        where = f"{source}: dra_devices_per_numa_node {driver}"
+        where = f"{source} {driver}"
         item = value if isinstance(value, Mapping) else {"count": value}
         unknown = sorted(set(item) - {"count", "attributes", "capacity"})
         if unknown:
