@@ -66,3 +66,24 @@ def test_keys_must_be_comparable_and_alike() -> None:
     # a key that fails reaches the sort as an error: cel-go's binding panics and recovers with this text
     assert _error("[1, 2].sortBy(x, 1 / (x - 1)) == []") == (
         "internal error: interface conversion: *types.Err is not traits.Lister: missing method Add")
+
+
+def test_a_failing_key_fails_the_whole_evaluation_through_what_absorbs_errors() -> None:
+    # cel-go's panic is recovered at Eval: `||` and exists() do not absorb it as they absorb an error value
+    assert _error("[1].exists(k, [1, 2].sortBy(x, 1 / (x - 1)) == [] || true)") == (
+        "internal error: interface conversion: *types.Err is not traits.Lister: missing method Add")
+    assert evaluate(compile_selector("true || [1, 2].sortBy(x, 1 / (x - 1)) == []", FEATURES), _device())[0] is True
+
+
+def test_sort_and_sortby_over_dyn_keys_cost_one_call() -> None:
+    # their cost trackers are per overload: with dyn elements cel-go chose none and charges the call 1
+    assert evaluate(compile_selector("dyn([2, 1]).sort() == [1, 2]", FEATURES), _device()) == (True, 2)
+    assert evaluate(compile_selector("[2, 1].sort() == [1, 2]", FEATURES), _device()) == (True, 20)
+
+
+def test_long_lists_sort_and_map_with_upstreams_costs() -> None:
+    # near the cost limit: sorted natively when no two keys tie; map() and filter() append in place
+    compiled = compile_selector("dyn(lists.range(900000)).sort().size() > 0", FEATURES)
+    assert evaluate(compiled, _device()) == (True, 900015)
+    compiled = compile_selector("lists.range(50000).filter(x, x % 2 == 0).size() > 0", FEATURES)
+    assert evaluate(compiled, _device()) == (True, 525014)

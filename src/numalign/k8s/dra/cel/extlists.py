@@ -13,7 +13,17 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from numalign.k8s.dra.cel import library as lib
-from numalign.k8s.dra.cel.values import MISSING, NO_SUCH_OVERLOAD, CelError, Optional, equal, map_get, type_name
+from numalign.k8s.dra.cel.values import (
+    MISSING,
+    NO_SUCH_OVERLOAD,
+    CelError,
+    Duration,
+    Optional,
+    Timestamp,
+    equal,
+    map_get,
+    type_name,
+)
 
 CALL_COST: Final = 1
 LIST_CREATE_COST: Final = 10  # common.ListCreateBaseCost
@@ -74,7 +84,9 @@ def sort(target: Any) -> list[Any]:
         raise CelError("list elements must be comparable")
     if any(type_name(x) != kind for x in items):
         raise CelError("list elements must have the same type")
-    # in Go's order: elements that compare equal may still differ (-0.0 and 0.0)
+    if kind in ("int", "uint", "string", "bytes", "bool"):
+        return sorted(items)  # equal elements are the same value: any sort gives Go's answer
+    # in Go's order: elements that compare equal may still differ (-0.0 and 0.0, offsets of an instant)
     return [items[i] for i in go_sort_indices(items)]
 
 
@@ -262,10 +274,29 @@ class _GoSort:
                 b = mid
 
 
+def _native_order(keys: list[Any]) -> list[Any] | None:
+    """Keys (all of one comparable type) as values Python orders as CEL does, or None: numbers, strings
+    (code points: Go's byte order of UTF-8), bytes and bools as they are, durations and timestamps by
+    their instant; None with a NaN (which no order places)."""
+    first = keys[0]
+    if isinstance(first, (Duration, Timestamp)):
+        return [k.nanos for k in keys]
+    if isinstance(first, float) and any(k != k for k in keys):
+        return None
+    return keys
+
+
 def go_sort_indices(keys: list[Any]) -> list[int]:
-    """The positions of `keys` in the order Go's sort.Slice puts them (by `<` on the keys)."""
+    """The positions of `keys` (of one comparable type) in the order Go's sort.Slice puts them (by `<`
+    on the keys). Where no two keys are equal the order is the sorted one whatever the algorithm, and
+    Python's own sort gives it fast (a list up to the cost limit's million entries); only ties run Go's
+    algorithm, which places them."""
+    n = len(keys)
+    native = _native_order(keys) if n else None
+    if native is not None and len(set(native)) == n:
+        return sorted(range(n), key=native.__getitem__)
     sorter = _GoSort(keys)
-    sorter.pdqsort(0, len(keys), len(keys).bit_length())
+    sorter.pdqsort(0, n, n.bit_length())
     return sorter.idx
 
 

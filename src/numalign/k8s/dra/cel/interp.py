@@ -120,6 +120,9 @@ def cost_function(name: str, minor: int, member: bool = True, string_overload: b
                   overload: str | None = None) -> Callable[[list[Any], Any], int]:
     """The call cost of `name` (the Kubernetes library's CallCost, else cel-go's), chosen once per call
     site: the branches of Interpreter._call_cost, without re-testing the name on each evaluation."""
+    if name in ("sort", "@sortByAssociatedKeys") and overload is None:
+        # their trackers are per overload: over dyn elements (no one overload chosen) the call costs 1
+        return lambda v, r: 1
     before = extlists.cost_before(name, minor) if minor >= 34 else None
     if before is not None:  # the lists extension: known from the arguments, charged before the call
         return lambda v, r: before(v)

@@ -31,6 +31,7 @@ from numalign.k8s.dra.cel.values import (
     CostLimitExceededError,
     DomainMap,
     Duration,
+    EvalPanicError,
     Opaque,
     Optional,
     Timestamp,
@@ -405,6 +406,23 @@ class _Compiler:
                 return relation(lib.compare(a, b))
             return compare
 
+        if (name == "_+_" and len(e.args) == 2 and e.args[0].kind == "ident" and e.args[0].name == "@result"
+                and e.args[1].kind == "list" and not _reads(e.args[1], "@result")):
+            # a macro's `@result + [x]`: the comprehension's own list, made fresh by its init and read by
+            # nothing else, is appended to in place (as cel-go's mutable accumulator is): building a
+            # new list per step made map() quadratic, seconds for a list near the cost limit
+            def append(s: Scope, m: Meter) -> Any:
+                values, err = _evaluate(args, s, m)
+                _charge(m, cost(values, err))
+                if err is not None:
+                    raise err
+                accu, more = values
+                if type(accu) is list and type(more) is list:
+                    accu.extend(more)
+                    return accu
+                return ops._apply(name, values)
+            return append
+
         varargs = len(args) >= 3
 
         def call(s: Scope, m: Meter) -> Any:
@@ -427,8 +445,8 @@ class _Compiler:
                 values, err = _evaluate(args, s, m)
             if err is not None and name == "@sortByAssociatedKeys":
                 # its binding takes errors as lists: cel-go panics and recovers with this text
-                raise CelError("internal error: interface conversion: *types.Err is not traits.Lister: "
-                               "missing method Add")
+                raise EvalPanicError("internal error: interface conversion: *types.Err is not traits.Lister: "
+                                     "missing method Add")
             if err is not None:
                 # cel-go evaluates every argument, observes the call with the error it returns, and
                 # reports the first argument's error; a regex call with a constant pattern is
@@ -467,6 +485,15 @@ def _constant(e: Expr) -> bool:
 
 _CONVERSIONS: Final = frozenset({"int", "uint", "double", "string", "bytes", "bool", "duration", "timestamp", "dyn",
                                  "type"})
+
+
+def _reads(e: Expr, name: str) -> bool:
+    """Whether `e` reads the variable `name` anywhere."""
+    if e.kind == "ident":
+        return e.name == name
+    children = [e.operand, *e.args, *(x for k, v, _ in e.entries for x in (k, v)), e.iter_range, e.accu_init,
+                e.loop_cond, e.loop_step, e.result]
+    return any(c is not None and _reads(c, name) for c in children)
 
 
 def _is_attribute(e: Expr) -> bool:

@@ -25,7 +25,7 @@ from numalign.k8s.dra.cel.macros import expand_sort_by, expand_two_variable_macr
 from numalign.k8s.dra.cel.program import Meter, Node, compile_program, fold_error
 from numalign.k8s.dra.cel.projection import Path as Path  # re-exported: the paths a selector reads
 from numalign.k8s.dra.cel.projection import absent_key, device_paths, project, value_key
-from numalign.k8s.dra.cel.values import CelError, CostLimitExceededError, DomainMap, to_bool_error
+from numalign.k8s.dra.cel.values import CelError, CostLimitExceededError, DomainMap, EvalPanicError, to_bool_error
 from numalign.k8s.dra.semver import SemverError, parse_semver
 from numalign.k8s.dra.types import CEL_SELECTOR_EXPRESSION_MAX_COST, DeviceAttribute, DeviceCapacity
 
@@ -417,7 +417,7 @@ def _evaluate(compiled: CompiledSelector, device: dict[str, Any], limit: int) ->
     meter = Meter(limit)
     try:
         value = compiled.program({"device": device}, meter)
-    except (CelError, CostLimitExceededError) as exc:
+    except (CelError, CostLimitExceededError, EvalPanicError) as exc:
         raise CELRuntimeError(str(exc), meter.cost) from None
     except RecursionError:  # not reachable within the parser's 32 levels; a line, never a traceback
         raise CELRuntimeError("max recursion depth exceeded", meter.cost) from None

@@ -22,6 +22,11 @@ class CostLimitExceededError(Exception):
     """The runtime cost limit stopped the evaluation (cel-go panics; nothing absorbs it)."""
 
 
+class EvalPanicError(Exception):
+    """cel-go panicked inside a call and its Eval recovered: the whole evaluation fails with "internal
+    error: ...", through any `||`, `&&` or macro that would absorb an error value."""
+
+
 NO_SUCH_OVERLOAD: Final = "no such overload"
 
 
