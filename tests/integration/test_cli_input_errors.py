@@ -482,3 +482,17 @@ def test_already_admitted_names_the_cli_fixes(capsys: pytest.CaptureFixture[str]
     assert "another name (or metadata.uid) to ask about a copy" in msg and "--replace" in msg and "Node." not in msg
     msg = error_of(capsys, "admit", str(files["pod"]), str(files["pod"]))
     assert "already admitted earlier in this run" in msg and "Node." not in msg
+
+
+@pytest.mark.parametrize("command", ["pods", "admit"])
+def test_node_given_a_directory_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    """`--node DIR` (a snapshot someone extracted) said "no such file" of a directory that is there."""
+    extracted = tmp_path / "node"
+    extracted.mkdir()
+    line = error_of(capsys, command, "--node", str(extracted))
+    assert line == (f"numalign {command}: error: --node {extracted}: a directory; expected a tarball written by "
+                    "`numalign snapshot` (snapshot.json, sys/, kubelet/, state/); pass the tarball itself (a sysfs "
+                    "dump directory goes to --machine DIR)")
+    line = error_of(capsys, command, "--node", str(tmp_path / "none.tgz"))
+    assert line.endswith("none.tgz: no such file; expected a tarball written by `numalign snapshot` (snapshot.json, "
+                         "sys/, kubelet/, state/); take one with `numalign snapshot FILE` on the node")

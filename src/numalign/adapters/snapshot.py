@@ -154,8 +154,11 @@ class NodeSnapshot:
 
 def open_snapshot(path: Path) -> NodeSnapshot:
     if not path.is_file():
-        raise SnapshotError(f"--node {path}: no such file; expected {_EXPECTED}; take one with "
-                                "`numalign snapshot FILE` on the node")
+        # A directory is most often a snapshot someone extracted, or a sysfs dump: "no such file" misled.
+        what, fix = (("a directory", "pass the tarball itself (a sysfs dump directory goes to --machine DIR)")
+                     if path.is_dir() else ("not a regular file", "pass the tarball itself") if path.exists()
+                     else ("no such file", "take one with `numalign snapshot FILE` on the node"))
+        raise SnapshotError(f"--node {path}: {what}; expected {_EXPECTED}; {fix}")
     tmp = tempfile.TemporaryDirectory(prefix="numalign-node-")
     _kept.append(tmp)
     root = Path(tmp.name)
