@@ -278,7 +278,9 @@ def named_cases(version: str) -> list[tuple[str, dict[str, Any], str]]:
             ("counters-per-driver", _same_pool_name_case(), "20s"),
             *_capacity_cases(minor), *_cases_133(minor), *_counter_cases(minor),
             ("capacity-error-other-value", _capacity_error_case(), "20s"),
-            ("counters-held-share", _held_share_case(), "20s")]
+            ("counters-held-share", _held_share_case(), "20s"),
+            ("stable-counter-slice", _stable_counter_slice_case(minor), "20s"),
+            ("locked-gate", _locked_gate_case(), "20s")]
 
 
 def _cases_133(minor: int) -> list[tuple[str, dict[str, Any], str]]:
@@ -400,6 +402,36 @@ def _held_share_case() -> dict[str, Any]:
     case["gate_overrides"] = {"DRAPartitionableDevices": True, "DRAConsumableCapacity": True}
     case["allocated"] = [_held("gpu.example.com", "gpus", "gpu-0", {
         "shareID": "6a2b0e4e-0000-4000-8000-000000000001", "consumedCapacity": {"bandwidth": "1G"}})]
+    return case
+
+
+def _stable_counter_slice_case(minor: int) -> dict[str, Any]:
+    """stable-counter-slice: DRAPartitionableDevices off and the gates that keep the stable generation from
+    being picked (1.34, 1.35: DRAAdminAccess and DRAPrioritizedList; 1.36+: DRAConsumableCapacity and
+    DRADeviceBindingConditions) too, which the generated cases never turn off together; pool `gpus` of a
+    slice with a counter set only and a slice with gpu-0. 1.34's and 1.35's stable generations gather the
+    counter slice as a device slice without devices: the pool is complete, gpu-0 allocated. From 1.36 a slice
+    with counter sets is left out without the gate, yet counts toward the pool's completeness: gpu-0 too."""
+    case = _distinct_case("stable", {}, "resource.kubernetes.io/pcieRoot", [])
+    case["claims"][0]["spec"]["devices"].pop("constraints")
+    spec = case["slices"][0]["spec"]
+    spec["pool"]["resourceSliceCount"] = 2
+    spec["devices"] = [{"name": "gpu-0"}]
+    case["slices"].append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": _meta("counters"),
+                           "spec": {k: v for k, v in spec.items() if k != "devices"} | {
+                               "sharedCounters": [{"name": "set-0", "counters": {"memory": {"value": "10Gi"}}}]}})
+    case["gate_overrides"] = {"DRAPartitionableDevices": False} | (
+        {"DRAAdminAccess": False, "DRAPrioritizedList": False} if minor <= 35 else
+        {"DRAConsumableCapacity": False, "DRADeviceBindingConditions": False})
+    return case
+
+
+def _locked_gate_case() -> dict[str, Any]:
+    """locked-gate: one GPU asked with DRAAdminAccess off: allocated up to 1.35; from 1.36 the gate is GA and
+    locked on, and kube-scheduler refuses to start ("cannot set feature gate DRAAdminAccess to false, ...")."""
+    case = _distinct_case("locked", {}, "resource.kubernetes.io/pcieRoot", ["a"])
+    case["claims"][0]["spec"]["devices"].pop("constraints")
+    case["gate_overrides"] = {"DRAAdminAccess": False}
     return case
 
 

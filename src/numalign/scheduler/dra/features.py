@@ -48,6 +48,12 @@ _MINORS: dict[str, int] = {}
 # gate -> the gates it needs on (kube_features.go's dependencies, checked at start-up from 1.37). Only those
 # the generated cases can break are listed; DynamicResourceAllocation is on and locked from 1.35.
 _DEPENDS_ON: Final[Mapping[str, tuple[str, ...]]] = {"DRAFractionalCapacityRange": ("DRAConsumableCapacity",)}
+# gate -> the first minor where it is GA and locked to its default (LockToDefault): kube-scheduler refuses to
+# start with the gate set otherwise (featuregate's "cannot set feature gate G to false, feature is locked").
+_LOCKED_SINCE: Final[Mapping[str, int]] = {
+    "DynamicResourceAllocation": 35, "DRAAdminAccess": 36, "DRAPrioritizedList": 37,
+    "DRAResourceClaimDeviceStatus": 37,
+}
 
 
 def minor_of(version: str | KubeletVersion) -> int:
@@ -183,6 +189,12 @@ def _features_for(version: str | KubeletVersion, gates: Mapping[str, bool] | Non
         if minor < first:  # kube-scheduler refuses to start with a gate its release does not register
             raise InvalidInputError(f"feature gate {name!r} is not known to kube-scheduler 1.{minor} (it arrives "
                                     f"in 1.{first}); remove it, or decide as 1.{first} or later")
+        locked = _LOCKED_SINCE.get(name)
+        if locked is not None and minor >= locked and value != values[name]:
+            default = str(values[name]).lower()
+            raise InvalidInputError(f"cannot set feature gate {name} to {str(value).lower()}, feature is locked to "
+                                    f"{default} (GA since 1.{locked}); remove the override, or decide as "
+                                    f"1.{locked - 1} or earlier")
         values[name] = value
     for name, needs in _DEPENDS_ON.items():
         off = [n for n in needs if not values[n]]

@@ -86,10 +86,10 @@ def test_every_version_allocates_the_example_with_its_own_implementation() -> No
 def test_features_are_worked_out_once_per_version_and_gates_and_a_refused_gate_stays_refused() -> None:
     """Every Allocate asks features_for: the same version and gates (in any order) get the same frozen
     Features back; gates that kube-scheduler refuses are refused on every ask (never kept)."""
-    gates = {"DRAListTypeAttributes": True, "DRAAdminAccess": False}
+    gates = {"DRAListTypeAttributes": True, "DRAConsumableCapacity": False}
     first = features_for("1.37", gates)
     assert features_for("1.37", dict(reversed(gates.items()))) is first
-    assert first.implementation == "experimental" and not first.admin_access
+    assert first.implementation == "experimental" and not first.consumable_capacity
     assert features_for("1.37") is not first and features_for("1.37").implementation == "incubating"
     assert features_for("1.36.3").minor == 36 and features_for("1.36.3").patch == 3
     for _ in range(2):
@@ -207,3 +207,17 @@ def test_allocate_pod_claims_holds_the_other_allocated_claims_devices() -> None:
     again = allocate_pod_claims(pods[0], objects)  # gpu-1 and gpu-2 are held by "other" now
     assert isinstance(again, AllocationFailure)
     assert again.message == "cannot allocate all claims"
+
+
+@pytest.mark.parametrize(("version", "gate", "since"), [
+    ("1.35", "DynamicResourceAllocation", 35), ("1.36", "DRAAdminAccess", 36), ("1.37", "DRAAdminAccess", 36),
+    ("1.37", "DRAPrioritizedList", 37), ("1.37.2", "DRAResourceClaimDeviceStatus", 37)])
+def test_a_gate_locked_to_its_default_is_refused_set_otherwise(version: str, gate: str, since: int) -> None:
+    """GA gates locked to their default (kube_features.go's LockToDefault): kube-scheduler refuses to start
+    with them set otherwise, in featuregate's words (the dra-alloc named case locked-gate, real 1.36/1.37)."""
+    with pytest.raises(InvalidInputError) as refused:
+        features_for(version, {gate: False})
+    assert str(refused.value).startswith(f"cannot set feature gate {gate} to false, feature is locked to true "
+                                         f"(GA since 1.{since}); remove the override")
+    assert features_for(version, {gate: True}) is not None  # its default: taken
+    assert features_for(f"1.{since - 1}", {gate: False}) is not None  # before it was locked: taken

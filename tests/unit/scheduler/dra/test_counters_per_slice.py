@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from support.dra_oracle import answer
 
+from numalign.scheduler.dra.features import features_for
+
 TEN = {"memory": {"value": "10Gi"}}
 
 
@@ -139,3 +141,18 @@ def test_134_takes_a_shared_device_s_counters_at_every_share() -> None:
         case["gate_overrides"]["DRAConsumableCapacity"] = True
         case["claims"][0]["spec"]["devices"]["requests"][0]["exactly"]["capacity"] = {"requests": {"bandwidth": "1G"}}
         assert answer(case, "1.34")["outcome"] == outcome
+
+
+@pytest.mark.parametrize(("version", "gates"), [
+    ("1.35", {"DRAAdminAccess": False, "DRAPrioritizedList": False}),
+    ("1.36", {"DRAConsumableCapacity": False, "DRADeviceBindingConditions": False}),
+    ("1.37", {"DRAConsumableCapacity": False, "DRADeviceBindingConditions": False})])
+def test_the_stable_generation_without_partitionable_devices_keeps_a_counter_slice_in_its_pool(
+        version: str, gates: dict[str, bool]) -> None:
+    """A pool of a counter-set slice and a device slice, DRAPartitionableDevices off, the stable generation
+    picked: 1.35's gathers the counter slice as a device slice without devices, 1.36's and 1.37's leave it out
+    but count it toward the pool's completeness; either way gpu-0 (named case stable-counter-slice)."""
+    case = _case(version, {"counters": ("10Gi", []), "gpus": (None, [{"name": "gpu-0"}])}, 1, partitionable=False)
+    case["gate_overrides"].update(gates)
+    assert features_for(version, case["gate_overrides"]).implementation == "stable"
+    assert _devices(answer(case, version)) == ["gpu-0"]
