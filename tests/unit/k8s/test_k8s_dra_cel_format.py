@@ -146,3 +146,14 @@ def test_quotes_differ_between_strings_quote_and_format() -> None:
     # is strconv.Quote, which also escapes what Go does not print
     assert cel_quote("a\u0001\a\u00a0") == '"a\u0001\\a\u00a0"'
     assert go_strconv_quote("a\u0001\a\u00a0😀") == '"a\\x01\\a\\u00a0😀"'
+
+
+def test_a_format_result_past_64_mi_code_points_stops_as_replace_does() -> None:
+    # 2,000 clauses of 65,535 characters each: cel-go would build 131 M characters (a stored selector only:
+    # the API server's estimate refuses it on create)
+    expression = ('lists.range(2000).map(x, "%.65535e").join("").format(lists.range(2000).map(x, 1.0)).size() > 0')
+    assert compile_selector(expression, FEATURES, new_object=True).max_cost > 1_000_000
+    compiled = compile_selector(expression, FEATURES)
+    with pytest.raises(CELRuntimeError) as caught:
+        evaluate(compiled, _device())
+    assert str(caught.value) == "operation cancelled: actual cost limit exceeded"

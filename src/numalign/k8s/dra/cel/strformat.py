@@ -20,7 +20,15 @@ from typing import Any, Final
 from numalign.k8s.dra.cel import library as lib
 from numalign.k8s.dra.cel import types as t
 from numalign.k8s.dra.cel.ast import Expr
-from numalign.k8s.dra.cel.values import INT64_MAX, CelError, Duration, Timestamp, TypeValue, type_name
+from numalign.k8s.dra.cel.values import (
+    INT64_MAX,
+    CelError,
+    CostLimitExceededError,
+    Duration,
+    Timestamp,
+    TypeValue,
+    type_name,
+)
 
 _NO_VERB: Final = "%!(NOVERB)"  # what fmt prints when a width or precision does not parse
 _SUPERSCRIPT: Final = "⁰¹²³⁴⁵⁶⁷⁸⁹"
@@ -48,7 +56,7 @@ def _interpolate(fmt: str, count: int, clause: Clause, runtime: bool) -> tuple[s
     for. Errors come in cel-go's order per clause: the argument (at run time only), the end of the
     string, the argument count, the clause's syntax, then the clause's own check."""
     out: list[str] = []
-    i = arg = 0
+    i = arg = total = 0
     while i < len(fmt):
         ch = fmt[i]
         if ch != "%":
@@ -90,9 +98,15 @@ def _interpolate(fmt: str, count: int, clause: Clause, runtime: bool) -> tuple[s
             shown = chr(verb.encode("utf-8", "surrogatepass")[0])
             raise FormatError(f'could not parse formatting clause: unrecognized formatting clause "{shown}"')
         try:
-            out.append(clause(verb, precision, arg))
+            piece = clause(verb, precision, arg)
         except FormatError as exc:
             raise FormatError(f"error during formatting: {exc}", exc.expr_id) from None
+        out.append(piece)
+        total += len(piece)
+        if total > lib.MAX_STRING:
+            # as for replace(): a result past 64 Mi code points stops (cel-go would build it: a format
+            # string of a million clauses of 65,535 characters each)
+            raise CostLimitExceededError("operation cancelled: actual cost limit exceeded")
         i = j + 1
         arg += 1
     return "".join(out), arg
