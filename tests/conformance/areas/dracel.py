@@ -340,6 +340,7 @@ _URL_CASES = (
     ("url-bracket-two-double-colons", 'url("http://[1::2::3]/").getHost() == ""'),
     ("url-bracket-missing-address", 'url("http://[a%2541]/").getHost() == ""'),
     ("url-bracket-not-an-address", 'url("http://[v1.x]/p").getHostname() == ""'),
+    ("url-bracket-byte-not-utf8", 'url("http://[fe80::%80%25x]/").getHost() == ""'),  # quoted \\x80 (review 4 L5)
 )
 
 

@@ -55,6 +55,12 @@ def test_the_form_urls_are_compared_by_is_gos_string(text: str, form: bytes) -> 
         ("http://[fe80::1%25]/", 'invalid host: ParseAddr("fe80::1%"): zone must be a non-empty string'),
         ("http://[1.2.3.4%25x]/", 'invalid host: ParseAddr("1.2.3.4%x"): unexpected character (at "%x")'),
         ("http://[v1.x]/p", 'invalid host: ParseAddr("v1.x"): unexpected character (at "v1.x")'),
+        # a byte that is not UTF-8 is quoted as Go quotes it, in the address and where the parse stopped
+        ("http://[%FF]/", 'invalid host: ParseAddr("\\xff"): unable to parse IP'),
+        ("http://[1.%FF.3.4]/", 'invalid host: ParseAddr("1.\\xff.3.4"): unexpected character (at "\\xff.3.4")'),
+        ("http://[fe80::%80%25x]/", 'invalid host: ParseAddr("fe80::\\x80%x"): each colon-separated field must '
+                                    'have at least one digit (at "\\x80")'),
+        ("http://[%C3%A9]/", 'invalid host: ParseAddr("\u00e9"): unable to parse IP'),
     ],
 )
 def test_what_parse_request_uri_refuses(text: str, error: str) -> None:

@@ -15,6 +15,7 @@ are compared as bytes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # Go's encoding modes (which bytes a part of a URL keeps unescaped).
@@ -255,14 +256,39 @@ def _host(scheme: bytes, host: bytes) -> bytes:
 def _ipv6_literal(literal: bytes) -> None:
     """What a bracketed host must be: an address netip.ParseAddr takes (its zone included), not IPv4."""
     # (imported here: library imports this module)
-    from numalign.k8s.dra.cel.library import NetipError, parse_netip_addr
+    from numalign.k8s.dra.cel.library import NetipError, go_strconv_quote, parse_netip_addr
 
+    text = literal.decode("utf-8", "surrogateescape")  # a byte that is not UTF-8 (%FF) as U+DC80-U+DCFF
     try:
-        addr, _ = parse_netip_addr(literal.decode("utf-8", "replace"))
+        addr, _ = parse_netip_addr(text)
     except NetipError as e:
-        raise URLError(f"invalid host: {e}") from None
+        raise URLError(f"invalid host: {_bytes_requoted(text, str(e), go_strconv_quote)}") from None
     if addr.version == 4:
         raise URLError("invalid IP-literal")
+
+
+def _bytes_requoted(text: str, message: str, quote: Callable[[str], str]) -> str:
+    """netip's message about `text` with its quoted parts (the address, and the suffix after "at") as Go
+    quotes bytes: one that is not UTF-8 as \\xNN, where `quote` knows characters only."""
+    if not any(0xDC80 <= ord(c) <= 0xDCFF for c in text):
+        return message
+
+    def go(part: str) -> str:
+        return '"' + "".join(f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else quote(c)[1:-1]
+                             for c in part) + '"'
+
+    message = message.replace(quote(text), go(text), 1)
+    head, sep, tail = message.rpartition(" (at ")
+    if sep and tail.endswith(")"):
+        # where the parse stopped: a suffix of the address, or of the address without its zone (IPv6)
+        for base in (text, text.partition("%")[0]):
+            inner, size, k = tail[1:-2], 0, len(base)
+            while k > 0 and size < len(inner):
+                k -= 1
+                size += len(quote(base[k])) - 2
+            if quote(base[k:]) == tail[:-1]:
+                return f"{head}{sep}{go(base[k:])})"
+    return message
 
 
 def _valid_optional_port(colon_port: bytes) -> bool:
