@@ -63,7 +63,9 @@ class CPUAccumulator:
     def _sort(self, ids: Iterable[int], attr: str) -> list[int]:
         """Upstream sort(): ascending by free CPUs in the element, ties by ascending id."""
         counts = self.free.counts(attr)
-        return sorted(ids, key=lambda i: (counts.get(i, 0), i))
+        # sorted as (count, id) pairs: a key function would be a closure, a cycle in the compiled core
+        pairs = sorted([(counts.get(i, 0), i) for i in ids])
+        return [i for _, i in pairs]
 
     def sort_numa_nodes(self) -> list[int]:
         f = self.free

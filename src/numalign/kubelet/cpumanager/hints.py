@@ -11,19 +11,13 @@ from collections.abc import Iterable
 from numalign.core.bitmask import bits_of, iterate_bitmasks
 from numalign.core.hint import TopologyHint
 from numalign.errors import InvalidInputError
-from numalign.kubelet.cpumanager.topology import CPUTopology
+from numalign.kubelet.cpumanager.topology import CPUTopology, cpu_mask
 
 # 2^20 masks take about a second; beyond that the exhaustive list would run for minutes or years.
 EXACT_GENERATOR_MAX_NUMA_NODES = 20
 # generateCPUTopologyHints' answers kept per topology (topo.derived[_HINTED]); cleared when full.
 _HINTED = "cpu_topology_hints"
 HINTED_KEPT = 8192
-
-
-def _numa_of(topo: CPUTopology, cpu: int) -> int:
-    # Upstream indexes CPUDetails[cpu]; a CPU outside the topology reads the zero CPUInfo, NUMA 0.
-    info = topo.info(cpu)
-    return 0 if info is None else info.numa_node
 
 
 def is_hint_socket_aligned(topo: CPUTopology, mask: int, min_affinity_size: int) -> bool:
@@ -64,46 +58,50 @@ def generate_cpu_topology_hints(
     request: int,
     align_by_socket: bool = False,
 ) -> list[TopologyHint]:
-    """All NUMA masks with enough available + reusable CPUs, preferred when minimal (§1.4).
+    """All NUMA masks with enough available + reusable CPUs, preferred when minimal (§1.4)."""
+    return cpu_hints_of_masks(topo, cpu_mask(available), cpu_mask(reusable), request, align_by_socket)
+
+
+def cpu_hints_of_masks(
+    topo: CPUTopology, available: int, reusable: int, request: int, align_by_socket: bool = False
+) -> list[TopologyHint]:
+    """generate_cpu_topology_hints of the CPU sets given as masks (CPUTopology.mask_of).
 
     A pure function of the topology and its arguments: answers are kept per topology (shared by the
     nodes of one machine), as a fleet's nodes go through the same free sets again and again."""
-    # The policy passes frozensets: taken as they are (frozenset() of one is a copy in the compiled core,
-    # with its hash to compute again for the memo's key).
-    avail = available if isinstance(available, frozenset) else frozenset(available)
-    reusable_set = reusable if isinstance(reusable, frozenset) else frozenset(reusable)
-    memo: dict[tuple[frozenset[int], frozenset[int], int, bool], tuple[TopologyHint, ...]] | None
-    memo = topo.derived.get(_HINTED)
+    memo: dict[tuple[int, int, int, bool], tuple[TopologyHint, ...]] | None = topo.derived.get(_HINTED)
     if memo is None:
         memo = topo.derived[_HINTED] = {}
-    key = (avail, reusable_set, request, align_by_socket)
+    key = (available, reusable, request, align_by_socket)
     got = memo.get(key)
     if got is None:
-        got = tuple(_generate(topo, avail, reusable_set, request, align_by_socket))
+        got = tuple(_generate(topo, available, reusable, request, align_by_socket))
         if len(memo) >= HINTED_KEPT:
             memo.clear()
         memo[key] = got
     return list(got)
 
 
-def _generate(topo: CPUTopology, avail: frozenset[int], reusable_set: frozenset[int], request: int,
-              align_by_socket: bool) -> list[TopologyHint]:
-    view = topo.keep_only(avail)
-    avail_per_node = dict.fromkeys(topo.details.numa_nodes(), 0)
-    avail_per_node.update(view.counts("numa_node"))
-    # Upstream reads CPUDetails[cpu] for any CPU; one outside the topology reads NUMA node 0.
-    stray = len(avail) - len(view)
+def _generate(topo: CPUTopology, avail: int, reusable: int, request: int, align_by_socket: bool) -> list[TopologyHint]:
+    # Each NUMA node's available CPUs counted on the masks. Upstream reads CPUDetails[cpu] for any CPU: one
+    # outside the topology reads the zero CPUInfo, NUMA node 0, for the counts and the reusable CPUs' nodes.
+    avail_per_node: dict[int, int] = {}
+    reusable_mask = 0
+    for node, cpus in topo.numa_masks:
+        avail_per_node[node] = (avail & cpus).bit_count()
+        if reusable & cpus:
+            reusable_mask |= 1 << node
+    outside = ~topo.all_mask
+    stray = (avail & outside).bit_count()
     if stray:
         avail_per_node[0] = avail_per_node.get(0, 0) + stray
-    reusable_mask = 0
-    for cpu in reusable_set:
-        reusable_mask |= 1 << _numa_of(topo, cpu)
+    if reusable & outside:
+        reusable_mask |= 1
 
     table = _mask_table(topo)
     min_affinity_size = len(topo.details.numa_nodes())
     masks: list[int] = []
-    need_avail = request - len(reusable_set)
-    count_of = avail_per_node.__getitem__
+    need_avail = request - reusable.bit_count()
     for mask, nodes, total in table:
         count = len(nodes)
         # The minimum counts the machine's total CPUs, before any free/reusable filter.
@@ -111,7 +109,10 @@ def _generate(topo: CPUTopology, avail: frozenset[int], reusable_set: frozenset[
             min_affinity_size = count
         if reusable_mask & ~mask:
             continue
-        if sum(map(count_of, nodes)) < need_avail:
+        free = 0
+        for n in nodes:
+            free += avail_per_node[n]
+        if free < need_avail:
             continue
         masks.append(mask)
 

@@ -8,8 +8,7 @@ the `cpu_manager_state` codec writes. Counters mirror the kubelet metrics the po
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
-from typing import TypeVar
+from collections.abc import Iterable, Mapping
 
 from numalign.core.hint import TopologyHint
 from numalign.core.policies.options import Maturity
@@ -20,7 +19,7 @@ from numalign.k8s.qos import get_pod_qos
 from numalign.k8s.quantity import Quantity
 from numalign.k8s.requests import container_requests
 from numalign.kubelet.cpumanager.distributed import KUBELET_HANGS
-from numalign.kubelet.cpumanager.hints import generate_cpu_topology_hints
+from numalign.kubelet.cpumanager.hints import cpu_hints_of_masks
 from numalign.kubelet.cpumanager.implicit_hints import cpu_topology_hints
 from numalign.kubelet.cpumanager.options import (
     StaticPolicyOptions,
@@ -42,9 +41,9 @@ from numalign.kubelet.versions import DEFAULT_BEHAVIOURS, Behaviours
 POLICY_NAME = "static"
 RESOURCE_CPU = "cpu"
 _NO_AFFINITY = TopologyHint(None, False)
+_NONE: frozenset[int] = frozenset()
 
 CPUHints = dict[str, list[TopologyHint]]
-_H = TypeVar("_H", list[TopologyHint], ListOrImplicit)
 
 
 def num_reserved_cpus(reserved_cpu: Quantity | None) -> int:
@@ -79,25 +78,6 @@ def guaranteed_cpus(pod: Pod, container: Container) -> int:
     if q.value() * 1000 != q.milli_value():
         return 0
     return q.value()
-
-
-# The free sets get_available_cpus has answered, one object per value (topo.derived[_FREE_SETS]): the hint
-# and Allocate memos key on that set, and a lookup that finds its own key object compares nothing, where
-# an equal set made again compares every CPU. Bounded: cleared when full.
-_FREE_SETS = "cpu_free_sets"
-FREE_SETS_KEPT = 4096
-
-
-def _interned(topology: CPUTopology, cpus: frozenset[int]) -> frozenset[int]:
-    table: dict[frozenset[int], frozenset[int]] | None = topology.derived.get(_FREE_SETS)
-    if table is None:
-        table = topology.derived[_FREE_SETS] = {}
-    got = table.get(cpus)
-    if got is None:
-        if len(table) >= FREE_SETS_KEPT:
-            table.clear()
-        table[cpus] = got = cpus
-    return got
 
 
 def pod_guaranteed_cpus(pod: Pod) -> int:
@@ -182,9 +162,16 @@ class StaticPolicy:
         self.reserved_cpus: frozenset[int] = reserved
         self.reserved_physical_cpus: frozenset[int] = frozenset(physical)
         self.state = CPUManagerState(POLICY_NAME, frozenset(), {})
-        # get_available_cpus' answer and the default set it was made from
-        self._available: frozenset[int] = frozenset()
-        self._available_from: frozenset[int] | None = None
+        # The pools as CPU masks (CPUTopology.mask_of), read from the state's default set when it is another
+        # object than the one they were read from (start, restore, a resize or a test replace it): an
+        # allocation or a release moves a few CPUs, as integer operations, and the free sets' hints and
+        # allocations are kept per mask.
+        self._reserved_mask = topology.mask_of(reserved)
+        self._reserved_physical_mask = topology.mask_of(self.reserved_physical_cpus)
+        self._default_from: frozenset[int] | None = None
+        self._default_mask = 0
+        self._available_mask = 0
+        self._available: frozenset[int] | None = None  # made from _available_mask when asked for
         self.cpus_to_reuse: dict[str, frozenset[int]] = {}
         # Kubelet metrics this policy updates (see spec §8).
         self.pinning_requests_total = 0
@@ -257,15 +244,31 @@ class StaticPolicy:
 
     # ---- pools ----------------------------------------------------------------------------------
 
-    def get_available_cpus(self) -> frozenset[int]:
-        """defaultCpuSet minus reserved: what exclusive allocations can take. Kept for the default set it
-        was made from (a frozenset, replaced, never changed, on every allocation and release): hints and
-        Allocate ask for it per container, and the same object keeps its hash for their memos' keys."""
+    def _sync_masks(self) -> None:
+        """Read the masks from the state's default set if it was replaced since they were read."""
         default = self.state.default_cpu_set
-        if default is not self._available_from:
-            self._available = _interned(self.topology, default - self.reserved_cpus)
-            self._available_from = default
-        return self._available
+        if default is not self._default_from:
+            self._set_default(default, self.topology.mask_of(default))
+
+    def _set_default(self, default: frozenset[int], mask: int) -> None:
+        """The default set is `default`, whose mask is `mask`."""
+        self.state.default_cpu_set = default
+        self._default_from = default
+        self._default_mask = mask
+        self._available_mask = mask & ~self._reserved_mask
+        self._available = None
+
+    def _move_default(self, mask: int) -> None:
+        """The default set becomes the CPUs of `mask` (one set object per mask, CPUTopology.cpus_of)."""
+        self._set_default(self.topology.cpus_of(mask), mask)
+
+    def get_available_cpus(self) -> frozenset[int]:
+        """defaultCpuSet minus reserved: what exclusive allocations can take."""
+        self._sync_masks()
+        available = self._available
+        if available is None:
+            available = self._available = self.topology.cpus_of(self._available_mask)
+        return available
 
     def get_allocatable_cpus(self) -> frozenset[int]:
         return self.topology.details.cpus() - self.reserved_cpus
@@ -298,61 +301,83 @@ class StaticPolicy:
 
     # ---- hints ----------------------------------------------------------------------------------
 
-    def _hints(self, available: Iterable[int], reusable: Iterable[int], request: int) -> list[TopologyHint]:
-        return generate_cpu_topology_hints(
-            self.topology, available, reusable, request, self.options.align_by_socket
-        )
+    def _hints(self, available: int, reusable: int, request: int) -> list[TopologyHint]:
+        """upstream generateCPUTopologyHints of the CPU masks `available` and `reusable`."""
+        return cpu_hints_of_masks(self.topology, available, reusable, request, self.options.align_by_socket)
 
-    def _implicit_hints(self, available: Iterable[int], reusable: Iterable[int], request: int) -> ListOrImplicit:
+    def _implicit_hints(self, available: int, reusable: int, request: int) -> ListOrImplicit:
         """The same hints, implicit on machines with many NUMA nodes (see topologymanager/provider.py)."""
-        if len(self.topology.details.numa_nodes()) < self.implicit_from_nodes:
+        topo = self.topology
+        if len(topo.numa_masks) < self.implicit_from_nodes:
             return self._hints(available, reusable, request)
-        return cpu_topology_hints(self.topology, available, reusable, request, self.options.align_by_socket)
+        return cpu_topology_hints(topo, topo.cpus_of(available), topo.cpus_of(reusable), request,
+                                  self.options.align_by_socket)
 
     def get_topology_hints(self, pod: Pod, container: Container) -> CPUHints | None:
-        return self._container_hints(pod, container, self._hints)
+        asked = self._container_masks(pod, container)
+        if asked is None:
+            return None
+        request, available, reusable = asked
+        return {RESOURCE_CPU: [] if request < 0 else self._hints(available, reusable, request)}
 
     def implicit_topology_hints(self, pod: Pod, container: Container) -> dict[str, ListOrImplicit] | None:
-        return self._container_hints(pod, container, self._implicit_hints)
+        asked = self._container_masks(pod, container)
+        if asked is None:
+            return None
+        request, available, reusable = asked
+        return {RESOURCE_CPU: [] if request < 0 else self._implicit_hints(available, reusable, request)}
 
     def get_pod_topology_hints(self, pod: Pod) -> CPUHints | None:
-        return self._pod_hints(pod, self._hints)
+        asked = self._pod_masks(pod)
+        if asked is None:
+            return None
+        request, available, reusable = asked
+        return {RESOURCE_CPU: [] if request < 0 else self._hints(available, reusable, request)}
 
     def implicit_pod_topology_hints(self, pod: Pod) -> dict[str, ListOrImplicit] | None:
-        return self._pod_hints(pod, self._implicit_hints)
+        asked = self._pod_masks(pod)
+        if asked is None:
+            return None
+        request, available, reusable = asked
+        return {RESOURCE_CPU: [] if request < 0 else self._implicit_hints(available, reusable, request)}
 
-    def _container_hints(
-        self, pod: Pod, container: Container, gen: Callable[[Iterable[int], Iterable[int], int], _H]
-    ) -> dict[str, _H] | None:
+    def _reusable_mask(self, pod_uid: str) -> int:
+        reusable = self.cpus_to_reuse.get(pod_uid)
+        return 0 if not reusable else self.topology.mask_of(reusable)
+
+    def _container_masks(self, pod: Pod, container: Container) -> tuple[int, int, int] | None:
+        """What the container's hints are generated from: (request, available CPUs, reusable CPUs), the CPUs as
+        masks; None without a guaranteed CPU request (no hint), a request of -1 when the container holds a set
+        of another size (no mask fits: an empty list)."""
         requested = guaranteed_cpus(pod, container)
         if requested == 0:
             return None
         allocated = self.get_cpu_set(pod.uid, container.name)
         if allocated is not None:
             if len(allocated) != requested:
-                return {RESOURCE_CPU: []}
-            return {RESOURCE_CPU: gen(allocated, (), requested)}
-        reusable = self.cpus_to_reuse.get(pod.uid, frozenset())
-        return {RESOURCE_CPU: gen(self.get_available_cpus(), reusable, requested)}
+                return -1, 0, 0
+            return requested, self.topology.mask_of(allocated), 0
+        self._sync_masks()
+        return requested, self._available_mask, self._reusable_mask(pod.uid)
 
-    def _pod_hints(
-        self, pod: Pod, gen: Callable[[Iterable[int], Iterable[int], int], _H]
-    ) -> dict[str, _H] | None:
+    def _pod_masks(self, pod: Pod) -> tuple[int, int, int] | None:
+        """_container_masks for the pod scope."""
         requested = pod_guaranteed_cpus(pod)
         if requested == 0:
             return None
-        assigned: frozenset[int] = frozenset()
+        topo = self.topology
+        assigned = 0
         for c in pod.all_containers():
             allocated = self.get_cpu_set(pod.uid, c.name)
             if allocated is None:
                 continue
             if len(allocated) != guaranteed_cpus(pod, c):
-                return {RESOURCE_CPU: []}
-            assigned |= allocated
-        if len(assigned) == requested:
-            return {RESOURCE_CPU: gen(assigned, (), requested)}
-        reusable = self.cpus_to_reuse.get(pod.uid, frozenset()) | assigned
-        return {RESOURCE_CPU: gen(self.get_available_cpus(), reusable, requested)}
+                return -1, 0, 0
+            assigned |= topo.mask_of(allocated)
+        if assigned.bit_count() == requested:
+            return requested, assigned, 0
+        self._sync_masks()
+        return requested, self._available_mask, self._reusable_mask(pod.uid) | assigned
 
     # ---- allocation -----------------------------------------------------------------------------
 
@@ -375,8 +400,9 @@ class StaticPolicy:
             self.aligned_physical_cpu_total += 1
 
     def _allocate(self, pod: Pod, container: Container, num_cpus: int) -> None:
+        self._sync_masks()
         if self.options.full_pcpus_only:
-            free_physical = len(self.state.default_cpu_set - self.reserved_physical_cpus)
+            free_physical = (self._default_mask & ~self._reserved_physical_mask).bit_count()
             err = smt_alignment_error(self.topology, num_cpus, free_physical)
             if err is not None:
                 raise err
@@ -385,15 +411,11 @@ class StaticPolicy:
             self._update_cpus_to_reuse(pod, container, existing)
             return
         hint = self.affinity.get_affinity(pod.uid, container.name) if self.affinity else _NO_AFFINITY
-        result = allocate_cpus_kept(
-            self.topology,
-            num_cpus,
-            hint.mask,
-            self.get_available_cpus(),
-            self.cpus_to_reuse.get(pod.uid, frozenset()),
-            self._take,
+        got = allocate_cpus_kept(
+            self.topology, num_cpus, hint.mask, self._available_mask, self._reusable_mask(pod.uid), self._take
         )
-        self.state.default_cpu_set = self.state.default_cpu_set - result
+        result = got.cpus
+        self._move_default(self._default_mask & ~got.mask)
         siblings = self.state.entries.setdefault(pod.uid, {})
         # CPUs reused from an init container of the pod are held already; another pod's never are.
         new = result.difference(*siblings.values()) if siblings else result
@@ -403,7 +425,7 @@ class StaticPolicy:
         self.shared_pool_size_millicores -= len(result) * 1000
         self._count_held(new, 1)
         self.exclusive_allocations_total += 1
-        if self.topology.check_alignment_uncore(result):
+        if got.uncore_aligned:
             self.aligned_uncore_cache_total += 1
 
     def _hang_text(self, e: AllocationError) -> str:
@@ -413,17 +435,20 @@ class StaticPolicy:
 
     def _update_cpus_to_reuse(self, pod: Pod, container: Container, cset: frozenset[int]) -> None:
         # Only the pod being admitted is tracked.
-        for uid in [u for u in self.cpus_to_reuse if u != pod.uid]:
-            del self.cpus_to_reuse[uid]
-        current = self.cpus_to_reuse.get(pod.uid, frozenset())
+        reuse = self.cpus_to_reuse
+        uid = pod.uid
+        if len(reuse) > 1 or (reuse and uid not in reuse):
+            for other in [u for u in reuse if u != uid]:
+                del reuse[other]
+        current = reuse.get(uid)
         for init in pod.init_containers:
             if init.name == container.name:
                 if init.restart_policy != "Always":
                     # A regular init container finishes before the next starts: its CPUs are reusable.
-                    self.cpus_to_reuse[pod.uid] = current | cset
+                    reuse[uid] = cset if not current else current | cset
                     return
                 break
-        self.cpus_to_reuse[pod.uid] = current - cset
+        reuse[uid] = _NONE if not current else current - cset
 
     # ---- release --------------------------------------------------------------------------------
 
@@ -431,11 +456,15 @@ class StaticPolicy:
         containers = self.state.entries.get(pod_uid)
         if containers is None or container_name not in containers:
             return
-        in_use: frozenset[int] = frozenset()
+        topo = self.topology
+        in_use = 0
         for name, cset in containers.items():
             if name != container_name:
-                in_use |= cset
-        released = containers.pop(container_name) - in_use
+                in_use |= topo.mask_of(cset)
+        held = containers.pop(container_name)
+        held_mask = topo.mask_of(held)
+        released_mask = held_mask & ~in_use
+        released = held if released_mask == held_mask else topo.cpus_of(released_mask)
         if not containers:
             del self.state.entries[pod_uid]
         baselines = self.state.baselines.get(pod_uid)
@@ -443,7 +472,8 @@ class StaticPolicy:
             baselines.pop(container_name, None)
             if not baselines:
                 del self.state.baselines[pod_uid]
-        self.state.default_cpu_set = self.state.default_cpu_set | released
+        self._sync_masks()
+        self._move_default(self._default_mask | released_mask)
         self.exclusive_cpu_allocation_count -= len(released)
         self.shared_pool_size_millicores += len(released) * 1000
         self._count_held(released, -1)

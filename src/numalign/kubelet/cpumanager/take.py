@@ -24,6 +24,7 @@ from numalign.kubelet.cpumanager.topology import CPUTopology
 __all__ = [
     "PACKED",
     "SPREAD",
+    "Allocated",
     "CPUAccumulator",
     "TakeOptions",
     "aligned_cpus",
@@ -156,24 +157,37 @@ _ALLOCATED = "allocate_cpus"
 ALLOCATED_KEPT = 1024
 
 
+class Allocated:
+    """What allocate_cpus_kept answers: the CPUs, as a set and as a mask, and whether they share one uncore
+    cache (CPUTopology.check_alignment_uncore, which the policy counts at every allocation)."""
+
+    __slots__ = ("cpus", "mask", "uncore_aligned")
+
+    def __init__(self, cpus: frozenset[int], mask: int, uncore_aligned: bool) -> None:
+        self.cpus = cpus
+        self.mask = mask
+        self.uncore_aligned = uncore_aligned
+
+
 def allocate_cpus_kept(
     topo: CPUTopology,
     num_cpus: int,
     numa_affinity: int | None,
-    available: frozenset[int],
-    reusable: frozenset[int],
+    available: int,
+    reusable: int,
     options: TakeOptions,
-) -> frozenset[int]:
-    """allocate_cpus, answered from what it answered before for the same arguments (it is a pure function
-    of them; a request it refuses raises every time and is not kept)."""
-    memo: dict[tuple[int, int | None, frozenset[int], frozenset[int], TakeOptions], frozenset[int]] | None
-    memo = topo.derived.get(_ALLOCATED)
+) -> Allocated:
+    """allocate_cpus of the CPU sets given as masks (CPUTopology.mask_of), answered from what it answered
+    before for the same arguments (it is a pure function of them; a request it refuses raises every time and
+    is not kept)."""
+    memo: dict[tuple[int, int | None, int, int, TakeOptions], Allocated] | None = topo.derived.get(_ALLOCATED)
     if memo is None:
         memo = topo.derived[_ALLOCATED] = {}
     key = (num_cpus, numa_affinity, available, reusable, options)
     got = memo.get(key)
     if got is None:
-        got = allocate_cpus(topo, num_cpus, numa_affinity, available, reusable, options)
+        cpus = allocate_cpus(topo, num_cpus, numa_affinity, topo.cpus_of(available), topo.cpus_of(reusable), options)
+        got = Allocated(cpus, topo.mask_of(cpus), topo.check_alignment_uncore(cpus))
         if len(memo) >= ALLOCATED_KEPT:
             memo.clear()
         memo[key] = got

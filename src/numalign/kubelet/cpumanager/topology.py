@@ -8,10 +8,9 @@ query results are frozensets (upstream returns sorted cpusets; callers sort wher
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from numalign.errors import InvalidInputError
 from numalign.machine.topology import Machine
@@ -31,6 +30,40 @@ class CPUInfo:
 
 
 _ATTRS = ("numa_node", "socket", "core", "uncore")
+
+
+# CPU sets as int bit masks (bit c set: CPU c), and back, kept per topology (CPUTopology.mask_of / cpus_of):
+# the static policy's pools change by a few CPUs an admission, and a frozenset of every free CPU made again,
+# hashed and compared at each change cost more than the rest of its allocation; as masks they are a few
+# integer operations, and a node going through the same free sets again finds each set object it made
+# before. Bounded: each table is cleared when full.
+CPU_SETS_KEPT = 4096
+
+
+def cpu_mask(cpus: Iterable[int]) -> int:
+    """The int with bit c set for each CPU id c (ids are >= 0: the topology and the cpuset parser check)."""
+    mask = 0
+    for c in cpus:
+        mask |= 1 << c
+    return mask
+
+
+# The bit positions set in each byte value: cpus_in_mask reads a mask byte by byte, so that its loops run on
+# small ints (a mask of 63 CPUs or more is a Python long in the compiled core, where a bit-by-bit walk makes a
+# new long at every step).
+_BYTE_BITS: Final = tuple(tuple(i for i in range(8) if b >> i & 1) for b in range(256))
+
+
+def cpus_in_mask(mask: int) -> list[int]:
+    """The CPU ids of `mask`, ascending."""
+    out: list[int] = []
+    base = 0
+    for byte in mask.to_bytes((mask.bit_length() + 7) // 8, "little"):
+        if byte:
+            for i in _BYTE_BITS[byte]:
+                out.append(base + i)
+        base += 8
+    return out
 
 
 # id(machine) -> (machine, its topology); see CPUTopology.from_machine. Bounded: a long-lived agent
@@ -140,7 +173,12 @@ class CPUDetails:
         "numa_node", "socket", "core" or "uncore"); ids without CPUs in the view are absent."""
         got = self._counts.get(attr)
         if got is None:
-            got = dict(Counter(map(self._ix.of[attr].__getitem__, self._cpus)))
+            # a plain loop: collections.Counter is an interpreted class, even called from the compiled core
+            got = {}
+            of = self._ix.of[attr]
+            for cpu in self._cpus:
+                k = of[cpu]
+                got[k] = got.get(k, 0) + 1
             self._counts[attr] = got
         return got
 
@@ -210,6 +248,9 @@ class CPUTopology:
 
     __slots__ = (
         "_ix",
+        "_mask_of_set",
+        "_set_of_mask",
+        "all_mask",
         "derived",
         "details",
         "num_cores",
@@ -217,6 +258,7 @@ class CPUTopology:
         "num_numa_nodes",
         "num_sockets",
         "num_uncore_cache",
+        "numa_masks",
     )
 
     def __init__(
@@ -237,6 +279,12 @@ class CPUTopology:
         self.num_sockets = len(self._ix.by["socket"]) if num_sockets is None else num_sockets
         self.num_numa_nodes = len(self._ix.by["numa_node"])
         self.num_uncore_cache = len(self._ix.by["uncore"])
+        # every CPU as a mask, and each NUMA node's CPUs as (node id, mask), ascending ids
+        self.all_mask = cpu_mask(self._ix.all_cpus)
+        self.numa_masks: tuple[tuple[int, int], ...] = tuple(
+            (n, cpu_mask(cpus)) for n, cpus in sorted(self._ix.by["numa_node"].items()))
+        self._mask_of_set: dict[frozenset[int], int] = {}
+        self._set_of_mask: dict[int, frozenset[int]] = {}
 
     @classmethod
     def from_cpu_infos(
@@ -289,6 +337,31 @@ class CPUTopology:
             _BY_MACHINE.clear()
         _BY_MACHINE[id(machine)] = (machine, topo)  # the machine is kept, so its id is not reused
         return topo
+
+    def mask_of(self, cpus: frozenset[int]) -> int:
+        """`cpus` as a mask; a set this topology handed out (cpus_of) or was asked about before is found by
+        its identity, without reading its CPUs."""
+        got = self._mask_of_set.get(cpus)
+        if got is None:
+            got = cpu_mask(cpus)
+            self._keep(cpus, got)
+        return got
+
+    def cpus_of(self, mask: int) -> frozenset[int]:
+        """The CPU set of `mask`: one set object per mask while it is kept (see CPU_SETS_KEPT)."""
+        got = self._set_of_mask.get(mask)
+        if got is None:
+            got = frozenset(cpus_in_mask(mask))
+            self._keep(got, mask)
+        return got
+
+    def _keep(self, cpus: frozenset[int], mask: int) -> None:
+        sets, masks = self._set_of_mask, self._mask_of_set
+        if len(sets) >= CPU_SETS_KEPT or len(masks) >= CPU_SETS_KEPT:
+            sets.clear()
+            masks.clear()
+        sets.setdefault(mask, cpus)
+        masks[cpus] = mask
 
     def cpu_infos(self) -> list[CPUInfo]:
         return [self._ix.info[c] for c in sorted(self._ix.info)]
