@@ -276,7 +276,9 @@ def against_go(cases: int, seed: int, dra_only: bool = False) -> list[AreaFigure
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="scripts/bench commands", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="a smoke run: 2,000 pods, fewer cases, no simulate targets")
-    p.add_argument("--runs", type=int, default=5, help="runs of each short command (default 5; simulate: 3)")
+    p.add_argument("--runs", type=int, default=5,
+                   help="runs of each short command and rounds of the full admissions against Go (default 5; "
+                        "simulate: 3)")
     p.add_argument("--cases", type=int, default=0, help="cases per area against Go (default 500; quick 100)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--only", choices=("admissions", "dra"),
