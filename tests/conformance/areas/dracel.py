@@ -418,6 +418,21 @@ _NAMED = {
     "sortby-key-error": "[1, 2].sortBy(x, 1 / (x - 1)) == []",
     "sortby-macro-target": "1.sortBy(x, x) == []",
     "sortby-macro-variable": "[1].sortBy(1, x) == []",
+    # doubleToUint64Checked refuses any double below 0: (-1, 0) overflows, at program build and at run time
+    "fold-uint-negative-fraction": "uint(-0.5) == 0u",
+    "uint-negative-fraction": 'uint(double(device.attributes["gpu.example.com"].index) - 3.5) == 0u',
+    "uint-negative-zero": "uint(-0.0) == 0u",
+    # time.Parse(RFC3339) past its fast path: the layout parser's comma fraction, one-digit hour and
+    # zone offsets up to 24:60; beside them what it still refuses
+    "timestamp-comma-fraction": 'string(timestamp("2024-01-01T00:00:00,5+01:00")) == "2024-01-01T00:00:00.5+01:00"',
+    "timestamp-one-digit-hour": 'timestamp(device.driver.substring(0, 0) + "2024-02-29T7:05:09Z") > timestamp(1)',
+    "timestamp-offset-24-60": 'string(timestamp("2024-01-01T00:00:00-24:60")) == "2024-01-01T00:00:00-25:00"',
+    "timestamp-offset-23-60-runtime":
+        'string(timestamp(device.driver.substring(0, 0) + "2024-01-01T00:00:00+23:60")) == "2024-01-01T00:00:00+24:00"',
+    "timestamp-offset-hour-25": 'timestamp(device.driver.substring(0, 0) + "2024-01-01T00:00:00+25:00") > timestamp(1)',
+    "timestamp-offset-minute-61": 'timestamp("2024-01-01T00:00:00+00:61") > timestamp(1)',
+    "timestamp-two-fractions": 'timestamp("2024-01-01T00:00:00.5,5Z") > timestamp(1)',
+    "timestamp-year-zero-offset-24": 'timestamp("0000-12-31T00:00:00-24:00") > timestamp(1)',
 }
 
 

@@ -59,6 +59,7 @@ def test_a_string_that_does_not_convert_says_so_in_one_text(expression: str, tar
         ('[int("x")].size() == 1', "type conversion error from 'string' to 'int'"),
         ('dyn(int("99999999999999999999")) == 1', "type conversion error from 'string' to 'int'"),
         ("uint(-1) == 1u", "unsigned integer overflow"),
+        ("uint(-0.5) == 0u", "unsigned integer overflow"),  # doubleToUint64Checked: any v < 0
         ("int(1e19) == 1", "integer overflow"),
         ('string(b"\\xff") == ""', "invalid UTF-8 in bytes, cannot convert to string"),
         ('double("1e400") > 1.0', "type conversion error from 'string' to 'double'"),
@@ -70,6 +71,12 @@ def test_a_constant_conversion_that_fails_refuses_the_program(expression: str, e
     for new_object in (True, False):
         assert compile_selector(expression, FEATURES, new_object=new_object).error == (
             f"program instantiation failed: {error}")
+
+
+def test_a_double_below_zero_overflows_uint_however_close_to_zero() -> None:
+    assert _runtime_error('uint(double(device.attributes["gpu.example.com"].index) - 3.5) == 0u') == (
+        "unsigned integer overflow")
+    assert evaluate(compile_selector("uint(-0.0) == 0u", FEATURES), _device())[0] is True  # -0.0 is not below 0
 
 
 def test_conversions_of_constants_that_succeed_still_evaluate() -> None:
@@ -126,6 +133,26 @@ def test_durations_parse_as_go_does(text: str, nanos: int | None) -> None:
      ("2020-01-01T00:00:00", None), ("2020-01-01T00:00:00+0100", None), ("2020-01-01T00:00Z", None)],
 )
 def test_timestamps_parse_as_gos_rfc3339_layout(text: str, nanos: tuple[int, int] | None) -> None:
+    assert parse_rfc3339(text) == nanos
+
+
+@pytest.mark.parametrize(
+    ("text", "nanos"),
+    [  # what time.Parse's layout parser takes once the strict fast path fails (harness 1.33 and 1.37 agree)
+        ("2024-01-01T00:00:00,5Z", (1_704_067_200_500_000_000, 0)),
+        ("2024-01-01T7:05:09Z", (1_704_092_709 * 10**9, 0)),
+        ("2024-01-01T00:00:00+24:00", ((1_704_067_200 - 86400) * 10**9, 86400)),
+        ("2024-01-01T00:00:00-24:60", ((1_704_067_200 + 90000) * 10**9, -90000)),
+        ("2024-01-01T00:00:00+00:60", ((1_704_067_200 - 3600) * 10**9, 3600)),
+        ("2024-01-01T00:00:00,1234567891Z", (1_704_067_200_123_456_789, 0)),
+        # and what it still refuses
+        ("2024-01-01T00:00:00+25:00", None), ("2024-01-01T00:00:00+00:61", None),
+        ("2024-01-01T00:00:00.5,5Z", None), ("2024-01-01T24:00:00Z", None), ("2024-01-01T000:00:00Z", None),
+        ("2024-1-01T00:00:00Z", None), ("2024-01-01T00:0:00Z", None), ("2024-01-01T00:00:00,Z", None),
+        ("2024-01-01T00:00:00+01:00Z", None), ("2024-01-01T00:00:00z", None), ("2024-01-01T00:00:00+1:000", None),
+    ],
+)
+def test_timestamps_take_what_gos_general_layout_parser_takes(text: str, nanos: tuple[int, int] | None) -> None:
     assert parse_rfc3339(text) == nanos
 
 

@@ -264,7 +264,9 @@ def to_uint(v: Any) -> UInt:
     if k == "int":
         return _uint(int(v))
     if k == "double":
-        if not (-1.0 < v < 18446744073709551616.0) or math.isnan(v):
+        # cel-go's doubleToUint64Checked refuses any v < 0, so (-1, 0) overflows rather than truncating
+        # to 0; -0.0 is not below 0 and NaN fails the comparison
+        if not 0.0 <= v < 18446744073709551616.0:
             raise CelError("unsigned integer overflow")
         return UInt(int(v))
     if k == "string":
@@ -583,42 +585,55 @@ def _leap(year: int) -> bool:
 
 def parse_rfc3339(text: str) -> tuple[int, int] | None:
     """time.Parse(time.RFC3339, text): Unix nanoseconds and the zone offset in seconds, or None where it
-    fails: the fixed layout 2006-01-02T15:04:05, an optional fraction (to nanoseconds, further digits
-    dropped), then Z or +hh:mm/-hh:mm; each field in its range."""
-    if len(text) < 19 or not text.isascii():
+    fails. Go tries a strict fast path first and, when that fails, walks the layout
+    2006-01-02T15:04:05Z07:00 with its general parser, which takes more (the fast path's every answer is
+    also the general parser's, so only the general rules are needed here): a 4-digit year; 2-digit month,
+    day, minute, second in their ranges; a 1- or 2-digit hour 0-23 (stdHour); after the seconds a fraction
+    led by '.' or ',' (digits past the ninth dropped); then Z or a sign, 2-digit hour, ':' and 2-digit
+    minute, where Go allows hour 24 and minute 60 ("some people do write offsets of 24 hours or 60
+    minutes"); nothing after it."""
+    if not text.isascii():
         return None
 
-    def number(part: str, low: int, high: int) -> int | None:
-        if not part.isdigit():
-            return None
-        n = int(part)
-        return n if low <= n <= high else None
+    def digits(at: int, count: int) -> int | None:
+        part = text[at:at + count]
+        return int(part) if len(part) == count and part.isdigit() else None
 
-    year, month = number(text[0:4], 0, 9999), number(text[5:7], 1, 12)
-    if year is None or month is None:
+    year, month = digits(0, 4), digits(5, 2)
+    if year is None or month is None or text[4:5] != "-" or text[7:8] != "-" or not 1 <= month <= 12:
         return None
-    days = _DAYS_IN_MONTH[month - 1] + (1 if month == 2 and _leap(year) else 0)
-    day, hour = number(text[8:10], 1, days), number(text[11:13], 0, 23)
-    minute, second = number(text[14:16], 0, 59), number(text[17:19], 0, 59)
-    if day is None or hour is None or minute is None or second is None or (
-            text[4], text[7], text[10], text[13], text[16]) != ("-", "-", "T", ":", ":"):
+    day = digits(8, 2)
+    if day is None or text[10:11] != "T":
         return None
-    rest = text[19:]
+    # stdHour takes one digit, or two when a second digit follows
+    hour_width = 2 if text[12:13].isdigit() else 1
+    hour = digits(11, hour_width)
+    at = 11 + hour_width
+    if hour is None or hour > 23 or text[at:at + 1] != ":":
+        return None
+    minute, second = digits(at + 1, 2), digits(at + 4, 2)
+    if minute is None or minute > 59 or text[at + 3:at + 4] != ":" or second is None or second > 59:
+        return None
+    at += 6
     nanos = 0
-    if len(rest) >= 2 and rest[0] == "." and rest[1].isdigit():
-        n = 1
-        while n < len(rest) and rest[n].isdigit():
-            n += 1
-        nanos = int(rest[1:n][:9].ljust(9, "0"))
-        rest = rest[n:]
+    if text[at:at + 1] in (".", ",") and text[at + 1:at + 2].isdigit():
+        end = at + 1
+        while end < len(text) and text[end].isdigit():
+            end += 1
+        nanos = int(text[at + 1:end][:9].ljust(9, "0"))
+        at = end
+    rest = text[at:]
     offset = 0
     if rest != "Z":
         if len(rest) != 6 or rest[0] not in "+-" or rest[3] != ":":
             return None
-        hours, minutes = number(rest[1:3], 0, 23), number(rest[4:6], 0, 59)
-        if hours is None or minutes is None:
+        hours, minutes = digits(at + 1, 2), digits(at + 4, 2)
+        if hours is None or minutes is None or hours > 24 or minutes > 60:
             return None
         offset = (hours * 60 + minutes) * 60 * (-1 if rest[0] == "-" else 1)
+    # the day is checked last in Go too (after the whole layout), against the parsed month and year
+    if not 1 <= day <= _DAYS_IN_MONTH[month - 1] + (1 if month == 2 and _leap(year) else 0):
+        return None
     seconds = _days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset
     return seconds * 1_000_000_000 + nanos, offset
 
