@@ -459,6 +459,25 @@ def test_replay_of_a_file_that_is_no_json_is_one_line(capsys: pytest.CaptureFixt
     assert captured.err.count("error:") == 1 and f"{mixed}:1: not valid JSON" in captured.err
     assert len(captured.out.splitlines()) == 2
 
+
+def test_replay_refuses_a_scenario_key_written_twice(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """json.loads kept the last of a key written twice (review 4 L4): that line is named, the rest still runs."""
+    scenario = '{"kind": "merge", "policy": "none", "numa_nodes": [0], "providers": []}'
+    twice = scenario.replace('"policy": "none"', '"policy": "none", "policy": "single-numa-node"')
+    nested = scenario.replace('"providers": []', '"providers": [{"cpu": [], "cpu": []}]')
+    path = tmp_path / "twice.jsonl"
+    path.write_text(twice + "\n" + scenario + "\n" + nested + "\n")
+    assert main(["replay", str(path)]) == EXIT_INVALID
+    captured = capsys.readouterr()
+    errors = [line for line in captured.err.splitlines() if line.strip()]
+    assert len(errors) == 2 and "Traceback" not in captured.err
+    assert f'{path}:1: duplicate field "policy": a key written twice' in errors[0]
+    assert f'{path}:3: duplicate field "cpu": a key written twice' in errors[1]
+    assert "expected one JSON scenario per line, each key once" in errors[0]
+    results = [json.loads(line)["result"] for line in captured.out.splitlines()]
+    assert len(results) == 3 and "input_error" in results[0] and "input_error" in results[2]
+    assert results[1].get("admit") is True  # the good line between them replayed
+
 def test_machine_tarball_that_is_not_an_archive(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     fake = tmp_path / "x.tar.gz"
     fake.write_text("not an archive\n")

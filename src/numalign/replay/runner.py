@@ -161,8 +161,17 @@ def parse_line(line: str, line_no: int, source: str) -> tuple[dict[str, Any], di
             f"{source}:{line_no}: longer than {MAX_REPLAY_LINE_BYTES} characters; expected one JSON scenario per "
             "line (the largest recorded vector is 36 kB); check the file"
         )
+    from numalign.k8s.documents import DuplicateKeyError, duplicate_key_message, loads_json
+
     try:
-        obj = json.loads(line)
+        obj = loads_json(line)
+    except DuplicateKeyError as e:
+        # As every other file users give (k8s/documents.py): json.loads kept the last of a key written twice
+        # silently, so a hand-written {"policy": "none", ..., "policy": "single-numa-node"} replayed the last.
+        # The line is the file's; within one line the key's column is not worth a second place.
+        e.line = e.first_line = 0
+        raise InvalidInputError(duplicate_key_message(
+            e, f"{source}:{line_no}", "one JSON scenario per line, each key once")) from None
     except json.JSONDecodeError as e:
         raise InvalidInputError(
             f"{source}:{line_no}: not valid JSON ({e.msg} at column {e.colno}); "
