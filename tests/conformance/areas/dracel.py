@@ -177,6 +177,25 @@ _CONVERSION_ATOMS = (
     '"ab".matches(device.driver.substring(0, 0) + "a\\\\C")', '"ab".matches("\\\\C")', '"ab".find("\\\\C") == ""',
     '"ab".find("[") == ""', f'"ab".find(device.driver.substring({_G}.index, {_G}.index) + "[") == ""',
     '"ab".findAll("(" + device.driver.substring(0, 0)).size() == 0', '"a\\\\Cb".matches("\\\\Q\\\\C\\\\E")',
+    # the timestamp and duration accessors (UTC unless a zone is given; a duration's are totals), int() of
+    # a duration, the overflow checks of time arithmetic, the well-known types' names
+    f"timestamp({_G}.index * 10000000000).getFullYear() == 2920", f"timestamp({_G}.index * 86400).getDayOfWeek() == 0",
+    f'timestamp("2024-03-0" + string({_G}.index) + "T01:30:00+05:30").getDate() == 2',
+    f'timestamp({_G}.index * 1000000).getHours("America/New_York") == 9',
+    f'timestamp({_G}.index * 1000000).getMinutes("Asia/Kathmandu") == 5',
+    f'timestamp({_G}.index).getDayOfYear(device.driver) == 0',
+    f'timestamp({_G}.index).getHours("-0" + string({_G}.index) + ":30") == 20',
+    f'timestamp({_G}.index).getMonth("x:" + string({_G}.index)) == 0', 'timestamp(1).getSeconds("Nowhere/Town") == 1',
+    f'duration(string({_G}.index) + ".5h").getMinutes() == 210',
+    f'duration("-" + string({_G}.index) + "ms").getMilliseconds() == -3',
+    f'duration(string({_G}.index) + "h59m59.999999999s").getSeconds() > 0',
+    f'int(duration(string({_G}.index) + "s")) == 3000000000',
+    f'timestamp(253402300799) + duration(string({_G}.index) + "s") > timestamp(1)',
+    f'timestamp(-62135596800) - duration(string({_G}.index) + "ns") > timestamp(1)',
+    f'timestamp(253402300799) - timestamp(-62135596800 + {_G}.index) > duration("1s")',
+    f'duration("2562047h") + duration(string({_G}.index) + "h") > duration("1s")',
+    'type(duration("1s")) == google.protobuf.Duration', 'type(timestamp(1)) != google.protobuf.Timestamp',
+    f'duration(string({_G}.index) + "s") + {_G}.index > duration("1s")', 'timestamp(1).getHours(1) == 0',
 )
 
 # The strings extension's format() (version 2 in every release): each clause on the device's values and
@@ -433,6 +452,19 @@ _NAMED = {
     "timestamp-offset-minute-61": 'timestamp("2024-01-01T00:00:00+00:61") > timestamp(1)',
     "timestamp-two-fractions": 'timestamp("2024-01-01T00:00:00.5,5Z") > timestamp(1)',
     "timestamp-year-zero-offset-24": 'timestamp("0000-12-31T00:00:00-24:00") > timestamp(1)',
+    # timestamp and duration accessors: the zero-argument ones in UTC (not the zone a string was read with)
+    "timestamp-getters-utc": 'timestamp("2024-01-01T00:00:00+05:30").getDayOfYear() == 364',
+    "timestamp-getters-zone": 'timestamp(86400).getHours("America/New_York") == 19',
+    "timestamp-getters-offset": 'timestamp(0).getMinutes("-00:30") == 30 && timestamp(0).getHours("05:99") == 6',
+    "timestamp-getters-bad-zone": 'timestamp(0).getHours(device.driver.substring(0, 3) + ":00") == 0',
+    "timestamp-getters-unknown-zone": 'timestamp(0).getHours("Nowhere/Town") == 0',
+    "duration-getters-totals": 'duration("1.5s").getMilliseconds() == 1500 && duration("-90m").getHours() == -1',
+    "duration-getseconds-rounds": 'duration("5000000000.999999999s").getSeconds() == 5000000001',
+    "duration-to-int": 'int(duration("1s")) == 1000000000',
+    "timestamp-add-overflow": 'timestamp(253402300799) + duration("1s") > timestamp(1)',
+    "timestamp-sub-overflow": 'timestamp(253402300799) - timestamp(-62135596800) > duration("1s")',
+    "type-well-known-names": 'type(duration("1s")) == google.protobuf.Duration',
+    "checker-duration-name": '-duration("1s") < duration("0s")',
 }
 
 

@@ -89,7 +89,7 @@ def _conversions() -> dict[str, list[Overload]]:
     return {
         "int": [_g("int64_to_int64", (_I,), _I), _g("uint64_to_int64", (_U,), _I),
                 _g("double_to_int64", (_D,), _I), _g("string_to_int64", (_S,), _I),
-                _g("timestamp_to_int64", (_TS,), _I)],
+                _g("timestamp_to_int64", (_TS,), _I), _g("duration_to_int64", (_DUR,), _I)],
         "uint": [_g("uint64_to_uint64", (_U,), _U), _g("int64_to_uint64", (_I,), _U),
                  _g("double_to_uint64", (_D,), _U), _g("string_to_uint64", (_S,), _U)],
         "double": [_g("double_to_double", (_D,), _D), _g("int64_to_double", (_I,), _D),

@@ -107,6 +107,8 @@ class Interpreter:
             return strformat.format_call(v[0], v[1])
         if name == "lists.range":
             return extlists.lists_range(v[0], self.minor)
+        if name in lib.TIME_ACCESSORS:
+            return lib.time_accessor(name, v[0], tuple(v[1:]))
         fn = _FUNCTIONS.get(name)
         if fn is None:
             raise CelError(f"no such overload: {name}")

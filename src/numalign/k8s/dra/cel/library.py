@@ -130,9 +130,9 @@ def add(a: Any, b: Any) -> Any:
     ka, kb = _num_kind(a), _num_kind(b)
     if ka != kb:
         if ka == "google.protobuf.Timestamp" and kb == "google.protobuf.Duration":
-            return Timestamp(a.nanos + b.nanos, a.offset)
+            return _timestamp_in_range(a.nanos + b.nanos, a.offset)
         if kb == "google.protobuf.Timestamp" and ka == "google.protobuf.Duration":
-            return Timestamp(a.nanos + b.nanos, b.offset)
+            return _timestamp_in_range(a.nanos + b.nanos, b.offset)
         raise CelError(NO_SUCH_OVERLOAD)
     if ka == "int":
         return _int(a + b)
@@ -148,9 +148,13 @@ def add(a: Any, b: Any) -> Any:
 def arith(op: str, a: Any, b: Any) -> Any:
     ka, kb = _num_kind(a), _num_kind(b)
     if op == "_-_" and ka == kb == "google.protobuf.Timestamp":
-        return Duration(a.nanos - b.nanos)
+        # subtractTimeChecked: the seconds scaled to nanoseconds must fit before the nanoseconds are added
+        seconds = a.nanos // 1_000_000_000 - b.nanos // 1_000_000_000
+        _int(seconds * 1_000_000_000)
+        return Duration(_int(a.nanos - b.nanos))
     if op == "_-_" and ka == "google.protobuf.Timestamp" and kb == "google.protobuf.Duration":
-        return Timestamp(a.nanos - b.nanos, a.offset)
+        # subtractTimeDurationChecked negates the duration first: -(-2^63) overflows
+        return _timestamp_in_range(a.nanos + _int(-b.nanos), a.offset)
     if op == "_-_" and ka == kb == "google.protobuf.Duration":
         return Duration(_int(a.nanos - b.nanos))
     if ka != kb or ka not in ("int", "uint", "double"):
@@ -254,6 +258,8 @@ def to_int(v: Any) -> int:
         return decimal_value(v)
     if k == "google.protobuf.Timestamp":
         return int(v.nanos // 1_000_000_000)
+    if k == "google.protobuf.Duration":  # cel-go's Duration.ConvertToType(IntType): its nanoseconds
+        return int(v.nanos)
     raise CelError(NO_SUCH_OVERLOAD)
 
 
@@ -650,6 +656,171 @@ def to_timestamp(v: Any) -> Timestamp:
     if not _MIN_UNIX <= nanos // 1_000_000_000 <= _MAX_UNIX:
         raise CelError("timestamp overflow")
     return Timestamp(nanos, offset)
+
+
+def _timestamp_in_range(nanos: int, offset: int) -> Timestamp:
+    """addTimeDurationChecked's last check: the sum's Unix seconds within years 1-9999 (the zone kept)."""
+    if not _MIN_UNIX <= nanos // 1_000_000_000 <= _MAX_UNIX:
+        raise CelError("timestamp overflow")
+    return Timestamp(nanos, offset)
+
+
+# ---- timestamp and duration accessors (cel-go's Timestamp.Receive and Duration.Receive) ---------------
+
+_DURATION_ACCESSOR_UNITS: Final = {"getHours": 3_600_000_000_000, "getMinutes": 60_000_000_000,
+                                   "getSeconds": 1_000_000_000}
+
+
+def duration_field(nanos: int, name: str) -> int:
+    """A duration's accessor: its whole length in the unit (cel-go's Int(d.Hours()) etc.), not a clock part.
+    Go's Hours()/Minutes()/Seconds() add the remainder as a float fraction before Int() truncates, so a
+    remainder a hair under the unit can round the total up: the same double arithmetic here."""
+    if name == "getMilliseconds":
+        return _go_div(nanos, 1_000_000)
+    unit = _DURATION_ACCESSOR_UNITS[name]
+    whole = _go_div(nanos, unit)
+    return int(float(whole) + float(nanos - whole * unit) / float(unit))
+
+
+def timestamp_field(nanos: int, offset: int, name: str) -> int:
+    """A timestamp's accessor at a zone offset (seconds east of UTC), as Go's time.Time methods answer;
+    cel-go's month, day of year and getDayOfMonth are 0-based, getDate 1-based, getDayOfWeek 0 = Sunday."""
+    seconds, fraction = divmod(nanos, 1_000_000_000)
+    days, rest = divmod(seconds + offset, 86400)
+    if name == "getHours":
+        return rest // 3600
+    if name == "getMinutes":
+        return rest % 3600 // 60
+    if name == "getSeconds":
+        return rest % 60
+    if name == "getMilliseconds":
+        return fraction // 1_000_000
+    if name == "getDayOfWeek":
+        return (days + 4) % 7  # 1970-01-01 was a Thursday
+    year, month, day = _civil_from_days(days)
+    if name == "getFullYear":
+        return year
+    if name == "getMonth":
+        return month - 1
+    if name == "getDate":
+        return day
+    if name == "getDayOfMonth":
+        return day - 1
+    # getDayOfYear
+    return days - _days_from_civil(year, 1, 1)
+
+
+def _civil_from_days(days: int) -> tuple[int, int, int]:
+    """The proleptic Gregorian date of days since 1970-01-01 (the inverse of _days_from_civil)."""
+    z = days + 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + (3 if mp < 10 else -9)
+    return yoe + era * 400 + (month <= 2), month, day
+
+
+# Go's LoadLocation reads these before any embedded copy (zoneinfo_unix.go platformZoneSources)
+_ZONE_SOURCES: Final = ("/usr/share/zoneinfo/", "/usr/share/lib/zoneinfo/", "/usr/lib/locale/TZ/", "/etc/zoneinfo/")
+
+
+@functools.lru_cache(maxsize=64)
+def _load_location(name: str) -> Any:
+    """time.LoadLocation(name): a tzinfo, or CelError in Go's words. "" and "UTC" are UTC; "Local" is
+    the process's zone (TZ, else /etc/localtime), as the kubelet's would be."""
+    import datetime
+    import zoneinfo
+    from pathlib import Path
+
+    if name in ("", "UTC"):
+        return datetime.UTC
+    if name == "Local":
+        import os
+
+        tz = os.environ.get("TZ")
+        if tz is None:
+            try:
+                with Path("/etc/localtime").open("rb") as f:
+                    return zoneinfo.ZoneInfo.from_file(f)
+            except (OSError, ValueError):
+                return datetime.UTC
+        try:
+            return _load_location(tz.removeprefix(":")) if tz not in ("", "UTC") else datetime.UTC
+        except CelError:
+            return datetime.UTC
+    if ".." in name or name[0] in "/\\":
+        # no IANA name holds "..", nor begins with a slash
+        raise CelError("time: invalid location name")
+    for source in _ZONE_SOURCES:
+        try:
+            with Path(source + name).open("rb") as f:
+                return zoneinfo.ZoneInfo.from_file(f, key=name)
+        except FileNotFoundError:
+            continue
+        except IsADirectoryError:
+            raise CelError("is a directory") from None
+        except ValueError:  # not a TZif file (zone.tab); a NUL in the name, which Go's open refuses
+            raise CelError("invalid argument" if "\x00" in name else "malformed time zone information") from None
+        except OSError as e:
+            # Go's syscall error texts are the C library's, lower-cased ("not a directory")
+            text = e.strerror or "unknown time zone " + name
+            raise CelError(text[:1].lower() + text[1:]) from None
+    try:  # no system copy: the tzdata package, as Go falls back to its own zoneinfo.zip
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise CelError("unknown time zone " + name) from None
+
+
+def _go_atoi(text: str) -> int:
+    """strconv.Atoi, its error in its words."""
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not digits or not digits.isascii() or not digits.isdigit():
+        raise CelError(f"strconv.Atoi: parsing {go_strconv_quote(text)}: invalid syntax")
+    value = int(text)
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise CelError(f"strconv.Atoi: parsing {go_strconv_quote(text)}: value out of range")
+    return value
+
+
+def zone_offset(tz: str, nanos: int) -> int:
+    """cel-go's inTimeZone(): the offset (seconds east of UTC) at the instant of an IANA name, or of a
+    numeric hh:mm (Atoi of each side, any values: the stdlib's getters, unlike Timestamp.Receive, check
+    no range)."""
+    colon = tz.find(":")
+    if colon < 0:
+        import datetime
+
+        zone = _load_location(tz)
+        # an instant inside Python's datetime range: years 1 and 9999 see no zone transition at their edge
+        seconds = min(max(nanos // 1_000_000_000, _MIN_UNIX + 2 * 86400), _MAX_UNIX - 2 * 86400)
+        delta = datetime.datetime.fromtimestamp(seconds, zone).utcoffset()
+        return int(delta.total_seconds()) if delta is not None else 0
+    hours, minutes = _go_atoi(tz[:colon]), _go_atoi(tz[colon + 1:])
+    offset = hours * 60 - minutes if tz[0] == "-" else hours * 60 + minutes
+    # int((time.Duration(offset) * time.Minute).Seconds()): the product wraps at 64 bits as Go's does
+    d = (offset * 60_000_000_000 + 2**63) % 2**64 - 2**63
+    whole = _go_div(d, 1_000_000_000)
+    return int(float(whole) + float(d - whole * 1_000_000_000) / 1e9)
+
+
+def time_accessor(name: str, v: Any, zone: tuple[Any, ...]) -> int:
+    """The accessor `name` of a timestamp (in UTC, or in the zone given) or a duration (its total)."""
+    if isinstance(v, Timestamp):
+        if not zone:
+            return timestamp_field(v.nanos, 0, name)  # the stdlib's zero-argument form passes "UTC"
+        if len(zone) == 1 and isinstance(zone[0], str):
+            return timestamp_field(v.nanos, zone_offset(zone[0], v.nanos), name)
+    elif isinstance(v, Duration) and not zone and name in _DURATION_ACCESSORS:
+        return duration_field(v.nanos, name)
+    raise CelError(NO_SUCH_OVERLOAD)
+
+
+_DURATION_ACCESSORS: Final = frozenset(("getHours", "getMinutes", "getSeconds", "getMilliseconds"))
+TIME_ACCESSORS: Final = _DURATION_ACCESSORS | {"getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth", "getDate",
+                                               "getDayOfWeek"}
 
 
 # ---- strings (cel-go ext.Strings), in code points -----------------------------------------------------

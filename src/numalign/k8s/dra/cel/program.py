@@ -166,6 +166,10 @@ class _Compiler:
         field = e.name
         if e.test_only:
             return lambda s, m: _has_field(operand(s, m), field)
+        if field in ("Timestamp", "Duration") and _dotted(e) == "google.protobuf." + field:
+            # the well-known types' names are type values, constants to cel-go (as `int` is): no cost
+            named = TypeValue("google.protobuf." + field)
+            return lambda s, m: named
         step = 1 + (_relative(e.operand) if observed else 0)
 
         def select(s: Scope, m: Meter) -> Any:
@@ -594,3 +598,13 @@ def fold_error(root: Expr, functions: dict[int, str], guarded: dict[int, tuple[t
 
 
 __all__ = ["Meter", "Node", "_contains", "compile_program", "fold_error"]
+
+
+def _dotted(e: Expr) -> str | None:
+    """a.b.c of a select chain over an identifier, else None."""
+    if e.kind == "ident":
+        return e.name
+    if e.kind == "select" and e.operand is not None and not e.test_only:
+        inner = _dotted(e.operand)
+        return None if inner is None else inner + "." + e.name
+    return None

@@ -28,6 +28,8 @@ class Type:
             return f"type({self.params[0].fmt()})" if self.params else "type"
         if k == "opaque":
             return f"{self.name}({', '.join(p.fmt() for p in self.params)})" if self.params else self.name
+        if k == "struct" and self.name in _WELL_KNOWN_SHORT:  # FormatCELType's TimestampKind/DurationKind
+            return _WELL_KNOWN_SHORT[self.name]
         if k in ("struct", "param"):
             return self.name
         if k == "null":
@@ -75,6 +77,7 @@ NULL: Final = Type("null")
 DYN: Final = Type("dyn")
 ANY: Final = Type("any")
 ERROR: Final = Type("error")
+_WELL_KNOWN_SHORT: Final = {"google.protobuf.Timestamp": "timestamp", "google.protobuf.Duration": "duration"}
 TIMESTAMP: Final = Type("struct", "google.protobuf.Timestamp")
 DURATION: Final = Type("struct", "google.protobuf.Duration")
 QUANTITY: Final = Type("opaque", "kubernetes.Quantity")
