@@ -5,14 +5,14 @@ nodes one merge can be 255^4 of them. The harness counts, before each merge, the
 walk (the product of filterProvidersHints' list lengths, after filterSingleNumaHints under
 single-numa-node); a case may spend MERGE_BUDGET in all, and the merge that would go beyond it is not
 run: the case ends with {"merge_over_budget": N} at that admission. numalign merges without walking the
-product, so here its providers are wrapped to count the same lists, upstream's explicit ones, and the
-Topology Manager stops at the same merge. The count is itself compared: a provider listing another
-number of hints than upstream's shows as a difference.
+product, so here its providers' answers are counted (Scope.answers_seen) as the same lists, upstream's
+explicit ones, and the Topology Manager stops at the same merge. The count is itself compared: a provider
+listing another number of hints than upstream's shows as a difference.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from numalign.core.hint import ProviderHints, TopologyHint
@@ -20,6 +20,8 @@ from numalign.core.implicit.hints import ImplicitHints, ProviderAnswer
 from numalign.k8s.pod import Container, Pod
 from numalign.kubelet.topologymanager.manager import TopologyManager
 from numalign.kubelet.topologymanager.provider import HintProvider
+
+AnswersSeen = Callable[[Pod, Container | None, Sequence[ProviderAnswer]], None]
 
 # conformance/admit_merge_budget.go's mergeBudget: permutations per case.
 MERGE_BUDGET = 1_000_000
@@ -75,89 +77,6 @@ class _Counter:
         self.spent += n
 
 
-def _explicit(answer: ProviderAnswer) -> bool:
-    if answer:
-        for h in answer.values():
-            if isinstance(h, ImplicitHints):
-                return False
-    return True
-
-
-class _Counted:
-    """A provider as numalign's Topology Manager sees it, counting upstream's lists before the merge.
-
-    An answer that is already explicit (machines below the implicit size) is counted as it is; an
-    implicit one is counted from the provider's explicit lists (get_topology_hints, upstream's own
-    generator), asked for the same state just before.
-
-    Inside numalign's timed side (benchmarks/admissions_go.py), per provider per admission: what is not
-    counted (Allocate, the release, the device manager's steps) is the inner provider's own bound method,
-    set on this object, so the scope calls the provider itself; the count of an explicit answer is done
-    in the one method the scope calls."""
-
-    def __init__(self, inner: HintProvider, counter: _Counter, last: bool) -> None:
-        self._inner = inner
-        self._counter = counter
-        self._last = last
-        self.name = inner.name
-        # The inner provider's implicit answers, looked up once (None: it gives explicit lists only).
-        self._implicit = getattr(inner, "implicit_topology_hints", None)
-        self._implicit_pod = getattr(inner, "implicit_pod_topology_hints", None)
-        steps = getattr(inner, "allocate_steps", None)
-        if steps is not None:
-            self.allocate_steps = steps
-        self.allocate = inner.allocate
-        self.remove_container = inner.remove_container
-
-    # The device manager's steps (SteppedProvider), read by the scope with getattr(p, "allocate_steps",
-    # None): an instance attribute where the inner provider has them, else this None, so that the look-up
-    # never falls through to __getattr__ (an AttributeError raised and caught per provider per admission).
-    allocate_steps: Any = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def get_topology_hints(self, pod: Pod, container: Container) -> ProviderHints:
-        hints = self._inner.get_topology_hints(pod, container)
-        self._counter.seen(hints, self._last)
-        return hints
-
-    def get_pod_topology_hints(self, pod: Pod) -> ProviderHints:
-        hints = self._inner.get_pod_topology_hints(pod)
-        self._counter.seen(hints, self._last)
-        return hints
-
-    def implicit_topology_hints(self, pod: Pod, container: Container) -> ProviderAnswer:
-        implicit = self._implicit
-        if implicit is None:
-            return self.get_topology_hints(pod, container)
-        answer: ProviderAnswer = implicit(pod, container)
-        counter = self._counter
-        if answer:
-            # An explicit answer is counted as it is (its lists are upstream's), here without a call per
-            # list; an implicit one from the provider's explicit lists for the same state.
-            pending = counter.pending
-            for hints in answer.values():
-                if isinstance(hints, ImplicitHints):
-                    counter.seen(_as_hints(self._inner.get_topology_hints(pod, container)), self._last)
-                    return answer
-                pending *= counter.length(hints)
-            counter.pending = pending
-        # (an empty answer, most containers': no resource this provider aligns, nothing to count)
-        if self._last:
-            counter.close()
-        return answer
-
-    def implicit_pod_topology_hints(self, pod: Pod) -> ProviderAnswer:
-        implicit = self._implicit_pod
-        if implicit is None:
-            return self.get_pod_topology_hints(pod)
-        answer: ProviderAnswer = implicit(pod)
-        self._counter.seen(answer if _explicit(answer) else _as_hints(self._inner.get_pod_topology_hints(pod)),
-                           self._last)
-        return answer
-
-
 def _as_hints(answer: ProviderAnswer | ProviderHints) -> ProviderHints:
     if not answer:
         return None
@@ -165,8 +84,9 @@ def _as_hints(answer: ProviderAnswer | ProviderHints) -> ProviderHints:
     return {r: None if h is None else list(h) for r, h in answer.items() if not isinstance(h, ImplicitHints)}
 
 
-def install(tm: TopologyManager, policy: str) -> None:
-    """Count the merges of `tm`'s providers against the budget (the last one added triggers the check).
+def install(tm: TopologyManager, policy: str, steps: Sequence[Any] | None = None) -> None:
+    """Count the merges of `tm`'s providers against the budget, before each merge (Scope.answers_seen);
+    not when the case's `steps` (given) cannot spend it (_within_budget), nor under policy none (no merge).
 
     Not on MASK_WALK_NUMA_NODES or more NUMA nodes: there a merge of two or more permutations needs a
     list of two or more hints, which upstream's providers make only by walking every mask (the CPU
@@ -174,8 +94,112 @@ def install(tm: TopologyManager, policy: str) -> None:
     generateDeviceTopologyHints), so upstream hangs before any merge the budget could stop, and counting
     its lists here would list 2^N masks too (on 32 NUMA nodes the device manager's list of 4.3 billion
     masks filled the machine's 23 GB)."""
-    if len(tm.numa.nodes) >= MASK_WALK_NUMA_NODES:
+    numa_nodes = len(tm.numa.nodes)
+    if numa_nodes >= MASK_WALK_NUMA_NODES or policy == "none":
         return
-    counter = _Counter(policy)
-    providers = tm.scope.providers
-    providers[:] = [_Counted(p, counter, i == len(providers) - 1) for i, p in enumerate(providers)]
+    if steps is not None and _within_budget(steps, numa_nodes, policy):
+        return
+    tm.scope.answers_seen = _counting(_Counter(policy), tm.scope.providers)
+
+
+def _within_budget(steps: Sequence[Any], numa_nodes: int, policy: str) -> bool:
+    """Every merge the case's admissions can make, counted at its most, spends no more than MERGE_BUDGET:
+    then no admission can end the case, and counting each merge is work the harness alone would do
+    (numalign's own admission counts nothing; on the dual-socket mix of benchmarks/admissions_go.py it was
+    a tenth of numalign's timed side).
+
+    At its most, a merge is of one list per resource the pod names (a container's merge names fewer;
+    a provider without a hint for a resource gives one hint), each list as long as upstream's can be:
+    under single-numa-node its filter keeps the preferred hints of one NUMA node or none (N + 1 at most,
+    upstream listing each mask once), else every mask and a nil hint (2^N). A pod merges once a container
+    at most (the pod scope once). False on anything not read as a pod with containers: such a case is
+    counted as any other (and its pod refused as the manifest's reader refuses it)."""
+    per_list = numa_nodes + 1 if policy == "single-numa-node" else 2**numa_nodes + 1
+    names: set[str] = set()
+    merges = 0
+    # Read as the manifest is expected to be, any other shape ending in a TypeError, AttributeError or
+    # KeyError (then False): no isinstance test a field (this runs over every step of a case, interpreted,
+    # inside numalign's timed side). A shape read otherwise than as a pod (a string of names, a list) only
+    # adds names or merges, so the bound stays one.
+    try:
+        for step in steps:
+            if step["op"] != "admit":
+                continue
+            spec = step["pod"]["spec"]
+            for c in spec["containers"]:
+                merges += 1
+                resources = c.get("resources")
+                if resources:
+                    names.update(resources.get("requests") or ())
+                    names.update(resources.get("limits") or ())
+            inits = spec.get("initContainers")
+            if inits:
+                for c in inits:
+                    merges += 1
+                    resources = c.get("resources")
+                    if resources:
+                        names.update(resources.get("requests") or ())
+                        names.update(resources.get("limits") or ())
+            resources = spec.get("resources")
+            if resources:
+                names.update(resources.get("requests") or ())
+                names.update(resources.get("limits") or ())
+            names.update(spec.get("overhead") or ())
+    except (TypeError, AttributeError, KeyError):
+        return False
+    return bool(merges * per_list ** len(names) <= MERGE_BUDGET)
+
+
+def _counting(counter: _Counter, providers: Sequence[HintProvider]) -> AnswersSeen:
+    """What the scope calls with every provider's answer just before each merge: upstream's lists counted
+    (_Counter.length), then the merge's permutations spent, or the case ends (OverBudgetError).
+
+    An answer that is already explicit (machines below the implicit size) is counted as it is; an
+    implicit one is counted from the provider's explicit lists (get_topology_hints, upstream's own
+    generator), asked for the same state.
+
+    Inside numalign's timed side (benchmarks/admissions_go.py), once a container admitted, as a function
+    (a call of an object's __call__ costs a look-up more): the providers themselves are not wrapped (a
+    wrapper was an interpreted call per provider, and per Allocate and release), and _Counter.length is
+    written out (no call per list). (Counting a list by map() over an attrgetter and a set's __contains__
+    measured slower than this loop: the getter reads the native hint's fields by name.)"""
+    single = counter.single_numa
+
+    def seen(pod: Pod, container: Container | None, answers: Sequence[ProviderAnswer]) -> None:
+        pending = counter.pending
+        i = -1
+        for answer in answers:
+            i += 1
+            if not answer:
+                continue  # most containers' answer from most providers: no resource aligned, nothing to count
+            factor = 1
+            for hints in answer.values():
+                if hints is None:
+                    continue  # {nil, preferred}: one hint, kept by every policy
+                if isinstance(hints, ImplicitHints):
+                    factor = _explicit_factor(providers[i], pod, container, single)
+                    break
+                if not single:
+                    factor *= len(hints) or 1  # [] is {nil, not preferred}: one hint
+                    continue
+                kept = 0  # _Counter.length written out
+                for h in hints:
+                    if h.preferred:
+                        mask = h.mask
+                        if mask is None or mask.bit_count() == 1:
+                            kept += 1
+                factor *= kept
+            pending *= factor
+        counter.pending = pending
+        counter.close()
+
+    return seen
+
+
+def _explicit_factor(provider: HintProvider, pod: Pod, container: Container | None, single: bool) -> int:
+    """The permutations a provider's explicit lists make (its answer was implicit)."""
+    explicit = provider.get_pod_topology_hints(pod) if container is None else \
+        provider.get_topology_hints(pod, container)
+    counter = _Counter("single-numa-node" if single else "")
+    counter.seen(_as_hints(explicit), last=False)
+    return counter.pending

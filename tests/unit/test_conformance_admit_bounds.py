@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import io
 import random
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -145,3 +147,40 @@ def test_the_kubelet_metrics_a_case_counted_are_compared() -> None:
     assert not admit.equivalent(ours, {"steps": [], "metrics": {
         **counted, "kubelet_container_aligned_compute_resources_count": {}}})
     assert not admit.equivalent(ours, {"steps": []})
+
+
+def test_a_case_whose_merges_cannot_spend_the_budget_is_not_counted_and_answers_the_same() -> None:
+    sys_path = str(Path(__file__).parents[2] / "benchmarks")
+    sys.path.insert(0, sys_path)
+    try:
+        import admissions_go  # the timed dual-socket mix: 4 NUMA nodes, cpu, memory, a GPU and a NIC
+    finally:
+        sys.path.remove(sys_path)
+    numa, _, build, _ = next(m for m in admissions_go.MACHINES if m[1] == "dual-socket")
+    mix = admissions_go.case_for(numa, build(), 3)
+    # 33 merges (30 pods, one with an init container), 4 resource names, 5 hints a list at most: 33 * 5^4
+    assert merge_budget._within_budget(mix["steps"], numa, "single-numa-node")
+    counted: list[int] = []
+    install = merge_budget.install
+
+    def counting_always(tm: Any, policy: str, steps: Any = None) -> None:
+        install(tm, policy)  # without the steps: every merge counted, as before the bound
+        seen = tm.scope.answers_seen
+
+        def spy(pod: Any, container: Any, answers: Any) -> None:
+            counted.append(1)
+            seen(pod, container, answers)
+
+        tm.scope.answers_seen = spy
+
+    skipped = admit.numalign(mix, "1.37.2")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(merge_budget, "install", counting_always)
+        assert admit.numalign(mix, "1.37.2") == skipped
+    assert len(counted) == 33  # every container's merge (the init container's too)
+    # Beyond it: the 8-NUMA best-effort case (255^3 permutations upstream) is counted, and ends as it must
+    case = _eight_numa_case("best-effort")
+    assert not merge_budget._within_budget(case["steps"], 8, "best-effort")
+    assert merge_budget._within_budget(case["steps"], 8, "single-numa-node")  # 9^3 * 1 merge
+    # A step not read as a pod is counted as any other (its pod is refused as the reader refuses it)
+    assert not merge_budget._within_budget([{"op": "admit", "pod": {"spec": {"containers": "c"}}}], 2, "none")

@@ -25,6 +25,9 @@ class PodMemo:
         self.qos: str | None = None  # a k8s.qos.QOSClass (a str)
         self.fit: dict[str, int] | None = None
         self.shape: tuple[object, ...] | None = None
+        # Per container name, its memory and hugepage requests in bytes (kubelet/memorymanager/requests.py):
+        # the memory manager's Static policy asks at the container's hints and again at its Allocate.
+        self.memory: dict[str, dict[str, int]] | None = None
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,7 @@ class Pod:
         is not computed again for each of 20,000 generated pods."""
         copy = replace(self, name=self.name if name is None else name, uid=self.uid if uid is None else uid)
         mine, theirs = self.memo, copy.memo
-        theirs.qos, theirs.fit, theirs.shape = mine.qos, mine.fit, mine.shape
+        theirs.qos, theirs.fit, theirs.shape, theirs.memory = mine.qos, mine.fit, mine.shape, mine.memory
         return copy
 
 

@@ -70,11 +70,12 @@ _EXPONENT_RE: Final = re.compile(r"[+-]?[0-9]+\Z")
 
 
 def _div_away_from_zero(n: int, d: int) -> int:
-    """n / d rounded away from zero, like upstream's Value()/MilliValue() ("rounded up")."""
-    q, r = divmod(abs(n), d)
-    if r:
-        q += 1
-    return q if n >= 0 else -q
+    """n / d rounded away from zero, like upstream's Value()/MilliValue() ("rounded up"): the ceiling of
+    |n| / d as -(-|n| // d), one floor division (divmod made a tuple per call; every pod read asks this of
+    its requests)."""
+    if n >= 0:
+        return -(-n // d)
+    return n // d  # a floor, away from zero below it
 
 
 def _remove_factors(value: int, base: int) -> tuple[int, int]:

@@ -275,8 +275,15 @@ class PodAdmission:
         """The predicate handler, given what it reads of this node: the allocatable (the devices allocated
         count once the pod holds some), the pods held and those waiting on a plugin's Allocate."""
         devices = self.cm.devices
-        holds = devices.pod_devices.has_pod(pod.uid) and any(
-            devices.get_container_devices(pod.uid, c.name) for c in pod.init_containers + pod.containers)
+        pod_devices = devices.pod_devices
+        holds = False
+        if pod_devices.has_pod(pod.uid):
+            # (a plain loop over holds_devices: get_container_devices built a Device record an id to be
+            # tested for truth, and any() over a generator is an object a call in the compiled core)
+            for c in pod.init_containers + pod.containers:
+                if pod_devices.holds_devices(pod.uid, c.name):
+                    holds = True
+                    break
         allocatable = self.handlers.allocatable(devices.healthy, devices.allocated if holds else {})
         return self.handlers.after_topology(pod, allocatable, self.node.pods, self.reserved_pods)
 

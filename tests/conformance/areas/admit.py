@@ -572,7 +572,7 @@ def numalign(case: dict[str, Any], version: str) -> dict[str, Any]:
         if "(k/k #140730" in str(e):
             return {"hang": True}
         return {"start_error": str(e)}
-    merge_budget.install(node.tm, case["config"]["topologyManagerPolicy"])
+    merge_budget.install(node.tm, case["config"]["topologyManagerPolicy"], case["steps"])
     seen: dict[str, int] = {}  # each plugin's calls answered in earlier steps
     plugins = _static_plugins(node)  # the steps register none
     steps: list[dict[str, Any]] = []
@@ -614,25 +614,36 @@ def containers_answer(node: Node, pod: Pod) -> dict[str, Any]:
     """What each container of an admitted pod holds (area_admit.go's containerAnswer): its affinity, its
     exclusive CPUs (None in the shared pool), its memory blocks and its devices, as `node.allocation` tells
     them. Read from the managers' own queries, as the harness reads the Go managers' (GetCPUs, GetMemory,
-    GetDevices): this runs per admission inside numalign's timed side, and `node.allocation` also builds what
-    the answer does not compare (the shared pool's ids and text, each device's NUMA nodes);
+    GetDevices, its ids alone): this runs per admission inside numalign's timed side, and `node.allocation`
+    also builds what the answer does not compare (the shared pool's ids and text, each device's NUMA nodes);
     tests/unit/test_conformance_admit_answer.py holds the two equal."""
     ctrs: dict[str, Any] = {}
-    uid, tm, cpu, memory, devices = pod.uid, node.tm, node.cpu, node.memory, node.devices
-    for c in pod.all_containers():
+    uid = pod.uid
+    # Each query's bound method looked up once a pod, and no comprehension (each is a function object and a
+    # frame of its own in the interpreter): a container mostly holds one memory block or none, no device.
+    get_affinity, get_cpu_set = node.tm.get_affinity, node.cpu.get_cpu_set
+    get_memory, get_devices = node.memory.get_memory, node.devices.get_container_device_ids
+    for c in pod.init_containers + pod.containers:
         name = c.name
-        hint = tm.get_affinity(uid, name)
-        own = cpu.get_cpu_set(uid, name)
-        blocks = memory.get_memory(uid, name) or ()
-        mem = [{"numa": sorted(b.numa_affinity), "type": b.type, "size": b.size} for b in blocks]
-        if len(mem) > 1:
-            mem.sort(key=_block_type)
-        devs = devices.get_container_devices(uid, name)
+        hint = get_affinity(uid, name)
+        own = get_cpu_set(uid, name)
+        mem: list[dict[str, Any]] = []
+        blocks = get_memory(uid, name)
+        if blocks:
+            for b in blocks:
+                mem.append({"numa": sorted(b.numa_affinity), "type": b.type, "size": b.size})
+            if len(mem) > 1:
+                mem.sort(key=_block_type)
+        ids: dict[str, list[str]] = {}
+        devs = get_devices(uid, name)
+        if devs:
+            for res in sorted(devs):
+                ids[res] = sorted(devs[res])
         ctrs[name] = {
             "affinity": {"mask": hint.nodes(), "preferred": hint.preferred},
             "cpus": sorted(own) if own is not None else None,
             "memory": mem,
-            "devices": {res: sorted(ids) for res, ids in sorted(devs.items())} if devs else {},
+            "devices": ids,
         }
     return ctrs
 

@@ -282,3 +282,14 @@ def test_arithmetic_is_exact_and_ordered(a: Quantity, b: Quantity) -> None:
     assert (a + b) - b == a
     assert (a < b) == (a.nanos < b.nanos)
     assert (a == b) == (hash(a) == hash(b) and a.nanos == b.nanos)
+
+
+def test_value_and_milli_value_round_every_sign_away_from_zero() -> None:
+    # Exact integers of nano-units on either side of each rounding step (the accessors divide once)
+    for nanos in (*range(-3_000_000_001, -2_999_999_998), -1, 0, 1, *range(999_999_999, 1_000_000_002),
+                  10**30 + 1, -(10**30) - 1):
+        q = Quantity(nanos)
+        whole, milli = abs(nanos) // NANO, abs(nanos) // 10**6
+        up = (whole + (abs(nanos) % NANO > 0), milli + (abs(nanos) % 10**6 > 0))
+        sign = -1 if nanos < 0 else 1
+        assert (q.value(), q.milli_value()) == (sign * up[0], sign * up[1])

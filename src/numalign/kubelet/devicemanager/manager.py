@@ -284,6 +284,10 @@ class DeviceManager:
         under (topology None for node -1). None when the container holds nothing."""
         return self.pod_devices.get_container_devices(pod_uid, container_name)
 
+    def get_container_device_ids(self, pod_uid: str, container_name: str) -> dict[str, set[str]] | None:
+        """get_container_devices' ids alone, per resource (no Device record an id)."""
+        return self.pod_devices.container_device_ids(pod_uid, container_name)
+
     # -- hints -------------------------------------------------------------------------------------
 
     def update_allocated_devices(self) -> None:

@@ -170,6 +170,29 @@ class PodDevices:
             out[resource] = {d: Device(d, topology=tuple(nodes[d]) or None) for d in sorted_ids(nodes)}
         return out
 
+    def holds_devices(self, pod_uid: str, container: str) -> bool:
+        """get_container_devices would answer something (some resource lists the container's devices under a
+        NUMA node), without building its Device records."""
+        resources = self.devs.get(pod_uid, {}).get(container)
+        if resources is None:
+            return False
+        for info in resources.values():  # noqa: SIM110 - any() over a generator is an object a call, compiled
+            if info.device_ids:
+                return True
+        return False
+
+    def container_device_ids(self, pod_uid: str, container: str) -> dict[str, set[str]] | None:
+        """get_container_devices' device ids alone, per resource (the ids PodResources' ContainerDevices
+        list), without a Device record per id; None when the container holds nothing."""
+        resources = self.devs.get(pod_uid, {}).get(container)
+        if resources is None:
+            return None
+        out: dict[str, set[str]] = {}
+        for resource, info in resources.items():
+            if info.device_ids:
+                out[resource] = devices_of(info.device_ids)
+        return out
+
     def entries(self) -> list[tuple[str, str, str, DeviceAllocateInfo]]:
         """(pod, container, resource, info) in sorted order."""
         return [

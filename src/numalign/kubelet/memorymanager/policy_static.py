@@ -26,8 +26,8 @@ from numalign.kubelet.memorymanager.hints import (
 )
 from numalign.kubelet.memorymanager.implicit_hints import memory_topology_hints
 from numalign.kubelet.memorymanager.requests import (
+    container_requested,
     get_pod_requested_resources,
-    get_requested_resources,
     is_restartable,
 )
 from numalign.kubelet.memorymanager.state import (
@@ -225,7 +225,7 @@ class MemoryManagerStatic:
         if get_pod_qos(pod) != QOSClass.GUARANTEED or pod.has_pod_level_resources:
             return None  # pod-level resources: the Static policy leaves the pod alone (1.34+)
         try:
-            requested = get_requested_resources(container)
+            requested = container_requested(pod, container)
         except AllocationError:
             return None  # upstream logs the error and gives no hints
         blocks = self.assignments.get(pod.uid, {}).get(container.name)
@@ -267,7 +267,7 @@ class MemoryManagerStatic:
             self._update_pod_reusable_memory(pod, container, existing)
             return
         hint = self.affinity.get_affinity(pod.uid, container.name) if self.affinity else _NO_AFFINITY
-        requested = get_requested_resources(container)
+        requested = container_requested(pod, container)
         # In place, where upstream works on a copy: allocate_blocks makes every check before its first
         # change, so a refusal leaves the state as it was (and the copy cost 5% of every admission).
         blocks = allocate_blocks(self.machine_state, requested, hint, self._reusable.get(pod.uid),

@@ -32,6 +32,22 @@ def get_requested_resources(container: Container) -> dict[str, int]:
     return out
 
 
+def container_requested(pod: Pod, container: Container) -> dict[str, int]:
+    """get_requested_resources of one of the pod's containers, memoised on the pod (Pod.memo, by container
+    name: a Pod is frozen and its names are unique); the Static policy asks at the container's hints and
+    again at its Allocate. A refusal (AllocationError) is not kept: it is raised again each time. Callers
+    read the answer, never change it."""
+    memo = pod.memo
+    known = memo.memory
+    if known is None:
+        known = memo.memory = {}
+    name = container.name
+    if name in known:
+        return known[name]
+    got = known[name] = get_requested_resources(container)
+    return got
+
+
 def is_restartable(init_container: Container) -> bool:
     """podutil.IsRestartableInitContainer, for a container of pod.init_containers: a sidecar."""
     return init_container.restart_policy == "Always"

@@ -14,7 +14,7 @@ so the generators' frames and their hand-offs would be all they paid for).
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from numalign import metrics as m
@@ -63,6 +63,11 @@ class Scope:
         # Plugin calls `admit` has made (counted before each is made): Node.admit tells by it whether an
         # admission that raised had reached a call (what it then releases; podadmission).
         self.plugin_calls = 0
+        # Called with every provider's answer for a container (None: the pod, under the pod scope) just
+        # before they are merged; None for every caller but one: the conformance harness counts there the
+        # hint lists upstream's merge would walk (tests/conformance/merge_budget.py), with one call a
+        # container where wrapping each provider cost an interpreted call per provider.
+        self.answers_seen: Callable[[Pod, Container | None, list[ProviderAnswer]], None] | None = None
 
     # --- the Store interface
     def get_affinity(self, pod_uid: str, container_name: str) -> TopologyHint:
@@ -231,6 +236,9 @@ class Scope:
             else:
                 implicit = getattr(p, "implicit_topology_hints", None)
                 out.append(implicit(pod, container) if implicit is not None else p.get_topology_hints(pod, container))
+        seen = self.answers_seen
+        if seen is not None:
+            seen(pod, container, out)
         return out
 
     def _count_alignment(self, ok: bool) -> None:

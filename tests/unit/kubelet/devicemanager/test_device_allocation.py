@@ -16,6 +16,7 @@ from numalign.k8s.quantity import Quantity
 from numalign.kubelet.devicemanager.allocation import AllocationRequest, devices_to_allocate
 from numalign.kubelet.devicemanager.endpoint import StaticEndpoint
 from numalign.kubelet.devicemanager.manager import DeviceManager
+from numalign.kubelet.devicemanager.pod_devices import PodDevices
 
 R = "example.com/dev"
 ANY = TopologyHint(None, True)
@@ -466,3 +467,18 @@ def test_pod_container_device_allocation_sequence() -> None:
     active.append("p3")
     m.allocate_now(p3, p3.containers[0])
     assert (len(m.allocated[r1]), len(m.allocated[r2])) == (2, 2)
+
+
+def test_the_cheap_device_queries_say_what_get_container_devices_says() -> None:
+    held = PodDevices()
+    held.insert("p", "gpu", R, {0: ["d1"], 1: ["d2", "d1"]}, ContainerAllocateResponse())  # one id on two NUMA nodes
+    held.insert("p", "gpu", "example.com/nic", {-1: ["n0"]}, None)  # no topology, its call still out
+    held.insert("p", "none", R, {}, ContainerAllocateResponse())  # an entry that lists no NUMA node at all
+    held.insert("p", "empty", R, {0: []}, ContainerAllocateResponse())  # a NUMA node listing no id
+    for pod, name in (("p", "gpu"), ("p", "none"), ("p", "empty"), ("p", "absent"), ("q", "gpu")):
+        full = held.get_container_devices(pod, name)
+        assert held.holds_devices(pod, name) is bool(full)
+        ids = held.container_device_ids(pod, name)
+        assert ids == (None if full is None else {r: set(devs) for r, devs in full.items()})
+    assert held.container_device_ids("p", "gpu") == {R: {"d1", "d2"}, "example.com/nic": {"n0"}}
+    assert held.holds_devices("p", "empty") and not held.holds_devices("p", "none")

@@ -8,7 +8,11 @@ import pytest
 from numalign.errors import AllocationError
 from numalign.k8s.pod import Container, Pod
 from numalign.k8s.quantity import Quantity
-from numalign.kubelet.memorymanager.requests import get_pod_requested_resources, get_requested_resources
+from numalign.kubelet.memorymanager.requests import (
+    container_requested,
+    get_pod_requested_resources,
+    get_requested_resources,
+)
 
 GB = 1024**3
 HP1G = "hugepages-1Gi"
@@ -62,3 +66,18 @@ def test_container_request_keeps_memory_and_hugepages_only_and_defaults_from_lim
 def test_container_request_must_be_whole_bytes() -> None:
     with pytest.raises(AllocationError, match=r"^\[memorymanager\] failed to represent quantity as int64"):
         get_requested_resources(Container("a", requests={"memory": Quantity.parse("100m")}))
+
+
+def test_a_containers_request_is_worked_out_once_a_pod_and_a_refusal_each_time() -> None:
+    app = c("app", 2, 1)
+    pod = Pod("p", containers=(app,))
+    first = container_requested(pod, app)
+    assert first == get_requested_resources(app) == {"memory": 2 * GB, HP1G: GB}
+    assert container_requested(pod, app) is first  # kept on the pod (Pod.memo) by the container's name
+    assert pod.with_identity(name="q").memo.memory == {"app": first}  # the copy's spec is the same
+    odd = Container("odd", requests={"memory": Quantity.parse("1.5")})  # not a whole number of bytes
+    bad = Pod("b", containers=(odd,))
+    for _ in range(2):
+        with pytest.raises(AllocationError, match="failed to represent quantity as int64"):
+            container_requested(bad, odd)
+    assert bad.memo.memory == {}
