@@ -554,7 +554,12 @@ func admitArea(raw json.RawMessage) (any, error) {
 	}
 	memM, err := newMemoryManager(cfg.MemoryManagerPolicy, machine, reserved, reservedMemory, dir, tm)
 	if err != nil {
-		return map[string]any{"start_error": err.Error()}, nil
+		// validateReservedMemory walks a Go map of memory types: with two types whose reservation differs
+		// from the node allocatable one (hugepages-2Mi and hugepages-1Gi), which one it names is random.
+		return startErrors(err, func() error {
+			_, again := newMemoryManager(cfg.MemoryManagerPolicy, machine, reserved, reservedMemory, dir, tm)
+			return again
+		}), nil
 	}
 	addHintProvider(tm, budget.wrap(memM, true))
 

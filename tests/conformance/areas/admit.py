@@ -248,7 +248,8 @@ def named_cases(version: str) -> list[tuple[str, dict[str, Any], str]]:
            "spec": {"containers": [{"name": "c0", "image": "pause",
                                     "resources": {"requests": dict(res), "limits": res}}]}}
     case = {"machine": machine, "config": config, "devices": [], "steps": [{"op": "admit", "pod": pod}]}
-    return [("k8s-140730", case, "2s"), ("empty-allocate", empty_allocate_case(), "20s")]
+    return [("k8s-140730", case, "2s"), ("empty-allocate", empty_allocate_case(), "20s"),
+            ("reserved-hugepages-map-order", reserved_hugepages_case(), "20s")]
 
 
 def empty_allocate_case() -> dict[str, Any]:
@@ -279,6 +280,33 @@ def empty_allocate_case() -> dict[str, Any]:
                                          "requests": dict(limits), "limits": dict(limits)}}]}}}
              for i in range(3)]
     return {"machine": machine, "config": config, "devices": devices, "steps": steps, "held": True}
+
+
+def reserved_hugepages_case() -> dict[str, Any]:
+    """The memory manager's Static policy refusing to start where two memory types' reservedMemory differs
+    from the node allocatable reservation (the wide profile's reserved 1Gi page beside a 2Mi reservation,
+    neither in kubeReserved or systemReserved). validateReservedMemory walks a Go map of the types, so the
+    kubelet names hugepages-1Gi or hugepages-2Mi at random: the harness answers every text it sees
+    (start_error_map_order), numalign names the first in sorted order. Found by the wide profile at 1.34.4
+    and 1.35.4 (seeds 21, 23), where the harness answered only the text of its first try."""
+    machine = machine_to_cadvisor(parse_shorthand("1s x 2n x 2c x 2t, 8Gi/node, hugepages-2Mi=64/node, "
+                                                  "hugepages-1Gi=1/node"))
+    config = {
+        "cpuManagerPolicy": "none",
+        "systemReserved": {"cpu": "1", "memory": "256Mi"},
+        "evictionHard": {"memory.available": "100Mi"},
+        "maxPods": 110,
+        "memoryManagerPolicy": "Static",
+        "reservedMemory": [{"numaNode": 0, "limits": {"memory": "356Mi", "hugepages-2Mi": "4Mi",
+                                                       "hugepages-1Gi": "1Gi"}}],
+        "topologyManagerPolicy": "best-effort",
+        "topologyManagerScope": "container",
+    }
+    limits = {"cpu": "1", "memory": str(256 * _MI)}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p0", "namespace": "default", "uid": "uid-p0"},
+           "spec": {"containers": [{"name": "c0", "image": "pause",
+                                    "resources": {"requests": dict(limits), "limits": limits}}]}}
+    return {"machine": machine, "config": config, "devices": [], "steps": [{"op": "admit", "pod": pod}]}
 
 
 def _hangs(message: str, version: str) -> dict[str, Any]:
