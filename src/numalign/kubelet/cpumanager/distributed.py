@@ -134,6 +134,10 @@ def take_by_topology_numa_distributed(
     if min_numas < min_numas_from_hint <= max_numas:
         min_numas = min_numas_from_hint  # a hint wider than what can hold the request is ignored
     alias = go_slice_aliasing
+    # Looked up per node, not per combination: the CPU views memoize each tuple of ids they are asked about
+    # (topo.details for the machine's lifetime), and a walk over many NUMA nodes visits millions of
+    # combinations (C(57, 6) = 36 million on 64 one-CPU nodes), each a new entry kept: past 6 GB.
+    node_sockets = {numa: topo.details.sockets_in_numa_nodes(numa) for numa in numas} if align_by_socket else {}
     for k in range(min_numas, max_numas + 1):
         best_balance = math.inf
         best_remainder: _SliceRef | None = None
@@ -144,8 +148,9 @@ def take_by_topology_numa_distributed(
             if best_balance == 0 and (not align_by_socket or best_in_one_socket):
                 break
             combo_vals = combo.values()
-            # A set union, as upstream's CPUsInNUMANodes(combo...): a repeated node counts once.
-            if len(acc.free.cpus_in_numa_nodes(*combo_vals)) < n:
+            # Upstream's CPUsInNUMANodes(combo...).Size(): the nodes' CPU sets are disjoint and a
+            # combination names each node once, so the size of the union is the sum of the counts.
+            if sum(free_count[x] for x in combo_vals) < n:
                 continue
             if sum(free_count[x] // g for x in combo_vals) * g < n:
                 continue
@@ -172,7 +177,7 @@ def take_by_topology_numa_distributed(
                         local_rem = subset
                 s -= 1
             better = local_best < best_balance
-            in_one_socket = align_by_socket and topo.details.are_numa_nodes_in_same_socket(combo_vals)
+            in_one_socket = align_by_socket and _in_one_socket(node_sockets, combo_vals)
             if align_by_socket and in_one_socket != best_in_one_socket:
                 # The socket kind decides before the balance, even against an unbalanceable combo.
                 better = in_one_socket
@@ -217,6 +222,17 @@ def take_by_topology_numa_distributed(
         return frozenset(acc.result)
 
     return take_by_topology_numa_packed(topo, avail, n, strategy, False)
+
+
+def _in_one_socket(node_sockets: dict[int, frozenset[int]], nodes: list[int]) -> bool:
+    """Upstream AreNUMANodesInSameSocket over the machine's CPUs (every node of a combination is one of
+    the machine's): the sockets of the nodes' CPUs, together, are one at most."""
+    seen: set[int] = set()
+    for x in nodes:
+        seen |= node_sockets[x]
+        if len(seen) > 1:
+            return False
+    return True
 
 
 def _packed_or_empty(topo: CPUTopology, cpus: frozenset[int], n: int, strategy: str) -> frozenset[int]:
