@@ -69,6 +69,25 @@ def _mask_walk_hangs(case: dict[str, Any], ours: Any, theirs: Any) -> bool:
     return (theirs == {"hang": True} and not (isinstance(ours, dict) and ours.get("hang")) and walks
             and len(case["machine"]["topology"]) >= MASK_WALK_NUMA_NODES)
 
+def _distributed_walk_hangs(area: str, case: dict[str, Any], ours: Any, theirs: Any) -> bool:
+    """A cpu or admit case where upstream used up its CPU-time bound ({"hang": true}) on a machine of
+    MASK_WALK_NUMA_NODES or more NUMA nodes whose static CPU policy has distribute-cpus-across-numa (its
+    takeByTopologyNUMADistributed walks every combination of k of the free NUMA nodes), and numalign
+    answered (numalign says HANGS where that code truly loops, k/k #140730: then both sides hang)."""
+    if theirs != {"hang": True} or (isinstance(ours, dict) and ours.get("hang")):
+        return False
+    if area == "cpu":
+        options, nodes = case.get("options") or {}, len({row[1] for row in case["cpus"]})
+    elif area == "admit":
+        config = case["config"]
+        if config.get("cpuManagerPolicy") != "static":
+            return False
+        options, nodes = config.get("cpuManagerPolicyOptions") or {}, len(case["machine"]["topology"])
+    else:
+        return False
+    return str(options.get("distribute-cpus-across-numa")).lower() == "true" and nodes >= MASK_WALK_NUMA_NODES
+
+
 DELIBERATE: dict[str, tuple[str, Deliberate]] = {
     "dra-134-capacity-index": (
         "kube-scheduler 1.34 with the alpha gate DRAConsumableCapacity on checks a device's capacity, when it "
@@ -104,6 +123,15 @@ DELIBERATE: dict[str, tuple[str, Deliberate]] = {
         "provider lists its hints, and does not return for hours to centuries (the harness's hang guard); "
         "numalign finds the same masks without walking them and answers (docs/fidelity.md)",
         lambda area, version, case, ours, theirs: area == "admit" and _mask_walk_hangs(case, ours, theirs),
+    ),
+    "distributed-walk": (
+        "on machines of 25 or more NUMA nodes (the wide profile's 32 and 64) the static CPU policy's "
+        "distribute-cpus-across-numa walks every combination of k of the free NUMA nodes "
+        "(takeByTopologyNUMADistributed: C(32, 8) = 10.5 million for 8 reserved CPUs on 32 one-CPU nodes), "
+        "each with maps and CPU sets rebuilt, past the harness's CPU bound; upstream answers after minutes "
+        "(1.35.4: 1,021 s for that reservation, the CPUs numalign gives), numalign walks the same combinations "
+        "with per-node counts and answers (docs/fidelity.md)",
+        lambda area, version, case, ours, theirs: _distributed_walk_hangs(area, case, ours, theirs),
     ),
     "dra-1361-all-counters-panic": (
         "kube-scheduler 1.36.0 and 1.36.1 panic (nil pointer dereference) when a request for All devices meets "

@@ -133,3 +133,27 @@ def test_numalign_answers_a_32_node_case_under_a_topology_manager_policy_without
                       "topologyManagerPolicyOptions": {"max-allowable-numa-nodes": "64"}}
     answered = admit.numalign(wide, "1.37.2")
     assert answered["steps"][0]["admit"] is True and answered["steps"][0]["containers"]["c0"]["cpus"] is not None
+
+
+def test_upstreams_long_distributed_walk_is_named_only_where_it_can_be() -> None:
+    # cpu-29 of the wide profile at 1.35 (seed 23), reserved CPUs only: 8 of 32 one-CPU NUMA nodes taken by
+    # takeByTopologyNUMADistributed, C(32, 8) combinations. harness-1.35 answered {"hang": true} at its 20 s
+    # bound; given 1,200 s it answered after 1,021 s (load 15) with reserved 0-4,29-31, numalign's answer.
+    rows = [[i, i, i // 8, i, i] for i in range(32)]
+    case = {"cpus": rows, "reserved_cpus": None, "num_reserved": 8, "topology_manager_policy": "single-numa-node",
+            "options": {"full-pcpus-only": "true", "distribute-cpus-across-numa": "true"}, "steps": []}
+    ours = {"reserved": [0, 1, 2, 3, 4, 29, 30, 31], "steps": [], "default": list(range(32))}
+    walk = run.DELIBERATE["distributed-walk"][1]
+    assert walk("cpu", "1.35.4", case, ours, {"hang": True})
+    assert not walk("cpu", "1.35.4", case, ours, ours)  # only where upstream did not answer
+    assert not walk("cpu", "1.35.4", case, {"hang": True}, {"hang": True})  # both hang: equal, not allowed
+    sixteen = {**case, "cpus": rows[:16]}
+    assert not walk("cpu", "1.35.4", sixteen, ours, {"hang": True})  # 16 nodes: upstream answers in time
+    packed = {**case, "options": {"full-pcpus-only": "true"}}
+    assert not walk("cpu", "1.35.4", packed, ours, {"hang": True})  # no combination walk without the option
+    # the admit area: the same option in the kubelet configuration, on a machine of 32 NUMA nodes
+    admit_case = _many_numa_case(32)
+    admit_case["config"] = {**admit_case["config"], "memoryManagerPolicy": "None",
+                            "cpuManagerPolicyOptions": {"distribute-cpus-across-numa": "true"}}
+    assert walk("admit", "1.35.4", admit_case, {"steps": []}, {"hang": True})
+    assert not walk("topology", "1.35.4", admit_case, {"steps": []}, {"hang": True})
