@@ -129,3 +129,61 @@ def test_short_of_cpu_and_memory_the_change_of_both_is_tried(tmp_path: Path,
     assert [s["change"] for s in answer["wouldFitIf"]] == [both]
     assert main(args) == 0
     assert f"    - {both}: admitted;" in capsys.readouterr().out
+
+
+def test_a_smaller_request_leaves_room_for_the_containers_admitted_before_it(
+    no_hugepages: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newcomer's trial: container b of a two-container pod was told to request "what one NUMA node has
+    free", 8 CPUs on NUMA 1, but container a, admitted before it, takes 7 of those 8 there, so that change
+    was rejected again. The suggestion now leaves a's share: 1 CPU on NUMA 1 (and NUMA 0's 6, which a does
+    not touch), and each suggested request admits the pod."""
+    def pod(b_cpus: str) -> Path:
+        path = tmp_path / f"two-{b_cpus}.yaml"
+        path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: two}\nspec:\n  containers:\n"
+                        "  - name: a\n    resources: {limits: {cpu: '7', memory: 1Gi}}\n"
+                        f"  - name: b\n    resources: {{limits: {{cpu: '{b_cpus}', memory: 1Gi}}}}\n",
+                        encoding="utf-8")
+        return path
+
+    # The reserved first core leaves NUMA 0 6 exclusive CPUs: a's 7 go to NUMA 1, and b's 10 fit nowhere.
+    text, doc = _answer(capsys, "--machine", str(no_hugepages), str(pod("10")), "--details")
+    assert "container a: merged {1}P -> admit" in text
+    answer = doc["answer"]
+    assert isinstance(answer, dict) and answer["reason"] == "TopologyAffinityError"
+    requests = [t for t in answer["tried"] if t.startswith("container b requested")]
+    assert requests == ["container b requested cpu: 6 (what one NUMA node has free)",
+                        "container b requested cpu: 1 (what one NUMA node has left beside container a)"]
+    found = {s["change"]: s for s in answer["wouldFitIf"]}
+    assert set(requests) <= set(found)  # every suggested request was admitted on the copy
+    # a stays on NUMA 1; b's one CPU then fits either node, and the merge takes the lower (NUMA 0)
+    beside = found[requests[1]]["alignment"]["containers"]
+    assert [(c["container"], c["cpusNumaNodes"]) for c in beside] == [("a", [1]), ("b", [0])]
+    # What the old suggestion said (NUMA 1's whole 8 free CPUs) is rejected by the same command.
+    main(["admit", "--machine", str(no_hugepages), str(pod("8"))])
+    assert "0/1 pods admitted" in capsys.readouterr().out
+    for cpus in ("6", "1"):  # and the suggested ones are admitted
+        main(["admit", "--machine", str(no_hugepages), str(pod(cpus))])
+        assert "1/1 pods admitted" in capsys.readouterr().out
+
+
+def test_an_init_container_before_them_is_reused_not_counted(
+    no_hugepages: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The init container's 8 CPUs on NUMA 1 are handed on to a (the CPU manager's reuse), so what NUMA 1
+    has left for b is 8 - 7 = 1, not 8 - 8 - 7 (nothing, and no suggestion). Before, b was told 8, then 6,
+    and neither admits (6 on NUMA 0 is refused: the init container's CPU a did not reuse stays on NUMA 1,
+    and the kubelet's hints for b must hold it); 1 CPU beside a admits."""
+    path = tmp_path / "init.yaml"
+    path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: three}\nspec:\n  initContainers:\n"
+                    "  - name: init\n    resources: {limits: {cpu: '8', memory: 1Gi}}\n  containers:\n"
+                    "  - name: a\n    resources: {limits: {cpu: '7', memory: 1Gi}}\n"
+                    "  - name: b\n    resources: {limits: {cpu: '10', memory: 1Gi}}\n", encoding="utf-8")
+    _, doc = _answer(capsys, "--machine", str(no_hugepages), str(path))
+    answer = doc["answer"]
+    assert isinstance(answer, dict) and answer["reason"] == "TopologyAffinityError"
+    assert [t for t in answer["tried"] if t.startswith("container b requested")] == [
+        "container b requested cpu: 6 (what one NUMA node has free)",
+        "container b requested cpu: 1 (what one NUMA node has left beside container a)"]
+    assert [s["change"] for s in answer["wouldFitIf"] if s["kind"] == "request"] == [
+        "container b requested cpu: 1 (what one NUMA node has left beside container a)"]

@@ -13,7 +13,8 @@ MAX_TRIES re-admissions are run per rejected pod:
    bound; full-pcpus-only off for SMTAlignmentError; the node without its conditions for Evicted; a
    pods limit one higher for OutOfpods;
 2. a smaller request: what the best NUMA node has free (or the node, for OutOf<r>), for the rejected
-   container; for SMTAlignmentError the CPU count rounded up and down to whole cores;
+   container, less what the pod's containers placed beside it take there (_alongside); for
+   SMTAlignmentError the CPU count rounded up and down to whole cores;
 3. evictions: the pods holding the missing resource (on the NUMA node with the most of it free, or
    anywhere for OutOf<r>), BestEffort first, then Burstable, then Guaranteed, largest holders first,
    until enough would be free; one pod more if that did not suffice.
@@ -34,6 +35,7 @@ from numalign.answer.free import FreeCapacity, node_capacity, numa_capacity
 from numalign.answer.rejected import ContainerAsk, Rejected
 from numalign.answer.shortfall import shortfalls
 from numalign.answer.why import current_failures, explain_rejection, limiting_resources
+from numalign.core.bitmask import bits_of
 from numalign.core.decision import MERGE_WORK_BOUND, DecisionRecord
 from numalign.errors import NumalignError
 from numalign.k8s.pod import Container, Pod
@@ -281,12 +283,16 @@ def _fit_numa(trial: _Trial, node: Node, rejected: Rejected, target: ContainerAs
         if f.numa_node is not None:
             by_numa.setdefault(f.numa_node, {})[f.resource] = f
     ranked = sorted(by_numa, key=lambda n: _shortfall(by_numa[n], want))
-    # A smaller request: what the best NUMA nodes have free (the policy decides whether one suffices).
-    for numa in ranked[:2]:
+    # A smaller request: what the best NUMA nodes have left for the container once the pod's containers
+    # placed beside it have taken theirs there (the policy decides whether one node suffices). What one
+    # NUMA node has free alone was often too much: the containers admitted before it take part of it.
+    alongside = _alongside(rejected, target, by_numa, want)
+    left = {n: {r: (by_numa[n][r].free if r in by_numa[n] else 0) - alongside[n][0].get(r, 0) for r in want}
+            for n in by_numa}
+    for numa in sorted(by_numa, key=lambda n: _shortfall_left(left[n], want))[:2]:
         smaller = {}
         for r, v in want.items():
-            here = by_numa[numa].get(r)
-            have = 0 if here is None else here.free
+            have = left[numa][r]
             if r == RESOURCE_CPU and per_core > 1 and _full_pcpus_only(node):
                 have -= have % per_core
             if have < v:
@@ -295,7 +301,10 @@ def _fit_numa(trial: _Trial, node: Node, rejected: Rejected, target: ContainerAs
             continue
         qs = {r: _quantity(r, v) for r, v in smaller.items()}
         text = ", ".join(f"{r}: {q}" for r, q in qs.items())
-        trial.run("request", f"container {target.name} requested {text} (what one NUMA node has free)",
+        beside = alongside[numa][1]
+        why = (f"what one NUMA node has left beside container{'s' if len(beside) > 1 else ''} {', '.join(beside)}"
+               if beside else "what one NUMA node has free")
+        trial.run("request", f"container {target.name} requested {text} ({why})",
                   lambda: node, _with_request(pod, target.name, qs))
     if node.tm.policy_name in ("none", "best-effort"):
         # No NUMA constraint on admission: what is missing node-wide, from whoever holds it.
@@ -319,6 +328,54 @@ def _fit_numa(trial: _Trial, node: Node, rejected: Rejected, target: ContainerAs
                 holders.setdefault(h.pod_uid, {})
                 holders[h.pod_uid][r] = holders[h.pod_uid].get(r, 0) + h.amount
         _evict_multi(trial, node, pod, holders, missing, f"on NUMA node {numa}")
+
+
+def _alongside(rejected: Rejected, target: ContainerAsk, by_numa: Mapping[int, Mapping[str, FreeCapacity]],
+               want: Mapping[str, int]) -> dict[int, tuple[dict[str, int], list[str]]]:
+    """Per NUMA node: what the pod's other containers would hold there beside the target, of the resources
+    it wants, and their names.
+
+    Init containers that are not sidecars run before the others and hand what they held on (the CPU,
+    memory and device managers' reuse), so they take nothing from the target. Container scope: the
+    containers admitted before the target, each on the NUMA nodes its merged hint named in this
+    admission (the whole amount counted on each node of a wider hint: where it went is not recorded).
+    Pod scope: one hint for the pod, so every other container the target runs beside shares its node."""
+    out: dict[int, tuple[dict[str, int], list[str]]] = {n: ({}, []) for n in by_numa}
+    asks = {c.name: c for c in rejected.containers}
+    failed = rejected.failed
+    placed: list[tuple[ContainerAsk, int | None]] = []
+    if failed is not None and failed.container:
+        for d in rejected.record.decisions:
+            if d is failed:
+                break
+            ask = asks.get(d.container)
+            if ask is not None and d.admit and d.merged is not None:
+                placed.append((ask, d.merged.mask))
+    else:
+        after = False
+        for ask in rejected.containers:
+            if ask is target:
+                after = True
+            elif not after or not _reused(target):  # an init container runs beside what came before only
+                placed.append((ask, None))
+    for ask, mask in placed:
+        if _reused(ask):
+            continue
+        amounts = {r: v for r in want if (v := _amount(ask, r)) > 0}
+        if not amounts:
+            continue
+        for n in by_numa if mask is None else bits_of(mask):
+            if n in out:
+                held, names = out[n]
+                for r, v in amounts.items():
+                    held[r] = held.get(r, 0) + v
+                names.append(ask.name)
+    return out
+
+
+def _reused(ask: ContainerAsk) -> bool:
+    """An init container that is not a sidecar: the containers after it reuse what it held."""
+    return ask.container.is_init and not ask.container.is_sidecar
 
 
 def _evict_until(trial: _Trial, node: Node, pod: Pod, held: Sequence[tuple[str, int]], short: int) -> None:
@@ -364,6 +421,11 @@ def _shortfall(free: Mapping[str, FreeCapacity], want: Mapping[str, int]) -> tup
         have = free[r].free if r in free else 0
         worst = max(worst, max(v - have, 0) / v)
     return worst, 0
+
+
+def _shortfall_left(left: Mapping[str, int], want: Mapping[str, int]) -> float:
+    """_shortfall of what a NUMA node has left for the container (the NUMA id breaks ties: sort is stable)."""
+    return max(max(v - left.get(r, 0), 0) / v for r, v in want.items())
 
 
 def _amount(container: ContainerAsk, resource: str) -> int:
