@@ -95,7 +95,9 @@ def _compute_pod_qos(pod: Pod) -> QOSClass:
         return QOSClass.BEST_EFFORT
     if is_guaranteed:
         for name, request in requests.items():
-            if name not in limits or limits[name] != request:
+            # (nanos compared as ints: Quantity's == is theirs, and != through the rich comparison is a
+            # generic call in the compiled core)
+            if name not in limits or limits[name].nanos != request.nanos:
                 is_guaranteed = False
                 break
     if is_guaranteed and len(requests) == len(limits):

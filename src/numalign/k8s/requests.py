@@ -80,6 +80,10 @@ def pod_requests(pod: Pod, exclude_overhead: bool = False) -> ResourceList:
     """resource.PodRequests: effective requests, pod overhead added unless excluded. A pod-level request
     (spec.resources, PodLevelResources) replaces the containers' value for the resources it may name
     (cpu, memory, hugepages); a kubelet with the gate off refuses such pods before any fit."""
+    if not pod.init_containers and len(pod.containers) == 1 and not pod.overhead and pod.pod_requests is None:
+        # Most pods: one app container, nothing else to aggregate: its requests are the pod's (what
+        # _aggregate makes of them, without its copies and merges; every pod read is asked this).
+        return _non_zero(container_requests(pod.containers[0]))
     total = _aggregate(pod, container_requests)
     for name, quantity in (pod.pod_requests or {}).items():
         if is_pod_level_resource(name):

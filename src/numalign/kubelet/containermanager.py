@@ -250,8 +250,12 @@ class ContainerManager:
                 self._synced_gauges = (pool, exclusive, dict(per_numa))
                 gauges: list[tuple[str, m.LabelKey, float]] = [(m.CPU_SHARED_POOL, (), float(pool)),
                                                                (m.CPU_EXCLUSIVE, (), float(exclusive))]
+                # Only the NUMA nodes whose count changed since the last sync (an allocation moves one or
+                # two): the others' series hold their count already. New ones come in node order, as before.
+                last = None if synced is None else synced[2]
                 for node, count in sorted(per_numa.items()):
-                    gauges.append((m.CPU_PER_NUMA, _numa_node_series(node), float(count)))
+                    if last is None or node not in last or last[node] != count:
+                        gauges.append((m.CPU_PER_NUMA, _numa_node_series(node), float(count)))
                 self.metrics.set_all(gauges)  # one hold of the metrics' lock for all of them
         # In _PUBLISHED order; read as attributes (every admission syncs; most change nothing). The static
         # policy's read as its own (native reads in the compiled core), any other's looked up by name.

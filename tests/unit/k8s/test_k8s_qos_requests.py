@@ -165,3 +165,17 @@ def test_effective_cpu_matches_a_direct_simulation(p: Pod) -> None:
     peak = max(peak, running + sum(c.requests["cpu"].milli_value() for c in p.containers))
     got = pod_requests(p).get("cpu", Quantity(0))
     assert got.milli_value() == peak
+
+
+def test_a_pod_of_one_container_requests_what_the_aggregate_makes_of_it() -> None:
+    from numalign.k8s import requests as r
+
+    q = Quantity.parse
+    for req, lim in (({"cpu": q("500m"), "memory": q("0")}, {"cpu": q("1")}),  # a zero request dropped
+                     ({}, {"cpu": q("2"), "memory": q("1Gi"), "example.com/gpu": q("1")}),  # limits request
+                     ({"memory": q("1Gi")}, {}), ({}, {})):
+        pod = Pod("p", containers=(Container("c", req, lim),))
+        general = r._non_zero(r._aggregate(pod, r.container_requests))
+        got = r.pod_requests(pod)
+        assert got == general and list(got) == list(general)
+        assert r.pod_requests(pod, exclude_overhead=True) == general
