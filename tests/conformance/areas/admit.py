@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 import random
 import re
 from collections.abc import Callable, Sequence
@@ -363,8 +364,53 @@ def generate_wide(rng: random.Random, version: str) -> dict[str, Any]:
     """A case of the wide profile (scripts/conformance --wide; not run by CI): as generate's, with machines
     of 16, 32 or 64 NUMA nodes in a third of the cases, the CPU manager's options drawn more often and
     reserved CPUs as whole cores, max-allowable-numa-nodes, up to 3 init containers (sidecars among them),
-    and pod-level resources more often, half of them beside containers that keep their own cpu and memory."""
-    return generate(rng, version, wide=True)
+    and pod-level resources more often, half of them beside containers that keep their own cpu and memory;
+    on machines of up to 8 NUMA nodes, memory-only NUMA nodes (CXL, HBM) or a node whose CPUs are offline in
+    some, and devices on two or more NUMA nodes in some (_uneven)."""
+    case = generate(rng, version, wide=True)
+    _uneven(random.Random(json.dumps(case, sort_keys=True)), case)
+    return case
+
+
+MEMORY_ONLY_SHARE = 0.2  # of the wide profile's cases of up to 8 NUMA nodes: nodes without CPUs
+MULTI_NUMA_DEVICE_SHARE = 0.3  # of the wide profile's cases with devices: some devices on several nodes
+
+
+def _uneven(rng: random.Random, case: dict[str, Any]) -> None:
+    """Machines as they come besides sockets of equal nodes: memory-only NUMA nodes after the others
+    (CXL or HBM memory: memory and hugepage sizes without pages, no cores, far from every node), or the
+    last node's CPUs offline (its memory kept); and devices whose topology names two or more nodes. Drawn
+    from the case's own generator (seeded by the case), so the wide series' other draws stay as they were."""
+    machine = case["machine"]
+    topology = machine["topology"]
+    if len(topology) <= 8 and rng.random() < MEMORY_ONLY_SHARE:
+        if len(topology) >= 2 and rng.random() < 0.3:
+            node = topology[-1]
+            machine["num_cores"] -= sum(len(core["thread_ids"]) for core in node["cores"])
+            machine["num_physical_cores"] -= len(node["cores"])
+            node["cores"], node["caches"] = [], []
+            cpus = sorted(t for n in topology for core in n["cores"] for t in core["thread_ids"])
+            reserved = case["config"].get("reservedSystemCPUs")
+            if reserved and not {int(c) for c in reserved.split(",")} <= set(cpus):
+                case["config"]["reservedSystemCPUs"] = str(cpus[0])  # reserve CPUs the machine has
+        else:
+            base = len(topology)
+            for extra in range(rng.choice((1, 1, 2))):
+                memory = rng.choice((4, 8)) << 30
+                pages = [{"page_size": h["page_size"], "num_pages": 0} for h in topology[0].get("hugepages") or []]
+                topology.append({"node_id": base + extra, "memory": memory, "hugepages": pages, "cores": [],
+                                 "caches": []})
+                machine["memory_capacity"] += memory
+            total = len(topology)
+            for i, node in enumerate(topology):
+                old = node.get("distances") or []
+                node["distances"] = [10 if i == j else 30 if i >= base or j >= base else old[j] if j < len(old) else 21
+                                     for j in range(total)]
+    numas = len(topology)
+    if case["devices"] and numas > 1 and rng.random() < MULTI_NUMA_DEVICE_SHARE:
+        for device in case["devices"]:
+            if rng.random() < 0.35:
+                device["numa"] = sorted(rng.sample(range(numas), rng.randint(2, numas)))
 
 
 WIDE_NUMA_SHARE = 0.35  # of the wide profile's cases: machines of 16, 32 or 64 NUMA nodes
