@@ -8,9 +8,11 @@ checks) or another released patch (`1.34.2`, whose modfile conformance/build wri
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import re
+import shutil
 import subprocess
 import threading
 from collections import deque
@@ -100,6 +102,14 @@ def substitutions(target: str) -> list[str]:
 
 
 def binary(target: str) -> Path:
+    """The harness of `target` built from this checkout's Go sources, kept per source digest
+    (.build/by-source/DIGEST/): checkouts whose sources differ and that share one .build (worktrees with it
+    symlinked) each keep their own binaries, instead of rebuilding the shared one over each other's."""
+    return BUILD / "by-source" / source_digest()[:16] / f"harness-{target}"
+
+
+def built(target: str) -> Path:
+    """Where conformance/build writes the harness of `target` (the last one built, from any sources)."""
     return BUILD / f"harness-{target}"
 
 
@@ -107,28 +117,46 @@ def digest_file(target: str) -> Path:
     return BUILD / f"harness-{target}.digest"
 
 
+_DIGESTS: dict[Path, str] = {}
+
+
 def source_digest() -> str:
-    """A digest of the harness's sources and module files (checkouts and rebases change mtimes only)."""
-    h = hashlib.sha256()
-    for p in sorted([*GO_DIR.glob("*.go"), *GO_DIR.glob("go.*"), GO_DIR / "build"]):
-        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()
+    """A digest of the harness's sources and module files (checkouts and rebases change mtimes only),
+    read once a run: the sources do not change under it."""
+    got = _DIGESTS.get(GO_DIR)
+    if got is None:
+        h = hashlib.sha256()
+        for p in sorted([*GO_DIR.glob("*.go"), *GO_DIR.glob("go.*"), GO_DIR / "build"]):
+            h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+        got = _DIGESTS[GO_DIR] = h.hexdigest()
+    return got
 
 
 def ensure_built(wanted: Sequence[str]) -> None:
-    """Build the harness of each target whose binary is missing or was built from other sources."""
+    """Build the harness of each target that has no binary built from these sources. One build at a time
+    (a lock in .build); the binary built is kept under its sources' digest (binary())."""
+    if all(binary(m).exists() for m in wanted):
+        return
+    BUILD.mkdir(parents=True, exist_ok=True)
     digest = source_digest()
-    stale = [
-        m
-        for m in wanted
-        if not binary(m).exists()
-        or not digest_file(m).exists()
-        or digest_file(m).read_text() != digest
-    ]
-    if stale:
-        subprocess.run([str(GO_DIR / "build"), *stale], check=True)
+    with (BUILD / "build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another run may be building the same ones: wait, then look again
+        stale = [m for m in wanted if not binary(m).exists()]
+        if not stale:
+            return
+        fresh = [m for m in stale if built(m).exists() and digest_file(m).exists()
+                 and digest_file(m).read_text() == digest]
+        rebuild = [m for m in stale if m not in fresh]
+        if rebuild:
+            subprocess.run([str(GO_DIR / "build"), *rebuild], check=True)
+            for m in rebuild:
+                digest_file(m).write_text(digest)  # what checkouts before binary() was kept per digest read
         for m in stale:
-            digest_file(m).write_text(digest)
+            dest = binary(m)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            part = dest.with_name(dest.name + ".part")
+            shutil.copy2(built(m), part)
+            part.replace(dest)
 
 
 def answer(target: str, requests: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,3 +102,42 @@ def test_a_tally_keeps_the_smallest_case_of_each_class_and_counts_the_rest() -> 
     text = out.getvalue()
     assert "difference: fake at 1.37.2, first at .a: 3 cases\n  smallest (fake-1): " in text
     assert "4 different" in text
+
+
+def _fake_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sources: str, calls: list[list[str]]) -> None:
+    """A conformance directory of one Go source, whose `build` writes .build/harness-TARGET holding the
+    sources' text (as conformance/build writes the binary), recording each call."""
+    go_dir = tmp_path / "conformance"
+    go_dir.mkdir(exist_ok=True)
+    (go_dir / "main.go").write_text(sources)
+    (go_dir / "build").write_text("#!/bin/sh\n")  # read into the digest; never run (subprocess.run is faked)
+    monkeypatch.setattr(harness, "GO_DIR", go_dir)
+    monkeypatch.setattr(harness, "BUILD", go_dir / ".build")
+    harness._DIGESTS.clear()
+
+    def run(argv: list[str], check: bool) -> None:
+        calls.append(argv[1:])
+        for target in argv[1:]:
+            (go_dir / ".build" / f"harness-{target}").write_text((go_dir / "main.go").read_text())
+
+    monkeypatch.setattr(subprocess, "run", run)
+
+
+def test_checkouts_with_other_sources_keep_their_own_harnesses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # worktrees sharing one .build (symlinked) rebuilt it over each other whenever their Go sources differed
+    calls: list[list[str]] = []
+    _fake_build(tmp_path, monkeypatch, "package main // old", calls)
+    harness.ensure_built(["1.37", "1.33"])
+    old = harness.binary("1.37")
+    assert calls == [["1.37", "1.33"]] and old.read_text() == "package main // old"
+    harness.ensure_built(["1.37"])
+    assert len(calls) == 1  # built from these sources already
+    _fake_build(tmp_path, monkeypatch, "package main // new", calls)  # another checkout's sources
+    harness.ensure_built(["1.37"])
+    new = harness.binary("1.37")
+    assert new != old and new.read_text() == "package main // new" and old.read_text() == "package main // old"
+    assert calls == [["1.37", "1.33"], ["1.37"]]
+    _fake_build(tmp_path, monkeypatch, "package main // old", calls)  # the first sources again: nothing to build
+    assert harness.binary("1.37") == old
+    harness.ensure_built(["1.37", "1.33"])
+    assert calls == [["1.37", "1.33"], ["1.37"]]
