@@ -188,12 +188,18 @@ def test_core_uses_only_the_standard_library() -> None:
     assert bad == []
 
 
+# The k8s layer's one reader of the machine, and why: cel-go's timestamp getters with a zone read the
+# system's time zone database in-process (Go's time.LoadLocation), so numalign's do too.
+K8S_MACHINE_READERS = {"k8s/dra/cel/zones.py": ("os", "pathlib")}
+
+
 def test_k8s_reads_no_flags_files_or_logs() -> None:
     bad = [
         f"{f.relative_to(SRC)} imports {mod}"
         for f in sorted((SRC / "k8s").rglob("*.py"))
         for mod in raw_imports(f)
         if mod.split(".")[0] in K8S_FORBIDDEN_STDLIB
+        and mod.split(".")[0] not in K8S_MACHINE_READERS.get(str(f.relative_to(SRC)), ())
     ]
     assert bad == []
 

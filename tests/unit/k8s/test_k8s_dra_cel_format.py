@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from numalign.k8s.dra.cel import CELFeatures, CELRuntimeError, compile_selector, device_variables, evaluate
-from numalign.k8s.dra.cel.library import cel_quote, go_strconv_quote
+from numalign.k8s.dra.cel.library import cel_quote
+from numalign.k8s.dra.cel.netip import go_strconv_quote
 from numalign.k8s.dra.cel.strformat import format_call
 from numalign.k8s.dra.types import DeviceAttribute
 

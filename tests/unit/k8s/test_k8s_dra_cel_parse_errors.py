@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from numalign.k8s.dra.cel import CELFeatures, CELRuntimeError, compile_selector, device_variables, evaluate
-from numalign.k8s.dra.cel.library import NetipError, parse_netip_addr
+from numalign.k8s.dra.cel.netip import NetipError, parse_netip_addr
 from numalign.k8s.dra.types import DeviceAttribute
 
 FEATURES = CELFeatures(minor=37)

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from numalign.k8s.dra.cel.netip import NetipError, go_strconv_quote, parse_netip_addr
+
 # Go's encoding modes (which bytes a part of a URL keeps unescaped).
 _PATH, _HOST, _ZONE, _USERINFO, _QUERY, _FRAGMENT = "path", "host", "zone", "userinfo", "query", "fragment"
 _HEX = b"0123456789abcdefABCDEF"
@@ -255,9 +257,6 @@ def _host(scheme: bytes, host: bytes) -> bytes:
 
 def _ipv6_literal(literal: bytes) -> None:
     """What a bracketed host must be: an address netip.ParseAddr takes (its zone included), not IPv4."""
-    # (imported here: library imports this module)
-    from numalign.k8s.dra.cel.library import NetipError, go_strconv_quote, parse_netip_addr
-
     text = literal.decode("utf-8", "surrogateescape")  # a byte that is not UTF-8 (%FF) as U+DC80-U+DCFF
     try:
         addr, _ = parse_netip_addr(text)

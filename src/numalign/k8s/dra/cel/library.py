@@ -14,6 +14,7 @@ from typing import Any, Final
 import re2
 
 from numalign.k8s.dra.cel import gourl
+from numalign.k8s.dra.cel.netip import NetipError, go_strconv_quote, parse_netip_addr
 from numalign.k8s.dra.cel.values import (
     INT64_MAX,
     INT64_MIN,
@@ -30,6 +31,7 @@ from numalign.k8s.dra.cel.values import (
     equal,
     type_name,
 )
+from numalign.k8s.dra.cel.zones import load_location
 from numalign.k8s.dra.semver import Semver, SemverError, parse_semver
 from numalign.k8s.quantity import Quantity
 
@@ -723,57 +725,6 @@ def _civil_from_days(days: int) -> tuple[int, int, int]:
     return yoe + era * 400 + (month <= 2), month, day
 
 
-# Go's LoadLocation reads these before any embedded copy (zoneinfo_unix.go platformZoneSources)
-_ZONE_SOURCES: Final = ("/usr/share/zoneinfo/", "/usr/share/lib/zoneinfo/", "/usr/lib/locale/TZ/", "/etc/zoneinfo/")
-
-
-@functools.lru_cache(maxsize=64)
-def _load_location(name: str) -> Any:
-    """time.LoadLocation(name): a tzinfo, or CelError in Go's words. "" and "UTC" are UTC; "Local" is
-    the process's zone (TZ, else /etc/localtime), as the kubelet's would be."""
-    import datetime
-    import zoneinfo
-    from pathlib import Path
-
-    if name in ("", "UTC"):
-        return datetime.UTC
-    if name == "Local":
-        import os
-
-        tz = os.environ.get("TZ")
-        if tz is None:
-            try:
-                with Path("/etc/localtime").open("rb") as f:
-                    return zoneinfo.ZoneInfo.from_file(f)
-            except (OSError, ValueError):
-                return datetime.UTC
-        try:
-            return _load_location(tz.removeprefix(":")) if tz not in ("", "UTC") else datetime.UTC
-        except CelError:
-            return datetime.UTC
-    if ".." in name or name[0] in "/\\":
-        # no IANA name holds "..", nor begins with a slash
-        raise CelError("time: invalid location name")
-    for source in _ZONE_SOURCES:
-        try:
-            with Path(source + name).open("rb") as f:
-                return zoneinfo.ZoneInfo.from_file(f, key=name)
-        except FileNotFoundError:
-            continue
-        except IsADirectoryError:
-            raise CelError("is a directory") from None
-        except ValueError:  # not a TZif file (zone.tab); a NUL in the name, which Go's open refuses
-            raise CelError("invalid argument" if "\x00" in name else "malformed time zone information") from None
-        except OSError as e:
-            # Go's syscall error texts are the C library's, lower-cased ("not a directory")
-            text = e.strerror or "unknown time zone " + name
-            raise CelError(text[:1].lower() + text[1:]) from None
-    try:  # no system copy: the tzdata package, as Go falls back to its own zoneinfo.zip
-        return zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise CelError("unknown time zone " + name) from None
-
-
 def _go_atoi(text: str) -> int:
     """strconv.Atoi, its error in its words."""
     digits = text[1:] if text[:1] in ("+", "-") else text
@@ -793,7 +744,7 @@ def zone_offset(tz: str, nanos: int) -> int:
     if colon < 0:
         import datetime
 
-        zone = _load_location(tz)
+        zone = load_location(tz)
         # an instant inside Python's datetime range: years 1 and 9999 see no zone transition at their edge
         seconds = min(max(nanos // 1_000_000_000, _MIN_UNIX + 2 * 86400), _MAX_UNIX - 2 * 86400)
         delta = datetime.datetime.fromtimestamp(seconds, zone).utcoffset()
@@ -1082,147 +1033,6 @@ def url(text: str) -> Opaque:
 def url_part(u: Opaque, part: str) -> Any:
     value: gourl.GoURL = u.value
     return value.query() if part == "getQuery" else value.part(part)
-
-
-def go_strconv_quote(s: str) -> str:
-    """strconv.Quote: Go's escapes (\\a \\b \\f \\n \\r \\t \\v \\\\ \\"), \\xNN below a space and for DEL,
-    \\uNNNN/\\UNNNNNNNN for any other character Go does not print; printable characters as they are."""
-    out = ['"']
-    for ch in s:
-        code = ord(ch)
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        elif ch == " " or ch.isprintable():
-            out.append(ch)
-        elif 0xD800 <= code <= 0xDFFF:
-            out.append("\\ufffd")  # a lone surrogate is not UTF-8: Go sees the replacement character
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
-
-
-_GO_ESCAPES: Final = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
-
-
-
-class NetipError(ValueError):
-    """net/netip.ParseAddr's error, worded as Go's parseAddrError."""
-
-
-def parse_netip_addr(text: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, str]:
-    """net/netip.ParseAddr: the address and its zone, or NetipError with Go's text (the first '.', ':'
-    or '%' decides the family, as in Go)."""
-    for ch in text:
-        if ch == ".":
-            return ipaddress.IPv4Address(bytes(_ipv4_fields(text, text))), ""
-        if ch == ":":
-            return _parse_ipv6(text)
-        if ch == "%":
-            raise _addr_error(text, "missing IPv6 address")
-    raise _addr_error(text, "unable to parse IP")
-
-
-def _addr_error(text: str, message: str, at: str = "") -> NetipError:
-    where = f" (at {go_strconv_quote(at)})" if at else ""
-    return NetipError(f"ParseAddr({go_strconv_quote(text)}): {message}{where}")
-
-
-def _ipv4_fields(whole: str, s: str) -> list[int]:
-    """parseIPv4Fields over s (a part of whole, which the errors name)."""
-    fields: list[int] = []
-    value = digits = 0
-    for i, ch in enumerate(s):
-        if "0" <= ch <= "9":
-            if digits == 1 and value == 0:
-                raise _addr_error(whole, "IPv4 field has octet with leading zero")
-            value = value * 10 + ord(ch) - 48
-            digits += 1
-            if value > 255:
-                raise _addr_error(whole, "IPv4 field has value >255")
-        elif ch == ".":
-            if i == 0 or i == len(s) - 1 or s[i - 1] == ".":
-                raise _addr_error(whole, "IPv4 field must have at least one digit", s[i:])
-            if len(fields) == 3:
-                raise _addr_error(whole, "IPv4 address too long")
-            fields.append(value)
-            value = digits = 0
-        else:
-            raise _addr_error(whole, "unexpected character", s[i:])
-    if len(fields) < 3:
-        raise _addr_error(whole, "IPv4 address too short")
-    return [*fields, value]
-
-
-def _parse_ipv6(whole: str) -> tuple[ipaddress.IPv6Address, str]:
-    """parseIPv6: hex groups, one '::', an embedded IPv4 address in the last 32 bits, a zone after '%'."""
-    s, zone = whole, ""
-    if "%" in s:
-        s, _, zone = s.partition("%")
-        if not zone:
-            raise _addr_error(whole, "zone must be a non-empty string")
-    out = bytearray(16)
-    ellipsis = -1
-    if s.startswith("::"):
-        ellipsis = 0
-        s = s[2:]
-        if not s:
-            return ipaddress.IPv6Address(bytes(out)), zone
-    i = 0
-    while i < 16:
-        off = acc = 0
-        while off < len(s) and s[off] in "0123456789abcdefABCDEF":
-            acc = (acc << 4) + int(s[off], 16)
-            if off > 3:
-                raise _addr_error(whole, "each group must have 4 or less digits", s)
-            if acc > 0xFFFF:
-                raise _addr_error(whole, "IPv6 field has value >=2^16", s)
-            off += 1
-        if off == 0:
-            raise _addr_error(whole, "each colon-separated field must have at least one digit", s)
-        if off < len(s) and s[off] == ".":
-            if ellipsis < 0 and i != 12:
-                raise _addr_error(whole, "embedded IPv4 address must replace the final 2 fields of the address", s)
-            if i + 4 > 16:
-                raise _addr_error(whole, "too many hex fields to fit an embedded IPv4 at the end of the address", s)
-            out[i:i + 4] = bytes(_ipv4_fields(whole, s))
-            s = ""
-            i += 4
-            break
-        out[i], out[i + 1] = acc >> 8, acc & 0xFF
-        i += 2
-        s = s[off:]
-        if not s:
-            break
-        if s[0] != ":":
-            raise _addr_error(whole, "unexpected character, want colon", s)
-        if len(s) == 1:
-            raise _addr_error(whole, "colon must be followed by more characters", s)
-        s = s[1:]
-        if s[0] == ":":
-            if ellipsis >= 0:
-                raise _addr_error(whole, "multiple :: in address", s)
-            ellipsis = i
-            s = s[1:]
-            if not s:
-                break
-    if s:
-        raise _addr_error(whole, "trailing garbage after address", s)
-    if i < 16:
-        if ellipsis < 0:
-            raise _addr_error(whole, "address string too short")
-        n = 16 - i
-        out[ellipsis + n:16] = out[ellipsis:i]
-        out[ellipsis:ellipsis + n] = bytes(n)
-    elif ellipsis >= 0:
-        raise _addr_error(whole, "the :: must expand to at least one field of zeros")
-    return ipaddress.IPv6Address(bytes(out)), zone
 
 
 def ip(text: str) -> Opaque:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from numalign.k8s.dra.cel import library as lib
+from numalign.k8s.dra.cel import netip
 from numalign.k8s.dra.cel.values import NO_SUCH_OVERLOAD, CelError, Opaque
 
 IP_TYPE: Final = "net.IP"
@@ -23,7 +24,7 @@ _Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 def _prefix_error(text: str, message: str) -> CelError:
     # parseCIDR wraps netip's error, and the conversion wraps it again: the phrase shows twice upstream
     phrase = "network address parse error during conversion from string"
-    return CelError(f"{phrase}: {phrase}: netip.ParsePrefix({lib.go_strconv_quote(text)}): {message}")
+    return CelError(f"{phrase}: {phrase}: netip.ParsePrefix({netip.go_strconv_quote(text)}): {message}")
 
 
 def parse_cidr(text: str) -> tuple[_Address, int]:
@@ -33,12 +34,12 @@ def parse_cidr(text: str) -> tuple[_Address, int]:
         raise _prefix_error(text, "no '/'")
     addr_text, bits_text = text[:slash], text[slash + 1:]
     try:
-        addr, zone = lib.parse_netip_addr(addr_text)
-    except lib.NetipError as exc:
+        addr, zone = netip.parse_netip_addr(addr_text)
+    except netip.NetipError as exc:
         raise _prefix_error(text, str(exc)) from None
     if zone:  # netip parses an IPv6 zone, then refuses it in a prefix
         raise _prefix_error(text, "IPv6 zones cannot be present in a prefix")
-    bad_bits = f"bad bits after slash: {lib.go_strconv_quote(bits_text)}"
+    bad_bits = f"bad bits after slash: {netip.go_strconv_quote(bits_text)}"
     if (len(bits_text) > 1 and not "1" <= bits_text[0] <= "9") or not bits_text.isascii() \
             or not bits_text.isdigit() or lib.decimal_value(bits_text) >= 1 << 63:  # strconv.Atoi's range
         raise _prefix_error(text, bad_bits)
@@ -46,7 +47,7 @@ def parse_cidr(text: str) -> tuple[_Address, int]:
         raise _prefix_error(text, "prefix length out of range")
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         raise CelError("network address parse error during conversion from string: "
-                       f"IPv4-mapped IPv6 address {lib.go_strconv_quote(text)} is not allowed")
+                       f"IPv4-mapped IPv6 address {netip.go_strconv_quote(text)} is not allowed")
     return addr, lib.decimal_value(bits_text)
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from numalign.k8s.dra.cel import library as lib
+from numalign.k8s.dra.cel import netip
 from numalign.k8s.dra.cel import types as t
 from numalign.k8s.dra.cel.ast import Expr
 from numalign.k8s.dra.cel.values import (
@@ -201,21 +202,21 @@ def _member_text(v: Any) -> str:
     quoted, doubles as Go's %.6f (not the locale's), timestamps and durations as their literals."""
     if isinstance(v, float):
         if math.isnan(v) or math.isinf(v):
-            return lib.go_strconv_quote("NaN" if math.isnan(v) else "+Inf" if v > 0 else "-Inf")
+            return netip.go_strconv_quote("NaN" if math.isnan(v) else "+Inf" if v > 0 else "-Inf")
         return f"{v:.6f}"
     if isinstance(v, Timestamp):
-        return f"timestamp({lib.go_strconv_quote(lib.timestamp_text(v.nanos, v.offset))})"
+        return f"timestamp({netip.go_strconv_quote(lib.timestamp_text(v.nanos, v.offset))})"
     if isinstance(v, Duration):
-        return f"duration({lib.go_strconv_quote(lib.duration_text(v.nanos))})"
+        return f"duration({netip.go_strconv_quote(lib.duration_text(v.nanos))})"
     if isinstance(v, (list, dict)):
         return _as_string(v)
     text = _scalar_text(v)
     if text is None:
         raise FormatError(f"no formatting function for {type_name(v)}")
     if isinstance(v, str):
-        return lib.go_strconv_quote(text)
+        return netip.go_strconv_quote(text)
     if isinstance(v, bytes):
-        return "b" + lib.go_strconv_quote(text)
+        return "b" + netip.go_strconv_quote(text)
     return text
 
 
@@ -235,7 +236,7 @@ def _map_text(m: dict[Any, Any]) -> str:
         else:
             raise FormatError(f"no formatting function for map key of type {type_name(key)}")
         if isinstance(key, str):
-            key_text = lib.go_strconv_quote(key_text)
+            key_text = netip.go_strconv_quote(key_text)
         pairs.append((key_text, _member_text(value)))
     pairs.sort(key=lambda p: p[0].encode("utf-8", "surrogatepass"))
     return "{" + ", ".join(f"{k}:{v}" for k, v in pairs) + "}"
