@@ -53,6 +53,10 @@ def test_machine_and_another_cluster_are_refused(tmp_path: Path, capsys: pytest.
     (line,) = capsys.readouterr().err.splitlines()
     assert line == ("numalign capacity: error: --machine dual-socket and --nodes: both say what the cluster is; "
                     "give one (a cluster.yaml pool names its machine with `machine:`)")
+    # --cluster example is its default, yet given beside --machine it is a second cluster (review 4 L7)
+    assert main(["simulate", "--machine", "dual-socket", "--cluster", "example"]) == EXIT_INVALID
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("numalign simulate: error: --machine dual-socket and --cluster: both say what")
     assert main(["capacity", "--machine", "no-such-machine"]) == EXIT_INVALID
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("numalign capacity: error: --machine 'no-such-machine': not a built-in machine")

@@ -22,7 +22,8 @@ def add_cluster_args(p: argparse.ArgumentParser, workload: bool = True) -> None:
     from numalign.cluster.catalog import DESCRIPTIONS
 
     g = p.add_argument_group("the cluster")
-    g.add_argument("--cluster", metavar="FILE|NAME", default="example",
+    # default None, read as "example" by ClusterSource: --machine must know whether --cluster was given
+    g.add_argument("--cluster", metavar="FILE|NAME", default=None,
                    help="a cluster.yaml (docs/cluster-format.md) or a built-in: "
                    + "; ".join(f"{k}: {v}" for k, v in DESCRIPTIONS.items()) + " (default: example)")
     g.add_argument("--machine", metavar="FILE|NAME",
@@ -64,11 +65,13 @@ class ClusterSource:
     pods_dump: Path | None = None
     overridden: bool = False
     machine: str | None = None
+    cluster_given: bool = False  # --cluster on the command line (its default is "example")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ClusterSource:
         overridden = bool(getattr(args, "kubelet_versions", None) or getattr(args, "kubelet_version", None))
-        return cls(args.cluster, args.nodes, args.nrts, args.pods_dump, overridden, getattr(args, "machine", None))
+        return cls(args.cluster or "example", args.nodes, args.nrts, args.pods_dump, overridden,
+                   getattr(args, "machine", None), args.cluster is not None)
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,7 @@ def _one_machine(source: ClusterSource) -> Cluster:
     from numalign.adapters.sysfs import load_machine
     from numalign.cluster.model import cluster_from_dict
 
-    if source.nodes is not None or source.nrts is not None or source.cluster != "example":
+    if source.nodes is not None or source.nrts is not None or source.cluster_given:
         given = "--nodes" if source.nodes is not None else "--nrts" if source.nrts is not None else "--cluster"
         raise InvalidInputError(f"--machine {source.machine} and {given}: both say what the cluster is; give one (a "
                                 "cluster.yaml pool names its machine with `machine:`)")
