@@ -446,16 +446,7 @@ def timestamp_text(nanos: int, offset: int = 0) -> str:
     trailing zeros; Z for UTC)."""
     seconds, fraction = divmod(nanos + offset * 1_000_000_000, 1_000_000_000)
     days, rest = divmod(seconds, 86400)
-    # civil date from days since 1970-01-01 (the inverse of _days_from_civil)
-    z = days + 719468
-    era = z // 146097
-    doe = z - era * 146097
-    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    day = doy - (153 * mp + 2) // 5 + 1
-    month = mp + (3 if mp < 10 else -9)
-    year = yoe + era * 400 + (month <= 2)
+    year, month, day = _civil_from_days(days)
     text = f"{year:04d}-{month:02d}-{day:02d}T{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
     if fraction:
         text += "." + f"{fraction:09d}".rstrip("0")
