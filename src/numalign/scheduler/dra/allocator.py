@@ -19,7 +19,7 @@ import bisect
 import logging
 import sys
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, islice
 from operator import not_
@@ -99,6 +99,20 @@ class SearchTimeoutError(Exception):
     def __init__(self, message: str, by_work: bool = False) -> None:
         super().__init__(message)
         self.by_work = by_work
+
+
+def _take_off_held(available: dict[str, dict[str, Quantity]], s: ResourceSlice,
+                   held: Callable[[DeviceID], bool]) -> None:
+    """Counters left in `available` (counter set -> counter -> quantity) once what the slice's devices that
+    `held` names consume of them is taken off (a counter the set lacks is left alone)."""
+    for d in s.devices:
+        if not held((s.driver, s.pool.name, d.name)):
+            continue
+        for consumption in d.consumes_counters:
+            counters = available.get(consumption.counter_set, {})
+            for name, q in consumption.counters.items():
+                if name in counters:
+                    counters[name] = counters[name] - q
 
 
 def device_id_text(device_id: DeviceID) -> str:
@@ -1272,18 +1286,10 @@ class Allocator:
             else:
                 available = {name: dict(cs.counters) for name, cs in pool.counter_sets.items()}
                 sources = [*pool.slices, *pool.slices_not_targeting_node]
+            held = (self.allocated.holds if self.generation.counters_see_shared_allocations
+                    else self.allocated.devices.__contains__)
             for s in sources:
-                for d in s.devices:
-                    device_id = (s.driver, s.pool.name, d.name)
-                    held = (self.allocated.holds(device_id) if self.generation.counters_see_shared_allocations
-                            else device_id in self.allocated.devices)
-                    if not held:
-                        continue
-                    for consumption in d.consumes_counters:
-                        counters = available.get(consumption.counter_set, {})
-                        for name, q in consumption.counters.items():
-                            if name in counters:
-                                counters[name] = counters[name] - q
+                _take_off_held(available, s, held)
             self._available_counters[key] = available
         consumed = self._consumed_counters.setdefault(key, {})
         for consumption in c.device.consumes_counters:
@@ -1314,14 +1320,7 @@ class Allocator:
         if available is None:
             s = c.slice
             available = {cs.name: dict(cs.counters) for cs in s.shared_counters}
-            for d in s.devices:
-                if (s.driver, s.pool.name, d.name) not in self.allocated.devices:
-                    continue
-                for consumption in d.consumes_counters:
-                    counters = available.get(consumption.counter_set, {})
-                    for name, q in consumption.counters.items():
-                        if name in counters:
-                            counters[name] = counters[name] - q
+            _take_off_held(available, s, self.allocated.devices.__contains__)
             self._available_counters[key] = available
         marked = self._consumed_counters.get(key, {})
         for consumption in c.device.consumes_counters:
